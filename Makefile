@@ -1,0 +1,46 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+TOOLS := .venv-tools
+BIN := $(VENV)/bin
+TOOLBIN := $(TOOLS)/bin
+# sam build needs the template's runtime (python3.12) on PATH; pyenv keeps it beside the default.
+export PATH := $(CURDIR)/$(BIN):$(HOME)/.pyenv/shims:$(PATH)
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: demo test unit lint template bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# aws-sam-cli and checkov pin many libraries of their own, so they live in a venv of their own.
+$(TOOLBIN)/.installed:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLBIN)/pip install --quiet --upgrade pip
+	$(TOOLBIN)/pip install --quiet 'aws-sam-cli>=1.140' 'checkov>=3.2'
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/shareplane demo
+
+test: $(BIN)/.installed template
+	$(BIN)/ruff check layers functions sim cli tests
+	$(BIN)/pytest -n 2 -q
+
+unit: $(BIN)/.installed
+	$(BIN)/pytest -q -m "not local"
+
+template: $(BIN)/.installed $(TOOLBIN)/.installed
+	$(TOOLBIN)/sam validate --lint --template template.yaml
+	$(BIN)/cfn-lint template.yaml
+	$(TOOLBIN)/checkov --quiet --compact --framework cloudformation -f template.yaml
+	$(TOOLBIN)/sam build --template template.yaml --build-dir .aws-sam/build
+
+bench: $(BIN)/.installed
+	$(BIN)/pytest -q -m bench tests/bench -p no:xdist -s
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .aws-sam

@@ -1,0 +1,1 @@
+"""The `shareplane` command and the local stack (embedded AWS + emulator + function runner)."""

@@ -1,0 +1,1 @@
+"""Pure domain core: no boto3, no environment, no clock reads."""

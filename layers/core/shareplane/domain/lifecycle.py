@@ -1,0 +1,472 @@
+"""Job lifecycle: normalized observations, dedupe and ordering keys, and the transition decision.
+
+AWS Batch service-job states go backwards (SCHEDULED->RUNNABLE on a capacity error, RUNNING->RUNNABLE
+on preemption or retry), events are duplicated with fresh ids and arrive in any order. Everything
+here is a pure function of the observation's content, so any permutation of any duplicates folds
+to the same state.
+
+The ordering key of an observation is the tuple
+
+    (final, attempts, preemptions, stamp_ms, phase, digest)
+
+- ``final``: SUCCEEDED and FAILED end a job; nothing outranks them.
+- ``attempts`` / ``preemptions``: both only grow, and a retry or a preemption sends the job back to
+  RUNNABLE with a larger count, so the regression sorts after what it regresses from.
+- ``stamp_ms``: the largest epoch-millisecond time in ``detail`` (createdAt, scheduledAt,
+  startedAt, stoppedAt and the attempts' times). A new dispatch after a capacity requeue carries a
+  later ``scheduledAt``. The envelope ``time`` (1-second precision, set per delivery) is never used.
+- ``phase``: the position inside one dispatch when the times tie. A RUNNABLE that names a previous
+  training job (``latestAttempt``) comes after that job's SCHEDULED/STARTING/RUNNING; a RUNNABLE
+  without one is the job's first wait.
+- ``digest``: content hash, a deterministic tie-break so the order is total.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    """Service-job (and container-job) states as AWS Batch names them."""
+
+    SUBMITTED = "SUBMITTED"
+    PENDING = "PENDING"
+    RUNNABLE = "RUNNABLE"
+    SCHEDULED = "SCHEDULED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+    @property
+    def is_active(self) -> bool:
+        return not self.is_final
+
+
+class ObservationKind(StrEnum):
+    """What kind of event an observation came from."""
+
+    SUBMITTED = "SUBMITTED"  # written by the submit path: Batch emits no event on submission
+    STATE_CHANGE = "STATE_CHANGE"
+    QUEUE_BLOCKED = "QUEUE_BLOCKED"
+    PREEMPTION_STARTED = "PREEMPTION_STARTED"
+    PREEMPTION_COMPLETED = "PREEMPTION_COMPLETED"
+    RECONCILED = "RECONCILED"  # read back from DescribeServiceJob by the reconciler
+
+
+class Decision(StrEnum):
+    """What recording an observation does to a job."""
+
+    APPLY = "APPLY"  # newest so far: moves the current state
+    STALE = "STALE"  # older than the current state: lands in history only
+    DUPLICATE = "DUPLICATE"  # already recorded: no write at all
+
+
+CAPACITY_REASON_PREFIX = "CAPACITY:"
+#: Kinds that only annotate history: their details lack the attempt counts needed to order them
+#: against full state changes, and Batch sends a full state change for the same move anyway.
+ANNOTATION_KINDS = frozenset({ObservationKind.PREEMPTION_STARTED, ObservationKind.PREEMPTION_COMPLETED})
+
+_PHASE = {
+    JobStatus.SUBMITTED: 0,
+    JobStatus.PENDING: 1,
+    JobStatus.RUNNABLE: 2,
+    JobStatus.SCHEDULED: 4,
+    JobStatus.STARTING: 6,
+    JobStatus.RUNNING: 8,
+    JobStatus.SUCCEEDED: 12,
+    JobStatus.FAILED: 12,
+}
+_REQUEUED_RUNNABLE_PHASE = 10  # RUNNABLE after a dispatch (capacity error, preemption, retry)
+
+
+@dataclass(frozen=True)
+class CapacityUsage:
+    """Instances a job holds: ``unit`` is NUM_INSTANCES or an instance type."""
+
+    unit: str
+    quantity: float
+
+
+@dataclass(frozen=True)
+class JobObservation:
+    """One job event, normalized: what it says about the job, whatever event shape it came in.
+
+    ``None`` means the event did not carry the field, never "the field is empty".
+    """
+
+    job_arn: str
+    status: JobStatus
+    kind: ObservationKind = ObservationKind.STATE_CHANGE
+    job_id: str | None = None
+    job_name: str | None = None
+    job_queue: str | None = None
+    status_reason: str | None = None
+    share_identifier: str | None = None
+    quota_share_name: str | None = None
+    scheduling_priority: int | None = None
+    created_at: int | None = None
+    scheduled_at: int | None = None
+    started_at: int | None = None
+    stopped_at: int | None = None
+    attempts: int | None = None
+    preemptions: int | None = None
+    latest_training_job_arn: str | None = None
+    training_job_arns: tuple[str, ...] = ()
+    capacity_usage: tuple[CapacityUsage, ...] = ()
+    instance_type: str | None = None
+    #: Only for details that carry no millisecond time at all (preemption started): the envelope
+    #: time keeps two preemptions of one job apart. Never set when the detail has a time.
+    envelope_time_ms: int | None = None
+
+    @property
+    def is_annotation(self) -> bool:
+        return self.kind in ANNOTATION_KINDS
+
+    @property
+    def is_capacity_requeue(self) -> bool:
+        return (
+            self.status is JobStatus.RUNNABLE
+            and self.kind is ObservationKind.STATE_CHANGE
+            and (self.status_reason or "").startswith(CAPACITY_REASON_PREFIX)
+        )
+
+    @property
+    def stamp_ms(self) -> int:
+        times = [t for t in (self.created_at, self.scheduled_at, self.started_at, self.stopped_at) if t]
+        if not times and self.envelope_time_ms:
+            return self.envelope_time_ms
+        return max(times, default=0)
+
+    @property
+    def at_ms(self) -> int:
+        """When this observation's state was entered, as well as the detail tells."""
+        by_status = {
+            JobStatus.SUBMITTED: self.created_at,
+            JobStatus.PENDING: self.created_at,
+            JobStatus.SCHEDULED: self.scheduled_at,
+            JobStatus.STARTING: self.started_at,
+            JobStatus.RUNNING: self.started_at,
+            JobStatus.SUCCEEDED: self.stopped_at,
+            JobStatus.FAILED: self.stopped_at,
+        }.get(self.status)
+        return by_status or self.stamp_ms
+
+    @property
+    def phase(self) -> int:
+        phase = _PHASE[self.status]
+        if self.status is JobStatus.RUNNABLE and self.latest_training_job_arn:
+            phase = _REQUEUED_RUNNABLE_PHASE
+        if self.kind is ObservationKind.QUEUE_BLOCKED:
+            phase += 1  # the blocked notice refines the RUNNABLE it is about
+        return phase
+
+    @property
+    def digest(self) -> str:
+        return content_digest(self)
+
+    @property
+    def seq(self) -> str:
+        return ordering_key(self)
+
+
+def content_digest(obs: JobObservation) -> str:
+    """Content-derived dedupe key: equal for the same change however often and however it was sent."""
+    payload = {
+        "job": obs.job_arn,
+        "status": obs.status.value,
+        "kind": obs.kind.value,
+        "reason": obs.status_reason,
+        "attempts": obs.attempts,
+        "preemptions": obs.preemptions,
+        "latest": obs.latest_training_job_arn,
+        "times": [obs.created_at, obs.scheduled_at, obs.started_at, obs.stopped_at],
+        "priority": obs.scheduling_priority,
+        "envelope": obs.envelope_time_ms,
+    }
+    raw = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def ordering_key(obs: JobObservation) -> str:
+    """The observation's place in the job's life, encoded so string order is tuple order.
+
+    Annotations sort below every state change ("!" < "0"): they set the state only of a job that
+    nothing else has been heard of yet.
+    """
+    if obs.is_annotation:
+        return f"!{obs.at_ms:013d}|{obs.digest}"
+    return "{final:d}|{attempts:03d}|{preemptions:04d}|{stamp:013d}|{phase:02d}|{digest}".format(
+        final=obs.status.is_final,
+        attempts=obs.attempts or 0,
+        preemptions=obs.preemptions or 0,
+        stamp=obs.stamp_ms,
+        phase=obs.phase,
+        digest=obs.digest,
+    )
+
+
+def history_key(obs: JobObservation) -> str:
+    """Sort key of a history item: by when it happened, then by ordering key."""
+    return f"{obs.at_ms:013d}#{ordering_key(obs)}"
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One recorded observation, in the job's history."""
+
+    key: str
+    status: JobStatus
+    at: int
+    reason: str | None
+    kind: ObservationKind
+    digest: str
+    attempts: int | None = None
+    preemptions: int | None = None
+    training_job_arn: str | None = None
+
+
+#: Fields that hold the value of the newest observation that carried them (last writer wins by
+#: ordering key, not by arrival), so a reordered stream converges.
+LATEST_WINS_FIELDS = (
+    "attempts",
+    "scheduling_priority",
+    "started_at",
+    "stopped_at",
+    "scheduled_at",
+    "latest_training_job_arn",
+    "capacity_usage",
+    "instance_type",
+)
+#: Fields that never change once known: the first value seen is the value.
+IMMUTABLE_FIELDS = ("job_id", "job_name", "job_queue", "share_identifier", "quota_share_name", "created_at")
+
+
+@dataclass(frozen=True)
+class JobState:
+    """The current state of one job, as folded from every observation recorded so far."""
+
+    job_arn: str
+    status: JobStatus
+    seq: str
+    status_reason: str | None = None
+    job_id: str | None = None
+    job_name: str | None = None
+    job_queue: str | None = None
+    share_identifier: str | None = None
+    quota_share_name: str | None = None
+    scheduling_priority: int | None = None
+    created_at: int | None = None
+    scheduled_at: int | None = None
+    started_at: int | None = None
+    stopped_at: int | None = None
+    first_started_at: int | None = None
+    latest_training_job_arn: str | None = None
+    training_job_arns: tuple[str, ...] = ()
+    capacity_usage: tuple[CapacityUsage, ...] = ()
+    instance_type: str | None = None
+    attempts: int = 0
+    preemptions: int = 0
+    capacity_requeues: int = 0
+    field_seq: Mapping[str, str] = field(default_factory=dict)
+    seen: tuple[str, ...] = ()
+    version: int = 0
+
+    @property
+    def instance_count(self) -> float:
+        return sum(usage.quantity for usage in self.capacity_usage)
+
+
+@dataclass(frozen=True)
+class JobMetricEvent:
+    """A measurement a transition produces, for the metrics sink (never keyed by job id)."""
+
+    name: str
+    value: float
+    unit: str  # Count | Seconds
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The decision for one observation and everything the store must write for it."""
+
+    decision: Decision
+    state: JobState
+    previous: JobState | None
+    history: HistoryEntry | None
+    new_training_job_arns: tuple[str, ...] = ()
+    metrics: tuple[JobMetricEvent, ...] = ()
+
+    @property
+    def writes(self) -> bool:
+        return self.decision is not Decision.DUPLICATE
+
+
+def decide(current: JobState | None, obs: JobObservation) -> Transition:
+    """Fold one observation into a job's state: apply it, keep it as history only, or drop it."""
+    digest = obs.digest
+    if current is not None and digest in current.seen:
+        return Transition(Decision.DUPLICATE, current, current, None)
+
+    obs_seq = obs.seq
+    newest = current is None or obs_seq > current.seq
+    base = current or _empty_state(obs)
+    state = base
+
+    if newest:
+        state = replace(state, status=obs.status, status_reason=obs.status_reason, seq=obs_seq)
+    state = _merge_fields(state, obs, obs_seq)
+
+    known = set(state.training_job_arns)
+    new_arns = tuple(arn for arn in _arns_of(obs) if arn not in known)
+    preemptions = max(state.preemptions, obs.preemptions or 0)
+    state = replace(
+        state,
+        training_job_arns=tuple(sorted(state.training_job_arns + new_arns)),
+        preemptions=preemptions,
+        capacity_requeues=state.capacity_requeues + (1 if obs.is_capacity_requeue else 0),
+        seen=tuple(sorted(state.seen + (digest,))),
+        version=base.version + 1 if current is not None else 1,
+    )
+    first_start = _first_start(obs)
+    if first_start is not None and (state.first_started_at is None or first_start < state.first_started_at):
+        state = replace(state, first_started_at=first_start)
+
+    history = HistoryEntry(
+        key=history_key(obs),
+        status=obs.status,
+        at=obs.at_ms,
+        reason=obs.status_reason,
+        kind=obs.kind,
+        digest=digest,
+        attempts=obs.attempts,
+        preemptions=obs.preemptions,
+        training_job_arn=obs.latest_training_job_arn,
+    )
+    decision = Decision.APPLY if newest else Decision.STALE
+    return Transition(
+        decision=decision,
+        state=state,
+        previous=current,
+        history=history,
+        new_training_job_arns=new_arns,
+        metrics=_metrics(current, state, obs),
+    )
+
+
+def _empty_state(obs: JobObservation) -> JobState:
+    # The first observation of a job: whatever it is, it starts the fold (seq "" sorts first).
+    return JobState(job_arn=obs.job_arn, status=obs.status, seq="", status_reason=obs.status_reason)
+
+
+def _merge_fields(state: JobState, obs: JobObservation, obs_seq: str) -> JobState:
+    updates: dict[str, Any] = {}
+    field_seq = dict(state.field_seq)
+    for name in IMMUTABLE_FIELDS:
+        value = getattr(obs, name)
+        if value is not None and getattr(state, name) is None:
+            updates[name] = value
+    for name in LATEST_WINS_FIELDS:
+        value = getattr(obs, name)
+        if value is None or value == ():
+            continue
+        if obs_seq > field_seq.get(name, ""):
+            updates[name] = value
+            field_seq[name] = obs_seq
+    return replace(state, **updates, field_seq=field_seq)
+
+
+def _arns_of(obs: JobObservation) -> tuple[str, ...]:
+    arns = list(obs.training_job_arns)
+    if obs.latest_training_job_arn:
+        arns.append(obs.latest_training_job_arn)
+    return tuple(dict.fromkeys(arns))
+
+
+def _first_start(obs: JobObservation) -> int | None:
+    started = obs.status in (JobStatus.STARTING, JobStatus.RUNNING) or (
+        obs.status.is_final and obs.started_at is not None
+    )
+    return obs.started_at if started and obs.kind is ObservationKind.STATE_CHANGE else None
+
+
+def _metrics(previous: JobState | None, state: JobState, obs: JobObservation) -> tuple[JobMetricEvent, ...]:
+    """Measurements produced by recording ``obs``: each happens once per job, whatever the order."""
+    events: list[JobMetricEvent] = [JobMetricEvent("Transitions", 1, "Count")]
+    if obs.is_capacity_requeue:
+        events.append(JobMetricEvent("CapacityRequeues", 1, "Count"))
+    if previous is None or state.preemptions > previous.preemptions:
+        gained = state.preemptions - (previous.preemptions if previous else 0)
+        if gained:
+            events.append(JobMetricEvent("Preemptions", gained, "Count"))
+    had_start = previous.first_started_at if previous else None
+    if had_start is None and state.first_started_at is not None and state.created_at is not None:
+        wait = max(0, state.first_started_at - state.created_at) / 1000
+        events.append(JobMetricEvent("QueueWaitSeconds", wait, "Seconds"))
+    was_final = previous is not None and previous.status.is_final and previous.seq
+    if state.status.is_final and not was_final and state.started_at and state.stopped_at:
+        run = max(0, state.stopped_at - state.started_at) / 1000
+        events.append(JobMetricEvent("RunSeconds", run, "Seconds"))
+        if state.instance_count:
+            events.append(JobMetricEvent("InstanceSeconds", run * state.instance_count, "Seconds"))
+            gpus = gpus_per_instance(state.instance_type or _typed_unit(state))
+            if gpus:
+                events.append(JobMetricEvent("GPUSeconds", run * state.instance_count * gpus, "Seconds"))
+    return tuple(events)
+
+
+def _typed_unit(state: JobState) -> str | None:
+    units = [u.unit for u in state.capacity_usage if u.unit != "NUM_INSTANCES"]
+    return units[0] if units else None
+
+
+#: GPUs per SageMaker training instance type (AWS instance pages); a type not listed has none.
+GPUS_PER_INSTANCE: Mapping[str, int] = {
+    "ml.p3.2xlarge": 1,
+    "ml.p3.8xlarge": 4,
+    "ml.p3.16xlarge": 8,
+    "ml.p3dn.24xlarge": 8,
+    "ml.p4d.24xlarge": 8,
+    "ml.p4de.24xlarge": 8,
+    "ml.p5.48xlarge": 8,
+    "ml.p5e.48xlarge": 8,
+    "ml.p5en.48xlarge": 8,
+    "ml.p6-b200.48xlarge": 8,
+    "ml.g5.xlarge": 1,
+    "ml.g5.2xlarge": 1,
+    "ml.g5.4xlarge": 1,
+    "ml.g5.8xlarge": 1,
+    "ml.g5.12xlarge": 4,
+    "ml.g5.16xlarge": 1,
+    "ml.g5.24xlarge": 4,
+    "ml.g5.48xlarge": 8,
+    "ml.g6.xlarge": 1,
+    "ml.g6.2xlarge": 1,
+    "ml.g6.4xlarge": 1,
+    "ml.g6.8xlarge": 1,
+    "ml.g6.12xlarge": 4,
+    "ml.g6.16xlarge": 1,
+    "ml.g6.24xlarge": 4,
+    "ml.g6.48xlarge": 8,
+    "ml.g6e.12xlarge": 4,
+    "ml.g6e.48xlarge": 8,
+}
+
+
+def gpus_per_instance(instance_type: str | None) -> int:
+    """GPUs in one instance of ``instance_type`` (0 for CPU types and unknown names)."""
+    return GPUS_PER_INSTANCE.get(instance_type or "", 0)
+
+
+def correlates(state: JobState, training_job_arn: str) -> bool:
+    """Whether a SageMaker training job belongs to this Batch job (through its attempts, never its name)."""
+    return training_job_arn in state.training_job_arns or training_job_arn == state.latest_training_job_arn
