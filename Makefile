@@ -4,9 +4,12 @@ VENV := .venv
 TOOLS := .venv-tools
 BIN := $(VENV)/bin
 TOOLBIN := $(TOOLS)/bin
-# sam build needs the template's runtime (python3.12) on PATH; pyenv keeps it beside the default.
-export PATH := $(CURDIR)/$(BIN):$(HOME)/.pyenv/shims:$(PATH)
+# sam build needs the template's runtime (python3.12) on PATH; pyenv keeps it beside the default,
+# but its shim only answers for the active version, so put the newest 3.12 install on PATH directly.
+PY312_BIN := $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin)))
+export PATH := $(CURDIR)/$(BIN)$(if $(PY312_BIN),:$(PY312_BIN)):$(HOME)/.pyenv/shims:$(PATH)
 export AWS_DEFAULT_REGION ?= us-east-1
+export SAM_CLI_TELEMETRY ?= 0
 
 .PHONY: demo test unit lint template bench clean
 
@@ -36,7 +39,7 @@ unit: $(BIN)/.installed
 template: $(BIN)/.installed $(TOOLBIN)/.installed
 	$(TOOLBIN)/sam validate --lint --template template.yaml
 	$(BIN)/cfn-lint template.yaml
-	$(TOOLBIN)/checkov --quiet --compact --framework cloudformation -f template.yaml
+	$(TOOLBIN)/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 	$(TOOLBIN)/sam build --template template.yaml --build-dir .aws-sam/build
 
 bench: $(BIN)/.installed

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import ConfigError
+from .failure_rules import FailuresConfig
 
 
 class SchedulingMode(StrEnum):
@@ -43,11 +44,60 @@ class InstanceTypeConfig(_Strict):
     capacity: Annotated[int, Field(gt=0)]
 
 
+S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^/]+/)*$"
+ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
+
+
 class TeamConfig(_Strict):
-    """One team: its share and what it is entitled to, per instance type."""
+    """One team: its share, what it is entitled to per instance type, and what its job specs may use.
+
+    The job-spec fields default to deny: no execution role, no S3 prefixes and no custom images
+    means the team can submit nothing until the platform team grants them.
+    """
 
     share: Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,255}$")]
     entitlement: Mapping[str, Annotated[int, Field(ge=0)]]
+    # Empty: any instance type the cluster has (admission still checks capacity).
+    allowed_instance_types: tuple[str, ...] = ()
+    # None: bounded by the instance type's capacity only.
+    max_instance_count: Annotated[int, Field(gt=0)] | None = None
+    # Image URIs must start with one of these; empty: no custom images, frameworks only.
+    allowed_image_prefixes: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+    # Empty: every framework under `frameworks`.
+    allowed_frameworks: tuple[str, ...] = ()
+    input_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
+    # Output and checkpoint URIs must lie under one of these.
+    output_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
+    execution_role_arn: Annotated[str, Field(pattern=ROLE_ARN_PATTERN)] | None = None
+    default_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
+    max_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+
+    @model_validator(mode="after")
+    def _retry_bounds(self) -> TeamConfig:
+        if self.default_retry_attempts > self.max_retry_attempts:
+            raise ConfigError(
+                "default_retry_attempts",
+                f"is {self.default_retry_attempts}, above max_retry_attempts {self.max_retry_attempts}",
+                "lower default_retry_attempts or raise max_retry_attempts",
+            )
+        return self
+
+
+class FrameworkImage(_Strict):
+    """The training image URIs of one framework version, per device kind."""
+
+    gpu: Annotated[str, Field(min_length=1)]
+    cpu: Annotated[str, Field(min_length=1)] | None = None
+
+
+class QueuesConfig(_Strict):
+    """Names of the cluster's Batch job queues, and the CPU instance types served by the FIFO queue."""
+
+    # None: "<cluster>-gpu".
+    gpu: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")] | None = None
+    # None: no CPU queue; CPU jobs are refused.
+    cpu_fifo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")] | None = None
+    cpu_instance_types: Mapping[str, InstanceTypeConfig] = Field(default_factory=dict)
 
 
 class FairshareConfig(_Strict):
@@ -55,6 +105,61 @@ class FairshareConfig(_Strict):
 
     share_decay_seconds: Annotated[int, Field(ge=0, le=604800)] = 3600
     compute_reservation: Annotated[int, Field(ge=0, le=99)] = 0
+
+
+class ShareBoundsConfig(_Strict):
+    """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
+
+    weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
+    weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
+
+
+class RebalanceConfig(_Strict):
+    """Guard rails and knobs of the share rebalancer (see domain/rebalance.py for what each does)."""
+
+    weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] = 0.01
+    weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] = 100.0
+    #: Per share identifier (or quota share name) overrides of the weightFactor bounds.
+    shares: Mapping[str, ShareBoundsConfig] = {}
+    #: The most a value may move in one plan, relative: 0.25 allows x1.25 up or /1.25 down.
+    max_step: Annotated[float, Field(gt=0, le=10)] = 0.25
+    #: Relative changes smaller than this are dropped, so noise never reaches the API.
+    deadband: Annotated[float, Field(ge=0, lt=1)] = 0.05
+    cooldown_seconds: Annotated[int, Field(ge=0)] = 900
+    ledger_half_life_seconds: Annotated[int, Field(gt=0)] = 7 * 24 * 3600
+    #: Longest interval one ledger update credits; a longer gap is not extrapolated from one sample.
+    ledger_max_interval_seconds: Annotated[int, Field(gt=0)] = 3600
+    #: Most the lend/borrow ledger can raise or lower a share's water-filling weight (relative).
+    ledger_nudge: Annotated[float, Field(ge=0, lt=1)] = 0.2
+    #: Water-filling weight multiplier for shares waiting in a tier whose wait p90 breaks its SLO.
+    slo_boost_factor: Annotated[float, Field(ge=1, le=100)] = 1.5
+    #: Quota mode: bounds of borrowLimit (percent of the share's own limits) for LEND_AND_BORROW shares.
+    borrow_limit_min: Annotated[int, Field(ge=0)] = 0
+    borrow_limit_max: Annotated[int, Field(ge=0)] = 100
+    #: Quota mode: bounds of each maxCapacity as a fraction of the entitlement; 1.0/1.0 pins limits.
+    capacity_limit_min_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    capacity_limit_max_fraction: Annotated[float, Field(ge=1, le=100)] = 1.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RebalanceConfig:
+        pairs = [("weight_factor", self.weight_factor_min, self.weight_factor_max)]
+        pairs += [
+            (
+                f"shares.{name}.weight_factor",
+                b.weight_factor_min or self.weight_factor_min,
+                b.weight_factor_max or self.weight_factor_max,
+            )
+            for name, b in self.shares.items()
+        ]
+        pairs.append(("borrow_limit", self.borrow_limit_min, self.borrow_limit_max))
+        for field, low, high in pairs:
+            if low > high:
+                raise ConfigError(
+                    f"rebalance.{field}_min",
+                    f"{low} is above the maximum {high}",
+                    "make the minimum at most the maximum",
+                )
+        return self
 
 
 class SharesConfig(_Strict):
@@ -66,6 +171,45 @@ class SharesConfig(_Strict):
     tiers: Mapping[Tier, TierConfig]
     teams: Mapping[str, TeamConfig]
     fairshare: FairshareConfig = FairshareConfig()
+    failures: FailuresConfig = FailuresConfig()
+    rebalance: RebalanceConfig = RebalanceConfig()
+    queues: QueuesConfig = QueuesConfig()
+    # framework -> version -> image URIs; job specs name a framework instead of an image.
+    frameworks: Mapping[str, Mapping[str, FrameworkImage]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _jobspec_refs(self) -> SharesConfig:
+        gpu_and_cpu = set(self.instance_types) | set(self.queues.cpu_instance_types)
+        if set(self.instance_types) & set(self.queues.cpu_instance_types):
+            raise ConfigError(
+                "queues.cpu_instance_types",
+                "lists an instance type that is also a GPU instance type",
+                "keep each instance type in one of instance_types or queues.cpu_instance_types",
+            )
+        if self.queues.cpu_instance_types and not self.queues.cpu_fifo:
+            raise ConfigError(
+                "queues.cpu_fifo", "is missing but CPU instance types are listed", "name the FIFO CPU queue"
+            )
+        for name, team in self.teams.items():
+            for instance_type in team.allowed_instance_types:
+                if instance_type not in gpu_and_cpu:
+                    raise ConfigError(
+                        f"teams.{name}.allowed_instance_types",
+                        f"names {instance_type}, which the cluster does not have",
+                        f"use some of {sorted(gpu_and_cpu)}",
+                    )
+            for framework in team.allowed_frameworks:
+                if framework not in self.frameworks:
+                    raise ConfigError(
+                        f"teams.{name}.allowed_frameworks",
+                        f"names {framework}, which is not under frameworks",
+                        f"add it under frameworks or use some of {sorted(self.frameworks)}",
+                    )
+        return self
+
+    def gpu_queue_name(self) -> str:
+        """The GPU job queue (fair-share or quota-share) that team jobs go to."""
+        return self.queues.gpu or f"{self.cluster}-gpu"
 
     @model_validator(mode="after")
     def _consistent(self) -> SharesConfig:
@@ -84,6 +228,12 @@ class SharesConfig(_Strict):
                     f"instance_types.{instance_type}.capacity",
                     f"teams are entitled to {total} instances but capacity is {limits.capacity}",
                     "raise the capacity or lower the entitlements",
+                )
+        shares = {team.share for team in self.teams.values()}
+        for share in self.rebalance.shares:
+            if share not in shares:
+                raise ConfigError(
+                    f"rebalance.shares.{share}", "names no team's share", f"use one of {sorted(shares)}"
                 )
         missing = [tier.value for tier in Tier if tier not in self.tiers]
         if missing:

@@ -286,6 +286,19 @@ class JobState:
         return sum(usage.quantity for usage in self.capacity_usage)
 
 
+#: Dimensions of each job metric. Low cardinality only: the job id is an EMF property, never a
+#: dimension (a dimension per job would multiply the custom-metric bill by the job count).
+METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
+    "Transitions": ("Queue", "Share", "Tier", "Status"),
+    "QueueWaitSeconds": ("Queue", "Share", "Tier"),
+    "RunSeconds": ("Queue", "Share", "Tier"),
+    "InstanceSeconds": ("Queue", "Share"),
+    "GPUSeconds": ("Queue", "Share"),
+    "CapacityRequeues": ("Queue", "Share"),
+    "Preemptions": ("Queue", "Share"),
+}
+
+
 @dataclass(frozen=True)
 class JobMetricEvent:
     """A measurement a transition produces, for the metrics sink (never keyed by job id)."""
@@ -293,6 +306,10 @@ class JobMetricEvent:
     name: str
     value: float
     unit: str  # Count | Seconds
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return METRIC_DIMENSIONS[self.name]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,89 @@
+"""`shareplane validate SPEC`: check a job spec locally with exactly the rules the submit path applies."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_spec
+
+from ..config_file import load_config
+from ..main import app
+
+
+class Output(StrEnum):
+    """Output formats of data-printing commands."""
+
+    JSON = "json"
+    TABLE = "table"
+
+
+def _read(spec: Path) -> bytes:
+    # One byte past the limit is enough to report the file as too large without reading all of it.
+    with spec.open("rb") as handle:
+        return handle.read(MAX_SPEC_BYTES + 1)
+
+
+def _table(spec: Path, result: SpecResult) -> Table:
+    table = Table("job", "result", "path", "problem", "fix", title=f"{spec} (team {result.team or '?'})")
+    for problem in result.problems:
+        table.add_row("(file)", Text("rejected", style="red"), problem.path, problem.message, problem.fix)
+    for job in result.jobs:
+        label = f"{job.index}: {job.name or '?'}"
+        if job.request is not None:
+            share = job.request.get("shareIdentifier") or job.request.get("quotaShareName") or "-"
+            where = f"queue {job.request['jobQueue']}, share {share}"
+            if "schedulingPriority" in job.request:
+                where += f", priority {job.request['schedulingPriority']}"
+            table.add_row(label, Text("valid", style="green"), "", where, "")
+            continue
+        for problem in job.problems:
+            table.add_row(label, Text("rejected", style="red"), problem.path, problem.message, problem.fix)
+    return table
+
+
+@app.command("validate")
+def validate_command(
+    spec: Annotated[Path, typer.Argument(help="The job spec file (.yaml, .yml or .json).")],
+    team: Annotated[
+        str | None,
+        typer.Option("--team", help="Check as if dropped under submit/TEAM/ (default: the spec's team)."),
+    ] = None,
+    config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
+        "config/shares.yaml"
+    ),
+    output: Annotated[
+        Output, typer.Option("--output", help="json (machine-readable) or table.")
+    ] = Output.TABLE,
+) -> None:
+    """Validate SPEC; exit 0 when every job would be submitted, 1 when any is rejected."""
+    try:
+        config = load_config(config_path)
+    except ShareplaneError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+    try:
+        data = _read(spec)
+    except OSError as exc:
+        Console(stderr=True).print(f"error: cannot read {spec}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(2) from exc
+    result = parse_local_spec(data, spec.name, config, team)
+    if output is Output.JSON:
+        typer.echo(json.dumps({"file": str(spec), **result.as_dict()}, indent=2))
+    else:
+        console = Console()
+        console.print(_table(spec, result))
+        accepted = sum(job.ok for job in result.jobs)
+        console.print(
+            f"{accepted} of {len(result.jobs)} job(s) valid" if result.jobs else "no job could be read",
+            markup=False,
+            highlight=False,
+        )
+    raise typer.Exit(0 if result.ok else 1)

@@ -1,0 +1,41 @@
+"""Load the shares config file for CLI commands, naming the file and the field on any error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+from shareplane.domain.config import SharesConfig
+from shareplane.domain.errors import ConfigError
+
+
+def _loc(parts: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in parts) or "(root)"
+
+
+def load_config(path: str | Path) -> SharesConfig:
+    """Read and validate a shares config; raise ConfigError naming the file and the field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            str(path), f"cannot be read ({exc})", "pass --config with a readable YAML file"
+        ) from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), f"is not valid YAML ({exc})", "fix the YAML syntax") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(str(path), "is not a mapping", "start from config/shares.yaml in the repository")
+    try:
+        return SharesConfig.model_validate(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.field}", exc.problem, exc.fix) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(
+            f"{path}: {_loc(first['loc'])}", f"{first['msg']}{more}", "correct the value in the config file"
+        ) from exc

@@ -1,0 +1,290 @@
+"""DynamoDB single-table store for jobs: one current-state item per job, history items by ordering key.
+
+Layout (one table, string keys ``pk``/``sk``):
+
+| pk                  | sk               | what                                              |
+|---------------------|------------------|---------------------------------------------------|
+| ``JOB#<jobArn>``    | ``STATE``        | current state (``version`` guards racing writers) |
+| ``JOB#<jobArn>``    | ``H#<at>#<seq>`` | one history item per distinct observation (TTL)   |
+| ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
+| ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
+| ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
+
+Each applied observation is ONE TransactWriteItems request: the history item (condition: not there
+yet, which is what makes a re-delivered event a no-op), the state item (condition: the version we
+read, so two writers can never lose a transition or move the state backwards) and any new
+training-job links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from ..domain.errors import ConcurrentUpdateError
+from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
+from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
+
+STATE_SK = "STATE"
+LINK_SK = "JOB"
+HISTORY_PREFIX = "H#"
+#: History items expire (TTL, epoch seconds) this long after the event; current state never does.
+HISTORY_RETENTION_SECONDS = 400 * 24 * 3600
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def job_pk(job_arn: str) -> str:
+    """Partition key of a Batch job."""
+    return f"JOB#{job_arn}"
+
+
+def training_pk(training_job_arn: str) -> str:
+    """Partition key of a SageMaker training job."""
+    return f"TJ#{training_job_arn}"
+
+
+def _to_ddb(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, Mapping):
+        return {k: _to_ddb(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_to_ddb(v) for v in value]
+    return value
+
+
+def _from_ddb(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_ddb(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_ddb(v) for v in value]
+    return value
+
+
+def _marshal(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in _to_ddb(item).items()}
+
+
+def _unmarshal(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _from_ddb(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def job_state_item(state: JobState) -> dict[str, Any]:
+    """The STATE item for a job (plain Python values)."""
+    data = asdict(state)
+    data["status"] = state.status.value
+    data["field_seq"] = dict(state.field_seq)
+    return {
+        "pk": job_pk(state.job_arn),
+        "sk": STATE_SK,
+        "entity": "job",
+        # Sparse index: list jobs by status (the CLI, the reconciler) without a scan.
+        "gsi1pk": f"STATUS#{state.status.value}",
+        "gsi1sk": f"{state.created_at or 0:013d}#{state.job_arn}",
+        **data,
+    }
+
+
+def job_state_from_item(item: Mapping[str, Any]) -> JobState:
+    """Rebuild a JobState from its STATE item."""
+    fields = {k: v for k, v in item.items() if k in JobState.__dataclass_fields__}
+    fields["status"] = JobStatus(fields["status"])
+    fields["capacity_usage"] = tuple(CapacityUsage(**u) for u in fields.get("capacity_usage") or ())
+    for name in ("training_job_arns", "seen"):
+        fields[name] = tuple(fields.get(name) or ())
+    return JobState(**fields)
+
+
+def history_item(job_arn: str, entry: HistoryEntry) -> dict[str, Any]:
+    """One history item of a job."""
+    return {
+        "pk": job_pk(job_arn),
+        "sk": HISTORY_PREFIX + entry.key,
+        "entity": "history",
+        "status": entry.status.value,
+        "at": entry.at,
+        "reason": entry.reason,
+        "kind": entry.kind.value,
+        "digest": entry.digest,
+        "attempts": entry.attempts,
+        "preemptions": entry.preemptions,
+        "trainingJobArn": entry.training_job_arn,
+        "expiresAt": entry.at // 1000 + HISTORY_RETENTION_SECONDS,
+    }
+
+
+def history_from_item(item: Mapping[str, Any]) -> HistoryEntry:
+    """Rebuild a history entry from its item."""
+    return HistoryEntry(
+        key=item["sk"][len(HISTORY_PREFIX) :],
+        status=JobStatus(item["status"]),
+        at=item["at"],
+        reason=item.get("reason"),
+        kind=ObservationKind(item["kind"]),
+        digest=item["digest"],
+        attempts=item.get("attempts"),
+        preemptions=item.get("preemptions"),
+        training_job_arn=item.get("trainingJobArn"),
+    )
+
+
+def training_state_item(state: TrainingJobState) -> dict[str, Any]:
+    """The STATE item for a training job."""
+    data = asdict(state)
+    data["status"] = state.status.value
+    data["tags"] = dict(state.tags)
+    return {"pk": training_pk(state.training_job_arn), "sk": STATE_SK, "entity": "training_job", **data}
+
+
+def training_state_from_item(item: Mapping[str, Any]) -> TrainingJobState:
+    """Rebuild a TrainingJobState from its STATE item."""
+    fields = {k: v for k, v in item.items() if k in TrainingJobState.__dataclass_fields__}
+    fields["status"] = TrainingJobStatus(fields["status"])
+    fields["seen"] = tuple(fields.get("seen") or ())
+    return TrainingJobState(**fields)
+
+
+class DynamoJobStore:
+    """JobStore on one DynamoDB table, with conditional transactional writes."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- jobs -------------------------------------------------------------------------------
+    def load_job(self, job_arn: str) -> JobState | None:
+        """The job's current state (strongly consistent read)."""
+        item = self._get(job_pk(job_arn), STATE_SK)
+        return job_state_from_item(item) if item else None
+
+    def save_job(self, transition: Transition) -> bool:
+        """One transaction: history (not yet there), state (at the version read), new links."""
+        state = transition.state
+        if transition.history is None:
+            raise ValueError("a DUPLICATE transition has nothing to write")
+        actions: list[dict[str, Any]] = [
+            self._put_new(history_item(state.job_arn, transition.history)),
+            self._put_versioned(job_state_item(state), transition.previous),
+        ]
+        actions += [
+            {"Put": {"TableName": self._table, "Item": _marshal(
+                {"pk": training_pk(arn), "sk": LINK_SK, "entity": "link", "jobArn": state.job_arn}
+            )}}
+            for arn in transition.new_training_job_arns
+        ]
+        return self._transact(actions)
+
+    def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
+        """History items of a job in the order they happened (the sort key is the order)."""
+        items = self._query_prefix(job_pk(job_arn), HISTORY_PREFIX)
+        return [history_from_item(item) for item in items]
+
+    def jobs(self, status: str | None = None) -> list[JobState]:
+        """Every job's current state, optionally only those in one status."""
+        if status:
+            items = self._paginate(
+                "query",
+                IndexName="ByStatus",
+                KeyConditionExpression="gsi1pk = :p",
+                ExpressionAttributeValues={":p": {"S": f"STATUS#{status}"}},
+            )
+        else:
+            items = self._paginate(
+                "scan",
+                FilterExpression="sk = :s AND entity = :e",
+                ExpressionAttributeValues={":s": {"S": STATE_SK}, ":e": {"S": "job"}},
+            )
+        return sorted((job_state_from_item(i) for i in items), key=lambda s: (s.created_at or 0, s.job_arn))
+
+    def job_for_training_job(self, training_job_arn: str) -> str | None:
+        """The Batch job a training job belongs to, when a Batch event has linked them."""
+        item = self._get(training_pk(training_job_arn), LINK_SK)
+        return item["jobArn"] if item else None
+
+    # -- training jobs ----------------------------------------------------------------------
+    def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
+        """The training job's current state."""
+        item = self._get(training_pk(training_job_arn), STATE_SK)
+        return training_state_from_item(item) if item else None
+
+    def save_training_job(self, transition: TrainingTransition, observation: TrainingJobObservation) -> bool:
+        """One transaction: history (not yet there) and state (at the version read)."""
+        state = transition.state
+        at = observation.last_modified_at or 0
+        history = {
+            "pk": training_pk(state.training_job_arn),
+            "sk": f"{HISTORY_PREFIX}{observation.seq}",
+            "entity": "training_history",
+            "status": observation.status.value,
+            "secondaryStatus": observation.secondary_status,
+            "failureReason": observation.failure_reason,
+            "at": at,
+            "expiresAt": at // 1000 + HISTORY_RETENTION_SECONDS,
+        }
+        actions = [self._put_new(history), self._put_versioned(training_state_item(state), transition.previous)]
+        return self._transact(actions)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": _marshal(item),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _put_versioned(self, item: Mapping[str, Any], previous: Any) -> dict[str, Any]:
+        put: dict[str, Any] = {"TableName": self._table, "Item": _marshal(item)}
+        if previous is None:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "#v = :v"
+            put["ExpressionAttributeNames"] = {"#v": "version"}
+            put["ExpressionAttributeValues"] = {":v": {"N": str(previous.version)}}
+        return {"Put": put}
+
+    def _transact(self, actions: list[dict[str, Any]]) -> bool:
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                return False  # the history item exists: this observation was recorded already
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise ConcurrentUpdateError("state changed since it was read") from exc
+            raise
+        return True
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self._client.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        item = response.get("Item")
+        return _unmarshal(item) if item else None
+
+    def _query_prefix(self, pk: str, prefix: str) -> list[dict[str, Any]]:
+        return self._paginate(
+            "query",
+            KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+            ExpressionAttributeValues={":p": {"S": pk}, ":s": {"S": prefix}},
+            ConsistentRead=True,
+        )
+
+    def _paginate(self, operation: str, **kwargs: Any) -> list[dict[str, Any]]:
+        paginator = self._client.get_paginator(operation)
+        items: list[dict[str, Any]] = []
+        for page in paginator.paginate(TableName=self._table, **kwargs):
+            items += [_unmarshal(i) for i in page.get("Items", [])]
+        return items

@@ -1,0 +1,397 @@
+"""Failure-path config: the ordered classifier rules, per-class and per-tier retry policy, guards.
+
+Everything here is data: the classifier and the retry decision in ``failures`` read it and hold no
+strings or numbers of their own. ``SharesConfig.failures`` defaults to ``FailuresConfig()``, so a
+shares file only names what it changes.
+
+The default rules cover the strings of the SageMaker failure taxonomy and the AWS Batch service-job
+reasons. Rules match case-insensitive substrings because ``FailureReason`` is cut at 1024 characters
+and Batch prefixes SageMaker's text with ``Received status from SageMaker:`` (with or without a
+space after the colon), so a rule never anchors at the start or end of a text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import ConfigError
+
+
+class FailureClass(StrEnum):
+    """Why a training job failed, as far as the control plane acts on it."""
+
+    CAPACITY = "capacity"
+    INTERNAL_ERROR = "internal_error"
+    SPOT_INTERRUPTION = "spot_interruption"
+    PREEMPTED = "preempted"
+    GPU_OOM = "gpu_oom"
+    HOST_OOM = "host_oom"
+    USER_CODE_ERROR = "user_code_error"
+    BAD_REQUEST = "bad_request"
+    ACCOUNT_QUOTA = "account_quota"
+    MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
+    STOPPED_BY_USER = "stopped_by_user"
+    UNKNOWN = "unknown"
+
+
+class SignalField(StrEnum):
+    """The texts of a failure signal that a rule can look at."""
+
+    STATUS_REASON = "status_reason"  # Batch service job statusReason
+    FAILURE_REASON = "failure_reason"  # SageMaker FailureReason
+    SECONDARY_STATUS = "secondary_status"  # SageMaker SecondaryStatus
+    TRAINING_JOB_STATUS = "training_job_status"  # SageMaker TrainingJobStatus
+
+
+class Severity(StrEnum):
+    """How loudly an alert is routed (SNS message attribute ``severity``)."""
+
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+
+#: Tier names as ``config.Tier`` spells them; a literal here because config.py imports this module.
+TierName = Literal["HIGHPRI", "MIDPRI", "LOWPRI"]
+
+_REASON_TEXTS = (SignalField.STATUS_REASON, SignalField.FAILURE_REASON)
+_ALL_TEXTS = tuple(SignalField)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FailureRule(_Strict):
+    """One classifier rule: every condition given must hold; the first matching rule wins."""
+
+    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+    failure_class: FailureClass
+    #: Any of these, case-insensitive, as a substring of any of ``fields`` (or the whole field if
+    #: ``exact``: SageMaker status names are short words that also occur inside free-text reasons).
+    contains: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+    fields: tuple[SignalField, ...] = _REASON_TEXTS
+    exact: bool = False
+    exit_codes: tuple[int, ...] = ()
+    #: Only when the job was (True) or was not (False) terminated through TerminateServiceJob.
+    terminated: bool | None = None
+    #: The text says the job has ended and AWS will not retry it (e.g. a JobStateTimeLimit action).
+    final: bool = False
+
+    @model_validator(mode="after")
+    def _has_condition(self) -> FailureRule:
+        if not self.contains and not self.exit_codes and self.terminated is None:
+            raise ConfigError(
+                f"failures.rules.{self.id}",
+                "has no condition, so it would match every failure",
+                "give it `contains`, `exit_codes` or `terminated`",
+            )
+        if self.contains and not self.fields:
+            raise ConfigError(f"failures.rules.{self.id}.fields", "is empty", f"use some of {list(SignalField)}")
+        return self
+
+
+def _rule(rule_id: str, failure_class: FailureClass, *contains: str, **extra: object) -> FailureRule:
+    return FailureRule.model_validate({"id": rule_id, "failure_class": failure_class, "contains": contains} | extra)
+
+
+# Order matters. Preemption and Batch's own terminal reasons come first because their text embeds
+# capacity wording; the GPU OOM markers come before user code errors because a CUDA OOM only ever
+# shows up inside `AlgorithmError: ExecuteUserScriptError ... ErrorMessage`; SageMaker status words
+# come last because a Stopped job can also carry a more specific reason.
+DEFAULT_RULES: tuple[FailureRule, ...] = (
+    _rule(
+        "batch-preemption",
+        FailureClass.PREEMPTED,
+        "PREEMPTION_IN_PROGRESS",
+        "Cross-share preemption triggered to reclaim borrowed capacity",
+        # In-share preemption texts are not documented; Batch's wording for both kinds ends so.
+        "preemption triggered",
+    ),
+    _rule(
+        "batch-runnable-time-limit",
+        FailureClass.CAPACITY,
+        "Terminated by JobStateTimeLimit action",
+        final=True,
+    ),
+    _rule(
+        "capacity",
+        FailureClass.CAPACITY,
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        "CapacityError",
+        "Unable to provision requested ML compute capacity",
+        "Insufficient capacity error from EC2",
+        "Launched instance was unhealthy",
+        fields=_ALL_TEXTS,
+    ),
+    _rule("account-quota", FailureClass.ACCOUNT_QUOTA, "ResourceLimitExceeded", "account-level service limit"),
+    _rule("validation", FailureClass.BAD_REQUEST, "ValidationException"),
+    _rule(
+        "internal-error",
+        FailureClass.INTERNAL_ERROR,
+        "InternalServerError",
+        "We encountered an internal error",
+    ),
+    _rule(
+        "gpu-oom",
+        FailureClass.GPU_OOM,
+        "CUDA out of memory",
+        "torch.OutOfMemoryError",
+        "torch.cuda.OutOfMemoryError",
+        "OutOfMemoryError: CUDA",
+        "CUDA error: out of memory",
+        "CUBLAS_STATUS_ALLOC_FAILED",
+        "RESOURCE_EXHAUSTED: Out of memory",  # JAX / XLA
+        "ResourceExhaustedError: OOM",  # TensorFlow
+        fields=_ALL_TEXTS,
+    ),
+    _rule(
+        "host-oom",
+        FailureClass.HOST_OOM,
+        "Please use an instance type with more memory",
+        "Out of Memory. Please use a larger instance",
+    ),
+    # 137 = 128 + SIGKILL: the kernel's OOM killer, since a stop or a preemption matched above.
+    FailureRule(id="host-oom-killed", failure_class=FailureClass.HOST_OOM, exit_codes=(137,)),
+    _rule("batch-attempt-timeout", FailureClass.MAX_RUNTIME_EXCEEDED, "Job attempt duration exceeded timeout"),
+    _rule(
+        "max-runtime",
+        FailureClass.MAX_RUNTIME_EXCEEDED,
+        "MaxRuntimeExceeded",
+        fields=(SignalField.SECONDARY_STATUS,),
+        exact=True,
+    ),
+    _rule(
+        "spot-interrupted",
+        FailureClass.SPOT_INTERRUPTION,
+        "Interrupted",
+        "MaxWaitTimeExceeded",
+        fields=(SignalField.SECONDARY_STATUS,),
+        exact=True,
+    ),
+    _rule("user-code", FailureClass.USER_CODE_ERROR, "AlgorithmError", "ExecuteUserScriptError"),
+    FailureRule(id="terminated", failure_class=FailureClass.STOPPED_BY_USER, terminated=True, final=True),
+    _rule(
+        "stopped",
+        FailureClass.STOPPED_BY_USER,
+        "Stopped",
+        fields=(SignalField.SECONDARY_STATUS, SignalField.TRAINING_JOB_STATUS),
+        exact=True,
+        final=True,
+    ),
+)
+
+
+class BackoffConfig(_Strict):
+    """Exponential backoff: ``min(cap, base * factor**(n-1))``, then +/- ``jitter`` of that."""
+
+    base_seconds: Annotated[float, Field(gt=0)] = 60
+    factor: Annotated[float, Field(ge=1)] = 2.0
+    cap_seconds: Annotated[float, Field(gt=0)] = 3600
+    jitter: Annotated[float, Field(ge=0, lt=1)] = 0.1
+
+    @model_validator(mode="after")
+    def _cap_above_base(self) -> BackoffConfig:
+        if self.cap_seconds < self.base_seconds:
+            raise ConfigError(
+                "failures.backoff.cap_seconds",
+                f"{self.cap_seconds} is below base_seconds {self.base_seconds}",
+                "raise cap_seconds or lower base_seconds",
+            )
+        return self
+
+
+class ClassPolicy(_Strict):
+    """What to do with one failure class."""
+
+    retry: bool
+    #: Whether a retry spends the job's failure budget (infrastructure failures do not).
+    uses_budget: bool = True
+    #: Retry on the next larger instance type of the class's ladder.
+    upsize: bool = False
+    #: Whether a failure that is not retried raises an alert (False: it is only recorded).
+    alert: bool = True
+    severity: Severity = Severity.WARNING
+    fix: str
+
+
+class ClassPolicyOverride(_Strict):
+    """A partial ``ClassPolicy``: fields left out keep the default."""
+
+    retry: bool | None = None
+    uses_budget: bool | None = None
+    upsize: bool | None = None
+    alert: bool | None = None
+    severity: Severity | None = None
+    fix: str | None = None
+
+
+def _policy(retry: bool, severity: Severity, fix: str, **extra: bool) -> ClassPolicy:
+    return ClassPolicy(retry=retry, severity=severity, fix=fix, **extra)
+
+
+DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
+    FailureClass.CAPACITY: _policy(
+        True,
+        Severity.WARNING,
+        "capacity for this instance type is short: wait, pick another instance type, or raise the "
+        "queue's jobStateTimeLimitActions maxTimeSeconds",
+        uses_budget=False,
+    ),
+    FailureClass.INTERNAL_ERROR: _policy(
+        True, Severity.CRITICAL, "SageMaker internal error: retries exhausted; open an AWS support case"
+    ),
+    FailureClass.SPOT_INTERRUPTION: _policy(
+        True,
+        Severity.INFO,
+        "spot capacity was reclaimed: keep CheckpointConfig so training resumes; use on-demand if it recurs",
+        uses_budget=False,
+    ),
+    FailureClass.PREEMPTED: _policy(
+        True,
+        Severity.INFO,
+        "preempted to give capacity back: checkpoint regularly, or submit to a share with reserved capacity",
+        uses_budget=False,
+    ),
+    FailureClass.GPU_OOM: _policy(
+        False,
+        Severity.WARNING,
+        "reduce per-GPU batch size or enable gradient checkpointing; or use an instance type with more "
+        "GPU memory",
+    ),
+    FailureClass.HOST_OOM: _policy(
+        True,
+        Severity.WARNING,
+        "host memory ran out: use an instance type with more memory, or lower dataloader workers and "
+        "prefetch",
+        upsize=True,
+    ),
+    FailureClass.USER_CODE_ERROR: _policy(
+        False, Severity.WARNING, "the training script exited with an error: read its logs and fix the code"
+    ),
+    FailureClass.BAD_REQUEST: _policy(
+        False, Severity.WARNING, "the CreateTrainingJob request is invalid: fix the job spec field it names"
+    ),
+    FailureClass.ACCOUNT_QUOTA: _policy(
+        True,
+        Severity.CRITICAL,
+        "the account's SageMaker service quota for this instance type is used up: request a quota increase "
+        "or lower the share's capacity",
+    ),
+    FailureClass.MAX_RUNTIME_EXCEEDED: _policy(
+        False,
+        Severity.WARNING,
+        "the job hit MaxRuntimeInSeconds: raise StoppingCondition.MaxRuntimeInSeconds or checkpoint and resume",
+    ),
+    FailureClass.STOPPED_BY_USER: _policy(False, Severity.INFO, "stopped on request: nothing to fix", alert=False),
+    FailureClass.UNKNOWN: _policy(
+        False,
+        Severity.CRITICAL,
+        "no rule recognises this failure: read the job's CloudWatch logs and add a rule under failures.rules",
+    ),
+}
+
+# Ladders list one family's sizes smallest first, keeping the GPU count fixed (a bigger GPU count
+# changes the training job's world size). Host memory ladders grow host RAM; GPU memory ladders grow
+# memory per GPU.
+DEFAULT_HOST_MEMORY_LADDERS: Mapping[str, tuple[str, ...]] = {
+    "ml.g5-1gpu": ("ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.4xlarge", "ml.g5.8xlarge", "ml.g5.16xlarge"),
+    "ml.g5-4gpu": ("ml.g5.12xlarge", "ml.g5.24xlarge"),
+    "ml.g6-1gpu": ("ml.g6.xlarge", "ml.g6.2xlarge", "ml.g6.4xlarge", "ml.g6.8xlarge", "ml.g6.16xlarge"),
+    "ml.g6-4gpu": ("ml.g6.12xlarge", "ml.g6.24xlarge"),
+}
+DEFAULT_GPU_MEMORY_LADDERS: Mapping[str, tuple[str, ...]] = {
+    "ml.p4-8gpu": ("ml.p4d.24xlarge", "ml.p4de.24xlarge"),
+    "ml.p5-8gpu": ("ml.p5.48xlarge", "ml.p5e.48xlarge"),
+}
+
+
+class TierPolicy(_Strict):
+    """Per-tier changes to the failure policy."""
+
+    budget: Annotated[int, Field(ge=0, le=100)] | None = None
+    backoff: BackoffConfig | None = None
+    classes: Mapping[FailureClass, ClassPolicyOverride] = {}
+
+
+class StormGuardConfig(_Strict):
+    """More than ``max_failures`` failures of one share within ``window_seconds`` is a storm."""
+
+    max_failures: Annotated[int, Field(ge=1)] = 10
+    window_seconds: Annotated[float, Field(gt=0)] = 600
+
+
+class EscalationConfig(_Strict):
+    """Raising a waiting job's schedulingPriority once it is past its tier's wait SLO."""
+
+    step: Annotated[int, Field(ge=1, le=9999)] = 5
+    #: Seconds between steps past the SLO; None means one step per wait SLO.
+    every_seconds: Annotated[float, Field(gt=0)] | None = None
+
+
+class FailuresConfig(_Strict):
+    """Root of ``failures:`` in the shares config; every field has a default."""
+
+    #: Rules checked before the defaults (the place for site-specific failure texts).
+    extra_rules: tuple[FailureRule, ...] = ()
+    rules: tuple[FailureRule, ...] = DEFAULT_RULES
+    classes: Mapping[FailureClass, ClassPolicyOverride] = {}
+    backoff: BackoffConfig = BackoffConfig()
+    #: Failures a job may have retried before it is parked with an alert.
+    budget: Annotated[int, Field(ge=0, le=100)] = 3
+    tiers: Mapping[TierName, TierPolicy] = {"HIGHPRI": TierPolicy(budget=5), "LOWPRI": TierPolicy(budget=2)}
+    storm: StormGuardConfig = StormGuardConfig()
+    host_memory_ladders: Mapping[str, tuple[str, ...]] = DEFAULT_HOST_MEMORY_LADDERS
+    gpu_memory_ladders: Mapping[str, tuple[str, ...]] = DEFAULT_GPU_MEMORY_LADDERS
+    #: Spot interruptions after which the retry switches to on-demand; None keeps spot.
+    spot_on_demand_after: Annotated[int, Field(ge=1)] | None = 3
+    #: Preemptions of one job that raise an alert.
+    preemption_alert_after: Annotated[int, Field(ge=1)] = 3
+    escalation: EscalationConfig = EscalationConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FailuresConfig:
+        ids = [r.id for r in self.ordered_rules]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ConfigError("failures.rules", f"rule ids {dupes} are used twice", "give every rule its own id")
+        for where, overrides in [("failures.classes", self.classes)] + [
+            (f"failures.tiers.{t}.classes", p.classes) for t, p in self.tiers.items()
+        ]:
+            for cls in (FailureClass.CAPACITY, FailureClass.PREEMPTED):
+                if overrides.get(cls) and overrides[cls].uses_budget:
+                    raise ConfigError(
+                        f"{where}.{cls}.uses_budget",
+                        "capacity errors and preemptions never spend the failure budget",
+                        "remove uses_budget",
+                    )
+        return self
+
+    @property
+    def ordered_rules(self) -> tuple[FailureRule, ...]:
+        """The classifier's rules in the order they are tried."""
+        return self.extra_rules + self.rules
+
+    def budget_for(self, tier: str) -> int:
+        """The failure budget of a job in ``tier``."""
+        override = self.tiers.get(tier)  # type: ignore[call-overload]
+        return override.budget if override and override.budget is not None else self.budget
+
+    def backoff_for(self, tier: str) -> BackoffConfig:
+        """The backoff of a job in ``tier``."""
+        override = self.tiers.get(tier)  # type: ignore[call-overload]
+        return override.backoff if override and override.backoff is not None else self.backoff
+
+    def policy_for(self, failure_class: FailureClass, tier: str) -> ClassPolicy:
+        """Default class policy, then ``classes`` overrides, then the tier's overrides."""
+        merged = DEFAULT_CLASS_POLICIES[failure_class].model_dump()
+        tier_policy = self.tiers.get(tier)  # type: ignore[call-overload]
+        layers = [self.classes.get(failure_class), tier_policy.classes.get(failure_class) if tier_policy else None]
+        for layer in layers:
+            if layer is not None:
+                merged |= layer.model_dump(exclude_none=True)
+        return ClassPolicy.model_validate(merged)

@@ -1,0 +1,202 @@
+"""Turn a raw EventBridge event into a normalized observation, or a clear error naming the field."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from ..domain.errors import InvalidInputError, UnknownEventError
+from ..domain.lifecycle import CapacityUsage, JobObservation, JobStatus, ObservationKind
+from ..domain.training import TrainingJobObservation, TrainingJobStatus
+from .batch import (
+    BatchJobQueueBlocked,
+    BatchJobStateChange,
+    BatchServiceJobPreemptionCompleted,
+    BatchServiceJobPreemptionStarted,
+    BatchServiceJobQueueBlocked,
+    BatchServiceJobStateChange,
+    ContainerJobDetail,
+    PreemptionDetail,
+    ServiceJobDetail,
+)
+from .sagemaker import SageMakerTrainingJobStateChange
+
+StateEvent = Annotated[
+    Union[
+        BatchServiceJobStateChange,
+        BatchServiceJobQueueBlocked,
+        BatchServiceJobPreemptionStarted,
+        BatchServiceJobPreemptionCompleted,
+        BatchJobStateChange,
+        BatchJobQueueBlocked,
+        SageMakerTrainingJobStateChange,
+    ],
+    Field(discriminator="detail_type"),
+]
+_STATE_EVENT = TypeAdapter(StateEvent)
+KNOWN_DETAIL_TYPES = frozenset(
+    {
+        "Batch Service Job State Change",
+        "Batch Service Job Queue Blocked",
+        "Batch Service Job Preemption Started",
+        "Batch Service Job Preemption Completed",
+        "Batch Job State Change",
+        "Batch Job Queue Blocked",
+        "SageMaker Training Job State Change",
+    }
+)
+
+JobEvent = JobObservation
+TrainingJobEvent = TrainingJobObservation
+
+
+def parse_state_event(raw: Any) -> JobObservation | TrainingJobObservation:
+    """Parse one EventBridge event of any job state detail-type into its observation."""
+    if not isinstance(raw, dict):
+        raise InvalidInputError("event", f"is a {type(raw).__name__}, not a JSON object", "send the event as JSON")
+    detail_type = raw.get("detail-type")
+    if detail_type not in KNOWN_DETAIL_TYPES:
+        raise UnknownEventError(
+            "detail-type",
+            f"{detail_type!r} is not a job state event",
+            f"route only these detail-types here: {sorted(KNOWN_DETAIL_TYPES)}",
+        )
+    try:
+        event = _STATE_EVENT.validate_python(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"][1:]) or "event"  # drop the union tag
+        raise InvalidInputError(path, first["msg"], "send the event as AWS documents it") from exc
+    return _observe(event)
+
+
+def _observe(event: Any) -> JobObservation | TrainingJobObservation:
+    detail = event.detail
+    if isinstance(event, SageMakerTrainingJobStateChange):
+        return _training(detail)
+    if isinstance(detail, PreemptionDetail):
+        kind = (
+            ObservationKind.PREEMPTION_STARTED
+            if isinstance(event, BatchServiceJobPreemptionStarted)
+            else ObservationKind.PREEMPTION_COMPLETED
+        )
+        return _preemption(detail, kind, event.time)
+    kind = (
+        ObservationKind.QUEUE_BLOCKED
+        if isinstance(event, (BatchServiceJobQueueBlocked, BatchJobQueueBlocked))
+        else ObservationKind.STATE_CHANGE
+    )
+    if isinstance(detail, ServiceJobDetail):
+        return _service_job(detail, kind)
+    return _container_job(detail, kind)
+
+
+def _status(value: str | None, field: str) -> JobStatus:
+    try:
+        return JobStatus(value)
+    except ValueError:
+        raise InvalidInputError(
+            field, f"{value!r} is not a Batch job status", f"use one of {[s.value for s in JobStatus]}"
+        ) from None
+
+
+def _service_job(detail: ServiceJobDetail, kind: ObservationKind) -> JobObservation:
+    arns = [a.serviceResourceId.value for a in detail.attempts or () if a.serviceResourceId]
+    latest = detail.latestAttempt.serviceResourceId.value if detail.latestAttempt and detail.latestAttempt.serviceResourceId else None
+    summary = detail.preemptionSummary
+    if summary:
+        arns += [a.serviceResourceId.value for a in summary.recentPreemptedAttempts if a.serviceResourceId]
+    usage = tuple(CapacityUsage(u.capacityUnit, u.quantity) for u in detail.capacityUsage or ())
+    typed = [u.unit for u in usage if u.unit != "NUM_INSTANCES"]
+    return JobObservation(
+        job_arn=detail.jobArn,
+        status=_status(detail.status, "detail.status"),
+        kind=kind,
+        job_id=detail.jobId,
+        job_name=detail.jobName,
+        job_queue=detail.jobQueue,
+        status_reason=detail.statusReason,
+        share_identifier=detail.shareIdentifier,
+        quota_share_name=detail.quotaShareName,
+        scheduling_priority=detail.schedulingPriority,
+        created_at=detail.createdAt,
+        scheduled_at=detail.scheduledAt,
+        started_at=detail.startedAt,
+        stopped_at=detail.stoppedAt,
+        attempts=len(detail.attempts) if detail.attempts is not None else None,
+        preemptions=summary.preemptedAttemptCount if summary else None,
+        latest_training_job_arn=latest,
+        training_job_arns=tuple(dict.fromkeys(arns)),
+        capacity_usage=usage,
+        instance_type=typed[0] if typed else None,
+    )
+
+
+def _container_job(detail: ContainerJobDetail, kind: ObservationKind) -> JobObservation:
+    return JobObservation(
+        job_arn=detail.jobArn,
+        status=_status(detail.status, "detail.status"),
+        kind=kind,
+        job_id=detail.jobId,
+        job_name=detail.jobName,
+        job_queue=detail.jobQueue,
+        status_reason=detail.statusReason,
+        share_identifier=detail.shareIdentifier,
+        scheduling_priority=detail.schedulingPriority,
+        created_at=detail.createdAt,
+        started_at=detail.startedAt,
+        stopped_at=detail.stoppedAt,
+        attempts=len(detail.attempts) if detail.attempts is not None else None,
+    )
+
+
+def _preemption(detail: PreemptionDetail, kind: ObservationKind, envelope_time: datetime) -> JobObservation:
+    summary = detail.preemptionSummary
+    recent = summary.recentPreemptedAttempts if summary else []
+    stopped = max((a.stoppedAt for a in recent if a.stoppedAt), default=None)
+    started = max((a.startedAt for a in recent if a.startedAt), default=None)
+    arns = tuple(a.serviceResourceId.value for a in recent if a.serviceResourceId)
+    default_status = JobStatus.RUNNING if kind is ObservationKind.PREEMPTION_STARTED else JobStatus.RUNNABLE
+    has_time = stopped is not None or started is not None
+    return JobObservation(
+        job_arn=detail.preemptedJobArn,
+        status=_status(detail.status, "detail.status") if detail.status else default_status,
+        kind=kind,
+        status_reason=detail.statusReason
+        or (recent[-1].statusReason if recent else None),
+        started_at=started,
+        stopped_at=stopped,
+        preemptions=summary.preemptedAttemptCount if summary else None,
+        training_job_arns=arns,
+        # A preemption-started detail has no time at all; the envelope time keeps two preemptions apart.
+        envelope_time_ms=None if has_time else int(envelope_time.timestamp() * 1000),
+    )
+
+
+def _training(detail: Any) -> TrainingJobObservation:
+    try:
+        status = TrainingJobStatus(detail.TrainingJobStatus)
+    except ValueError:
+        raise InvalidInputError(
+            "detail.TrainingJobStatus",
+            f"{detail.TrainingJobStatus!r} is not a SageMaker training job status",
+            f"use one of {[s.value for s in TrainingJobStatus]}",
+        ) from None
+    resources = detail.ResourceConfig
+    return TrainingJobObservation(
+        training_job_arn=detail.TrainingJobArn,
+        status=status,
+        training_job_name=detail.TrainingJobName,
+        secondary_status=detail.SecondaryStatus,
+        failure_reason=detail.FailureReason,
+        instance_type=resources.InstanceType if resources else None,
+        instance_count=resources.InstanceCount if resources else None,
+        created_at=detail.CreationTime,
+        training_started_at=detail.TrainingStartTime,
+        training_ended_at=detail.TrainingEndTime,
+        last_modified_at=detail.LastModifiedTime,
+        transitions=len(detail.SecondaryStatusTransitions),
+        tags=dict(detail.Tags),
+    )

@@ -1,0 +1,1 @@
+"""Use cases: load, let the domain decide, apply through ports. No boto3 here."""

@@ -1,0 +1,108 @@
+"""The clock owner: a heap of (time, priority, seq, callback, arg); time moves only in ``step``.
+
+``RealtimeEngine`` is the same engine on a scaled wall clock (the emulator's mode): an HTTP server
+thread takes ``lock``, calls ``advance_to_now()`` and then reads or changes the model.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+URGENT = 0
+NORMAL = 1
+#: Runs after every other event at the same instant: the scheduler pass, so it sees all of them.
+LATE = 2
+
+Callback = Callable[[Any], None]
+
+
+class Engine:
+    """Discrete-event engine: one clock, one heap, FIFO tie-break among equal (time, priority)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = float(start)
+        self._queue: list[tuple[float, int, int, Callback, Any]] = []
+        self._seq = itertools.count()
+
+    @property
+    def now(self) -> float:
+        """Virtual seconds since the start of the run."""
+        return self._now
+
+    def schedule(self, delay: float, callback: Callback, arg: Any = None, priority: int = NORMAL) -> None:
+        """Run ``callback(arg)`` ``delay`` virtual seconds from now (never in the past)."""
+        heapq.heappush(self._queue, (self._now + max(delay, 0.0), priority, next(self._seq), callback, arg))
+
+    def schedule_at(self, when: float, callback: Callback, arg: Any = None, priority: int = NORMAL) -> None:
+        """Run ``callback(arg)`` at virtual time ``when`` (clamped to now)."""
+        heapq.heappush(self._queue, (max(when, self._now), priority, next(self._seq), callback, arg))
+
+    def peek(self) -> float:
+        """Time of the next event, or infinity when nothing is scheduled."""
+        return self._queue[0][0] if self._queue else float("inf")
+
+    def step(self) -> None:
+        """Pop the next event, move the clock to it and run it."""
+        when, _, _, callback, arg = heapq.heappop(self._queue)
+        self._now = when
+        callback(arg)
+
+    def run(self, until: float | None = None) -> None:
+        """Run events until the heap is empty, or up to ``until`` (then the clock stands at ``until``)."""
+        queue = self._queue
+        pop = heapq.heappop
+        if until is None:
+            while queue:
+                when, _, _, callback, arg = pop(queue)
+                self._now = when
+                callback(arg)
+            return
+        while queue and queue[0][0] <= until:
+            when, _, _, callback, arg = pop(queue)
+            self._now = when
+            callback(arg)
+        if until > self._now:
+            self._now = float(until)
+
+
+class RealtimeEngine(Engine):
+    """The same engine whose virtual time follows the wall clock, ``speed`` virtual seconds per second.
+
+    Nothing runs by itself: a caller (the emulator's HTTP thread or a pump thread) holds ``lock`` and
+    calls ``advance_to_now()``, which runs every event due by the scaled wall time.
+    """
+
+    def __init__(
+        self, speed: float = 1.0, start: float = 0.0, wall_clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(start)
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = speed
+        self._wall_clock = wall_clock
+        self._wall_start = wall_clock()
+        self._virtual_start = float(start)
+        self.lock = threading.RLock()
+
+    def virtual_now(self) -> float:
+        """The virtual time the wall clock corresponds to now."""
+        return self._virtual_start + (self._wall_clock() - self._wall_start) * self.speed
+
+    def advance_to_now(self) -> float:
+        """Run every event due by the scaled wall time and return the new virtual time."""
+        with self.lock:
+            self.run(until=max(self.virtual_now(), self._now))
+            return self._now
+
+    def wall_seconds_to_next(self) -> float:
+        """Wall seconds until the next event is due (infinity when none): how long a pump may sleep."""
+        with self.lock:
+            nxt = self.peek()
+        if nxt == float("inf"):
+            return nxt
+        return max((nxt - self.virtual_now()) / self.speed, 0.0)

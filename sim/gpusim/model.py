@@ -1,0 +1,1266 @@
+"""The model: service environments, job queues (FIFO, fair-share, quota-share) and SageMaker jobs.
+
+One ``BatchModel`` owns the registries and the scheduling; the engine owns the clock. Fair-share math
+comes from ``shareplane.domain.fairshare`` (the production code), never a copy.
+
+Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``Timings``):
+
+- ``head_of_line_blocking`` (on): when the job the scheduler picks next does not fit, nothing behind
+  it in that queue (fair-share: in that pass; quota-share: in that share) is dispatched. Off, the
+  scheduler skips it and tries the next share or job.
+- ``usage_by_instances`` (on): fair-share usage accrues ``InstanceCount x weightFactor`` per second;
+  off, every job counts as one instance whatever its InstanceCount.
+- A share is *active* while it has a job in RUNNABLE..RUNNING (the decay tail is not counted).
+- ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
+  blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
+  environment can ever hold it) matches the action's reason; off, any head job waiting too long.
+- Quota shares: capacity not given to any share is lendable; a RESERVE share's idle capacity is
+  not; borrowing draws on lendable idle capacity in FIFO order of the borrowing jobs; a lender whose
+  own-limit job cannot start because its capacity is lent preempts borrowers, lowest priority first,
+  then the most recently dispatched. In-share preemption is tried only when borrowing is impossible.
+- Attempt times: ``startedAt`` is when the attempt reached STARTING (capacity acquired).
+- A spot interruption is SageMaker-internal (Interrupted, then Starting again); the Batch job stays
+  RUNNING and its training takes ``Timings.spot_restart`` longer.
+- StopTrainingJob and MaxRuntimeInSeconds end the attempt as a failed attempt that goes through the
+  retry strategy, like any other SageMaker failure.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import random
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shareplane.domain import fairshare
+
+from . import events as ev
+from . import texts
+from .engine import LATE, Engine
+
+RUNNABLE = "RUNNABLE"
+SUBMITTED = "SUBMITTED"
+SCHEDULED = "SCHEDULED"
+STARTING = "STARTING"
+RUNNING = "RUNNING"
+SUCCEEDED = "SUCCEEDED"
+FAILED = "FAILED"
+DISPATCHED = frozenset({SCHEDULED, STARTING, RUNNING})
+FINAL = frozenset({SUCCEEDED, FAILED})
+NUM_INSTANCES = "NUM_INSTANCES"
+
+FIFO = "FIFO"
+FAIRSHARE = "FAIRSHARE"
+QUOTA = "QUOTA"
+
+OUTCOMES = ("ok", "capacity", "internal", "cuda_oom", "host_oom", "spot", "resource_limit")
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How long each SageMaker phase takes, in virtual seconds."""
+
+    submitted_to_runnable: float = 0.0
+    scheduled_to_starting: float = 60.0
+    starting_to_running: float = 120.0
+    uploading: float = 0.0
+    capacity_error_after: float = 300.0
+    failure_after: float = 120.0
+    spot_restart: float = 300.0
+    default_duration: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Per-dispatch failure probabilities, and scripted outcomes per job name (one per dispatch)."""
+
+    capacity: float = 0.0
+    internal: float = 0.0
+    cuda_oom: float = 0.0
+    host_oom: float = 0.0
+    spot: float = 0.0
+    resource_limit: float = 0.0
+    scripted: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, outcomes in self.scripted.items():
+            bad = [o for o in outcomes if o not in OUTCOMES]
+            if bad:
+                raise ValueError(f"scripted outcome {bad} for {name!r}; use one of {OUTCOMES}")
+
+    @property
+    def any_rate(self) -> bool:
+        """Whether any random failure is enabled (no draw is made otherwise)."""
+        return any((self.capacity, self.internal, self.cuda_oom, self.host_oom, self.spot, self.resource_limit))
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """Everything that shapes one run; see the module docstring for the undocumented switches."""
+
+    seed: int = 0
+    account: str = "123456789012"
+    region: str = "us-east-1"
+    epoch_ms: int = 1773619200000  # 2026-03-16T00:00:00Z: virtual time 0
+    head_of_line_blocking: bool = True
+    usage_by_instances: bool = True
+    time_limit_on_blocked_only: bool = True
+    recent_preemptions: int = 5
+    account_instance_limits: Mapping[str, int] = field(default_factory=dict)
+    timings: Timings = Timings()
+    faults: Faults = Faults()
+    duplicate_rate: float = 0.0
+    reorder_window: int = 0
+
+
+class ServiceEnvironment:
+    """A SAGEMAKER_TRAINING service environment and the instances its jobs hold."""
+
+    def __init__(self, name: str, arn: str, limits: dict[str, int], state: str, tags: dict[str, str]) -> None:
+        self.name = name
+        self.arn = arn
+        self.limits = limits
+        self.state = state
+        self.status = "VALID"
+        self.tags = tags
+        self.in_use: dict[str, int] = {}
+
+    def unit_for(self, instance_type: str) -> str:
+        """The capacity unit a job of this instance type consumes here."""
+        return NUM_INSTANCES if NUM_INSTANCES in self.limits else instance_type
+
+
+class SchedulingPolicy:
+    """A fair-share or quota-share scheduling policy."""
+
+    def __init__(self, name: str, arn: str, tags: dict[str, str]) -> None:
+        self.name = name
+        self.arn = arn
+        self.tags = tags
+        self.fairshare: dict[str, Any] | None = None
+        self.quota: dict[str, Any] | None = None
+        self.decay_window = fairshare.MIN_DECAY_WINDOW_SECONDS
+        self.compute_reservation = 0
+        self.weights: tuple[fairshare.ShareWeight, ...] = ()
+
+    def set_fairshare(self, policy: dict[str, Any]) -> None:
+        """Install a fairsharePolicy dict (already validated)."""
+        self.fairshare = policy
+        self.decay_window = fairshare.decay_window(policy.get("shareDecaySeconds", 0))
+        self.compute_reservation = policy.get("computeReservation", 0)
+        self.weights = tuple(
+            fairshare.ShareWeight(d["shareIdentifier"], float(d.get("weightFactor", 1.0)))
+            for d in policy.get("shareDistribution", [])
+        )
+
+
+class FairShare:
+    """One share identifier inside a fair-share queue: its jobs and its decayed usage."""
+
+    __slots__ = ("name", "heap", "usage", "t0", "rate", "weight", "active", "held_seconds")
+
+    def __init__(self, name: str, weight: float) -> None:
+        self.name = name
+        self.heap: list[tuple[int, int, int, Job]] = []
+        self.usage = 0.0
+        self.t0 = 0.0
+        self.rate = 0.0
+        self.weight = weight
+        self.active = 0
+        self.held_seconds = 0.0
+
+
+class QuotaShare:
+    """A quota share: a virtual queue with per-instance-type limits, lending and borrowing."""
+
+    def __init__(self, name: str, arn: str, queue: JobQueue, spec: dict[str, Any]) -> None:
+        self.name = name
+        self.arn = arn
+        self.queue = queue
+        self.tags: dict[str, str] = spec.get("tags", {})
+        self.heap: list[tuple[int, int, int, Job]] = []
+        self.in_use: dict[str, int] = {}
+        self.running: set[Job] = set()
+        self.status = "VALID"
+        self.held_seconds = 0.0
+        self.apply(spec)
+
+    def apply(self, spec: dict[str, Any]) -> None:
+        """Install (part of) a Create/UpdateQuotaShare request."""
+        if "capacityLimits" in spec:
+            self.capacity_limits = [dict(c) for c in spec["capacityLimits"]]
+            self.limits = {c["capacityUnit"]: int(c["maxCapacity"]) for c in spec["capacityLimits"]}
+        if "resourceSharingConfiguration" in spec:
+            rsc = dict(spec["resourceSharingConfiguration"])
+            if rsc["strategy"] == "LEND_AND_BORROW":
+                rsc.setdefault("borrowLimit", -1)
+            self.sharing = rsc
+        if "preemptionConfiguration" in spec:
+            self.preemption = dict(spec["preemptionConfiguration"])
+        self.state = spec.get("state", getattr(self, "state", "ENABLED"))
+
+    @property
+    def strategy(self) -> str:
+        """RESERVE, LEND or LEND_AND_BORROW."""
+        return self.sharing["strategy"]
+
+    @property
+    def lends(self) -> bool:
+        """Whether its idle capacity may be borrowed by other shares."""
+        return self.sharing["strategy"] != "RESERVE"
+
+    def borrow_cap(self, unit: str) -> float:
+        """The most it may hold beyond its own limit of ``unit``."""
+        if self.sharing["strategy"] != "LEND_AND_BORROW":
+            return 0.0
+        pct = self.sharing.get("borrowLimit", -1)
+        if pct == -1:
+            return float("inf")
+        return self.limits.get(unit, 0) * pct / 100.0
+
+
+class JobQueue:
+    """A SAGEMAKER_TRAINING job queue over an ordered list of service environments."""
+
+    def __init__(self, name: str, arn: str, seq: int) -> None:
+        self.name = name
+        self.arn = arn
+        self.seq = seq
+        self.priority = 1
+        self.state = "ENABLED"
+        self.status = "VALID"
+        self.tags: dict[str, str] = {}
+        self.environments: list[ServiceEnvironment] = []
+        self.policy: SchedulingPolicy | None = None
+        self.time_limits: list[dict[str, Any]] = []
+        self.fifo: list[tuple[int, int, Job]] = []
+        self.shares: dict[str, FairShare] = {}
+        self.active_shares = 0
+        self.quota_shares: dict[str, QuotaShare] = {}
+        self.timer_at: set[float] = set()
+
+    @property
+    def kind(self) -> str:
+        """FIFO, FAIRSHARE or QUOTA."""
+        if self.policy is None:
+            return FIFO
+        return QUOTA if self.policy.quota is not None else FAIRSHARE
+
+
+class TrainingJob:
+    """The SageMaker training job one dispatch created."""
+
+    __slots__ = (
+        "name", "arn", "job", "status", "secondary", "failure_reason", "transitions",
+        "created", "started", "ended", "modified", "payload",
+    )
+
+    def __init__(self, name: str, arn: str, job: Job, now: float) -> None:
+        self.name = name
+        self.arn = arn
+        self.job = job
+        self.status = "InProgress"
+        self.secondary = "Pending"
+        self.failure_reason: str | None = None
+        self.transitions: list[list[Any]] = [["Pending", now, None, "Preparing the instances for training"]]
+        self.created = now
+        self.started: float | None = None
+        self.ended: float | None = None
+        self.modified = now
+        self.payload = job.payload
+
+
+class Job:
+    """One service job: its request, where it is in its lifecycle, and its history."""
+
+    __slots__ = (
+        "id", "arn", "name", "queue", "share", "fshare", "qshare", "priority", "seq", "created",
+        "status", "reason", "payload", "payload_text", "instance_type", "count", "units", "duration",
+        "retry", "timeout", "preemption", "tags", "attempts", "preempted", "preempted_count",
+        "training", "scheduled_at", "started_at", "stopped_at", "terminated", "epoch", "wait_since",
+        "env", "unit", "qver", "script", "outcome", "blocked", "dispatches", "first_dispatch",
+        "client_token",
+    )
+
+    def __init__(self) -> None:
+        self.attempts: list[dict[str, Any]] = []
+        self.preempted: list[dict[str, Any]] = []
+        self.preempted_count = 0
+        self.training: TrainingJob | None = None
+        self.scheduled_at: float | None = None
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self.terminated = False
+        self.epoch = 0
+        self.env: ServiceEnvironment | None = None
+        self.unit: str | None = None
+        self.qver = 0
+        self.outcome = "ok"
+        self.blocked: str | None = None
+        self.dispatches = 0
+        self.first_dispatch: float | None = None
+        self.reason: str | None = None
+        self.fshare: FairShare | None = None
+        self.qshare: QuotaShare | None = None
+
+
+def rule_matches(pattern: str, reason: str) -> bool:
+    """evaluateOnExit glob: a trailing ``*`` matches any suffix, otherwise the text must be equal."""
+    if pattern.endswith("*"):
+        return reason.startswith(pattern[:-1])
+    return reason == pattern
+
+
+def retry_action(rules: list[dict[str, Any]], reason: str) -> str | None:
+    """The action of the first evaluateOnExit rule that matches ``reason``, or None."""
+    for rule in rules:
+        if rule_matches(rule.get("onStatusReason", "*"), reason):
+            return rule["action"].upper()
+    return None
+
+
+class BatchModel:
+    """AWS Batch (service jobs) and the SageMaker training jobs it creates, on one engine."""
+
+    def __init__(self, engine: Engine | None = None, options: ModelOptions | None = None) -> None:
+        self.engine = engine or Engine()
+        self.options = options or ModelOptions()
+        self.rng = random.Random(self.options.seed)
+        self.bus = ev.EventBus(
+            self.options.account,
+            self.options.region,
+            self.options.seed,
+            self.options.duplicate_rate,
+            self.options.reorder_window,
+        )
+        o = self.options
+        self.batch_arn = f"arn:aws:batch:{o.region}:{o.account}"
+        self.sagemaker_arn = f"arn:aws:sagemaker:{o.region}:{o.account}"
+        self.environments: dict[str, ServiceEnvironment] = {}
+        self.policies: dict[str, SchedulingPolicy] = {}
+        self.queues: dict[str, JobQueue] = {}
+        self.jobs: dict[str, Job] = {}
+        self.training_jobs: dict[str, TrainingJob] = {}
+        self.client_tokens: dict[str, Job] = {}
+        self._queue_order: list[JobQueue] = []
+        self._queue_seq = 0
+        self._job_seq = 0
+        self._pass_pending = False
+        self.finished = 0
+        self.held_instance_seconds = 0.0
+
+    # ----------------------------------------------------------------------------------- time
+    @property
+    def now(self) -> float:
+        """Virtual seconds since the start of the run."""
+        return self.engine.now
+
+    def ms(self, t: float | None = None) -> int:
+        """Epoch milliseconds of virtual time ``t`` (default now)."""
+        return self.options.epoch_ms + int(round((self.engine.now if t is None else t) * 1000))
+
+    def run(self, until: float | None = None) -> None:
+        """Advance the engine, then deliver any events a reorder window still holds."""
+        self.engine.run(until)
+        self.bus.flush()
+
+    # ------------------------------------------------------------------------------ resources
+    def add_environment(self, env: ServiceEnvironment) -> None:
+        """Register a service environment."""
+        self.environments[env.name] = env
+
+    def add_queue(self, name: str) -> JobQueue:
+        """Register an empty queue; the caller sets its fields, then calls ``queues_changed``."""
+        self._queue_seq += 1
+        queue = JobQueue(name, f"{self.batch_arn}:job-queue/{name}", self._queue_seq)
+        self.queues[name] = queue
+        self.queues_changed()
+        return queue
+
+    def queues_changed(self) -> None:
+        """Re-sort queues by priority (higher first, then creation) and run a scheduling pass."""
+        self._queue_order = sorted(self.queues.values(), key=lambda q: (-q.priority, q.seq))
+        self.request_pass()
+
+    def remove_queue(self, queue: JobQueue) -> None:
+        """Delete a queue."""
+        del self.queues[queue.name]
+        self.queues_changed()
+
+    # ----------------------------------------------------------------------------- submission
+    def submit(
+        self,
+        queue: JobQueue,
+        name: str,
+        payload: dict[str, Any],
+        *,
+        payload_text: str | None = None,
+        share: str | None = None,
+        quota_share: QuotaShare | None = None,
+        priority: int = 0,
+        retry: dict[str, Any] | None = None,
+        timeout: dict[str, Any] | None = None,
+        preemption: dict[str, Any] | None = None,
+        tags: dict[str, str] | None = None,
+        duration: float | None = None,
+        client_token: str | None = None,
+    ) -> Job:
+        """Create a service job (validated by the caller) and queue it."""
+        job = Job()
+        self._job_seq += 1
+        job.seq = self._job_seq
+        job.id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        job.arn = f"{self.batch_arn}:service-job/{job.id}"
+        job.name = name
+        job.queue = queue
+        job.share = share
+        job.qshare = quota_share
+        job.priority = priority
+        job.created = self.engine.now
+        job.payload = payload
+        job.payload_text = payload_text
+        rc = payload["ResourceConfig"]
+        job.instance_type = rc["InstanceType"]
+        job.count = int(rc["InstanceCount"])
+        job.units = job.count if self.options.usage_by_instances else 1
+        tag_duration = (tags or {}).get("gpusim:duration-seconds")
+        job.duration = float(
+            duration if duration is not None else tag_duration or self.options.timings.default_duration
+        )
+        job.retry = retry
+        job.timeout = timeout
+        job.preemption = preemption
+        job.tags = tags or {}
+        job.client_token = client_token
+        scripted = self.options.faults.scripted.get(name)
+        job.script = list(scripted) if scripted else None
+        job.status = SUBMITTED
+        job.wait_since = job.created
+        self.jobs[job.id] = job
+        if client_token:
+            self.client_tokens[client_token] = job
+        delay = self.options.timings.submitted_to_runnable
+        if delay > 0:
+            self.engine.schedule(delay, self._to_runnable, (job, job.epoch))
+        else:
+            self._to_runnable((job, job.epoch))
+        return job
+
+    def _to_runnable(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch != epoch or job.status in FINAL:
+            return
+        job.status = RUNNABLE
+        if job.queue.kind == FAIRSHARE:
+            sh = self._fair_share(job.queue, job.share or "")
+            job.fshare = sh
+            if sh.active == 0:
+                job.queue.active_shares += 1
+            sh.active += 1
+        self._enqueue(job)
+        self._emit(job)
+
+    def _fair_share(self, queue: JobQueue, name: str) -> FairShare:
+        sh = queue.shares.get(name)
+        if sh is None:
+            weights = queue.policy.weights if queue.policy else ()
+            sh = FairShare(name, fairshare.weight_for(name, weights))
+            sh.t0 = self.engine.now
+            queue.shares[name] = sh
+        return sh
+
+    def _enqueue(self, job: Job) -> None:
+        job.qver += 1
+        queue = job.queue
+        kind = queue.kind
+        if kind == FIFO:
+            heapq.heappush(queue.fifo, (job.seq, job.qver, job))
+        elif kind == FAIRSHARE:
+            heapq.heappush(job.fshare.heap, (-job.priority, job.seq, job.qver, job))
+        else:
+            heapq.heappush(job.qshare.heap, (-job.priority, job.seq, job.qver, job))
+        self.request_pass()
+
+    def reprioritize(self, job: Job, priority: int) -> None:
+        """UpdateServiceJob: a new schedulingPriority, effective in the next pass."""
+        job.priority = priority
+        if job.status == RUNNABLE:
+            self._enqueue(job)
+        self.request_pass()
+
+    # ------------------------------------------------------------------------------- dispatch
+    def request_pass(self) -> None:
+        """Run one scheduling pass after every other event at this instant."""
+        if not self._pass_pending:
+            self._pass_pending = True
+            self.engine.schedule(0.0, self._pass, None, LATE)
+
+    @staticmethod
+    def _head(heap: list) -> Job | None:
+        while heap:
+            entry = heap[0]
+            job = entry[-1]
+            if job.qver == entry[-2] and job.status == RUNNABLE:
+                return job
+            heapq.heappop(heap)
+        return None
+
+    def _pass(self, _: Any = None) -> None:
+        self._pass_pending = False
+        for queue in self._queue_order:
+            if queue.state != "ENABLED" or not queue.environments:
+                continue
+            kind = queue.kind
+            if kind == FAIRSHARE:
+                self._pass_fair(queue)
+            elif kind == QUOTA:
+                self._pass_quota(queue)
+            else:
+                self._pass_fifo(queue)
+            if queue.time_limits or self.bus.active:
+                self._check_heads(queue)
+
+    def _room(self, queue: JobQueue, job: Job, usable: Any = None) -> ServiceEnvironment | None:
+        for env in queue.environments:
+            if env.state != "ENABLED":
+                continue
+            unit = NUM_INSTANCES if NUM_INSTANCES in env.limits else job.instance_type
+            cap = env.limits.get(unit)
+            if cap is None:
+                continue
+            if usable is not None:
+                cap = usable(cap)
+            if env.in_use.get(unit, 0) + job.count <= cap:
+                return env
+        return None
+
+    def _never_fits(self, queue: JobQueue, job: Job) -> bool:
+        for env in queue.environments:
+            unit = env.unit_for(job.instance_type)
+            if job.count <= env.limits.get(unit, 0):
+                return False
+        return True
+
+    def _pass_fifo(self, queue: JobQueue) -> None:
+        heap = queue.fifo
+        if self.options.head_of_line_blocking:
+            while True:
+                job = self._head(heap)
+                if job is None:
+                    return
+                env = self._room(queue, job)
+                if env is None:
+                    return
+                heapq.heappop(heap)
+                self._dispatch(job, env)
+        else:
+            for entry in sorted(heap):
+                job = entry[-1]
+                if job.qver != entry[-2] or job.status != RUNNABLE:
+                    continue
+                env = self._room(queue, job)
+                if env is not None:
+                    job.qver += 1  # its heap entry is now stale
+                    self._dispatch(job, env)
+
+    def _share_usage(self, sh: FairShare, now: float, window: float) -> float:
+        if sh.t0 != now:
+            sh.usage = fairshare.accrue(sh.usage, sh.rate, now - sh.t0, window)
+            sh.t0 = now
+        return sh.usage
+
+    def _pass_fair(self, queue: JobQueue) -> None:
+        policy = queue.policy
+        window = policy.decay_window
+        cr = policy.compute_reservation
+        now = self.engine.now
+        hol = self.options.head_of_line_blocking
+        skipped: set[str] = set()
+        head = self._head
+        while True:
+            best: FairShare | None = None
+            best_key: tuple[float, int] | None = None
+            for sh in queue.shares.values():
+                if not sh.heap or sh.name in skipped:
+                    continue
+                job = head(sh.heap)
+                if job is None:
+                    continue
+                key = (self._share_usage(sh, now, window), job.seq)
+                if best_key is None or key < best_key:
+                    best, best_key = sh, key
+            if best is None:
+                return
+            job = best.heap[0][-1]
+            usable = None
+            if cr:
+                active = queue.active_shares
+
+                def usable(cap: int, active: int = active) -> int:
+                    return fairshare.usable_capacity(cap, cr, active)
+
+            env = self._room(queue, job, usable)
+            if env is None:
+                if hol:
+                    return
+                skipped.add(best.name)
+                continue
+            heapq.heappop(best.heap)
+            self._dispatch(job, env)
+
+    # ---------------------------------------------------------------------------- quota shares
+    def _ledger(self, queue: JobQueue, env: ServiceEnvironment, unit: str) -> tuple[float, float]:
+        """(lendable, borrowed) instances of ``unit`` across the queue's quota shares."""
+        lendable = env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values())
+        borrowed = 0
+        for s in queue.quota_shares.values():
+            lim = s.limits.get(unit, 0)
+            used = s.in_use.get(unit, 0)
+            if s.lends and used < lim:
+                lendable += lim - used
+            if used > lim:
+                borrowed += used - lim
+        return lendable, borrowed
+
+    def _admissible(self, queue: JobQueue, env: ServiceEnvironment, share: QuotaShare, job: Job) -> bool:
+        unit = job.instance_type
+        cap = env.limits.get(unit)
+        if cap is None or env.in_use.get(unit, 0) + job.count > cap:
+            return False
+        lim = share.limits.get(unit, 0)
+        used = share.in_use.get(unit, 0)
+        after = used + job.count
+        if after > lim and after - lim > share.borrow_cap(unit):
+            return False
+        share.in_use[unit] = after
+        lendable, borrowed = self._ledger(queue, env, unit)
+        share.in_use[unit] = used
+        return borrowed <= lendable
+
+    def _try_with_victims(
+        self, queue: JobQueue, env: ServiceEnvironment, share: QuotaShare, job: Job, victims: list[Job]
+    ) -> list[Job] | None:
+        """The fewest victims (in the given order) whose removal admits ``job``, or None."""
+        removed: list[Job] = []
+        for victim in victims:
+            self._hold(victim, -1)
+            removed.append(victim)
+            if self._admissible(queue, env, share, job):
+                break
+        else:
+            for victim in removed:
+                self._hold(victim, +1)
+            return None
+        for victim in removed:
+            self._hold(victim, +1)
+        return removed
+
+    def _hold(self, job: Job, sign: int) -> None:
+        n = sign * job.count
+        job.env.in_use[job.unit] += n
+        if job.qshare is not None:
+            job.qshare.in_use[job.instance_type] = job.qshare.in_use.get(job.instance_type, 0) + n
+
+    def _pass_quota(self, queue: JobQueue) -> None:
+        env = queue.environments[0]
+        if env.state != "ENABLED":
+            return
+        hol = self.options.head_of_line_blocking
+        while True:
+            candidates: list[Job] = []
+            for share in queue.quota_shares.values():
+                if share.state != "ENABLED":
+                    continue
+                if hol:
+                    job = self._head(share.heap)
+                    if job is not None:
+                        candidates.append(job)
+                else:
+                    candidates.extend(
+                        e[-1] for e in sorted(share.heap) if e[-1].qver == e[-2] and e[-1].status == RUNNABLE
+                    )
+            if hol:
+                # Each share's head competes with the others in FIFO order (idleResourceAssignmentStrategy).
+                candidates.sort(key=lambda j: j.seq)
+            for job in candidates:
+                if self._place_quota(queue, env, job):
+                    break
+            else:
+                return
+
+    def _place_quota(self, queue: JobQueue, env: ServiceEnvironment, job: Job) -> bool:
+        share = job.qshare
+        unit = job.instance_type
+        if self._admissible(queue, env, share, job):
+            self._start_quota(job, env)
+            return True
+        lim = share.limits.get(unit, 0)
+        if share.in_use.get(unit, 0) + job.count <= lim:
+            # Its own capacity is lent out: reclaim it from borrowers (cross-share preemption).
+            victims = [
+                j
+                for s in queue.quota_shares.values()
+                if s is not share and s.in_use.get(unit, 0) > s.limits.get(unit, 0)
+                for j in s.running
+                if j.instance_type == unit
+            ]
+            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
+            chosen = self._try_with_victims(queue, env, share, job, victims)
+            if chosen:
+                for victim in chosen:
+                    self._preempt(victim, texts.CROSS_SHARE)
+                self._start_quota(job, env)
+                return True
+            return False
+        if share.preemption.get("inSharePreemption") == "ENABLED":
+            victims = [j for j in share.running if j.instance_type == unit and j.priority < job.priority]
+            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
+            chosen = self._try_with_victims(queue, env, share, job, victims)
+            if chosen:
+                for victim in chosen:
+                    self._preempt(victim, texts.IN_SHARE)
+                self._start_quota(job, env)
+                return True
+        return False
+
+    def _start_quota(self, job: Job, env: ServiceEnvironment) -> None:
+        job.qver += 1  # drop its heap entry lazily
+        self._dispatch(job, env)
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def _dispatch(self, job: Job, env: ServiceEnvironment) -> None:
+        now = self.engine.now
+        job.epoch += 1
+        unit = NUM_INSTANCES if NUM_INSTANCES in env.limits else job.instance_type
+        job.env = env
+        job.unit = unit
+        env.in_use[unit] = env.in_use.get(unit, 0) + job.count
+        sh = job.fshare
+        if sh is not None:
+            window = job.queue.policy.decay_window
+            self._share_usage(sh, now, window)
+            sh.rate += job.units * sh.weight
+        if job.qshare is not None:
+            q = job.qshare
+            q.in_use[job.instance_type] = q.in_use.get(job.instance_type, 0) + job.count
+            q.running.add(job)
+        job.dispatches += 1
+        if job.first_dispatch is None:
+            job.first_dispatch = now
+        job.scheduled_at = now
+        job.started_at = None
+        job.blocked = None
+        outcome = self._draw_outcome(job)
+        job.outcome = outcome
+        if outcome == "resource_limit":
+            self._resource_limit(job)
+            return
+        tj_name = f"AWSBatch{job.payload.get('TrainingJobName', job.name)}{self.rng.getrandbits(128):032x}"
+        tj = TrainingJob(tj_name, f"{self.sagemaker_arn}:training-job/{tj_name.lower()}", job, now)
+        self.training_jobs[tj_name] = tj
+        job.training = tj
+        job.status = SCHEDULED
+        job.reason = None
+        self._emit(job)
+        self._emit_tj(tj)
+        timings = self.options.timings
+        if outcome == "capacity":
+            self.engine.schedule(timings.capacity_error_after, self._capacity_error, (job, job.epoch))
+        else:
+            self.engine.schedule(timings.scheduled_to_starting, self._starting, (job, job.epoch))
+
+    def _draw_outcome(self, job: Job) -> str:
+        if job.script:
+            return job.script.pop(0)
+        faults = self.options.faults
+        if not faults.any_rate:
+            return "ok"
+        r = self.rng.random()
+        for name in ("capacity", "resource_limit", "internal", "cuda_oom", "host_oom", "spot"):
+            p = getattr(faults, name)
+            if r < p:
+                return name
+            r -= p
+        return "ok"
+
+    def _release(self, job: Job) -> None:
+        now = self.engine.now
+        env = job.env
+        if env is None:
+            return
+        env.in_use[job.unit] -= job.count
+        held = job.count * (now - (job.scheduled_at or now))
+        self.held_instance_seconds += held
+        sh = job.fshare
+        if sh is not None:
+            self._share_usage(sh, now, job.queue.policy.decay_window)
+            sh.rate -= job.units * sh.weight
+            if sh.rate < 1e-9:
+                sh.rate = 0.0
+            sh.held_seconds += held
+        q = job.qshare
+        if q is not None:
+            q.in_use[job.instance_type] -= job.count
+            q.running.discard(job)
+            q.held_seconds += held
+        job.env = None
+        self.request_pass()
+
+    def _deactivate(self, job: Job) -> None:
+        sh = job.fshare
+        if sh is not None:
+            sh.active -= 1
+            if sh.active == 0:
+                job.queue.active_shares -= 1
+
+    def _resource_limit(self, job: Job) -> None:
+        limit = self.options.account_instance_limits.get(job.instance_type, 0)
+        used = sum(e.in_use.get(job.instance_type, 0) for e in self.environments.values()) - job.count
+        reason = texts.RESOURCE_LIMIT.format(
+            instance_type=job.instance_type, limit=limit, used=max(used, 0), delta=job.count
+        )
+        self._release(job)
+        self._finish(job, FAILED, texts.sagemaker(reason))
+
+    def _starting(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch != epoch:
+            return
+        now = self.engine.now
+        job.status = STARTING
+        job.started_at = now
+        tj = job.training
+        tj.started = now
+        self._tj_status(tj, "InProgress", "Downloading", "Downloading input data")
+        self._emit(job)
+        timings = self.options.timings
+        if job.outcome == "internal":
+            self.engine.schedule(timings.failure_after / 2, self._attempt_end, (job, epoch, "internal"))
+            return
+        self.engine.schedule(timings.starting_to_running, self._running, arg)
+
+    def _running(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch != epoch:
+            return
+        now = self.engine.now
+        job.status = RUNNING
+        self._tj_status(
+            job.training, "InProgress", "Training", "Training image download completed. Training in progress."
+        )
+        self._emit(job)
+        timings = self.options.timings
+        outcome = job.outcome
+        train = job.duration
+        if outcome == "spot":
+            train += timings.spot_restart
+            self.engine.schedule(job.duration / 2, self._spot, arg)
+        ends = [(train + timings.uploading, "ok")]
+        if outcome in ("cuda_oom", "host_oom"):
+            ends.append((min(timings.failure_after, train), outcome))
+        max_runtime = job.payload.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
+        if max_runtime:
+            ends.append((max_runtime - (now - (job.started_at or now)), "max_runtime"))
+        limit = (job.timeout or {}).get("attemptDurationSeconds")
+        if limit:
+            ends.append((limit - (now - (job.started_at or now)), "timeout"))
+        delay, kind = min(ends, key=lambda e: e[0])
+        if kind == "ok" and timings.uploading > 0:
+            self.engine.schedule(train, self._uploading, arg)
+        self.engine.schedule(delay, self._attempt_end, (job, epoch, kind))
+
+    def _uploading(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch == epoch:
+            self._tj_status(job.training, "InProgress", "Uploading", "Uploading generated training model")
+
+    def _spot(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch != epoch:
+            return
+        tj = job.training
+        self._tj_status(tj, "InProgress", "Interrupted", "Training job interrupted; spot capacity was reclaimed")
+        self._tj_status(tj, "InProgress", "Starting", "Launching requested ML instances")
+        self.engine.schedule(self.options.timings.spot_restart, self._spot_resumed, arg)
+
+    def _spot_resumed(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch == epoch:
+            self._tj_status(job.training, "InProgress", "Training", "Training resumed from checkpoint")
+
+    def _capacity_error(self, arg: tuple[Job, int]) -> None:
+        job, epoch = arg
+        if job.epoch != epoch:
+            return
+        tj = job.training
+        tj.failure_reason = texts.CAPACITY_ERROR
+        self._tj_status(tj, "Failed", "Failed", "Training job failed")
+        self._release(job)
+        job.epoch += 1
+        action = self._time_limit_action(job, texts.CAPACITY_CODE)
+        if action is not None:
+            self._terminate_by_limit(job, action)
+            return
+        job.status = RUNNABLE
+        job.reason = texts.CAPACITY_REQUEUE
+        self._enqueue(job)
+        self._emit(job)
+
+    def _attempt_end(self, arg: tuple[Job, int, str]) -> None:
+        job, epoch, kind = arg
+        if job.epoch != epoch:
+            return
+        tj = job.training
+        nodes = job.count
+        if kind == "ok":
+            self._tj_status(tj, "Completed", "Completed", "Training job completed")
+            reason = texts.sagemaker(texts.COMPLETED)
+        elif kind == "timeout":
+            self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+            reason = texts.ATTEMPT_TIMEOUT
+        elif kind == "max_runtime":
+            self._tj_status(tj, "Stopped", "MaxRuntimeExceeded", "Training job stopped: MaxRuntimeExceeded")
+            reason = texts.sagemaker(texts.MAX_RUNTIME)
+        else:
+            failure = {
+                "internal": texts.INTERNAL_ERROR,
+                "cuda_oom": texts.CUDA_OOM.format(nodes=nodes),
+                "host_oom": texts.HOST_OOM,
+            }[kind]
+            tj.failure_reason = texts.truncate(failure)
+            self._tj_status(tj, "Failed", "Failed", "Training job failed")
+            reason = texts.sagemaker(tj.failure_reason)
+        self._release(job)
+        self._end_attempt(job, reason, succeeded=kind == "ok")
+
+    def _end_attempt(self, job: Job, reason: str, succeeded: bool = False) -> None:
+        """Record a finished attempt and decide: done, retry or fail."""
+        now = self.engine.now
+        job.epoch += 1
+        job.attempts.append(self._attempt(job, now, reason))
+        job.stopped_at = now
+        if succeeded:
+            self._finish(job, SUCCEEDED, reason)
+            return
+        if job.terminated:
+            self._finish(job, FAILED, reason)
+            return
+        retry = job.retry or {}
+        action = retry_action(retry.get("evaluateOnExit", []), reason)
+        if action == "EXIT" or len(job.attempts) >= retry.get("attempts", 1):
+            self._finish(job, FAILED, reason)
+            return
+        job.status = RUNNABLE
+        job.reason = reason
+        job.wait_since = now
+        self._enqueue(job)
+        self._emit(job)
+
+    def _attempt(self, job: Job, stopped: float, reason: str) -> dict[str, Any]:
+        return {
+            "arn": job.training.arn if job.training else None,
+            "startedAt": job.started_at if job.started_at is not None else job.scheduled_at,
+            "stoppedAt": stopped,
+            "statusReason": reason,
+        }
+
+    def _finish(self, job: Job, status: str, reason: str) -> None:
+        job.epoch += 1
+        job.status = status
+        job.reason = reason
+        job.stopped_at = self.engine.now
+        self._deactivate(job)
+        self.finished += 1
+        self._emit(job)
+
+    def _preempt(self, job: Job, reason: str) -> None:
+        now = self.engine.now
+        if self.bus.active:
+            self.bus.publish(
+                ev.BATCH_PREEMPTION_STARTED,
+                "aws.batch",
+                [job.arn],
+                {
+                    "statusReason": texts.PREEMPTION_IN_PROGRESS + reason,
+                    "preemptedJobArn": job.arn,
+                    "status": job.status,
+                },
+                self.ms(),
+            )
+        tj = job.training
+        if tj is not None:
+            self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+        self._release(job)
+        job.epoch += 1
+        job.preempted_count += 1
+        job.preempted.append(self._attempt(job, now, reason))
+        del job.preempted[: -self.options.recent_preemptions]
+        limit = (job.preemption or {}).get("preemptionRetriesBeforeTermination")
+        if limit is not None and job.preempted_count > limit:
+            job.stopped_at = now
+            self._finish(job, FAILED, reason)
+        else:
+            job.status = RUNNABLE
+            job.reason = reason
+            job.wait_since = now
+            self._enqueue(job)
+            self._emit(job)
+        if self.bus.active:
+            self.bus.publish(
+                ev.BATCH_PREEMPTION_COMPLETED,
+                "aws.batch",
+                [job.arn],
+                {
+                    "preemptedJobArn": job.arn,
+                    "preemptionSummary": self._preemption_summary(job),
+                    "status": job.status,
+                },
+                self.ms(),
+            )
+
+    def terminate(self, job: Job, reason: str) -> None:
+        """TerminateServiceJob: stop it wherever it is; it ends FAILED and is never retried."""
+        if job.status in FINAL:
+            return
+        job.terminated = True
+        if job.status in DISPATCHED:
+            tj = job.training
+            if tj is not None:
+                self._tj_status(tj, "Stopping", "Stopping", "Stopping the training job")
+                self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+            self._release(job)
+            self._end_attempt(job, reason)
+            return
+        self._finish(job, FAILED, reason)
+        self.request_pass()
+
+    def stop_training_job(self, tj: TrainingJob) -> None:
+        """StopTrainingJob: the attempt ends Stopped and goes through the job's retry strategy."""
+        job = tj.job
+        if job.training is not tj or job.status not in DISPATCHED:
+            return
+        self._tj_status(tj, "Stopping", "Stopping", "Stopping the training job")
+        self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+        self._release(job)
+        self._end_attempt(job, texts.sagemaker(texts.STOPPED))
+
+    # ------------------------------------------------------------------------ job state limits
+    def _blocked_reason(self, queue: JobQueue, job: Job) -> str | None:
+        if job.reason and job.reason.startswith(texts.CAPACITY_CODE):
+            return texts.CAPACITY_REQUEUE
+        if self._never_fits(queue, job):
+            return texts.MISCONFIGURATION
+        return None
+
+    def _time_limit_action(self, job: Job, code: str | None) -> dict[str, Any] | None:
+        for action in job.queue.time_limits:
+            if action["state"] != RUNNABLE:
+                continue
+            if self.options.time_limit_on_blocked_only and (code is None or action["reason"] != code):
+                continue
+            if self.engine.now >= job.wait_since + action["maxTimeSeconds"]:
+                return action
+        return None
+
+    def _terminate_by_limit(self, job: Job, action: dict[str, Any]) -> None:
+        job.terminated = True
+        self._finish(job, FAILED, texts.TIME_LIMIT + action["reason"])
+        self.request_pass()
+
+    def heads(self, queue: JobQueue) -> list[Job]:
+        """The jobs the scheduler would try next: one per queue, or one per quota share."""
+        kind = queue.kind
+        if kind == FIFO:
+            job = self._head(queue.fifo)
+            return [job] if job else []
+        if kind == QUOTA:
+            return [j for s in queue.quota_shares.values() if (j := self._head(s.heap)) is not None]
+        now = self.engine.now
+        window = queue.policy.decay_window
+        best = None
+        for sh in queue.shares.values():
+            job = self._head(sh.heap)
+            if job is not None:
+                key = (self._share_usage(sh, now, window), job.seq)
+                if best is None or key < best[0]:
+                    best = (key, job)
+        return [best[1]] if best else []
+
+    def _check_heads(self, queue: JobQueue) -> None:
+        for job in self.heads(queue):
+            blocked = self._blocked_reason(queue, job)
+            if blocked is not None and job.blocked != blocked:
+                job.blocked = blocked
+                if self.bus.active:
+                    detail = self.describe(job, event=True)
+                    detail["status"] = RUNNABLE
+                    detail["statusReason"] = blocked
+                    self.bus.publish(ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms())
+            code = blocked.split(" - ")[0] if blocked else None
+            action = self._time_limit_action(job, code)
+            if action is not None:
+                self._terminate_by_limit(job, action)
+                continue
+            for action in queue.time_limits:
+                due = job.wait_since + action["maxTimeSeconds"]
+                if due > self.engine.now and due not in queue.timer_at:
+                    queue.timer_at.add(due)
+                    self.engine.schedule_at(due, self._timer, (queue, due))
+
+    def _timer(self, arg: tuple[JobQueue, float]) -> None:
+        queue, due = arg
+        queue.timer_at.discard(due)
+        self.request_pass()
+
+    # --------------------------------------------------------------------------- SageMaker side
+    def _tj_status(self, tj: TrainingJob, status: str, secondary: str, message: str) -> None:
+        now = self.engine.now
+        if tj.transitions and tj.transitions[-1][2] is None:
+            tj.transitions[-1][2] = now
+        final = status in ("Completed", "Failed", "Stopped")
+        tj.transitions.append([secondary, now, now if final else None, message])
+        tj.status = status
+        tj.secondary = secondary
+        tj.modified = now
+        if final:
+            tj.ended = now
+        self._emit_tj(tj)
+
+    # ------------------------------------------------------------------------------ describing
+    def _preemption_summary(self, job: Job) -> dict[str, Any]:
+        return {
+            "preemptedAttemptCount": job.preempted_count,
+            "recentPreemptedAttempts": [self._attempt_dict(a) for a in job.preempted],
+        }
+
+    def _attempt_dict(self, attempt: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if attempt["arn"]:
+            out["serviceResourceId"] = {"name": "TrainingJobArn", "value": attempt["arn"]}
+        if attempt["startedAt"] is not None:
+            out["startedAt"] = self.ms(attempt["startedAt"])
+        out["stoppedAt"] = self.ms(attempt["stoppedAt"])
+        out["statusReason"] = attempt["statusReason"]
+        return out
+
+    def capacity_unit(self, job: Job) -> str:
+        """The unit the job's capacity is counted in (where it runs, else its queue's first environment)."""
+        if job.unit:
+            return job.unit
+        envs = job.queue.environments
+        return envs[0].unit_for(job.instance_type) if envs else NUM_INSTANCES
+
+    def describe(self, job: Job, event: bool = False) -> dict[str, Any]:
+        """DescribeServiceJob; with ``event`` the event detail (no tags, no payload)."""
+        ms = self.ms
+        out: dict[str, Any] = {
+            "attempts": [self._attempt_dict(a) for a in job.attempts],
+            "capacityUsage": [{"capacityUnit": self.capacity_unit(job), "quantity": float(job.count)}],
+            "createdAt": ms(job.created),
+            "isTerminated": job.terminated,
+            "jobArn": job.arn,
+            "jobId": job.id,
+            "jobName": job.name,
+            "jobQueue": job.queue.arn,
+        }
+        if job.training is not None:
+            out["latestAttempt"] = {"serviceResourceId": {"name": "TrainingJobArn", "value": job.training.arn}}
+        if job.retry is not None:
+            out["retryStrategy"] = job.retry
+        if job.scheduled_at is not None:
+            out["scheduledAt"] = ms(job.scheduled_at)
+        out["schedulingPriority"] = job.priority
+        out["serviceJobType"] = "SAGEMAKER_TRAINING"
+        if job.share is not None:
+            out["shareIdentifier"] = job.share
+        if job.qshare is not None:
+            out["quotaShareName"] = job.qshare.name
+        if job.preemption is not None:
+            out["preemptionConfiguration"] = job.preemption
+        if job.qshare is not None or job.preempted_count:
+            out["preemptionSummary"] = self._preemption_summary(job)
+        if job.started_at is not None:
+            out["startedAt"] = ms(job.started_at)
+        out["status"] = job.status
+        if job.reason is not None:
+            out["statusReason"] = job.reason
+        if job.stopped_at is not None and job.status in FINAL:
+            out["stoppedAt"] = ms(job.stopped_at)
+        if job.timeout is not None:
+            out["timeoutConfig"] = job.timeout
+        if not event:
+            out["serviceRequestPayload"] = job.payload_text or json.dumps(job.payload)
+            out["tags"] = dict(job.tags)
+        return out
+
+    def describe_training_job(self, tj: TrainingJob, event: bool = False) -> dict[str, Any]:
+        """DescribeTrainingJob (times as epoch ms; the API layer converts them)."""
+        ms = self.ms
+        p = tj.payload
+        out: dict[str, Any] = {"TrainingJobName": tj.name, "TrainingJobArn": tj.arn}
+        if tj.status == "Completed":
+            out["ModelArtifacts"] = {
+                "S3ModelArtifacts": f"{p['OutputDataConfig'].get('S3OutputPath', '').rstrip('/')}/{tj.name}"
+                "/output/model.tar.gz"
+            }
+        out["TrainingJobStatus"] = tj.status
+        out["SecondaryStatus"] = tj.secondary
+        if tj.failure_reason and tj.status == "Failed":
+            out["FailureReason"] = tj.failure_reason
+        for key in (
+            "HyperParameters", "AlgorithmSpecification", "RoleArn", "InputDataConfig", "OutputDataConfig",
+            "ResourceConfig", "VpcConfig", "StoppingCondition", "EnableManagedSpotTraining",
+            "CheckpointConfig", "RetryStrategy", "Environment",
+        ):
+            if key in p:
+                out[key] = p[key]
+        out["CreationTime"] = ms(tj.created)
+        if tj.started is not None:
+            out["TrainingStartTime"] = ms(tj.started)
+        if tj.ended is not None:
+            out["TrainingEndTime"] = ms(tj.ended)
+        out["LastModifiedTime"] = ms(tj.modified)
+        transitions = []
+        for status, start, end, message in tj.transitions:
+            t: dict[str, Any] = {"Status": status, "StartTime": ms(start)}
+            if end is not None:
+                t["EndTime"] = ms(end)
+            t["StatusMessage"] = message
+            transitions.append(t)
+        out["SecondaryStatusTransitions"] = transitions
+        tags = p.get("Tags", [])
+        out["Tags"] = {t["Key"]: t["Value"] for t in tags} if event else list(tags)
+        return out
+
+    # --------------------------------------------------------------------------------- events
+    def subscribe(self, listener: ev.Listener) -> None:
+        """Deliver every event (full EventBridge envelope) to ``listener``."""
+        self.bus.subscribe(listener)
+
+    def _emit(self, job: Job) -> None:
+        if self.bus.active:
+            self.bus.publish(ev.BATCH_STATE, "aws.batch", [job.arn], self.describe(job, event=True), self.ms())
+
+    def _emit_tj(self, tj: TrainingJob) -> None:
+        if self.bus.active:
+            self.bus.publish(
+                ev.SAGEMAKER_STATE, "aws.sagemaker", [tj.arn], self.describe_training_job(tj, True), self.ms()
+            )
+
+    # -------------------------------------------------------------------------------- summary
+    def share_instance_seconds(self, queue: JobQueue) -> dict[str, float]:
+        """Instance-seconds each share has held so far (finished holds plus the running ones)."""
+        now = self.engine.now
+        out: dict[str, float] = {}
+        shares = queue.shares if queue.kind == FAIRSHARE else queue.quota_shares
+        for name, sh in shares.items():
+            out[name] = sh.held_seconds
+        for job in self.jobs.values():
+            if job.queue is queue and job.status in DISPATCHED and job.scheduled_at is not None:
+                key = job.share if queue.kind == FAIRSHARE else job.qshare.name if job.qshare else None
+                if key is not None:
+                    out[key] = out.get(key, 0.0) + job.count * (now - job.scheduled_at)
+        return out

@@ -1,0 +1,73 @@
+"""AWS test helpers: tables made from template.yaml itself, and fault injection through botocore hooks."""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+
+from tests.conftest import REPO
+
+
+@cache
+def template() -> dict[str, Any]:
+    """template.yaml, decoded with its intrinsic functions (!Ref, !Sub ...) kept as dicts."""
+    from cfnlint.decode import decode
+
+    parsed, errors = decode(str(REPO / "template.yaml"))
+    assert not errors, errors
+    return parsed
+
+
+def table_definition(logical_id: str = "JobsTable") -> dict[str, Any]:
+    """CreateTable arguments for a table of the template: keys and indexes exactly as deployed."""
+    props = template()["Resources"][logical_id]["Properties"]
+    definition: dict[str, Any] = {
+        "KeySchema": props["KeySchema"],
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+    }
+    if props.get("GlobalSecondaryIndexes"):
+        definition["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+    return definition
+
+
+def create_jobs_table(client: Any, name: str = "shareplane-jobs") -> str:
+    """Create the jobs table in moto from the template's definition; returns its name."""
+    client.create_table(TableName=name, **table_definition())
+    return name
+
+
+class FaultInjector:
+    """Fails a share of AWS calls before they are sent, as throttling or a 5xx, from a seeded Random.
+
+    Hooked on ``before-send``: the request never reaches the service, so botocore's retry logic
+    sees exactly what a real throttle or 500 looks like.
+    """
+
+    FAULTS = (
+        (400, b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'),
+        (500, b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal error"}'),
+        (503, b'{"__type":"com.amazon.coral.availability#ServiceUnavailableException","message":"Unavailable"}'),
+    )
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self.random = random.Random(seed)
+        self.injected = 0
+        self.calls = 0
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("before-send", self._maybe_fail)
+
+    def _maybe_fail(self, request: Any, **_: Any) -> AWSResponse | None:
+        self.calls += 1
+        if self.random.random() >= self.rate:
+            return None
+        self.injected += 1
+        status, body = self.random.choice(self.FAULTS)
+        response = AWSResponse(request.url, status, {"x-amzn-ErrorType": "x"}, None)
+        response._content = body  # noqa: SLF001 - botocore reads the body from here
+        return response

@@ -1,0 +1,78 @@
+"""Shared fixtures: event samples, a Lambda context, handler loading by path, AWS test credentials."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EVENTS = REPO / "events"
+SCENARIOS = EVENTS / "scenarios"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    """One sample event from events/ (name without .json)."""
+    return json.loads((EVENTS / f"{name}.json").read_text())
+
+
+def load_scenario(name: str) -> list[dict[str, Any]]:
+    """A scenario stream from events/scenarios/ (name without .jsonl), in the order it happened."""
+    return [json.loads(line) for line in (SCENARIOS / f"{name}.jsonl").read_text().splitlines() if line]
+
+
+def scenario_names() -> list[str]:
+    """Every scenario in events/scenarios/."""
+    return sorted(p.stem for p in SCENARIOS.glob("*.jsonl"))
+
+
+def load_handler(function: str) -> ModuleType:
+    """Import functions/<function>/app.py under a unique module name (every handler file is app.py)."""
+    name = f"shareplane_function_{function}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "functions" / function / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class FakeLambdaContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name: str = "shareplane-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:shareplane-test"
+    aws_request_id: str = "00000000-0000-4000-8000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@pytest.fixture
+def lambda_context() -> FakeLambdaContext:
+    return FakeLambdaContext()
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and a region, so no test can reach a real account."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(key, raising=False)
