@@ -18,7 +18,7 @@ from shareplane.service.record_state import record_observation
 logger = Logger()
 tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)
-copy_config_to_registered_loggers(source_logger=logger)
+copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
 @tracer.capture_method

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.domain import fairshare
+from shareplane.domain.fairshare import standing
 
 from . import events as ev
 from . import texts
@@ -94,7 +95,9 @@ class Faults:
     @property
     def any_rate(self) -> bool:
         """Whether any random failure is enabled (no draw is made otherwise)."""
-        return any((self.capacity, self.internal, self.cuda_oom, self.host_oom, self.spot, self.resource_limit))
+        return any(
+            (self.capacity, self.internal, self.cuda_oom, self.host_oom, self.spot, self.resource_limit)
+        )
 
 
 @dataclass(frozen=True)
@@ -254,8 +257,18 @@ class TrainingJob:
     """The SageMaker training job one dispatch created."""
 
     __slots__ = (
-        "name", "arn", "job", "status", "secondary", "failure_reason", "transitions",
-        "created", "started", "ended", "modified", "payload",
+        "name",
+        "arn",
+        "job",
+        "status",
+        "secondary",
+        "failure_reason",
+        "transitions",
+        "created",
+        "started",
+        "ended",
+        "modified",
+        "payload",
     )
 
     def __init__(self, name: str, arn: str, job: Job, now: float) -> None:
@@ -277,11 +290,46 @@ class Job:
     """One service job: its request, where it is in its lifecycle, and its history."""
 
     __slots__ = (
-        "id", "arn", "name", "queue", "share", "fshare", "qshare", "priority", "seq", "created",
-        "status", "reason", "payload", "payload_text", "instance_type", "count", "units", "duration",
-        "retry", "timeout", "preemption", "tags", "attempts", "preempted", "preempted_count",
-        "training", "scheduled_at", "started_at", "stopped_at", "terminated", "epoch", "wait_since",
-        "env", "unit", "qver", "script", "outcome", "blocked", "dispatches", "first_dispatch",
+        "id",
+        "arn",
+        "name",
+        "queue",
+        "share",
+        "fshare",
+        "qshare",
+        "priority",
+        "seq",
+        "created",
+        "status",
+        "reason",
+        "payload",
+        "payload_text",
+        "instance_type",
+        "count",
+        "units",
+        "duration",
+        "retry",
+        "timeout",
+        "preemption",
+        "tags",
+        "attempts",
+        "preempted",
+        "preempted_count",
+        "training",
+        "scheduled_at",
+        "started_at",
+        "stopped_at",
+        "terminated",
+        "epoch",
+        "wait_since",
+        "env",
+        "unit",
+        "qver",
+        "script",
+        "outcome",
+        "blocked",
+        "dispatches",
+        "first_dispatch",
         "client_token",
     )
 
@@ -589,7 +637,7 @@ class BatchModel:
                 job = head(sh.heap)
                 if job is None:
                     continue
-                key = (self._share_usage(sh, now, window), job.seq)
+                key = (standing(self._share_usage(sh, now, window), sh.rate, window), job.seq)
                 if best_key is None or key < best_key:
                     best, best_key = sh, key
             if best is None:
@@ -614,7 +662,8 @@ class BatchModel:
     # ---------------------------------------------------------------------------- quota shares
     def _ledger(self, queue: JobQueue, env: ServiceEnvironment, unit: str) -> tuple[float, float]:
         """(lendable, borrowed) instances of ``unit`` across the queue's quota shares."""
-        lendable = env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values())
+        # Capacity no share owns is lendable; shares may also overcommit the environment (never negative).
+        lendable = max(0, env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values()))
         borrowed = 0
         for s in queue.quota_shares.values():
             lim = s.limits.get(unit, 0)
@@ -882,7 +931,9 @@ class BatchModel:
         if job.epoch != epoch:
             return
         tj = job.training
-        self._tj_status(tj, "InProgress", "Interrupted", "Training job interrupted; spot capacity was reclaimed")
+        self._tj_status(
+            tj, "InProgress", "Interrupted", "Training job interrupted; spot capacity was reclaimed"
+        )
         self._tj_status(tj, "InProgress", "Starting", "Launching requested ML instances")
         self.engine.schedule(self.options.timings.spot_restart, self._spot_resumed, arg)
 
@@ -1084,7 +1135,7 @@ class BatchModel:
         for sh in queue.shares.values():
             job = self._head(sh.heap)
             if job is not None:
-                key = (self._share_usage(sh, now, window), job.seq)
+                key = (standing(self._share_usage(sh, now, window), sh.rate, window), job.seq)
                 if best is None or key < best[0]:
                     best = (key, job)
         return [best[1]] if best else []
@@ -1098,7 +1149,9 @@ class BatchModel:
                     detail = self.describe(job, event=True)
                     detail["status"] = RUNNABLE
                     detail["statusReason"] = blocked
-                    self.bus.publish(ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms())
+                    self.bus.publish(
+                        ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms()
+                    )
             code = blocked.split(" - ")[0] if blocked else None
             action = self._time_limit_action(job, code)
             if action is not None:
@@ -1167,7 +1220,9 @@ class BatchModel:
             "jobQueue": job.queue.arn,
         }
         if job.training is not None:
-            out["latestAttempt"] = {"serviceResourceId": {"name": "TrainingJobArn", "value": job.training.arn}}
+            out["latestAttempt"] = {
+                "serviceResourceId": {"name": "TrainingJobArn", "value": job.training.arn}
+            }
         if job.retry is not None:
             out["retryStrategy"] = job.retry
         if job.scheduled_at is not None:
@@ -1211,9 +1266,18 @@ class BatchModel:
         if tj.failure_reason and tj.status == "Failed":
             out["FailureReason"] = tj.failure_reason
         for key in (
-            "HyperParameters", "AlgorithmSpecification", "RoleArn", "InputDataConfig", "OutputDataConfig",
-            "ResourceConfig", "VpcConfig", "StoppingCondition", "EnableManagedSpotTraining",
-            "CheckpointConfig", "RetryStrategy", "Environment",
+            "HyperParameters",
+            "AlgorithmSpecification",
+            "RoleArn",
+            "InputDataConfig",
+            "OutputDataConfig",
+            "ResourceConfig",
+            "VpcConfig",
+            "StoppingCondition",
+            "EnableManagedSpotTraining",
+            "CheckpointConfig",
+            "RetryStrategy",
+            "Environment",
         ):
             if key in p:
                 out[key] = p[key]
@@ -1242,7 +1306,9 @@ class BatchModel:
 
     def _emit(self, job: Job) -> None:
         if self.bus.active:
-            self.bus.publish(ev.BATCH_STATE, "aws.batch", [job.arn], self.describe(job, event=True), self.ms())
+            self.bus.publish(
+                ev.BATCH_STATE, "aws.batch", [job.arn], self.describe(job, event=True), self.ms()
+            )
 
     def _emit_tj(self, tj: TrainingJob) -> None:
         if self.bus.active:

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
-
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.failures import Action, FailureContext, FailureDecision, FailureSignal, decide
@@ -60,7 +59,9 @@ def first_failure_decisions(
 def classify_command(
     reason: Annotated[str, typer.Argument(help="A FailureReason, statusReason or SecondaryStatus text.")],
     tier: Annotated[Tier | None, typer.Option("--tier", help="Show only this tier's decision.")] = None,
-    output: Annotated[Output, typer.Option("--output", help="json (machine-readable) or table.")] = Output.TABLE,
+    output: Annotated[
+        Output, typer.Option("--output", help="json (machine-readable) or table.")
+    ] = Output.TABLE,
     config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
         "config/shares.yaml"
     ),
@@ -76,7 +77,7 @@ def classify_command(
         chosen_type = instance_type or next(iter(config.instance_types), None)
         decisions = first_failure_decisions(reason, config, tiers, chosen_type)
     except ShareplaneError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from exc
     first = next(iter(decisions.values()))
     if output is Output.JSON:

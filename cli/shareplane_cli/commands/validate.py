@@ -32,7 +32,10 @@ def _read(spec: Path) -> bytes:
 
 
 def _table(spec: Path, result: SpecResult) -> Table:
-    table = Table("job", "result", "path", "problem", "fix", title=f"{spec} (team {result.team or '?'})")
+    table = Table(title=f"{spec} (team {result.team or '?'})")
+    for column in ("job", "result", "path", "problem", "fix"):
+        # Fold rather than truncate: URIs and ARNs are single long words and the tail is the point.
+        table.add_column(column, overflow="fold")
     for problem in result.problems:
         table.add_row("(file)", Text("rejected", style="red"), problem.path, problem.message, problem.fix)
     for job in result.jobs:

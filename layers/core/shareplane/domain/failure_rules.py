@@ -91,12 +91,16 @@ class FailureRule(_Strict):
                 "give it `contains`, `exit_codes` or `terminated`",
             )
         if self.contains and not self.fields:
-            raise ConfigError(f"failures.rules.{self.id}.fields", "is empty", f"use some of {list(SignalField)}")
+            raise ConfigError(
+                f"failures.rules.{self.id}.fields", "is empty", f"use some of {list(SignalField)}"
+            )
         return self
 
 
 def _rule(rule_id: str, failure_class: FailureClass, *contains: str, **extra: object) -> FailureRule:
-    return FailureRule.model_validate({"id": rule_id, "failure_class": failure_class, "contains": contains} | extra)
+    return FailureRule.model_validate(
+        {"id": rule_id, "failure_class": failure_class, "contains": contains} | extra
+    )
 
 
 # Order matters. Preemption and Batch's own terminal reasons come first because their text embeds
@@ -128,7 +132,9 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
         "Launched instance was unhealthy",
         fields=_ALL_TEXTS,
     ),
-    _rule("account-quota", FailureClass.ACCOUNT_QUOTA, "ResourceLimitExceeded", "account-level service limit"),
+    _rule(
+        "account-quota", FailureClass.ACCOUNT_QUOTA, "ResourceLimitExceeded", "account-level service limit"
+    ),
     _rule("validation", FailureClass.BAD_REQUEST, "ValidationException"),
     _rule(
         "internal-error",
@@ -157,7 +163,9 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
     ),
     # 137 = 128 + SIGKILL: the kernel's OOM killer, since a stop or a preemption matched above.
     FailureRule(id="host-oom-killed", failure_class=FailureClass.HOST_OOM, exit_codes=(137,)),
-    _rule("batch-attempt-timeout", FailureClass.MAX_RUNTIME_EXCEEDED, "Job attempt duration exceeded timeout"),
+    _rule(
+        "batch-attempt-timeout", FailureClass.MAX_RUNTIME_EXCEEDED, "Job attempt duration exceeded timeout"
+    ),
     _rule(
         "max-runtime",
         FailureClass.MAX_RUNTIME_EXCEEDED,
@@ -285,9 +293,12 @@ DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
     FailureClass.MAX_RUNTIME_EXCEEDED: _policy(
         False,
         Severity.WARNING,
-        "the job hit MaxRuntimeInSeconds: raise StoppingCondition.MaxRuntimeInSeconds or checkpoint and resume",
+        "the job hit MaxRuntimeInSeconds: raise StoppingCondition.MaxRuntimeInSeconds, or checkpoint and "
+        "resume",
     ),
-    FailureClass.STOPPED_BY_USER: _policy(False, Severity.INFO, "stopped on request: nothing to fix", alert=False),
+    FailureClass.STOPPED_BY_USER: _policy(
+        False, Severity.INFO, "stopped on request: nothing to fix", alert=False
+    ),
     FailureClass.UNKNOWN: _policy(
         False,
         Severity.CRITICAL,
@@ -358,7 +369,9 @@ class FailuresConfig(_Strict):
         ids = [r.id for r in self.ordered_rules]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
-            raise ConfigError("failures.rules", f"rule ids {dupes} are used twice", "give every rule its own id")
+            raise ConfigError(
+                "failures.rules", f"rule ids {dupes} are used twice", "give every rule its own id"
+            )
         for where, overrides in [("failures.classes", self.classes)] + [
             (f"failures.tiers.{t}.classes", p.classes) for t, p in self.tiers.items()
         ]:
@@ -390,7 +403,10 @@ class FailuresConfig(_Strict):
         """Default class policy, then ``classes`` overrides, then the tier's overrides."""
         merged = DEFAULT_CLASS_POLICIES[failure_class].model_dump()
         tier_policy = self.tiers.get(tier)  # type: ignore[call-overload]
-        layers = [self.classes.get(failure_class), tier_policy.classes.get(failure_class) if tier_policy else None]
+        layers = [
+            self.classes.get(failure_class),
+            tier_policy.classes.get(failure_class) if tier_policy else None,
+        ]
         for layer in layers:
             if layer is not None:
                 merged |= layer.model_dump(exclude_none=True)

@@ -24,7 +24,7 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -130,23 +130,24 @@ UNKNOWN_RULE_ID = "no-rule-matched"
 
 
 def _clean(text: str) -> str:
-    return " ".join(_SAGEMAKER_PREFIX.sub("", text).split())
+    return " ".join(text.split())
 
 
 def _excerpt(text: str, marker: str | None) -> str:
-    """At most EXCERPT_MAX_CHARS of ``text``, showing the marker even when it sits past the cut."""
-    text = _clean(text)
-    if len(text) <= EXCERPT_MAX_CHARS:
-        return text
-    start = 0
-    if marker:
-        at = text.lower().find(marker.lower())
-        if at + len(marker) > EXCERPT_MAX_CHARS - 1:
-            start = at
-    if start == 0:
-        return text[: EXCERPT_MAX_CHARS - 1] + "…"
-    body = text[start : start + EXCERPT_MAX_CHARS - 2]
-    return "…" + body + ("…" if start + len(body) < len(text) else "")
+    """At most EXCERPT_MAX_CHARS of ``text``, showing the marker's line even when it sits past the cut."""
+    text = _SAGEMAKER_PREFIX.sub("", text)
+    whole = _clean(text)
+    if len(whole) <= EXCERPT_MAX_CHARS:
+        return whole
+    at = text.casefold().find(marker.casefold()) if marker else -1
+    if at < 0 or len(_clean(text[: at + len(marker or "")])) < EXCERPT_MAX_CHARS:
+        return whole[: EXCERPT_MAX_CHARS - 1] + "…"
+    # Start at the marker's line (a traceback's last line names the error), at most 100 chars back.
+    start = max(text.rfind("\n", 0, at) + 1, at - 100)
+    tail = _clean(text[start:])
+    if len(tail) <= EXCERPT_MAX_CHARS - 1:
+        return "…" + tail
+    return "…" + tail[: EXCERPT_MAX_CHARS - 2] + "…"
 
 
 def _rule_match(rule: FailureRule, signal: FailureSignal) -> tuple[SignalField | None, str | None] | None:
@@ -176,7 +177,9 @@ def classify(signal: FailureSignal, rules: Sequence[FailureRule]) -> Classificat
             continue
         which, marker = hit
         source = signal.text(which) if which else _first_text(signal)
-        return Classification(rule.failure_class, rule.id, rule.final, which, marker, _excerpt(source, marker))
+        return Classification(
+            rule.failure_class, rule.id, rule.final, which, marker, _excerpt(source, marker)
+        )
     return Classification(FailureClass.UNKNOWN, UNKNOWN_RULE_ID, excerpt=_excerpt(_first_text(signal), None))
 
 
@@ -327,7 +330,9 @@ class FailureDecision:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutations", MappingProxyType(dict(self.mutations)))
         if len(self.reason_excerpt) > EXCERPT_MAX_CHARS:
-            raise InvalidInputError("reason_excerpt", "is too long", f"cut it to {EXCERPT_MAX_CHARS} characters")
+            raise InvalidInputError(
+                "reason_excerpt", "is too long", f"cut it to {EXCERPT_MAX_CHARS} characters"
+            )
 
     @property
     def needs_scheduler(self) -> bool:
@@ -365,19 +370,20 @@ def decide(ctx: FailureContext, config: SharesConfig, *, rng: random.Random | No
         if verdict.tripped:
             return _storm(plan, ctx, verdict, failures.storm)
     if plan.action is Action.ALERT and found.failure_class in ctx.alerted_classes:
-        return _with(plan, action=Action.IGNORE, why=f"already alerted on {found.failure_class} for this job")
+        return replace(
+            plan, action=Action.IGNORE, why=f"already alerted on {found.failure_class} for this job"
+        )
     return plan
 
 
-def _with(plan: FailureDecision, **changes: object) -> FailureDecision:
-    values = {f: getattr(plan, f) for f in plan.__dataclass_fields__} | changes
-    return FailureDecision(**values)  # type: ignore[arg-type]
-
-
-def _storm(plan: FailureDecision, ctx: FailureContext, verdict: StormVerdict, guard: StormGuardConfig) -> FailureDecision:
-    window = f"{verdict.failures_in_window} failures in {guard.window_seconds:g}s (limit {guard.max_failures})"
+def _storm(
+    plan: FailureDecision, ctx: FailureContext, verdict: StormVerdict, guard: StormGuardConfig
+) -> FailureDecision:
+    window = (
+        f"{verdict.failures_in_window} failures in {guard.window_seconds:g}s (limit {guard.max_failures})"
+    )
     if verdict.alert:
-        return _with(
+        return replace(
             plan,
             action=Action.ALERT,
             severity=Severity.CRITICAL,
@@ -385,10 +391,16 @@ def _storm(plan: FailureDecision, ctx: FailureContext, verdict: StormVerdict, gu
             mutations={},
             storm=True,
             why=f"failure storm in share {ctx.share}: {window}; requeueing paused",
-            fix=f"find the common cause of share {ctx.share}'s failures; requeueing resumes when the rate drops",
+            fix=f"find the common cause of share {ctx.share}'s failures; "
+            "requeueing resumes when the rate drops",
         )
-    return _with(
-        plan, action=Action.IGNORE, delay_seconds=0, mutations={}, storm=True, why=f"storm, already alerted: {window}"
+    return replace(
+        plan,
+        action=Action.IGNORE,
+        delay_seconds=0,
+        mutations={},
+        storm=True,
+        why=f"storm, already alerted: {window}",
     )
 
 
@@ -435,14 +447,19 @@ def _plan(
         if cap is None or ctx.preemption_count <= cap:
             return make(Action.LEFT_TO_BATCH, why="AWS Batch requeues preempted jobs as RUNNABLE")
         if not policy.retry:
-            return not_retried(f"preempted {ctx.preemption_count} times, past preemptionRetriesBeforeTermination")
+            return not_retried(
+                f"preempted {ctx.preemption_count} times, past preemptionRetriesBeforeTermination"
+            )
         return make(
             Action.REQUEUE,
             delay_seconds=delay(ctx.preemption_count - cap),
             why=f"preemptionRetriesBeforeTermination ({cap}) ran out; requeued without spending the budget",
         )
 
-    if cls is FailureClass.SPOT_INTERRUPTION and (ctx.signal.training_job_status or "").casefold() == "inprogress":
+    if (
+        cls is FailureClass.SPOT_INTERRUPTION
+        and (ctx.signal.training_job_status or "").casefold() == "inprogress"
+    ):
         return make(Action.IGNORE, why="SageMaker resumes an interrupted spot job itself")
 
     if not policy.retry:
@@ -474,7 +491,9 @@ def _plan(
             # MaxWaitTimeInSeconds is only valid for spot training
             mutations["StoppingCondition.MaxWaitTimeInSeconds"] = None
             whys.append(f"on-demand after {ctx.spot_interruptions} spot interruptions")
-    n = attempt or max(1, ctx.spot_interruptions if cls is FailureClass.SPOT_INTERRUPTION else ctx.budget_used + 1)
+    n = attempt or max(
+        1, ctx.spot_interruptions if cls is FailureClass.SPOT_INTERRUPTION else ctx.budget_used + 1
+    )
     return make(
         Action.REQUEUE,
         attempt=attempt,
@@ -484,7 +503,9 @@ def _plan(
     )
 
 
-def priority_escalation(current_priority: int, tier: Tier, waited_seconds: float, config: SharesConfig) -> int:
+def priority_escalation(
+    current_priority: int, tier: Tier, waited_seconds: float, config: SharesConfig
+) -> int:
     """The schedulingPriority a job should have after waiting ``waited_seconds`` in ``tier``.
 
     Past the tier's wait SLO the priority rises by ``failures.escalation.step`` per interval, counted
@@ -493,7 +514,9 @@ def priority_escalation(current_priority: int, tier: Tier, waited_seconds: float
     """
     if not 0 <= current_priority <= MAX_SCHEDULING_PRIORITY:
         raise InvalidInputError(
-            "current_priority", f"is {current_priority}", f"use a schedulingPriority in 0..{MAX_SCHEDULING_PRIORITY}"
+            "current_priority",
+            f"is {current_priority}",
+            f"use a schedulingPriority in 0..{MAX_SCHEDULING_PRIORITY}",
         )
     tier_config = config.tiers[tier]
     slo = tier_config.wait_slo_seconds
@@ -502,7 +525,11 @@ def priority_escalation(current_priority: int, tier: Tier, waited_seconds: float
     escalation = config.failures.escalation
     every = escalation.every_seconds or slo
     steps = 1 + math.floor((waited_seconds - slo) / every)
-    above = [c.scheduling_priority for c in config.tiers.values() if c.scheduling_priority > tier_config.scheduling_priority]
+    above = [
+        c.scheduling_priority
+        for c in config.tiers.values()
+        if c.scheduling_priority > tier_config.scheduling_priority
+    ]
     ceiling = min(above) - 1 if above else MAX_SCHEDULING_PRIORITY
     target = min(ceiling, tier_config.scheduling_priority + steps * escalation.step)
     return max(current_priority, target)

@@ -4,7 +4,8 @@ Pure functions of their arguments (time is a parameter), shared by the control p
 simulator so both read the same rules:
 
 - ``weightFactor`` lower gets more: usage accrues as ``instances x weightFactor`` per second, and the
-  share with the lowest usage is served next, so 0.125 ends up with 8x the instances of 1.0.
+  share with the lowest standing (usage plus what its running jobs will add) is served next, so
+  0.125 ends up with 8x the instances of 1.0.
 - Usage decays exponentially with time constant ``shareDecaySeconds`` (0 means the 600 s minimum
   window). AWS does not document the decay curve; exponential is the choice here because it has a
   closed form for constant accrual (``accrue``), which keeps the simulator's hot loop cheap.
@@ -64,7 +65,9 @@ def weight_for(share: str, distribution: Iterable[ShareWeight]) -> float:
     for entry in distribution:
         if entry.share_identifier == share:
             return entry.weight_factor
-        if entry.matches(share) and (best is None or len(entry.share_identifier) > len(best.share_identifier)):
+        if entry.matches(share) and (
+            best is None or len(entry.share_identifier) > len(best.share_identifier)
+        ):
             best = entry
     return best.weight_factor if best is not None else DEFAULT_WEIGHT
 
@@ -85,6 +88,16 @@ def accrue(usage: float, rate: float, elapsed: float, window: float) -> float:
         return usage
     keep = math.exp(-elapsed / window)
     return usage * keep + rate * window * (1.0 - keep)
+
+
+def standing(usage: float, rate: float, window: float) -> float:
+    """What the scheduler compares: decayed usage plus what the running jobs will add (``rate x window``).
+
+    Counting the running jobs at once keeps several dispatches at one instant from all going to the
+    share that was lowest before the first of them; at equilibrium usage equals ``rate x window``, so
+    equal standings mean ``instances x weightFactor`` is equal across shares.
+    """
+    return usage + rate * window
 
 
 def reserved_fraction(compute_reservation: int, active_shares: int) -> float:
@@ -109,7 +122,7 @@ def usable_capacity(max_capacity: int, compute_reservation: int, active_shares: 
 
 
 def next_share(usages: Mapping[str, float], tiebreak: Mapping[str, int] | None = None) -> str | None:
-    """The share to serve next: lowest usage; ties go to the smaller ``tiebreak`` (oldest head job), then name."""
+    """The share to serve next: lowest usage; ties go to the smaller ``tiebreak`` (oldest head), then name."""
     if not usages:
         return None
     order = tiebreak or {}

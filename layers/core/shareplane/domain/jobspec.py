@@ -7,6 +7,10 @@ problems that concern the whole file. Nothing raises on bad input; every problem
 (``jobs[1].instance_count``), what is wrong and how to fix it. Paths always use ``jobs[i]``, also
 for a file that holds a single job.
 
+A job is checked in two passes: its shape first (types, required and unknown fields, names, URI
+syntax; every shape problem at once), then, once the shape is right, the rules that need a whole
+job (authorization against the team's config, admission against the cluster, cross-field rules).
+
 The YAML dialect is deliberately small: no tags (``!!python/...`` or any other), no anchors or
 aliases (alias bombs), no merge keys, no duplicate keys, string keys only.
 """
@@ -325,6 +329,8 @@ def _problem_from_error(prefix: str, error: Mapping[str, Any]) -> Problem:
         return Problem(path, ctx["message"], ctx["fix"])
     if kind == "string_pattern_mismatch":
         rule = _PATTERN_RULES.get(top, f"does not match {ctx.get('pattern')}")
+        if is_key:
+            return Problem(path, f"{str(value)[:80]!r}: {rule}", "rename the key")
         return Problem(
             path, f"{str(value)[:80]!r}: {rule}", f"use a value like {example}" if example else "fix it"
         )

@@ -1,0 +1,63 @@
+"""`shareplane jobs`: every job the control plane recorded, from the local stack or a real account."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from shareplane.domain.lifecycle import JobStatus
+from shareplane.service.queries import job_records
+
+from ..aws import DEFAULT_STACK, Target
+from ..main import app
+from ..output import Output, emit, epoch_ms, print_table
+
+Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
+Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
+Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
+StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack whose table to read.")]
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+
+
+def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
+    """Job records as JSON, or as a table with one row per job."""
+
+    def table() -> None:
+        rows = [
+            (
+                r["jobName"],
+                r["status"],
+                r["shareIdentifier"] or r["quotaShareName"],
+                r["schedulingPriority"],
+                r["attempts"],
+                r["preemptions"],
+                r["capacityRequeues"],
+                epoch_ms(r["createdAt"]),
+                epoch_ms(r["stoppedAt"]),
+                " > ".join(h["status"] for h in r["history"]),
+                (r["failureReason"] or r["statusReason"] or "")[:60],
+            )
+            for r in records
+        ]
+        columns = ["job", "status", "share", "prio", "att", "pre", "cap", "created", "stopped", "history", "reason"]
+        print_table(f"{len(records)} jobs", columns, rows)
+
+    emit(records, output, table)
+
+
+@app.command("jobs")
+def jobs_command(
+    status: Annotated[JobStatus | None, typer.Option(help="Only jobs in this status.")] = None,
+    share: Annotated[str | None, typer.Option(help="Only jobs of this share identifier or quota share.")] = None,
+    output: OutputOption = Output.TABLE,
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+) -> None:
+    """List jobs with their state, counters and history."""
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    records = job_records(target.job_store(table), status.value if status else None, share)
+    print_jobs(records, output)

@@ -1,0 +1,154 @@
+"""Invoke the template's functions in-process from their SQS queues, as Lambda's event source mapping would.
+
+moto cannot run Lambda code without Docker, so the runner owns invocation: it receives up to the
+mapping's batch size, calls the real handler with a Lambda context and the function's template
+environment, deletes what succeeded and lets failed records return (partial batch response), so
+moto's redrive policy moves a record that keeps failing to the DLQ after maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import sys
+import uuid
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+from .stack import LocalStack, patched_environ
+from .template import FunctionSpec
+
+
+@dataclass
+class LambdaContext:
+    """The Lambda context attributes handlers and Powertools read."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@dataclass
+class Invocation:
+    """One handler call: how many records, how many failed, what it printed (logs and EMF)."""
+
+    function: str
+    records: int
+    failed: int
+    output: str
+
+
+@dataclass
+class FunctionRunner:
+    """Polls each function's queue and invokes its handler until every queue is drained."""
+
+    stack: LocalStack
+    invocations: list[Invocation] = field(default_factory=list)
+    on_invocation: Callable[[Invocation], None] | None = None
+    _modules: dict[str, ModuleType] = field(default_factory=dict)
+    _active_env: dict[str, str] | None = None
+
+    def drain(self, max_rounds: int = 1000) -> int:
+        """Deliver until no queue has a visible or in-flight message; returns records processed."""
+        processed = 0
+        for _ in range(max_rounds):
+            delivered = sum(self.poll_once(f) for f in self.stack.functions if f.queue_logical_id)
+            processed += delivered
+            if delivered == 0 and self._queues_empty():
+                return processed
+        raise RuntimeError(f"queues still busy after {max_rounds} rounds")
+
+    def poll_once(self, function: FunctionSpec) -> int:
+        """Receive one batch for a function and invoke it; returns the number of records."""
+        sqs = self.stack.client("sqs")
+        url = self.stack.queue_url(function.queue_logical_id or "")
+        messages = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=min(10, function.batch_size), AttributeNames=["All"], WaitTimeSeconds=0
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        event = {"Records": [_sqs_record(m, arn) for m in messages]}
+        response, output = self.invoke(function, event)
+        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+            )
+        for message in messages:
+            if message["MessageId"] in failed:  # back on the queue now; the redrive policy counts receives
+                sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        invocation = Invocation(function.logical_id, len(messages), len(failed), output)
+        self.invocations.append(invocation)
+        if self.on_invocation:
+            self.on_invocation(invocation)
+        return len(messages)
+
+    def invoke(self, function: FunctionSpec, event: dict[str, Any]) -> tuple[Any, str]:
+        """Call a handler in-process with its environment; returns its response and what it printed."""
+        env = {**self.stack.environment(), **self.stack.function_environment(function)}
+        env.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+        env["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
+        context = LambdaContext(function_name=function.logical_id, aws_request_id=str(uuid.uuid4()))
+        buffer = io.StringIO()
+        with patched_environ(env), contextlib.redirect_stdout(buffer):
+            module = self._module(function)  # imported under its own environment, as in Lambda
+            if env != self._active_env:
+                self._cold_start()
+                self._active_env = env
+            handler = getattr(module, function.handler.split(".")[-1])
+            response = handler(event, context)
+        return response, buffer.getvalue()
+
+    def _cold_start(self) -> None:
+        # A different function's environment: drop cached clients as a new Lambda container would.
+        from shareplane import bootstrap
+
+        bootstrap.dependencies.cache_clear()
+
+    def _module(self, function: FunctionSpec) -> ModuleType:
+        module_file, _ = function.handler.rsplit(".", 1)
+        name = f"shareplane_local_{function.logical_id}"
+        if name not in self._modules:
+            spec = importlib.util.spec_from_file_location(name, function.code_dir / f"{module_file}.py")
+            if spec is None or spec.loader is None:
+                raise FileNotFoundError(f"{function.logical_id}: no {module_file}.py in {function.code_dir}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            self._modules[name] = module
+        return self._modules[name]
+
+    def _queues_empty(self) -> bool:
+        sqs = self.stack.client("sqs")
+        for function in self.stack.functions:
+            if not function.queue_logical_id:
+                continue
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=self.stack.queue_url(function.queue_logical_id),
+                AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            )["Attributes"]
+            if int(attributes["ApproximateNumberOfMessages"]) or int(attributes["ApproximateNumberOfMessagesNotVisible"]):
+                return False
+        return True
+
+
+def _sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": message.get("MessageAttributes", {}),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": "us-east-1",
+    }

@@ -1,0 +1,208 @@
+"""The embedded AWS: moto in server mode on loopback, with the stack created from template.yaml itself."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from .template import FunctionSpec, TranslatedTemplate, translate
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+DEFAULT_STACK = "shareplane-local"
+#: Credentials the embedded AWS accepts; they are not valid anywhere else.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "shareplane-local", "AWS_SECRET_ACCESS_KEY": "shareplane-local"}
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """Where the template is and what to call the stack."""
+
+    template: Path
+    stack_name: str = DEFAULT_STACK
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+
+def endpoint_environment(endpoint: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The standard variables that point boto3 and the aws CLI at the local stack."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        **LOCAL_CREDENTIALS,
+        **(extra or {}),
+    }
+
+
+class LocalStack:
+    """moto server + the template's stack in it; `functions` says what the runner must invoke."""
+
+    def __init__(self, spec: StackSpec, endpoint: str | None = None) -> None:
+        self.spec = spec
+        self.endpoint = endpoint
+        self._server: Any = None
+        self.translated: TranslatedTemplate | None = None
+        self.outputs: dict[str, str] = {}
+        self.physical_ids: dict[str, str] = {}
+        self.parameters: dict[str, str] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> LocalStack:
+        """Start moto (unless an endpoint was given) and create the stack (unless it exists)."""
+        if self.endpoint is None:
+            from moto.server import ThreadedMotoServer
+
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per AWS call
+            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server.start()
+            host, port = self._server.get_host_and_port()
+            self.endpoint = f"http://{host}:{port}"
+        self.translated = translate(self.spec.template, self.spec.parameters)
+        cloudformation = self.client("cloudformation")
+        if not self._stack_exists(cloudformation):
+            self._create_stack(cloudformation)
+        self._read_stack(cloudformation)
+        return self
+
+    def stop(self) -> None:
+        """Stop the embedded AWS (when this process started it)."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- clients and names ------------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        """A boto3 client for the embedded AWS."""
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            config=Config(retries={"mode": "standard", "max_attempts": 3}),
+        )
+
+    @property
+    def functions(self) -> list[FunctionSpec]:
+        assert self.translated is not None, "start() first"
+        return self.translated.functions
+
+    def environment(self) -> dict[str, str]:
+        """The endpoint variables to export for this stack."""
+        assert self.endpoint is not None, "start() first"
+        return endpoint_environment(self.endpoint)
+
+    def function_environment(self, function: FunctionSpec) -> dict[str, str]:
+        """A function's template environment with every reference resolved to local names."""
+        return {k: str(self.resolve(v)) for k, v in function.environment.items()}
+
+    def queue_url(self, logical_id: str) -> str:
+        """URL of a queue of the template."""
+        physical = self.physical_ids[logical_id]
+        if physical.startswith("http"):
+            return physical
+        return self.client("sqs").get_queue_url(QueueName=physical)["QueueUrl"]
+
+    def resolve(self, value: Any) -> Any:
+        """Resolve Ref / Fn::Sub / Fn::GetAtt / Fn::FindInMap the way CloudFormation did."""
+        if not isinstance(value, dict):
+            return value
+        if "Ref" in value:
+            name = value["Ref"]
+            pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": self.spec.stack_name,
+                      "AWS::Partition": "aws"}
+            if name in pseudo:
+                return pseudo[name]
+            if name in self.parameters:
+                return self.parameters[name]
+            return self.physical_ids.get(name, f"local-{name}")
+        if "Fn::Sub" in value:
+            template = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+            for key in set(_placeholders(template)):
+                resolved = self.resolve({"Ref": key}) if "." not in key else self.physical_ids.get(key.split(".")[0], key)
+                template = template.replace("${" + key + "}", str(resolved))
+            return template
+        if "Fn::GetAtt" in value:
+            logical, attribute = value["Fn::GetAtt"]
+            return f"{self.physical_ids.get(logical, logical)}.{attribute}"
+        if "Fn::FindInMap" in value:
+            mapping, first, second = (self.resolve(v) for v in value["Fn::FindInMap"])
+            return self.translated.cloudformation["Mappings"][mapping][first][second]  # type: ignore[union-attr]
+        if "Fn::If" in value:
+            return self.resolve(value["Fn::If"][1])
+        return value
+
+    # -- the stack --------------------------------------------------------------------------
+    def _stack_exists(self, cloudformation: Any) -> bool:
+        try:
+            stacks = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"]
+        except cloudformation.exceptions.ClientError:
+            return False
+        return bool(stacks) and stacks[0]["StackStatus"] != "DELETE_COMPLETE"
+
+    def _create_stack(self, cloudformation: Any) -> None:
+        assert self.translated is not None
+        cloudformation.create_stack(
+            StackName=self.spec.stack_name,
+            TemplateBody=json.dumps(self.translated.cloudformation),
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in self.spec.parameters.items()],
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0]["StackStatus"]
+            if status.endswith("_COMPLETE") or status.endswith("_FAILED"):
+                if status != "CREATE_COMPLETE":
+                    raise RuntimeError(f"local stack {self.spec.stack_name}: {status}")
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"local stack {self.spec.stack_name} was not created within 60 s")
+
+    def _read_stack(self, cloudformation: Any) -> None:
+        stack = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0]
+        self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        self.parameters = {p["ParameterKey"]: p["ParameterValue"] for p in stack.get("Parameters", [])}
+        resources = cloudformation.describe_stack_resources(StackName=self.spec.stack_name)["StackResources"]
+        self.physical_ids = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if "LogicalResourceId" in r}
+        assert self.translated is not None
+        for name, definition in self.translated.cloudformation.get("Parameters", {}).items():
+            self.parameters.setdefault(name, str(definition.get("Default", "")))
+
+
+def _placeholders(template: str) -> Iterator[str]:
+    start = template.find("${")
+    while start != -1:
+        end = template.index("}", start)
+        yield template[start + 2 : end]
+        start = template.find("${", end)
+
+
+@contextlib.contextmanager
+def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set environment variables for the duration of a block (a function invocation)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old

@@ -1,0 +1,49 @@
+"""How commands print: JSON for machines, rich tables for people."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+class Output(StrEnum):
+    """Output formats of data-printing commands."""
+
+    JSON = "json"
+    TABLE = "table"
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output on stdout, nothing else."""
+    print(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Console | None = None) -> None:
+    """A rich table; None prints as a dash."""
+    table = Table(title=title, show_lines=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("-" if cell is None else str(cell) for cell in row))
+    (console or Console()).print(table)
+
+
+def epoch_ms(value: int | None) -> str | None:
+    """Epoch milliseconds as a UTC timestamp for tables."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def emit(data: Any, output: Output, table: Callable[[], None]) -> None:
+    """Print ``data`` as JSON, or call ``table`` to print it for people."""
+    if output is Output.JSON:
+        print_json(data)
+    else:
+        table()

@@ -1,0 +1,43 @@
+"""The job record: what `shareplane jobs` shows, built from stored state and history (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .lifecycle import HistoryEntry, JobState
+from .training import TrainingJobState
+
+
+def job_record(
+    state: JobState, history: Sequence[HistoryEntry], training_job: TrainingJobState | None = None
+) -> dict[str, Any]:
+    """A job as JSON: identity, current state, counters and its history in the order it happened.
+
+    Only order-independent facts appear (no write version), so any delivery order of the same
+    events yields the same record.
+    """
+    return {
+        "jobId": state.job_id,
+        "jobArn": state.job_arn,
+        "jobName": state.job_name,
+        "jobQueue": state.job_queue,
+        "status": state.status.value,
+        "statusReason": state.status_reason,
+        "shareIdentifier": state.share_identifier,
+        "quotaShareName": state.quota_share_name,
+        "schedulingPriority": state.scheduling_priority,
+        "createdAt": state.created_at,
+        "startedAt": state.started_at,
+        "stoppedAt": state.stopped_at,
+        "trainingJobArn": state.latest_training_job_arn,
+        "trainingJobStatus": training_job.status.value if training_job else None,
+        "failureReason": training_job.failure_reason if training_job else None,
+        "attempts": state.attempts,
+        "preemptions": state.preemptions,
+        "capacityRequeues": state.capacity_requeues,
+        "history": [
+            {"status": entry.status.value, "at": entry.at, "reason": entry.reason, "kind": entry.kind.value}
+            for entry in sorted(history, key=lambda e: e.key)
+        ],
+    }

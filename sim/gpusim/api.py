@@ -1,0 +1,975 @@
+"""AWS-shaped facades over the model: Batch and SageMaker operations, dicts in and dicts out.
+
+Method names and parameters mirror boto3 (``create_job_queue(jobQueueName=..., ...)``); ``call``
+takes the wire operation name (``"SubmitServiceJob"``) for the HTTP emulator. Requests are first
+checked against botocore's own input shapes, then against the rules Batch enforces server-side.
+Errors are ``ApiError(status, code, message)`` as AWS returns them: ``ClientException`` (400) for
+Batch, ``ValidationException`` (400) for SageMaker.
+
+Where AWS is silent we chose: ListServiceJobs applies its RUNNING default whenever ``jobStatus`` is
+honoured (no filter, or a SHARE_IDENTIFIER / QUOTA_SHARE_NAME filter); a quota-share queue has exactly
+one service environment whose limits are per instance type; deleting a queue or a service environment
+requires it to be DISABLED first.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from botocore.model import ServiceModel
+from botocore.session import get_session
+from botocore.validate import ParamValidator
+from shareplane.domain import fairshare
+from shareplane.domain.errors import InvalidInputError, ShareplaneError
+
+from .model import (
+    DISPATCHED,
+    FAIRSHARE,
+    FIFO,
+    FINAL,
+    NUM_INSTANCES,
+    QUOTA,
+    RUNNABLE,
+    RUNNING,
+    BatchModel,
+    Job,
+    JobQueue,
+    QuotaShare,
+    SchedulingPolicy,
+    ServiceEnvironment,
+    TrainingJob,
+)
+
+REQUIRED_PAYLOAD_KEYS = (
+    "AlgorithmSpecification",
+    "RoleArn",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "StoppingCondition",
+)
+SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
+MAX_QUOTA_SHARES = 20
+MAX_ACTIVE_SHARES = 500
+
+
+class ApiError(ShareplaneError):
+    """An error as AWS returns it: HTTP status, error code and message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code} ({status}): {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def client_error(message: str) -> ApiError:
+    """Batch's validation error."""
+    return ApiError(400, "ClientException", message)
+
+
+@cache
+def _service_model(service: str) -> ServiceModel:
+    return get_session().get_service_model(service)
+
+
+def _snake(operation: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
+
+
+def _page(
+    items: list[Any], max_results: int | None, token: str | None, default: int = 100
+) -> tuple[list, str | None]:
+    try:
+        start = int(base64.urlsafe_b64decode(token.encode()).decode()) if token else 0
+    except ValueError as exc:
+        raise client_error(
+            f"nextToken {token!r} is not valid; pass the token a previous call returned"
+        ) from exc
+    size = max_results or default
+    page = items[start : start + size]
+    nxt = start + size
+    return page, (base64.urlsafe_b64encode(str(nxt).encode()).decode() if nxt < len(items) else None)
+
+
+class _Facade:
+    service = ""
+    error_code = "ClientException"
+
+    def __init__(self, model: BatchModel) -> None:
+        self.model = model
+        self._validator = ParamValidator()
+
+    def _check(self, operation: str, params: dict[str, Any]) -> None:
+        shape = _service_model(self.service).operation_model(operation).input_shape
+        report = self._validator.validate(params, shape)
+        if report.has_errors():
+            raise ApiError(400, self.error_code, report.generate_report())
+
+    def call(self, operation: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run a wire operation (``"SubmitServiceJob"``) with its request dict."""
+        method = getattr(self, _snake(operation), None)
+        if method is None or operation not in _service_model(self.service).operation_names:
+            raise ApiError(400, "UnknownOperationException", f"{operation} is not supported by the emulator")
+        return method(**(params or {}))
+
+
+class BatchApi(_Facade):
+    """AWS Batch operations for SageMaker Training queues, over one ``BatchModel``."""
+
+    service = "batch"
+
+    def __init__(self, model: BatchModel) -> None:
+        super().__init__(model)
+        self._tokens: dict[str, tuple[str, Job]] = {}
+
+    # ------------------------------------------------------------------------------ lookups
+    def _env(self, ref: str) -> ServiceEnvironment:
+        name = ref.rsplit("/", 1)[-1]
+        env = self.model.environments.get(name)
+        if env is None:
+            raise client_error(f"serviceEnvironment {ref} does not exist")
+        return env
+
+    def _queue(self, ref: str) -> JobQueue:
+        name = ref.rsplit("/", 1)[-1]
+        queue = self.model.queues.get(name)
+        if queue is None or (ref.startswith("arn:") and ref != queue.arn):
+            raise client_error(f"jobQueue {ref} does not exist")
+        return queue
+
+    def _policy(self, ref: str) -> SchedulingPolicy:
+        name = ref.rsplit("/", 1)[-1]
+        policy = self.model.policies.get(name)
+        if policy is None:
+            raise client_error(f"scheduling policy {ref} does not exist")
+        return policy
+
+    def _job(self, ref: str) -> Job:
+        job = self.model.jobs.get(ref.rsplit("/", 1)[-1])
+        if job is None:
+            raise client_error(f"Job {ref} not found")
+        return job
+
+    def _quota_share(self, arn: str) -> QuotaShare:
+        queue_arn, _, name = arn.partition("/quota-share/")
+        queue = self.model.queues.get(queue_arn.rsplit("/", 1)[-1])
+        share = queue.quota_shares.get(name) if queue and queue.arn == queue_arn else None
+        if share is None:
+            raise client_error(f"quotaShareArn {arn} does not exist")
+        return share
+
+    # ------------------------------------------------------------------ service environments
+    @staticmethod
+    def _limits(limits: list[dict[str, Any]]) -> dict[str, int]:
+        if not limits:
+            raise client_error("capacityLimits must hold at least one {maxCapacity, capacityUnit}")
+        out: dict[str, int] = {}
+        for c in limits:
+            unit = c.get("capacityUnit", NUM_INSTANCES)
+            if c.get("maxCapacity", 0) < 1:
+                raise client_error(f"capacityLimits maxCapacity for {unit} must be at least 1")
+            if unit in out:
+                raise client_error(f"capacityLimits lists {unit} twice")
+            out[unit] = int(c["maxCapacity"])
+        if NUM_INSTANCES in out and len(out) > 1:
+            raise client_error("capacityLimits cannot mix NUM_INSTANCES with instance types")
+        return out
+
+    def create_service_environment(self, **p: Any) -> dict[str, Any]:
+        """CreateServiceEnvironment."""
+        self._check("CreateServiceEnvironment", p)
+        name = p["serviceEnvironmentName"]
+        if p["serviceEnvironmentType"] != "SAGEMAKER_TRAINING":
+            raise client_error("serviceEnvironmentType must be SAGEMAKER_TRAINING")
+        if name in self.model.environments:
+            raise client_error("Object already exists")
+        arn = f"{self.model.batch_arn}:service-environment/{name}"
+        env = ServiceEnvironment(
+            name, arn, self._limits(p["capacityLimits"]), p.get("state", "ENABLED"), p.get("tags", {})
+        )
+        self.model.add_environment(env)
+        return {"serviceEnvironmentName": name, "serviceEnvironmentArn": arn}
+
+    def _describe_env(self, env: ServiceEnvironment) -> dict[str, Any]:
+        return {
+            "serviceEnvironmentName": env.name,
+            "serviceEnvironmentArn": env.arn,
+            "serviceEnvironmentType": "SAGEMAKER_TRAINING",
+            "state": env.state,
+            "status": env.status,
+            "capacityLimits": [{"maxCapacity": m, "capacityUnit": u} for u, m in env.limits.items()],
+            "tags": dict(env.tags),
+        }
+
+    def describe_service_environments(self, **p: Any) -> dict[str, Any]:
+        """DescribeServiceEnvironments (unknown names are left out, as AWS does)."""
+        self._check("DescribeServiceEnvironments", p)
+        refs = p.get("serviceEnvironments")
+        envs = list(self.model.environments.values())
+        if refs:
+            wanted = {r.rsplit("/", 1)[-1] for r in refs}
+            envs = [e for e in envs if e.name in wanted]
+        page, token = _page(envs, p.get("maxResults"), p.get("nextToken"))
+        out: dict[str, Any] = {"serviceEnvironments": [self._describe_env(e) for e in page]}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def update_service_environment(self, **p: Any) -> dict[str, Any]:
+        """UpdateServiceEnvironment: state and capacity limits."""
+        self._check("UpdateServiceEnvironment", p)
+        env = self._env(p["serviceEnvironment"])
+        if "capacityLimits" in p:
+            limits = self._limits(p["capacityLimits"])
+            if (NUM_INSTANCES in limits) != (NUM_INSTANCES in env.limits):
+                raise client_error("capacityLimits cannot switch between NUM_INSTANCES and instance types")
+            env.limits = limits
+        if "state" in p:
+            env.state = p["state"]
+        self.model.request_pass()
+        return {"serviceEnvironmentName": env.name, "serviceEnvironmentArn": env.arn}
+
+    def delete_service_environment(self, **p: Any) -> dict[str, Any]:
+        """DeleteServiceEnvironment: it must be DISABLED and no queue may use it."""
+        self._check("DeleteServiceEnvironment", p)
+        env = self._env(p["serviceEnvironment"])
+        if env.state != "DISABLED":
+            raise client_error(f"serviceEnvironment {env.name} must be DISABLED before it is deleted")
+        users = [q.name for q in self.model.queues.values() if env in q.environments]
+        if users:
+            raise client_error(f"serviceEnvironment {env.name} is used by job queue(s) {users}")
+        del self.model.environments[env.name]
+        return {}
+
+    # -------------------------------------------------------------------- scheduling policies
+    @staticmethod
+    def _validate_fairshare(policy: dict[str, Any]) -> None:
+        try:
+            fairshare.decay_window(policy.get("shareDecaySeconds", 0))
+            fairshare.reserved_fraction(policy.get("computeReservation", 0), 1)
+            prefixes: list[str] = []
+            for entry in policy.get("shareDistribution", []):
+                ident = entry["shareIdentifier"]
+                if not re.fullmatch(r"[A-Za-z0-9]{1,255}\*?", ident):
+                    raise client_error(
+                        f"shareIdentifier {ident!r} must be 1-255 letters or digits, optionally ending in *"
+                    )
+                fairshare.ShareWeight(ident, float(entry.get("weightFactor", 1.0)))
+                prefixes.append(ident)
+            for a in prefixes:
+                for b in prefixes:
+                    if a is not b and (a == b or (a.endswith("*") and b.startswith(a[:-1]))):
+                        raise client_error(f"shareDistribution entries {a!r} and {b!r} overlap")
+        except InvalidInputError as exc:
+            raise client_error(str(exc)) from exc
+
+    def _policy_body(self, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        fair, quota = p.get("fairsharePolicy"), p.get("quotaSharePolicy")
+        if (fair is None) == (quota is None):
+            raise client_error("set exactly one of fairsharePolicy and quotaSharePolicy")
+        if fair is not None:
+            self._validate_fairshare(fair)
+        return fair, quota
+
+    def create_scheduling_policy(self, **p: Any) -> dict[str, Any]:
+        """CreateSchedulingPolicy (fair-share or quota-share)."""
+        self._check("CreateSchedulingPolicy", p)
+        name = p["name"]
+        if name in self.model.policies:
+            raise client_error("Object already exists")
+        fair, quota = self._policy_body(p)
+        policy = SchedulingPolicy(name, f"{self.model.batch_arn}:scheduling-policy/{name}", p.get("tags", {}))
+        if fair is not None:
+            policy.set_fairshare(fair)
+        else:
+            policy.quota = dict(quota)
+        self.model.policies[name] = policy
+        return {"name": name, "arn": policy.arn}
+
+    def _describe_policy(self, policy: SchedulingPolicy) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": policy.name, "arn": policy.arn}
+        if policy.fairshare is not None:
+            out["fairsharePolicy"] = policy.fairshare
+        else:
+            out["quotaSharePolicy"] = policy.quota
+        out["tags"] = dict(policy.tags)
+        return out
+
+    def describe_scheduling_policies(self, **p: Any) -> dict[str, Any]:
+        """DescribeSchedulingPolicies."""
+        self._check("DescribeSchedulingPolicies", p)
+        out = []
+        for arn in p["arns"]:
+            policy = self.model.policies.get(arn.rsplit("/", 1)[-1])
+            if policy is not None and policy.arn == arn:
+                out.append(self._describe_policy(policy))
+        return {"schedulingPolicies": out}
+
+    def list_scheduling_policies(self, **p: Any) -> dict[str, Any]:
+        """ListSchedulingPolicies."""
+        self._check("ListSchedulingPolicies", p)
+        page, token = _page(list(self.model.policies.values()), p.get("maxResults"), p.get("nextToken"))
+        out: dict[str, Any] = {"schedulingPolicies": [{"arn": x.arn} for x in page]}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def update_scheduling_policy(self, **p: Any) -> dict[str, Any]:
+        """UpdateSchedulingPolicy: the policy kind cannot change."""
+        self._check("UpdateSchedulingPolicy", p)
+        policy = self._policy(p["arn"])
+        fair, quota = self._policy_body(p)
+        if (fair is not None) != (policy.fairshare is not None):
+            raise client_error(
+                "a scheduling policy cannot change between fairsharePolicy and quotaSharePolicy"
+            )
+        if fair is not None:
+            now = self.model.now
+            for queue in self.model.queues.values():
+                if queue.policy is policy:
+                    for sh in queue.shares.values():
+                        self.model._share_usage(sh, now, policy.decay_window)
+            policy.set_fairshare(fair)
+            for queue in self.model.queues.values():
+                if queue.policy is policy:
+                    self._reweigh(queue)
+        else:
+            policy.quota = dict(quota)
+        self.model.request_pass()
+        return {}
+
+    def _reweigh(self, queue: JobQueue) -> None:
+        for sh in queue.shares.values():
+            weight = fairshare.weight_for(sh.name, queue.policy.weights)
+            running = sum(
+                j.units for j in self.model.jobs.values() if j.fshare is sh and j.status in DISPATCHED
+            )
+            sh.weight = weight
+            sh.rate = running * weight
+
+    def delete_scheduling_policy(self, **p: Any) -> dict[str, Any]:
+        """DeleteSchedulingPolicy: refused while a queue uses it."""
+        self._check("DeleteSchedulingPolicy", p)
+        policy = self._policy(p["arn"])
+        users = [q.name for q in self.model.queues.values() if q.policy is policy]
+        if users:
+            raise client_error(f"scheduling policy {policy.name} is used by job queue(s) {users}")
+        del self.model.policies[policy.name]
+        return {}
+
+    # ---------------------------------------------------------------------------- job queues
+    def _environments(self, order: list[dict[str, Any]]) -> list[ServiceEnvironment]:
+        if not order:
+            raise client_error("serviceEnvironmentOrder must name at least one service environment")
+        orders = [o["order"] for o in order]
+        if len(set(orders)) != len(orders):
+            raise client_error("serviceEnvironmentOrder has two entries with the same order")
+        return [self._env(o["serviceEnvironment"]) for o in sorted(order, key=lambda o: o["order"])]
+
+    @staticmethod
+    def _time_limits(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for a in actions:
+            if a["state"] != RUNNABLE:
+                raise client_error("jobStateTimeLimitActions state must be RUNNABLE")
+            if not 600 <= a["maxTimeSeconds"] <= 86400:
+                raise client_error("jobStateTimeLimitActions maxTimeSeconds must be 600..86400")
+            if a["action"] != "TERMINATE":
+                raise client_error("SAGEMAKER_TRAINING queues support only action TERMINATE")
+        return [dict(a) for a in actions]
+
+    def _check_quota_queue(
+        self, queue_policy: SchedulingPolicy | None, envs: list[ServiceEnvironment]
+    ) -> None:
+        if queue_policy is not None and queue_policy.quota is not None:
+            if len(envs) != 1 or NUM_INSTANCES in envs[0].limits:
+                raise client_error(
+                    "a quota-share queue needs exactly one service environment with per-instance-type limits"
+                )
+
+    def create_job_queue(self, **p: Any) -> dict[str, Any]:
+        """CreateJobQueue (SAGEMAKER_TRAINING queues only)."""
+        self._check("CreateJobQueue", p)
+        name = p["jobQueueName"]
+        if p.get("jobQueueType") != "SAGEMAKER_TRAINING":
+            raise client_error("jobQueueType must be SAGEMAKER_TRAINING (the only kind this emulator models)")
+        if p.get("computeEnvironmentOrder"):
+            raise client_error(
+                "a SAGEMAKER_TRAINING queue takes serviceEnvironmentOrder, not computeEnvironmentOrder"
+            )
+        if name in self.model.queues:
+            raise client_error("Object already exists")
+        envs = self._environments(p.get("serviceEnvironmentOrder", []))
+        policy = self._policy(p["schedulingPolicyArn"]) if p.get("schedulingPolicyArn") else None
+        self._check_quota_queue(policy, envs)
+        limits = self._time_limits(p.get("jobStateTimeLimitActions", []))
+        queue = self.model.add_queue(name)
+        queue.environments = envs
+        queue.policy = policy
+        queue.priority = p["priority"]
+        queue.state = p.get("state", "ENABLED")
+        queue.tags = p.get("tags", {})
+        queue.time_limits = limits
+        self.model.queues_changed()
+        return {"jobQueueName": name, "jobQueueArn": queue.arn}
+
+    def _describe_queue(self, q: JobQueue) -> dict[str, Any]:
+        out: dict[str, Any] = {"jobQueueName": q.name, "jobQueueArn": q.arn, "state": q.state}
+        if q.policy is not None:
+            out["schedulingPolicyArn"] = q.policy.arn
+        out.update(
+            status=q.status,
+            priority=q.priority,
+            computeEnvironmentOrder=[],
+            serviceEnvironmentOrder=[
+                {"order": i + 1, "serviceEnvironment": e.arn} for i, e in enumerate(q.environments)
+            ],
+            jobQueueType="SAGEMAKER_TRAINING",
+            tags=dict(q.tags),
+            jobStateTimeLimitActions=[dict(a) for a in q.time_limits],
+        )
+        return out
+
+    def describe_job_queues(self, **p: Any) -> dict[str, Any]:
+        """DescribeJobQueues."""
+        self._check("DescribeJobQueues", p)
+        queues = list(self.model.queues.values())
+        if p.get("jobQueues"):
+            wanted = {r.rsplit("/", 1)[-1] for r in p["jobQueues"]}
+            queues = [q for q in queues if q.name in wanted]
+        page, token = _page(queues, p.get("maxResults"), p.get("nextToken"))
+        out: dict[str, Any] = {"jobQueues": [self._describe_queue(q) for q in page]}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def update_job_queue(self, **p: Any) -> dict[str, Any]:
+        """UpdateJobQueue: a FIFO queue never gets a policy; a policy is replaced by one of its kind."""
+        self._check("UpdateJobQueue", p)
+        queue = self._queue(p["jobQueue"])
+        envs = self._environments(p["serviceEnvironmentOrder"]) if "serviceEnvironmentOrder" in p else None
+        policy = queue.policy
+        if p.get("schedulingPolicyArn"):
+            new = self._policy(p["schedulingPolicyArn"])
+            if queue.policy is None:
+                raise client_error("a queue created without a scheduling policy (FIFO) cannot get one later")
+            if (new.quota is None) != (queue.policy.quota is None):
+                raise client_error("a queue's scheduling policy can only be replaced by one of the same kind")
+            policy = new
+        self._check_quota_queue(policy, envs if envs is not None else queue.environments)
+        if envs is not None:
+            # Running jobs keep the environment they hold; new dispatches follow the new order.
+            queue.environments = envs
+        if policy is not queue.policy:
+            queue.policy = policy
+            self._reweigh(queue)
+        if "priority" in p:
+            queue.priority = p["priority"]
+        if "state" in p:
+            queue.state = p["state"]
+        if "jobStateTimeLimitActions" in p:
+            queue.time_limits = self._time_limits(p["jobStateTimeLimitActions"])
+        self.model.queues_changed()
+        return {"jobQueueName": queue.name, "jobQueueArn": queue.arn}
+
+    def delete_job_queue(self, **p: Any) -> dict[str, Any]:
+        """DeleteJobQueue: it must be DISABLED; its unfinished jobs are terminated."""
+        self._check("DeleteJobQueue", p)
+        queue = self._queue(p["jobQueue"])
+        if queue.state != "DISABLED":
+            raise client_error(f"jobQueue {queue.name} must be DISABLED before it is deleted")
+        for job in list(self.model.jobs.values()):
+            if job.queue is queue and job.status not in FINAL:
+                self.model.terminate(job, "Job queue deleted")
+        self.model.remove_queue(queue)
+        return {}
+
+    # --------------------------------------------------------------------------- quota shares
+    def _share_spec(self, p: dict[str, Any], env: ServiceEnvironment) -> None:
+        if "capacityLimits" in p:
+            limits = p["capacityLimits"]
+            if not 1 <= len(limits) <= 5:
+                raise client_error("capacityLimits must hold 1 to 5 instance-type limits")
+            units = [c["capacityUnit"] for c in limits]
+            if len(set(units)) != len(units):
+                raise client_error("capacityLimits lists an instance type twice")
+            for c in limits:
+                if c["maxCapacity"] < 1:
+                    raise client_error(
+                        f"capacityLimits maxCapacity for {c['capacityUnit']} must be at least 1"
+                    )
+                if c["capacityUnit"] not in env.limits:
+                    raise client_error(
+                        f"capacityUnit {c['capacityUnit']} is not limited in service environment {env.name}; "
+                        f"use one of {sorted(env.limits)}"
+                    )
+        rsc = p.get("resourceSharingConfiguration")
+        if rsc is not None:
+            limit = rsc.get("borrowLimit")
+            if limit is not None and rsc["strategy"] != "LEND_AND_BORROW":
+                raise client_error("borrowLimit applies only to strategy LEND_AND_BORROW")
+            if limit is not None and limit < -1:
+                raise client_error("borrowLimit is a percentage of the share's limits, or -1 for unlimited")
+
+    def create_quota_share(self, **p: Any) -> dict[str, Any]:
+        """CreateQuotaShare (up to 20 per quota-share queue)."""
+        self._check("CreateQuotaShare", p)
+        queue = self._queue(p["jobQueue"])
+        if queue.kind != QUOTA:
+            raise client_error(f"jobQueue {queue.name} has no quotaSharePolicy; quota shares need one")
+        name = p["quotaShareName"]
+        if name in queue.quota_shares:
+            raise client_error("Object already exists")
+        if len(queue.quota_shares) >= MAX_QUOTA_SHARES:
+            raise client_error(f"jobQueue {queue.name} already has {MAX_QUOTA_SHARES} quota shares")
+        self._share_spec(p, queue.environments[0])
+        share = QuotaShare(name, f"{queue.arn}/quota-share/{name}", queue, p)
+        queue.quota_shares[name] = share
+        self.model.request_pass()
+        return {"quotaShareName": name, "quotaShareArn": share.arn}
+
+    @staticmethod
+    def _describe_share(s: QuotaShare, tags: bool = True) -> dict[str, Any]:
+        out = {
+            "quotaShareName": s.name,
+            "quotaShareArn": s.arn,
+            "jobQueueArn": s.queue.arn,
+            "capacityLimits": [dict(c) for c in s.capacity_limits],
+            "resourceSharingConfiguration": dict(s.sharing),
+            "preemptionConfiguration": dict(s.preemption),
+            "state": s.state,
+            "status": s.status,
+        }
+        if tags:
+            out["tags"] = dict(s.tags)
+        return out
+
+    def describe_quota_share(self, **p: Any) -> dict[str, Any]:
+        """DescribeQuotaShare."""
+        self._check("DescribeQuotaShare", p)
+        return self._describe_share(self._quota_share(p["quotaShareArn"]))
+
+    def list_quota_shares(self, **p: Any) -> dict[str, Any]:
+        """ListQuotaShares."""
+        self._check("ListQuotaShares", p)
+        queue = self._queue(p["jobQueue"])
+        page, token = _page(list(queue.quota_shares.values()), p.get("maxResults"), p.get("nextToken"))
+        out: dict[str, Any] = {"quotaShares": [self._describe_share(s, tags=False) for s in page]}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def update_quota_share(self, **p: Any) -> dict[str, Any]:
+        """UpdateQuotaShare; lowering limits makes the share's excess borrowed, hence reclaimable."""
+        self._check("UpdateQuotaShare", p)
+        share = self._quota_share(p["quotaShareArn"])
+        self._share_spec(p, share.queue.environments[0])
+        share.apply(p)
+        self.model.request_pass()
+        return {"quotaShareName": share.name, "quotaShareArn": share.arn}
+
+    def delete_quota_share(self, **p: Any) -> dict[str, Any]:
+        """DeleteQuotaShare: its unfinished jobs are terminated."""
+        self._check("DeleteQuotaShare", p)
+        share = self._quota_share(p["quotaShareArn"])
+        for job in list(self.model.jobs.values()):
+            if job.qshare is share and job.status not in FINAL:
+                self.model.terminate(job, "Quota share deleted")
+        del share.queue.quota_shares[share.name]
+        self.model.request_pass()
+        return {}
+
+    # -------------------------------------------------------------------------- service jobs
+    @staticmethod
+    def _payload(text: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise client_error(
+                f"serviceRequestPayload is not valid JSON: {exc.msg}; pass a CreateTrainingJob request"
+            ) from exc
+        if not isinstance(payload, dict):
+            raise client_error("serviceRequestPayload must be a JSON object (a CreateTrainingJob request)")
+        missing = [k for k in REQUIRED_PAYLOAD_KEYS if k not in payload]
+        if missing:
+            raise client_error(
+                f"serviceRequestPayload lacks {missing}; a CreateTrainingJob request needs them"
+            )
+        rc = payload["ResourceConfig"]
+        if not isinstance(rc, dict) or not isinstance(rc.get("InstanceType"), str):
+            raise client_error(
+                "serviceRequestPayload.ResourceConfig.InstanceType must be an instance type string"
+            )
+        count = rc.get("InstanceCount")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise client_error("serviceRequestPayload.ResourceConfig.InstanceCount must be an integer >= 1")
+        return payload
+
+    @staticmethod
+    def _retry(retry: dict[str, Any] | None) -> None:
+        if retry is None:
+            return
+        if not 1 <= retry["attempts"] <= 10:
+            raise client_error("retryStrategy.attempts must be 1..10")
+        rules = retry.get("evaluateOnExit", [])
+        if len(rules) > 5:
+            raise client_error("retryStrategy.evaluateOnExit holds at most 5 rules")
+        for rule in rules:
+            if rule.get("action", "").upper() not in ("RETRY", "EXIT"):
+                raise client_error("evaluateOnExit action must be RETRY or EXIT")
+            if len(rule.get("onStatusReason", "")) > 512:
+                raise client_error("evaluateOnExit onStatusReason is at most 512 characters")
+
+    def submit_service_job(self, **p: Any) -> dict[str, Any]:
+        """SubmitServiceJob, idempotent on clientToken."""
+        self._check("SubmitServiceJob", p)
+        token = p.get("clientToken")
+        if token:
+            fingerprint = json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True)
+            seen = self._tokens.get(token)
+            if seen is not None:
+                if seen[0] != fingerprint:
+                    raise client_error(f"clientToken {token} was already used with a different request")
+                job = seen[1]
+                return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+        queue = self._queue(p["jobQueue"])
+        if p["serviceJobType"] != "SAGEMAKER_TRAINING":
+            raise client_error("serviceJobType must be SAGEMAKER_TRAINING")
+        if queue.state != "ENABLED":
+            raise client_error(f"jobQueue {queue.name} is DISABLED; enable it or submit elsewhere")
+        payload = self._payload(p["serviceRequestPayload"])
+        share, qshare = p.get("shareIdentifier"), p.get("quotaShareName")
+        kind = queue.kind
+        quota_share = None
+        if kind == FAIRSHARE:
+            if not share:
+                raise client_error(f"shareIdentifier is required on fair-share queue {queue.name}")
+            if not SHARE_ID.fullmatch(share):
+                raise client_error("shareIdentifier must be 1-255 letters or digits")
+            sh = queue.shares.get(share)
+            if (sh is None or sh.active == 0) and queue.active_shares >= MAX_ACTIVE_SHARES:
+                raise client_error(
+                    f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
+                )
+        elif share:
+            raise client_error(f"shareIdentifier is only allowed on fair-share queues; {queue.name} has none")
+        if kind == QUOTA:
+            if not qshare:
+                raise client_error(f"quotaShareName is required on quota-share queue {queue.name}")
+            quota_share = queue.quota_shares.get(qshare)
+            if quota_share is None:
+                raise client_error(f"quotaShareName {qshare} does not exist in {queue.name}")
+            if quota_share.state != "ENABLED":
+                raise client_error(f"quota share {qshare} is DISABLED and takes no new jobs")
+        elif qshare:
+            raise client_error(
+                f"quotaShareName is only allowed on quota-share queues; {queue.name} is not one"
+            )
+        priority = p.get("schedulingPriority", 0)
+        if not 0 <= priority <= 9999:
+            raise client_error("schedulingPriority must be 0..9999")
+        self._retry(p.get("retryStrategy"))
+        pc = p.get("preemptionConfiguration")
+        if pc is not None and pc.get("preemptionRetriesBeforeTermination", 0) < 0:
+            raise client_error("preemptionRetriesBeforeTermination must be 0 or more")
+        job = self.model.submit(
+            queue,
+            p["jobName"],
+            payload,
+            payload_text=p["serviceRequestPayload"],
+            share=share,
+            quota_share=quota_share,
+            priority=priority,
+            retry=p.get("retryStrategy"),
+            timeout=p.get("timeoutConfig"),
+            preemption=pc,
+            tags=p.get("tags"),
+            client_token=token,
+        )
+        if token:
+            self._tokens[token] = (fingerprint, job)
+        return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+
+    def describe_service_job(self, **p: Any) -> dict[str, Any]:
+        """DescribeServiceJob (by id or ARN)."""
+        self._check("DescribeServiceJob", p)
+        return self.model.describe(self._job(p["jobId"]))
+
+    def _summary(self, job: Job) -> dict[str, Any]:
+        d = self.model.describe(job, event=True)
+        keys = (
+            "latestAttempt",
+            "capacityUsage",
+            "createdAt",
+            "jobArn",
+            "jobId",
+            "jobName",
+            "scheduledAt",
+            "serviceJobType",
+            "shareIdentifier",
+            "quotaShareName",
+            "status",
+            "statusReason",
+            "startedAt",
+            "stoppedAt",
+            "isTerminated",
+        )
+        return {k: d[k] for k in keys if k in d}
+
+    def list_service_jobs(self, **p: Any) -> dict[str, Any]:
+        """ListServiceJobs: one filter at a time; no status and no filter lists RUNNING jobs only."""
+        self._check("ListServiceJobs", p)
+        jobs = list(self.model.jobs.values())
+        if p.get("jobQueue"):
+            queue = self._queue(p["jobQueue"])
+            jobs = [j for j in jobs if j.queue is queue]
+        filters = p.get("filters") or []
+        if len(filters) > 1:
+            raise client_error("ListServiceJobs takes one filter at a time")
+        status = p.get("jobStatus")
+        honour_status = True
+        if filters:
+            name, values = filters[0].get("name"), filters[0].get("values") or []
+            if not values:
+                raise client_error(f"filter {name} needs a value")
+            value = values[0]
+            if name == "JOB_NAME":
+                honour_status = False
+                pattern = value.lower()
+                if pattern.endswith("*"):
+                    jobs = [j for j in jobs if j.name.lower().startswith(pattern[:-1])]
+                else:
+                    jobs = [j for j in jobs if j.name.lower() == pattern]
+            elif name in ("BEFORE_CREATED_AT", "AFTER_CREATED_AT"):
+                honour_status = False
+                try:
+                    when = int(value)
+                except ValueError as exc:
+                    raise client_error(f"{name} takes epoch milliseconds, not {value!r}") from exc
+                ms = self.model.ms
+                jobs = [
+                    j
+                    for j in jobs
+                    if (ms(j.created) < when if name == "BEFORE_CREATED_AT" else ms(j.created) > when)
+                ]
+            elif name == "SHARE_IDENTIFIER":
+                jobs = [j for j in jobs if j.share == value]
+            elif name == "QUOTA_SHARE_NAME":
+                jobs = [j for j in jobs if j.qshare is not None and j.qshare.name == value]
+            else:
+                raise client_error(
+                    f"filter name {name!r} is not one of JOB_NAME, BEFORE_CREATED_AT, AFTER_CREATED_AT, "
+                    "SHARE_IDENTIFIER, QUOTA_SHARE_NAME"
+                )
+        if honour_status:
+            wanted = status or RUNNING
+            jobs = [j for j in jobs if j.status == wanted]
+        page, token = _page(jobs, p.get("maxResults"), p.get("nextToken"))
+        out: dict[str, Any] = {"jobSummaryList": [self._summary(j) for j in page]}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def update_service_job(self, **p: Any) -> dict[str, Any]:
+        """UpdateServiceJob: a new schedulingPriority (orders jobs within a share)."""
+        self._check("UpdateServiceJob", p)
+        job = self._job(p["jobId"])
+        priority = p["schedulingPriority"]
+        if not 0 <= priority <= 9999:
+            raise client_error("schedulingPriority must be 0..9999")
+        if job.status in FINAL:
+            raise client_error(f"Job {job.id} is {job.status} and can no longer be updated")
+        self.model.reprioritize(job, priority)
+        return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+
+    def terminate_service_job(self, **p: Any) -> dict[str, Any]:
+        """TerminateServiceJob: the job ends FAILED with isTerminated and is never retried."""
+        self._check("TerminateServiceJob", p)
+        self.model.terminate(self._job(p["jobId"]), p["reason"])
+        return {}
+
+    def terminate_service_jobs(self, **p: Any) -> dict[str, Any]:
+        """TerminateServiceJobs: up to 50; unknown jobs count as terminated, as AWS does."""
+        self._check("TerminateServiceJobs", p)
+        if len(p["jobs"]) > 50:
+            raise client_error("TerminateServiceJobs takes at most 50 jobs")
+        done: list[str] = []
+        for ref in p["jobs"]:
+            job = self.model.jobs.get(ref.rsplit("/", 1)[-1])
+            if job is not None:
+                self.model.terminate(job, p["reason"])
+            done.append(ref)
+        return {"successful": done, "errors": []}
+
+    def get_job_queue_snapshot(self, **p: Any) -> dict[str, Any]:
+        """GetJobQueueSnapshot: front of the queue, front of each quota share, utilisation."""
+        self._check("GetJobQueueSnapshot", p)
+        model = self.model
+        queue = self._queue(p["jobQueue"])
+        now_ms = model.ms()
+        runnable = [j for j in model.jobs.values() if j.queue is queue and j.status == RUNNABLE]
+        if queue.kind == FIFO:
+            runnable.sort(key=lambda j: j.seq)
+        elif queue.kind == QUOTA:
+            runnable.sort(key=lambda j: (-j.priority, j.seq))
+        else:
+            # Dispatch order across shares: round robin over shares by current usage, priority within.
+            now, window = model.now, queue.policy.decay_window
+            by_share: dict[str, list[Job]] = {}
+            for j in sorted(runnable, key=lambda j: (-j.priority, j.seq)):
+                by_share.setdefault(j.share, []).append(j)
+            order = sorted(
+                by_share,
+                key=lambda s: fairshare.standing(
+                    model._share_usage(queue.shares[s], now, window), queue.shares[s].rate, window
+                ),
+            )
+            runnable = []
+            while any(by_share.values()):
+                for s in order:
+                    if by_share[s]:
+                        runnable.append(by_share[s].pop(0))
+        front = [{"jobArn": j.arn, "earliestTimeAtPosition": model.ms(j.wait_since)} for j in runnable[:100]]
+        out: dict[str, Any] = {"frontOfQueue": {"jobs": front, "lastUpdatedAt": now_ms}}
+        held = [j for j in model.jobs.values() if j.queue is queue and j.status in DISPATCHED]
+        total: dict[str, float] = {}
+        for j in held:
+            total[j.unit] = total.get(j.unit, 0.0) + j.count
+        util: dict[str, Any] = {
+            "totalCapacityUsage": [{"capacityUnit": u, "quantity": q} for u, q in total.items()],
+            "lastUpdatedAt": now_ms,
+        }
+        if queue.kind == QUOTA:
+            fronts = {}
+            for name, share in queue.quota_shares.items():
+                head = model._head(share.heap)
+                fronts[name] = (
+                    [{"jobArn": head.arn, "earliestTimeAtPosition": model.ms(head.wait_since)}]
+                    if head
+                    else []
+                )
+            out["frontOfQuotaShares"] = {"quotaShares": fronts, "lastUpdatedAt": now_ms}
+            util["quotaShareUtilization"] = {
+                "topCapacityUtilization": [
+                    {
+                        "quotaShareName": name,
+                        "capacityUsage": [
+                            {"capacityUnit": u, "quantity": float(q)} for u, q in s.in_use.items() if q
+                        ],
+                    }
+                    for name, s in sorted(
+                        queue.quota_shares.items(), key=lambda kv: -sum(kv[1].in_use.values())
+                    )
+                ][:20]
+            }
+        elif queue.kind == FAIRSHARE:
+            per_share: dict[str, float] = {}
+            for j in held:
+                per_share[j.share] = per_share.get(j.share, 0.0) + j.count
+            top = sorted(per_share.items(), key=lambda kv: -kv[1])[:20]
+            util["fairshareUtilization"] = {
+                "activeShareCount": queue.active_shares,
+                "topCapacityUtilization": [
+                    {
+                        "shareIdentifier": s,
+                        "capacityUsage": [{"capacityUnit": model.capacity_unit(held[0]), "quantity": q}],
+                    }
+                    for s, q in top
+                ],
+            }
+        out["queueUtilization"] = util
+        return out
+
+
+class SageMakerApi(_Facade):
+    """The SageMaker training-job operations the control plane uses, over the same model."""
+
+    service = "sagemaker"
+    error_code = "ValidationException"
+
+    def _tj(self, name: str) -> TrainingJob:
+        tj = self.model.training_jobs.get(name)
+        if tj is None:
+            raise ApiError(400, "ValidationException", "Requested resource not found.")
+        return tj
+
+    def _times(self, d: dict[str, Any]) -> dict[str, Any]:
+        for key in ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime"):
+            if key in d:
+                d[key] = datetime.fromtimestamp(d[key] / 1000, tz=UTC)
+        for t in d.get("SecondaryStatusTransitions", []):
+            for key in ("StartTime", "EndTime"):
+                if key in t:
+                    t[key] = datetime.fromtimestamp(t[key] / 1000, tz=UTC)
+        return d
+
+    def describe_training_job(self, **p: Any) -> dict[str, Any]:
+        """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
+        self._check("DescribeTrainingJob", p)
+        d = self.model.describe_training_job(self._tj(p["TrainingJobName"]))
+        d.pop("Tags", None)
+        return self._times(d)
+
+    def list_training_jobs(self, **p: Any) -> dict[str, Any]:
+        """ListTrainingJobs with the name, status and time filters."""
+        self._check("ListTrainingJobs", p)
+        jobs = list(self.model.training_jobs.values())
+        if p.get("NameContains"):
+            jobs = [j for j in jobs if p["NameContains"].lower() in j.name.lower()]
+        if p.get("StatusEquals"):
+            jobs = [j for j in jobs if j.status == p["StatusEquals"]]
+        ms = self.model.ms
+        for key, attr, before in (
+            ("CreationTimeAfter", "created", False),
+            ("CreationTimeBefore", "created", True),
+            ("LastModifiedTimeAfter", "modified", False),
+            ("LastModifiedTimeBefore", "modified", True),
+        ):
+            if key in p:
+                bound = p[key]
+                bound_ms = (
+                    int(bound.timestamp() * 1000) if isinstance(bound, datetime) else int(float(bound) * 1000)
+                )
+                jobs = [j for j in jobs if (ms(getattr(j, attr)) < bound_ms) == before]
+        sort_by = p.get("SortBy", "CreationTime")
+        key_fn = {
+            "Name": lambda j: j.name,
+            "CreationTime": lambda j: (j.created, j.name),
+            "Status": lambda j: j.status,
+        }[sort_by]
+        jobs.sort(key=key_fn, reverse=p.get("SortOrder", "Ascending") == "Descending")
+        page, token = _page(jobs, p.get("MaxResults"), p.get("NextToken"), default=10)
+        summaries = []
+        for tj in page:
+            s: dict[str, Any] = {
+                "TrainingJobName": tj.name,
+                "TrainingJobArn": tj.arn,
+                "CreationTime": ms(tj.created),
+                "LastModifiedTime": ms(tj.modified),
+                "TrainingJobStatus": tj.status,
+                "SecondaryStatus": tj.secondary,
+            }
+            if tj.ended is not None:
+                s["TrainingEndTime"] = ms(tj.ended)
+            summaries.append(self._times(s))
+        out: dict[str, Any] = {"TrainingJobSummaries": summaries}
+        if token:
+            out["NextToken"] = token
+        return out
+
+    def stop_training_job(self, **p: Any) -> dict[str, Any]:
+        """StopTrainingJob: only an InProgress job can be stopped."""
+        self._check("StopTrainingJob", p)
+        tj = self._tj(p["TrainingJobName"])
+        if tj.status != "InProgress":
+            raise ApiError(
+                400,
+                "ValidationException",
+                f"The request was rejected because the training job is in status {tj.status}.",
+            )
+        self.model.stop_training_job(tj)
+        return {}

@@ -1,0 +1,674 @@
+"""template.yaml's wiring: handler paths, rule patterns against events/*.json, DLQs, IAM, config, env."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cfnlint.decode import cfn_yaml
+from moto.events.models import EventPattern
+from shareplane.domain.config import SharesConfig
+
+from tests.conftest import REPO
+
+TEMPLATE = REPO / "template.yaml"
+EVENTS = REPO / "events"
+CORE = REPO / "layers" / "core"
+
+#: Which rule each kind of event must reach. Written out here, independently of the template, so a
+#: pattern that is too wide (or too narrow) fails instead of agreeing with itself.
+RULE_FOR_DETAIL_TYPE = {
+    ("aws.batch", "Batch Service Job State Change"): "BatchServiceJobStateChangeRule",
+    ("aws.batch", "Batch Job State Change"): "BatchJobStateChangeRule",
+    ("aws.batch", "Batch Service Job Preemption Started"): "BatchServiceJobPreemptionRule",
+    ("aws.batch", "Batch Service Job Preemption Completed"): "BatchServiceJobPreemptionRule",
+    ("aws.batch", "Batch Service Job Queue Blocked"): "BatchJobQueueBlockedRule",
+    ("aws.batch", "Batch Job Queue Blocked"): "BatchJobQueueBlockedRule",
+    ("aws.sagemaker", "SageMaker Training Job State Change"): "SageMakerTrainingJobStateChangeRule",
+}
+
+#: Managed policies a function role may carry: X-Ray has no resource-level permissions, so its AWS
+#: managed write-only policy is the narrowest grant there is.
+ALLOWED_MANAGED_POLICIES = {"AWSXRayDaemonWriteAccess"}
+
+#: IAM verbs that only read; every other verb counts as a write.
+READ_VERBS = ("Get", "List", "Describe", "Query", "Scan", "BatchGet", "Receive", "Head")
+
+#: Packages a Lambda already has: boto3 from the python3.12 runtime, the rest from the Powertools layer.
+PROVIDED_PACKAGES = {
+    "boto3",
+    "botocore",
+    "jmespath",
+    "aws-lambda-powertools",
+    "pydantic",
+    "pydantic-core",
+    "typing-extensions",
+    "aws-xray-sdk",
+}
+
+#: Lambda's limit on the total size of a function's environment variables (keys plus values).
+LAMBDA_ENV_LIMIT_BYTES = 4096
+
+#: Stand-in values for what CloudFormation resolves at deploy time, about as long as the real ones.
+DEPLOY_TIME_STANDINS = {"Ref": "shareplane-prod-JobsTable-1A2B3C4D5E6F7", "Fn::FindInMap": "DEBUG"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------------
+@cache
+def _raw_template() -> dict[str, Any]:
+    # cfn-lint's decoder understands !Ref/!Sub/!GetAtt; the JSON round trip leaves plain dicts.
+    return json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE))))
+
+
+def raw_template() -> dict[str, Any]:
+    """template.yaml as written (a copy the test may change)."""
+    return copy.deepcopy(_raw_template())
+
+
+@cache
+def _translated_template() -> dict[str, Any]:
+    from samtranslator.translator.transform import transform
+
+    template = raw_template()
+    # The translator wants S3 locations; `sam build`/`sam deploy` put the code there.
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = "s3://bucket/code.zip"
+        elif resource["Type"] == "AWS::Serverless::LayerVersion":
+            resource["Properties"]["ContentUri"] = "s3://bucket/layer.zip"
+
+    class NoManagedPolicies:
+        def load(self) -> dict[str, str]:
+            return {}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        return transform(template, {}, NoManagedPolicies())
+
+
+def translated_template() -> dict[str, Any]:
+    """The plain CloudFormation SAM makes of the template: Globals merged, generated resources added."""
+    return copy.deepcopy(_translated_template())
+
+
+def resources(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    """Logical id -> resource, for one resource type."""
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+def ref_target(value: Any) -> str | None:
+    """The logical id a !Ref / !GetAtt points at, or None."""
+    if isinstance(value, dict) and "Ref" in value:
+        return value["Ref"]
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        target = value["Fn::GetAtt"]
+        return target[0] if isinstance(target, list) else target.split(".")[0]
+    return None
+
+
+def sample_events() -> list[Path]:
+    """Every EventBridge sample in events/."""
+    return sorted(EVENTS.glob("*.json"))
+
+
+def rule_patterns() -> dict[str, dict[str, Any]]:
+    """Rule logical id -> its EventPattern."""
+    return {
+        k: r["Properties"]["EventPattern"] for k, r in resources(raw_template(), "AWS::Events::Rule").items()
+    }
+
+
+def matching_rules(event: dict[str, Any]) -> set[str]:
+    """The rules whose pattern matches an event, by EventBridge's matching rules (moto's engine)."""
+    return {
+        rule
+        for rule, pattern in rule_patterns().items()
+        if EventPattern.load(json.dumps(pattern)).matches_event(event)
+    }
+
+
+def functions() -> dict[str, dict[str, Any]]:
+    """Lambda functions after translation (Globals merged in)."""
+    return resources(translated_template(), "AWS::Lambda::Function")
+
+
+def serverless_functions() -> dict[str, dict[str, Any]]:
+    """AWS::Serverless::Function resources as written."""
+    return resources(raw_template(), "AWS::Serverless::Function")
+
+
+def deployed_environment(function_id: str) -> dict[str, str]:
+    """A function's environment with deploy-time values stood in for by realistic strings."""
+    variables = functions()[function_id]["Properties"]["Environment"]["Variables"]
+    defaults = {k: p.get("Default") for k, p in raw_template()["Parameters"].items()}
+    resolved: dict[str, str] = {}
+    for key, value in variables.items():
+        if isinstance(value, str):
+            resolved[key] = value
+        elif "Ref" in value and defaults.get(value["Ref"]) is not None:
+            resolved[key] = str(defaults[value["Ref"]])
+        else:
+            (intrinsic,) = value
+            resolved[key] = DEPLOY_TIME_STANDINS[intrinsic]
+    return resolved
+
+
+def iam_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(owner logical id, statement) for every identity-policy statement in a template."""
+    for logical_id, resource in template["Resources"].items():
+        props = resource.get("Properties", {})
+        documents = []
+        if resource["Type"] == "AWS::IAM::Role":
+            documents = [p["PolicyDocument"] for p in props.get("Policies", [])]
+        elif resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            documents = [props["PolicyDocument"]]
+        for document in documents:
+            statements = document["Statement"]
+            yield from (
+                (logical_id, s) for s in (statements if isinstance(statements, list) else [statements])
+            )
+
+
+def as_list(value: Any) -> list[Any]:
+    """A scalar or a list, as a list."""
+    return value if isinstance(value, list) else [value]
+
+
+def is_write(action: str) -> bool:
+    """True unless the IAM action only reads."""
+    verb = action.split(":", 1)[-1]
+    return not verb.startswith(READ_VERBS)
+
+
+def resource_text(resource: Any) -> str:
+    """An IAM Resource as text: !GetAtt X.Arn -> ${X.Arn}, !Sub kept as written."""
+    if isinstance(resource, str):
+        return resource
+    if "Fn::GetAtt" in resource:
+        target = resource["Fn::GetAtt"]
+        return "${" + (".".join(target) if isinstance(target, list) else target) + "}"
+    if "Fn::Sub" in resource:
+        sub = resource["Fn::Sub"]
+        return sub if isinstance(sub, str) else sub[0]
+    if "Ref" in resource:
+        return "${" + resource["Ref"] + "}"
+    return json.dumps(resource)
+
+
+def is_unscoped(resource: Any) -> bool:
+    """True for '*' and for ARNs with a wildcard before the resource name (service, region, account)."""
+    text = resource_text(resource)
+    if text.startswith("${"):
+        return False  # a resource of this stack
+    return text == "*" or "*" in ":".join(text.split(":")[:5])
+
+
+def env_keys_read_by(path: Path) -> set[str]:
+    """Environment variable names a module reads (os.environ[...], os.environ.get(...), os.getenv(...))."""
+    keys: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        key: ast.expr | None = None
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("os.environ.get", "os.getenv")
+            and node.args
+        ):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            keys.add(key.value)
+    return keys
+
+
+def lambda_code_files() -> list[Path]:
+    """Every Python file that ships in a Lambda artifact: the core layer and the function directories."""
+    files = sorted((CORE / "shareplane").rglob("*.py"))
+    for function in serverless_functions().values():
+        files += sorted((REPO / function["Properties"]["CodeUri"]).rglob("*.py"))
+    return files
+
+
+def handler_location(function: dict[str, Any]) -> tuple[Path, str]:
+    """(module file, function name) a Serverless::Function's CodeUri + Handler point at."""
+    props = function["Properties"]
+    handler = props.get("Handler") or raw_template()["Globals"]["Function"]["Handler"]
+    module, _, name = handler.rpartition(".")
+    return REPO / props["CodeUri"] / (module.replace(".", "/") + ".py"), name
+
+
+def shares_yaml_as_json() -> str:
+    """config/shares.yaml in the one form the template's SharesConfig default must take."""
+    data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Handlers
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "function_id", sorted(serverless_functions()), ids=lambda f: f"{f} points at a real handler"
+)
+def test_code_uri_and_handler_name_an_existing_function(
+    function_id: str, monkeypatch: pytest.MonkeyPatch, aws_credentials: None
+) -> None:
+    # GIVEN the environment the template gives the function
+    path, name = handler_location(serverless_functions()[function_id])
+    assert path.is_file(), (
+        f"{function_id}: CodeUri + Handler point at {path.relative_to(REPO)}, which does not exist"
+    )
+    for key, value in deployed_environment(function_id).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    # WHEN the file is imported by path (every handler is app.py, so never as module `app`)
+    module_name = f"shareplane_template_check_{function_id}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, module_name, module)
+    spec.loader.exec_module(module)
+    # THEN it defines the handler the template names
+    assert callable(getattr(module, name, None)), f"{path.relative_to(REPO)} defines no function {name!r}"
+
+
+@pytest.mark.parametrize("function_id", sorted(serverless_functions()), ids=lambda f: f"{f} imports no SageMaker SDK")
+def test_handler_import_loads_no_sagemaker_sdk(function_id: str) -> None:
+    # A fresh interpreter, because this test process has imported yaml itself.
+    path, _ = handler_location(serverless_functions()[function_id])
+    probe = (
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.spec_from_file_location('handler_probe', {str(path)!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'sagemaker'})))\n"
+    )
+    env = {
+        **os.environ,
+        **deployed_environment(function_id),
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == [], "the SageMaker SDK costs seconds of cold start; Lambda code never imports it"
+
+
+# ---------------------------------------------------------------------------------------------------
+# EventBridge rules against the samples
+# ---------------------------------------------------------------------------------------------------
+def test_events_directory_has_samples() -> None:
+    assert len(sample_events()) >= len(set(RULE_FOR_DETAIL_TYPE.values()))
+
+
+@pytest.mark.parametrize("path", sample_events(), ids=lambda p: f"{p.name} reaches exactly its one rule")
+def test_each_sample_is_matched_by_exactly_its_rule(path: Path) -> None:
+    event = json.loads(path.read_text())
+    key = (event.get("source"), event.get("detail-type"))
+    assert key in RULE_FOR_DETAIL_TYPE, (
+        f"{path.name}: no rule is meant to take {key}; add one and list it here"
+    )
+    assert matching_rules(event) == {RULE_FOR_DETAIL_TYPE[key]}
+
+
+@pytest.mark.parametrize("rule", sorted(rule_patterns()), ids=lambda r: f"{r} has a sample it matches")
+def test_every_rule_matches_at_least_one_sample(rule: str) -> None:
+    matched = [p.name for p in sample_events() if rule in matching_rules(json.loads(p.read_text()))]
+    assert matched, f"{rule} matches no file in events/; add a realistic sample for it"
+
+
+def test_rules_named_in_this_test_exist_in_the_template() -> None:
+    assert set(RULE_FOR_DETAIL_TYPE.values()) == set(rule_patterns())
+
+
+@pytest.mark.parametrize(
+    "path", sample_events(), ids=lambda p: f"{p.name} from a custom source matches nothing"
+)
+def test_rules_only_take_aws_sources(path: Path) -> None:
+    # GIVEN a sample re-published by someone else (custom producers cannot use aws.* sources)
+    event = {**json.loads(path.read_text()), "source": "shareplane.test"}
+    # THEN no rule takes it: every pattern pins its source
+    assert matching_rules(event) == set()
+
+
+def test_sagemaker_rule_ignores_training_jobs_not_started_by_batch() -> None:
+    # GIVEN a training job someone created directly in SageMaker, outside the Batch queues
+    path = next(p for p in sample_events() if json.loads(p.read_text())["source"] == "aws.sagemaker")
+    event = json.loads(path.read_text())
+    event["detail"]["TrainingJobName"] = "notebook-experiment-7"
+    # THEN it is not recorded
+    assert matching_rules(event) == set()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Queues, DLQs, targets
+# ---------------------------------------------------------------------------------------------------
+def dead_letter_queues() -> set[str]:
+    """Queues some other queue redrives into."""
+    return {
+        ref_target(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for q in resources(raw_template(), "AWS::SQS::Queue").values()
+        if "RedrivePolicy" in q["Properties"]
+    }
+
+
+def source_queues() -> list[str]:
+    """Queues that feed a consumer (everything that is not a DLQ)."""
+    return sorted(set(resources(raw_template(), "AWS::SQS::Queue")) - dead_letter_queues())
+
+
+def test_template_has_queues() -> None:
+    assert source_queues() and dead_letter_queues()
+
+
+@pytest.mark.parametrize("queue", source_queues(), ids=lambda q: f"{q} redrives into a DLQ that outlives it")
+def test_every_queue_has_a_dlq_with_redrive(queue: str) -> None:
+    queues = resources(raw_template(), "AWS::SQS::Queue")
+    props = queues[queue]["Properties"]
+    redrive = props.get("RedrivePolicy")
+    assert redrive, f"{queue} has no RedrivePolicy: a poison message would retry until it expires"
+    dlq = ref_target(redrive["deadLetterTargetArn"])
+    assert dlq in queues and dlq != queue
+    assert 2 <= redrive["maxReceiveCount"] <= 10
+    # A message keeps its original enqueue time when moved, so the DLQ must keep messages longer.
+    assert queues[dlq]["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert queues[dlq]["Properties"]["MessageRetentionPeriod"] > props.get("MessageRetentionPeriod", 345600)
+
+
+@pytest.mark.parametrize(
+    "queue", sorted(resources(raw_template(), "AWS::SQS::Queue")), ids=lambda q: f"{q} is encrypted at rest"
+)
+def test_every_queue_is_encrypted(queue: str) -> None:
+    props = resources(raw_template(), "AWS::SQS::Queue")[queue]["Properties"]
+    assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props
+
+
+def sqs_event_sources() -> list[tuple[str, str, dict[str, Any]]]:
+    """(function, event name, SQS event properties) for every SQS trigger."""
+    return [
+        (fid, name, event["Properties"])
+        for fid, function in serverless_functions().items()
+        for name, event in function["Properties"].get("Events", {}).items()
+        if event["Type"] == "SQS"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("function_id", "event_name", "event"),
+    sqs_event_sources(),
+    ids=[f"{f}.{e} reports partial failures and outlasts retries" for f, e, _ in sqs_event_sources()],
+)
+def test_sqs_triggers_report_partial_failures_and_fit_the_visibility_timeout(
+    function_id: str, event_name: str, event: dict[str, Any]
+) -> None:
+    assert event["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert event["BatchSize"] == 10 and event["MaximumBatchingWindowInSeconds"] == 1
+    queue = resources(raw_template(), "AWS::SQS::Queue")[ref_target(event["Queue"])]
+    assert ref_target(event["Queue"]) in source_queues(), "a function must not consume a DLQ"
+    timeout = functions()[function_id]["Properties"]["Timeout"]
+    # Lambda's guidance: visibility timeout >= 6x the function timeout plus the batching window.
+    assert queue["Properties"]["VisibilityTimeout"] >= 6 * timeout + event["MaximumBatchingWindowInSeconds"]
+
+
+def rule_targets() -> list[tuple[str, dict[str, Any]]]:
+    """(rule, target) for every rule target."""
+    return [
+        (rule, target)
+        for rule, resource in resources(raw_template(), "AWS::Events::Rule").items()
+        for target in resource["Properties"]["Targets"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("rule", "target"),
+    rule_targets(),
+    ids=[f"{r} -> {t['Id']} retries, dead-letters, is allowed in" for r, t in rule_targets()],
+)
+def test_rule_targets_retry_dead_letter_and_are_allowed_by_the_queue_policy(
+    rule: str, target: dict[str, Any]
+) -> None:
+    queue, dlq = ref_target(target["Arn"]), ref_target(target["DeadLetterConfig"]["Arn"])
+    assert queue in source_queues() and dlq in dead_letter_queues()
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0
+    assert 60 <= target["RetryPolicy"]["MaximumEventAgeInSeconds"] <= 86400
+    # EventBridge needs sqs:SendMessage on both queues, and only from this stack's rules.
+    for receiving in (queue, dlq):
+        allowed = [
+            statement
+            for policy in resources(raw_template(), "AWS::SQS::QueuePolicy").values()
+            if receiving in {ref_target(q) for q in policy["Properties"]["Queues"]}
+            for statement in as_list(policy["Properties"]["PolicyDocument"]["Statement"])
+            if statement["Effect"] == "Allow"
+            and statement.get("Principal") == {"Service": "events.amazonaws.com"}
+        ]
+        assert allowed, f"no queue policy lets EventBridge send to {receiving}"
+        for statement in allowed:
+            assert as_list(statement["Action"]) == ["sqs:SendMessage"]
+            sources = {ref_target(a) for a in as_list(statement["Condition"]["ArnEquals"]["aws:SourceArn"])}
+            assert rule in sources, f"{receiving}'s policy does not name {rule} in aws:SourceArn"
+            assert sources <= set(rule_patterns()), "only this stack's rules may send"
+
+
+# ---------------------------------------------------------------------------------------------------
+# IAM
+# ---------------------------------------------------------------------------------------------------
+def allow_statements() -> list[tuple[str, dict[str, Any]]]:
+    """Allow statements of every identity policy in the translated template (SAM-generated included)."""
+    return [(owner, s) for owner, s in iam_statements(translated_template()) if s["Effect"] == "Allow"]
+
+
+def test_template_has_iam_statements() -> None:
+    assert len(allow_statements()) >= 3
+
+
+@pytest.mark.parametrize(
+    ("owner", "statement"),
+    allow_statements(),
+    ids=[
+        f"{o}.{s.get('Sid', i)} writes only to named resources" for i, (o, s) in enumerate(allow_statements())
+    ],
+)
+def test_no_statement_allows_a_write_on_a_wildcard_resource(owner: str, statement: dict[str, Any]) -> None:
+    actions = as_list(statement["Action"])
+    assert not any("*" in action for action in actions), f"{owner}: wildcard action in {actions}"
+    writes = [a for a in actions if is_write(a)]
+    if writes:
+        unscoped = [resource_text(r) for r in as_list(statement["Resource"]) if is_unscoped(r)]
+        assert not unscoped, f"{owner}: {writes} on {unscoped}"
+
+
+@pytest.mark.parametrize("function_id", sorted(functions()), ids=lambda f: f"{f} runs under its own role")
+def test_every_function_has_a_template_role_with_only_allowed_managed_policies(function_id: str) -> None:
+    template = translated_template()
+    role_id = ref_target(functions()[function_id]["Properties"]["Role"])
+    role = resources(template, "AWS::IAM::Role")[role_id]["Properties"]
+    managed = {resource_text(arn).rsplit("/", 1)[-1] for arn in role.get("ManagedPolicyArns", [])}
+    # SAM's generated roles carry AWSLambdaBasicExecutionRole and AWSLambdaSQSQueueExecutionRole (on "*").
+    assert managed <= ALLOWED_MANAGED_POLICIES, f"{role_id} carries {managed - ALLOWED_MANAGED_POLICIES}"
+    others = [
+        fid
+        for fid, f in functions().items()
+        if fid != function_id and ref_target(f["Properties"]["Role"]) == role_id
+    ]
+    assert not others, f"{role_id} is shared with {others}"
+
+
+def test_record_state_role_grants_exactly_the_table_actions_it_needs() -> None:
+    statements = [s for owner, s in allow_statements() if owner == "RecordStateRole"]
+    dynamodb = {a for s in statements for a in as_list(s["Action"]) if a.startswith("dynamodb:")}
+    assert dynamodb == {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:ConditionCheckItem",
+    }
+    for statement in statements:
+        for action in as_list(statement["Action"]):
+            if action.startswith("dynamodb:") and is_write(action):
+                # writes go to the table itself, never to an index ARN
+                assert {resource_text(r) for r in as_list(statement["Resource"])} == {"${JobsTable.Arn}"}
+
+
+def test_no_role_may_put_metric_data() -> None:
+    # Metrics go out as EMF on stdout; PutMetricData from a handler costs an API call per flush.
+    actions = {a for _, s in allow_statements() for a in as_list(s["Action"])}
+    assert not {a for a in actions if a.startswith("cloudwatch:")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Config, environment, layers
+# ---------------------------------------------------------------------------------------------------
+def test_shares_config_default_is_config_shares_yaml() -> None:
+    default = raw_template()["Parameters"]["SharesConfig"]["Default"]
+    assert default == shares_yaml_as_json(), (
+        "template.yaml's SharesConfig default drifted from config/shares.yaml; set it to:\n"
+        f"    Default: '{shares_yaml_as_json()}'"
+    )
+
+
+def test_shares_config_default_is_a_valid_config() -> None:
+    config = SharesConfig.model_validate(json.loads(raw_template()["Parameters"]["SharesConfig"]["Default"]))
+    assert config.teams
+
+
+def test_shares_config_default_fits_a_cloudformation_parameter() -> None:
+    assert len(raw_template()["Parameters"]["SharesConfig"]["Default"].encode()) <= 4096
+
+
+@pytest.mark.parametrize(
+    "function_id", sorted(functions()), ids=lambda f: f"{f}'s environment fits Lambda's 4 KB"
+)
+def test_function_environment_fits_the_lambda_limit(function_id: str) -> None:
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in deployed_environment(function_id).items())
+    assert size < LAMBDA_ENV_LIMIT_BYTES, f"{size} bytes; move the shares config out of the environment"
+
+
+def test_lambda_code_reads_environment_variables() -> None:
+    assert "TABLE_NAME" in set().union(*(env_keys_read_by(p) for p in lambda_code_files()))
+
+
+@pytest.mark.parametrize(
+    "function_id", sorted(functions()), ids=lambda f: f"{f} sets every variable the code reads"
+)
+def test_env_vars_read_by_the_code_are_set_on_every_function(function_id: str) -> None:
+    read = set().union(*(env_keys_read_by(p) for p in lambda_code_files()))
+    # AWS_* come from the Lambda runtime (or, locally, the endpoint overrides); they are not ours to set.
+    ours = {k for k in read if not k.startswith(("AWS_", "_X_AMZN_", "LAMBDA_"))}
+    variables = functions()[function_id]["Properties"]["Environment"]["Variables"]
+    assert ours <= set(variables), f"{function_id} lacks {sorted(ours - set(variables))}"
+
+
+def test_functions_get_the_core_and_powertools_layers_for_their_runtime_and_architecture() -> None:
+    template = raw_template()
+    function_globals = template["Globals"]["Function"]
+    runtime, (arch,) = function_globals["Runtime"], function_globals["Architectures"]
+    layer = resources(template, "AWS::Serverless::LayerVersion")["CoreLayer"]
+    assert (
+        layer["Metadata"]["BuildMethod"] == runtime and runtime in layer["Properties"]["CompatibleRuntimes"]
+    )
+    assert arch in layer["Properties"]["CompatibleArchitectures"]
+    assert (REPO / layer["Properties"]["ContentUri"] / "shareplane" / "bootstrap.py").is_file()
+    core, powertools = function_globals["Layers"]
+    assert ref_target(core) == "CoreLayer"
+    _, pinned, override = powertools["Fn::If"]
+    assert override == {"Ref": "PowertoolsLayerArn"}
+    expected = (
+        rf"^arn:aws:lambda:\$\{{AWS::Region\}}:017000801446:layer:AWSLambdaPowertoolsPythonV3-"
+        rf"{runtime.replace('.', '')}-{arch}:\d+$"
+    )
+    assert re.match(expected, pinned["Fn::Sub"]), pinned
+
+
+def test_core_layer_requirements_add_nothing_lambda_already_has() -> None:
+    assert not layer_requirements() & (PROVIDED_PACKAGES | {"pyyaml"}), layer_requirements()
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Top-level package names a module imports (absolute imports only)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = {alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+    return {name.split(".")[0] for name in names}
+
+
+def layer_requirements() -> set[str]:
+    """Normalised distribution names in layers/core/requirements.txt."""
+    lines = (CORE / "requirements.txt").read_text().splitlines()
+    return {
+        re.split(r"[\s\[<>=!~;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+        for line in lines
+        if line.strip() and not line.lstrip().startswith("#")
+    }
+
+
+@pytest.mark.parametrize("path", lambda_code_files(), ids=lambda p: f"{p.relative_to(REPO)} imports no yaml")
+def test_lambda_code_never_imports_yaml(path: Path) -> None:
+    # The shares config reaches Lambda as JSON; YAML parsing belongs to the CLI and the tests.
+    assert not top_level_imports(path) & {"yaml", "sagemaker"}
+
+
+@pytest.mark.parametrize(
+    "path", lambda_code_files(), ids=lambda p: f"{p.relative_to(REPO)} imports only what Lambda will have"
+)
+def test_lambda_code_imports_only_packages_the_runtime_layers_or_requirements_provide(path: Path) -> None:
+    distributions = importlib.metadata.packages_distributions()
+    third_party = top_level_imports(path) - set(sys.stdlib_module_names) - {"shareplane", "__future__"}
+    missing = {
+        module
+        for module in third_party
+        if not {d.lower().replace("_", "-") for d in distributions.get(module, [module])}
+        & (PROVIDED_PACKAGES | layer_requirements())
+    }
+    assert not missing, (
+        f"{sorted(missing)} would be missing in Lambda; add them to layers/core/requirements.txt"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Table and outputs
+# ---------------------------------------------------------------------------------------------------
+def test_jobs_table_has_the_keys_index_and_protection_the_store_relies_on() -> None:
+    props = raw_template()["Resources"]["JobsTable"]["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert {(k["AttributeName"], k["KeyType"]) for k in props["KeySchema"]} == {
+        ("pk", "HASH"),
+        ("sk", "RANGE"),
+    }
+    (index,) = props["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "ByStatus" and index["Projection"]["ProjectionType"] == "ALL"
+    assert {(k["AttributeName"], k["KeyType"]) for k in index["KeySchema"]} == {
+        ("gsi1pk", "HASH"),
+        ("gsi1sk", "RANGE"),
+    }
+    assert {a["AttributeType"] for a in props["AttributeDefinitions"]} == {"S"}
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert props["DeletionProtectionEnabled"] == {"Fn::If": ["IsProd", True, False]}
+
+
+def test_outputs_name_what_the_local_stack_and_operators_need() -> None:
+    outputs = raw_template()["Outputs"]
+    assert {
+        "JobsTableName": "JobsTable",
+        "RecordStateQueueUrl": "RecordStateQueue",
+        "RecordStateDeadLetterQueueUrl": "RecordStateDLQ",
+        "RecordStateFunctionName": "RecordStateFunction",
+    }.items() <= {name: ref_target(o["Value"]) for name, o in outputs.items()}.items()
