@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -16,12 +16,10 @@ from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
 logger = Logger()
-tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
-@tracer.capture_method
 def record_handler(record: SQSRecord) -> None:
     """Parse one EventBridge event from the queue and record it; a raise fails only this record."""
     observation = parse_state_event(json.loads(record.body))
@@ -32,7 +30,6 @@ def record_handler(record: SQSRecord) -> None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batch in, partial-batch failures out: bad records retry and end in the DLQ alone."""
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

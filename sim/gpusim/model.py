@@ -415,6 +415,16 @@ class BatchModel:
         self.engine.run(until)
         self.bus.flush()
 
+    def sync(self) -> float:
+        """Emulator mode: run what is due by the scaled wall clock, then deliver held-back events."""
+        advance = getattr(self.engine, "advance_to_now", None)
+        if advance is None:
+            raise TypeError("sync() needs a RealtimeEngine; use run() on a virtual-time Engine")
+        with self.engine.lock:
+            now = advance()
+            self.bus.flush()
+        return now
+
     # ------------------------------------------------------------------------------ resources
     def add_environment(self, env: ServiceEnvironment) -> None:
         """Register a service environment."""
@@ -663,7 +673,9 @@ class BatchModel:
     def _ledger(self, queue: JobQueue, env: ServiceEnvironment, unit: str) -> tuple[float, float]:
         """(lendable, borrowed) instances of ``unit`` across the queue's quota shares."""
         # Capacity no share owns is lendable; shares may also overcommit the environment (never negative).
-        lendable = max(0, env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values()))
+        lendable = max(
+            0, env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values())
+        )
         borrowed = 0
         for s in queue.quota_shares.values():
             lim = s.limits.get(unit, 0)
@@ -1257,10 +1269,8 @@ class BatchModel:
         p = tj.payload
         out: dict[str, Any] = {"TrainingJobName": tj.name, "TrainingJobArn": tj.arn}
         if tj.status == "Completed":
-            out["ModelArtifacts"] = {
-                "S3ModelArtifacts": f"{p['OutputDataConfig'].get('S3OutputPath', '').rstrip('/')}/{tj.name}"
-                "/output/model.tar.gz"
-            }
+            output = p.get("OutputDataConfig", {}).get("S3OutputPath", "").rstrip("/")
+            out["ModelArtifacts"] = {"S3ModelArtifacts": f"{output}/{tj.name}/output/model.tar.gz"}
         out["TrainingJobStatus"] = tj.status
         out["SecondaryStatus"] = tj.secondary
         if tj.failure_reason and tj.status == "Failed":

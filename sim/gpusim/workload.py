@@ -55,7 +55,9 @@ def load_philly(
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(
-            "trace", f"{path} does not exist", "pass the path of philly-2017-09-04_10-29.csv (see traces/README.md)"
+            "trace",
+            f"{path} does not exist",
+            "pass the path of philly-2017-09-04_10-29.csv (see traces/README.md)",
         )
     jobs: list[WorkloadJob] = []
     start: datetime | None = None
@@ -63,7 +65,9 @@ def load_philly(
         reader = csv.DictReader(fh)
         missing = {"timestamp", "duration", "num_gpus", "cluster"} - set(reader.fieldnames or ())
         if missing:
-            raise InvalidInputError("trace", f"{path.name} lacks columns {sorted(missing)}", "use the Philly trace CSV")
+            raise InvalidInputError(
+                "trace", f"{path.name} lacks columns {sorted(missing)}", "use the Philly trace CSV"
+            )
         for i, row in enumerate(reader):
             if limit is not None and i >= limit:
                 break

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
 from gpusim import BatchApi, BatchModel, ModelOptions, SageMakerApi, Timings
 
 P5 = "ml.p5.48xlarge"
@@ -59,14 +58,20 @@ class Sim:
         )
         return name
 
-    def fair_queue(self, name: str = "q", env: str = "se", weights: dict[str, float] | None = None, **policy: Any) -> str:
+    def fair_queue(
+        self, name: str = "q", env: str = "se", weights: dict[str, float] | None = None, **policy: Any
+    ) -> str:
         """A fair-share policy and a queue using it."""
         body = {"shareDecaySeconds": 3600, **policy}
-        body["shareDistribution"] = [{"shareIdentifier": s, "weightFactor": w} for s, w in (weights or {}).items()]
+        body["shareDistribution"] = [
+            {"shareIdentifier": s, "weightFactor": w} for s, w in (weights or {}).items()
+        ]
         arn = self.batch.create_scheduling_policy(name=f"{name}-sp", fairsharePolicy=body)["arn"]
         return self.queue(name, env, schedulingPolicyArn=arn)
 
-    def submit(self, name: str, queue: str = "q", count: int = 1, duration: float = 1000, **extra: Any) -> str:
+    def submit(
+        self, name: str, queue: str = "q", count: int = 1, duration: float = 1000, **extra: Any
+    ) -> str:
         """Submit a job whose training lasts ``duration`` seconds; returns its id."""
         instance_type = extra.pop("instance_type", P5)
         tags = {"gpusim:duration-seconds": str(duration), **extra.pop("tags", {})}

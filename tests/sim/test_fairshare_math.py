@@ -7,14 +7,21 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from shareplane.domain import fairshare
 from shareplane.domain.errors import InvalidInputError
 
 
 @pytest.mark.parametrize(
     ("cr", "active", "fraction"),
-    [(50, 1, 0.5), (50, 2, 0.25), (50, 3, 0.125), (25, 1, 0.25), (25, 2, 0.0625), (25, 3, 0.015625), (0, 2, 0.0)],
+    [
+        (50, 1, 0.5),
+        (50, 2, 0.25),
+        (50, 3, 0.125),
+        (25, 1, 0.25),
+        (25, 2, 0.0625),
+        (25, 3, 0.015625),
+        (0, 2, 0.0),
+    ],
     ids=[
         "computeReservation 50 holds half the capacity with one active share",
         "computeReservation 50 holds a quarter with two active shares",
@@ -85,7 +92,11 @@ def test_out_of_range_inputs_name_the_field(call, field: str) -> None:
     ],
 )
 def test_weight_for(share: str, weight: float) -> None:
-    dist = [fairshare.ShareWeight("teamA", 0.5), fairshare.ShareWeight("teamB*", 2.0), fairshare.ShareWeight("teamBx", 3.0)]
+    dist = [
+        fairshare.ShareWeight("teamA", 0.5),
+        fairshare.ShareWeight("teamB*", 2.0),
+        fairshare.ShareWeight("teamBx", 3.0),
+    ]
     assert fairshare.weight_for(share, dist) == weight
 
 
@@ -122,7 +133,12 @@ def test_accrual_does_not_depend_on_how_often_it_is_computed(usage, rate, a, b, 
 
 @pytest.mark.parametrize(
     ("usage", "rate", "window", "expected"),
-    [(0.0, 0.0, 600.0, 0.0), (100.0, 0.0, 600.0, 100.0), (0.0, 2.0, 600.0, 1200.0), (50.0, 0.125, 3600.0, 500.0)],
+    [
+        (0.0, 0.0, 600.0, 0.0),
+        (100.0, 0.0, 600.0, 100.0),
+        (0.0, 2.0, 600.0, 1200.0),
+        (50.0, 0.125, 3600.0, 500.0),
+    ],
     ids=[
         "an idle share with no history stands at zero",
         "an idle share stands at its decayed usage",

@@ -9,7 +9,9 @@ G5 = "ml.g5.xlarge"
 
 def quota_queue(sim, se_capacity: int, shares: dict[str, dict]) -> str:
     sim.env(limits={G5: se_capacity})
-    arn = sim.batch.create_scheduling_policy(name="qsp", quotaSharePolicy={"idleResourceAssignmentStrategy": "FIFO"})["arn"]
+    arn = sim.batch.create_scheduling_policy(
+        name="qsp", quotaSharePolicy={"idleResourceAssignmentStrategy": "FIFO"}
+    )["arn"]
     sim.queue("qq", schedulingPolicyArn=arn)
     for name, spec in shares.items():
         sharing = {"strategy": spec.get("strategy", "RESERVE")}
@@ -26,7 +28,15 @@ def quota_queue(sim, se_capacity: int, shares: dict[str, dict]) -> str:
 
 
 def qsubmit(sim, name: str, share: str, priority: int = 0, **extra) -> str:
-    return sim.submit(name, queue="qq", quotaShareName=share, schedulingPriority=priority, instance_type=G5, duration=10**5, **extra)
+    return sim.submit(
+        name,
+        queue="qq",
+        quotaShareName=share,
+        schedulingPriority=priority,
+        instance_type=G5,
+        duration=10**5,
+        **extra,
+    )
 
 
 SDK_SHARES = {
@@ -142,7 +152,9 @@ def test_lowering_a_share_limit_makes_its_excess_reclaimable(make_sim) -> None:
     sim.batch.terminate_service_job(jobId=blocked, reason="clear")
     # WHEN A's limit drops to 1 THEN its second instance counts as borrowed and B reclaims it
     share_arn = sim.batch.list_quota_shares(jobQueue="qq")["quotaShares"][0]["quotaShareArn"]
-    sim.batch.update_quota_share(quotaShareArn=share_arn, capacityLimits=[{"maxCapacity": 1, "capacityUnit": G5}])
+    sim.batch.update_quota_share(
+        quotaShareArn=share_arn, capacityLimits=[{"maxCapacity": 1, "capacityUnit": G5}]
+    )
     b = qsubmit(sim, "b0", "B")
     sim.run(until=300)
     assert sim.status(b) == "RUNNING"

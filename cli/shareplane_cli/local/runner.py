@@ -75,8 +75,11 @@ class FunctionRunner:
             return 0
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         event = {"Records": [_sqs_record(m, arn) for m in messages]}
-        response, output = self.invoke(function, event)
-        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        try:
+            response, output = self.invoke(function, event)
+            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        except Exception as exc:  # noqa: BLE001 - as in Lambda, a raising invocation fails the whole batch
+            failed, output = {m["MessageId"] for m in messages}, f"invocation failed: {exc!r}"
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             sqs.delete_message_batch(

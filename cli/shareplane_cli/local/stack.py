@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,8 @@ class LocalStack:
             self._server.start()
             host, port = self._server.get_host_and_port()
             self.endpoint = f"http://{host}:{port}"
+            # moto keeps its state per process, not per server: a fresh stack starts from nothing.
+            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from shareplane_cli.main import app
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config" / "shares.yaml"
@@ -73,7 +72,7 @@ def test_the_invalid_example_fails_with_exit_1_and_each_error_has_path_message_a
     ids=["the table shows a valid spec as valid", "the table shows each rejection with its fix"],
 )
 def test_table_output(spec: Path, code: int, shown: str) -> None:
-    result = runner.invoke(app, ["validate", str(spec), "--config", str(CONFIG)], terminal_width=200)
+    result = runner.invoke(app, ["validate", str(spec), "--config", str(CONFIG)], env={"COLUMNS": "300"})
     assert result.exit_code == code
     assert shown in result.stdout
     if code:

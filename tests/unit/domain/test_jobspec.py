@@ -10,7 +10,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
+from shareplane.domain import jobspec
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.jobspec import (
@@ -175,7 +175,7 @@ FILE_CASES = [
     ("a boolean-looking key is refused", b"name: a\non: b\n", "keys must be text"),
     ("broken YAML names the line", b"name: [a\n", "not valid YAML"),
     ("two YAML documents in one file are refused", b"name: a\n---\nname: b\n", "not valid YAML"),
-    ("deep nesting is refused", b"[" * 20000 + b"]" * 20000, "nested too deeply"),
+    ("deep nesting is refused", b"[" * 20000 + b"]" * 20000, "nest"),
     ("a scalar document is not a job", b"42\n", "one job (a mapping) or a list of jobs"),
     ("an empty list holds no jobs", b"[]\n", "empty list"),
     (
@@ -200,6 +200,7 @@ JSON_CASES = [
     ("a duplicate JSON key is refused", b'{"name": "a", "name": "b"}', "duplicate key 'name'"),
     ("NaN is refused in JSON", b'{"name": "a", "instance_count": NaN}', "not a number JSON allows"),
     ("broken JSON names the line and column", b'{"name": "a",\n', "not valid JSON"),
+    ("deep nesting in JSON is refused", b"[" * 20000 + b"]" * 20000, "nested too deeply"),
     ("a huge integer literal is refused", b'{"n": ' + b"9" * 5000 + b"}", "cannot be read"),
 ]
 
@@ -243,7 +244,11 @@ KEY_CASES = [
     ("a key outside submit/ is refused", "incoming/ProdExp1/a.yaml", "outside submit/"),
     ("a key at the bucket root is refused", "a.yaml", "outside submit/"),
     ("a parent segment as team is refused", "submit/../a.yaml", "team folder '..'"),
-    ("a parent segment inside the path is refused", "submit/ProdExp1/../ProdExp2/a.yaml", "is not submit/<team>/<file>"),
+    (
+        "a parent segment inside the path is refused",
+        "submit/ProdExp1/../ProdExp2/a.yaml",
+        "is not submit/<team>/<file>",
+    ),
     ("a nested folder is refused", "submit/ProdExp1/sub/a.yaml", "is not submit/<team>/<file>"),
     ("an empty team folder is refused", "submit//a.yaml", "team folder ''"),
     ("a folder marker names no file", "submit/ProdExp1/", "names no spec file"),
@@ -287,15 +292,46 @@ SHAPE_CASES = [
     ("a missing instance type is required", {"instance_type": DROP}, "jobs[0].instance_type", "is required"),
     ("a missing output path is required", {"output_path": DROP}, "jobs[0].output_path", "is required"),
     ("an unknown field is refused", {"gpus": 8}, "jobs[0].gpus", "not a spec field"),
-    ("a misspelt field gets a suggestion", {"hyperparmeters": {}}, "jobs[0].hyperparmeters", "not a spec field"),
+    (
+        "a misspelt field gets a suggestion",
+        {"hyperparmeters": {}},
+        "jobs[0].hyperparmeters",
+        "not a spec field",
+    ),
     ("a role in the spec is refused", {"role": ROLE}, "jobs[0].role", "may not choose an IAM role"),
     ("a RoleArn in the spec is refused", {"RoleArn": ROLE}, "jobs[0].RoleArn", "may not choose an IAM role"),
-    ("an instance count in quotes is refused", {"instance_count": "4"}, "jobs[0].instance_count", "whole number"),
-    ("a fractional instance count is refused", {"instance_count": 1.5}, "jobs[0].instance_count", "whole number"),
+    (
+        "a share in the spec is refused",
+        {"shareIdentifier": "ProdExp2"},
+        "jobs[0].shareIdentifier",
+        "may not choose a share",
+    ),
+    (
+        "an instance count in quotes is refused",
+        {"instance_count": "4"},
+        "jobs[0].instance_count",
+        "whole number",
+    ),
+    (
+        "a fractional instance count is refused",
+        {"instance_count": 1.5},
+        "jobs[0].instance_count",
+        "whole number",
+    ),
     ("a zero instance count is refused", {"instance_count": 0}, "jobs[0].instance_count", "at least 1"),
-    ("an unquoted version is refused", {"framework_version": 2.6}, "jobs[0].framework_version", "must be text"),
+    (
+        "an unquoted version is refused",
+        {"framework_version": 2.6},
+        "jobs[0].framework_version",
+        "must be text",
+    ),
     ("an unknown tier is refused", {"priority": "URGENT"}, "jobs[0].priority", "must be one of"),
-    ("a malformed instance type is refused", {"instance_type": "p4d"}, "jobs[0].instance_type", "SageMaker instance"),
+    (
+        "a malformed instance type is refused",
+        {"instance_type": "p4d"},
+        "jobs[0].instance_type",
+        "SageMaker instance",
+    ),
     (
         "a nested hyperparameter is refused",
         {"hyperparameters": {"layers": [1, 2]}},
@@ -308,31 +344,85 @@ SHAPE_CASES = [
         "jobs[0].hyperparameters.prompt",
         "longer than 2500",
     ),
-    ("a non-finite hyperparameter is refused", {"hyperparameters": {"lr": float("inf")}}, "jobs[0].hyperparameters.lr",
-     "string, number"),
-    ("an illegal channel name is refused", {"inputs": {"tr ain": "s3://datasets/prodexp1/x/"}},
-     'jobs[0].inputs["tr ain"]', "channel names"),
-    ("an input that is not an S3 URI is refused", {"inputs": {"train": "/data/train"}}, "jobs[0].inputs.train",
-     "not an S3 URI"),
-    ("an input with a parent segment is refused", {"inputs": {"train": "s3://datasets/prodexp1/../prodexp2/"}},
-     "jobs[0].inputs.train", "'..' path segment"),
-    ("an output path over http is refused", {"output_path": "https://training/prodexp1/"}, "jobs[0].output_path",
-     "not an S3 URI"),
-    ("a non-text environment value is refused", {"environment": {"OMP_NUM_THREADS": 4}},
-     "jobs[0].environment.OMP_NUM_THREADS", "must be text"),
-    ("an illegal environment name is refused", {"environment": {"1BAD": "x"}}, 'jobs[0].environment["1BAD"]',
-     "variable names"),
-    ("more than 48 tags are refused", {"tags": {f"t{i}": "v" for i in range(49)}}, "jobs[0].tags", "more than 48"),
-    ("a command that is not a list is refused", {"command": "python train.py"}, "jobs[0].command", "must be a list"),
+    (
+        "a non-finite hyperparameter is refused",
+        {"hyperparameters": {"lr": float("inf")}},
+        "jobs[0].hyperparameters.lr",
+        "string, number",
+    ),
+    (
+        "an illegal channel name is refused",
+        {"inputs": {"tr ain": "s3://datasets/prodexp1/x/"}},
+        'jobs[0].inputs["tr ain"]',
+        "channel names",
+    ),
+    (
+        "an input that is not an S3 URI is refused",
+        {"inputs": {"train": "/data/train"}},
+        "jobs[0].inputs.train",
+        "not an S3 URI",
+    ),
+    (
+        "an input with a parent segment is refused",
+        {"inputs": {"train": "s3://datasets/prodexp1/../prodexp2/"}},
+        "jobs[0].inputs.train",
+        "'..' path segment",
+    ),
+    (
+        "an output path over http is refused",
+        {"output_path": "https://training/prodexp1/"},
+        "jobs[0].output_path",
+        "not an S3 URI",
+    ),
+    (
+        "a non-text environment value is refused",
+        {"environment": {"OMP_NUM_THREADS": 4}},
+        "jobs[0].environment.OMP_NUM_THREADS",
+        "must be text",
+    ),
+    (
+        "an illegal environment name is refused",
+        {"environment": {"1BAD": "x"}},
+        'jobs[0].environment["1BAD"]',
+        "variable names",
+    ),
+    (
+        "more than 48 tags are refused",
+        {"tags": {f"t{i}": "v" for i in range(49)}},
+        "jobs[0].tags",
+        "more than 48",
+    ),
+    (
+        "a command that is not a list is refused",
+        {"command": "python train.py"},
+        "jobs[0].command",
+        "must be a list",
+    ),
     ("a quoted boolean for spot is refused", {"spot": "yes"}, "jobs[0].spot", "true or false"),
-    ("a runtime under a minute is refused", {"max_runtime_seconds": 30}, "jobs[0].max_runtime_seconds", "at least 60"),
-    ("more than ten retry attempts are refused", {"retry_attempts": 11}, "jobs[0].retry_attempts", "at most 10"),
-    ("an image that is not an image reference is refused", {"framework": DROP, "framework_version": DROP,
-     "image": "prodexp1/../x"}, "jobs[0].image", "not a container image reference"),
+    (
+        "a runtime under a minute is refused",
+        {"max_runtime_seconds": 30},
+        "jobs[0].max_runtime_seconds",
+        "at least 60",
+    ),
+    (
+        "more than ten retry attempts are refused",
+        {"retry_attempts": 11},
+        "jobs[0].retry_attempts",
+        "at most 10",
+    ),
+    (
+        "an image that is not an image reference is refused",
+        {"framework": DROP, "framework_version": DROP, "image": "prodexp1/../x"},
+        "jobs[0].image",
+        "not a container image reference",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("change", "path", "expected"), [c[1:] for c in SHAPE_CASES], ids=[c[0] for c in SHAPE_CASES])
+@pytest.mark.parametrize(
+    ("change", "path", "expected"), [c[1:] for c in SHAPE_CASES], ids=[c[0] for c in SHAPE_CASES]
+)
 def test_shape_problems_name_the_path_and_the_fix(change: dict[str, Any], path: str, expected: str) -> None:
     job = only_job(parse([good_job(**change)]))
     assert job.request is None
@@ -347,7 +437,9 @@ def test_a_misspelt_field_suggests_the_right_one() -> None:
 
 
 def test_a_yaml_date_is_refused_where_text_is_expected() -> None:
-    job = only_job(parse_spec_file(dump(good_job()).replace(b"name: bert-ft-01", b"name: 2024-01-01"), KEY, CONFIG))
+    job = only_job(
+        parse_spec_file(dump(good_job()).replace(b"name: bert-ft-01", b"name: 2024-01-01"), KEY, CONFIG)
+    )
     assert job.problems[0].path == "jobs[0].name" and "must be text" in job.problems[0].message
 
 
@@ -366,70 +458,223 @@ def test_every_shape_problem_of_a_job_is_reported_at_once() -> None:
 
 
 POLICY_CASES = [
-    ("a spec naming another team is refused", CONFIG, {"team": "ProdExp2"}, "jobs[0].team", "submitted as team"),
-    ("an instance type the cluster lacks is refused", CONFIG, {"instance_type": "ml.p5.48xlarge"},
-     "jobs[0].instance_type", "has no ml.p5.48xlarge"),
-    ("an instance type the team may not use is refused", CONFIG, {"instance_type": "ml.g6.12xlarge"},
-     "jobs[0].instance_type", "may not use ml.g6.12xlarge"),
-    ("more instances than the cluster has are refused", with_team(max_instance_count=None),
-     {"instance_count": 101}, "jobs[0].instance_count", "the cluster has 100"),
-    ("more instances than the team's maximum are refused", CONFIG, {"instance_count": 65},
-     "jobs[0].instance_count", "at most 64 per job"),
-    ("more CPU instances than the FIFO queue has are refused", CONFIG,
-     {"instance_type": "ml.c5.xlarge", "instance_count": 5}, "jobs[0].instance_count", "the cluster has 4"),
-    ("an image outside the team's prefixes is refused", CONFIG,
-     {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp2/train:1"}, "jobs[0].image",
-     "not under team ProdExp1's image prefixes"),
-    ("a look-alike image prefix is refused", with_team(allowed_image_prefixes=[f"{ECR}/prodexp1/"]),
-     {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp10/train:1"}, "jobs[0].image",
-     "not under team"),
-    ("a custom image is refused for a team without image prefixes", with_team(allowed_image_prefixes=[]),
-     {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp1/train:1"}, "jobs[0].image",
-     "may not use custom images"),
-    ("an image together with a framework is refused", CONFIG, {"image": f"{ECR}/prodexp1/train:1"},
-     "jobs[0].image", "together with framework"),
-    ("a job without image or framework is refused", CONFIG, {"framework": DROP, "framework_version": DROP},
-     "jobs[0].image", "required unless framework"),
-    ("a framework the team may not use is refused", CONFIG, {"framework": "tensorflow", "framework_version": "2.16"},
-     "jobs[0].framework", "may not use framework 'tensorflow'"),
-    ("a framework the config lacks is refused", CONFIG, {"framework": "jax"}, "jobs[0].framework",
-     "may not use framework 'jax'"),
-    ("a framework version the config lacks is refused", CONFIG, {"framework_version": "1.13.1"},
-     "jobs[0].framework_version", "is not offered"),
-    ("a framework without a version is refused", CONFIG, {"framework_version": DROP}, "jobs[0].framework_version",
-     "is required with framework"),
-    ("a version without a framework is refused", CONFIG, {"framework": DROP, "image": f"{ECR}/prodexp1/t:1"},
-     "jobs[0].framework_version", "without framework"),
-    ("a CPU job on a framework without a CPU image is refused", CONFIG,
-     {"instance_type": "ml.c5.xlarge", "instance_count": 1, "framework_version": "2.5.1"},
-     "jobs[0].framework_version", "has no CPU image"),
-    ("a team without an execution role cannot submit", with_team(execution_role_arn=None), {}, "jobs[0]",
-     "no execution role"),
-    ("an input outside the team's input prefixes is refused", CONFIG,
-     {"inputs": {"train": "s3://datasets/prodexp2/train/"}}, "jobs[0].inputs.train", "outside team ProdExp1's input"),
-    ("a look-alike input prefix is refused", CONFIG, {"inputs": {"train": "s3://datasets/prodexp10/train/"}},
-     "jobs[0].inputs.train", "outside"),
-    ("an input under the output prefix is refused", CONFIG, {"inputs": {"train": "s3://training/prodexp1/x/"}},
-     "jobs[0].inputs.train", "outside"),
-    ("an output outside the team's output prefixes is refused", CONFIG,
-     {"output_path": "s3://training/prodexp2/out/"}, "jobs[0].output_path", "outside team ProdExp1's output"),
-    ("a checkpoint outside the team's output prefixes is refused", CONFIG,
-     {"checkpoint_path": "s3://datasets/prodexp1/ckpt/"}, "jobs[0].checkpoint_path", "outside"),
-    ("a team without output prefixes cannot write anywhere", with_team(output_prefixes=[]), {},
-     "jobs[0].output_path", "has no output prefixes"),
-    ("a spot job without a max wait is refused", CONFIG, {"max_wait_seconds": DROP}, "jobs[0].max_wait_seconds",
-     "required for spot"),
-    ("a max wait below the max runtime is refused", CONFIG, {"max_wait_seconds": 3600},
-     "jobs[0].max_wait_seconds", "below max_runtime_seconds 7200"),
-    ("a max wait without spot is refused", CONFIG, {"spot": False}, "jobs[0].max_wait_seconds", "only applies to spot"),
-    ("retries above the team's bound are refused", CONFIG, {"retry_attempts": 4}, "jobs[0].retry_attempts",
-     "limit of 3"),
-    ("a tag with a reserved prefix is refused", CONFIG, {"tags": {"shareplane:team": "ProdExp2"}},
-     'jobs[0].tags["shareplane:team"]', "reserved prefix"),
-    ("an aws: tag is refused", CONFIG, {"tags": {"aws:cost": "x"}}, 'jobs[0].tags["aws:cost"]', "reserved prefix"),
-    ("in quota mode an instance type without entitlement is refused", SharesConfig.model_validate(
-        config_dict(mode="quota")), {"instance_type": "ml.g6.12xlarge", "instance_count": 1},
-     "jobs[0].instance_type", "quota share has no capacity"),
+    (
+        "a spec naming another team is refused",
+        CONFIG,
+        {"team": "ProdExp2"},
+        "jobs[0].team",
+        "submitted as team",
+    ),
+    (
+        "an instance type the cluster lacks is refused",
+        CONFIG,
+        {"instance_type": "ml.p5.48xlarge"},
+        "jobs[0].instance_type",
+        "has no ml.p5.48xlarge",
+    ),
+    (
+        "an instance type the team may not use is refused",
+        CONFIG,
+        {"instance_type": "ml.g6.12xlarge"},
+        "jobs[0].instance_type",
+        "may not use ml.g6.12xlarge",
+    ),
+    (
+        "more instances than the cluster has are refused",
+        with_team(max_instance_count=None),
+        {"instance_count": 101},
+        "jobs[0].instance_count",
+        "the cluster has 100",
+    ),
+    (
+        "more instances than the team's maximum are refused",
+        CONFIG,
+        {"instance_count": 65},
+        "jobs[0].instance_count",
+        "at most 64 per job",
+    ),
+    (
+        "more CPU instances than the FIFO queue has are refused",
+        CONFIG,
+        {"instance_type": "ml.c5.xlarge", "instance_count": 5},
+        "jobs[0].instance_count",
+        "the cluster has 4",
+    ),
+    (
+        "an image outside the team's prefixes is refused",
+        CONFIG,
+        {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp2/train:1"},
+        "jobs[0].image",
+        "not under team ProdExp1's image prefixes",
+    ),
+    (
+        "a look-alike image prefix is refused",
+        with_team(allowed_image_prefixes=[f"{ECR}/prodexp1/"]),
+        {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp10/train:1"},
+        "jobs[0].image",
+        "not under team",
+    ),
+    (
+        "a custom image is refused for a team without image prefixes",
+        with_team(allowed_image_prefixes=[]),
+        {"framework": DROP, "framework_version": DROP, "image": f"{ECR}/prodexp1/train:1"},
+        "jobs[0].image",
+        "may not use custom images",
+    ),
+    (
+        "an image together with a framework is refused",
+        CONFIG,
+        {"image": f"{ECR}/prodexp1/train:1"},
+        "jobs[0].image",
+        "together with framework",
+    ),
+    (
+        "a job without image or framework is refused",
+        CONFIG,
+        {"framework": DROP, "framework_version": DROP},
+        "jobs[0].image",
+        "required unless framework",
+    ),
+    (
+        "a framework the team may not use is refused",
+        CONFIG,
+        {"framework": "tensorflow", "framework_version": "2.16"},
+        "jobs[0].framework",
+        "may not use framework 'tensorflow'",
+    ),
+    (
+        "a framework the config lacks is refused",
+        CONFIG,
+        {"framework": "jax"},
+        "jobs[0].framework",
+        "may not use framework 'jax'",
+    ),
+    (
+        "a framework version the config lacks is refused",
+        CONFIG,
+        {"framework_version": "1.13.1"},
+        "jobs[0].framework_version",
+        "is not offered",
+    ),
+    (
+        "a framework without a version is refused",
+        CONFIG,
+        {"framework_version": DROP},
+        "jobs[0].framework_version",
+        "is required with framework",
+    ),
+    (
+        "a version without a framework is refused",
+        CONFIG,
+        {"framework": DROP, "image": f"{ECR}/prodexp1/t:1"},
+        "jobs[0].framework_version",
+        "without framework",
+    ),
+    (
+        "a CPU job on a framework without a CPU image is refused",
+        CONFIG,
+        {"instance_type": "ml.c5.xlarge", "instance_count": 1, "framework_version": "2.5.1"},
+        "jobs[0].framework_version",
+        "has no CPU image",
+    ),
+    (
+        "a team without an execution role cannot submit",
+        with_team(execution_role_arn=None),
+        {},
+        "jobs[0]",
+        "no execution role",
+    ),
+    (
+        "an input outside the team's input prefixes is refused",
+        CONFIG,
+        {"inputs": {"train": "s3://datasets/prodexp2/train/"}},
+        "jobs[0].inputs.train",
+        "outside team ProdExp1's input",
+    ),
+    (
+        "a look-alike input prefix is refused",
+        CONFIG,
+        {"inputs": {"train": "s3://datasets/prodexp10/train/"}},
+        "jobs[0].inputs.train",
+        "outside",
+    ),
+    (
+        "an input under the output prefix is refused",
+        CONFIG,
+        {"inputs": {"train": "s3://training/prodexp1/x/"}},
+        "jobs[0].inputs.train",
+        "outside",
+    ),
+    (
+        "an output outside the team's output prefixes is refused",
+        CONFIG,
+        {"output_path": "s3://training/prodexp2/out/"},
+        "jobs[0].output_path",
+        "outside team ProdExp1's output",
+    ),
+    (
+        "a checkpoint outside the team's output prefixes is refused",
+        CONFIG,
+        {"checkpoint_path": "s3://datasets/prodexp1/ckpt/"},
+        "jobs[0].checkpoint_path",
+        "outside",
+    ),
+    (
+        "a team without output prefixes cannot write anywhere",
+        with_team(output_prefixes=[]),
+        {},
+        "jobs[0].output_path",
+        "has no output prefixes",
+    ),
+    (
+        "a spot job without a max wait is refused",
+        CONFIG,
+        {"max_wait_seconds": DROP},
+        "jobs[0].max_wait_seconds",
+        "required for spot",
+    ),
+    (
+        "a max wait below the max runtime is refused",
+        CONFIG,
+        {"max_wait_seconds": 3600},
+        "jobs[0].max_wait_seconds",
+        "below max_runtime_seconds 7200",
+    ),
+    (
+        "a max wait without spot is refused",
+        CONFIG,
+        {"spot": False},
+        "jobs[0].max_wait_seconds",
+        "only applies to spot",
+    ),
+    (
+        "retries above the team's bound are refused",
+        CONFIG,
+        {"retry_attempts": 4},
+        "jobs[0].retry_attempts",
+        "limit of 3",
+    ),
+    (
+        "a tag with a reserved prefix is refused",
+        CONFIG,
+        {"tags": {"shareplane:team": "ProdExp2"}},
+        'jobs[0].tags["shareplane:team"]',
+        "reserved prefix",
+    ),
+    (
+        "an aws: tag is refused",
+        CONFIG,
+        {"tags": {"aws:cost": "x"}},
+        'jobs[0].tags["aws:cost"]',
+        "reserved prefix",
+    ),
+    (
+        "in quota mode an instance type without entitlement is refused",
+        SharesConfig.model_validate(config_dict(mode="quota")),
+        {"instance_type": "ml.g6.12xlarge", "instance_count": 1},
+        "jobs[0].instance_type",
+        "quota share has no capacity",
+    ),
 ]
 
 
@@ -454,12 +699,16 @@ def test_a_job_without_team_takes_the_team_of_the_key() -> None:
 
 def test_good_and_bad_jobs_in_one_file_each_get_their_own_result() -> None:
     # GIVEN a list with a good job, a job with a shape problem, a non-mapping and a refused job
-    result = parse([good_job(name="a"), good_job(name="b_"), "not a job", good_job(name="d", instance_count=999)])
+    result = parse(
+        [good_job(name="a"), good_job(name="b_"), "not a job", good_job(name="d", instance_count=999)]
+    )
     assert not result.problems
     assert [job.ok for job in result.jobs] == [True, False, False, False]
     assert [job.index for job in result.jobs] == [0, 1, 2, 3]
     assert result.jobs[1].problems[0].path == "jobs[1].name"
-    assert result.jobs[2].problems[0].path == "jobs[2]" and "must be a job" in result.jobs[2].problems[0].message
+    assert (
+        result.jobs[2].problems[0].path == "jobs[2]" and "must be a job" in result.jobs[2].problems[0].message
+    )
     assert {p.path for p in result.jobs[3].problems} == {"jobs[3].instance_count"}
     assert len(result.requests) == 1 and not result.ok
 
@@ -497,7 +746,11 @@ def test_a_valid_job_maps_to_every_submit_service_job_and_create_training_job_fi
     }
     # spot: the attempt may wait for capacity up to MaxWaitTimeInSeconds
     assert request["timeoutConfig"] == {"attemptDurationSeconds": 10800}
-    assert request["tags"] == {"project": "ranker", "shareplane:team": "ProdExp1", "shareplane:tier": "HIGHPRI"}
+    assert request["tags"] == {
+        "project": "ranker",
+        "shareplane:team": "ProdExp1",
+        "shareplane:tier": "HIGHPRI",
+    }
     assert request["clientToken"] == client_token("drop", KEY, "v1", 0)
     assert payload_of(job) == {
         "TrainingJobName": "bert-ft-01",
@@ -534,7 +787,10 @@ def test_a_valid_job_maps_to_every_submit_service_job_and_create_training_job_fi
         "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4, "VolumeSizeInGB": 200},
         "StoppingCondition": {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 10800},
         "EnableManagedSpotTraining": True,
-        "CheckpointConfig": {"S3Uri": "s3://training/prodexp1/ckpt/bert-ft-01/", "LocalPath": CHECKPOINT_LOCAL_PATH},
+        "CheckpointConfig": {
+            "S3Uri": "s3://training/prodexp1/ckpt/bert-ft-01/",
+            "LocalPath": CHECKPOINT_LOCAL_PATH,
+        },
         # numbers and booleans become text the way the SageMaker SDK writes them
         "HyperParameters": {"epochs": "3", "lr": "0.0001", "bf16": "true", "model": "bert-large"},
         "Environment": {"NCCL_DEBUG": "WARN"},
@@ -560,7 +816,11 @@ def test_a_minimal_job_gets_defaults_and_leaves_out_optional_payload_parts() -> 
     assert "ContainerEntrypoint" not in payload["AlgorithmSpecification"]
     assert payload["StoppingCondition"] == {"MaxRuntimeInSeconds": 86400}
     assert payload["EnableManagedSpotTraining"] is False
-    assert payload["ResourceConfig"] == {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100}
+    assert payload["ResourceConfig"] == {
+        "InstanceType": "ml.p4d.24xlarge",
+        "InstanceCount": 1,
+        "VolumeSizeInGB": 100,
+    }
     assert job.request["timeoutConfig"] == {"attemptDurationSeconds": 86400}
     assert job.request["retryStrategy"]["attempts"] == 2  # the team's default
     assert job.request["schedulingPriority"] == 50  # MIDPRI when no tier is given
@@ -580,7 +840,11 @@ def test_the_share_field_follows_the_scheduling_mode(mode: str, present: str, ab
 @pytest.mark.parametrize(
     ("tier", "priority"),
     [("HIGHPRI", 90), ("MIDPRI", 50), ("LOWPRI", 0)],
-    ids=["HIGHPRI gets its tier's priority", "MIDPRI gets its tier's priority", "a priority of 0 is kept, not dropped"],
+    ids=[
+        "HIGHPRI gets its tier's priority",
+        "MIDPRI gets its tier's priority",
+        "a priority of 0 is kept, not dropped",
+    ],
 )
 def test_scheduling_priority_comes_from_the_tier(tier: str, priority: int) -> None:
     request = only_job(parse([good_job(priority=tier)])).request
@@ -644,7 +908,9 @@ def test_client_tokens_are_distinct_across_versions_indices_keys_and_buckets() -
     version=st.none() | st.text(max_size=64),
     index=st.integers(0, MAX_JOBS_PER_FILE),
 )
-def test_client_tokens_always_fit_batch_limits(bucket: str, key: str, version: str | None, index: int) -> None:
+def test_client_tokens_always_fit_batch_limits(
+    bucket: str, key: str, version: str | None, index: int
+) -> None:
     token = client_token(bucket, key, version, index)
     assert len(token) == 64 and token == client_token(bucket, key, version, index)
 
@@ -707,15 +973,31 @@ def test_team_in_spec_reads_the_first_job_that_names_a_team() -> None:
 
 
 CONFIG_CASES = [
-    ("a default retry above the team maximum is refused",
-     lambda raw: raw["teams"]["ProdExp1"].update(default_retry_attempts=4), "default_retry_attempts"),
-    ("an allowed instance type the cluster lacks is refused",
-     lambda raw: raw["teams"]["ProdExp1"].update(allowed_instance_types=["ml.p5.48xlarge"]), "allowed_instance_types"),
-    ("an allowed framework the config lacks is refused",
-     lambda raw: raw["teams"]["ProdExp1"].update(allowed_frameworks=["jax"]), "allowed_frameworks"),
-    ("CPU instance types without a FIFO queue are refused", lambda raw: raw["queues"].pop("cpu_fifo"), "cpu_fifo"),
-    ("an instance type in both queues is refused",
-     lambda raw: raw["queues"]["cpu_instance_types"].update({"ml.g6.12xlarge": {"capacity": 1}}), "cpu_instance_types"),
+    (
+        "a default retry above the team maximum is refused",
+        lambda raw: raw["teams"]["ProdExp1"].update(default_retry_attempts=4),
+        "default_retry_attempts",
+    ),
+    (
+        "an allowed instance type the cluster lacks is refused",
+        lambda raw: raw["teams"]["ProdExp1"].update(allowed_instance_types=["ml.p5.48xlarge"]),
+        "allowed_instance_types",
+    ),
+    (
+        "an allowed framework the config lacks is refused",
+        lambda raw: raw["teams"]["ProdExp1"].update(allowed_frameworks=["jax"]),
+        "allowed_frameworks",
+    ),
+    (
+        "CPU instance types without a FIFO queue are refused",
+        lambda raw: raw["queues"].pop("cpu_fifo"),
+        "cpu_fifo",
+    ),
+    (
+        "an instance type in both queues is refused",
+        lambda raw: raw["queues"]["cpu_instance_types"].update({"ml.g6.12xlarge": {"capacity": 1}}),
+        "cpu_instance_types",
+    ),
 ]
 
 
@@ -730,10 +1012,16 @@ def test_inconsistent_job_spec_config_is_refused(edit: Any, field: str) -> None:
 
 @pytest.mark.parametrize(
     "field_value",
-    [{"input_prefixes": ["s3://datasets/prodexp1"]}, {"output_prefixes": ["/local/"]},
-     {"execution_role_arn": "arn:aws:iam::1:role/x"}],
-    ids=["a prefix without a trailing slash is refused", "a prefix that is not S3 is refused",
-         "a malformed role ARN is refused"],
+    [
+        {"input_prefixes": ["s3://datasets/prodexp1"]},
+        {"output_prefixes": ["/local/"]},
+        {"execution_role_arn": "arn:aws:iam::1:role/x"},
+    ],
+    ids=[
+        "a prefix without a trailing slash is refused",
+        "a prefix that is not S3 is refused",
+        "a malformed role ARN is refused",
+    ],
 )
 def test_malformed_team_grants_are_refused(field_value: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -741,8 +1029,10 @@ def test_malformed_team_grants_are_refused(field_value: dict[str, Any]) -> None:
 
 
 def test_a_team_without_grants_defaults_to_deny() -> None:
-    result = parse([good_job(output_path="s3://training/prodexp2/o/", checkpoint_path=DROP, inputs={})],
-                   key="submit/ProdExp2/a.yaml")
+    result = parse(
+        [good_job(output_path="s3://training/prodexp2/o/", checkpoint_path=DROP, inputs={})],
+        key="submit/ProdExp2/a.yaml",
+    )
     messages = " ".join(p.message for p in result.jobs[0].problems)
     assert "no execution role" in messages and "no output prefixes" in messages
 
@@ -753,7 +1043,8 @@ def test_a_team_without_grants_defaults_to_deny() -> None:
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
 documents = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=20,
 )
 FIELDS = list(good_job())
@@ -835,8 +1126,10 @@ def test_corrupted_spec_text_never_raises(data: st.DataObject) -> None:
 
 
 @FUZZ
-@given(key=st.text(max_size=80) | st.builds(lambda team, name: f"submit/{team}/{name}", st.text(max_size=12),
-                                             st.text(max_size=12)))
+@given(
+    key=st.text(max_size=80)
+    | st.builds(lambda team, name: f"submit/{team}/{name}", st.text(max_size=12), st.text(max_size=12))
+)
 def test_any_key_either_names_a_team_or_raises_invalid_input(key: str) -> None:
     try:
         team = team_from_key(key)
@@ -853,3 +1146,19 @@ def test_parsing_is_deterministic(document: Any) -> None:
     data = yaml.safe_dump([good_job(), document]).encode()
     assert parse_spec_file(data, KEY, CONFIG) == parse_spec_file(data, KEY, CONFIG)
 
+
+@FUZZ
+@given(
+    document=documents,
+    extra=st.sampled_from(["", "x: &a 1\n", "x: !!str 1\n", "x: 1\nx: 2\n", "<<: {a: 1}\n"]),
+)
+def test_the_libyaml_and_pure_python_loaders_agree(document: Any, extra: str) -> None:
+    # The fast loader must keep every guard of the pure-Python one: same data, same refusals.
+    text = yaml.safe_dump({"doc": document}) + extra
+    outcomes = []
+    for loader in (jobspec._SpecLoader, jobspec._Loader):
+        try:
+            outcomes.append(("data", yaml.load(text, Loader=loader)))  # noqa: S506
+        except jobspec._Refused as exc:
+            outcomes.append(("refused", str(exc)))
+    assert outcomes[0] == outcomes[1]

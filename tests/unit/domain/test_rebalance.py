@@ -610,22 +610,28 @@ QUOTA_CASES = [
     pytest.param(
         {"capacity_limit_min_fraction": 0.5},
         {"borrow_limit": 0},
-        (100, 35),
-        {"A": (60, 9), "B": (35, 0)},
+        (100, 100, 45, 55, 60),
+        {"A": (60, 0), "B": (55, 0)},
         id="a shrinking limit never goes below what the share is running",
     ),
 ]
 
 
-@pytest.mark.parametrize(("rules", "quota", "demands", "expected"), QUOTA_CASES)
-def test_quota_mode(rules, quota, demands, expected) -> None:
+@pytest.mark.parametrize(("rules", "quota", "load", "expected"), QUOTA_CASES)
+def test_quota_mode(rules, quota, load, expected) -> None:
     # GIVEN 60/40 quota shares with limits at their entitlements on 100 instances
-    snap = snapshot(quota_share("A", 60, demands[0], **quota), quota_share("B", 40, demands[1], **quota))
+    running_a, running_b, limit_b = load[2:] if len(load) > 2 else (None, None, None)
+    snap = snapshot(
+        quota_share("A", 60, load[0], running_a, **quota),
+        quota_share("B", 40, load[1], running_b, limit_b, **quota),
+    )
     plan = plan_rebalance(snap, RebalanceConfig(**rules))
     after = {c.share: (c.after.capacity_limits[P4], c.after.borrow_limit) for c in plan.changes}
     assert after == expected
     assert all(c.after.strategy == c.before.strategy for c in plan.changes)
-    assert sum(limit for limit, _ in after.values()) <= 100
+    assert sum(limit for limit, _ in after.values()) <= max(
+        100, sum(c.before.capacity_limits[P4] for c in plan.changes)
+    )
 
 
 def test_quota_limit_raises_are_trimmed_to_the_capacity_left() -> None:

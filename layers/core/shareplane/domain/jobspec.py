@@ -23,13 +23,16 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
 from .errors import InvalidInputError
@@ -55,6 +58,10 @@ TEAM_TAG = "shareplane:team"
 TIER_TAG = "shareplane:tier"
 # Keys people reach for when they want to pick a role; the role always comes from config.
 _ROLE_FIELDS = frozenset({"role", "rolearn", "role_arn", "execution_role", "execution_role_arn", "iam_role"})
+# Likewise for the share: it is the team's, and the team is the key's folder.
+_SHARE_FIELDS = frozenset(
+    {"share", "shareidentifier", "share_identifier", "quotasharename", "quota_share_name"}
+)
 _TOKEN_DOMAIN = "shareplane-submit-v1"
 
 
@@ -320,6 +327,12 @@ def _problem_from_error(prefix: str, error: Mapping[str, Any]) -> Problem:
                 "a spec may not choose an IAM role; the team's execution role comes from the shares config",
                 f"remove {top}",
             )
+        if top.lower() in _SHARE_FIELDS:
+            return Problem(
+                path,
+                "a spec may not choose a share; jobs run on the share of the team they are submitted as",
+                f"remove {top}; to use another team's share, that team submits under submit/<team>/",
+            )
         close = difflib.get_close_matches(top, SPEC_FIELDS, n=1)
         hint = f"did you mean {close[0]}?" if close else f"known fields: {', '.join(SPEC_FIELDS)}"
         return Problem(path, f"{top} is not a spec field", f"remove it or fix the spelling; {hint}")
@@ -391,8 +404,8 @@ class _Refused(Exception):
         self.fix = fix
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader minus tags, anchors, aliases, merge keys, duplicate and non-string keys."""
+class _Guards:
+    """Loader hooks that refuse tags, anchors, aliases, merge keys, duplicate and non-string keys."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 - PyYAML hook
         event = self.peek_event()
@@ -408,7 +421,7 @@ class _SpecLoader(yaml.SafeLoader):
                 "remove the tag (the text starting with !)",
                 event.start_mark,
             )
-        return super().compose_node(parent, index)
+        return Composer.compose_node(self, parent, index)  # type: ignore[arg-type]
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
         seen: set[str] = set()
@@ -425,7 +438,33 @@ class _SpecLoader(yaml.SafeLoader):
             if key in seen:
                 raise _Refused(f"duplicate key {key!r}", "keep one of them", key_node.start_mark)
             seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        return SafeConstructor.construct_mapping(self, node, deep=deep)  # type: ignore[arg-type]
+
+
+class _SpecLoader(_Guards, yaml.SafeLoader):
+    """The pure-Python spec loader."""
+
+
+_Loader: type = _SpecLoader
+if yaml.__with_libyaml__:
+    from yaml.cyaml import CParser
+
+    class _FastSpecLoader(_Guards, CParser, SafeConstructor, Resolver):
+        """libyaml scans and parses (4x faster); the Python composer keeps the guards on every node."""
+
+        get_single_node = Composer.get_single_node
+        compose_document = Composer.compose_document
+        compose_scalar_node = Composer.compose_scalar_node
+        compose_sequence_node = Composer.compose_sequence_node
+        compose_mapping_node = Composer.compose_mapping_node
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.anchors: dict[str, Any] = {}
+
+    _Loader = _FastSpecLoader
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -472,7 +511,7 @@ def _load(data: bytes, filename: str) -> tuple[list[Any] | None, tuple[Problem, 
         if is_json:
             document = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
         else:
-            document = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
+            document = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe: SafeConstructor only
     except _Refused as exc:
         return _file_problem(str(exc), exc.fix)
     except json.JSONDecodeError as exc:
@@ -746,7 +785,12 @@ def _outside(uri: str, team_name: str, kind: str, prefixes: Sequence[str]) -> tu
 
 
 def _framework_image(
-    spec: JobSpec, team_name: str, config: SharesConfig, team: TeamConfig, is_cpu: bool, add: Any
+    spec: JobSpec,
+    team_name: str,
+    config: SharesConfig,
+    team: TeamConfig,
+    is_cpu: bool,
+    add: Callable[[str, str, str], None],
 ) -> str | None:
     framework = spec.framework or ""
     allowed = _allowed_frameworks(config, team)

@@ -532,7 +532,7 @@ def _step_and_bound(before: float, wanted: float, low: float, high: float, max_s
 
 
 def _within_deadband(before: float, after: float, deadband: float) -> bool:
-    return False
+    return before > 0 and abs(after / before - 1) < deadband
 
 
 def weight_bounds(share: str, config: RebalanceConfig) -> tuple[float, float]:

@@ -1,0 +1,103 @@
+"""The clock owner: ordering, ties, run(until), and the scaled wall clock of the emulator."""
+
+from __future__ import annotations
+
+import pytest
+from gpusim import Engine, RealtimeEngine
+from gpusim.engine import LATE, URGENT
+
+
+def test_events_run_in_time_then_priority_then_fifo_order() -> None:
+    engine, log = Engine(), []
+    engine.schedule(5, log.append, "late-5")
+    engine.schedule(1, log.append, "normal-1a")
+    engine.schedule(1, log.append, "late-1", priority=LATE)
+    engine.schedule(1, log.append, "normal-1b")
+    engine.schedule(1, log.append, "urgent-1", priority=URGENT)
+    engine.run()
+    assert log == ["urgent-1", "normal-1a", "normal-1b", "late-1", "late-5"]
+    assert engine.now == 5
+
+
+def test_run_until_stops_the_clock_there_and_leaves_later_events() -> None:
+    engine, log = Engine(), []
+    engine.schedule(3, log.append, "a")
+    engine.schedule(8, log.append, "b")
+    engine.run(until=5)
+    assert (log, engine.now, engine.peek()) == (["a"], 5, 8)
+    engine.step()
+    assert (log, engine.now, engine.peek()) == (["a", "b"], 8, float("inf"))
+
+
+def test_events_scheduled_in_the_past_run_now() -> None:
+    engine, log = Engine(start=10), []
+    engine.schedule_at(3, lambda _: log.append(engine.now))
+    engine.run()
+    assert log == [10]
+
+
+class FakeWall:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_realtime_engine_maps_wall_seconds_to_scaled_virtual_time() -> None:
+    wall = FakeWall()
+    engine, log = RealtimeEngine(speed=60, wall_clock=wall), []
+    engine.schedule(120, log.append, "two-virtual-minutes")
+    assert engine.wall_seconds_to_next() == pytest.approx(2.0)
+    wall.t += 1
+    assert engine.advance_to_now() == pytest.approx(60) and log == []
+    wall.t += 1.5
+    engine.advance_to_now()
+    assert log == ["two-virtual-minutes"] and engine.now == pytest.approx(150)
+
+
+def test_realtime_engine_drives_the_same_model() -> None:
+    from gpusim import BatchApi, BatchModel
+    from gpusim.model import ModelOptions
+
+    wall = FakeWall()
+    model = BatchModel(RealtimeEngine(speed=3600, wall_clock=wall), ModelOptions())
+    api = BatchApi(model)
+    api.create_service_environment(
+        serviceEnvironmentName="se",
+        serviceEnvironmentType="SAGEMAKER_TRAINING",
+        capacityLimits=[{"maxCapacity": 1, "capacityUnit": "NUM_INSTANCES"}],
+    )
+    api.create_job_queue(
+        jobQueueName="q",
+        jobQueueType="SAGEMAKER_TRAINING",
+        priority=1,
+        serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "se"}],
+    )
+    import json
+
+    body = {
+        "AlgorithmSpecification": {},
+        "RoleArn": "r",
+        "OutputDataConfig": {},
+        "StoppingCondition": {},
+        "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1},
+    }
+    job = api.submit_service_job(
+        jobName="j",
+        jobQueue="q",
+        serviceJobType="SAGEMAKER_TRAINING",
+        serviceRequestPayload=json.dumps(body),
+        tags={"gpusim:duration-seconds": "600"},
+    )
+    with model.engine.lock:
+        model.engine.advance_to_now()
+    assert api.describe_service_job(jobId=job["jobId"])["status"] == "SCHEDULED"
+    wall.t += 1  # one wall second = one virtual hour
+    assert model.sync() == pytest.approx(3600)
+    assert api.describe_service_job(jobId=job["jobId"])["status"] == "SUCCEEDED"
+
+
+def test_realtime_engine_refuses_a_non_positive_speed() -> None:
+    with pytest.raises(ValueError):
+        RealtimeEngine(speed=0)
