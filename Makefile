@@ -27,7 +27,8 @@ $(TOOLBIN)/.installed:
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/shareplane demo
+	cat events/scenarios/*.jsonl > $(VENV)/demo-events.jsonl
+	$(BIN)/shareplane replay $(VENV)/demo-events.jsonl
 
 test: $(BIN)/.installed template
 	$(BIN)/ruff check layers functions sim cli tests

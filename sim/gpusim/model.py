@@ -31,7 +31,7 @@ import heapq
 import json
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -399,6 +399,9 @@ class BatchModel:
         self._pass_pending = False
         self.finished = 0
         self.held_instance_seconds = 0.0
+        #: Called as ``observer(kind, job)`` on "dispatch", "preempt" (before the release), "release" and
+        #: "finish": what-if meters integrate demand and use from these without scanning every job.
+        self.observer: Callable[[str, Job], None] | None = None
 
     # ----------------------------------------------------------------------------------- time
     @property
@@ -811,6 +814,8 @@ class BatchModel:
         job.dispatches += 1
         if job.first_dispatch is None:
             job.first_dispatch = now
+        if self.observer is not None:
+            self.observer("dispatch", job)
         job.scheduled_at = now
         job.started_at = None
         job.blocked = None
@@ -852,6 +857,8 @@ class BatchModel:
         env = job.env
         if env is None:
             return
+        if self.observer is not None:
+            self.observer("release", job)
         env.in_use[job.unit] -= job.count
         held = job.count * (now - (job.scheduled_at or now))
         self.held_instance_seconds += held
@@ -868,6 +875,25 @@ class BatchModel:
             q.running.discard(job)
             q.held_seconds += held
         job.env = None
+        self.request_pass()
+
+    def reweigh(self, queue: JobQueue, weights: Mapping[str, float]) -> None:
+        """Set fair-share weightFactors mid-run in O(shares) (UpdateSchedulingPolicy rescans every job).
+
+        Decayed usage is brought up to now under the old weights first; from now on running jobs
+        accrue at the new weight, as ``BatchApi.update_scheduling_policy`` does.
+        """
+        policy = queue.policy
+        now = self.engine.now
+        changed = {**{w.share_identifier: w.weight_factor for w in policy.weights}, **weights}
+        for sh in queue.shares.values():
+            self._share_usage(sh, now, policy.decay_window)
+        distribution = [{"shareIdentifier": s, "weightFactor": w} for s, w in changed.items()]
+        policy.set_fairshare({**(policy.fairshare or {}), "shareDistribution": distribution})
+        for sh in queue.shares.values():
+            weight = fairshare.weight_for(sh.name, policy.weights)
+            sh.rate = sh.rate / sh.weight * weight if sh.weight > 0 else 0.0
+            sh.weight = weight
         self.request_pass()
 
     def _deactivate(self, job: Job) -> None:
@@ -1037,6 +1063,8 @@ class BatchModel:
         job.stopped_at = self.engine.now
         self._deactivate(job)
         self.finished += 1
+        if self.observer is not None:
+            self.observer("finish", job)
         self._emit(job)
 
     def _preempt(self, job: Job, reason: str) -> None:
@@ -1053,6 +1081,8 @@ class BatchModel:
                 },
                 self.ms(),
             )
+        if self.observer is not None:
+            self.observer("preempt", job)
         tj = job.training
         if tj is not None:
             self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")

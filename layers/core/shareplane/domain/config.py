@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +44,26 @@ class InstanceTypeConfig(_Strict):
     capacity: Annotated[int, Field(gt=0)]
 
 
+class TeamQuotaConfig(_Strict):
+    """Quota mode: how a team's quota share lends and borrows, and whether priority preempts inside it."""
+
+    strategy: Literal["RESERVE", "LEND", "LEND_AND_BORROW"] = "LEND_AND_BORROW"
+    #: Percent of the share's own limits it may borrow on top (LEND_AND_BORROW only); -1: unlimited.
+    borrow_limit: Annotated[int, Field(ge=-1)] = -1
+    #: Off by default: preempting a running job costs its progress unless the trainer checkpoints.
+    in_share_preemption: bool = False
+
+    @model_validator(mode="after")
+    def _borrow_needs_borrowing(self) -> TeamQuotaConfig:
+        if self.borrow_limit != -1 and self.strategy != "LEND_AND_BORROW":
+            raise ConfigError(
+                "quota.borrow_limit",
+                f"is {self.borrow_limit} but strategy {self.strategy} never borrows",
+                "drop borrow_limit or use strategy LEND_AND_BORROW",
+            )
+        return self
+
+
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^/]+/)*$"
 ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
@@ -71,6 +91,7 @@ class TeamConfig(_Strict):
     execution_role_arn: Annotated[str, Field(pattern=ROLE_ARN_PATTERN)] | None = None
     default_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
     max_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    quota: TeamQuotaConfig = TeamQuotaConfig()
 
     @model_validator(mode="after")
     def _retry_bounds(self) -> TeamConfig:
@@ -98,6 +119,13 @@ class QueuesConfig(_Strict):
     # None: no CPU queue; CPU jobs are refused.
     cpu_fifo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")] | None = None
     cpu_instance_types: Mapping[str, InstanceTypeConfig] = Field(default_factory=dict)
+    #: How long the job at the head of a queue may sit RUNNABLE for want of SageMaker capacity before
+    #: Batch terminates it so the jobs behind it can run (jobStateTimeLimitActions; capacity errors
+    #: are requeued forever otherwise).
+    capacity_wait_limit_seconds: Annotated[int, Field(ge=600, le=86400)] = 14400
+    #: The same for a head job that can never run: more instances than its service environment or
+    #: quota share allows.
+    misconfiguration_wait_limit_seconds: Annotated[int, Field(ge=600, le=86400)] = 600
 
 
 class FairshareConfig(_Strict):
