@@ -49,8 +49,14 @@ class FaultInjector:
 
     FAULTS = (
         (400, b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'),
-        (500, b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal error"}'),
-        (503, b'{"__type":"com.amazon.coral.availability#ServiceUnavailableException","message":"Unavailable"}'),
+        (
+            500,
+            b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal error"}',
+        ),
+        (
+            503,
+            b'{"__type":"com.amazon.coral.availability#ServiceUnavailableException","message":"Unavailable"}',
+        ),
     )
 
     def __init__(self, rate: float, seed: int) -> None:

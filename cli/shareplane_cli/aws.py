@@ -8,7 +8,6 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 
 DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", "shareplane-dev")

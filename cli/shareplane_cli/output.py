@@ -24,7 +24,9 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
-def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Console | None = None) -> None:
+def print_table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Console | None = None
+) -> None:
     """A rich table; None prints as a dash."""
     table = Table(title=title, show_lines=False)
     for column in columns:

@@ -17,10 +17,10 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
+
 from tests.aws import create_jobs_table
 from tests.conftest import REPO, load_scenario, scenario_names
 
@@ -54,9 +54,13 @@ def test_aws_calls_per_applied_event_and_per_duplicate(aws_credentials: None) ->
             record_observation(obs, store, NullSink(), None)
         dup_calls, dup_writes = sum(calls.values()), sum(calls[w] for w in WRITES)
     print("\nAWS calls per event (DynamoDB on moto)")
-    print(f"  applied events: {applied}, calls/event {first_calls / applied:.2f}, writes/event {first_writes / applied:.2f}")
-    print(f"  duplicates:     {len(observations)}, calls/event {dup_calls / len(observations):.2f}, "
-          f"writes/event {dup_writes / len(observations):.2f}")
+    print(
+        f"  applied events: {applied}, calls/event {first_calls / applied:.2f}, writes/event {first_writes / applied:.2f}"
+    )
+    print(
+        f"  duplicates:     {len(observations)}, calls/event {dup_calls / len(observations):.2f}, "
+        f"writes/event {dup_writes / len(observations):.2f}"
+    )
     assert first_writes == applied, "one write request per applied event"
     assert dup_writes == 0, "a duplicate caught on read costs no write"
 
@@ -74,12 +78,14 @@ def _env() -> dict[str, str]:
 
 
 def test_cold_import_of_each_handler_against_the_sdk_baseline() -> None:
-    baseline = "import boto3; from aws_lambda_powertools import Logger, Metrics; from pydantic import BaseModel"
+    baseline = (
+        "import boto3; from aws_lambda_powertools import Logger, Metrics; from pydantic import BaseModel"
+    )
     rows = []
     for app in sorted((REPO / "functions").glob("*/app.py")):
         load = (
-            "import importlib.util as u; s = u.spec_from_file_location('h', %r); "
-            "m = u.module_from_spec(s); s.loader.exec_module(m)" % str(app)
+            f"import importlib.util as u; s = u.spec_from_file_location('h', {str(app)!r}); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m)"
         )
         ratios, handler_times, base_times = [], [], []
         for _ in range(7):  # alternate, so drift in machine speed hits both alike
@@ -88,7 +94,14 @@ def test_cold_import_of_each_handler_against_the_sdk_baseline() -> None:
             handler_times.append(h)
             base_times.append(b)
             ratios.append(h / b)
-        rows.append((app.parent.name, statistics.median(handler_times), statistics.median(base_times), statistics.median(ratios)))
+        rows.append(
+            (
+                app.parent.name,
+                statistics.median(handler_times),
+                statistics.median(base_times),
+                statistics.median(ratios),
+            )
+        )
     print("\nCold import (median of 7, interpreter start subtracted; target <= 1.25x)")
     for name, h, b, r in rows:
         print(f"  {name:<18} {h * 1000:7.0f} ms vs baseline {b * 1000:5.0f} ms = {r:.2f}x")
@@ -106,8 +119,10 @@ def test_events_per_second_through_the_local_path() -> None:
         put_events(stack, events)
         FunctionRunner(stack).drain()
         elapsed = time.perf_counter() - start
-    print(f"\nLocal path: {len(events)} events (PutEvents -> rule -> SQS -> handler -> DynamoDB) "
-          f"in {elapsed:.2f} s = {len(events) / elapsed:.0f} events/s")
+    print(
+        f"\nLocal path: {len(events)} events (PutEvents -> rule -> SQS -> handler -> DynamoDB) "
+        f"in {elapsed:.2f} s = {len(events) / elapsed:.0f} events/s"
+    )
 
 
 def _size(path: Path) -> int:
@@ -127,6 +142,8 @@ def test_unzipped_size_of_function_plus_core_layer() -> None:
         layer_size = _size(REPO / "layers" / "core" / "shareplane") + _size(Path(yaml.__file__).parent)
         source = "sources (run `make template` for the sam build figure)"
     total = _size(function) + layer_size
-    print(f"\nUnzipped size ({source}): function {_size(function) / 1024:.0f} KiB + core layer "
-          f"{layer_size / 1024:.0f} KiB = {total / 1024:.0f} KiB (Lambda limit 250 MiB)")
+    print(
+        f"\nUnzipped size ({source}): function {_size(function) / 1024:.0f} KiB + core layer "
+        f"{layer_size / 1024:.0f} KiB = {total / 1024:.0f} KiB (Lambda limit 250 MiB)"
+    )
     assert total < 250 * 1024 * 1024

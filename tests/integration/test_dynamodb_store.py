@@ -9,12 +9,12 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
+
 from tests.aws import create_jobs_table
 from tests.conftest import load_scenario
 from tests.streams import lifecycle
@@ -68,7 +68,9 @@ def test_a_whole_life_is_stored_with_history_in_order(store: DynamoJobStore) -> 
     assert sink.names["Transitions"] == 5 and sink.names["RunSeconds"] == 1
 
 
-def test_each_applied_event_is_one_write_and_a_duplicate_is_at_most_its_check(dynamodb: Any, store: DynamoJobStore) -> None:
+def test_each_applied_event_is_one_write_and_a_duplicate_is_at_most_its_check(
+    dynamodb: Any, store: DynamoJobStore
+) -> None:
     counter = CallCounter(dynamodb)
     events = lifecycle(["capacity", "preempt"], "succeed")
     for obs in events:
@@ -81,7 +83,9 @@ def test_each_applied_event_is_one_write_and_a_duplicate_is_at_most_its_check(dy
     assert counter.calls["TransactWriteItems"] == 0, "a duplicate caught on read needs no write at all"
 
 
-def test_a_duplicate_that_slips_past_the_read_is_stopped_by_the_conditional_write(store: DynamoJobStore) -> None:
+def test_a_duplicate_that_slips_past_the_read_is_stopped_by_the_conditional_write(
+    store: DynamoJobStore,
+) -> None:
     obs = lifecycle([], "succeed")[0]
     transition = decide(None, obs)
     assert store.save_job(transition) is True

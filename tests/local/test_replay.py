@@ -7,9 +7,9 @@ import random
 from pathlib import Path
 
 import pytest
+from shareplane_cli.main import app
 from typer.testing import CliRunner
 
-from shareplane_cli.main import app
 from tests.conftest import REPO, SCENARIOS, load_scenario, scenario_names
 
 pytestmark = pytest.mark.local
@@ -18,7 +18,9 @@ pytestmark = pytest.mark.local
 def replay(tmp_path: Path, lines: list[dict], name: str) -> list[dict]:
     stream = tmp_path / f"{name}.jsonl"
     stream.write_text("\n".join(json.dumps(e) for e in lines))
-    result = CliRunner().invoke(app, ["replay", str(stream), "--output", "json", "--template", str(REPO / "template.yaml")])
+    result = CliRunner().invoke(
+        app, ["replay", str(stream), "--output", "json", "--template", str(REPO / "template.yaml")]
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -36,9 +38,21 @@ def test_replaying_every_scenario_records_every_job(tmp_path: Path) -> None:
     assert oom["status"] == "FAILED" and "CUDA out of memory" in oom["failureReason"]
     for record in records:
         assert set(record) >= {
-            "jobId", "jobName", "jobQueue", "status", "statusReason", "shareIdentifier", "schedulingPriority",
-            "createdAt", "startedAt", "stoppedAt", "trainingJobArn", "attempts", "preemptions",
-            "capacityRequeues", "history",
+            "jobId",
+            "jobName",
+            "jobQueue",
+            "status",
+            "statusReason",
+            "shareIdentifier",
+            "schedulingPriority",
+            "createdAt",
+            "startedAt",
+            "stoppedAt",
+            "trainingJobArn",
+            "attempts",
+            "preemptions",
+            "capacityRequeues",
+            "history",
         }
         assert [h["at"] for h in record["history"]] == sorted(h["at"] for h in record["history"])
 
@@ -63,13 +77,18 @@ def test_a_bad_event_ends_in_the_dlq_and_the_rest_is_applied(tmp_path: Path) -> 
         runner = FunctionRunner(stack)
         runner.drain()
         sqs = stack.client("sqs")
-        dead = sqs.receive_message(QueueUrl=stack.outputs["RecordStateDeadLetterQueueUrl"], MaxNumberOfMessages=10)
+        dead = sqs.receive_message(
+            QueueUrl=stack.outputs["RecordStateDeadLetterQueueUrl"], MaxNumberOfMessages=10
+        )
         bodies = [json.loads(m["Body"]) for m in dead.get("Messages", [])]
         assert [b["detail"] for b in bodies] == [{"status": "SUCCEEDED"}]
-        assert sum(i.failed for i in runner.invocations) == 5, "retried up to maxReceiveCount, then dead-lettered"
+        assert sum(i.failed for i in runner.invocations) == 5, (
+            "retried up to maxReceiveCount, then dead-lettered"
+        )
         table = stack.outputs["JobsTableName"]
-        states = stack.client("dynamodb").scan(TableName=table, FilterExpression="sk = :s",
-                                               ExpressionAttributeValues={":s": {"S": "STATE"}})["Items"]
+        states = stack.client("dynamodb").scan(
+            TableName=table, FilterExpression="sk = :s", ExpressionAttributeValues={":s": {"S": "STATE"}}
+        )["Items"]
         assert {s["status"]["S"] for s in states if s["entity"]["S"] == "job"} == {"SUCCEEDED"}
 
 

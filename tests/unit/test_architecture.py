@@ -31,7 +31,9 @@ def test_pure_layers_import_no_aws_sdk(path: Path) -> None:
     assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
 
 
-@pytest.mark.parametrize("path", PURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name} reads no environment or clock")
+@pytest.mark.parametrize(
+    "path", PURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name} reads no environment or clock"
+)
 def test_pure_layers_read_no_environment_or_clock(path: Path) -> None:
     source = path.read_text()
     for needle in ("os.environ", "time.time(", "datetime.now(", "datetime.utcnow("):
@@ -41,7 +43,9 @@ def test_pure_layers_read_no_environment_or_clock(path: Path) -> None:
 def test_the_lambda_code_never_imports_the_simulator_the_cli_or_the_sagemaker_sdk() -> None:
     lambda_files = [*CORE.rglob("*.py"), *(REPO / "functions").rglob("*.py")]
     for path in lambda_files:
-        bad = {m for m in imported_modules(path) if m.split(".")[0] in ("gpusim", "shareplane_cli", "sagemaker")}
+        bad = {
+            m for m in imported_modules(path) if m.split(".")[0] in ("gpusim", "shareplane_cli", "sagemaker")
+        }
         assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
 
 

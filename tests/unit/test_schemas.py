@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from shareplane.domain.errors import InvalidInputError, UnknownEventError
 from shareplane.domain.lifecycle import JobObservation, JobStatus, ObservationKind
 from shareplane.domain.training import TrainingJobObservation
 from shareplane.schemas import parse_state_event
+
 from tests.conftest import EVENTS, load_event, load_scenario, scenario_names
 
 SAMPLES = sorted(p.stem for p in EVENTS.glob("*.json"))
@@ -66,10 +66,28 @@ def test_preemption_events_are_annotations_of_the_preempted_job() -> None:
 
 
 BAD = [
-    pytest.param({"detail-type": "EC2 Instance State-change Notification", "source": "aws.ec2"}, UnknownEventError, "detail-type", id="an unknown detail-type is refused by name"),
+    pytest.param(
+        {"detail-type": "EC2 Instance State-change Notification", "source": "aws.ec2"},
+        UnknownEventError,
+        "detail-type",
+        id="an unknown detail-type is refused by name",
+    ),
     pytest.param("not an object", InvalidInputError, "event", id="a non-object is refused"),
-    pytest.param({**load_event("batch_service_job_state_change_succeeded"), "detail": {"status": "RUNNABLE"}}, InvalidInputError, "detail.jobArn", id="a missing jobArn names the field"),
-    pytest.param({**load_event("batch_service_job_state_change_succeeded"), "detail": {"jobArn": "a", "status": "DANCING"}}, InvalidInputError, "detail.status", id="an unknown status names the field"),
+    pytest.param(
+        {**load_event("batch_service_job_state_change_succeeded"), "detail": {"status": "RUNNABLE"}},
+        InvalidInputError,
+        "detail.jobArn",
+        id="a missing jobArn names the field",
+    ),
+    pytest.param(
+        {
+            **load_event("batch_service_job_state_change_succeeded"),
+            "detail": {"jobArn": "a", "status": "DANCING"},
+        },
+        InvalidInputError,
+        "detail.status",
+        id="an unknown status names the field",
+    ),
 ]
 
 

@@ -38,7 +38,11 @@ RULE_FOR_DETAIL_TYPE = {
     ("aws.batch", "Batch Service Job Queue Blocked"): "BatchJobQueueBlockedRule",
     ("aws.batch", "Batch Job Queue Blocked"): "BatchJobQueueBlockedRule",
     ("aws.sagemaker", "SageMaker Training Job State Change"): "SageMakerTrainingJobStateChangeRule",
+    ("aws.s3", "Object Created"): "SubmitSpecObjectCreatedRule",
 }
+
+#: Physical names the samples in events/ use for resources a rule pattern references with !Ref.
+PATTERN_REF_STANDINS = {"DropBucket": "shareplane-dev-dropbucket-1a2b3c4d5e6f"}
 
 #: Managed policies a function role may carry: X-Ray has no resource-level permissions, so its AWS
 #: managed write-only policy is the narrowest grant there is.
@@ -126,10 +130,21 @@ def sample_events() -> list[Path]:
     return sorted(EVENTS.glob("*.json"))
 
 
+def _standin_refs(node: Any) -> Any:
+    if isinstance(node, dict):
+        if set(node) == {"Ref"} and node["Ref"] in PATTERN_REF_STANDINS:
+            return PATTERN_REF_STANDINS[node["Ref"]]
+        return {k: _standin_refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_standin_refs(v) for v in node]
+    return node
+
+
 def rule_patterns() -> dict[str, dict[str, Any]]:
-    """Rule logical id -> its EventPattern."""
+    """Rule logical id -> its EventPattern (a !Ref to a resource of the stack stood in by its sample name)."""
     return {
-        k: r["Properties"]["EventPattern"] for k, r in resources(raw_template(), "AWS::Events::Rule").items()
+        k: _standin_refs(r["Properties"]["EventPattern"])
+        for k, r in resources(raw_template(), "AWS::Events::Rule").items()
     }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.service.queries import job_records
 
@@ -40,7 +39,19 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
             )
             for r in records
         ]
-        columns = ["job", "status", "share", "prio", "att", "pre", "cap", "created", "stopped", "history", "reason"]
+        columns = [
+            "job",
+            "status",
+            "share",
+            "prio",
+            "att",
+            "pre",
+            "cap",
+            "created",
+            "stopped",
+            "history",
+            "reason",
+        ]
         print_table(f"{len(records)} jobs", columns, rows)
 
     emit(records, output, table)
@@ -49,7 +60,9 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
 @app.command("jobs")
 def jobs_command(
     status: Annotated[JobStatus | None, typer.Option(help="Only jobs in this status.")] = None,
-    share: Annotated[str | None, typer.Option(help="Only jobs of this share identifier or quota share.")] = None,
+    share: Annotated[
+        str | None, typer.Option(help="Only jobs of this share identifier or quota share.")
+    ] = None,
     output: OutputOption = Output.TABLE,
     profile: Profile = None,
     region: Region = None,

@@ -1,4 +1,4 @@
-"""`shareplane up` and `shareplane replay`: the control plane on the embedded local stack."""
+"""`shareplane up` and `shareplane replay`: the control plane on the embedded local stack and emulator."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-
 from shareplane.service.queries import job_records
 
+from ..local.emulator import DEFAULT_SPEED, Schedule, ScheduleClock, template_schedules
 from ..local.runner import FunctionRunner
 from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
@@ -33,7 +33,11 @@ def put_events(stack: LocalStack, events: list[dict[str, Any]]) -> None:
                 "DetailType": e["detail-type"],
                 "Detail": json.dumps(e["detail"]),
                 "Resources": e.get("resources", []),
-                **({"Time": datetime.fromisoformat(e["time"].replace("Z", "+00:00"))} if e.get("time") else {}),
+                **(
+                    {"Time": datetime.fromisoformat(e["time"].replace("Z", "+00:00"))}
+                    if e.get("time")
+                    else {}
+                ),
             }
             for e in events[start : start + 10]
         ]
@@ -69,7 +73,9 @@ def wait_until_drained(stack: LocalStack, timeout: float = 60) -> None:
 @app.command("replay")
 def replay_command(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Events, one JSON per line.")],
-    endpoint: Annotated[str | None, typer.Option(help="A running `shareplane up` stack; default: a fresh one.")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="A running `shareplane up` stack; default: a fresh one.")
+    ] = None,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.TABLE,
     template: TemplateOption = Path("template.yaml"),
 ) -> None:
@@ -92,23 +98,52 @@ def replay_command(
 def up_command(
     template: TemplateOption = Path("template.yaml"),
     poll_seconds: Annotated[float, typer.Option(help="How often the runner polls the queues.")] = 0.5,
+    speed: Annotated[
+        float, typer.Option(min=0.001, help="Emulated Batch + SageMaker: virtual seconds per wall second.")
+    ] = DEFAULT_SPEED,
 ) -> None:
     """Run the local stack in the foreground; export the printed variables to use it."""
-    stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK)).start()
-    for key, value in {**stack.environment(), "SHAREPLANE_STACK": stack.spec.stack_name}.items():
-        print(f"export {key}={value}")
-    err.print(f"[green]local stack up at {stack.endpoint}[/] (Ctrl-C stops it)")
-    runner = FunctionRunner(stack, on_invocation=lambda i: err.print(
-        f"{i.function}: {i.records} records, {i.failed} failed"
-    ))
+    stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed).start()
     try:
+        for key, value in {**stack.environment(), "SHAREPLANE_STACK": stack.spec.stack_name}.items():
+            print(f"export {key}={value}", flush=True)
+        err.print(
+            f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
+            f"{stack.emulator.endpoint} ({speed:g}x) (Ctrl-C stops it)"
+        )
+        for logical, reason in (stack.emulated.skipped if stack.emulated else {}).items():
+            err.print(f"[yellow]not emulated[/] {logical}: {reason}")
+        runner = FunctionRunner(
+            stack, on_invocation=lambda i: err.print(f"{i.function}: {i.records} records, {i.failed} failed")
+        )
+        schedules, skipped = template_schedules(stack.translated.held_back if stack.translated else {})
+        for logical, reason in skipped.items():
+            err.print(f"[yellow]schedule not run[/] {logical}: {reason}")
+        clock = ScheduleClock(schedules, start=stack.emulator.virtual_now())
         while True:
+            for schedule in clock.due(stack.emulator.virtual_now()):
+                _fire(stack, runner, schedule)
             if not sum(runner.poll_once(f) for f in stack.functions if f.queue_logical_id):
                 time.sleep(poll_seconds)
     except KeyboardInterrupt:
         err.print("stopping")
     finally:
         stack.stop()
+
+
+def _fire(stack: LocalStack, runner: FunctionRunner, schedule: Schedule) -> None:
+    """Deliver one schedule's input to its target: a function of the template, or a queue."""
+    function = next((f for f in stack.functions if f.logical_id == schedule.target), None)
+    try:
+        if function is not None:
+            _, output = runner.invoke(function, schedule.input)
+        else:
+            stack.client("sqs").send_message(
+                QueueUrl=stack.queue_url(schedule.target), MessageBody=json.dumps(schedule.input)
+            )
+        err.print(f"schedule {schedule.logical_id} -> {schedule.target}")
+    except Exception as exc:  # noqa: BLE001 - a failing scheduled run is reported; the stack keeps running
+        err.print(f"[red]schedule {schedule.logical_id} -> {schedule.target} failed:[/] {exc!r}")
 
 
 def _store(stack: LocalStack) -> Any:

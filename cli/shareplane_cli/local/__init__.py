@@ -1,4 +1,4 @@
-"""The local stack: embedded AWS (moto server) built from template.yaml, plus an in-process function runner."""
+"""The local stack: embedded AWS (moto server) built from template.yaml, and an in-process runner."""
 
 from .stack import LocalStack, StackSpec
 

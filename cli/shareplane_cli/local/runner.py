@@ -13,9 +13,10 @@ import importlib.util
 import io
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from .stack import LocalStack, patched_environ
 from .template import FunctionSpec
@@ -69,7 +70,10 @@ class FunctionRunner:
         sqs = self.stack.client("sqs")
         url = self.stack.queue_url(function.queue_logical_id or "")
         messages = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=min(10, function.batch_size), AttributeNames=["All"], WaitTimeSeconds=0
+            QueueUrl=url,
+            MaxNumberOfMessages=min(10, function.batch_size),
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
         ).get("Messages", [])
         if not messages:
             return 0
@@ -83,11 +87,14 @@ class FunctionRunner:
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             sqs.delete_message_batch(
-                QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+                QueueUrl=url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
             )
         for message in messages:
             if message["MessageId"] in failed:  # back on the queue now; the redrive policy counts receives
-                sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+                sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
         invocation = Invocation(function.logical_id, len(messages), len(failed), output)
         self.invocations.append(invocation)
         if self.on_invocation:
@@ -138,7 +145,9 @@ class FunctionRunner:
                 QueueUrl=self.stack.queue_url(function.queue_logical_id),
                 AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
             )["Attributes"]
-            if int(attributes["ApproximateNumberOfMessages"]) or int(attributes["ApproximateNumberOfMessagesNotVisible"]):
+            if int(attributes["ApproximateNumberOfMessages"]) or int(
+                attributes["ApproximateNumberOfMessagesNotVisible"]
+            ):
                 return False
         return True
 

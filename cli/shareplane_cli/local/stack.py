@@ -48,10 +48,23 @@ def endpoint_environment(endpoint: str, extra: Mapping[str, str] | None = None) 
 class LocalStack:
     """moto server + the template's stack in it; `functions` says what the runner must invoke."""
 
-    def __init__(self, spec: StackSpec, endpoint: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: StackSpec,
+        endpoint: str | None = None,
+        speed: float | None = None,
+        emulate: bool | None = None,
+    ) -> None:
         self.spec = spec
         self.endpoint = endpoint
         self._server: Any = None
+        # The emulated Batch + SageMaker belong to whoever started the embedded AWS (not to a client
+        # of a running `shareplane up`); speed is virtual seconds per wall second (None: the default).
+        self.emulate = endpoint is None if emulate is None else emulate
+        self.speed = speed
+        self.emulator: Any = None
+        self.emulated: Any = None
+        self.attributes: dict[tuple[str, str], str] = {}
         self.translated: TranslatedTemplate | None = None
         self.outputs: dict[str, str] = {}
         self.physical_ids: dict[str, str] = {}
@@ -75,10 +88,17 @@ class LocalStack:
         if not self._stack_exists(cloudformation):
             self._create_stack(cloudformation)
         self._read_stack(cloudformation)
+        if self.emulate and self.emulator is None:
+            from .emulator import DEFAULT_SPEED, attach_emulator
+
+            self.emulator = attach_emulator(self, self.speed or DEFAULT_SPEED)
         return self
 
     def stop(self) -> None:
-        """Stop the embedded AWS (when this process started it)."""
+        """Stop the emulator, then the embedded AWS (when this process started them)."""
+        if self.emulator is not None:
+            self.emulator.stop()  # first: it puts its last events on the embedded EventBridge
+            self.emulator = None
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -109,7 +129,7 @@ class LocalStack:
     def environment(self) -> dict[str, str]:
         """The endpoint variables to export for this stack."""
         assert self.endpoint is not None, "start() first"
-        return endpoint_environment(self.endpoint)
+        return endpoint_environment(self.endpoint, self.emulator.environment() if self.emulator else None)
 
     def function_environment(self, function: FunctionSpec) -> dict[str, str]:
         """A function's template environment with every reference resolved to local names."""
@@ -128,8 +148,12 @@ class LocalStack:
             return value
         if "Ref" in value:
             name = value["Ref"]
-            pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": self.spec.stack_name,
-                      "AWS::Partition": "aws"}
+            pseudo = {
+                "AWS::Region": REGION,
+                "AWS::AccountId": ACCOUNT,
+                "AWS::StackName": self.spec.stack_name,
+                "AWS::Partition": "aws",
+            }
             if name in pseudo:
                 return pseudo[name]
             if name in self.parameters:
@@ -138,11 +162,17 @@ class LocalStack:
         if "Fn::Sub" in value:
             template = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
             for key in set(_placeholders(template)):
-                resolved = self.resolve({"Ref": key}) if "." not in key else self.physical_ids.get(key.split(".")[0], key)
+                resolved = (
+                    self.resolve({"Ref": key})
+                    if "." not in key
+                    else self.physical_ids.get(key.split(".")[0], key)
+                )
                 template = template.replace("${" + key + "}", str(resolved))
             return template
         if "Fn::GetAtt" in value:
             logical, attribute = value["Fn::GetAtt"]
+            if (logical, attribute) in self.attributes:  # emulated resources know their real attributes
+                return self.attributes[(logical, attribute)]
             return f"{self.physical_ids.get(logical, logical)}.{attribute}"
         if "Fn::FindInMap" in value:
             mapping, first, second = (self.resolve(v) for v in value["Fn::FindInMap"])
@@ -169,7 +199,9 @@ class LocalStack:
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            status = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0]["StackStatus"]
+            status = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0][
+                "StackStatus"
+            ]
             if status.endswith("_COMPLETE") or status.endswith("_FAILED"):
                 if status != "CREATE_COMPLETE":
                     raise RuntimeError(f"local stack {self.spec.stack_name}: {status}")
@@ -182,7 +214,9 @@ class LocalStack:
         self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
         self.parameters = {p["ParameterKey"]: p["ParameterValue"] for p in stack.get("Parameters", [])}
         resources = cloudformation.describe_stack_resources(StackName=self.spec.stack_name)["StackResources"]
-        self.physical_ids = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if "LogicalResourceId" in r}
+        self.physical_ids = {
+            r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if "LogicalResourceId" in r
+        }
         assert self.translated is not None
         for name, definition in self.translated.cloudformation.get("Parameters", {}).items():
             self.parameters.setdefault(name, str(definition.get("Default", "")))

@@ -84,9 +84,7 @@ def translate(path: Path, parameters: Mapping[str, str] | None = None) -> Transl
     held_back = {k: v for k, v in resources.items() if v["Type"].startswith(NOT_IN_MOTO)}
     cfn["Resources"] = {k: v for k, v in resources.items() if k not in held_back}
     cfn["Resources"] = _replace_refs(cfn["Resources"], set(held_back))
-    cfn["Outputs"] = {
-        k: v for k, v in cfn.get("Outputs", {}).items() if not _mentions(v, set(held_back))
-    }
+    cfn["Outputs"] = {k: v for k, v in cfn.get("Outputs", {}).items() if not _mentions(v, set(held_back))}
     functions = [
         _function_spec(logical_id, resource, code_dirs, held_back)
         for logical_id, resource in held_back.items()
@@ -107,7 +105,9 @@ def _function_spec(
     batch_size = 10
     for mapping in held_back.values():
         mprops = mapping.get("Properties", {})
-        if mapping["Type"] == "AWS::Lambda::EventSourceMapping" and mprops.get("FunctionName") == {"Ref": logical_id}:
+        if mapping["Type"] == "AWS::Lambda::EventSourceMapping" and mprops.get("FunctionName") == {
+            "Ref": logical_id
+        }:
             source = mprops.get("EventSourceArn")
             if isinstance(source, dict) and "Fn::GetAtt" in source:
                 queue = source["Fn::GetAtt"][0]

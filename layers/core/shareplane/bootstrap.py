@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import boto3
 from botocore.config import Config
 
+from .adapters.batch_service_jobs import BatchServiceJobs
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
+from .adapters.s3_spec_bucket import S3SpecBucket
+from .adapters.sns_alerts import SnsAlerts
 from .domain.config import SharesConfig
+from .service.submit_job import QueueNames
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
@@ -30,6 +34,33 @@ class Dependencies:
     store: DynamoJobStore
     metrics: EmfMetricsSink
     config: SharesConfig | None
+
+    # The submit path's adapters: built on first use, so other handlers never create their clients.
+    @cached_property
+    def _session(self) -> boto3.session.Session:
+        return boto3.session.Session()
+
+    @cached_property
+    def spec_bucket(self) -> S3SpecBucket:
+        """The drop bucket (S3)."""
+        return S3SpecBucket(self._session.client("s3", config=_BOTO_CONFIG))
+
+    @cached_property
+    def batch_jobs(self) -> BatchServiceJobs:
+        """AWS Batch service jobs."""
+        return BatchServiceJobs(self._session.client("batch", config=_BOTO_CONFIG))
+
+    @cached_property
+    def alerts(self) -> SnsAlerts:
+        """The alerts topic (ALERTS_TOPIC_ARN)."""
+        return SnsAlerts(self._session.client("sns", config=_BOTO_CONFIG), os.environ["ALERTS_TOPIC_ARN"])
+
+    @cached_property
+    def submit_queues(self) -> QueueNames:
+        """The deployed GPU and CPU queues (GPU_JOB_QUEUE, CPU_JOB_QUEUE) that config queue names map to."""
+        return QueueNames(
+            gpu=os.environ.get("GPU_JOB_QUEUE") or None, cpu=os.environ.get("CPU_JOB_QUEUE") or None
+        )
 
 
 def load_config_from_env() -> SharesConfig | None:

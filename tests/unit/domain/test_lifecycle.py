@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shareplane.domain.lifecycle import (
     Decision,
     JobObservation,
@@ -19,6 +18,7 @@ from shareplane.domain.lifecycle import (
     decide,
 )
 from shareplane.schemas import parse_state_event
+
 from tests.conftest import load_scenario, scenario_names
 from tests.streams import CAPACITY, JOB, detours, lifecycle, outcomes
 
@@ -47,9 +47,18 @@ def at(status: JobStatus, **changes: object) -> JobObservation:
 
 
 REGRESSIONS = [
-    pytest.param(["capacity"], JobStatus.SCHEDULED, JobStatus.RUNNABLE, id="a capacity error sends SCHEDULED back to RUNNABLE"),
-    pytest.param(["preempt"], JobStatus.RUNNING, JobStatus.RUNNABLE, id="a preemption sends RUNNING back to RUNNABLE"),
-    pytest.param(["retry"], JobStatus.RUNNING, JobStatus.RUNNABLE, id="a retry sends RUNNING back to RUNNABLE"),
+    pytest.param(
+        ["capacity"],
+        JobStatus.SCHEDULED,
+        JobStatus.RUNNABLE,
+        id="a capacity error sends SCHEDULED back to RUNNABLE",
+    ),
+    pytest.param(
+        ["preempt"], JobStatus.RUNNING, JobStatus.RUNNABLE, id="a preemption sends RUNNING back to RUNNABLE"
+    ),
+    pytest.param(
+        ["retry"], JobStatus.RUNNING, JobStatus.RUNNABLE, id="a retry sends RUNNING back to RUNNABLE"
+    ),
 ]
 
 
@@ -61,7 +70,7 @@ def test_a_regression_in_order_is_applied(path: list[str], before: JobStatus, af
     # THEN every state change applies, including the move backwards
     states = [e for e, d in zip(events, decisions, strict=True) if not e.is_annotation]
     assert all(d is Decision.APPLY for e, d in zip(events, decisions, strict=True) if not e.is_annotation)
-    moves = [(a.status, b.status) for a, b in zip(states, states[1:])]
+    moves = [(a.status, b.status) for a, b in zip(states, states[1:], strict=False)]
     assert (before, after) in moves
 
 
@@ -70,9 +79,11 @@ def test_the_state_before_a_regression_arriving_late_is_stale(
     path: list[str], before: JobStatus, after: JobStatus
 ) -> None:
     events = [e for e in lifecycle(path, "succeed") if not e.is_annotation]
-    index = next(i for i, (a, b) in enumerate(zip(events, events[1:])) if (a.status, b.status) == (before, after))
+    index = next(
+        i for i, (a, b) in enumerate(zip(events, events[1:], strict=False)) if (a.status, b.status) == (before, after)
+    )
     # GIVEN the regression recorded first WHEN the state it regressed from arrives afterwards
-    state, _, _ = fold(events[: index] + [events[index + 1]])
+    state, _, _ = fold(events[:index] + [events[index + 1]])
     transition = decide(state, events[index])
     # THEN it lands in history only and the job stays where the regression put it
     assert transition.decision is Decision.STALE
@@ -80,12 +91,42 @@ def test_the_state_before_a_regression_arriving_late_is_stale(
 
 
 CASES = [
-    pytest.param(at(JobStatus.RUNNABLE), at(JobStatus.RUNNABLE), Decision.DUPLICATE, id="the same content twice is a duplicate"),
-    pytest.param(at(JobStatus.RUNNING, started_at=2), at(JobStatus.RUNNABLE), Decision.STALE, id="RUNNABLE after RUNNING of the same attempt is stale"),
-    pytest.param(at(JobStatus.SUCCEEDED, stopped_at=9, attempts=1), at(JobStatus.RUNNING, started_at=10**13), Decision.STALE, id="nothing outranks a final state even with a later time"),
-    pytest.param(at(JobStatus.RUNNABLE), at(JobStatus.SCHEDULED, scheduled_at=2), Decision.APPLY, id="a dispatch after the first wait applies"),
-    pytest.param(at(JobStatus.RUNNING, started_at=5), at(JobStatus.RUNNABLE, attempts=1, stopped_at=6), Decision.APPLY, id="a retry with one more attempt applies"),
-    pytest.param(at(JobStatus.RUNNABLE, kind=ObservationKind.QUEUE_BLOCKED, status_reason="blocked"), at(JobStatus.RUNNABLE), Decision.STALE, id="the plain RUNNABLE behind a queue-blocked notice is stale"),
+    pytest.param(
+        at(JobStatus.RUNNABLE),
+        at(JobStatus.RUNNABLE),
+        Decision.DUPLICATE,
+        id="the same content twice is a duplicate",
+    ),
+    pytest.param(
+        at(JobStatus.RUNNING, started_at=2),
+        at(JobStatus.RUNNABLE),
+        Decision.STALE,
+        id="RUNNABLE after RUNNING of the same attempt is stale",
+    ),
+    pytest.param(
+        at(JobStatus.SUCCEEDED, stopped_at=9, attempts=1),
+        at(JobStatus.RUNNING, started_at=10**13),
+        Decision.STALE,
+        id="nothing outranks a final state even with a later time",
+    ),
+    pytest.param(
+        at(JobStatus.RUNNABLE),
+        at(JobStatus.SCHEDULED, scheduled_at=2),
+        Decision.APPLY,
+        id="a dispatch after the first wait applies",
+    ),
+    pytest.param(
+        at(JobStatus.RUNNING, started_at=5),
+        at(JobStatus.RUNNABLE, attempts=1, stopped_at=6),
+        Decision.APPLY,
+        id="a retry with one more attempt applies",
+    ),
+    pytest.param(
+        at(JobStatus.RUNNABLE, kind=ObservationKind.QUEUE_BLOCKED, status_reason="blocked"),
+        at(JobStatus.RUNNABLE),
+        Decision.STALE,
+        id="the plain RUNNABLE behind a queue-blocked notice is stale",
+    ),
 ]
 
 
@@ -127,7 +168,9 @@ def test_the_official_sample_keeps_job_id_and_arn_apart() -> None:
     assert obs.job_id == "0bb17543-ece6-4480-b1a7-a556d344746b"
 
 
-@pytest.mark.parametrize("scenario", scenario_names(), ids=lambda s: f"the {s} scenario folds to its last state")
+@pytest.mark.parametrize(
+    "scenario", scenario_names(), ids=lambda s: f"the {s} scenario folds to its last state"
+)
 def test_scenarios_end_in_their_last_state(scenario: str) -> None:
     events = job_observations(scenario)
     state, _, _ = fold(events)

@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from shareplane import bootstrap
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+
 from tests.aws import FaultInjector, create_jobs_table
 from tests.conftest import REPO, load_event, load_handler, load_scenario, scenario_names
 from tests.sqs import sqs_batch, sqs_record
@@ -39,7 +39,9 @@ def stored_store() -> DynamoJobStore:
     return bootstrap.dependencies().store
 
 
-@pytest.mark.parametrize("scenario", scenario_names(), ids=lambda s: f"the {s} scenario is recorded in one batch")
+@pytest.mark.parametrize(
+    "scenario", scenario_names(), ids=lambda s: f"the {s} scenario is recorded in one batch"
+)
 def test_a_scenario_batch_is_recorded(handler: Any, lambda_context: Any, scenario: str) -> None:
     events = load_scenario(scenario)
     response = handler.lambda_handler(sqs_batch(events), lambda_context)
@@ -52,7 +54,10 @@ def test_a_scenario_batch_is_recorded(handler: Any, lambda_context: Any, scenari
 def test_bad_records_fail_alone_and_the_rest_is_applied(handler: Any, lambda_context: Any) -> None:
     # GIVEN a batch with good events, an unknown detail-type, broken JSON and a detail missing jobArn
     good = load_scenario("job_whole_life")
-    unknown = {**load_event("batch_job_state_change_fifo"), "detail-type": "EC2 Spot Instance Interruption Warning"}
+    unknown = {
+        **load_event("batch_job_state_change_fifo"),
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+    }
     missing = {**load_event("batch_service_job_state_change_succeeded"), "detail": {"status": "RUNNING"}}
     bodies = [good[0], unknown, "{not json", missing, *good[1:]]
     # WHEN the handler gets the batch
@@ -75,11 +80,17 @@ def test_metrics_are_emf_with_low_cardinality_dimensions(
         dims = set(directive["Dimensions"][0])
         assert dims <= {"Queue", "Share", "Tier", "Status", "service"}
         assert "jobArn" in document and "jobArn" not in dims
-    transitions = [d for d in documents if d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Transitions"]
-    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Share"] for d in transitions} == {"ProdExp1"}
+    transitions = [
+        d for d in documents if d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Transitions"
+    ]
+    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Share"] for d in transitions} == {
+        "ProdExp1"
+    }
 
 
-def deliver_until_settled(handler: Any, context: Any, events: list[dict[str, Any]], max_receives: int, seed: int) -> list[int]:
+def deliver_until_settled(
+    handler: Any, context: Any, events: list[dict[str, Any]], max_receives: int, seed: int
+) -> list[int]:
     """Deliver like SQS would: failed records come back (in a new order) until maxReceiveCount, then DLQ."""
     rng = random.Random(seed)
     pending = {i: 0 for i in range(len(events))}
@@ -90,7 +101,9 @@ def deliver_until_settled(handler: Any, context: Any, events: list[dict[str, Any
         for start in range(0, len(ids), 10):
             chunk = ids[start : start + 10]
             batch = {"Records": [sqs_record(events[i], str(i), pending[i] + 1) for i in chunk]}
-            failed = {int(f["itemIdentifier"]) for f in handler.lambda_handler(batch, context)["batchItemFailures"]}
+            failed = {
+                int(f["itemIdentifier"]) for f in handler.lambda_handler(batch, context)["batchItemFailures"]
+            }
             for i in chunk:
                 pending[i] += 1
                 if i not in failed:

@@ -6,6 +6,7 @@ Layout (one table, string keys ``pk``/``sk``):
 |---------------------|------------------|---------------------------------------------------|
 | ``JOB#<jobArn>``    | ``STATE``        | current state (``version`` guards racing writers) |
 | ``JOB#<jobArn>``    | ``H#<at>#<seq>`` | one history item per distinct observation (TTL)   |
+| ``JOB#<jobArn>``    | ``PAYLOAD``      | the SubmitServiceJob request as submitted         |
 | ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
 | ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
 | ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
@@ -32,6 +33,7 @@ from ..domain.training import TrainingJobObservation, TrainingJobState, Training
 
 STATE_SK = "STATE"
 LINK_SK = "JOB"
+PAYLOAD_SK = "PAYLOAD"
 HISTORY_PREFIX = "H#"
 #: History items expire (TTL, epoch seconds) this long after the event; current state never does.
 HISTORY_RETENTION_SECONDS = 400 * 24 * 3600
@@ -176,9 +178,14 @@ class DynamoJobStore:
             self._put_versioned(job_state_item(state), transition.previous),
         ]
         actions += [
-            {"Put": {"TableName": self._table, "Item": _marshal(
-                {"pk": training_pk(arn), "sk": LINK_SK, "entity": "link", "jobArn": state.job_arn}
-            )}}
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": _marshal(
+                        {"pk": training_pk(arn), "sk": LINK_SK, "entity": "link", "jobArn": state.job_arn}
+                    ),
+                }
+            }
             for arn in transition.new_training_job_arns
         ]
         return self._transact(actions)
@@ -210,6 +217,25 @@ class DynamoJobStore:
         item = self._get(training_pk(training_job_arn), LINK_SK)
         return item["jobArn"] if item else None
 
+    # -- submitted payloads (the submit path; read back by requeue) ---------------------------
+    def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
+        """Store the ``JOB#<arn>``/``PAYLOAD`` item once; False when it exists already."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=_marshal({**item, "pk": job_pk(job_arn), "sk": PAYLOAD_SK}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        """The job's submitted payload item, if the submit path stored one."""
+        return self._get(job_pk(job_arn), PAYLOAD_SK)
+
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
         """The training job's current state."""
@@ -230,7 +256,10 @@ class DynamoJobStore:
             "at": at,
             "expiresAt": at // 1000 + HISTORY_RETENTION_SECONDS,
         }
-        actions = [self._put_new(history), self._put_versioned(training_state_item(state), transition.previous)]
+        actions = [
+            self._put_new(history),
+            self._put_versioned(training_state_item(state), transition.previous),
+        ]
         return self._transact(actions)
 
     # -- plumbing ---------------------------------------------------------------------------

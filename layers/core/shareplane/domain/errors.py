@@ -27,3 +27,7 @@ class ConfigError(InvalidInputError):
 
 class ConcurrentUpdateError(ShareplaneError):
     """Another writer changed the item between our read and our conditional write."""
+
+
+class RejectedByServiceError(InvalidInputError):
+    """An AWS API refused a request as invalid (a permanent problem; retrying will not help)."""

@@ -61,6 +61,8 @@ class ObservationKind(StrEnum):
     PREEMPTION_STARTED = "PREEMPTION_STARTED"
     PREEMPTION_COMPLETED = "PREEMPTION_COMPLETED"
     RECONCILED = "RECONCILED"  # read back from DescribeServiceJob by the reconciler
+    FAILURE_DECISION = "FAILURE_DECISION"  # what the failure path decided (requeue, alert, ...)
+    PRIORITY_ESCALATED = "PRIORITY_ESCALATED"  # schedulingPriority raised for a job past its wait SLO
 
 
 class Decision(StrEnum):
@@ -205,14 +207,8 @@ def ordering_key(obs: JobObservation) -> str:
     """
     if obs.is_annotation:
         return f"!{obs.at_ms:013d}|{obs.digest}"
-    return "{final:d}|{attempts:03d}|{preemptions:04d}|{stamp:013d}|{phase:02d}|{digest}".format(
-        final=obs.status.is_final,
-        attempts=obs.attempts or 0,
-        preemptions=obs.preemptions or 0,
-        stamp=obs.stamp_ms,
-        phase=obs.phase,
-        digest=obs.digest,
-    )
+    final, attempts, preemptions = int(obs.status.is_final), obs.attempts or 0, obs.preemptions or 0
+    return f"{final}|{attempts:03d}|{preemptions:04d}|{obs.stamp_ms:013d}|{obs.phase:02d}|{obs.digest}"
 
 
 def history_key(obs: JobObservation) -> str:

@@ -65,9 +65,8 @@ class TrainingJobObservation:
     @property
     def seq(self) -> str:
         """(final, last modified ms, number of secondary transitions, digest) as a sortable string."""
-        return "{:d}|{:013d}|{:04d}|{}".format(
-            self.status.is_final, self.last_modified_at or 0, self.transitions, self.digest
-        )
+        final, modified = int(self.status.is_final), self.last_modified_at or 0
+        return f"{final}|{modified:013d}|{self.transitions:04d}|{self.digest}"
 
 
 @dataclass(frozen=True)

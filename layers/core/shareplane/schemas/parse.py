@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -24,15 +24,13 @@ from .batch import (
 from .sagemaker import SageMakerTrainingJobStateChange
 
 StateEvent = Annotated[
-    Union[
-        BatchServiceJobStateChange,
-        BatchServiceJobQueueBlocked,
-        BatchServiceJobPreemptionStarted,
-        BatchServiceJobPreemptionCompleted,
-        BatchJobStateChange,
-        BatchJobQueueBlocked,
-        SageMakerTrainingJobStateChange,
-    ],
+    BatchServiceJobStateChange
+    | BatchServiceJobQueueBlocked
+    | BatchServiceJobPreemptionStarted
+    | BatchServiceJobPreemptionCompleted
+    | BatchJobStateChange
+    | BatchJobQueueBlocked
+    | SageMakerTrainingJobStateChange,
     Field(discriminator="detail_type"),
 ]
 _STATE_EVENT = TypeAdapter(StateEvent)
@@ -55,7 +53,9 @@ TrainingJobEvent = TrainingJobObservation
 def parse_state_event(raw: Any) -> JobObservation | TrainingJobObservation:
     """Parse one EventBridge event of any job state detail-type into its observation."""
     if not isinstance(raw, dict):
-        raise InvalidInputError("event", f"is a {type(raw).__name__}, not a JSON object", "send the event as JSON")
+        raise InvalidInputError(
+            "event", f"is a {type(raw).__name__}, not a JSON object", "send the event as JSON"
+        )
     detail_type = raw.get("detail-type")
     if detail_type not in KNOWN_DETAIL_TYPES:
         raise UnknownEventError(
@@ -104,7 +104,11 @@ def _status(value: str | None, field: str) -> JobStatus:
 
 def _service_job(detail: ServiceJobDetail, kind: ObservationKind) -> JobObservation:
     arns = [a.serviceResourceId.value for a in detail.attempts or () if a.serviceResourceId]
-    latest = detail.latestAttempt.serviceResourceId.value if detail.latestAttempt and detail.latestAttempt.serviceResourceId else None
+    latest = (
+        detail.latestAttempt.serviceResourceId.value
+        if detail.latestAttempt and detail.latestAttempt.serviceResourceId
+        else None
+    )
     summary = detail.preemptionSummary
     if summary:
         arns += [a.serviceResourceId.value for a in summary.recentPreemptedAttempts if a.serviceResourceId]
@@ -164,8 +168,7 @@ def _preemption(detail: PreemptionDetail, kind: ObservationKind, envelope_time: 
         job_arn=detail.preemptedJobArn,
         status=_status(detail.status, "detail.status") if detail.status else default_status,
         kind=kind,
-        status_reason=detail.statusReason
-        or (recent[-1].statusReason if recent else None),
+        status_reason=detail.statusReason or (recent[-1].statusReason if recent else None),
         started_at=started,
         stopped_at=stopped,
         preemptions=summary.preemptedAttemptCount if summary else None,
@@ -200,3 +203,14 @@ def _training(detail: Any) -> TrainingJobObservation:
         transitions=len(detail.SecondaryStatusTransitions),
         tags=dict(detail.Tags),
     )
+
+
+def reconciled_observation(described: dict[str, Any]) -> JobObservation:
+    """A DescribeServiceJob result as a RECONCILED observation (the reconciler's repair path)."""
+    try:
+        detail = ServiceJobDetail.model_validate(described)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"]) or "job"
+        raise InvalidInputError(path, first["msg"], "pass DescribeServiceJob's result unchanged") from exc
+    return _service_job(detail, ObservationKind.RECONCILED)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry, JobMetricEvent, JobState, Transition
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
@@ -43,4 +44,171 @@ class MetricsSink(Protocol):
         self, events: Sequence[JobMetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
     ) -> None:
         """Publish measurements under the given dimensions, with properties that are not dimensions."""
+        ...
+
+
+# -- submit path (submit_job) ----------------------------------------------------------------------
+
+
+class ObjectHead(Protocol):
+    """What HEAD says about one object version."""
+
+    size: int
+    version_id: str | None
+    etag: str | None
+    last_modified_ms: int
+
+
+class SpecBucket(Protocol):
+    """The drop bucket: read a spec version, copy it, write answers beside it, delete it."""
+
+    def head(self, bucket: str, key: str, version_id: str | None) -> ObjectHead | None:
+        """Size and identity of an object version; None when it (or the version) does not exist."""
+        ...
+
+    def read(self, bucket: str, key: str, version_id: str | None) -> bytes | None:
+        """The object version's bytes; None when it vanished since HEAD."""
+        ...
+
+    def copy(self, bucket: str, key: str, version_id: str | None, dest_key: str) -> None:
+        """Copy exactly this version to ``dest_key`` in the same bucket."""
+        ...
+
+    def put_json(self, bucket: str, key: str, document: Mapping[str, object]) -> None:
+        """Write a JSON document."""
+        ...
+
+    def get_json(self, bucket: str, key: str) -> object | None:
+        """A JSON document, or None when absent or unreadable."""
+        ...
+
+    def delete(self, bucket: str, key: str, version_id: str | None) -> None:
+        """Delete exactly this version (the plain key when the bucket is unversioned)."""
+        ...
+
+
+class SubmittedRef(Protocol):
+    """Batch's answer to SubmitServiceJob."""
+
+    job_arn: str
+    job_id: str
+
+
+class ServiceJobSubmitter(Protocol):
+    """AWS Batch SubmitServiceJob."""
+
+    def submit(self, request: Mapping[str, object]) -> SubmittedRef:
+        """Submit one service job; the request's clientToken makes a repeat return the same job.
+
+        Raises RejectedByServiceError when Batch refuses the request itself (a permanent problem);
+        anything else (throttling, 5xx) propagates so the record is retried.
+        """
+        ...
+
+
+class PayloadStore(Protocol):
+    """Where submitted payloads are kept for requeue."""
+
+    def save_payload(self, job_arn: str, item: Mapping[str, object]) -> bool:
+        """Store a job's submitted payload once; False when it was stored already."""
+        ...
+
+
+class AlertPublisher(Protocol):
+    """The alerts topic."""
+
+    def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
+        """Publish one alert with string message attributes (subscribers filter on them)."""
+        ...
+
+
+# -- the failure path ----------------------------------------------------------------------------
+class BatchServiceJobs(Protocol):
+    """AWS Batch service jobs: describe, resubmit, list, reprioritize."""
+
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
+        ...
+
+    def submit(self, params: Mapping[str, Any]) -> str:
+        """SubmitServiceJob; the new job's ARN. Raises RejectedByServiceError when Batch refuses it."""
+        ...
+
+    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+        """ListServiceJobs summaries of one queue in one status (every page)."""
+        ...
+
+    def update_priority(self, job_id: str, scheduling_priority: int) -> None:
+        """UpdateServiceJob with a new schedulingPriority."""
+        ...
+
+
+class TrainingJobs(Protocol):
+    """SageMaker training jobs, read only."""
+
+    def describe(self, training_job_name: str) -> dict[str, Any] | None:
+        """DescribeTrainingJob's result; None when SageMaker does not know the job."""
+        ...
+
+
+class AlertPublisher(Protocol):
+    """Where alerts go (SNS in Lambda)."""
+
+    def publish(self, alert: Alert) -> str:
+        """Publish one alert; returns the message id."""
+        ...
+
+
+class RequeueTimer(Protocol):
+    """Brings a message back to the failure path after a delay (SQS delay or a one-time schedule)."""
+
+    def after(self, message: Mapping[str, Any], delay_seconds: int, now: float) -> None:
+        """Deliver ``message`` to the failure path's queue ``delay_seconds`` after ``now``."""
+        ...
+
+
+class FailureLedger(Protocol):
+    """Decision, alert and storm-guard items of the failure path (conditional writes)."""
+
+    def claim_decision(
+        self,
+        key: str,
+        record: Mapping[str, Any],
+        history: HistoryEntry,
+        job_arn: str,
+        share_failure: Mapping[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """Write a decision once, with its history item; None when written, else the stored record."""
+        ...
+
+    def load_decision(self, key: str) -> dict[str, Any] | None:
+        """A stored decision record."""
+        ...
+
+    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
+        """Mark a decision applied (once); False when it already was."""
+        ...
+
+    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
+        """Put one history item on a job once; False when it was there."""
+        ...
+
+    def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
+        """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight)."""
+        ...
+
+    def confirm_alert(self, alert: Alert, message_id: str, now: float) -> None:
+        """Record that a claimed alert was sent (what `shareplane alerts` shows)."""
+        ...
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed, so a retry can send it."""
+        ...
+
+    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
+        """The share's storm-guard failures after ``since`` (epoch seconds)."""
+        ...
+
+    def alert_sent_at(self, dedupe_key: str) -> float | None:
+        """When the alert with this dedupe key was last sent."""
         ...

@@ -17,12 +17,16 @@ class JobReader(Protocol):
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None: ...
 
 
-def job_records(reader: JobReader, status: str | None = None, share: str | None = None) -> list[dict[str, Any]]:
+def job_records(
+    reader: JobReader, status: str | None = None, share: str | None = None
+) -> list[dict[str, Any]]:
     """Every job (optionally one status, one share) as a record with its history."""
     records = []
     for state in reader.jobs(status):
         if share and share not in (state.share_identifier, state.quota_share_name):
             continue
-        training = reader.load_training_job(state.latest_training_job_arn) if state.latest_training_job_arn else None
+        training = (
+            reader.load_training_job(state.latest_training_job_arn) if state.latest_training_job_arn else None
+        )
         records.append(job_record(state, reader.job_history(state.job_arn), training))
     return records

@@ -69,7 +69,9 @@ def _record_training(obs: TrainingJobObservation, store: JobStore) -> RecordOutc
             continue
         decision = transition.decision if written else Decision.DUPLICATE
         return RecordOutcome(obs.training_job_arn, decision, transition.state.status.value)
-    raise ConcurrentUpdateError(f"{obs.training_job_arn}: still contended after {MAX_CONFLICT_RETRIES} attempts")
+    raise ConcurrentUpdateError(
+        f"{obs.training_job_arn}: still contended after {MAX_CONFLICT_RETRIES} attempts"
+    )
 
 
 def metric_dimensions(state: JobState, config: SharesConfig | None) -> dict[str, str]:

@@ -1,0 +1,69 @@
+"""`shareplane config render [--check]`: write the shares config's Batch queues into template.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from shareplane.domain.errors import ShareplaneError
+
+from .. import render
+from ..config_file import load_config
+from ..main import app
+
+config_app = typer.Typer(
+    help="The shares config: render what it defines into template.yaml.", no_args_is_help=True
+)
+app.add_typer(config_app, name="config")
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    return typer.Exit(2)
+
+
+@config_app.command("render")
+def render_command(
+    config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
+        "config/shares.yaml"
+    ),
+    template_path: Annotated[Path, typer.Option("--template", help="The SAM template to update.")] = Path(
+        "template.yaml"
+    ),
+    check: Annotated[
+        bool, typer.Option("--check", help="Change nothing; exit 1 with a diff when the template is stale.")
+    ] = False,
+) -> None:
+    """Rewrite the template's generated Batch queue blocks and SharesConfig default from the config."""
+    try:
+        config = load_config(config_path)
+        # The default is the file itself as JSON (what the Lambdas read), not the model's dump.
+        shares_json = render.shares_config_json(yaml.safe_load(config_path.read_text(encoding="utf-8")))
+        blocks = render.render(config)
+    except ShareplaneError as exc:
+        raise _fail(str(exc)) from exc
+    try:
+        before = template_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"cannot read {template_path}: {exc}") from exc
+    try:
+        after = render.apply(before, blocks, shares_json)
+    except ShareplaneError as exc:
+        raise _fail(f"{template_path}: {exc}") from exc
+
+    if after == before:
+        typer.echo(f"{template_path} is up to date with {config_path}")
+        return
+    if check:
+        typer.echo(render.diff(before, after, str(template_path)), nl=False)
+        Console(stderr=True).print(
+            f"{template_path} is out of date with {config_path}; run `shareplane config render`",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    template_path.write_text(after, encoding="utf-8")
+    typer.echo(f"{template_path}: generated Batch queue blocks rendered from {config_path}")

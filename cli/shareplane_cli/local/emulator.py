@@ -1,0 +1,511 @@
+"""The emulated AWS Batch + SageMaker of the local stack: gpusim on a scaled wall clock, over HTTP.
+
+``Emulator`` runs one gpusim model behind the Batch and SageMaker wire protocols on a loopback port
+and puts the model's events on the embedded EventBridge, so the template's rules route them to the
+handlers' queues. ``create_batch_resources`` builds the template's ``AWS::Batch::*`` resources (which
+moto cannot create) in it, mapping CloudFormation properties to the API's request shapes.
+``template_schedules`` reads the template's EventBridge Scheduler schedules, which ``shareplane up``
+fires on the emulator's virtual clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.model import Shape
+from botocore.session import get_session
+from gpusim import ApiError, BatchModel, ModelOptions, RealtimeEngine
+from gpusim.server import GpuSimServer, PutEvents
+from shareplane.domain.errors import InvalidInputError
+
+#: Virtual seconds per wall second: a one-hour training job plays out in about 40 seconds.
+DEFAULT_SPEED = 100.0
+
+Resolve = Callable[[Any], Any]
+
+
+class TemplateResourceError(InvalidInputError):
+    """A template resource the emulator cannot create as written."""
+
+
+# ------------------------------------------------------------------------------------ emulator
+class Emulator:
+    """gpusim served on loopback: start/stop, its endpoint, its speed, and the model it serves."""
+
+    def __init__(
+        self,
+        speed: float = DEFAULT_SPEED,
+        options: ModelOptions | None = None,
+        put_events: PutEvents | None = None,
+        wall_clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if speed <= 0:
+            raise InvalidInputError(
+                "speed", f"{speed} is not positive", "pass virtual seconds per wall second, e.g. 100"
+            )
+        self.speed = speed
+        # Virtual time 0 is the moment the emulator starts, so records carry plausible dates.
+        self.options = options or ModelOptions(epoch_ms=int(time.time() * 1000))
+        self.engine = RealtimeEngine(speed=speed, wall_clock=wall_clock)
+        self.model = BatchModel(self.engine, self.options)
+        self.server = GpuSimServer(self.model, put_events=put_events)
+        self.batch = self.server.batch
+        self.sagemaker = self.server.sagemaker
+        self.running = False
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>``: both the Batch and the SageMaker endpoint."""
+        return self.server.endpoint
+
+    def start(self) -> Emulator:
+        """Start serving and let the virtual clock run."""
+        self.server.start()
+        self.running = True
+        return self
+
+    def stop(self) -> None:
+        """Stop the server, the clock and the event publisher (after it put what was queued)."""
+        if self.running:
+            self.server.stop()
+            self.running = False
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def environment(self) -> dict[str, str]:
+        """The service-specific endpoint variables boto3 honours, both pointing here."""
+        return {"AWS_ENDPOINT_URL_BATCH": self.endpoint, "AWS_ENDPOINT_URL_SAGEMAKER": self.endpoint}
+
+    def virtual_now(self) -> float:
+        """Virtual seconds since the emulator started (after running what is due)."""
+        return self.model.sync()
+
+    def wait_for_events(self, timeout: float = 10.0) -> bool:
+        """Wait until every event the model has emitted so far is on EventBridge."""
+        return self.server.wait_for_events(timeout)
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A Batch operation in-process, under the same lock and clock as HTTP requests."""
+        return self.server.call("batch", operation, params)
+
+
+def put_events_via(client: Any) -> PutEvents:
+    """A PutEvents callable for a boto3 ``events`` client (the embedded EventBridge)."""
+    return lambda entries: client.put_events(Entries=entries)
+
+
+# --------------------------------------------------------------------------- template resources
+#: Per resource type: the create operation, the request member holding the name, the response
+#: member holding the ARN, and the attribute Fn::GetAtt reads (CloudFormation's Ref is the ARN too).
+_KINDS: dict[str, tuple[str, str, str, str]] = {
+    "AWS::Batch::ServiceEnvironment": (
+        "CreateServiceEnvironment",
+        "serviceEnvironmentName",
+        "serviceEnvironmentArn",
+        "ServiceEnvironmentArn",
+    ),
+    "AWS::Batch::SchedulingPolicy": ("CreateSchedulingPolicy", "name", "arn", "Arn"),
+    "AWS::Batch::JobQueue": ("CreateJobQueue", "jobQueueName", "jobQueueArn", "JobQueueArn"),
+    "AWS::Batch::QuotaShare": ("CreateQuotaShare", "quotaShareName", "quotaShareArn", "QuotaShareArn"),
+}
+_NO_VALUE = object()
+
+
+@dataclass(frozen=True)
+class BatchResource:
+    """One template resource created in the emulator."""
+
+    logical_id: str
+    type: str
+    name: str
+    arn: str
+    attributes: Mapping[str, str]
+
+
+@dataclass
+class BatchResources:
+    """What ``create_batch_resources`` made, and what it left out and why."""
+
+    created: dict[str, BatchResource] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def physical_ids(self) -> dict[str, str]:
+        """Logical id -> ARN, as CloudFormation reports these resources' physical ids."""
+        return {k: r.arn for k, r in self.created.items()}
+
+    def attributes(self) -> dict[tuple[str, str], str]:
+        """(logical id, attribute) -> value, for Fn::GetAtt."""
+        return {(k, a): v for k, r in self.created.items() for a, v in r.attributes.items()}
+
+
+class Intrinsics:
+    """Resolves CloudFormation intrinsics over emulated resources, deferring the rest to ``fallback``."""
+
+    def __init__(
+        self,
+        fallback: Resolve,
+        conditions: Mapping[str, Any] | None = None,
+        resources: Mapping[str, BatchResource] | None = None,
+    ) -> None:
+        self.fallback = fallback
+        self.conditions = dict(conditions or {})
+        self.resources = resources if resources is not None else {}
+        self._evaluated: dict[str, bool] = {}
+
+    def condition(self, name: str) -> bool:
+        """A named condition of the template's Conditions section."""
+        if name not in self._evaluated:
+            if name not in self.conditions:
+                raise TemplateResourceError(
+                    f"Conditions.{name}", "is not defined", "define it or fix its name"
+                )
+            self._evaluated[name] = bool(self._truth(self.conditions[name]))
+        return self._evaluated[name]
+
+    def _truth(self, node: Any) -> bool:
+        if isinstance(node, dict) and len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Fn::Equals":
+                left, right = (self.resolve(v) for v in arg)
+                return str(left) == str(right)
+            if key == "Fn::Not":
+                return not self._truth(arg[0])
+            if key == "Fn::And":
+                return all(self._truth(v) for v in arg)
+            if key == "Fn::Or":
+                return any(self._truth(v) for v in arg)
+            if key == "Condition":
+                return self.condition(arg)
+        return bool(self.resolve(node))
+
+    def resolve(self, node: Any) -> Any:
+        """``node`` with every intrinsic replaced by its value (AWS::NoValue removes the key)."""
+        if isinstance(node, list):
+            return [v for v in (self.resolve(x) for x in node) if v is not _NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Ref":
+                if arg == "AWS::NoValue":
+                    return _NO_VALUE
+                if arg in self.resources:
+                    return self.resources[arg].arn
+                return self.fallback(node)
+            if key == "Fn::GetAtt":
+                logical, attribute = arg.split(".", 1) if isinstance(arg, str) else arg
+                if logical in self.resources:
+                    return self._attribute(logical, attribute)
+                return self.fallback({"Fn::GetAtt": [logical, attribute]})
+            if key == "Fn::Sub":
+                return self._sub(arg)
+            if key == "Fn::Join":
+                delimiter, values = arg
+                return str(delimiter).join(str(v) for v in self.resolve(values))
+            if key == "Fn::Select":
+                index, values = arg
+                return self.resolve(values)[int(self.resolve(index))]
+            if key == "Fn::Split":
+                delimiter, text = arg
+                return str(self.resolve(text)).split(delimiter)
+            if key == "Fn::If":
+                name, yes, no = arg
+                return self.resolve(yes if self.condition(name) else no)
+            if key.startswith("Fn::"):
+                return self.fallback({key: self.resolve(arg)})
+        out = {}
+        for key, value in node.items():
+            resolved = self.resolve(value)
+            if resolved is not _NO_VALUE:
+                out[key] = resolved
+        return out
+
+    def _attribute(self, logical: str, attribute: str) -> str:
+        attributes = self.resources[logical].attributes
+        if attribute not in attributes:
+            raise TemplateResourceError(
+                f"{logical}.{attribute}",
+                "is not an attribute the emulator knows",
+                f"use one of {sorted(attributes)}",
+            )
+        return attributes[attribute]
+
+    def _sub(self, arg: Any) -> str:
+        text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):
+                return "${" + name[1:] + "}"
+            if name in variables:
+                return str(self.resolve(variables[name]))
+            if "." in name:
+                return str(self.resolve({"Fn::GetAtt": name.split(".", 1)}))
+            return str(self.resolve({"Ref": name}))
+
+        return re.sub(r"\$\{([^}]+)\}", value, text)
+
+
+def references(node: Any) -> set[str]:
+    """Logical ids a template fragment refers to (Ref, Fn::GetAtt, Fn::Sub placeholders)."""
+    found: set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= references(item)
+    elif isinstance(node, dict):
+        for key, arg in node.items():
+            if key == "Ref" and isinstance(arg, str):
+                found.add(arg)
+            elif key == "Fn::GetAtt":
+                found.add((arg.split(".", 1) if isinstance(arg, str) else arg)[0])
+            elif key == "Fn::Sub":
+                text = arg if isinstance(arg, str) else arg[0]
+                found |= {p.split(".", 1)[0] for p in re.findall(r"\$\{([^!}][^}]*)\}", text)}
+                if not isinstance(arg, str):
+                    found |= references(arg[1])
+            else:
+                found |= references(arg)
+    return found
+
+
+def creation_order(resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Resources in dependency order; ties by type, then logical id (the input order does not matter)."""
+    rank = {t: i for i, t in enumerate(_KINDS)}
+    ids = set(resources)
+    needs = {}
+    for logical, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        depends = {depends} if isinstance(depends, str) else set(depends)
+        needs[logical] = ((references(resource.get("Properties", {})) | depends) & ids) - {logical}
+    order: list[str] = []
+    done: set[str] = set()
+    while len(order) < len(ids):
+        ready = sorted(
+            (k for k in ids - done if needs[k] <= done),
+            key=lambda k: (rank.get(resources[k]["Type"], len(rank)), k),
+        )
+        if not ready:
+            cycle = sorted(ids - done)
+            raise TemplateResourceError(
+                ", ".join(cycle), "refer to each other in a cycle", "break the cycle of Ref/GetAtt/DependsOn"
+            )
+        order.append(ready[0])
+        done.add(ready[0])
+    return order
+
+
+def to_request(logical_id: str, properties: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
+    """CloudFormation properties (PascalCase) as the API's request (camelCase), checked against its shape."""
+    return _convert(properties, shape, logical_id)
+
+
+def _convert(value: Any, shape: Shape, path: str) -> Any:
+    kind = shape.type_name
+    if kind == "structure":
+        if not isinstance(value, Mapping):
+            raise TemplateResourceError(
+                path, f"is {type(value).__name__}, not an object", "write it as a mapping"
+            )
+        members = {name.lower(): name for name in shape.members}
+        out = {}
+        for key, item in value.items():
+            member = members.get(key.lower())
+            if member is None:
+                raise TemplateResourceError(
+                    f"{path}.{key}",
+                    "has no counterpart in the API request",
+                    f"use one of {sorted(m[0].upper() + m[1:] for m in shape.members)}",
+                )
+            out[member] = _convert(item, shape.members[member], f"{path}.{key}")
+        return out
+    if kind == "list":
+        if not isinstance(value, list):
+            raise TemplateResourceError(path, "is not a list", "write it as a YAML sequence")
+        return [_convert(item, shape.member, f"{path}[{i}]") for i, item in enumerate(value)]
+    if kind == "map":
+        if isinstance(value, list):  # the Key/Value list form some resources use for Tags
+            return {str(t["Key"]): str(t["Value"]) for t in value}
+        return {str(k): _convert(v, shape.value, f"{path}.{k}") for k, v in value.items()}
+    try:
+        if kind in ("integer", "long"):
+            return int(value)
+        if kind in ("float", "double"):
+            return float(value)
+    except (TypeError, ValueError) as exc:
+        raise TemplateResourceError(path, f"{value!r} is not a number", "write a number") from exc
+    if kind == "boolean":
+        return value if isinstance(value, bool) else str(value).lower() == "true"
+    return value if isinstance(value, str) else str(value)
+
+
+def create_batch_resources(
+    call: Callable[[str, dict[str, Any]], dict[str, Any]],
+    resources: Mapping[str, Mapping[str, Any]],
+    fallback: Resolve,
+    *,
+    stack_name: str,
+    conditions: Mapping[str, Any] | None = None,
+) -> BatchResources:
+    """Create the template's AWS::Batch::* resources through ``call(operation, request)``.
+
+    ``fallback`` resolves intrinsics that name anything else (parameters, pseudo parameters, moto's
+    resources). A resource whose condition is false is left out, as CloudFormation does; types the
+    emulator does not model (container compute environments, job definitions) are skipped with a
+    reason, and so is anything that depends on a skipped resource.
+    """
+    batch = {k: v for k, v in resources.items() if v.get("Type", "").startswith("AWS::Batch::")}
+    out = BatchResources()
+    resolver = Intrinsics(fallback, conditions, out.created)
+    service = get_session().get_service_model("batch")
+    for logical in creation_order(batch):
+        resource = batch[logical]
+        kind = resource["Type"]
+        if kind not in _KINDS:
+            out.skipped[logical] = f"{kind} is not emulated (only SageMaker Training queues are)"
+            continue
+        if "Condition" in resource and not resolver.condition(resource["Condition"]):
+            out.skipped[logical] = f"condition {resource['Condition']} is false"
+            continue
+        missing = references(resource.get("Properties", {})) & set(out.skipped)
+        if missing:
+            out.skipped[logical] = f"depends on {sorted(missing)}, which were skipped"
+            continue
+        properties = resolver.resolve(resource.get("Properties", {}))
+        if kind == "AWS::Batch::JobQueue" and (
+            properties.get("ComputeEnvironmentOrder")
+            or properties.get("JobQueueType", "") != "SAGEMAKER_TRAINING"
+        ):
+            out.skipped[logical] = "a compute-environment queue; only SAGEMAKER_TRAINING queues are emulated"
+            continue
+        operation, name_member, arn_member, attribute = _KINDS[kind]
+        request = to_request(logical, properties, service.operation_model(operation).input_shape)
+        request.setdefault(name_member, f"{stack_name}-{logical}")
+        try:
+            response = call(operation, request)
+        except ApiError as exc:
+            raise TemplateResourceError(
+                logical, f"{operation} was refused: {exc.message}", "fix the resource"
+            ) from exc
+        arn = response[arn_member]
+        out.created[logical] = BatchResource(logical, kind, request[name_member], arn, {attribute: arn})
+    return out
+
+
+def resolve_outputs(
+    outputs: Mapping[str, Mapping[str, Any]], resolver: Intrinsics, logical_ids: set[str]
+) -> dict[str, str]:
+    """The template's outputs that name emulated resources, with their values resolved."""
+    out = {}
+    for key, output in outputs.items():
+        if not references(output.get("Value")) & logical_ids:
+            continue
+        if "Condition" in output and not resolver.condition(output["Condition"]):
+            continue
+        out[key] = str(resolver.resolve(output["Value"]))
+    return out
+
+
+# ------------------------------------------------------------------------------------ schedules
+_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An EventBridge Scheduler schedule of the template: every N virtual seconds, send ``input``."""
+
+    logical_id: str
+    every_seconds: float
+    target: str
+    input: Any
+
+
+def template_schedules(resources: Mapping[str, Mapping[str, Any]]) -> tuple[list[Schedule], dict[str, str]]:
+    """The template's rate() schedules, and the schedules left out with the reason."""
+    schedules: list[Schedule] = []
+    skipped: dict[str, str] = {}
+    for logical, resource in sorted(resources.items()):
+        if resource.get("Type") != "AWS::Scheduler::Schedule":
+            continue
+        props = resource.get("Properties", {})
+        if props.get("State", "ENABLED") != "ENABLED":
+            skipped[logical] = "disabled"
+            continue
+        expression = props.get("ScheduleExpression", "")
+        match = _RATE.match(expression) if isinstance(expression, str) else None
+        if match is None:
+            skipped[logical] = f"{expression!r}: only rate() expressions run locally"
+            continue
+        target = props.get("Target", {})
+        refs = references(target.get("Arn"))
+        if len(refs) != 1:
+            skipped[logical] = "its target is not a resource of the template"
+            continue
+        raw = target.get("Input")
+        payload = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+        every = int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
+        schedules.append(Schedule(logical, float(every), refs.pop(), payload))
+    return schedules, skipped
+
+
+class ScheduleClock:
+    """Which schedules are due at a virtual time; a schedule that fell behind fires once, not in a burst."""
+
+    def __init__(self, schedules: list[Schedule], start: float = 0.0) -> None:
+        self.schedules = list(schedules)
+        self._next = {s.logical_id: start + s.every_seconds for s in self.schedules}
+
+    def due(self, now: float) -> list[Schedule]:
+        """The schedules whose time has come by ``now``, each at most once."""
+        fired = []
+        for schedule in self.schedules:
+            nxt = self._next[schedule.logical_id]
+            if nxt <= now:
+                fired.append(schedule)
+                missed = (now - nxt) // schedule.every_seconds + 1
+                self._next[schedule.logical_id] = nxt + missed * schedule.every_seconds
+        return fired
+
+
+# ------------------------------------------------------------------------------- local stack glue
+def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED) -> Emulator:
+    """Start an emulator for a started ``LocalStack`` and create the template's Batch resources in it.
+
+    Events go to the stack's EventBridge; the Batch resources' ARNs join ``stack.physical_ids`` and
+    their attributes ``stack.attributes``, and outputs naming them join ``stack.outputs``.
+    """
+    from .stack import ACCOUNT, REGION
+    from .template import load_sam_template
+
+    options = ModelOptions(account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000))
+    emulator = Emulator(speed, options, put_events=put_events_via(stack.client("events"))).start()
+    try:
+        translated = stack.translated
+        conditions = translated.cloudformation.get("Conditions", {})
+        made = create_batch_resources(
+            emulator.call,
+            translated.held_back,
+            stack.resolve,
+            stack_name=stack.spec.stack_name,
+            conditions=conditions,
+        )
+        stack.physical_ids.update(made.physical_ids)
+        stack.attributes.update(made.attributes())
+        stack.emulated = made
+        outputs = load_sam_template(stack.spec.template).get("Outputs", {})
+        resolver = Intrinsics(stack.resolve, conditions, made.created)
+        stack.outputs.update(resolve_outputs(outputs, resolver, set(made.created)))
+    except BaseException:
+        emulator.stop()
+        raise
+    return emulator

@@ -1,0 +1,81 @@
+"""AWS Batch share settings through an injected client: scheduling policies, quota shares, snapshots.
+
+Thin on purpose: every method is one API operation (pages followed), dicts in and dicts out, so the
+rebalancer's service decides and this only carries requests. Pagination is followed by hand
+(``nextToken``) so any object with boto3's method names works, the emulator included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.errors import InvalidInputError
+
+
+class BatchPolicyAdapter:
+    """The Batch operations the share rebalancer reads and writes."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    # -- fair share ---------------------------------------------------------------------------
+    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
+        """The DescribeSchedulingPolicies item of one policy."""
+        found = self._client.describe_scheduling_policies(arns=[arn]).get("schedulingPolicies", [])
+        if not found:
+            raise InvalidInputError(
+                "SCHEDULING_POLICY_ARN", f"{arn} does not exist", "pass the GPU queue's scheduling policy ARN"
+            )
+        return dict(found[0])
+
+    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
+        """UpdateSchedulingPolicy with a request ``plan_to_update_scheduling_policy`` built."""
+        self._client.update_scheduling_policy(**request)
+
+    def scheduling_policy_of(self, job_queue: str) -> str | None:
+        """The scheduling policy ARN of a job queue (None for a FIFO queue)."""
+        queues = self._client.describe_job_queues(jobQueues=[job_queue]).get("jobQueues", [])
+        if not queues:
+            raise InvalidInputError("JOB_QUEUE", f"{job_queue} does not exist", "pass the GPU job queue")
+        return queues[0].get("schedulingPolicyArn")
+
+    # -- quota shares -------------------------------------------------------------------------
+    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+        """Every quota share of a queue with its settings (ListQuotaShares carries them all)."""
+        return self._pages("list_quota_shares", "quotaShares", jobQueue=job_queue)
+
+    def describe_quota_share(self, arn: str) -> dict[str, Any]:
+        """One quota share's settings."""
+        response = dict(self._client.describe_quota_share(quotaShareArn=arn))
+        response.pop("ResponseMetadata", None)
+        return response
+
+    def update_quota_share(self, request: dict[str, Any]) -> None:
+        """UpdateQuotaShare with one request ``plan_to_update_quota_share_requests`` built."""
+        self._client.update_quota_share(**request)
+
+    # -- what runs ----------------------------------------------------------------------------
+    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
+        """GetJobQueueSnapshot: the front of the queue and its utilization."""
+        response = dict(self._client.get_job_queue_snapshot(jobQueue=job_queue))
+        response.pop("ResponseMetadata", None)
+        return response
+
+    def list_service_jobs(
+        self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
+    ) -> list[dict[str, Any]]:
+        """ListServiceJobs in one status, optionally by SHARE_IDENTIFIER or QUOTA_SHARE_NAME."""
+        params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
+        if filter_name:
+            params["filters"] = [{"name": filter_name, "values": [value]}]
+        return self._pages("list_service_jobs", "jobSummaryList", **params)
+
+    def _pages(self, operation: str, key: str, **params: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            response = getattr(self._client, operation)(**params, **({"nextToken": token} if token else {}))
+            items += response.get(key, [])
+            token = response.get("nextToken")
+            if not token:
+                return items

@@ -1,0 +1,173 @@
+"""The rebalancer's state and audit trail in the jobs table, and the job queries it reads.
+
+Layout (same table as the jobs, partition ``SHARES``):
+
+| pk       | sk                          | what                                                       |
+|----------|-----------------------------|------------------------------------------------------------|
+| ``SHARES`` | ``LEDGER``                | ledger balances, decayed usage, last tick / applied plan, the latest targets and actuals (``version`` guards racing runs) |
+| ``SHARES`` | ``AUDIT#<ts>#<planId>``   | one record per applied (or dry-run) plan and per rollback: before, after, why |
+
+A plan is written ahead of the Batch call: the audit record (condition: not there yet) and the
+state item (condition: the version read) in ONE transaction, so a re-delivered tick or a racing run
+cannot apply a plan twice; the record turns ``APPLIED`` once Batch took the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..domain.errors import ConcurrentUpdateError
+from ..domain.lifecycle import JobState
+from .dynamodb_store import _marshal, _unmarshal, job_state_from_item
+
+SHARES_PK = "SHARES"
+STATE_SK = "LEDGER"
+AUDIT_PREFIX = "AUDIT#"
+
+
+def audit_sk(created_at: float, plan_id: str) -> str:
+    """Sort key of an audit record: time order first, the plan id keeps keys unique."""
+    return f"{AUDIT_PREFIX}{int(created_at):010d}#{plan_id}"
+
+
+class DynamoShareStore:
+    """ShareStore on the jobs table, with conditional (transactional) writes."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- state --------------------------------------------------------------------------------
+    def load_state(self) -> dict[str, Any] | None:
+        """The ``SHARES``/``LEDGER`` item (strongly consistent), None before the first run."""
+        response = self._client.get_item(
+            TableName=self._table, Key=self._key(STATE_SK), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return _unmarshal(item) if item else None
+
+    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+        """Write the state item at the version read; ConcurrentUpdateError when it moved."""
+        try:
+            self._client.put_item(**self._versioned_put(state, previous_version))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConcurrentUpdateError("the shares state changed since it was read") from exc
+            raise
+
+    # -- audit --------------------------------------------------------------------------------
+    def begin_plan(
+        self, audit: Mapping[str, Any], state: Mapping[str, Any], previous_version: int | None
+    ) -> bool:
+        """Write a new audit record and the state in one transaction; False if the record exists."""
+        record = {**audit, "pk": SHARES_PK, "sk": audit_sk(audit["createdAt"], audit["planId"])}
+        actions = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": _marshal(record),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        if state is not None:
+            actions.append({"Put": self._versioned_put(state, previous_version)})
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                return False
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise ConcurrentUpdateError("the shares state changed since it was read") from exc
+            raise
+        return True
+
+    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
+        """Turn a PENDING record APPLIED; False when it was not pending (already marked)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(audit_sk(audit["createdAt"], audit["planId"])),
+                UpdateExpression="SET #s = :applied, appliedAt = :at",
+                ConditionExpression="#s = :pending",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_marshal(
+                    {":applied": "APPLIED", ":pending": "PENDING", ":at": applied_at}
+                ),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def audits(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Audit records, newest first."""
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :p AND begins_with(sk, :s)",
+            "ExpressionAttributeValues": {":p": {"S": SHARES_PK}, ":s": {"S": AUDIT_PREFIX}},
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+        }
+        records: list[dict[str, Any]] = []
+        while True:
+            response = self._client.query(**params)
+            records += [_unmarshal(i) for i in response.get("Items", [])]
+            if limit is not None and len(records) >= limit:
+                return records[:limit]
+            if "LastEvaluatedKey" not in response:
+                return records
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def audit(self, plan_id: str) -> dict[str, Any] | None:
+        """The audit record of one plan id (or a unique prefix of it), None when there is none."""
+        matches = [r for r in self.audits() if str(r.get("planId", "")).startswith(plan_id)]
+        exact = [r for r in matches if r.get("planId") == plan_id]
+        if exact:
+            return exact[0]
+        return matches[0] if len(matches) == 1 else None
+
+    # -- jobs ---------------------------------------------------------------------------------
+    def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
+        """Jobs in one status from the ByStatus index, optionally only those created after a time."""
+        condition = "gsi1pk = :p"
+        values: dict[str, Any] = {":p": {"S": f"STATUS#{status}"}}
+        if created_after_ms is not None:
+            # gsi1sk is "<createdAt ms, 13 digits>#<jobArn>": a string range is a time range.
+            condition += " AND gsi1sk >= :after"
+            values[":after"] = {"S": f"{max(0, created_after_ms):013d}"}
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "ByStatus",
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        jobs: list[JobState] = []
+        while True:
+            response = self._client.query(**params)
+            jobs += [job_state_from_item(_unmarshal(i)) for i in response.get("Items", [])]
+            if "LastEvaluatedKey" not in response:
+                return jobs
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _key(self, sk: str) -> dict[str, Any]:
+        return {"pk": {"S": SHARES_PK}, "sk": {"S": sk}}
+
+    def _versioned_put(self, state: Mapping[str, Any], previous_version: int | None) -> dict[str, Any]:
+        item = {**state, "pk": SHARES_PK, "sk": STATE_SK, "entity": "shares_state"}
+        put: dict[str, Any] = {"TableName": self._table, "Item": _marshal(item)}
+        if previous_version is None:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "#v = :v"
+            put["ExpressionAttributeNames"] = {"#v": "version"}
+            put["ExpressionAttributeValues"] = {":v": {"N": str(previous_version)}}
+        return put

@@ -1,0 +1,233 @@
+"""Where a dropped spec goes after it is read, and the receipt or error report left beside it.
+
+Pure functions of the dropped object, the parse result and what Batch answered. A file ends in one
+of two places, always as a copy of the exact version that was read:
+
+- ``accepted/<team>/<file>`` with ``<file>.receipt.json`` when at least one job was submitted. A file
+  with some good and some bad jobs is *partially accepted*: the good jobs are submitted, the receipt
+  lists them and also lists every refused job with its problems (``outcome: partially_accepted``).
+- ``rejected/<team>/<file>`` with ``<file>.error.json`` when nothing was submitted.
+
+Keys that do not name a team folder and a spec file land under ``rejected/_invalid-key/`` with a
+digest of the key in front of the name, so two bad keys never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from .jobspec import SUBMIT_PREFIX, TIER_TAG, JobResult, Problem, SpecResult
+
+ACCEPTED_PREFIX = "accepted/"
+REJECTED_PREFIX = "rejected/"
+#: Prefixes the submit path writes to; objects there are answers, never specs to read.
+OUTPUT_PREFIXES = (ACCEPTED_PREFIX, REJECTED_PREFIX)
+RECEIPT_SUFFIX = ".receipt.json"
+ERROR_SUFFIX = ".error.json"
+INVALID_KEY_FOLDER = "_invalid-key"
+RECEIPT_KIND = "shareplane.submission-receipt"
+ERROR_KIND = "shareplane.submission-error"
+DOCUMENT_VERSION = 1
+ALERT_KIND_REJECTED = "spec_rejected"
+#: SNS message attribute values may not be empty; this stands for "not known for this file".
+UNKNOWN = "none"
+
+
+class Outcome(StrEnum):
+    """What became of a dropped file."""
+
+    ACCEPTED = "accepted"
+    PARTIALLY_ACCEPTED = "partially_accepted"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class DroppedObject:
+    """One object version that landed in the drop bucket, as the event told it (key already decoded)."""
+
+    bucket: str
+    key: str
+    version_id: str | None = None
+    size: int | None = None
+    etag: str | None = None
+    sequencer: str | None = None
+
+    def as_source(self) -> dict[str, Any]:
+        """The object's identity as receipts and reports record it."""
+        return {"bucket": self.bucket, "key": self.key, "versionId": self.version_id, "etag": self.etag}
+
+
+@dataclass(frozen=True)
+class SubmittedJob:
+    """A job Batch accepted: what the receipt says about it."""
+
+    index: int
+    name: str
+    job_arn: str
+    job_id: str
+    queue: str
+    share: str | None
+    priority: str | None
+    scheduling_priority: int | None
+    payload_digest: str
+    client_token: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The job as the receipt lists it."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "jobId": self.job_id,
+            "jobArn": self.job_arn,
+            "queue": self.queue,
+            "share": self.share,
+            "priority": self.priority,
+            "schedulingPriority": self.scheduling_priority,
+            "payloadDigest": self.payload_digest,
+            "clientToken": self.client_token,
+        }
+
+
+def submitted_job(job: JobResult, queue: str, job_arn: str, job_id: str) -> SubmittedJob:
+    """The receipt entry of an accepted job, from its request and Batch's answer."""
+    request = job.request or {}
+    return SubmittedJob(
+        index=job.index,
+        name=str(request.get("jobName", job.name)),
+        job_arn=job_arn,
+        job_id=job_id,
+        queue=queue,
+        share=request.get("shareIdentifier") or request.get("quotaShareName"),
+        priority=(request.get("tags") or {}).get(TIER_TAG),
+        scheduling_priority=request.get("schedulingPriority"),
+        payload_digest=job.payload_digest or "",
+        client_token=str(request.get("clientToken", "")),
+    )
+
+
+def is_output_key(key: str) -> bool:
+    """True for the submit path's own outputs (accepted/, rejected/): never read as specs."""
+    return key.startswith(OUTPUT_PREFIXES)
+
+
+def _safe_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:120].lstrip(".")
+    return cleaned or "file"
+
+
+def destination(key: str, team: str | None, outcome: Outcome) -> str:
+    """Where the original goes: ``accepted/<team>/<file>`` or ``rejected/<team>/<file>``."""
+    prefix = REJECTED_PREFIX if outcome is Outcome.REJECTED else ACCEPTED_PREFIX
+    parts = key.split("/")
+    if team is not None and len(parts) == 3 and key.startswith(SUBMIT_PREFIX) and parts[1] == team:
+        return f"{prefix}{team}/{parts[2]}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{REJECTED_PREFIX}{INVALID_KEY_FOLDER}/{digest}-{_safe_name(parts[-1])}"
+
+
+def answer_key(dest: str, outcome: Outcome) -> str:
+    """The receipt (accepted) or error report (rejected) beside a moved file."""
+    return dest + (ERROR_SUFFIX if outcome is Outcome.REJECTED else RECEIPT_SUFFIX)
+
+
+def answer_keys_for(key: str, team: str | None) -> tuple[str, str]:
+    """Both places an answer for ``key`` may be: (receipt, error report)."""
+    return (
+        answer_key(destination(key, team, Outcome.ACCEPTED), Outcome.ACCEPTED),
+        answer_key(destination(key, team, Outcome.REJECTED), Outcome.REJECTED),
+    )
+
+
+def outcome_of(submitted: Sequence[SubmittedJob], refused: bool) -> Outcome:
+    """Accepted when everything went in, partially when some did, rejected when none did."""
+    if not submitted:
+        return Outcome.REJECTED
+    return Outcome.PARTIALLY_ACCEPTED if refused else Outcome.ACCEPTED
+
+
+def _iso(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _refused_jobs(
+    result: SpecResult, refused_by_batch: Mapping[int, Problem]
+) -> list[dict[str, Any]]:
+    out = []
+    for job in result.jobs:
+        problems = list(job.problems)
+        if job.index in refused_by_batch:
+            problems.append(refused_by_batch[job.index])
+        if problems:
+            out.append({"index": job.index, "name": job.name, "errors": [p.as_dict() for p in problems]})
+    return out
+
+
+def build_answer(
+    obj: DroppedObject,
+    result: SpecResult,
+    submitted: Sequence[SubmittedJob],
+    refused_by_batch: Mapping[int, Problem],
+    share: str | None,
+    processed_at_ms: int,
+) -> tuple[Outcome, str, str, dict[str, Any]]:
+    """(outcome, where the original goes, where the answer goes, the answer document)."""
+    refused = _refused_jobs(result, refused_by_batch)
+    outcome = outcome_of(submitted, bool(refused or result.problems))
+    dest = destination(obj.key, result.team, outcome)
+    problems = [p.as_dict() for p in result.problems] + [e for job in refused for e in job["errors"]]
+    document: dict[str, Any] = {
+        "kind": ERROR_KIND if outcome is Outcome.REJECTED else RECEIPT_KIND,
+        "version": DOCUMENT_VERSION,
+        "outcome": outcome.value,
+        "source": obj.as_source(),
+        "team": result.team,
+        "share": share,
+        "original": dest,
+        "processedAt": _iso(processed_at_ms),
+        "jobs": [job.as_dict() for job in sorted(submitted, key=lambda j: j.index)],
+        "rejected": refused,
+        "problems": problems,
+    }
+    if outcome is Outcome.PARTIALLY_ACCEPTED:
+        document["note"] = (
+            f"{len(submitted)} job(s) submitted, {len(refused)} refused: the file moved to accepted/ "
+            "because some of it runs; fix the refused jobs and drop them in a new file"
+        )
+    elif outcome is Outcome.REJECTED:
+        document["note"] = "nothing was submitted; fix every problem listed and drop the file again"
+    return outcome, dest, answer_key(dest, outcome), document
+
+
+def answers(document: Any, obj: DroppedObject) -> bool:
+    """True when a receipt or error report is the answer to exactly this object version."""
+    if not isinstance(document, Mapping) or document.get("kind") not in (RECEIPT_KIND, ERROR_KIND):
+        return False
+    source = document.get("source") or {}
+    return (
+        source.get("bucket") == obj.bucket
+        and source.get("key") == obj.key
+        and source.get("versionId") == obj.version_id
+    )
+
+
+def alert_attributes(share: str | None, queue: str | None) -> dict[str, str]:
+    """SNS message attributes of a rejection: teams subscribe with a filter on share (and kind)."""
+    return {
+        "severity": "warning",
+        "share": share or UNKNOWN,
+        "kind": ALERT_KIND_REJECTED,
+        "queue": queue or UNKNOWN,
+    }
+
+
+def alert_subject(outcome: Outcome, key: str) -> str:
+    """A subject line within SNS's 100 characters."""
+    what = "partly rejected" if outcome is Outcome.PARTIALLY_ACCEPTED else "rejected"
+    name = key.rsplit("/", 1)[-1]
+    return f"shareplane: job spec {what}: {name}"[:100]

@@ -1,0 +1,529 @@
+"""Handle a failed GPU job: load what is known, decide with ``domain.failures.decide``, apply once.
+
+Triggers: a ``Batch Service Job State Change`` to FAILED, a SageMaker training job that Failed or
+Stopped (found through the ``TJ#<arn>`` link record_state writes), a preemption or a blocked queue,
+and this path's own "requeue due" messages. Batch is asked for the job (DescribeServiceJob, so jobs
+shareplane did not submit work too); the decision is written once as ``DECISION#<job>#<attempt>``
+together with a FAILURE_DECISION history item, then applied:
+
+- requeue: SubmitServiceJob of the same payload, queue, share and priority with the decision's
+  mutations and a clientToken from the job id and attempt, now or after the backoff delay;
+- alert: one SNS message per job and kind within a quiet window; a storm is one digest per share;
+- left to Batch / ignore: recorded only.
+
+A redelivered trigger finds the decision stored: applied means nothing to do, not yet applied means
+finish applying the stored decision (never a new one), so any number of duplicates requeue once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain.alerts import (
+    DEFAULT_QUIET_SECONDS,
+    Alert,
+    AlertKind,
+    FailureMetricEvent,
+    failure_alert,
+    logs_link,
+    simple_alert,
+)
+from ..domain.config import SharesConfig, Tier
+from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.failure_rules import FailureClass, Severity
+from ..domain.failures import (
+    Action,
+    FailureContext,
+    FailureDecision,
+    FailureSignal,
+    classify,
+    decide,
+    repeated_preemption_alert,
+)
+from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from ..domain.requeue import ChainState, build_requeue
+from .ports import AlertPublisher, BatchServiceJobs, FailureLedger, MetricsSink, RequeueTimer, TrainingJobs
+
+logger = logging.getLogger(__name__)
+
+#: The body of this path's own delayed messages.
+REQUEUE_DUE = "requeue-due"
+#: Repeated-preemption and blocked-queue alerts: once per job for a week.
+ONCE_PER_JOB_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class FailurePorts:
+    """Everything the failure path talks to; built once per cold start by bootstrap."""
+
+    store: Any  # DynamoJobStore: load_training_job, job_for_training_job
+    ledger: FailureLedger
+    batch: BatchServiceJobs
+    training: TrainingJobs
+    alerts: AlertPublisher
+    timer: RequeueTimer
+    metrics: MetricsSink
+    config: SharesConfig
+    region: str
+    clock: Callable[[], float]
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    """What handling one trigger did, for logs and tests."""
+
+    job_arn: str | None
+    result: str
+    decision: str | None = None
+    new_job_arn: str | None = None
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------
+def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    """Route one queue message: an EventBridge event or this path's own requeue-due message."""
+    if raw.get("shareplane") == REQUEUE_DUE:
+        return apply_due(str(raw.get("decisionKey") or ""), ports)
+    detail_type = raw.get("detail-type")
+    detail = raw.get("detail")
+    if not isinstance(detail, Mapping):
+        raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
+    if detail_type == "Batch Service Job State Change":
+        if detail.get("status") != JobStatus.FAILED.value:
+            return FailureOutcome(detail.get("jobArn"), f"status {detail.get('status')}: nothing to do")
+        return handle_failed_job(_job_id(detail), ports, hint=detail)
+    if detail_type == "SageMaker Training Job State Change":
+        return _training_job_ended(detail, ports)
+    if detail_type == "Batch Service Job Preemption Completed":
+        return _preempted(detail, ports)
+    if detail_type == "Batch Service Job Queue Blocked":
+        return _queue_blocked(detail, ports)
+    raise InvalidInputError(
+        "detail-type", f"{detail_type!r} is not a failure-path event", "route only failure events here"
+    )
+
+
+def _job_id(detail: Mapping[str, Any]) -> str:
+    job_id = detail.get("jobId") or str(detail.get("jobArn") or "").rsplit("/", 1)[-1]
+    if not job_id:
+        raise InvalidInputError("detail.jobArn", "is missing", "send the event as AWS documents it")
+    return str(job_id)
+
+
+# ------------------------------------------------------------------------------------------------
+# A failed job
+# ------------------------------------------------------------------------------------------------
+def handle_failed_job(job_id: str, ports: FailurePorts, hint: Mapping[str, Any] | None = None) -> FailureOutcome:
+    """Decide and apply, once, what happens to a service job Batch reports FAILED."""
+    described = ports.batch.describe(job_id)
+    if described is None:
+        return _unknown_failed(job_id, ports, hint or {})
+    job_arn = described["jobArn"]
+    if described.get("status") != JobStatus.FAILED.value:
+        # Batch still owns the job (a capacity requeue, a retry, a preemption): it comes back to
+        # this path only if it ends FAILED.
+        return FailureOutcome(job_arn, f"Batch still owns it ({described.get('status')})")
+    key = decision_key(described)
+    stored = ports.ledger.load_decision(key)
+    if stored is not None:
+        return _resume(key, stored, ports)
+
+    now = ports.clock()
+    config = ports.config
+    training = _training_facts(described, ports)
+    signal = FailureSignal(
+        status_reason=described.get("statusReason"),
+        failure_reason=training.get("FailureReason"),
+        secondary_status=training.get("SecondaryStatus"),
+        training_job_status=training.get("TrainingJobStatus"),
+        was_terminated=bool(described.get("isTerminated")),
+    )
+    share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
+    tier = config.tier_for_priority(described.get("schedulingPriority")) or Tier.LOWPRI
+    chain = ChainState.from_tags(described.get("tags"))
+    summary = described.get("preemptionSummary") or {}
+    preemptions = int(summary.get("preemptedAttemptCount") or 0)
+    found = classify(signal, config.failures.ordered_rules)
+    spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
+    storm_window = config.failures.storm.window_seconds
+    recent = ports.ledger.share_failures(share, now - storm_window)
+    cap = (described.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
+    ctx = FailureContext(
+        signal=signal,
+        job_id=described.get("jobId") or job_id,
+        share=share,
+        tier=tier,
+        now=now,
+        instance_type=_payload_instance_type(described),
+        budget_used=chain.failures,
+        preemption_count=preemptions,
+        preemption_retries_before_termination=cap,
+        spot_interruptions=spot,
+        share_recent_failures=tuple(float(f["at"]) for f in recent),
+        share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{share}#{AlertKind.STORM.value}"),
+    )
+    decision = decide(ctx, config)
+    new_chain = ChainState(
+        origin_job_id=chain.origin_job_id or ctx.job_id,
+        failures=decision.attempt or chain.failures,
+        requeues=chain.requeues + 1,
+        spot_interruptions=spot,
+    )
+    record = decision_record(decision, described, training, new_chain, now)
+    history = _history(described, decision, key, now)
+    share_failure = (
+        {"share": share, "at": now, "job": job_arn, "jobName": described.get("jobName"),
+         "class": decision.failure_class.value, "reason": decision.reason_excerpt}
+        if decision.counts_toward_storm
+        else None
+    )
+    existing = ports.ledger.claim_decision(key, record, history, job_arn, share_failure)
+    if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
+        return _resume(key, existing, ports)
+    _count(ports, "FailuresByClass", {"Queue": _queue(described), "Share": share, "Class": decision.failure_class.value}, job_arn)
+    logger.info(
+        "failure decided",
+        extra={"job_arn": job_arn, "class": decision.failure_class.value, "rule": decision.rule_id,
+               "action": decision.action.value, "why": decision.why},
+    )
+    return _apply(key, record, ports)
+
+
+def decision_key(described: Mapping[str, Any]) -> str:
+    """``DECISION#<job arn>#<attempt>``: attempts and preemptions so far identify this failure."""
+    attempts = len(described.get("attempts") or [])
+    preempted = int((described.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0)
+    return f"DECISION#{described['jobArn']}#{attempts}.{preempted}"
+
+
+def decision_record(
+    decision: FailureDecision,
+    described: Mapping[str, Any],
+    training: Mapping[str, Any],
+    chain: ChainState,
+    now: float,
+) -> dict[str, Any]:
+    """The stored form of a decision: enough to apply it later without deciding again."""
+    return {
+        "jobArn": described["jobArn"],
+        "jobId": described.get("jobId"),
+        "jobName": described.get("jobName"),
+        "jobQueue": described.get("jobQueue"),
+        "share": described.get("shareIdentifier") or described.get("quotaShareName") or "none",
+        "trainingJobName": training.get("TrainingJobName"),
+        "action": decision.action.value,
+        "class": decision.failure_class.value,
+        "rule": decision.rule_id,
+        "reason": decision.reason_excerpt,
+        "severity": decision.severity.value,
+        "fix": decision.fix,
+        "attempt": decision.attempt,
+        "budgetLeft": decision.budget_left,
+        "delaySeconds": decision.delay_seconds,
+        "mutations": {k: v for k, v in decision.mutations.items()},
+        "removals": [k for k, v in decision.mutations.items() if v is None],
+        "storm": decision.storm,
+        "why": decision.why,
+        "summary": decision.summary(),
+        "chain": {
+            "origin": chain.origin_job_id,
+            "failures": chain.failures,
+            "requeues": chain.requeues,
+            "spot": chain.spot_interruptions,
+        },
+        "decidedAt": now,
+        "dueAt": now + decision.delay_seconds,
+    }
+
+
+def decision_from_record(record: Mapping[str, Any]) -> FailureDecision:
+    """Rebuild the decision a record stores."""
+    mutations: dict[str, object] = dict(record.get("mutations") or {})
+    for removed in record.get("removals") or ():
+        mutations[removed] = None
+    return FailureDecision(
+        action=Action(record["action"]),
+        failure_class=FailureClass(record["class"]),
+        rule_id=record["rule"],
+        reason_excerpt=record.get("reason") or "",
+        severity=Severity(record["severity"]),
+        fix=record.get("fix") or "",
+        attempt=int(record.get("attempt") or 0),
+        budget_left=int(record.get("budgetLeft") or 0),
+        delay_seconds=int(record.get("delaySeconds") or 0),
+        mutations=mutations,
+        storm=bool(record.get("storm")),
+        why=record.get("why") or "",
+    )
+
+
+def _resume(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    if record.get("applied"):
+        return FailureOutcome(record.get("jobArn"), "duplicate: already applied", record.get("action"),
+                              record.get("newJobArn"))
+    return _apply(key, record, ports)
+
+
+def _apply(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    decision = decision_from_record(record)
+    job_arn = record["jobArn"]
+    if decision.action is Action.REQUEUE:
+        now = ports.clock()
+        wait = int(round(float(record.get("dueAt") or now) - now))
+        if wait > 0:
+            ports.timer.after({"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn}, wait, now)
+            return FailureOutcome(job_arn, f"requeue due in {wait}s", decision.action.value)
+        return _requeue(key, record, decision, ports)
+    if decision.action is Action.ALERT:
+        alert = _failure_alert(record, decision, ports)
+        sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports))
+        ports.ledger.mark_applied(key, {"alerted": sent})
+        return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
+    ports.ledger.mark_applied(key, {})
+    return FailureOutcome(job_arn, decision.summary(), decision.action.value)
+
+
+def apply_due(key: str, ports: FailurePorts) -> FailureOutcome:
+    """A requeue's delay has passed: submit it (once), unless that already happened."""
+    record = ports.ledger.load_decision(key)
+    if record is None:
+        raise InvalidInputError("decisionKey", f"{key!r} names no stored decision", "send requeue-due only for stored decisions")
+    if record.get("applied"):
+        return FailureOutcome(record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn"))
+    now = ports.clock()
+    due = float(record.get("dueAt") or now)
+    if due - now > 1:  # delivered early (a scheduler's window, a replayed DLQ): wait the rest
+        ports.timer.after({"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": record["jobArn"]}, int(due - now), now)
+        return FailureOutcome(record.get("jobArn"), f"requeue due in {int(due - now)}s", record.get("action"))
+    return _requeue(key, record, decision_from_record(record), ports)
+
+
+def _requeue(key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts) -> FailureOutcome:
+    job_arn = record["jobArn"]
+    described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
+    dims = {"Queue": _queue(record), "Share": record.get("share") or "none"}
+    if described is None:
+        return _refused(key, record, "AWS Batch no longer describes the job, so its payload is gone", ports)
+    chain = record.get("chain") or {}
+    request = build_requeue(
+        described,
+        attempt=key.rsplit("#", 1)[-1],
+        mutations=decision.mutations,
+        chain=ChainState(chain.get("origin"), int(chain.get("failures") or 0), int(chain.get("requeues") or 1),
+                         int(chain.get("spot") or 0)),
+    )
+    try:
+        new_arn = ports.batch.submit(request.params)
+    except RejectedByServiceError as exc:
+        _count(ports, "RequeuesRefused", dims, job_arn)
+        return _refused(key, record, exc.problem, ports)
+    ports.ledger.mark_applied(key, {"newJobArn": new_arn, "clientToken": request.client_token})
+    _count(ports, "Requeues", dims, job_arn)
+    logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
+    return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
+
+
+def _refused(key: str, record: Mapping[str, Any], message: str, ports: FailurePorts) -> FailureOutcome:
+    job_arn = record["jobArn"]
+    alert = simple_alert(
+        AlertKind.REQUEUE_REFUSED,
+        Severity.CRITICAL,
+        share=record.get("share") or "none",
+        queue=_queue(record),
+        job_arn=job_arn,
+        job_name=record.get("jobName"),
+        headline=f"requeue refused by AWS Batch ({record.get('class')})",
+        reason=message,
+        fix="fix what AWS Batch names (the payload, the share, a quota) and resubmit the job by hand",
+        extra={"class": record.get("class"), "rule": record.get("rule"),
+               "logs": logs_link(ports.region, record.get("trainingJobName"))},
+    )
+    send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS)
+    ports.ledger.mark_applied(key, {"refused": message[:500]})
+    return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
+
+
+def _failure_alert(record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts) -> Alert:
+    share = record.get("share") or "none"
+    recent: list[dict[str, Any]] = []
+    if decision.storm:
+        since = ports.clock() - ports.config.failures.storm.window_seconds
+        recent = [
+            {k: f.get(k) for k in ("at", "job", "jobName", "class", "reason")}
+            for f in ports.ledger.share_failures(share, since)
+        ]
+    return failure_alert(
+        decision,
+        job_arn=record["jobArn"],
+        job_name=record.get("jobName"),
+        share=share,
+        queue=_queue(record),
+        logs=logs_link(ports.region, record.get("trainingJobName")),
+        recent=recent,
+    )
+
+
+def _quiet(alert: Alert, ports: FailurePorts) -> float:
+    if alert.kind is AlertKind.STORM:
+        return ports.config.failures.storm.window_seconds
+    return DEFAULT_QUIET_SECONDS
+
+
+def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float) -> bool:
+    """Publish ``alert`` unless the same one (job or share, and kind) is quiet; True when sent."""
+    now = ports.clock()
+    if not ports.ledger.claim_alert(alert, now, quiet_seconds):
+        return False
+    try:
+        message_id = ports.alerts.publish(alert)
+    except Exception:
+        ports.ledger.release_alert(alert)  # let the redelivery send it
+        raise
+    ports.ledger.confirm_alert(alert, message_id, now)
+    _count(ports, "Alerts", {"Kind": alert.kind.value, "Severity": alert.severity.value}, alert.job_arn or "")
+    return True
+
+
+def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any]) -> FailureOutcome:
+    job_arn = str(hint.get("jobArn") or job_id)
+    alert = simple_alert(
+        AlertKind.UNKNOWN_TO_BATCH,
+        Severity.WARNING,
+        share=hint.get("shareIdentifier") or hint.get("quotaShareName") or "none",
+        queue=_queue(hint),
+        job_arn=job_arn,
+        job_name=hint.get("jobName"),
+        headline="failed, and AWS Batch no longer describes it",
+        reason=str(hint.get("statusReason") or "no reason given"),
+        fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
+    )
+    send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    return FailureOutcome(job_arn, "unknown to Batch: alerted")
+
+
+# ------------------------------------------------------------------------------------------------
+# SageMaker, preemption, blocked queue
+# ------------------------------------------------------------------------------------------------
+def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    status = detail.get("TrainingJobStatus")
+    arn = detail.get("TrainingJobArn")
+    if status not in ("Failed", "Stopped") or not arn:
+        return FailureOutcome(None, f"training job {status}: nothing to do")
+    job_arn = ports.store.job_for_training_job(arn)
+    if job_arn is None:
+        # record_state links the two when Batch's event arrives; that FAILED event triggers us too.
+        return FailureOutcome(None, "no Batch job linked to the training job yet; its Batch event will follow")
+    return handle_failed_job(job_arn.rsplit("/", 1)[-1], ports)
+
+
+def _preempted(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    job_arn = str(detail.get("preemptedJobArn") or "")
+    if not job_arn:
+        raise InvalidInputError("detail.preemptedJobArn", "is missing", "send the event as AWS documents it")
+    described = ports.batch.describe(job_arn.rsplit("/", 1)[-1]) or {}
+    summary = described.get("preemptionSummary") or detail.get("preemptionSummary") or {}
+    count = int(summary.get("preemptedAttemptCount") or 0)
+    text = repeated_preemption_alert(count, ports.config)
+    if text is None:
+        return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
+    source = described or {"jobArn": job_arn}
+    alert = simple_alert(
+        AlertKind.REPEATED_PREEMPTION,
+        Severity.WARNING,
+        share=source.get("quotaShareName") or source.get("shareIdentifier") or "none",
+        queue=_queue(source),
+        job_arn=job_arn,
+        job_name=source.get("jobName"),
+        headline=f"preempted {count} times",
+        reason=text,
+        fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with reserved capacity",
+        extra={"preemptions": count},
+    )
+    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
+
+
+def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+    job_arn = str(detail.get("jobArn") or "")
+    reason = str(detail.get("statusReason") or "no reason given")
+    alert = simple_alert(
+        AlertKind.QUEUE_BLOCKED,
+        Severity.CRITICAL,
+        share=detail.get("shareIdentifier") or detail.get("quotaShareName") or "none",
+        queue=_queue(detail),
+        job_arn=job_arn,
+        job_name=detail.get("jobName"),
+        headline=f"blocks queue {_queue(detail)}",
+        reason=reason,
+        fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
+        "raise the service environment's limits, or terminate it",
+    )
+    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------
+def _training_facts(described: Mapping[str, Any], ports: FailurePorts) -> dict[str, Any]:
+    """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
+    arn = ((described.get("latestAttempt") or {}).get("serviceResourceId") or {}).get("value")
+    if not arn:
+        return {}
+    name = arn.rsplit("/", 1)[-1]
+    stored = ports.store.load_training_job(arn)
+    if stored is not None and stored.status.is_final:
+        return {
+            "TrainingJobName": stored.training_job_name or name,
+            "TrainingJobStatus": stored.status.value,
+            "SecondaryStatus": stored.secondary_status,
+            "FailureReason": stored.failure_reason,
+        }
+    described_tj = ports.training.describe(name) or {}
+    return {
+        "TrainingJobName": described_tj.get("TrainingJobName") or name,
+        "TrainingJobStatus": described_tj.get("TrainingJobStatus"),
+        "SecondaryStatus": described_tj.get("SecondaryStatus"),
+        "FailureReason": described_tj.get("FailureReason"),
+    }
+
+
+def _payload_instance_type(described: Mapping[str, Any]) -> str | None:
+    try:
+        payload = json.loads(described.get("serviceRequestPayload") or "{}")
+    except ValueError:
+        return None
+    resources = payload.get("ResourceConfig") if isinstance(payload, dict) else None
+    return resources.get("InstanceType") if isinstance(resources, dict) else None
+
+
+def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, now: float) -> HistoryEntry:
+    at = int(described.get("stoppedAt") or now * 1000)
+    reason = (
+        f"{decision.failure_class.value} (rule {decision.rule_id}): {decision.summary()}"
+        + (f"; {decision.why}" if decision.why else "")
+        + (f"; {decision.reason_excerpt}" if decision.reason_excerpt else "")
+    )
+    attempt = key.rsplit("#", 1)[-1]
+    return HistoryEntry(
+        key=f"{at:013d}#~{ObservationKind.FAILURE_DECISION.value}#{attempt}",
+        status=JobStatus.FAILED,
+        at=at,
+        reason=reason,
+        kind=ObservationKind.FAILURE_DECISION,
+        digest=key,
+    )
+
+
+def _queue(source: Mapping[str, Any]) -> str:
+    queue = source.get("jobQueue")
+    return str(queue).rsplit("/", 1)[-1] if queue else "unknown"
+
+
+def _count(ports: FailurePorts, name: str, dimensions: Mapping[str, str], job_arn: str) -> None:
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})  # type: ignore[list-item]

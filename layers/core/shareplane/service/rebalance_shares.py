@@ -1,0 +1,677 @@
+"""Rebalance team shares on a schedule: read a snapshot, decide with ``plan_rebalance``, apply, audit.
+
+One run per schedule tick:
+
+1. **Snapshot.** What each share holds comes from Batch itself (GetJobQueueSnapshot's utilization,
+   per fair-share identifier or per quota share). What waits comes from the jobs table: one query of
+   the ByStatus index for RUNNABLE jobs gives every waiting job with its share, instance count,
+   instance type and schedulingPriority (hence its tier). ListServiceJobs would need a call per share
+   and page, against Batch's low per-account API rate that the submit path shares, and its summaries
+   carry neither the priority nor the instance type, so tiers would cost a DescribeServiceJob per job.
+   Each tier's wait p90 also comes from the table (jobs that first started in the last window,
+   createdAt -> first start). Weights (DescribeSchedulingPolicies) or quota settings
+   (ListQuotaShares, which carries every setting) are read from Batch; the ledger, decayed usage and
+   the last applied plan come from the ``SHARES``/``LEDGER`` item.
+2. **Decide** with ``plan_rebalance`` (pure).
+3. **Apply** only a non-empty plan, and only outside dry-run: the audit record and the new state go
+   in one conditional transaction first (a re-delivered tick finds its tick already done and applies
+   nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns APPLIED. A run
+   that dies between the write and the Batch call leaves the record PENDING; the tick's redelivery
+   re-applies that record's ``after`` values (absolute settings, so applying twice is harmless).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..domain import fairshare
+from ..domain.config import SchedulingMode, SharesConfig, Tier
+from ..domain.errors import ConcurrentUpdateError, InvalidInputError
+from ..domain.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
+from ..domain.rebalance import (
+    REASON_COOLDOWN,
+    REASON_DEADBAND,
+    REASON_NO_CAPACITY,
+    REASON_NO_DEMAND,
+    QuotaSettings,
+    RebalancePlan,
+    ShareChange,
+    ShareSnapshot,
+    ShareState,
+    TierWait,
+    plan_rebalance,
+    plan_to_update_quota_share_requests,
+    plan_to_update_scheduling_policy,
+    rollback_plan,
+)
+from ..domain.share_metrics import ShareMetricEvent
+from .ports import ShareMetrics, SharesBatch, ShareStore
+from .record_state import queue_name
+
+logger = logging.getLogger(__name__)
+
+#: Two runs racing on the state item are rare (one schedule, one queue); a re-read settles them.
+MAX_CONFLICT_RETRIES = 3
+NUM_INSTANCES = "NUM_INSTANCES"
+#: GetJobQueueSnapshot lists at most this many shares by usage; shares below it are counted from the table.
+SNAPSHOT_TOP_SHARES = 20
+DISPATCHED = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
+
+#: The Reason values of PlansSkipped.
+SKIP_REASONS = {
+    REASON_COOLDOWN: "cooldown",
+    REASON_DEADBAND: "deadband",
+    REASON_NO_DEMAND: "no_demand",
+    REASON_NO_CAPACITY: "no_capacity",
+}
+SKIP_DRY_RUN = "dry_run"
+SKIP_DUPLICATE_TICK = "duplicate_tick"
+
+
+@dataclass(frozen=True)
+class RebalanceSettings:
+    """Which queue to rebalance, and how (from the function's environment)."""
+
+    job_queue: str  # name or ARN
+    scheduling_policy_arn: str | None = None  # fair-share; None: read it from the queue
+    dry_run: bool = False
+    #: Jobs that first started this recently make up a tier's wait p90.
+    wait_window_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class RebalanceOutcome:
+    """What one run did, for logs and tests."""
+
+    tick_id: str
+    action: str  # applied | replayed | dry_run | skipped | duplicate_tick
+    reason: str
+    plan_id: str | None = None
+    plan: RebalancePlan | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The snapshot and what was measured beside it (actual and waiting instances per share)."""
+
+    snapshot: ShareSnapshot
+    actual: Mapping[str, float]
+    waiting: Mapping[str, float]
+    settings: Mapping[str, Any] = field(default_factory=dict)  # share -> current audit-shaped setting
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshot
+
+
+def _unit_of(job: JobState, share: str, config: SharesConfig) -> str:
+    """The GPU instance type a job's instances count against (fair-share reports NUM_INSTANCES)."""
+    types = config.instance_types
+    for usage in job.capacity_usage:
+        if usage.unit in types:
+            return usage.unit
+    if job.instance_type in types:
+        return str(job.instance_type)
+    return _main_type(share, config)
+
+
+def _main_type(share: str, config: SharesConfig) -> str:
+    # One GPU type (the common case) is exact; otherwise the team's largest entitlement is the best
+    # guess for usage Batch reports in NUM_INSTANCES.
+    types = sorted(config.instance_types)
+    if len(types) == 1:
+        return types[0]
+    team = config.teams.get(config.team_for_share(share) or "")
+    if team and team.entitlement:
+        return max(sorted(team.entitlement), key=lambda t: team.entitlement[t])
+    return types[0]
+
+
+def _instances(job: JobState) -> int:
+    # A job without capacityUsage yet still wants at least one instance.
+    return max(1, math.ceil(job.instance_count)) if job.instance_count else 1
+
+
+def _share_of(job: JobState) -> str | None:
+    return job.share_identifier or job.quota_share_name
+
+
+def _in_queue(job: JobState, queue: str) -> bool:
+    return job.job_queue is not None and queue_name(job.job_queue) == queue_name(queue)
+
+
+def _p90(values: Sequence[float]) -> float:
+    """Nearest-rank 90th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+def tier_waits(
+    config: SharesConfig, started: Iterable[JobState], waiting: Iterable[JobState], now: float, window: int
+) -> dict[Tier, TierWait]:
+    """Each tier's wait p90: jobs that first started in the window, and jobs still waiting.
+
+    A tier where nothing starts would otherwise look healthy exactly when it starves, so the ages of
+    jobs still RUNNABLE (a lower bound of their waits) count too: the tier's p90 is the larger of the
+    two p90s.
+    """
+    since_ms = (now - window) * 1000
+    done: dict[Tier, list[float]] = defaultdict(list)
+    ages: dict[Tier, list[float]] = defaultdict(list)
+    for job in started:
+        tier = config.tier_for_priority(job.scheduling_priority)
+        if tier and job.first_started_at and job.created_at and job.first_started_at >= since_ms:
+            done[tier].append(max(0, job.first_started_at - job.created_at) / 1000)
+    for job in waiting:
+        tier = config.tier_for_priority(job.scheduling_priority)
+        if tier and job.created_at and job.first_started_at is None:
+            ages[tier].append(max(0.0, now - job.created_at / 1000))
+    waits = {}
+    for tier, tier_config in config.tiers.items():
+        p90s = [_p90(values) for values in (done[tier], ages[tier]) if values]
+        if p90s:
+            waits[tier] = TierWait(p90_seconds=max(p90s), slo_seconds=float(tier_config.wait_slo_seconds))
+    return waits
+
+
+def _snapshot_in_use(
+    snapshot: Mapping[str, Any], mode: SchedulingMode, config: SharesConfig
+) -> tuple[dict[str, dict[str, float]], bool]:
+    """Instances each share holds per instance type, and whether the list may be cut at the top 20."""
+    utilization = snapshot.get("queueUtilization") or {}
+    if mode is SchedulingMode.FAIRSHARE:
+        top = (utilization.get("fairshareUtilization") or {}).get("topCapacityUtilization") or []
+        key = "shareIdentifier"
+    else:
+        top = (utilization.get("quotaShareUtilization") or {}).get("topCapacityUtilization") or []
+        key = "quotaShareName"
+    held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for entry in top:
+        share = entry.get(key)
+        if not share:
+            continue
+        for usage in entry.get("capacityUsage") or []:
+            unit = usage.get("capacityUnit")
+            if unit not in config.instance_types:
+                if unit != NUM_INSTANCES:
+                    continue  # a CPU type or an instance type the config does not manage
+                unit = _main_type(share, config)
+            held[share][unit] += float(usage.get("quantity") or 0)
+    return {s: dict(u) for s, u in held.items()}, len(top) >= SNAPSHOT_TOP_SHARES
+
+
+def current_weights(policy: Mapping[str, Any]) -> list[fairshare.ShareWeight]:
+    """The shareDistribution of a DescribeSchedulingPolicies item."""
+    entries = (policy.get("fairsharePolicy") or {}).get("shareDistribution") or []
+    return [fairshare.ShareWeight(e["shareIdentifier"], float(e.get("weightFactor", 1.0))) for e in entries]
+
+
+def observe(
+    config: SharesConfig,
+    settings: RebalanceSettings,
+    batch: SharesBatch,
+    store: ShareStore,
+    state: Mapping[str, Any] | None,
+    now: float,
+) -> Observed:
+    """Read everything the policy may look at and freeze it into a ``ShareSnapshot``."""
+    mode = config.mode
+    queue = settings.job_queue
+    shares = sorted({team.share for team in config.teams.values()})
+    queue_snapshot = batch.get_job_queue_snapshot(queue)
+    in_use, cut = _snapshot_in_use(queue_snapshot, mode, config)
+    in_use_from_batch = set(in_use)
+
+    runnable = [j for j in store.jobs_in_status(JobStatus.RUNNABLE.value) if _in_queue(j, queue)]
+    dispatched = [
+        j for status in DISPATCHED for j in store.jobs_in_status(status.value) if _in_queue(j, queue)
+    ]
+    if cut:
+        # Shares below the snapshot's top 20 are missing from it; the table knows what they run.
+        for job in dispatched:
+            share = _share_of(job)
+            if share in shares and share not in in_use_from_batch:
+                unit = _unit_of(job, share, config)
+                in_use.setdefault(share, {})
+                in_use[share][unit] = in_use[share].get(unit, 0.0) + _instances(job)
+
+    waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
+    for job in runnable:
+        share = _share_of(job)
+        if share not in shares:
+            continue
+        waiting[share][_unit_of(job, share, config)] += _instances(job)
+        tier = config.tier_for_priority(job.scheduling_priority)
+        if tier:
+            waiting_tiers[share][tier] += _instances(job)
+
+    max_slo = max(t.wait_slo_seconds for t in config.tiers.values())
+    after_ms = int((now - settings.wait_window_seconds - 2 * max_slo) * 1000)
+    finished = [
+        j
+        for status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        for j in store.jobs_in_status(status.value, created_after_ms=after_ms)
+        if _in_queue(j, queue)
+    ]
+    tiers = tier_waits(config, [*dispatched, *finished, *runnable], runnable, now, settings.wait_window_seconds)
+
+    weights: list[fairshare.ShareWeight] = []
+    quota: dict[str, dict[str, Any]] = {}
+    if mode is SchedulingMode.FAIRSHARE:
+        arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
+        if not arn:
+            raise InvalidInputError("JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue")
+        weights = current_weights(batch.describe_scheduling_policy(arn))
+    else:
+        quota = {q["quotaShareName"]: q for q in batch.list_quota_shares(queue)}
+        missing = [s for s in shares if s not in quota]
+        if missing:
+            logger.warning("teams without a quota share are left out", extra={"shares": missing})
+        shares = [s for s in shares if s in quota]
+
+    previous = (state or {}).get("shares") or {}
+    elapsed = now - float((state or {}).get("usageAsOf") or now)
+    window = fairshare.decay_window(config.fairshare.share_decay_seconds)
+    states = []
+    settings_now: dict[str, Any] = {}
+    for share in shares:
+        team = config.teams[config.team_for_share(share) or ""]
+        held = {u: math.ceil(q - 1e-9) for u, q in in_use.get(share, {}).items()}
+        demand = {u: held.get(u, 0) + waiting[share].get(u, 0) for u in set(held) | set(waiting[share])}
+        weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
+        rate = sum(held.values()) * (weight or 1.0)
+        usage = fairshare.accrue(float(previous.get(share, {}).get("usage", 0.0)), rate, elapsed, window)
+        quota_settings = QuotaSettings.from_dict(quota[share]) if share in quota else None
+        settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
+        states.append(
+            ShareState(
+                name=share,
+                entitlement=dict(team.entitlement),
+                demand=demand,
+                in_use=held,
+                waiting_by_tier=dict(waiting_tiers[share]),
+                usage_history=usage,
+                ledger_balance=float(previous.get(share, {}).get("balance", 0.0)),
+                weight_factor=weight,
+                quota=quota_settings,
+                quota_share_arn=quota[share]["quotaShareArn"] if share in quota else None,
+            )
+        )
+    snapshot = ShareSnapshot(
+        now=now,
+        mode=mode,
+        capacity={t: c.capacity for t, c in config.instance_types.items()},
+        shares=tuple(states),
+        tiers=tiers,
+        last_applied_at=_float_or_none((state or {}).get("lastAppliedAt")),
+        ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
+        gpus_per_instance={t: GPUS_PER_INSTANCE.get(t, 1) for t in config.instance_types},
+    )
+    return Observed(
+        snapshot=snapshot,
+        actual={s.name: float(sum(s.in_use.values())) for s in states},
+        waiting={s.name: float(sum(waiting[s.name].values())) for s in states},
+        settings=settings_now,
+    )
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Apply, audit, state
+
+
+def plan_id_for(*parts: str) -> str:
+    """A stable id from what identifies a plan (queue and tick): the same tick gets the same id."""
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def apply_plan(plan: RebalancePlan, batch: SharesBatch, settings: RebalanceSettings) -> int:
+    """Send a plan to Batch; returns the number of update calls (0 for an empty plan)."""
+    if plan.is_empty:
+        return 0
+    if plan.mode is SchedulingMode.FAIRSHARE:
+        arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(settings.job_queue)
+        if not arn:
+            raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
+        batch.update_scheduling_policy(plan_to_update_scheduling_policy(plan, batch.describe_scheduling_policy(arn)))
+        return 1
+    requests = plan_to_update_quota_share_requests(plan)
+    for request in requests:
+        batch.update_quota_share(request)
+    return len(requests)
+
+
+def _setting(value: Any) -> Any:
+    return value.to_dict() if isinstance(value, QuotaSettings) else value
+
+
+def audit_record(
+    plan: RebalancePlan,
+    *,
+    plan_id: str,
+    tick_id: str,
+    queue: str,
+    status: str,
+    kind: str = "plan",
+    observed: Observed | None = None,
+    rollback_of: str | None = None,
+) -> dict[str, Any]:
+    """The audit item of a plan: before, after and why of every share it moves, and the whole plan."""
+    moved = plan.moved
+    record: dict[str, Any] = {
+        "entity": "shares_audit",
+        "planId": plan_id,
+        "tickId": tick_id,
+        "kind": kind,
+        "status": status,
+        "queue": queue_name(queue),
+        "mode": plan.mode.value,
+        "createdAt": plan.created_at,
+        "reason": plan.reason,
+        "before": {c.share: _setting(c.before) for c in moved},
+        "after": {c.share: _setting(c.after) for c in moved},
+        "why": {c.share: c.why for c in moved},
+        "plan": plan.to_audit(),
+    }
+    if observed is not None:
+        record["actual"] = dict(observed.actual)
+        record["waiting"] = dict(observed.waiting)
+    if rollback_of:
+        record["rollbackOf"] = rollback_of
+    return record
+
+
+def plan_from_audit(record: Mapping[str, Any]) -> RebalancePlan:
+    """The plan an audit record holds, to re-apply a PENDING one."""
+    audit = record["plan"]
+    mode = SchedulingMode(audit["mode"])
+
+    def setting(value: Any) -> float | QuotaSettings:
+        return QuotaSettings.from_dict(value) if mode is SchedulingMode.QUOTA else float(value)
+
+    changes = tuple(
+        ShareChange(
+            c["share"], setting(c["before"]), setting(c["after"]), c.get("why", ""), c.get("quotaShareArn")
+        )
+        for c in audit["changes"]
+    )
+    return RebalancePlan(created_at=float(audit["createdAt"]), mode=mode, changes=changes, reason=audit["reason"])
+
+
+def next_state(
+    state: Mapping[str, Any] | None,
+    observed: Observed,
+    plan: RebalancePlan,
+    *,
+    queue: str,
+    tick_id: str,
+    plan_id: str,
+    now: float,
+    applied: bool,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """The state item after this run: ledger and usage carried forward, the latest targets and actuals."""
+    snapshot = observed.snapshot
+    new: dict[str, Any] = {
+        **{k: v for k, v in (state or {}).items() if k not in ("pk", "sk")},
+        "queue": queue_name(queue),
+        "mode": plan.mode.value,
+        "version": int((state or {}).get("version", 0)) + 1,
+        "ledgerAsOf": plan.ledger_as_of,
+        "usageAsOf": now,
+        "shares": {
+            s.name: {
+                "balance": plan.ledger[s.name].balance if s.name in plan.ledger else s.ledger_balance,
+                "usage": s.usage_history,
+            }
+            for s in snapshot.shares
+        },
+        "lastTick": tick_id,
+        "latest": {
+            "at": now,
+            "tickId": tick_id,
+            "planId": plan_id,
+            "reason": plan.reason,
+            "applied": applied,
+            "dryRun": dry_run,
+            "targets": dict(plan.targets),
+            "actual": dict(observed.actual),
+            "waiting": dict(observed.waiting),
+            "why": {c.share: c.why for c in plan.changes},
+        },
+    }
+    if applied:
+        new["lastAppliedAt"] = now
+        new["lastPlan"] = {"createdAt": plan.created_at, "planId": plan_id}
+    return new
+
+
+def _emit(
+    metrics: ShareMetrics,
+    queue: str,
+    observed: Observed | None,
+    plan: RebalancePlan | None,
+    applied: bool,
+    skip_reason: str | None,
+    plan_id: str | None,
+) -> None:
+    name = queue_name(queue)
+    properties = {"planId": plan_id} if plan_id else {}
+    if observed is not None and plan is not None:
+        for change in plan.changes:
+            setting = change.after if applied else change.before
+            events = [
+                ShareMetricEvent("TargetInstances", float(plan.targets.get(change.share, 0.0)), "Count"),
+                ShareMetricEvent("ActualInstances", float(observed.actual.get(change.share, 0.0)), "Count"),
+            ]
+            if isinstance(setting, QuotaSettings):
+                events.append(ShareMetricEvent("BorrowLimit", float(setting.borrow_limit), "None"))
+            else:
+                events.append(ShareMetricEvent("WeightFactor", float(setting), "None"))
+            metrics.emit(events, {"Queue": name, "Share": change.share}, properties)
+    if applied:
+        metrics.emit([ShareMetricEvent("PlansApplied", 1, "Count")], {"Queue": name}, properties)
+    elif skip_reason:
+        metrics.emit(
+            [ShareMetricEvent("PlansSkipped", 1, "Count")], {"Queue": name, "Reason": skip_reason}, properties
+        )
+
+
+def skip_reason(plan: RebalancePlan) -> str:
+    """The PlansSkipped Reason of an empty plan (one of a fixed few)."""
+    head = plan.reason.split(":", 1)[0]
+    return SKIP_REASONS.get(head, "unchanged")
+
+
+# ---------------------------------------------------------------------------------------------
+# Use cases
+
+
+def rebalance_shares(
+    tick_id: str,
+    now: float,
+    config: SharesConfig,
+    settings: RebalanceSettings,
+    batch: SharesBatch,
+    store: ShareStore,
+    metrics: ShareMetrics,
+) -> RebalanceOutcome:
+    """One scheduled run: snapshot, decide, apply once per tick (or only record, in dry-run)."""
+    queue = settings.job_queue
+    plan_id = plan_id_for(queue_name(queue), tick_id)
+    for _ in range(MAX_CONFLICT_RETRIES):
+        state = store.load_state()
+        version = int(state["version"]) if state and "version" in state else None
+        last_tick = (state or {}).get("lastTick")
+        if last_tick is not None and tick_id <= str(last_tick):
+            return _redelivered(tick_id, state or {}, batch, store, metrics, settings)
+
+        observed = observe(config, settings, batch, store, state, now)
+        plan = plan_rebalance(observed.snapshot, config)
+        try:
+            if plan.is_empty or settings.dry_run:
+                return _record_only(tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics)
+            audit = audit_record(
+                plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="PENDING", observed=observed
+            )
+            new_state = next_state(
+                state, observed, plan, queue=queue, tick_id=tick_id, plan_id=plan_id, now=now,
+                applied=True, dry_run=False,
+            )
+            if not store.begin_plan(audit, new_state, version):
+                _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
+                return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, "the tick's plan is recorded already", plan_id)
+        except ConcurrentUpdateError:
+            logger.info("shares state changed during the run; re-reading", extra={"tick": tick_id})
+            continue
+        calls = apply_plan(plan, batch, settings)
+        store.mark_applied(audit, now)
+        _emit(metrics, queue, observed, plan, True, None, plan_id)
+        logger.info(
+            "plan applied",
+            extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit["why"]},
+        )
+        return RebalanceOutcome(tick_id, "applied", plan.reason, plan_id, plan)
+    raise ConcurrentUpdateError(f"tick {tick_id}: shares state still contended after {MAX_CONFLICT_RETRIES} reads")
+
+
+def _record_only(
+    tick_id: str,
+    plan_id: str,
+    now: float,
+    state: Mapping[str, Any] | None,
+    version: int | None,
+    observed: Observed,
+    plan: RebalancePlan,
+    settings: RebalanceSettings,
+    store: ShareStore,
+    metrics: ShareMetrics,
+) -> RebalanceOutcome:
+    queue = settings.job_queue
+    dry = settings.dry_run and not plan.is_empty
+    new_state = next_state(
+        state, observed, plan, queue=queue, tick_id=tick_id, plan_id=plan_id, now=now, applied=False, dry_run=dry
+    )
+    if dry:
+        # The plan is recorded as it would have been applied, so a dry run can be reviewed (and the
+        # audit trail shows what would have changed) before DRY_RUN is turned off.
+        audit = audit_record(
+            plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="DRY_RUN", observed=observed
+        )
+        if not store.begin_plan(audit, new_state, version):
+            _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
+            return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, "the tick's plan is recorded already", plan_id)
+        reason = SKIP_DRY_RUN
+        logger.info("dry run: plan not applied", extra={"tick": tick_id, "plan_id": plan_id, "changes": audit["why"]})
+    else:
+        store.save_state(new_state, version)
+        reason = skip_reason(plan)
+    _emit(metrics, queue, observed, plan, False, reason, plan_id)
+    return RebalanceOutcome(tick_id, SKIP_DRY_RUN if dry else "skipped", plan.reason, plan_id, plan)
+
+
+def _redelivered(
+    tick_id: str,
+    state: Mapping[str, Any],
+    batch: SharesBatch,
+    store: ShareStore,
+    metrics: ShareMetrics,
+    settings: RebalanceSettings,
+) -> RebalanceOutcome:
+    """A tick seen before: finish its plan if the Batch call never happened, else do nothing."""
+    last = state.get("lastPlan") or {}
+    if tick_id == state.get("lastTick") and last:
+        record = store.audit_at(float(last["createdAt"]), str(last["planId"]))
+        if record is not None and record.get("status") == "PENDING":
+            plan = plan_from_audit(record)
+            apply_plan(plan, batch, settings)
+            store.mark_applied(record, float(state.get("usageAsOf") or plan.created_at))
+            metrics.emit(
+                [ShareMetricEvent("PlansApplied", 1, "Count")],
+                {"Queue": queue_name(settings.job_queue)},
+                {"planId": str(last["planId"])},
+            )
+            return RebalanceOutcome(tick_id, "replayed", plan.reason, str(last["planId"]), plan)
+    _emit(metrics, settings.job_queue, None, None, False, SKIP_DUPLICATE_TICK, None)
+    return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, f"tick already handled (last {state.get('lastTick')})")
+
+
+def current_settings(
+    mode: SchedulingMode, settings: RebalanceSettings, batch: SharesBatch
+) -> dict[str, tuple[float | QuotaSettings, str | None]]:
+    """Every share's setting in Batch now: weightFactor entries, or quota settings and ARN."""
+    if mode is SchedulingMode.FAIRSHARE:
+        arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(settings.job_queue)
+        if not arn:
+            raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
+        policy = batch.describe_scheduling_policy(arn)
+        return {w.share_identifier: (w.weight_factor, None) for w in current_weights(policy)}
+    return {
+        q["quotaShareName"]: (QuotaSettings.from_dict(q), q["quotaShareArn"])
+        for q in batch.list_quota_shares(settings.job_queue)
+    }
+
+
+def rollback(
+    plan_id: str,
+    now: float,
+    settings: RebalanceSettings,
+    batch: SharesBatch,
+    store: ShareStore,
+) -> RebalanceOutcome:
+    """Restore the ``before`` values of an audited plan, through the same adapter, with its own audit."""
+    record = store.audit(plan_id)
+    if record is None:
+        raise InvalidInputError(
+            "--rollback", f"no audit record has plan id {plan_id!r}", "pick an id from `shareplane shares --history`"
+        )
+    plan = rollback_plan(record["plan"], now=now)
+    mode = plan.mode
+    current = current_settings(mode, settings, batch)
+    fairshare_weights = [fairshare.ShareWeight(k, float(v)) for k, (v, _) in current.items() if mode is SchedulingMode.FAIRSHARE]
+
+    def now_value(change: ShareChange) -> float | QuotaSettings:
+        if mode is SchedulingMode.FAIRSHARE:
+            return fairshare.weight_for(change.share, fairshare_weights)
+        return current[change.share][0] if change.share in current else change.before
+
+    # "before" is what Batch holds now (someone may have changed it since the audited plan).
+    plan = replace(plan, changes=tuple(replace(c, before=now_value(c)) for c in plan.changes))
+    rollback_id = plan_id_for(queue_name(settings.job_queue), "rollback", str(record["planId"]), f"{now:.3f}")
+    if plan.is_empty:
+        return RebalanceOutcome("rollback", "skipped", "Batch already holds the audited plan's before values")
+    audit = audit_record(
+        plan,
+        plan_id=rollback_id,
+        tick_id="rollback",
+        queue=settings.job_queue,
+        status="PENDING",
+        kind="rollback",
+        rollback_of=str(record["planId"]),
+    )
+    state = store.load_state()
+    new_state = None
+    version = None
+    if state is not None:
+        version = int(state.get("version", 0))
+        # An explicit restore starts the cooldown, so the next tick does not undo it at once.
+        new_state = {
+            **{k: v for k, v in state.items() if k not in ("pk", "sk")},
+            "version": version + 1,
+            "lastAppliedAt": now,
+            "lastPlan": {"createdAt": plan.created_at, "planId": rollback_id},
+        }
+    store.begin_plan(audit, new_state, version)
+    apply_plan(plan, batch, settings)
+    store.mark_applied(audit, now)
+    return RebalanceOutcome("rollback", "applied", plan.reason, rollback_id, plan)

@@ -1,0 +1,221 @@
+"""Submit a dropped job spec: read, validate, authorize, submit once, record, move, answer, notify.
+
+Every step is idempotent, so a duplicated or re-delivered S3 event changes nothing:
+
+1. HEAD the exact object version (size cap before any read). Gone and answered: done.
+2. Parse with the jobspec rules (the same code as ``shareplane validate``).
+3. Per valid job: SubmitServiceJob with the job's clientToken (one job per token), then the job's
+   SUBMITTED record through record_state's rules (its time is the object's LastModified, so a
+   repeat is a content duplicate) and the payload item (conditional write).
+4. Copy the original to accepted/ or rejected/, write the receipt or error report beside it,
+   notify on any rejection, and only then delete the version that was read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.config import SharesConfig
+from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, JobResult, Problem, SpecResult, parse_spec_file, team_from_key
+from ..domain.lifecycle import JobObservation, JobStatus, ObservationKind
+from ..domain.submission import (
+    DroppedObject,
+    Outcome,
+    SubmittedJob,
+    alert_attributes,
+    alert_subject,
+    answer_keys_for,
+    answers,
+    build_answer,
+    is_output_key,
+    submitted_job,
+)
+from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobSubmitter, SpecBucket
+from .record_state import record_observation
+
+logger = logging.getLogger(__name__)
+
+PAYLOAD_SK = "PAYLOAD"
+
+
+@dataclass(frozen=True)
+class SubmitPorts:
+    """What the submit use case talks through."""
+
+    bucket: SpecBucket
+    batch: ServiceJobSubmitter
+    store: JobStore
+    payloads: PayloadStore
+    metrics: MetricsSink
+    alerts: AlertPublisher
+
+
+@dataclass(frozen=True)
+class QueueNames:
+    """Deployed queue names (or ARNs) that stand in for the names in the shares config."""
+
+    gpu: str | None = None
+    cpu: str | None = None
+
+    def resolve(self, configured: str, config: SharesConfig) -> str:
+        """The queue to submit to for a queue name taken from the config."""
+        if self.gpu and configured == config.gpu_queue_name():
+            return self.gpu
+        if self.cpu and configured == config.queues.cpu_fifo:
+            return self.cpu
+        return configured
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    """What handling one dropped object did."""
+
+    key: str
+    status: str  # an Outcome value, or ignored / already_answered / gone
+    destination: str | None = None
+    answer: str | None = None
+    jobs: tuple[SubmittedJob, ...] = field(default=())
+
+
+def submit_dropped_spec(
+    obj: DroppedObject,
+    ports: SubmitPorts,
+    config: SharesConfig,
+    queues: QueueNames,
+    now_ms: int,
+) -> SubmitOutcome:
+    """Handle one dropped object exactly once, whatever the number of events about it."""
+    if is_output_key(obj.key):
+        # Our own answers: never specs (guards a notification configured on the whole bucket).
+        return SubmitOutcome(obj.key, "ignored")
+    head = ports.bucket.head(obj.bucket, obj.key, obj.version_id)
+    if head is None:
+        return _gone(obj, ports)
+    version = obj.version_id or head.version_id
+    obj = DroppedObject(obj.bucket, obj.key, version, head.size, head.etag or obj.etag, obj.sequencer)
+    result = _read_and_parse(obj, ports, config)
+    share = _team_share(config, result.team)
+    submitted: list[SubmittedJob] = []
+    refused: dict[int, Problem] = {}
+    for job in result.jobs:
+        if not job.ok:
+            continue
+        try:
+            submitted.append(_submit_one(job, obj, result.team or "", ports, config, queues, head.last_modified_ms))
+        except RejectedByServiceError as exc:
+            refused[job.index] = Problem(
+                f"jobs[{job.index}]",
+                f"AWS Batch refused the job: {exc.problem}",
+                exc.fix,
+            )
+    outcome, dest, answer_at, document = build_answer(obj, result, submitted, refused, share, now_ms)
+    movable = obj.key.startswith(SUBMIT_PREFIX)
+    if movable:
+        ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
+    else:
+        document["original"] = obj.key  # not ours to move: only spec drops under submit/ are moved
+    ports.bucket.put_json(obj.bucket, answer_at, document)
+    if outcome is not Outcome.ACCEPTED:
+        queue = next(iter({j.queue for j in submitted}), None)
+        ports.alerts.publish(
+            alert_subject(outcome, obj.key),
+            {k: document[k] for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")}
+            | {"answer": f"s3://{obj.bucket}/{answer_at}"},
+            alert_attributes(share, queue),
+        )
+    if movable:
+        ports.bucket.delete(obj.bucket, obj.key, obj.version_id)
+    logger.info(
+        "spec answered",
+        extra={"key": obj.key, "outcome": outcome.value, "submitted": len(submitted), "answer": answer_at},
+    )
+    return SubmitOutcome(obj.key, outcome.value, dest if movable else obj.key, answer_at, tuple(submitted))
+
+
+def _team_share(config: SharesConfig, team: str | None) -> str | None:
+    team_config = config.teams.get(team) if team else None
+    return team_config.share if team_config else None
+
+
+def _gone(obj: DroppedObject, ports: SubmitPorts) -> SubmitOutcome:
+    """The version is gone: answered already (a re-delivered event), or deleted before we saw it."""
+    try:
+        team: str | None = team_from_key(obj.key)
+    except InvalidInputError:
+        team = None  # a bad key has its answer under rejected/_invalid-key/
+    for key in answer_keys_for(obj.key, team):
+        if answers(ports.bucket.get_json(obj.bucket, key), obj):
+            return SubmitOutcome(obj.key, "already_answered", answer=key)
+    logger.warning("object version gone before it was read", extra={"key": obj.key, "version": obj.version_id})
+    return SubmitOutcome(obj.key, "gone")
+
+
+def _read_and_parse(obj: DroppedObject, ports: SubmitPorts, config: SharesConfig) -> SpecResult:
+    size = obj.size or 0
+    if size > MAX_SPEC_BYTES:
+        # Never read an oversized object: the cap holds before any byte is fetched.
+        try:
+            team = team_from_key(obj.key)
+        except InvalidInputError as exc:
+            return SpecResult(obj.key, None, (Problem(exc.field, exc.problem, exc.fix),))
+        too_big = Problem(
+            "file",
+            f"is {size} bytes, over the {MAX_SPEC_BYTES // 1024} KB limit",
+            "split the jobs across several files",
+        )
+        return SpecResult(obj.key, team, (too_big,))
+    data = ports.bucket.read(obj.bucket, obj.key, obj.version_id) or b""
+    return parse_spec_file(data, obj.key, config, bucket=obj.bucket, version_id=obj.version_id)
+
+
+def _submit_one(
+    job: JobResult,
+    obj: DroppedObject,
+    team: str,
+    ports: SubmitPorts,
+    config: SharesConfig,
+    queues: QueueNames,
+    landed_at_ms: int,
+) -> SubmittedJob:
+    request: dict[str, Any] = dict(job.request or {})
+    request["jobQueue"] = queues.resolve(str(request["jobQueue"]), config)
+    answer = ports.batch.submit(request)
+    entry = submitted_job(job, str(request["jobQueue"]), answer.job_arn, answer.job_id)
+    observation = JobObservation(
+        job_arn=answer.job_arn,
+        status=JobStatus.SUBMITTED,
+        kind=ObservationKind.SUBMITTED,
+        job_id=answer.job_id,
+        job_name=entry.name,
+        job_queue=entry.queue,
+        share_identifier=request.get("shareIdentifier"),
+        quota_share_name=request.get("quotaShareName"),
+        scheduling_priority=request.get("schedulingPriority"),
+        # The drop time, not the clock: a repeat of this step records the very same observation.
+        created_at=landed_at_ms,
+    )
+    record_observation(observation, ports.store, ports.metrics, config)
+    ports.payloads.save_payload(answer.job_arn, payload_item(request, entry, obj, team, landed_at_ms))
+    return entry
+
+
+def payload_item(
+    request: Mapping[str, Any], entry: SubmittedJob, obj: DroppedObject, team: str, landed_at_ms: int
+) -> dict[str, Any]:
+    """The PAYLOAD item: the exact request submitted, so a requeue can submit it again."""
+    return {
+        "entity": "payload",
+        "jobArn": entry.job_arn,
+        "jobId": entry.job_id,
+        "jobName": entry.name,
+        "team": team,
+        "request": dict(request),
+        "payloadDigest": entry.payload_digest,
+        "clientToken": entry.client_token,
+        "source": obj.as_source(),
+        "submittedAt": landed_at_ms,
+    }

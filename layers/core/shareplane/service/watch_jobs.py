@@ -1,0 +1,227 @@
+"""The scheduled watch: escalate jobs waiting past their tier's SLO, reconcile with Batch, publish gauges.
+
+Every few minutes (an EventBridge schedule):
+
+1. Jobs in trouble: RUNNABLE jobs (ByStatus index) past their tier's wait SLO get a higher
+   schedulingPriority through UpdateServiceJob, in bounded steps (``priority_escalation``: never the
+   next tier's priority), each raise recorded in the job's history. A job still waiting at its
+   ceiling long past the SLO raises one ``wait_slo`` alert.
+2. Reconcile: ListServiceJobs per queue and active status, DescribeServiceJob, and every result
+   through ``record_observation`` as a RECONCILED observation, so a missed event is repaired by the
+   same idempotent path. A job the table thinks active that Batch no longer knows raises one
+   ``unknown_to_batch`` alert; a repaired FAILED job goes through the failure path.
+3. Gauges for the dashboard and alarms: runnable jobs and oldest wait by tier, instances in use by
+   share against entitlement and capacity, utilization.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.config import Tier
+from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.failure_rules import Severity
+from ..domain.failures import priority_escalation
+from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
+from ..schemas.parse import reconciled_observation
+from .handle_failure import ONCE_PER_JOB_SECONDS, FailurePorts, handle_failed_job, send_alert
+from .record_state import queue_name, record_observation
+
+logger = logging.getLogger(__name__)
+
+ACTIVE_STATUSES = (
+    JobStatus.SUBMITTED,
+    JobStatus.PENDING,
+    JobStatus.RUNNABLE,
+    JobStatus.SCHEDULED,
+    JobStatus.STARTING,
+    JobStatus.RUNNING,
+)
+_HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
+#: A job at its escalation ceiling this many SLOs past its wait alerts once.
+WAIT_ALERT_SLOS = 2
+
+
+@dataclass
+class WatchReport:
+    """What one watch run did, for logs and tests."""
+
+    escalated: dict[str, int] = field(default_factory=dict)
+    reconciled: int = 0
+    repaired: int = 0
+    unknown_to_batch: list[str] = field(default_factory=list)
+    alerts: int = 0
+    failures_handled: int = 0
+
+
+def watch(ports: FailurePorts) -> WatchReport:
+    """One run of the scheduled watch (escalate, reconcile, publish gauges)."""
+    report = WatchReport()
+    now = ports.clock()
+    reconcile(ports, report)
+    jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
+    escalate(jobs[JobStatus.RUNNABLE], ports, now, report)
+    publish_gauges(jobs, ports, now)
+    return report
+
+
+def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:
+    """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
+    config = ports.config
+    for job in runnable:
+        if not _is_service_job(job) or job.scheduling_priority is None or not job.job_id:
+            continue
+        tier = config.tier_for_priority(job.scheduling_priority)
+        if tier is None:
+            continue
+        waited = now - (job.created_at or now * 1000) / 1000
+        target = priority_escalation(job.scheduling_priority, tier, waited, config)
+        if target > job.scheduling_priority:
+            try:
+                ports.batch.update_priority(job.job_id, target)
+            except RejectedByServiceError as exc:  # finished meanwhile: the reconciler catches up
+                logger.info("priority not raised", extra={"job_arn": job.job_arn, "why": exc.problem})
+                continue
+            report.escalated[job.job_arn] = target
+            at = int(now * 1000)
+            ports.ledger.add_history(
+                job.job_arn,
+                HistoryEntry(
+                    key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
+                    status=JobStatus.RUNNABLE,
+                    at=at,
+                    reason=f"schedulingPriority {job.scheduling_priority} -> {target}: waited {waited:.0f}s, "
+                    f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
+                    kind=ObservationKind.PRIORITY_ESCALATED,
+                    digest=f"escalate:{target}",
+                ),
+                {"fromPriority": job.scheduling_priority, "toPriority": target},
+            )
+            ports.metrics.emit(
+                [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
+                {"Queue": queue_name(job.job_queue), "Tier": tier.value},
+                {"jobArn": job.job_arn},
+            )
+        elif waited > WAIT_ALERT_SLOS * config.tiers[tier].wait_slo_seconds:
+            alert = simple_alert(
+                AlertKind.WAIT_SLO,
+                Severity.WARNING,
+                share=job.share_identifier or job.quota_share_name or "none",
+                queue=queue_name(job.job_queue),
+                job_arn=job.job_arn,
+                job_name=job.job_name,
+                headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {config.tiers[tier].wait_slo_seconds // 60} min)",
+                reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {job.scheduling_priority}, the "
+                f"highest {tier.value} may reach: {job.status_reason or 'no reason given'}",
+                fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
+                "what holds the instances, or raise the share's weight",
+            )
+            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+
+
+def reconcile(ports: FailurePorts, report: WatchReport) -> None:
+    """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
+    known: dict[str, JobState] = {}
+    queues: set[str] = {ports.config.gpu_queue_name()}
+    for status in ACTIVE_STATUSES:
+        for job in ports.store.jobs(status.value):
+            if _is_service_job(job):
+                known[job.job_arn] = job
+                if job.job_queue:
+                    queues.add(job.job_queue)
+    seen: set[str] = set()
+    for queue in sorted(queues):
+        for status in ACTIVE_STATUSES:
+            for summary in ports.batch.list_jobs(queue, status.value):
+                seen.add(summary["jobArn"])
+                _record(summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1], ports, report)
+    # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
+    for job_arn, job in known.items():
+        if job_arn in seen:
+            continue
+        if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report):
+            report.unknown_to_batch.append(job_arn)
+            ports.metrics.emit(
+                [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
+                {"Queue": queue_name(job.job_queue)},
+                {"jobArn": job_arn},
+            )
+            alert = simple_alert(
+                AlertKind.UNKNOWN_TO_BATCH,
+                Severity.WARNING,
+                share=job.share_identifier or job.quota_share_name or "none",
+                queue=queue_name(job.job_queue),
+                job_arn=job_arn,
+                job_name=job.job_name,
+                headline=f"is {job.status.value} here but unknown to AWS Batch",
+                reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
+                fix="check the job in the AWS Batch console; resubmit it if it is lost",
+            )
+            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+
+
+def _record(job_id: str, ports: FailurePorts, report: WatchReport) -> bool:
+    described = ports.batch.describe(job_id)
+    if described is None:
+        return False
+    try:
+        observation = reconciled_observation(described)
+    except InvalidInputError as exc:
+        logger.warning("unreadable DescribeServiceJob result", extra={"job_id": job_id, "error": str(exc)})
+        return True
+    outcome = record_observation(observation, ports.store, ports.metrics, ports.config)
+    report.reconciled += 1
+    if outcome.decision is Decision.APPLY:
+        report.repaired += 1
+        ports.metrics.emit(
+            [FailureMetricEvent("ReconcileRepairs", 1)],  # type: ignore[list-item]
+            {"Queue": queue_name(described.get("jobQueue"))},
+            {"jobArn": described["jobArn"]},
+        )
+        if described.get("status") == JobStatus.FAILED.value:
+            handle_failed_job(job_id, ports)
+            report.failures_handled += 1
+    return True
+
+
+def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts, now: float) -> None:
+    """Runnable jobs and oldest wait per tier; instances in use per share against entitlement and capacity."""
+    config = ports.config
+    queue = config.gpu_queue_name()
+    waiting: dict[tuple[str, Tier], list[float]] = defaultdict(list)
+    for job in jobs.get(JobStatus.RUNNABLE, []):
+        tier = config.tier_for_priority(job.scheduling_priority) or Tier.LOWPRI
+        waiting[(queue_name(job.job_queue), tier)].append(now - (job.created_at or now * 1000) / 1000)
+    for tier in Tier:
+        waits = waiting.get((queue, tier), [])
+        dims = {"Queue": queue, "Tier": tier.value}
+        _gauge(ports, "RunnableJobs", len(waits), "Count", dims)
+        _gauge(ports, "OldestWaitSeconds", max(waits, default=0.0), "Seconds", dims)
+    in_use: dict[str, float] = defaultdict(float)
+    for status in _HOLDING:
+        for job in jobs.get(status, []):
+            if queue_name(job.job_queue) == queue:
+                in_use[job.share_identifier or job.quota_share_name or "none"] += job.instance_count
+    capacity = sum(t.capacity for t in config.instance_types.values())
+    for team in config.teams.values():
+        dims = {"Queue": queue, "Share": team.share}
+        _gauge(ports, "InstancesInUse", in_use.pop(team.share, 0.0), "Count", dims)
+        _gauge(ports, "InstancesEntitled", sum(team.entitlement.values()), "Count", dims)
+    for share, count in in_use.items():  # shares the config does not name still hold instances
+        _gauge(ports, "InstancesInUse", count, "Count", {"Queue": queue, "Share": share})
+    total = sum(j.instance_count for s in _HOLDING for j in jobs.get(s, []) if queue_name(j.job_queue) == queue)
+    _gauge(ports, "InstanceCapacity", capacity, "Count", {"Queue": queue})
+    _gauge(ports, "Utilization", 100.0 * total / capacity if capacity else 0.0, "Percent", {"Queue": queue})
+
+
+def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
+    ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})  # type: ignore[list-item]
+
+
+def _is_service_job(job: JobState) -> bool:
+    return ":service-job/" in job.job_arn
+

@@ -1,0 +1,935 @@
+"""What-if runs: replay a job trace under several share policies and measure each one the same way.
+
+A trace (``load_trace``: the Philly CSV, or JSON lines of exported job records) becomes a
+``Scenario`` through ``config/whatif.yaml``: the top-K teams by GPU-time get a share each, the rest
+fold into one "other" share, and every share is entitled to capacity in proportion to its long-run
+demand (or to fractions the config names). Each job gets a seeded priority tier and, with the
+configured probabilities, one injected SageMaker failure on its first dispatch (the trace has
+neither). The same scenario then runs through ``gpusim`` once per policy:
+
+- ``static``: hard partitions. Quota shares with strategy RESERVE: a share uses at most its
+  entitlement and its idle capacity is not lent (the world before soft quotas).
+- ``fairshare``: one fair-share queue, fixed ``weightFactor = max(entitlement) / entitlement``.
+- ``quota``: quota shares with LEND_AND_BORROW (unlimited borrowLimit) and cross-share preemption
+  to reclaim lent capacity; a preempted job restarts from zero (no checkpoints).
+- ``fairshare+rebalance``: fair-share whose weights ``shareplane.domain.rebalance.plan_rebalance``
+  (the production rebalancer) rewrites every ``rebalance.interval_minutes`` of virtual time, from a
+  ``ShareSnapshot`` built from the model's state.
+
+Capacity units: by default one unit is one GPU (``gpus_per_unit: 1``). 93% of Philly jobs use one
+GPU; rounding each up to a whole 8-GPU instance would multiply the offered load by about six and
+replay a different workload. With ``gpus_per_unit: 8`` jobs take ``ceil(gpus / 8)`` p4d-like
+instances instead. Capacity and every reported quantity are in GPUs either way.
+
+Metrics, all over one window shared by every policy, ``[0, W]`` with ``W`` the trace span (the
+last arrival; the drain after it is excluded so a slower policy is not judged on a longer window):
+
+- ``utilization``: GPU-seconds held (SCHEDULED through the end of the attempt, including SageMaker
+  start-up) / (capacity x W).
+- ``work_conserving_bound``: the integral of ``min(capacity, demand(t))`` / (capacity x W), where
+  demand is the GPUs of every job submitted and not finished (waiting or running), in that run.
+  ``utilization <= work_conserving_bound <= 1`` always.
+- ``wait_seconds``: per tier, p50 and p95 of first-dispatch time minus submit time.
+- ``team_entitlement_ratio``: per share ``R_i = integral of held_i(t) / integral of min(E_i,
+  demand_i(t))``, both over the instants in the window where share ``i`` has demand. The
+  denominator is what the share was entitled to, capped by what it asked for; 1.0 means it got
+  exactly its entitlement whenever it wanted it, above 1 it borrowed idle capacity, below 1 it was
+  short. Since ``held_i <= min(capacity, demand_i)``, ``0 <= R_i <= capacity / E_i``. A share with
+  no demand in the window gets 1.0 (it was owed nothing).
+- ``worst_team_entitlement_ratio``: ``min_i R_i``; ``jain_index``: ``(sum R)^2 / (n sum R^2)``
+  over the ratios as reported (a team far above 1 lowers it too).
+- ``preemption_gpu_hours_lost``: GPU-hours of attempts ended by preemption (their work is lost).
+- ``jobs``: jobs replayed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from bisect import insort
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from shareplane.domain.config import RebalanceConfig, SchedulingMode, Tier
+from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, ShareState, TierWait, plan_rebalance
+
+from .api import BatchApi
+from .engine import Engine
+from .model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
+
+TIERS: tuple[Tier, ...] = tuple(Tier)
+PHILLY_COLUMNS = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
+
+
+# ------------------------------------------------------------------------------------- traces
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a recorded history: arrival (seconds from the first), run time, GPUs, team."""
+
+    submit: float
+    duration: float
+    gpus: int
+    team: str
+    priority: int | None = None  # schedulingPriority when the trace has one
+
+
+def load_philly_csv(path: Path) -> list[TraceJob]:
+    """The Philly trace CSV (timestamp,duration,num_gpus,gpu_time,cluster); ``cluster`` is the team."""
+    jobs: list[TraceJob] = []
+    start: datetime | None = None
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = PHILLY_COLUMNS - set(reader.fieldnames or ())
+        if missing:
+            raise InvalidInputError(
+                "trace", f"{path.name} lacks columns {sorted(missing)}", "pass a Philly-format CSV"
+            )
+        for line, row in enumerate(reader, start=2):
+            try:
+                when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
+                duration, gpus = float(row["duration"]), int(row["num_gpus"])
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    f"trace line {line}", f"cannot be read ({exc})", "fix the row"
+                ) from exc
+            start = start or when
+            jobs.append(
+                TraceJob((when - start).total_seconds(), max(duration, 1.0), max(gpus, 1), row["cluster"])
+            )
+    return jobs
+
+
+_COUNT_KEYS = ("instanceCount", "InstanceCount", "instance_count")
+
+
+def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
+    """JSON lines of `shareplane jobs --output json` records; times are epoch milliseconds.
+
+    Each record needs ``createdAt`` and a share (``shareIdentifier``, else ``quotaShareName``); the
+    run time is ``stoppedAt - startedAt``. A job that never started replays as a one-second job so
+    its arrival still counts; a job still running (``startedAt`` without ``stoppedAt``) is an error.
+    The instance count may be absent (one instance); GPUs are instances x ``gpus_per_instance``.
+    """
+    raw: list[tuple[int, dict[str, Any]]] = []
+    with path.open() as fh:
+        for line, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(
+                    f"trace line {line}", f"is not JSON ({exc})", "one record per line"
+                ) from exc
+            if not isinstance(record, dict):
+                raise InvalidInputError(f"trace line {line}", "is not a JSON object", "one record per line")
+            raw.append((line, record))
+    if not raw:
+        raise InvalidInputError("trace", f"{path.name} holds no records", "export some jobs first")
+    parsed = []
+    for line, r in raw:
+        team = r.get("shareIdentifier") or r.get("quotaShareName")
+        created = r.get("createdAt")
+        if not team or not isinstance(created, int | float):
+            field_name = "createdAt" if team else "shareIdentifier"
+            raise InvalidInputError(
+                f"trace line {line}: {field_name}", "is missing", "export records with createdAt and a share"
+            )
+        started, stopped = r.get("startedAt"), r.get("stoppedAt")
+        if started is not None and stopped is None:
+            raise InvalidInputError(
+                f"trace line {line}: stoppedAt",
+                "is missing (the job was still running)",
+                "export finished jobs",
+            )
+        duration = (stopped - started) / 1000.0 if started is not None else 0.0
+        count = next((r[k] for k in _COUNT_KEYS if r.get(k) is not None), 1)
+        priority = r.get("schedulingPriority")
+        parsed.append(
+            (float(created), max(duration, 1.0), int(count) * gpus_per_instance, str(team), priority)
+        )
+    parsed.sort(key=lambda p: p[0])
+    start = parsed[0][0]
+    return [TraceJob((c - start) / 1000.0, d, g, t, p) for c, d, g, t, p in parsed]
+
+
+TRACE_FORMATS: dict[str, Callable[[Path], list[TraceJob]]] = {
+    "philly-csv": load_philly_csv,
+    "jobs-jsonl": load_jobs_jsonl,
+}
+
+
+def detect_format(path: Path) -> str:
+    """``jobs-jsonl`` for .jsonl/.ndjson/.json files or files starting with ``{``, else ``philly-csv``."""
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        return "jobs-jsonl"
+    with path.open() as fh:
+        head = fh.read(64).lstrip()
+    return "jobs-jsonl" if head.startswith("{") else "philly-csv"
+
+
+def load_trace(path: Path | str, fmt: str | None = None) -> list[TraceJob]:
+    """Read a job history in any known format (detected unless ``fmt`` names one), sorted by arrival."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError("trace", f"{path} does not exist", "pass --trace with a trace file")
+    fmt = fmt or detect_format(path)
+    if fmt not in TRACE_FORMATS:
+        raise InvalidInputError("trace format", f"{fmt!r} is unknown", f"use one of {sorted(TRACE_FORMATS)}")
+    jobs = TRACE_FORMATS[fmt](path)
+    if not jobs:
+        raise InvalidInputError("trace", f"{path.name} holds no jobs", "pass a trace with jobs")
+    return sorted(jobs, key=lambda j: j.submit)
+
+
+# ------------------------------------------------------------------------------------- config
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TierMix(_Strict):
+    """A tier in the what-if: the fraction of jobs drawn into it, its priority and its wait SLO."""
+
+    fraction: Annotated[float, Field(ge=0, le=1)]
+    scheduling_priority: Annotated[int, Field(ge=0, le=9999)]
+    wait_slo_seconds: Annotated[int, Field(gt=0)]
+
+
+class SharesMapping(_Strict):
+    """How trace teams become shares and what each share is entitled to."""
+
+    top_k: Annotated[int, Field(ge=1, le=19)] = 7
+    other: Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,64}$")] = "other"
+    #: Team -> share name; named teams get their own share whatever their size (top_k fills the rest).
+    names: Mapping[str, Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,64}$")]] = Field(default_factory=dict)
+    #: Share -> fraction of capacity; unset shares split the rest in proportion to their demand.
+    entitlements: Mapping[str, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
+    #: Raise each entitlement to the share's largest job, so hard partitions can run every job.
+    floor_largest_job: bool = True
+
+
+class FaultRates(_Strict):
+    """Probability that a job's first dispatch fails this way (retried per ``retry_attempts``)."""
+
+    capacity: Annotated[float, Field(ge=0, le=1)] = 0.0
+    internal: Annotated[float, Field(ge=0, le=1)] = 0.0
+    cuda_oom: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
+class TimingsConfig(_Strict):
+    """SageMaker phase durations (virtual seconds) every dispatch goes through."""
+
+    scheduled_to_starting: Annotated[float, Field(ge=0)] = 60.0
+    starting_to_running: Annotated[float, Field(ge=0)] = 120.0
+    capacity_error_after: Annotated[float, Field(ge=0)] = 300.0
+    failure_after: Annotated[float, Field(ge=0)] = 120.0
+
+
+class RebalanceRun(_Strict):
+    """How often the rebalancer runs in the what-if, and the production rules it runs with."""
+
+    interval_minutes: Annotated[float, Field(gt=0)] = 10.0
+    #: Waits of jobs first dispatched this long before a snapshot make its per-tier p90.
+    wait_window_minutes: Annotated[float, Field(gt=0)] = 60.0
+    rules: RebalanceConfig = RebalanceConfig()
+
+
+class WhatIfConfig(_Strict):
+    """Root of config/whatif.yaml."""
+
+    capacity_gpus: Annotated[int, Field(gt=0)] | None = None
+    #: Without a capacity: GPUs = ceil(offered load / target_load); offered = GPU-time / trace span.
+    target_load: Annotated[float, Field(gt=0, le=2)] = 0.95
+    gpus_per_unit: Annotated[int, Field(ge=1, le=64)] = 1
+    instance_type: Annotated[str, Field(min_length=1)] = "ml.p4d.24xlarge"
+    shares: SharesMapping = SharesMapping()
+    tiers: Mapping[Tier, TierMix] = Field(
+        default_factory=lambda: {
+            Tier.HIGHPRI: TierMix(fraction=0.1, scheduling_priority=90, wait_slo_seconds=900),
+            Tier.MIDPRI: TierMix(fraction=0.3, scheduling_priority=50, wait_slo_seconds=3600),
+            Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
+        }
+    )
+    faults: FaultRates = FaultRates()
+    retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
+    timings: TimingsConfig = TimingsConfig()
+    head_of_line_blocking: bool = True
+    share_decay_seconds: Annotated[int, Field(ge=0, le=604800)] = 3600
+    in_share_preemption: bool = False
+    rebalance: RebalanceRun = RebalanceRun()
+    report_buckets: Annotated[int, Field(ge=10, le=2000)] = 200
+
+    @model_validator(mode="after")
+    def _check(self) -> WhatIfConfig:
+        missing = [t.value for t in Tier if t not in self.tiers]
+        if missing:
+            raise ConfigError("tiers", f"missing {missing}", "define HIGHPRI, MIDPRI and LOWPRI")
+        if sum(t.fraction for t in self.tiers.values()) <= 0:
+            raise ConfigError("tiers", "fractions add up to 0", "give at least one tier a fraction > 0")
+        if sum(self.shares.entitlements.values()) > 1 + 1e-9:
+            raise ConfigError("shares.entitlements", "add up to more than 1", "lower the fractions")
+        if sum(self.faults.model_dump().values()) > 1:
+            raise ConfigError("faults", "add up to more than 1", "lower the probabilities")
+        return self
+
+
+def load_whatif_config(path: Path | str | None) -> WhatIfConfig:
+    """Read and validate a what-if config (None: the defaults); errors name the file and the field."""
+    if path is None:
+        return WhatIfConfig()
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            str(path), f"cannot be read ({exc})", "pass --config with a readable YAML file"
+        ) from exc
+    try:
+        return WhatIfConfig.model_validate(raw or {})
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.field}", exc.problem, exc.fix) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise ConfigError(f"{path}: {loc}", first["msg"], "correct the value in the config file") from exc
+
+
+# ----------------------------------------------------------------------------------- scenario
+class Policy(StrEnum):
+    """The share policies a what-if compares."""
+
+    STATIC = "static"
+    FAIRSHARE = "fairshare"
+    QUOTA = "quota"
+    REBALANCE = "fairshare+rebalance"
+
+
+def parse_policies(text: str) -> list[Policy]:
+    """A comma-separated list of policy names, in order, without duplicates."""
+    out: list[Policy] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            policy = Policy(part)
+        except ValueError as exc:
+            raise InvalidInputError(
+                "--policy", f"{part!r} is not a policy", f"use some of {', '.join(p.value for p in Policy)}"
+            ) from exc
+        if policy not in out:
+            out.append(policy)
+    if not out:
+        raise InvalidInputError("--policy", "names no policy", "pass e.g. static,fairshare")
+    return out
+
+
+@dataclass(frozen=True)
+class ScenarioJob:
+    """One job as every policy replays it: arrival, run time, capacity units, share and tier."""
+
+    name: str
+    submit: float
+    duration: float
+    units: int
+    share: int  # index into Scenario.shares
+    tier: int  # index into TIERS
+    priority: int
+    script: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A trace mapped to shares, capacity and tiers: the input every policy run shares."""
+
+    capacity_gpus: int
+    gpus_per_unit: int
+    shares: tuple[str, ...]
+    entitlements: tuple[int, ...]  # capacity units per share; they add up to the capacity
+    team_share: Mapping[str, str]
+    jobs: tuple[ScenarioJob, ...]
+    window: float
+    offered_gpus: float  # total GPU-time / trace span
+    config: WhatIfConfig
+
+    @property
+    def capacity_units(self) -> int:
+        """Capacity in the model's units."""
+        return self.capacity_gpus // self.gpus_per_unit
+
+    @property
+    def offered_load(self) -> float:
+        """Offered GPUs as a fraction of the capacity."""
+        return self.offered_gpus / self.capacity_gpus
+
+
+def trace_span(trace: Sequence[TraceJob]) -> float:
+    """Seconds from the first arrival to the last (or to the longest run when all arrive at once)."""
+    span = max(j.submit for j in trace) - min(j.submit for j in trace)
+    return span if span > 0 else max(j.submit + j.duration for j in trace)
+
+
+def offered_gpus(trace: Sequence[TraceJob]) -> float:
+    """Average GPUs the trace asks for: total GPU-time over the trace span."""
+    return sum(j.gpus * j.duration for j in trace) / trace_span(trace)
+
+
+def _largest_remainder(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    wsum = sum(weights.values())
+    exact = {k: total * w / wsum if wsum > 0 else total / len(weights) for k, w in weights.items()}
+    out = {k: math.floor(v) for k, v in exact.items()}
+    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def _entitlements(
+    capacity: int, demand: Mapping[str, float], floors: Mapping[str, int], mapping: SharesMapping
+) -> dict[str, int]:
+    fixed = {s: f for s, f in mapping.entitlements.items() if s in demand}
+    rest = [s for s in demand if s not in fixed]
+    weights = {s: capacity * f for s, f in fixed.items()}
+    left = capacity * (1 - sum(fixed.values()))
+    rest_demand = sum(demand[s] for s in rest)
+    for s in rest:
+        weights[s] = left * demand[s] / rest_demand if rest_demand > 0 else left / len(rest)
+    ent = _largest_remainder(capacity, weights)
+    if not mapping.floor_largest_job:
+        return ent
+    if sum(floors.values()) > capacity:
+        raise InvalidInputError(
+            "capacity", f"{capacity} units cannot hold every share's largest job", "raise --capacity"
+        )
+    while True:
+        short = sorted(s for s in ent if ent[s] < floors[s])
+        if not short:
+            return ent
+        for s in short:
+            need = floors[s] - ent[s]
+            ent[s] = floors[s]
+            # Take from the shares with the most room above their own floor, one unit at a time.
+            while need > 0:
+                donor = max(ent, key=lambda d: (ent[d] - floors[d], d))
+                ent[donor] -= 1
+                need -= 1
+
+
+def build_scenario(
+    trace: Sequence[TraceJob], config: WhatIfConfig, capacity_gpus: int | None = None, seed: int = 0
+) -> Scenario:
+    """Map teams to shares, size the capacity, draw tiers and failures (seeded) for every job."""
+    if not trace:
+        raise InvalidInputError("trace", "holds no jobs", "pass a trace with jobs")
+    span = trace_span(trace)
+    offered = offered_gpus(trace)
+    gpu_time: dict[str, float] = {}
+    for j in trace:
+        gpu_time[j.team] = gpu_time.get(j.team, 0.0) + j.gpus * j.duration
+    mapping = config.shares
+    named = {t: s for t, s in mapping.names.items() if t in gpu_time}
+    ranked = [t for t in sorted(gpu_time, key=lambda t: (-gpu_time[t], t)) if t not in named]
+    own = ranked[: max(0, mapping.top_k - len(named))]
+    team_share = {**named, **{t: t for t in own}}
+    for t in gpu_time:
+        team_share.setdefault(t, mapping.other)
+    shares = tuple(sorted(set(team_share.values())))
+    gpu = config.gpus_per_unit
+    capacity = capacity_gpus or config.capacity_gpus or math.ceil(offered / config.target_load)
+    capacity = max(gpu, capacity // gpu * gpu)
+    units_of = {g: max(1, math.ceil(g / gpu)) for g in {t.gpus for t in trace}}
+    largest = max(units_of.values())
+    if largest > capacity // gpu:
+        raise InvalidInputError(
+            "capacity",
+            f"{capacity} GPUs cannot hold the trace's largest job",
+            f"use at least {largest * gpu}",
+        )
+    demand = {s: 0.0 for s in shares}
+    floors = {s: 1 for s in shares}
+    for j in trace:
+        s = team_share[j.team]
+        demand[s] += j.gpus * j.duration / span
+        floors[s] = max(floors[s], units_of[j.gpus])
+    ent = _entitlements(capacity // gpu, demand, floors, mapping)
+    index = {s: i for i, s in enumerate(shares)}
+    rng = random.Random(seed)
+    tier_weights = [config.tiers[t].fraction for t in TIERS]
+    rates = config.faults.model_dump()
+    priorities = sorted(((config.tiers[t].scheduling_priority, i) for i, t in enumerate(TIERS)), reverse=True)
+    jobs = []
+    for n, j in enumerate(trace):
+        if j.priority is None:
+            tier = rng.choices(range(len(TIERS)), tier_weights)[0]
+            priority = config.tiers[TIERS[tier]].scheduling_priority
+        else:
+            priority = j.priority
+            tier = next((i for p, i in priorities if priority >= p), priorities[-1][1])
+        draw, script = rng.random(), ()
+        for outcome, p in rates.items():
+            if draw < p:
+                script = (outcome,)
+                break
+            draw -= p
+        jobs.append(
+            ScenarioJob(
+                f"j{n}",
+                j.submit,
+                j.duration,
+                units_of[j.gpus],
+                index[team_share[j.team]],
+                tier,
+                priority,
+                script,
+            )
+        )
+    return Scenario(
+        capacity_gpus=capacity,
+        gpus_per_unit=gpu,
+        shares=shares,
+        entitlements=tuple(ent[s] for s in shares),
+        team_share=team_share,
+        jobs=tuple(jobs),
+        window=span,
+        offered_gpus=offered,
+        config=config,
+    )
+
+
+# -------------------------------------------------------------------------------------- meter
+class Meter:
+    """Integrates held and demanded units per share from the model's observer calls, in O(1) each."""
+
+    def __init__(self, scenario: Scenario, clock: Callable[[], float]) -> None:
+        n = len(scenario.shares)
+        self.now = clock
+        self.capacity = scenario.capacity_units
+        self.entitled = list(scenario.entitlements)
+        self.end = scenario.window
+        self.jobs = {j.name: j for j in scenario.jobs}
+        self.held = [0] * n
+        self.demand = [0] * n
+        self.held_tier = [[0] * len(TIERS) for _ in range(n)]
+        self.demand_tier = [[0] * len(TIERS) for _ in range(n)]
+        self.received = [0.0] * n
+        self.owed = [0.0] * n
+        self.share_t = [0.0] * n
+        self.total_held = 0
+        self.total_demand = 0
+        self.t = 0.0
+        self.held_area = 0.0
+        self.bound_area = 0.0
+        self.buckets = scenario.config.report_buckets
+        self.width = self.end / self.buckets if self.end > 0 else 1.0
+        self.bucket_held = [0.0] * self.buckets
+        self.bucket_bound = [0.0] * self.buckets
+        self.lost_unit_seconds = 0.0
+        self.waits: list[list[float]] = [[] for _ in TIERS]
+        self.recent: list[deque[tuple[float, float]]] = [deque() for _ in TIERS]
+        self.waiting: list[dict[str, float]] = [{} for _ in TIERS]  # not yet dispatched: name -> created
+
+    def _advance(self, now: float) -> None:
+        t1 = min(now, self.end)
+        t0 = self.t
+        if t1 <= t0:
+            return
+        held, bound = self.total_held, min(self.capacity, self.total_demand)
+        self.held_area += held * (t1 - t0)
+        self.bound_area += bound * (t1 - t0)
+        if held or bound:
+            width = self.width
+            while t0 < t1:
+                b = min(int(t0 / width), self.buckets - 1)
+                stop = min(t1, (b + 1) * width) if b < self.buckets - 1 else t1
+                self.bucket_held[b] += held * (stop - t0)
+                self.bucket_bound[b] += bound * (stop - t0)
+                t0 = stop
+        self.t = t1
+
+    def _advance_share(self, i: int, now: float) -> None:
+        t1 = min(now, self.end)
+        dt = t1 - self.share_t[i]
+        if dt > 0:
+            self.received[i] += self.held[i] * dt
+            demand = self.demand[i]
+            if demand:
+                self.owed[i] += min(self.entitled[i], demand) * dt
+            self.share_t[i] = t1
+
+    def arrive(self, job: ScenarioJob, now: float) -> None:
+        """A job was submitted: its units join its share's demand."""
+        self._advance(now)
+        i, u = job.share, job.units
+        self._advance_share(i, now)
+        self.demand[i] += u
+        self.demand_tier[i][job.tier] += u
+        self.total_demand += u
+        self.waiting[job.tier][job.name] = now
+
+    def observe(self, kind: str, job: Job) -> None:
+        """The model's observer: dispatch, preempt, release, finish."""
+        sj = self.jobs[job.name]
+        now = self.now()
+        self._advance(now)
+        i, u = sj.share, job.count
+        self._advance_share(i, now)
+        if kind == "dispatch":
+            self.held[i] += u
+            self.held_tier[i][sj.tier] += u
+            self.total_held += u
+            if job.dispatches == 1:
+                created = self.waiting[sj.tier].pop(sj.name, now)
+                wait = now - created
+                self.waits[sj.tier].append(wait)
+                self.recent[sj.tier].append((now, wait))
+        elif kind == "release":
+            self.held[i] -= u
+            self.held_tier[i][sj.tier] -= u
+            self.total_held -= u
+        elif kind == "finish":
+            self.demand[i] -= u
+            self.demand_tier[i][sj.tier] -= u
+            self.total_demand -= u
+            self.waiting[sj.tier].pop(sj.name, None)
+        elif kind == "preempt":
+            self.lost_unit_seconds += u * (now - (job.scheduled_at or now))
+
+    def close(self, now: float) -> None:
+        """Integrate every share up to the end of the window (or ``now`` if earlier)."""
+        self._advance(now)
+        for i in range(len(self.held)):
+            self._advance_share(i, now)
+
+    def tier_p90(self, tier: int, now: float, window: float) -> float:
+        """Recent wait p90 of a tier: waits dispatched in the last ``window`` s, plus the oldest waiter."""
+        recent = self.recent[tier]
+        while recent and recent[0][0] < now - window:
+            recent.popleft()
+        values = sorted(w for _, w in recent)
+        oldest = next(iter(self.waiting[tier].values()), None)
+        if oldest is not None:
+            insort(values, now - oldest)
+        return percentile(values, 0.9) if values else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of sorted ``values`` (0 for none)."""
+    if not values:
+        return 0.0
+    return float(values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))])
+
+
+# ------------------------------------------------------------------------------------- runner
+@dataclass
+class PolicyResult:
+    """What one policy run measured, plus the series the report draws."""
+
+    policy: Policy
+    utilization: float
+    work_conserving_bound: float
+    wait_seconds: dict[str, dict[str, float]]
+    team_entitlement_ratio: dict[str, float]
+    worst_team_entitlement_ratio: float
+    jain_index: float
+    preemption_gpu_hours_lost: float
+    jobs: int
+    finished: int
+    plans: int = 0
+    applied_plans: int = 0
+    wall_seconds: float = 0.0
+    utilization_series: list[float] = field(default_factory=list)
+    bound_series: list[float] = field(default_factory=list)
+    waits_by_tier: dict[str, list[float]] = field(default_factory=dict)
+    gpu_hours: dict[str, float] = field(default_factory=dict)
+    entitled_gpu_hours: dict[str, float] = field(default_factory=dict)
+    final_weights: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON shape of one policy: exactly the measured fields."""
+        return {
+            "utilization": round(self.utilization, 6),
+            "work_conserving_bound": round(self.work_conserving_bound, 6),
+            "wait_seconds": self.wait_seconds,
+            "team_entitlement_ratio": {k: round(v, 6) for k, v in self.team_entitlement_ratio.items()},
+            "worst_team_entitlement_ratio": round(self.worst_team_entitlement_ratio, 6),
+            "jain_index": round(self.jain_index, 6),
+            "preemption_gpu_hours_lost": round(self.preemption_gpu_hours_lost, 3),
+            "jobs": self.jobs,
+        }
+
+
+def jain(values: Sequence[float]) -> float:
+    """Jain's fairness index: 1 when all equal, 1/n when one value holds everything."""
+    total, squares = sum(values), sum(v * v for v in values)
+    return total * total / (len(values) * squares) if squares > 0 else 1.0
+
+
+def initial_weights(scenario: Scenario) -> dict[str, float]:
+    """Fixed weightFactors from entitlements: the largest entitlement gets 1.0, lower gets more."""
+    top = max(scenario.entitlements)
+    return {
+        s: min(999.9999, max(0.0001, round(top / e, 4)))
+        for s, e in zip(scenario.shares, scenario.entitlements, strict=True)
+    }
+
+
+class PolicyRun:
+    """One policy's replay: builds the queue through the Batch API, feeds jobs, meters, rebalances."""
+
+    def __init__(self, scenario: Scenario, policy: Policy, seed: int = 0) -> None:
+        self.scenario = scenario
+        self.policy = policy
+        cfg = scenario.config
+        scripted = {j.name: j.script for j in scenario.jobs if j.script}
+        timings = Timings(**cfg.timings.model_dump())
+        self.model = BatchModel(
+            Engine(),
+            ModelOptions(
+                seed=seed,
+                head_of_line_blocking=cfg.head_of_line_blocking,
+                timings=timings,
+                faults=Faults(scripted=scripted),
+            ),
+        )
+        engine = self.model.engine
+        self.meter = Meter(scenario, lambda: engine.now)
+        self.model.observer = self.meter.observe
+        self.api = BatchApi(self.model)
+        self.instance_type = cfg.instance_type
+        self.retry = {"attempts": cfg.retry_attempts}
+        self.weights = initial_weights(scenario)
+        self.quota_shares: list[Any] = []
+        self.plans = 0
+        self.applied = 0
+        self.last_applied: float | None = None
+        self.ledger: Mapping[str, LedgerEntry] = {}
+        self.ledger_as_of: float | None = None
+        self.queue: JobQueue = self._build()
+        self._next = 0
+
+    def _build(self) -> JobQueue:
+        sc, api = self.scenario, self.api
+        fair = self.policy in (Policy.FAIRSHARE, Policy.REBALANCE)
+        unit = NUM_INSTANCES if fair else self.instance_type
+        api.create_service_environment(
+            serviceEnvironmentName="whatif",
+            serviceEnvironmentType="SAGEMAKER_TRAINING",
+            capacityLimits=[{"maxCapacity": sc.capacity_units, "capacityUnit": unit}],
+        )
+        if fair:
+            body = {
+                "shareDecaySeconds": sc.config.share_decay_seconds,
+                "computeReservation": 0,
+                "shareDistribution": [
+                    {"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()
+                ],
+            }
+            arn = api.create_scheduling_policy(name="whatif", fairsharePolicy=body)["arn"]
+        else:
+            arn = api.create_scheduling_policy(
+                name="whatif", quotaSharePolicy={"idleResourceAssignmentStrategy": "FIFO"}
+            )["arn"]
+        api.create_job_queue(
+            jobQueueName="whatif",
+            jobQueueType="SAGEMAKER_TRAINING",
+            priority=1,
+            schedulingPolicyArn=arn,
+            serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "whatif"}],
+        )
+        queue = self.model.queues["whatif"]
+        if not fair:
+            sharing = (
+                {"strategy": "RESERVE"}
+                if self.policy is Policy.STATIC
+                else {"strategy": "LEND_AND_BORROW", "borrowLimit": -1}
+            )
+            in_share = (
+                "ENABLED" if sc.config.in_share_preemption and self.policy is Policy.QUOTA else "DISABLED"
+            )
+            for s, e in zip(sc.shares, sc.entitlements, strict=True):
+                api.create_quota_share(
+                    quotaShareName=s,
+                    jobQueue="whatif",
+                    capacityLimits=[{"maxCapacity": e, "capacityUnit": self.instance_type}],
+                    resourceSharingConfiguration=sharing,
+                    preemptionConfiguration={"inSharePreemption": in_share},
+                )
+            self.quota_shares = [queue.quota_shares[s] for s in sc.shares]
+        return queue
+
+    def start(self) -> None:
+        """Schedule the first arrival (one pending arrival at a time keeps the heap small) and ticks."""
+        if self.scenario.jobs:
+            self.model.engine.schedule_at(self.scenario.jobs[0].submit, self._arrive)
+        if self.policy is Policy.REBALANCE:
+            self.model.engine.schedule(self._interval, self._tick)
+
+    @property
+    def _interval(self) -> float:
+        return self.scenario.config.rebalance.interval_minutes * 60.0
+
+    def _arrive(self, _: Any = None) -> None:
+        jobs = self.scenario.jobs
+        now = self.model.engine.now
+        while self._next < len(jobs) and jobs[self._next].submit <= now:
+            job = jobs[self._next]
+            self._next += 1
+            self.meter.arrive(job, now)
+            payload = {
+                "TrainingJobName": job.name,
+                "ResourceConfig": {"InstanceType": self.instance_type, "InstanceCount": job.units},
+            }
+            share = self.scenario.shares[job.share]
+            self.model.submit(
+                self.queue,
+                job.name,
+                payload,
+                share=share if self.quota_shares == [] else None,
+                quota_share=self.quota_shares[job.share] if self.quota_shares else None,
+                priority=job.priority,
+                retry=self.retry,
+                duration=job.duration,
+            )
+        if self._next < len(jobs):
+            self.model.engine.schedule_at(jobs[self._next].submit, self._arrive)
+
+    def snapshot(self) -> ShareSnapshot:
+        """The rebalancer's view of the queue now, built from the meter (no job scan)."""
+        sc, m, now = self.scenario, self.meter, self.model.engine.now
+        unit = self.instance_type
+        window = sc.config.rebalance.wait_window_minutes * 60.0
+        states = []
+        for i, s in enumerate(sc.shares):
+            waiting = {
+                TIERS[k]: m.demand_tier[i][k] - m.held_tier[i][k]
+                for k in range(len(TIERS))
+                if m.demand_tier[i][k] > m.held_tier[i][k]
+            }
+            states.append(
+                ShareState(
+                    name=s,
+                    entitlement={unit: sc.entitlements[i]},
+                    demand={unit: m.demand[i]},
+                    in_use={unit: m.held[i]},
+                    waiting_by_tier=waiting,
+                    ledger_balance=self.ledger[s].balance if s in self.ledger else 0.0,
+                    weight_factor=self.weights[s],
+                )
+            )
+        tiers = {
+            t: TierWait(m.tier_p90(k, now, window), float(sc.config.tiers[t].wait_slo_seconds))
+            for k, t in enumerate(TIERS)
+        }
+        return ShareSnapshot(
+            now=now,
+            mode=SchedulingMode.FAIRSHARE,
+            capacity={unit: sc.capacity_units},
+            shares=tuple(states),
+            tiers=tiers,
+            last_applied_at=self.last_applied,
+            ledger_as_of=self.ledger_as_of,
+            gpus_per_instance={unit: sc.gpus_per_unit},
+        )
+
+    def _tick(self, _: Any = None) -> None:
+        plan = plan_rebalance(self.snapshot(), self.scenario.config.rebalance.rules)
+        self.plans += 1
+        self.ledger, self.ledger_as_of = plan.ledger, plan.ledger_as_of
+        moved = {c.share: float(c.after) for c in plan.moved}  # type: ignore[arg-type]
+        if moved:
+            self.weights.update(moved)
+            self.model.reweigh(self.queue, moved)
+            self.applied += 1
+            self.last_applied = self.model.engine.now
+        if self.model.engine.peek() != math.inf:  # stop once nothing else is left to happen
+            self.model.engine.schedule(self._interval, self._tick)
+
+    def result(self, wall_seconds: float = 0.0) -> PolicyResult:
+        """Close the meter at the end of the run and compute the metrics."""
+        sc, m = self.scenario, self.meter
+        m.close(self.model.engine.now)
+        cap_area = sc.capacity_units * sc.window
+        ratios = {}
+        for i, s in enumerate(sc.shares):
+            ratios[s] = m.received[i] / m.owed[i] if m.owed[i] > 0 else 1.0
+        waits = {}
+        for k, t in enumerate(TIERS):
+            values = sorted(m.waits[k])
+            waits[t.value] = {
+                "p50": round(percentile(values, 0.5), 3),
+                "p95": round(percentile(values, 0.95), 3),
+            }
+        g = sc.gpus_per_unit
+        width_cap = sc.capacity_units * m.width
+        return PolicyResult(
+            policy=self.policy,
+            utilization=m.held_area / cap_area if cap_area > 0 else 0.0,
+            work_conserving_bound=m.bound_area / cap_area if cap_area > 0 else 0.0,
+            wait_seconds=waits,
+            team_entitlement_ratio=ratios,
+            worst_team_entitlement_ratio=min(ratios.values()),
+            jain_index=jain(list(ratios.values())),
+            preemption_gpu_hours_lost=m.lost_unit_seconds * g / 3600.0,
+            jobs=len(sc.jobs),
+            finished=self.model.finished,
+            plans=self.plans,
+            applied_plans=self.applied,
+            wall_seconds=wall_seconds,
+            utilization_series=[h / width_cap for h in m.bucket_held],
+            bound_series=[b / width_cap for b in m.bucket_bound],
+            waits_by_tier={t.value: sorted(m.waits[k]) for k, t in enumerate(TIERS)},
+            gpu_hours={s: m.received[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
+            entitled_gpu_hours={s: m.owed[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
+            final_weights=dict(self.weights) if self.policy is not Policy.STATIC else {},
+        )
+
+
+Progress = Callable[[Policy, float], None]
+
+
+def run_policy(
+    scenario: Scenario, policy: Policy, seed: int = 0, progress: Progress | None = None
+) -> PolicyResult:
+    """Replay the scenario under one policy to the end; ``progress(policy, fraction)`` as it goes."""
+    import time
+
+    started = time.perf_counter()
+    run = PolicyRun(scenario, policy, seed)
+    run.start()
+    if progress is not None:
+        steps = 100
+        for k in range(1, steps + 1):
+            run.model.run(until=scenario.window * k / steps)
+            progress(policy, k / (steps + 1))
+    run.model.run()
+    if progress is not None:
+        progress(policy, 1.0)
+    return run.result(time.perf_counter() - started)
+
+
+@dataclass
+class WhatIfResult:
+    """Every policy's result on one scenario."""
+
+    scenario: Scenario
+    results: dict[str, PolicyResult]
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """``{policies: {name: summary}}``, the documented JSON output."""
+        return {"policies": {name: r.summary() for name, r in self.results.items()}}
+
+
+def run_whatif(
+    scenario: Scenario, policies: Sequence[Policy], seed: int = 0, progress: Progress | None = None
+) -> WhatIfResult:
+    """Replay one scenario under each policy, in the order given."""
+    return WhatIfResult(scenario, {p.value: run_policy(scenario, p, seed, progress) for p in policies}, seed)

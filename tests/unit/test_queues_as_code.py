@@ -1,0 +1,565 @@
+"""The Batch queues as code: template.yaml's generated blocks are config/shares.yaml rendered, and are right."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cfnlint.decode import cfn_yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shareplane.domain.config import SharesConfig
+from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane_cli import render
+from shareplane_cli.config_file import load_config
+from shareplane_cli.main import app
+from typer.testing import CliRunner
+
+from tests.conftest import REPO
+
+TEMPLATE = REPO / "template.yaml"
+CONFIG = REPO / "config" / "shares.yaml"
+P4D = "ml.p4d.24xlarge"
+BATCH = "AWS::Batch::"
+
+runner = CliRunner()
+
+
+def raw_config() -> dict[str, Any]:
+    """config/shares.yaml as plain data (a copy the test may change)."""
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def config_with(**changes: Any) -> SharesConfig:
+    """The repository's config with top-level fields replaced."""
+    return SharesConfig.model_validate({**raw_config(), **changes})
+
+
+def quota_config(**team_quota: dict[str, Any]) -> SharesConfig:
+    """The repository's config in quota mode, with per-team quota settings."""
+    data = raw_config()
+    data["mode"] = "quota"
+    for team, settings_ in team_quota.items():
+        data["teams"][team]["quota"] = settings_
+    return SharesConfig.model_validate(data)
+
+
+def parse(blocks: dict[str, str]) -> dict[str, Any]:
+    """The rendered blocks as one template fragment, intrinsics as plain dicts ({"Ref": ...})."""
+    text = blocks["Rules"] + "".join(
+        f"{section}:\n{blocks[section]}" for section in render.SECTIONS if section in render.NESTED
+    )
+    return json.loads(json.dumps(cfn_yaml.loads(text)))
+
+
+def rendered(config: SharesConfig) -> dict[str, Any]:
+    """render(config), parsed."""
+    return parse(render.render(config))
+
+
+def of_type(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    """Logical id -> resource, for one resource type."""
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+def weights(template: dict[str, Any]) -> dict[str, float]:
+    """Share -> weightFactor of the rendered fair-share policy."""
+    policy = template["Resources"]["GpuSchedulingPolicy"]["Properties"]["FairsharePolicy"]
+    return {s["ShareIdentifier"]: s["WeightFactor"] for s in policy["ShareDistribution"]}
+
+
+def time_limit_actions(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(queue, action) for every jobStateTimeLimitAction of every rendered queue."""
+    return [
+        (queue_id, action)
+        for queue_id, queue in of_type(template, "AWS::Batch::JobQueue").items()
+        for action in queue["Properties"]["JobStateTimeLimitActions"]
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The config is the one source.
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "section", render.SECTIONS, ids=lambda s: f"the {s} block of template.yaml is the rendered config"
+)
+def test_template_block_equals_the_rendered_config(section: str) -> None:
+    expected = render.render(load_config(CONFIG))[section]
+    assert render.read_blocks(TEMPLATE.read_text())[section] == expected, (
+        f"template.yaml's generated {section} block drifted from config/shares.yaml; "
+        "run `shareplane config render`"
+    )
+
+
+def test_config_render_check_passes_on_the_repository() -> None:
+    result = runner.invoke(app, ["config", "render", "--check", "--config", str(CONFIG), "--template", str(TEMPLATE)])
+    assert result.exit_code == 0, result.output
+
+
+def test_the_blog_cluster_renders_one_p4d_environment_of_100_instances_and_a_4_instance_cpu_one() -> None:
+    template = rendered(load_config(CONFIG))
+    envs = of_type(template, "AWS::Batch::ServiceEnvironment")
+    assert envs["GpuServiceEnvironmentP4d"]["Properties"]["CapacityLimits"] == [
+        {"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 100}
+    ]
+    assert envs["CpuServiceEnvironment"]["Properties"]["CapacityLimits"] == [
+        {"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 4}
+    ]
+    assert {e["Properties"]["ServiceEnvironmentType"] for e in envs.values()} == {"SAGEMAKER_TRAINING"}
+
+
+def test_queue_names_are_the_ones_the_submit_path_uses() -> None:
+    # GIVEN the config's queue names (the submit path sends jobs to exactly these)
+    config = load_config(CONFIG)
+    queues = of_type(rendered(config), "AWS::Batch::JobQueue")
+    assert queues["GpuJobQueue"]["Properties"]["JobQueueName"] == config.gpu_queue_name() == "search-p4d-queue"
+    assert queues["CpuJobQueue"]["Properties"]["JobQueueName"] == config.queues.cpu_fifo
+    assert {q["Properties"]["JobQueueType"] for q in queues.values()} == {"SAGEMAKER_TRAINING"}
+
+
+def test_without_a_queue_name_the_gpu_queue_takes_the_cluster_default() -> None:
+    data = raw_config()
+    del data["queues"]["gpu"]
+    queue = rendered(SharesConfig.model_validate(data))["Resources"]["GpuJobQueue"]
+    assert queue["Properties"]["JobQueueName"] == "search-gpu"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fair share: weights from entitlements.
+# ---------------------------------------------------------------------------------------------------
+def test_prodexp1_entitled_to_60_gets_a_lower_weight_than_prodexp2_at_40_in_the_ratio_40_to_60() -> None:
+    w = weights(rendered(load_config(CONFIG)))
+    assert w["ProdExp1"] < w["ProdExp2"]
+    assert w["ProdExp1"] / w["ProdExp2"] == pytest.approx(40 / 60)
+    assert w == {"ProdExp1": 1.0, "ProdExp2": 1.5}
+
+
+def test_fair_share_policy_takes_decay_and_reservation_from_the_config() -> None:
+    config = config_with(fairshare={"share_decay_seconds": 7200, "compute_reservation": 25})
+    policy = rendered(config)["Resources"]["GpuSchedulingPolicy"]["Properties"]
+    assert policy["FairsharePolicy"]["ShareDecaySeconds"] == 7200
+    assert policy["FairsharePolicy"]["ComputeReservation"] == 25
+    assert "QuotaSharePolicy" not in policy
+
+
+def test_a_team_entitled_to_nothing_gets_the_largest_weight_the_api_allows() -> None:
+    data = raw_config()
+    data["teams"]["ProdExp2"]["entitlement"] = {P4D: 0}
+    assert weights(rendered(SharesConfig.model_validate(data))) == {"ProdExp1": 1.0, "ProdExp2": 999.9999}
+
+
+def test_two_teams_on_one_share_are_refused_naming_the_team() -> None:
+    data = raw_config()
+    data["teams"]["ProdExp2"]["share"] = "ProdExp1"
+    with pytest.raises(ConfigError) as err:
+        render.render(SharesConfig.model_validate(data))
+    assert err.value.field == "teams.ProdExp2.share"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Quota mode.
+# ---------------------------------------------------------------------------------------------------
+def test_quota_mode_renders_one_quota_share_per_team_limited_to_its_entitlement() -> None:
+    template = rendered(quota_config())
+    shares = of_type(template, "AWS::Batch::QuotaShare")
+    assert {s["Properties"]["QuotaShareName"]: s["Properties"]["CapacityLimits"] for s in shares.values()} == {
+        "ProdExp1": [{"CapacityUnit": P4D, "MaxCapacity": 60}],
+        "ProdExp2": [{"CapacityUnit": P4D, "MaxCapacity": 40}],
+    }
+    assert all(s["Properties"]["JobQueue"] == {"Fn::GetAtt": ["GpuJobQueue", "JobQueueArn"]} for s in shares.values())
+
+
+def test_quota_mode_uses_a_fifo_quota_share_policy_and_per_instance_type_environment_limits() -> None:
+    template = rendered(quota_config())
+    policy = template["Resources"]["GpuSchedulingPolicy"]["Properties"]
+    assert policy["QuotaSharePolicy"] == {"IdleResourceAssignmentStrategy": "FIFO"}
+    assert "FairsharePolicy" not in policy
+    env = template["Resources"]["GpuServiceEnvironmentP4d"]["Properties"]
+    assert env["CapacityLimits"] == [{"CapacityUnit": P4D, "MaxCapacity": 100}]
+
+
+@pytest.mark.parametrize(
+    ("team_quota", "sharing", "preemption"),
+    [
+        ({}, {"Strategy": "LEND_AND_BORROW", "BorrowLimit": -1}, "DISABLED"),
+        ({"borrow_limit": 50, "in_share_preemption": True}, {"Strategy": "LEND_AND_BORROW", "BorrowLimit": 50}, "ENABLED"),
+        ({"strategy": "LEND"}, {"Strategy": "LEND"}, "DISABLED"),
+        ({"strategy": "RESERVE"}, {"Strategy": "RESERVE"}, "DISABLED"),
+    ],
+    ids=[
+        "by default a share lends and borrows without limit and never preempts inside itself",
+        "a borrow limit and in-share preemption are taken from the config",
+        "a lending share has no borrow limit",
+        "a reserving share has no borrow limit",
+    ],
+)
+def test_quota_share_strategy_borrow_limit_and_preemption_come_from_the_config(
+    team_quota: dict[str, Any], sharing: dict[str, Any], preemption: str
+) -> None:
+    share = rendered(quota_config(ProdExp1=team_quota))["Resources"]["GpuQuotaShareProdExp1"]["Properties"]
+    assert share["ResourceSharingConfiguration"] == sharing
+    assert share["PreemptionConfiguration"] == {"InSharePreemption": preemption}
+
+
+def test_a_borrow_limit_on_a_share_that_never_borrows_is_refused() -> None:
+    with pytest.raises(ConfigError) as err:
+        quota_config(ProdExp1={"strategy": "RESERVE", "borrow_limit": 10})
+    assert "borrow_limit" in str(err.value)
+
+
+def _many_teams(n: int) -> dict[str, Any]:
+    data = raw_config()
+    data["mode"] = "quota"
+    template_team = data["teams"]["ProdExp2"]
+    data["teams"] = {f"Team{i}": {**template_team, "share": f"Team{i}", "entitlement": {P4D: 1}} for i in range(n)}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["teams"]["ProdExp2"].update(entitlement={P4D: 0}), "teams.ProdExp2.entitlement"),
+        (lambda d: d.update(_many_teams(21)), "teams"),
+    ],
+    ids=[
+        "a quota-mode team entitled to nothing is refused, since a quota share needs a limit",
+        "more than 20 teams are refused in quota mode, the most one queue takes",
+    ],
+)
+def test_quota_mode_refuses_what_batch_would_refuse(change: Any, field: str) -> None:
+    data = raw_config()
+    data["mode"] = "quota"
+    change(data)
+    with pytest.raises(ConfigError) as err:
+        render.render(SharesConfig.model_validate(data))
+    assert err.value.field == field
+
+
+def test_quota_mode_template_passes_cfn_lint() -> None:
+    # GIVEN the repository's template with the quota-mode blocks in place of the fair-share ones
+    from cfnlint.api import lint
+
+    text = render.apply(TEMPLATE.read_text(), render.render(quota_config()))
+    matches = lint(text, regions=["us-east-1"])
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Queues: FIFO for CPU, time limits everywhere.
+# ---------------------------------------------------------------------------------------------------
+def test_the_cpu_queue_is_fifo_with_no_scheduling_policy_and_the_gpu_queue_has_one() -> None:
+    queues = of_type(rendered(load_config(CONFIG)), "AWS::Batch::JobQueue")
+    assert "SchedulingPolicyArn" not in queues["CpuJobQueue"]["Properties"]
+    assert queues["GpuJobQueue"]["Properties"]["SchedulingPolicyArn"] == {
+        "Fn::GetAtt": ["GpuSchedulingPolicy", "Arn"]
+    }
+
+
+def test_each_queue_has_its_own_service_environment() -> None:
+    queues = of_type(rendered(load_config(CONFIG)), "AWS::Batch::JobQueue")
+    used = {
+        q_id: [o["ServiceEnvironment"]["Fn::GetAtt"][0] for o in q["Properties"]["ServiceEnvironmentOrder"]]
+        for q_id, q in queues.items()
+    }
+    assert used == {"GpuJobQueue": ["GpuServiceEnvironmentP4d"], "CpuJobQueue": ["CpuServiceEnvironment"]}
+
+
+def test_without_a_cpu_queue_no_cpu_resources_parameters_or_outputs_are_rendered() -> None:
+    data = raw_config()
+    data["queues"] = {"gpu": "search-p4d-queue"}
+    for team in data["teams"].values():
+        team["allowed_instance_types"] = [P4D]
+    template = rendered(SharesConfig.model_validate(data))
+    assert not [k for k in [*template["Resources"], *template["Parameters"], *template["Outputs"]] if "Cpu" in k]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [load_config(CONFIG), quota_config()],
+    ids=["in fair-share mode", "in quota mode"],
+)
+def test_every_queue_terminates_a_head_job_stuck_runnable_within_600_to_86400_seconds(config: SharesConfig) -> None:
+    actions = time_limit_actions(rendered(config))
+    assert {queue for queue, _ in actions} == {"GpuJobQueue", "CpuJobQueue"}
+    for queue, action in actions:
+        assert action["Action"] == "TERMINATE", queue  # the only action SAGEMAKER_TRAINING queues take
+        assert action["State"] == "RUNNABLE", queue
+        assert 600 <= action["MaxTimeSeconds"] <= 86400, queue
+    capacity = [a for q, a in actions if a["Reason"] == render.REASON_CAPACITY]
+    assert len(capacity) == 2 and {a["MaxTimeSeconds"] for a in capacity} == {config.queues.capacity_wait_limit_seconds}
+
+
+def test_only_the_quota_share_queue_times_out_jobs_over_their_share_limit() -> None:
+    reasons = {(q, a["Reason"]) for q, a in time_limit_actions(rendered(quota_config()))}
+    assert ("GpuJobQueue", render.REASON_QUOTA_LIMIT) in reasons
+    assert ("CpuJobQueue", render.REASON_QUOTA_LIMIT) not in reasons
+    assert render.REASON_QUOTA_LIMIT not in {a["Reason"] for _, a in time_limit_actions(rendered(load_config(CONFIG)))}
+
+
+def test_the_wait_limits_come_from_the_config() -> None:
+    data = raw_config()
+    data["queues"].update(capacity_wait_limit_seconds=3600, misconfiguration_wait_limit_seconds=900)
+    seconds = {a["Reason"]: a["MaxTimeSeconds"] for _, a in time_limit_actions(rendered(SharesConfig.model_validate(data)))}
+    assert seconds == {render.REASON_CAPACITY: 3600, render.REASON_SE_MAX: 900}
+
+
+@pytest.mark.parametrize("seconds", [599, 86401], ids=["under 600 s is refused", "over a day is refused"])
+def test_wait_limits_outside_what_batch_accepts_are_refused(seconds: int) -> None:
+    data = raw_config()
+    data["queues"]["capacity_wait_limit_seconds"] = seconds
+    with pytest.raises(ValueError, match="capacity_wait_limit_seconds"):
+        SharesConfig.model_validate(data)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Several GPU families.
+# ---------------------------------------------------------------------------------------------------
+def _two_families(mode: str) -> SharesConfig:
+    data = raw_config()
+    data["mode"] = mode
+    data["instance_types"] = {"ml.p5.48xlarge": {"capacity": 8}, P4D: {"capacity": 100}, "ml.p4de.24xlarge": {"capacity": 4}}
+    data["teams"]["ProdExp2"]["entitlement"] = {P4D: 40, "ml.p5.48xlarge": 8}
+    return SharesConfig.model_validate(data)
+
+
+def test_fair_share_mode_makes_one_num_instances_environment_per_family_in_the_queue() -> None:
+    template = rendered(_two_families("fairshare"))
+    envs = of_type(template, "AWS::Batch::ServiceEnvironment")
+    assert {k: e["Properties"]["CapacityLimits"] for k, e in envs.items() if k.startswith("Gpu")} == {
+        "GpuServiceEnvironmentP4d": [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 100}],
+        "GpuServiceEnvironmentP4de": [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 4}],
+        "GpuServiceEnvironmentP5": [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 8}],
+    }
+    order = template["Resources"]["GpuJobQueue"]["Properties"]["ServiceEnvironmentOrder"]
+    assert [(o["Order"], o["ServiceEnvironment"]["Fn::GetAtt"][0]) for o in order] == [
+        (1, "GpuServiceEnvironmentP4d"),
+        (2, "GpuServiceEnvironmentP4de"),
+        (3, "GpuServiceEnvironmentP5"),
+    ]
+    # Entitlements are summed over instance types: 60 against 48 instances.
+    assert weights(template) == {"ProdExp1": 1.0, "ProdExp2": 1.25}
+
+
+def test_quota_mode_limits_each_share_per_instance_type_it_is_entitled_to() -> None:
+    template = rendered(_two_families("quota"))
+    limits = template["Resources"]["GpuQuotaShareProdExp2"]["Properties"]["CapacityLimits"]
+    assert limits == [{"CapacityUnit": P4D, "MaxCapacity": 40}, {"CapacityUnit": "ml.p5.48xlarge", "MaxCapacity": 8}]
+
+
+def test_an_instance_type_not_named_like_a_sagemaker_type_is_refused() -> None:
+    data = raw_config()
+    data["instance_types"]["p4d"] = {"capacity": 1}
+    with pytest.raises(ConfigError) as err:
+        render.render(SharesConfig.model_validate(data))
+    assert err.value.field == "instance_types.p4d"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Existing queues instead of new ones.
+# ---------------------------------------------------------------------------------------------------
+def test_every_batch_resource_in_the_template_is_guarded_by_the_create_queues_condition() -> None:
+    template = json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE))))
+    batch = {k: r for k, r in template["Resources"].items() if r["Type"].startswith(BATCH)}
+    assert batch, "template.yaml has no Batch resources"
+    assert {k: r.get("Condition") for k, r in batch.items()} == dict.fromkeys(batch, render.CONDITION)
+    assert template["Conditions"][render.CONDITION] == {"Fn::Equals": [{"Ref": "UseExistingQueues"}, "false"]}
+    assert template["Parameters"]["UseExistingQueues"]["Default"] == "false"
+
+
+@pytest.mark.parametrize("config", [load_config(CONFIG), quota_config()], ids=["fair-share mode", "quota mode"])
+def test_every_rendered_batch_resource_is_conditional(config: SharesConfig) -> None:
+    resources = rendered(config)["Resources"]
+    assert resources and all(r["Type"].startswith(BATCH) and r["Condition"] == render.CONDITION for r in resources.values())
+
+
+def _references(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        if "Ref" in node:
+            return {node["Ref"]}
+        if "Fn::GetAtt" in node:
+            return {node["Fn::GetAtt"][0]}
+        return set().union(*map(_references, node.values()))
+    if isinstance(node, list):
+        return set().union(*map(_references, node))
+    return set()
+
+
+def test_outputs_fall_back_to_the_existing_queue_parameters() -> None:
+    template = rendered(load_config(CONFIG))
+    batch = set(template["Resources"])
+    expected_fallback = {
+        "GpuJobQueueName": "ExistingGpuQueueArn",
+        "GpuJobQueueArn": "ExistingGpuQueueArn",
+        "GpuSchedulingPolicyArn": "ExistingSchedulingPolicyArn",
+        "CpuJobQueueName": "ExistingCpuQueueArn",
+        "CpuJobQueueArn": "ExistingCpuQueueArn",
+    }
+    assert set(template["Outputs"]) == set(expected_fallback)
+    for name, output in template["Outputs"].items():
+        condition, when_new, when_existing = output["Value"]["Fn::If"]
+        assert condition == render.CONDITION, name
+        # A Batch resource may be referenced only on the branch where it exists.
+        assert not _references(when_existing) & batch, name
+        assert _references(when_existing) == {expected_fallback[name]}, name
+
+
+def test_a_stack_on_existing_queues_must_name_them() -> None:
+    rule = rendered(load_config(CONFIG))["Rules"]["ExistingQueuesNamed"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "UseExistingQueues"}, "true"]}
+    required = {a["Assert"]["Fn::Not"][0]["Fn::Equals"][0]["Ref"] for a in rule["Assertions"]}
+    assert required == {"ExistingGpuQueueArn", "ExistingSchedulingPolicyArn", "ExistingCpuQueueArn"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Determinism (property tests).
+# ---------------------------------------------------------------------------------------------------
+GPU_TYPES = ["ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g5.12xlarge", "ml.g6e.48xlarge"]
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> dict[str, Any]:
+    """Valid shares configs (as data) with 1-3 GPU types and 1-6 teams, in either mode."""
+    types = draw(st.lists(st.sampled_from(GPU_TYPES), min_size=1, max_size=3, unique=True))
+    n_teams = draw(st.integers(1, 6))
+    capacity = {t: draw(st.integers(n_teams, 200)) for t in types}
+    teams = {}
+    for i in range(n_teams):
+        entitlement = {t: draw(st.integers(0, capacity[t] // n_teams)) for t in types}
+        entitlement[types[0]] = max(1, entitlement[types[0]])  # quota shares need one limit >= 1
+        teams[f"Team{i}"] = {"share": f"Share{i}", "entitlement": entitlement}
+    data = raw_config()
+    data.update(
+        mode=draw(st.sampled_from(["fairshare", "quota"])),
+        instance_types={t: {"capacity": capacity[t]} for t in types},
+        teams=teams,
+    )
+    return data
+
+
+def _reordered(data: dict[str, Any], teams: list[str], types: list[str]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    out["teams"] = {t: {**data["teams"][t], "entitlement": {k: data["teams"][t]["entitlement"][k] for k in reversed(types)}} for t in teams}
+    out["instance_types"] = {t: data["instance_types"][t] for t in types}
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=configs(), seed=st.randoms(use_true_random=False))
+def test_render_does_not_depend_on_the_order_of_teams_or_instance_types(data: dict[str, Any], seed: Any) -> None:
+    teams, types = list(data["teams"]), list(data["instance_types"])
+    seed.shuffle(teams)
+    seed.shuffle(types)
+    first = render.render(SharesConfig.model_validate(data))
+    assert render.render(SharesConfig.model_validate(_reordered(data, teams, types))) == first
+    assert render.render(SharesConfig.model_validate(data)) == first
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=configs())
+def test_weights_are_inverse_to_entitlements(data: dict[str, Any]) -> None:
+    data["mode"] = "fairshare"
+    config = SharesConfig.model_validate(data)
+    w = render.entitlement_weights(config)
+    totals = {t.share: sum(t.entitlement.values()) for t in config.teams.values()}
+    top = max(totals.values())
+    for share, total in totals.items():
+        # weight x entitlement is the top entitlement, up to the 4-decimal rounding of the weight
+        assert w[share] * total == pytest.approx(top, abs=0.00005 * total + 1e-9)
+    for a in totals:
+        for b in totals:
+            if totals[a] > totals[b]:
+                assert w[a] <= w[b]
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=configs())
+def test_applying_the_blocks_twice_changes_nothing_more(data: dict[str, Any]) -> None:
+    blocks = render.render(SharesConfig.model_validate(data))
+    shares_json = render.shares_config_json(data)
+    once = render.apply(TEMPLATE.read_text(), blocks, shares_json)
+    assert render.apply(once, blocks, shares_json) == once
+    assert render.read_blocks(once) == blocks
+
+
+# ---------------------------------------------------------------------------------------------------
+# `shareplane config render [--check]`.
+# ---------------------------------------------------------------------------------------------------
+@pytest.fixture
+def workdir(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of template.yaml and config/shares.yaml the test may change."""
+    shutil.copy(TEMPLATE, tmp_path / "template.yaml")
+    shutil.copy(CONFIG, tmp_path / "shares.yaml")
+    return tmp_path / "template.yaml", tmp_path / "shares.yaml"
+
+
+def run_render(template: Path, config: Path, *extra: str):
+    return runner.invoke(app, ["config", "render", "--config", str(config), "--template", str(template), *extra])
+
+
+def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(workdir: tuple[Path, Path]) -> None:
+    template, config = workdir
+    # GIVEN ProdExp2's entitlement lowered in the config but not yet rendered
+    config.write_text(CONFIG.read_text().replace("entitlement: {ml.p4d.24xlarge: 40}", "entitlement: {ml.p4d.24xlarge: 30}"))
+    before = template.read_text()
+
+    stale = run_render(template, config, "--check")
+    assert stale.exit_code == 1
+    assert "-          WeightFactor: 1.5" in stale.stdout and "+          WeightFactor: 2.0" in stale.stdout
+    assert template.read_text() == before, "--check must not write"
+
+    assert run_render(template, config).exit_code == 0
+    fresh = run_render(template, config, "--check")
+    assert fresh.exit_code == 0, fresh.output
+    # THEN the SharesConfig default follows the config too
+    default = json.loads(json.dumps(cfn_yaml.load(str(template))))["Parameters"]["SharesConfig"]["Default"]
+    assert default == render.shares_config_json(yaml.safe_load(config.read_text()))
+    assert weights(parse(render.read_blocks(template.read_text()))) == {"ProdExp1": 1.0, "ProdExp2": 2.0}
+
+
+def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Path, Path]) -> None:
+    template, config = workdir
+    config.write_text(CONFIG.read_text().replace("mode: fairshare", "mode: quota"))
+    before = template.read_text()
+    assert run_render(template, config).exit_code == 0
+    after = template.read_text()
+
+    def outside(text: str) -> str:
+        for section in render.SECTIONS:
+            start, end, _ = render._block_span(text, section)
+            text = text[:start] + text[end:]
+        return render._DEFAULT_LINE.sub("", text)
+
+    assert outside(after) == outside(before)
+    assert "AWS::Batch::QuotaShare" in after
+
+
+@pytest.mark.parametrize(
+    ("break_it", "message"),
+    [
+        (lambda t, c: t.write_text(t.read_text().replace("# END generated: batch queues Outputs\n", "")), "END generated"),
+        (lambda t, c: c.write_text("cluster: [not, a, name]\n"), "cluster"),
+        (lambda t, c: t.unlink(), "cannot read"),
+    ],
+    ids=[
+        "a template missing a marker exits 2 and names the marker",
+        "an invalid config exits 2 and names the field",
+        "a missing template exits 2",
+    ],
+)
+def test_render_refuses_with_exit_2(workdir: tuple[Path, Path], break_it: Any, message: str) -> None:
+    template, config = workdir
+    break_it(template, config)
+    result = run_render(template, config)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_marker_errors_are_input_errors_naming_the_fix() -> None:
+    with pytest.raises(InvalidInputError) as err:
+        render.read_blocks("Resources: {}\n")
+    assert "shareplane config render" in err.value.fix
