@@ -124,7 +124,12 @@ _Dumper.add_representer(Fn, lambda d, v: d.represent_sequence(f"!{v.name}", list
 
 def _dump(data: Mapping[str, Any], indent: int) -> str:
     text = yaml.dump(
-        dict(data), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=10_000, allow_unicode=True
+        dict(data),
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=10_000,
+        allow_unicode=True,
     )
     pad = " " * indent
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
@@ -257,7 +262,7 @@ def _quota_share(config: SharesConfig, share: str, team_name: str) -> dict[str, 
     if len(limits) > MAX_CAPACITY_LIMITS_PER_SHARE:
         raise ConfigError(
             f"teams.{team_name}.entitlement",
-            f"names {len(limits)} instance types; a quota share takes at most {MAX_CAPACITY_LIMITS_PER_SHARE}",
+            f"names {len(limits)} instance types; a quota share takes {MAX_CAPACITY_LIMITS_PER_SHARE}",
             "entitle the team to fewer instance types",
         )
     sharing: dict[str, Any] = {"Strategy": team.quota.strategy}
@@ -295,7 +300,11 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         else:
             limits = [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": sum(types.values())}]
             why = f"GPU family {family}: {sum(types.values())} instances in all ({', '.join(types)})."
-        entries.append(_Entry(logical, _service_environment(f"{config.cluster}-{family}-{names['kind']}", limits), (why,)))
+        entries.append(
+            _Entry(
+                logical, _service_environment(f"{config.cluster}-{family}-{names['kind']}", limits), (why,)
+            )
+        )
 
     if quota:
         if len(shares) > MAX_QUOTA_SHARES_PER_QUEUE:
@@ -317,7 +326,7 @@ def _resources(config: SharesConfig) -> list[_Entry]:
                 ],
             }
         }
-        why = "Fair share: weightFactor = max entitlement / entitlement (lower gets more); the rebalancer tunes it."
+        why = "Fair share: weightFactor = max entitlement / entitlement (lower gets more), rebalanced later."
     entries.append(
         _Entry(
             "GpuSchedulingPolicy",
@@ -348,7 +357,7 @@ def _resources(config: SharesConfig) -> list[_Entry]:
                     "JobStateTimeLimitActions": _time_limits(config, quota=quota),
                 },
             },
-            ("Team GPU jobs; a RUNNABLE head job that cannot get capacity is terminated, not left blocking.",),
+            ("Team GPU jobs. A RUNNABLE head job that cannot start is terminated, not left blocking.",),
         )
     )
     if quota:
@@ -366,8 +375,10 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         entries.append(
             _Entry(
                 "CpuServiceEnvironment",
-                _service_environment(names["cpu_env"], [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": cpu_total}]),
-                (f"CPU jobs ({', '.join(sorted(config.queues.cpu_instance_types))}): their own environment.",),
+                _service_environment(
+                    names["cpu_env"], [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": cpu_total}]
+                ),
+                (f"CPU jobs ({', '.join(sorted(config.queues.cpu_instance_types))}): own environment.",),
             )
         )
         entries.append(
@@ -382,12 +393,17 @@ def _resources(config: SharesConfig) -> list[_Entry]:
                         "State": "ENABLED",
                         "Priority": 1,
                         "ServiceEnvironmentOrder": [
-                            {"Order": 1, "ServiceEnvironment": GetAtt("CpuServiceEnvironment", "ServiceEnvironmentArn")}
+                            {
+                                "Order": 1,
+                                "ServiceEnvironment": GetAtt(
+                                    "CpuServiceEnvironment", "ServiceEnvironmentArn"
+                                ),
+                            }
                         ],
                         "JobStateTimeLimitActions": _time_limits(config, quota=False),
                     },
                 },
-                ("No SchedulingPolicyArn: a queue created without one is FIFO, and can never get one later.",),
+                ("No SchedulingPolicyArn: a queue created without one is FIFO, and never gets one later.",),
             )
         )
     return entries
@@ -413,7 +429,7 @@ def _parameters(config: SharesConfig) -> list[_Entry]:
                 "Type": "String",
                 "Default": "",
                 "AllowedPattern": QUEUE_ARN_PATTERN,
-                "Description": "With UseExistingQueues=true: ARN of the GPU (fair-share or quota-share) job queue.",
+                "Description": "With UseExistingQueues=true: ARN of the GPU (fair-share or quota) queue.",
             },
         ),
         _Entry(
@@ -441,10 +457,30 @@ def _parameters(config: SharesConfig) -> list[_Entry]:
     return entries
 
 
-def _rules(config: SharesConfig) -> list[_Entry]:
+def existing_arn_parameters(config: SharesConfig) -> list[str]:
+    """The parameters a stack with UseExistingQueues=true must set."""
     required = ["ExistingGpuQueueArn", "ExistingSchedulingPolicyArn"]
     if config.queues.cpu_fifo:
         required.append("ExistingCpuQueueArn")
+    return required
+
+
+def _create_queues(config: SharesConfig) -> _Entry:
+    terms = [Fn("Equals", (Ref("UseExistingQueues"), "false"))]
+    terms += [Fn("Equals", (Ref(param), "")) for param in existing_arn_parameters(config)]
+    return _Entry(
+        CONDITION,
+        Fn("Or", tuple(terms)),
+        (
+            'UseExistingQueues == "false". The ARN terms never decide at deploy time (the Rules block',
+            "refuses UseExistingQueues=true without the ARNs); they tell cfn-lint that where the",
+            "condition is false, !Ref Existing*Arn is an ARN and not the empty default.",
+        ),
+    )
+
+
+def _rules(config: SharesConfig) -> list[_Entry]:
+    required = existing_arn_parameters(config)
     body = {
         "ExistingQueuesNamed": {
             "RuleCondition": Fn("Equals", (Ref("UseExistingQueues"), "true")),
@@ -478,7 +514,9 @@ def _outputs(config: SharesConfig) -> list[_Entry]:
             "GpuJobQueueArn",
             {
                 "Description": "ARN of the GPU job queue",
-                "Value": Fn("If", (CONDITION, GetAtt("GpuJobQueue", "JobQueueArn"), Ref("ExistingGpuQueueArn"))),
+                "Value": Fn(
+                    "If", (CONDITION, GetAtt("GpuJobQueue", "JobQueueArn"), Ref("ExistingGpuQueueArn"))
+                ),
             },
         ),
         _Entry(
@@ -486,7 +524,8 @@ def _outputs(config: SharesConfig) -> list[_Entry]:
             {
                 "Description": "ARN of the GPU queue's scheduling policy (the rebalancer updates it)",
                 "Value": Fn(
-                    "If", (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn"))
+                    "If",
+                    (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn")),
                 ),
             },
         ),
@@ -504,7 +543,9 @@ def _outputs(config: SharesConfig) -> list[_Entry]:
                 "CpuJobQueueArn",
                 {
                     "Description": "ARN of the FIFO job queue for CPU jobs",
-                    "Value": Fn("If", (CONDITION, GetAtt("CpuJobQueue", "JobQueueArn"), Ref("ExistingCpuQueueArn"))),
+                    "Value": Fn(
+                        "If", (CONDITION, GetAtt("CpuJobQueue", "JobQueueArn"), Ref("ExistingCpuQueueArn"))
+                    ),
                 },
             ),
         ]
@@ -524,7 +565,7 @@ def render(config: SharesConfig) -> dict[str, str]:
     """Section -> the YAML text of its generated block (without the marker lines)."""
     return {
         "Parameters": _block(_parameters(config), 2),
-        "Conditions": _block([_Entry(CONDITION, Fn("Equals", (Ref("UseExistingQueues"), "false")))], 2),
+        "Conditions": _block([_create_queues(config)], 2),
         "Rules": _block(_rules(config), 0),
         "Resources": _block(_resources(config), 2),
         "Outputs": _block(_outputs(config), 2),
@@ -576,7 +617,9 @@ def apply(text: str, blocks: Mapping[str, str], shares_json: str | None = None) 
     if shares_json is not None:
         if not _DEFAULT_LINE.search(text):
             raise InvalidInputError(
-                "template", "has no SharesConfig parameter with a Default line", "add the SharesConfig parameter"
+                "template",
+                "has no SharesConfig parameter with a Default line",
+                "add the SharesConfig parameter",
             )
         quoted = "'" + shares_json.replace("'", "''") + "'"
         text = _DEFAULT_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
@@ -587,6 +630,9 @@ def diff(before: str, after: str, path: str) -> str:
     """A unified diff from the template as it is to the template as it should be."""
     return "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), f"{path} (now)", f"{path} (rendered)"
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"{path} (now)",
+            f"{path} (rendered)",
         )
     )

@@ -11,7 +11,6 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from shareplane.bootstrap import dependencies
 from shareplane.domain.errors import ConfigError
 from shareplane.schemas.s3 import parse_object_created
@@ -26,18 +25,28 @@ def record_handler(record: SQSRecord) -> None:
     """Answer every object the S3 event names; a raise fails only this record (SQS retries it)."""
     deps = dependencies()
     if deps.config is None:
-        raise ConfigError("SHAREPLANE_CONFIG", "is not set", "deploy the stack with the SharesConfig parameter")
+        raise ConfigError(
+            "SHAREPLANE_CONFIG", "is not set", "deploy the stack with the SharesConfig parameter"
+        )
     ports = SubmitPorts(deps.spec_bucket, deps.batch_jobs, deps.store, deps.store, deps.metrics, deps.alerts)
     for dropped in parse_object_created(json.loads(record.body)):
         logger.set_correlation_id(f"s3://{dropped.bucket}/{dropped.key}")
-        outcome = submit_dropped_spec(dropped, ports, deps.config, deps.submit_queues, int(time.time() * 1000))
+        outcome = submit_dropped_spec(
+            dropped, ports, deps.config, deps.submit_queues, int(time.time() * 1000)
+        )
         logger.info(
             "answered",
-            extra={"status": outcome.status, "answer": outcome.answer, "jobs": [j.job_arn for j in outcome.jobs]},
+            extra={
+                "status": outcome.status,
+                "answer": outcome.answer,
+                "jobs": [j.job_arn for j in outcome.jobs],
+            },
         )
 
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batch in, partial-batch failures out: bad records retry and end in the DLQ alone."""
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

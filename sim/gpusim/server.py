@@ -279,7 +279,10 @@ class GpuSimServer:
         self._httpd.daemon_threads = True
         self._stopping.clear()
         self._threads = [
-            threading.Thread(target=self._httpd.serve_forever, name="gpusim-http", daemon=True),
+            # A short poll interval: shutdown() waits up to one interval for serve_forever to notice.
+            threading.Thread(
+                target=self._httpd.serve_forever, args=(0.05,), name="gpusim-http", daemon=True
+            ),
             threading.Thread(target=self._pump, name="gpusim-clock", daemon=True),
         ]
         for thread in self._threads:

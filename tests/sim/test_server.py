@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -20,7 +21,7 @@ from gpusim.server import MAX_ENTRIES, EventPublisher, GpuSimServer, to_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.sim.conftest import FAST, P5, payload
+from tests.sim.conftest import FAST, payload
 
 G5 = "ml.g5.xlarge"
 
@@ -330,7 +331,7 @@ def test_list_training_jobs_pages_and_filters_by_creation_time(served: Served) -
         served.submit(f"page{i}")
         served.advance(5)
     everything = served.sagemaker.list_training_jobs()["TrainingJobSummaries"]
-    cutoff = everything[1]["CreationTime"]
+    cutoff = everything[1]["CreationTime"] + timedelta(seconds=1)  # the wire carries whole seconds
     after = served.sagemaker.list_training_jobs(CreationTimeAfter=cutoff)["TrainingJobSummaries"]
     assert [j["TrainingJobName"] for j in after] == [everything[2]["TrainingJobName"]]
     pages = served.sagemaker.get_paginator("list_training_jobs").paginate(PaginationConfig={"PageSize": 2})

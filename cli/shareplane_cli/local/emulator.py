@@ -188,6 +188,17 @@ class Intrinsics:
                 return self.condition(arg)
         return bool(self.resolve(node))
 
+    def choose(self, node: Any) -> Any:
+        """``node`` with each Fn::If replaced by the branch its condition takes (nothing else resolved)."""
+        if isinstance(node, list):
+            return [self.choose(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Fn::If"}:
+            name, yes, no = node["Fn::If"]
+            return self.choose(yes if self.condition(name) else no)
+        return {k: self.choose(v) for k, v in node.items()}
+
     def resolve(self, node: Any) -> Any:
         """``node`` with every intrinsic replaced by its value (AWS::NoValue removes the key)."""
         if isinstance(node, list):
@@ -376,7 +387,7 @@ def create_batch_resources(
         if "Condition" in resource and not resolver.condition(resource["Condition"]):
             out.skipped[logical] = f"condition {resource['Condition']} is false"
             continue
-        missing = references(resource.get("Properties", {})) & set(out.skipped)
+        missing = references(resolver.choose(resource.get("Properties", {}))) & set(out.skipped)
         if missing:
             out.skipped[logical] = f"depends on {sorted(missing)}, which were skipped"
             continue

@@ -15,12 +15,17 @@ from functools import cache, cached_property
 import boto3
 from botocore.config import Config
 
+from .adapters.batch_policy import BatchPolicyAdapter
 from .adapters.batch_service_jobs import BatchServiceJobs
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
 from .adapters.s3_spec_bucket import S3SpecBucket
+from .adapters.share_store import DynamoShareStore
 from .adapters.sns_alerts import SnsAlerts
 from .domain.config import SharesConfig
+from .domain.errors import ConfigError
+from .service.handle_failure import FailurePorts
+from .service.rebalance_shares import RebalanceSettings
 from .service.submit_job import QueueNames
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
@@ -63,6 +68,28 @@ class Dependencies:
         )
 
 
+    # The share rebalancer's adapters and settings (rebalance_shares, `shareplane shares`).
+    @cached_property
+    def batch_policy(self) -> BatchPolicyAdapter:
+        """AWS Batch scheduling policies, quota shares and queue snapshots."""
+        return BatchPolicyAdapter(self._session.client("batch", config=_BOTO_CONFIG))
+
+    @cached_property
+    def share_store(self) -> DynamoShareStore:
+        """The rebalancer's state and audit items in the jobs table."""
+        client = self._session.client("dynamodb", config=_BOTO_CONFIG)
+        return DynamoShareStore(client, os.environ["TABLE_NAME"])
+
+    @cached_property
+    def rebalance_settings(self) -> RebalanceSettings:
+        """The queue to rebalance (JOB_QUEUE), its policy (SCHEDULING_POLICY_ARN) and DRY_RUN."""
+        return RebalanceSettings(
+            job_queue=os.environ["JOB_QUEUE"],
+            scheduling_policy_arn=os.environ.get("SCHEDULING_POLICY_ARN") or None,
+            dry_run=os.environ.get("DRY_RUN", "false").strip().lower() in ("1", "true", "yes"),
+        )
+
+
 def load_config_from_env() -> SharesConfig | None:
     """The shares config the template passes as JSON in SHAREPLANE_CONFIG (None when unset)."""
     raw = os.environ.get("SHAREPLANE_CONFIG")
@@ -78,4 +105,35 @@ def dependencies() -> Dependencies:
         store=DynamoJobStore(dynamodb, os.environ["TABLE_NAME"]),
         metrics=EmfMetricsSink(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "shareplane")),
         config=load_config_from_env(),
+    )
+
+
+@cache
+def failure_ports() -> FailurePorts:
+    """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler), built on first use."""
+    import time
+
+    from .adapters.batch_jobs import BatchServiceJobsAdapter, SageMakerTrainingJobsAdapter
+    from .adapters.failure_ledger import DynamoFailureLedger
+    from .adapters.requeue_timer import QueueRequeueTimer
+
+    base = dependencies()
+    if base.config is None:
+        raise ConfigError("SHAREPLANE_CONFIG", "is not set", "pass the shares config to the function")
+    session = boto3.session.Session()
+    client = partial(session.client, config=_BOTO_CONFIG)
+    dynamodb = client("dynamodb")
+    return FailurePorts(
+        store=base.store,
+        ledger=DynamoFailureLedger(dynamodb, os.environ["TABLE_NAME"]),
+        batch=BatchServiceJobsAdapter(client("batch")),
+        training=SageMakerTrainingJobsAdapter(client("sagemaker")),
+        alerts=base.alerts,
+        timer=QueueRequeueTimer(
+            client("sqs"), client("scheduler"), os.environ["FAILURE_QUEUE_URL"], os.environ.get("SCHEDULER_ROLE_ARN")
+        ),
+        metrics=base.metrics,
+        config=base.config,
+        region=session.region_name or "us-east-1",
+        clock=time.time,
     )

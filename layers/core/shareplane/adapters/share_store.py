@@ -2,10 +2,10 @@
 
 Layout (same table as the jobs, partition ``SHARES``):
 
-| pk       | sk                          | what                                                       |
-|----------|-----------------------------|------------------------------------------------------------|
-| ``SHARES`` | ``LEDGER``                | ledger balances, decayed usage, last tick / applied plan, the latest targets and actuals (``version`` guards racing runs) |
-| ``SHARES`` | ``AUDIT#<ts>#<planId>``   | one record per applied (or dry-run) plan and per rollback: before, after, why |
+- ``SHARES`` / ``LEDGER``: ledger balances, decayed usage, the last tick and applied plan, the
+  latest targets and actuals; ``version`` guards racing runs.
+- ``SHARES`` / ``AUDIT#<ts>#<planId>``: one record per applied (or dry-run) plan and per rollback:
+  before, after, why, and the whole plan.
 
 A plan is written ahead of the Batch call: the audit record (condition: not there yet) and the
 state item (condition: the version read) in ONE transaction, so a re-delivered tick or a racing run
@@ -43,9 +43,7 @@ class DynamoShareStore:
     # -- state --------------------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:
         """The ``SHARES``/``LEDGER`` item (strongly consistent), None before the first run."""
-        response = self._client.get_item(
-            TableName=self._table, Key=self._key(STATE_SK), ConsistentRead=True
-        )
+        response = self._client.get_item(TableName=self._table, Key=self._key(STATE_SK), ConsistentRead=True)
         item = response.get("Item")
         return _unmarshal(item) if item else None
 
@@ -60,7 +58,7 @@ class DynamoShareStore:
 
     # -- audit --------------------------------------------------------------------------------
     def begin_plan(
-        self, audit: Mapping[str, Any], state: Mapping[str, Any], previous_version: int | None
+        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
     ) -> bool:
         """Write a new audit record and the state in one transaction; False if the record exists."""
         record = {**audit, "pk": SHARES_PK, "sk": audit_sk(audit["createdAt"], audit["planId"])}
@@ -106,6 +104,14 @@ class DynamoShareStore:
                 return False
             raise
         return True
+
+    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
+        """The audit record at its key (strongly consistent)."""
+        response = self._client.get_item(
+            TableName=self._table, Key=self._key(audit_sk(created_at, plan_id)), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return _unmarshal(item) if item else None
 
     def audits(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Audit records, newest first."""

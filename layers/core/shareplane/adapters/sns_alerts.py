@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-
 #: SNS takes 256 KB per message, attributes included; leave room for them.
 MAX_MESSAGE_BYTES = 240 * 1024
 _LONG_FIELDS = ("problems", "rejected", "jobs")
@@ -24,8 +23,9 @@ class SnsAlerts:
         text = json.dumps(message, default=str)
         if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
             # Keep the message valid JSON: drop the long lists, the answer document has them all.
-            text = json.dumps({k: v for k, v in message.items() if k not in _LONG_FIELDS} | {"truncated": True},
-                              default=str)[:MAX_MESSAGE_BYTES]
+            text = json.dumps(
+                {k: v for k, v in message.items() if k not in _LONG_FIELDS} | {"truncated": True}, default=str
+            )[:MAX_MESSAGE_BYTES]
         self._client.publish(
             TopicArn=self._topic_arn,
             Subject=subject[:100],

@@ -18,7 +18,15 @@ REBALANCE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
 }
 
 #: Every value the PlansSkipped Reason dimension can take.
-SKIP_REASON_VALUES = ("cooldown", "deadband", "no_demand", "no_capacity", "unchanged", "dry_run", "duplicate_tick")
+SKIP_REASON_VALUES = (
+    "cooldown",
+    "deadband",
+    "no_demand",
+    "no_capacity",
+    "unchanged",
+    "dry_run",
+    "duplicate_tick",
+)
 
 
 @dataclass(frozen=True)

@@ -152,12 +152,12 @@ def outcome_of(submitted: Sequence[SubmittedJob], refused: bool) -> Outcome:
 
 
 def _iso(epoch_ms: int) -> str:
-    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
 
 
-def _refused_jobs(
-    result: SpecResult, refused_by_batch: Mapping[int, Problem]
-) -> list[dict[str, Any]]:
+def _refused_jobs(result: SpecResult, refused_by_batch: Mapping[int, Problem]) -> list[dict[str, Any]]:
     out = []
     for job in result.jobs:
         problems = list(job.problems)

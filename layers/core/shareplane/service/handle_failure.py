@@ -46,7 +46,7 @@ from ..domain.failures import (
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.requeue import ChainState, build_requeue
-from .ports import AlertPublisher, BatchServiceJobs, FailureLedger, MetricsSink, RequeueTimer, TrainingJobs
+from .ports import AlertPublisher, FailureLedger, MetricsSink, RequeueTimer, ServiceJobsApi, TrainingJobs
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class FailurePorts:
 
     store: Any  # DynamoJobStore: load_training_job, job_for_training_job
     ledger: FailureLedger
-    batch: BatchServiceJobs
+    batch: ServiceJobsApi
     training: TrainingJobs
     alerts: AlertPublisher
     timer: RequeueTimer
@@ -380,11 +380,11 @@ def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float) -> bo
     if not ports.ledger.claim_alert(alert, now, quiet_seconds):
         return False
     try:
-        message_id = ports.alerts.publish(alert)
+        ports.alerts.publish(alert.subject, dict(alert.body), alert.attributes)
     except Exception:
         ports.ledger.release_alert(alert)  # let the redelivery send it
         raise
-    ports.ledger.confirm_alert(alert, message_id, now)
+    ports.ledger.confirm_alert(alert, now)
     _count(ports, "Alerts", {"Kind": alert.kind.value, "Severity": alert.severity.value}, alert.job_arn or "")
     return True
 

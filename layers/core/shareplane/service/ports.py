@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry, JobMetricEvent, JobState, Transition
+from ..domain.share_metrics import ShareMetricEvent
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
 
@@ -42,6 +43,84 @@ class MetricsSink(Protocol):
 
     def emit(
         self, events: Sequence[JobMetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
+    ) -> None:
+        """Publish measurements under the given dimensions, with properties that are not dimensions."""
+        ...
+
+
+# -- share rebalancer (rebalance_shares) -----------------------------------------------------------
+
+
+class SharesBatch(Protocol):
+    """The AWS Batch operations the rebalancer reads and writes (adapters/batch_policy.py)."""
+
+    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
+        """The DescribeSchedulingPolicies item of one policy."""
+        ...
+
+    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
+        """UpdateSchedulingPolicy."""
+        ...
+
+    def scheduling_policy_of(self, job_queue: str) -> str | None:
+        """The scheduling policy ARN of a queue (None for FIFO)."""
+        ...
+
+    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+        """Every quota share of a queue with its settings."""
+        ...
+
+    def update_quota_share(self, request: dict[str, Any]) -> None:
+        """UpdateQuotaShare."""
+        ...
+
+    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
+        """GetJobQueueSnapshot."""
+        ...
+
+
+class ShareStore(Protocol):
+    """The rebalancer's state item, audit trail and job queries (adapters/share_store.py)."""
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The SHARES/LEDGER item, None before the first run."""
+        ...
+
+    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+        """Write the state at the version read; ConcurrentUpdateError when it moved."""
+        ...
+
+    def begin_plan(
+        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
+    ) -> bool:
+        """Write a new audit record (and the state) atomically; False when the record exists."""
+        ...
+
+    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
+        """Turn a PENDING audit record APPLIED; False when it was not pending."""
+        ...
+
+    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
+        """The audit record at its key."""
+        ...
+
+    def audit(self, plan_id: str) -> dict[str, Any] | None:
+        """The audit record of a plan id (or a unique prefix of one)."""
+        ...
+
+    def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
+        """Jobs in one status (ByStatus index), optionally only those created after a time."""
+        ...
+
+
+class ShareMetrics(Protocol):
+    """Where the rebalancer's measurements go (EMF in Lambda)."""
+
+    def emit(
+        self,
+        events: Sequence[ShareMetricEvent],
+        dimensions: Mapping[str, str],
+        properties: Mapping[str, str],
     ) -> None:
         """Publish measurements under the given dimensions, with properties that are not dimensions."""
         ...
@@ -123,7 +202,7 @@ class AlertPublisher(Protocol):
 
 
 # -- the failure path ----------------------------------------------------------------------------
-class BatchServiceJobs(Protocol):
+class ServiceJobsApi(Protocol):
     """AWS Batch service jobs: describe, resubmit, list, reprioritize."""
 
     def describe(self, job_id: str) -> dict[str, Any] | None:
@@ -148,14 +227,6 @@ class TrainingJobs(Protocol):
 
     def describe(self, training_job_name: str) -> dict[str, Any] | None:
         """DescribeTrainingJob's result; None when SageMaker does not know the job."""
-        ...
-
-
-class AlertPublisher(Protocol):
-    """Where alerts go (SNS in Lambda)."""
-
-    def publish(self, alert: Alert) -> str:
-        """Publish one alert; returns the message id."""
         ...
 
 
@@ -197,7 +268,7 @@ class FailureLedger(Protocol):
         """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight)."""
         ...
 
-    def confirm_alert(self, alert: Alert, message_id: str, now: float) -> None:
+    def confirm_alert(self, alert: Alert, now: float) -> None:
         """Record that a claimed alert was sent (what `shareplane alerts` shows)."""
         ...
 

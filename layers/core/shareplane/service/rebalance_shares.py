@@ -72,6 +72,7 @@ SKIP_REASONS = {
 }
 SKIP_DRY_RUN = "dry_run"
 SKIP_DUPLICATE_TICK = "duplicate_tick"
+ALREADY_RECORDED = "the tick's plan is recorded already"
 
 
 @dataclass(frozen=True)
@@ -260,14 +261,18 @@ def observe(
         for j in store.jobs_in_status(status.value, created_after_ms=after_ms)
         if _in_queue(j, queue)
     ]
-    tiers = tier_waits(config, [*dispatched, *finished, *runnable], runnable, now, settings.wait_window_seconds)
+    tiers = tier_waits(
+        config, [*dispatched, *finished, *runnable], runnable, now, settings.wait_window_seconds
+    )
 
     weights: list[fairshare.ShareWeight] = []
     quota: dict[str, dict[str, Any]] = {}
     if mode is SchedulingMode.FAIRSHARE:
         arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
         if not arn:
-            raise InvalidInputError("JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue")
+            raise InvalidInputError(
+                "JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue"
+            )
         weights = current_weights(batch.describe_scheduling_policy(arn))
     else:
         quota = {q["quotaShareName"]: q for q in batch.list_quota_shares(queue)}
@@ -343,7 +348,9 @@ def apply_plan(plan: RebalancePlan, batch: SharesBatch, settings: RebalanceSetti
         arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(settings.job_queue)
         if not arn:
             raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
-        batch.update_scheduling_policy(plan_to_update_scheduling_policy(plan, batch.describe_scheduling_policy(arn)))
+        batch.update_scheduling_policy(
+            plan_to_update_scheduling_policy(plan, batch.describe_scheduling_policy(arn))
+        )
         return 1
     requests = plan_to_update_quota_share_requests(plan)
     for request in requests:
@@ -405,7 +412,9 @@ def plan_from_audit(record: Mapping[str, Any]) -> RebalancePlan:
         )
         for c in audit["changes"]
     )
-    return RebalancePlan(created_at=float(audit["createdAt"]), mode=mode, changes=changes, reason=audit["reason"])
+    return RebalancePlan(
+        created_at=float(audit["createdAt"]), mode=mode, changes=changes, reason=audit["reason"]
+    )
 
 
 def next_state(
@@ -520,17 +529,26 @@ def rebalance_shares(
         plan = plan_rebalance(observed.snapshot, config)
         try:
             if plan.is_empty or settings.dry_run:
-                return _record_only(tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics)
+                return _record_only(
+                    tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics
+                )
             audit = audit_record(
                 plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="PENDING", observed=observed
             )
             new_state = next_state(
-                state, observed, plan, queue=queue, tick_id=tick_id, plan_id=plan_id, now=now,
-                applied=True, dry_run=False,
+                state,
+                observed,
+                plan,
+                queue=queue,
+                tick_id=tick_id,
+                plan_id=plan_id,
+                now=now,
+                applied=True,
+                dry_run=False,
             )
             if not store.begin_plan(audit, new_state, version):
                 _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
-                return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, "the tick's plan is recorded already", plan_id)
+                return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
         except ConcurrentUpdateError:
             logger.info("shares state changed during the run; re-reading", extra={"tick": tick_id})
             continue
@@ -542,7 +560,7 @@ def rebalance_shares(
             extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit["why"]},
         )
         return RebalanceOutcome(tick_id, "applied", plan.reason, plan_id, plan)
-    raise ConcurrentUpdateError(f"tick {tick_id}: shares state still contended after {MAX_CONFLICT_RETRIES} reads")
+    raise ConcurrentUpdateError(f"tick {tick_id}: shares state contended after {MAX_CONFLICT_RETRIES} reads")
 
 
 def _record_only(
@@ -560,7 +578,15 @@ def _record_only(
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
     new_state = next_state(
-        state, observed, plan, queue=queue, tick_id=tick_id, plan_id=plan_id, now=now, applied=False, dry_run=dry
+        state,
+        observed,
+        plan,
+        queue=queue,
+        tick_id=tick_id,
+        plan_id=plan_id,
+        now=now,
+        applied=False,
+        dry_run=dry,
     )
     if dry:
         # The plan is recorded as it would have been applied, so a dry run can be reviewed (and the
@@ -570,9 +596,9 @@ def _record_only(
         )
         if not store.begin_plan(audit, new_state, version):
             _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
-            return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, "the tick's plan is recorded already", plan_id)
+            return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
         reason = SKIP_DRY_RUN
-        logger.info("dry run: plan not applied", extra={"tick": tick_id, "plan_id": plan_id, "changes": audit["why"]})
+        logger.info("dry run: plan not applied", extra={"plan_id": plan_id, "changes": audit["why"]})
     else:
         store.save_state(new_state, version)
         reason = skip_reason(plan)
@@ -603,7 +629,8 @@ def _redelivered(
             )
             return RebalanceOutcome(tick_id, "replayed", plan.reason, str(last["planId"]), plan)
     _emit(metrics, settings.job_queue, None, None, False, SKIP_DUPLICATE_TICK, None)
-    return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, f"tick already handled (last {state.get('lastTick')})")
+    done = f"tick already handled (last {state.get('lastTick')})"
+    return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, done)
 
 
 def current_settings(
@@ -633,12 +660,18 @@ def rollback(
     record = store.audit(plan_id)
     if record is None:
         raise InvalidInputError(
-            "--rollback", f"no audit record has plan id {plan_id!r}", "pick an id from `shareplane shares --history`"
+            "--rollback",
+            f"no audit record has plan id {plan_id!r}",
+            "pick an id from `shareplane shares --history`",
         )
     plan = rollback_plan(record["plan"], now=now)
     mode = plan.mode
     current = current_settings(mode, settings, batch)
-    fairshare_weights = [fairshare.ShareWeight(k, float(v)) for k, (v, _) in current.items() if mode is SchedulingMode.FAIRSHARE]
+    fairshare_weights = (
+        [fairshare.ShareWeight(k, float(v)) for k, (v, _) in current.items()]  # type: ignore[arg-type]
+        if mode is SchedulingMode.FAIRSHARE
+        else []
+    )
 
     def now_value(change: ShareChange) -> float | QuotaSettings:
         if mode is SchedulingMode.FAIRSHARE:

@@ -20,7 +20,15 @@ from typing import Any
 
 from ..domain.config import SharesConfig
 from ..domain.errors import InvalidInputError, RejectedByServiceError
-from ..domain.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, JobResult, Problem, SpecResult, parse_spec_file, team_from_key
+from ..domain.jobspec import (
+    MAX_SPEC_BYTES,
+    SUBMIT_PREFIX,
+    JobResult,
+    Problem,
+    SpecResult,
+    parse_spec_file,
+    team_from_key,
+)
 from ..domain.lifecycle import JobObservation, JobStatus, ObservationKind
 from ..domain.submission import (
     DroppedObject,
@@ -105,7 +113,9 @@ def submit_dropped_spec(
         if not job.ok:
             continue
         try:
-            submitted.append(_submit_one(job, obj, result.team or "", ports, config, queues, head.last_modified_ms))
+            submitted.append(
+                _submit_one(job, obj, result.team or "", ports, config, queues, head.last_modified_ms)
+            )
         except RejectedByServiceError as exc:
             refused[job.index] = Problem(
                 f"jobs[{job.index}]",
@@ -123,7 +133,10 @@ def submit_dropped_spec(
         queue = next(iter({j.queue for j in submitted}), None)
         ports.alerts.publish(
             alert_subject(outcome, obj.key),
-            {k: document[k] for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")}
+            {
+                k: document[k]
+                for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")
+            }
             | {"answer": f"s3://{obj.bucket}/{answer_at}"},
             alert_attributes(share, queue),
         )
@@ -150,7 +163,9 @@ def _gone(obj: DroppedObject, ports: SubmitPorts) -> SubmitOutcome:
     for key in answer_keys_for(obj.key, team):
         if answers(ports.bucket.get_json(obj.bucket, key), obj):
             return SubmitOutcome(obj.key, "already_answered", answer=key)
-    logger.warning("object version gone before it was read", extra={"key": obj.key, "version": obj.version_id})
+    logger.warning(
+        "object version gone before it was read", extra={"key": obj.key, "version": obj.version_id}
+    )
     return SubmitOutcome(obj.key, "gone")
 
 

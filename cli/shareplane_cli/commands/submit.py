@@ -1,0 +1,202 @@
+"""`shareplane submit`, `cancel` and `cleanup`: put jobs in the queues and take them out again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
+from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.jobspec import TEAM_TAG
+from shareplane.domain.lifecycle import JobState
+
+from ..aws import DEFAULT_STACK, Target
+from ..config_file import load_config
+from ..main import app
+from ..output import Output, emit, print_json, print_table
+from ..submit import SubmitResult, submit_spec, wait_for_jobs
+
+Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
+Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
+Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
+StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack.")]
+ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+err = Console(stderr=True)
+
+
+def _config(path: Path) -> SharesConfig:
+    try:
+        return load_config(path)
+    except ShareplaneError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from exc
+
+
+def _print_answer(result: SubmitResult) -> None:
+    console = Console()
+    if not result.uploaded:
+        rows = [("(file)", p.path, p.message, p.fix) for p in result.local.problems]
+        rows += [
+            (f"{j.index}: {j.name or '?'}", p.path, p.message, p.fix)
+            for j in result.local.jobs
+            for p in j.problems
+        ]
+        print_table(
+            "not uploaded: the spec fails the submit rules", ["job", "path", "problem", "fix"], rows, console
+        )
+        return
+    if result.answer is None:
+        console.print(f"uploaded s3://{result.bucket}/{result.key}; no answer yet", markup=False)
+        return
+    answer = result.answer
+    jobs = [
+        (j["index"], j["name"], j["queue"], j["share"], j["priority"], j["jobId"])
+        for j in answer.get("jobs", [])
+    ]
+    if jobs:
+        print_table(
+            f"{answer['outcome']}: {answer['original']}",
+            ["#", "job", "queue", "share", "tier", "job id"],
+            jobs,
+            console,
+        )
+    problems = [(p["path"], p["message"], p["fix"]) for p in answer.get("problems", [])]
+    if problems:
+        print_table(f"refused ({answer['original']})", ["path", "problem", "fix"], problems, console)
+
+
+@app.command("submit")
+def submit_command(
+    spec: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="The job spec (.yaml, .yml, .json).")
+    ],
+    team: Annotated[str | None, typer.Option(help="Submit as this team (default: the spec's team).")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Follow the jobs until they finish.")] = False,
+    bucket: Annotated[str | None, typer.Option(help="Drop bucket (default: the stack's output).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the receipt.")] = 120,
+    wait_timeout: Annotated[float, typer.Option(help="Seconds to follow jobs with --wait.")] = 7 * 24 * 3600,
+    config_path: ConfigPath = Path("config/shares.yaml"),
+    output: OutputOption = Output.TABLE,
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+) -> None:
+    """Validate SPEC, drop it in the stack's bucket, print the receipt or the error report.
+
+    Exit 0 when every job was submitted (and, with --wait, succeeded), 1 otherwise, 3 on a timeout.
+    """
+    config = _config(config_path)
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    result = submit_spec(spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout)
+    if result.answer is not None and wait and result.job_arns:
+        store = target.job_store()
+
+        def changed(arn: str, state: JobState) -> None:
+            if output is Output.TABLE:
+                err.print(f"{state.job_name or arn}: {state.status.value}", markup=False, highlight=False)
+
+        finals = wait_for_jobs(store.load_job, result.job_arns, wait_timeout, on_change=changed)
+        result = SubmitResult(**{**result.__dict__, "final_states": finals})
+    emit(result.as_dict(), output, lambda: _print_answer(result))
+    if result.outcome == "pending":
+        raise typer.Exit(3)
+    ok = result.outcome == "accepted"
+    if wait and result.job_arns:
+        states = [result.final_states.get(arn) for arn in result.job_arns]
+        if not all(s is not None and s.status.is_final for s in states):
+            raise typer.Exit(3)
+        ok = ok and all(s is not None and s.status.value == "SUCCEEDED" for s in states)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command("cancel")
+def cancel_command(
+    job_id: Annotated[str, typer.Argument(help="The service job id or ARN.")],
+    reason: Annotated[
+        str, typer.Option(help="Why (kept on the job as its statusReason).")
+    ] = "cancelled with shareplane",
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+) -> None:
+    """Terminate one service job (TerminateServiceJob); terminated jobs are not retried."""
+    target = Target(profile=profile, region=region, endpoint=endpoint)
+    BatchServiceJobs(target.client("batch")).terminate(job_id, reason)
+    Console().print(f"terminated {job_id}", markup=False, highlight=False)
+
+
+def find_team_jobs(
+    batch: BatchServiceJobs, client: Any, config: SharesConfig, teams: list[str]
+) -> list[dict[str, Any]]:
+    """A team's queued and running jobs: by share on the GPU queue, by team tag on the CPU FIFO queue."""
+    found: list[dict[str, Any]] = []
+    quota = config.mode is SchedulingMode.QUOTA
+    for team in teams:
+        share = config.teams[team].share
+        for job in batch.active_jobs(config.gpu_queue_name(), share, quota=quota):
+            found.append({"team": team, "queue": config.gpu_queue_name(), **_summary(job)})
+    if config.queues.cpu_fifo:
+        # A FIFO queue has no shares: ListServiceJobs cannot filter by team, the job's tags can.
+        for status in ACTIVE_STATUSES:
+            for job in _paginate(client, jobQueue=config.queues.cpu_fifo, jobStatus=status):
+                tags = client.describe_service_job(jobId=job["jobId"]).get("tags") or {}
+                if tags.get(TEAM_TAG) in teams:
+                    found.append({"team": tags[TEAM_TAG], "queue": config.queues.cpu_fifo, **_summary(job)})
+    return found
+
+
+def _summary(job: dict[str, Any]) -> dict[str, Any]:
+    return {"jobId": job["jobId"], "jobName": job.get("jobName"), "status": job.get("status")}
+
+
+def _paginate(client: Any, **kwargs: Any) -> Any:
+    token = None
+    while True:
+        response = client.list_service_jobs(**kwargs, **({"nextToken": token} if token else {}))
+        yield from response.get("jobSummaryList", [])
+        token = response.get("nextToken")
+        if not token:
+            return
+
+
+@app.command("cleanup")
+def cleanup_command(
+    team: Annotated[str | None, typer.Option(help="Only this team's jobs (default: every team).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be terminated.")] = False,
+    reason: Annotated[str, typer.Option(help="statusReason for the terminated jobs.")] = "shareplane cleanup",
+    config_path: ConfigPath = Path("config/shares.yaml"),
+    output: OutputOption = Output.TABLE,
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+) -> None:
+    """Terminate a team's queued and running jobs (TerminateServiceJobs, 50 per call)."""
+    config = _config(config_path)
+    if team is not None and team not in config.teams:
+        err.print(f"error: team {team!r} is not in the shares config; use one of {sorted(config.teams)}")
+        raise typer.Exit(2)
+    client = Target(profile=profile, region=region, endpoint=endpoint).client("batch")
+    batch = BatchServiceJobs(client)
+    jobs = find_team_jobs(batch, client, config, [team] if team else sorted(config.teams))
+    report: dict[str, Any] = {"dryRun": dry_run, "jobs": jobs, "terminated": [], "errors": []}
+    if jobs and not dry_run:
+        result = batch.terminate_many([j["jobId"] for j in jobs], reason)
+        report["terminated"], report["errors"] = list(result.successful), [dict(e) for e in result.errors]
+
+    def table() -> None:
+        verb = "would terminate" if dry_run else "terminated"
+        rows = [(j["team"], j["queue"], j["jobName"], j["status"], j["jobId"]) for j in jobs]
+        print_table(f"{verb} {len(jobs)} job(s)", ["team", "queue", "job", "status", "job id"], rows)
+        for error in report["errors"]:
+            err.print(f"{error.get('job')}: {error.get('code')} {error.get('message')}", markup=False)
+
+    if output is Output.JSON:
+        print_json(report)
+    else:
+        table()
+    raise typer.Exit(1 if report["errors"] else 0)

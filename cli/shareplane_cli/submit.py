@@ -1,0 +1,167 @@
+"""Programmatic submission: validate a spec locally, drop it in the stack's bucket, wait for the answer.
+
+``submit_spec`` is what ``shareplane submit`` runs; it uses the same jobspec rules as the submit_job
+Lambda, so a spec that fails here is never uploaded. The answer is the receipt (accepted) or the
+error report (rejected) the Lambda writes beside the moved original; it is matched to this upload by
+bucket, key and version id, so an older answer for the same file name is never taken for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shareplane.adapters.s3_spec_bucket import S3SpecBucket
+from shareplane.domain.config import SharesConfig
+from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
+from shareplane.domain.lifecycle import JobState
+from shareplane.domain.submission import RECEIPT_KIND, DroppedObject, answer_keys_for, answers
+
+from .aws import Target
+from .config_file import load_config
+
+DROP_BUCKET_OUTPUT = "DropBucketName"
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What happened to one submitted spec file."""
+
+    local: SpecResult
+    bucket: str | None = None
+    key: str | None = None
+    version_id: str | None = None
+    answer_key: str | None = None
+    answer: Mapping[str, Any] | None = None
+    final_states: Mapping[str, JobState] = field(default_factory=dict)
+
+    @property
+    def uploaded(self) -> bool:
+        """True when the spec passed the local check and was put in the bucket."""
+        return self.key is not None
+
+    @property
+    def outcome(self) -> str:
+        """accepted / partially_accepted / rejected, or invalid (not uploaded) / pending (no answer)."""
+        if not self.uploaded:
+            return "invalid"
+        if self.answer is None:
+            return "pending"
+        return str(self.answer.get("outcome"))
+
+    @property
+    def job_arns(self) -> list[str]:
+        """ARNs of the jobs the receipt lists."""
+        if not self.answer or self.answer.get("kind") != RECEIPT_KIND:
+            return []
+        return [job["jobArn"] for job in self.answer.get("jobs", [])]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (what ``--output json`` prints)."""
+        return {
+            "outcome": self.outcome,
+            "bucket": self.bucket,
+            "key": self.key,
+            "versionId": self.version_id,
+            "answerKey": self.answer_key,
+            "answer": dict(self.answer) if self.answer else None,
+            "local": None if self.uploaded else self.local.as_dict(),
+            "finalStates": {arn: s.status.value for arn, s in self.final_states.items()},
+        }
+
+
+def _read_spec(spec: Path) -> bytes:
+    with spec.open("rb") as handle:
+        return handle.read(MAX_SPEC_BYTES + 1)
+
+
+def submit_spec(
+    spec: Path | str,
+    *,
+    team: str | None = None,
+    bucket: str | None = None,
+    config: SharesConfig | Path | str = Path("config/shares.yaml"),
+    target: Target | None = None,
+    s3: Any = None,
+    timeout: float = 120.0,
+    poll_seconds: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SubmitResult:
+    """Validate ``spec`` locally, upload it to ``submit/<team>/<file>``, and wait for its answer.
+
+    Returns without uploading when the local check finds a problem (``outcome == "invalid"``), and
+    with ``outcome == "pending"`` when no answer came within ``timeout`` seconds.
+    """
+    spec = Path(spec)
+    shares = config if isinstance(config, SharesConfig) else load_config(config)
+    data = _read_spec(spec)
+    local = parse_local_spec(data, spec.name, shares, team)
+    if not local.ok:
+        return SubmitResult(local)
+    target = target or Target()
+    bucket = bucket or target.outputs()[DROP_BUCKET_OUTPUT]
+    s3 = s3 or target.client("s3")
+    key = local.key
+    if not key.startswith(SUBMIT_PREFIX):
+        raise InvalidInputError("key", f"{key} is not under {SUBMIT_PREFIX}", "pass --team")
+    response = s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=_content_type(spec.name))
+    version_id = response.get("VersionId")
+    found = wait_for_answer(s3, bucket, key, version_id, local.team, timeout, poll_seconds, sleep)
+    answer_key, answer = found if found else (None, None)
+    return SubmitResult(local, bucket, key, version_id, answer_key, answer)
+
+
+def _content_type(name: str) -> str:
+    return "application/json" if name.lower().endswith(".json") else "application/yaml"
+
+
+def wait_for_answer(
+    s3: Any,
+    bucket: str,
+    key: str,
+    version_id: str | None,
+    team: str | None,
+    timeout: float,
+    poll_seconds: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, Mapping[str, Any]] | None:
+    """(answer key, answer) for exactly this upload, or None after ``timeout`` seconds."""
+    reader = S3SpecBucket(s3)
+    dropped = DroppedObject(bucket, key, version_id)
+    deadline = time.monotonic() + timeout
+    while True:
+        for answer_key in answer_keys_for(key, team):
+            document = reader.get_json(bucket, answer_key)
+            if answers(document, dropped):
+                assert isinstance(document, Mapping)
+                return answer_key, document
+        if time.monotonic() >= deadline:
+            return None
+        sleep(poll_seconds)
+
+
+def wait_for_jobs(
+    load_job: Callable[[str], JobState | None],
+    job_arns: list[str],
+    timeout: float,
+    poll_seconds: float = 5.0,
+    on_change: Callable[[str, JobState], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, JobState]:
+    """Follow jobs in the jobs table until each is SUCCEEDED or FAILED (or the timeout passes)."""
+    seen: dict[str, JobState] = {}
+    deadline = time.monotonic() + timeout
+    while True:
+        for arn in job_arns:
+            state = load_job(arn)
+            if state is not None and (arn not in seen or seen[arn].status is not state.status):
+                seen[arn] = state
+                if on_change:
+                    on_change(arn, state)
+        if all(arn in seen and seen[arn].status.is_final for arn in job_arns) or time.monotonic() >= deadline:
+            return seen
+        sleep(poll_seconds)

@@ -1,0 +1,246 @@
+"""The failure path's items in the jobs table: decisions, alerts and the storm guard's failures.
+
+| pk                              | sk            | what                                                  |
+|---------------------------------|---------------|-------------------------------------------------------|
+| ``DECISION#<jobArn>#<attempt>`` | ``DECISION``  | one failure's decision; written once, then ``applied``|
+| ``ALERT#<job or share>#<kind>`` | ``ALERT``     | the last alert of a kind; ``quietUntil`` stops repeats|
+| ``SHARE#<share>``               | ``FAIL#<ms>#<jobArn>`` | a failure the storm guard counts (TTL)       |
+| ``JOB#<jobArn>``                | ``H#...``     | FAILURE_DECISION / PRIORITY_ESCALATED history items   |
+
+Alert items are also in the ByStatus index under ``gsi1pk = ALERTS``, sorted by time, which is how
+`shareplane alerts` lists what was sent without a scan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..domain.alerts import Alert
+from ..domain.lifecycle import HistoryEntry
+from .dynamodb_store import HISTORY_RETENTION_SECONDS, _marshal, _unmarshal, history_item
+
+DECISION_SK = "DECISION"
+ALERT_SK = "ALERT"
+ALERTS_INDEX_PK = "ALERTS"
+#: Alert items stay listable this long (the quiet window is separate: ``quietUntil``).
+ALERT_RETENTION_SECONDS = 30 * 24 * 3600
+#: A claim that was never confirmed (the sender died) may be taken over after this long.
+STALE_CLAIM_SECONDS = 300
+#: Storm-guard failures are only read inside the guard's window; keep them a day.
+SHARE_FAILURE_RETENTION_SECONDS = 24 * 3600
+
+
+class DynamoFailureLedger:
+    """FailureLedger on the jobs table, with conditional writes."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- decisions ------------------------------------------------------------------------
+    def claim_decision(
+        self,
+        key: str,
+        record: Mapping[str, Any],
+        history: HistoryEntry,
+        job_arn: str,
+        share_failure: Mapping[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """One transaction: the decision (new only), its history item and the storm-guard failure."""
+        now = float(record.get("decidedAt") or 0)
+        decision = {"pk": key, "sk": DECISION_SK, "entity": "decision", "applied": False, **record,
+                    "expiresAt": int(now) + HISTORY_RETENTION_SECONDS}
+        actions = [
+            self._put_new(decision),
+            self._put_new({**history_item(job_arn, history), **_history_extra(record)}),
+        ]
+        if share_failure is not None:
+            at_ms = int(float(share_failure["at"]) * 1000)
+            actions.append(self._put_new({
+                "pk": f"SHARE#{share_failure['share']}",
+                "sk": f"FAIL#{at_ms:013d}#{share_failure['job']}",
+                "entity": "share_failure",
+                **share_failure,
+                "expiresAt": int(now) + SHARE_FAILURE_RETENTION_SECONDS,
+            }))
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            existing = self.load_decision(key)
+            if existing is None:
+                raise
+            return existing
+        return None
+
+    def load_decision(self, key: str) -> dict[str, Any] | None:
+        """A stored decision (strongly consistent)."""
+        return self._get(key, DECISION_SK)
+
+    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
+        """Set ``applied`` (and the result) once; False when it already was applied."""
+        names = {"#a": "applied"}
+        values: dict[str, Any] = {":t": {"BOOL": True}}
+        sets = ["#a = :t"]
+        for i, (name, value) in enumerate(result.items()):
+            if value is None:
+                continue
+            names[f"#r{i}"] = name
+            values[f":r{i}"] = _marshal({"v": value})["v"]
+            sets.append(f"#r{i} = :r{i}")
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": key}, "sk": {"S": DECISION_SK}},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression="attribute_exists(pk) AND #a <> :t",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
+        """Put a history item once; False when it was there already."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=_marshal({**history_item(job_arn, entry), **extra}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    # -- alerts ---------------------------------------------------------------------------
+    def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
+        """Reserve the alert's item unless it is quiet (sent within the window, or claimed just now)."""
+        at_ms = int(now * 1000)
+        item = {
+            "pk": alert.dedupe_key,
+            "sk": ALERT_SK,
+            "entity": "alert",
+            "kind": alert.kind.value,
+            "severity": alert.severity.value,
+            "share": alert.share,
+            "queue": alert.queue,
+            "job": alert.job_arn,
+            "subject": alert.subject,
+            "body": json.dumps(dict(alert.body), default=str, sort_keys=True),
+            "claimedAt": now,
+            "quietUntil": now + quiet_seconds,
+            "expiresAt": int(now) + ALERT_RETENTION_SECONDS,
+            "gsi1pk": ALERTS_INDEX_PK,
+            "gsi1sk": f"{at_ms:013d}#{alert.dedupe_key}",
+        }
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=_marshal(item),
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR quietUntil < :now "
+                    "OR (attribute_not_exists(sentAt) AND claimedAt < :stale)"
+                ),
+                ExpressionAttributeValues={
+                    ":now": {"N": repr(float(now))},
+                    ":stale": {"N": repr(float(now - STALE_CLAIM_SECONDS))},
+                },
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that the claimed alert went out."""
+        self._client.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": alert.dedupe_key}, "sk": {"S": ALERT_SK}},
+            UpdateExpression="SET sentAt = :now",
+            ExpressionAttributeValues={":now": {"N": repr(float(now))}},
+        )
+
+    def release_alert(self, alert: Alert) -> None:
+        """Drop an unconfirmed claim so a redelivery can send the alert."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key={"pk": {"S": alert.dedupe_key}, "sk": {"S": ALERT_SK}},
+                ConditionExpression="attribute_not_exists(sentAt)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def alert_sent_at(self, dedupe_key: str) -> float | None:
+        """When that alert was last sent; None when never (or only claimed)."""
+        item = self._get(dedupe_key, ALERT_SK)
+        return float(item["sentAt"]) if item and "sentAt" in item else None
+
+    def alerts(self, since: float) -> list[dict[str, Any]]:
+        """Alerts sent after ``since`` (epoch seconds), oldest first."""
+        paginator = self._client.get_paginator("query")
+        items: list[dict[str, Any]] = []
+        for page in paginator.paginate(
+            TableName=self._table,
+            IndexName="ByStatus",
+            KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
+            ExpressionAttributeValues={":p": {"S": ALERTS_INDEX_PK}, ":s": {"S": f"{int(since * 1000):013d}"}},
+        ):
+            items += [_unmarshal(i) for i in page.get("Items", [])]
+        sent = [i for i in items if "sentAt" in i]
+        for item in sent:
+            item["body"] = json.loads(item.get("body") or "{}")
+        return sorted(sent, key=lambda i: i["sentAt"])
+
+    # -- storm guard ----------------------------------------------------------------------
+    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
+        """The share's counted failures after ``since`` (epoch seconds), oldest first."""
+        paginator = self._client.get_paginator("query")
+        items: list[dict[str, Any]] = []
+        for page in paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :b",
+            ExpressionAttributeValues={
+                ":p": {"S": f"SHARE#{share}"},
+                ":a": {"S": f"FAIL#{int(since * 1000):013d}"},
+                ":b": {"S": "FAIL#~"},
+            },
+            ConsistentRead=True,
+        ):
+            items += [_unmarshal(i) for i in page.get("Items", [])]
+        return items
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {"Put": {"TableName": self._table, "Item": _marshal(item),
+                        "ConditionExpression": "attribute_not_exists(pk)"}}
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self._client.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        item = response.get("Item")
+        return _unmarshal(item) if item else None
+
+
+def _history_extra(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The structured half of a FAILURE_DECISION history item (its ``reason`` is the readable half)."""
+    return {
+        "failureClass": record.get("class"),
+        "rule": record.get("rule"),
+        "action": record.get("action"),
+        "failureReason": record.get("reason"),
+        "why": record.get("why"),
+    }

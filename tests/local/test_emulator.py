@@ -1,0 +1,352 @@
+"""The emulated Batch + SageMaker in the local stack: template resources, schedules, and a job end to end."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from shareplane_cli.local import LocalStack, StackSpec
+from shareplane_cli.local.emulator import (
+    Emulator,
+    Intrinsics,
+    Schedule,
+    ScheduleClock,
+    TemplateResourceError,
+    create_batch_resources,
+    creation_order,
+    resolve_outputs,
+    template_schedules,
+)
+from shareplane_cli.local.runner import FunctionRunner
+from shareplane_cli.local.stack import patched_environ
+from shareplane_cli.local.template import load_sam_template
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.local
+
+FIXTURE = Path(__file__).parent / "fixtures" / "batch_resources.yaml"
+PSEUDO = {"AWS::StackName": "teststack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+
+
+def fallback_for(parameters: dict[str, str]) -> Any:
+    """What LocalStack.resolve answers for names outside the Batch resources: parameters, pseudo parameters."""
+
+    def resolve(node: dict[str, Any]) -> Any:
+        if "Ref" in node:
+            return {**PSEUDO, **parameters}[node["Ref"]]
+        raise AssertionError(f"unexpected fallback {node}")
+
+    return resolve
+
+
+def build(resources: dict[str, Any] | None = None, **parameters: str) -> tuple[Emulator, Any, dict[str, Any]]:
+    """The fixture's Batch resources created in a fresh (unstarted) emulator."""
+    template = load_sam_template(FIXTURE)
+    params = {"Mode": "fairshare", "GpuCapacity": "8", **parameters}
+    emulator = Emulator(speed=1.0)
+    made = create_batch_resources(
+        emulator.call,
+        resources if resources is not None else template["Resources"],
+        fallback_for(params),
+        stack_name="teststack",
+        conditions=template["Conditions"],
+    )
+    return emulator, made, template
+
+
+def queues(emulator: Emulator) -> dict[str, dict[str, Any]]:
+    return {q["jobQueueName"]: q for q in emulator.call("DescribeJobQueues", {})["jobQueues"]}
+
+
+# ------------------------------------------------------------------------- template -> emulator
+def test_every_batch_resource_kind_is_created_with_its_properties_mapped() -> None:
+    emulator, made, _ = build()
+    assert set(made.created) == {
+        "QuotaShareResearch", "QuotaQueue", "QuotaPolicy", "QuotaEnvironment",
+        "GpuQueue", "GpuPolicy", "GpuEnvironment", "CpuQueue",
+    }
+    by_name = queues(emulator)
+    gpu = by_name["gpu-queue"]
+    assert gpu["schedulingPolicyArn"] == made.created["GpuPolicy"].arn
+    assert gpu["serviceEnvironmentOrder"] == [{"order": 1, "serviceEnvironment": made.created["GpuEnvironment"].arn}]
+    assert gpu["jobStateTimeLimitActions"] == [
+        {"action": "TERMINATE", "state": "RUNNABLE", "reason": "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+         "maxTimeSeconds": 3600}
+    ]
+    assert (gpu["priority"], gpu["tags"]) == (10, {"stage": "test"})
+    assert "schedulingPolicyArn" not in by_name["cpu-fifo"]
+    policy = emulator.call("DescribeSchedulingPolicies", {"arns": [made.created["GpuPolicy"].arn]})
+    assert policy["schedulingPolicies"][0]["fairsharePolicy"] == {
+        "shareDecaySeconds": 3600,
+        "computeReservation": 10,
+        "shareDistribution": [
+            {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
+            {"shareIdentifier": "ProdExp2", "weightFactor": 1.5},
+        ],
+    }
+    # A parameter given as a string becomes the integer the API shape wants.
+    environments = emulator.call("DescribeServiceEnvironments", {})["serviceEnvironments"]
+    limits = {e["serviceEnvironmentName"]: e["capacityLimits"] for e in environments}
+    assert limits["gpu-env"] == [{"maxCapacity": 8, "capacityUnit": "NUM_INSTANCES"}]
+    # Unnamed resources get a stable stack-scoped name; Fn::Sub names resolve pseudo parameters.
+    assert made.created["QuotaEnvironment"].name == "teststack-QuotaEnvironment"
+    assert made.created["QuotaPolicy"].name == "teststack-quota"
+    share = emulator.call("DescribeQuotaShare", {"quotaShareArn": made.created["QuotaShareResearch"].arn})
+    assert (share["resourceSharingConfiguration"], share["preemptionConfiguration"], share["tags"]) == (
+        {"strategy": "LEND_AND_BORROW", "borrowLimit": 50}, {"inSharePreemption": "ENABLED"}, {"team": "research"}
+    )
+    assert made.skipped == {
+        "ContainerQueue": "a compute-environment queue; only SAGEMAKER_TRAINING queues are emulated"
+    }
+
+
+def test_physical_ids_attributes_and_outputs_name_the_created_resources() -> None:
+    _, made, template = build()
+    assert made.physical_ids["GpuQueue"] == "arn:aws:batch:us-east-1:123456789012:job-queue/gpu-queue"
+    assert made.attributes()[("GpuQueue", "JobQueueArn")] == made.physical_ids["GpuQueue"]
+    resolver = Intrinsics(fallback_for({"Mode": "fairshare"}), template["Conditions"], made.created)
+    outputs = resolve_outputs(template["Outputs"], resolver, set(made.created))
+    assert outputs == {
+        "GpuJobQueueArn": made.physical_ids["GpuQueue"],
+        "GpuJobQueueName": "gpu-queue",
+        "QueueList": f"{made.physical_ids['GpuQueue']},{made.physical_ids['CpuQueue']}",
+    }
+
+
+def test_a_false_condition_leaves_a_resource_out_and_fn_if_takes_the_other_branch() -> None:
+    emulator, made, _ = build(Mode="quota")
+    assert made.skipped["GpuPolicy"] == "condition IsFairshare is false"
+    assert "schedulingPolicyArn" not in queues(emulator)["gpu-queue"], "AWS::NoValue removes the property"
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.permutations(sorted(load_sam_template(FIXTURE)["Resources"])))
+def test_the_resources_come_out_the_same_whatever_order_the_template_lists_them(order: list[str]) -> None:
+    resources = load_sam_template(FIXTURE)["Resources"]
+    emulator, made, _ = build({k: resources[k] for k in order})
+    reference, reference_made, _ = build()
+    assert made.physical_ids == reference_made.physical_ids
+    assert queues(emulator) == queues(reference)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "needle"),
+    [
+        (
+            lambda r: r["GpuQueue"]["Properties"].update(Colour="blue"),
+            "GpuQueue.Colour",
+            "has no counterpart in the API request",
+        ),
+        (
+            lambda r: r["GpuQueue"]["Properties"].update(Priority="high"),
+            "GpuQueue.Priority",
+            "'high' is not a number",
+        ),
+        (
+            lambda r: r["GpuQueue"]["Properties"].update(SchedulingPolicyArn={"Fn::GetAtt": ["GpuPolicy", "Colour"]}),
+            "GpuPolicy.Colour",
+            "is not an attribute the emulator knows",
+        ),
+        (
+            lambda r: r["GpuEnvironment"]["Properties"].update(CapacityLimits=[]),
+            "GpuEnvironment",
+            "CreateServiceEnvironment was refused: capacityLimits must hold at least one",
+        ),
+        (
+            lambda r: r["GpuEnvironment"].update(DependsOn="GpuQueue"),
+            "GpuEnvironment, GpuQueue",
+            "refer to each other in a cycle",
+        ),
+    ],
+    ids=[
+        "a property the API does not have is named",
+        "a priority that is not a number is named",
+        "an attribute the resource does not have is named",
+        "a request the emulated API refuses names the resource and the API's reason",
+        "resources that depend on each other in a cycle are named",
+    ],
+)
+def test_a_resource_that_cannot_be_created_is_named_with_the_fix(change: Any, field: str, needle: str) -> None:
+    resources = load_sam_template(FIXTURE)["Resources"]
+    change(resources)
+    with pytest.raises(TemplateResourceError) as info:
+        build(resources)
+    assert info.value.field == field
+    assert needle in info.value.problem
+
+
+def test_creation_order_puts_what_is_referenced_first() -> None:
+    order = creation_order(load_sam_template(FIXTURE)["Resources"])
+    for later, earlier in [
+        ("GpuQueue", "GpuPolicy"), ("GpuQueue", "GpuEnvironment"), ("QuotaShareResearch", "QuotaQueue"),
+        ("QuotaQueue", "QuotaPolicy"), ("CpuQueue", "GpuEnvironment"),
+    ]:
+        assert order.index(earlier) < order.index(later), (earlier, later)
+
+
+# ------------------------------------------------------------------------------------ schedules
+SCHEDULES = {
+    "Reconcile": {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {
+            "ScheduleExpression": "rate(5 minutes)",
+            "Target": {"Arn": {"Fn::GetAtt": ["ReconcileFunction", "Arn"]}, "Input": '{"kind": "reconcile"}'},
+        },
+    },
+    "Rebalance": {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {"ScheduleExpression": "rate(1 hour)", "Target": {"Arn": {"Fn::GetAtt": ["Q", "Arn"]}}},
+    },
+    "Nightly": {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {"ScheduleExpression": "cron(0 3 * * ? *)", "Target": {"Arn": {"Ref": "X"}}},
+    },
+    "Paused": {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {"ScheduleExpression": "rate(1 minute)", "State": "DISABLED", "Target": {"Arn": "x"}},
+    },
+}
+
+
+def test_rate_schedules_are_read_and_the_rest_are_named_with_the_reason() -> None:
+    schedules, skipped = template_schedules(SCHEDULES)
+    assert schedules == [
+        Schedule("Rebalance", 3600.0, "Q", {}),
+        Schedule("Reconcile", 300.0, "ReconcileFunction", {"kind": "reconcile"}),
+    ]
+    assert skipped == {
+        "Nightly": "'cron(0 3 * * ? *)': only rate() expressions run locally",
+        "Paused": "disabled",
+    }
+
+
+def test_a_schedule_fires_on_the_virtual_clock_and_once_when_it_fell_behind() -> None:
+    clock = ScheduleClock([Schedule("R", 300.0, "F", {})], start=100.0)
+    assert [clock.due(t) for t in (399.0, 400.0, 401.0)] == [[], [clock.schedules[0]], []]
+    assert len(clock.due(2000.0)) == 1, "five missed periods fire once"
+    assert clock.due(2099.0) == [] and len(clock.due(2200.0)) == 1
+
+
+# ---------------------------------------------------------------------------------- end to end
+def stack_template(tmp_path: Path) -> Path:
+    """template.yaml when it defines Batch queues; else template.yaml plus the fixture's GPU queue."""
+    template = load_sam_template(REPO / "template.yaml")
+    if any(r["Type"] == "AWS::Batch::JobQueue" for r in template["Resources"].values()):
+        return REPO / "template.yaml"
+    fixture = load_sam_template(FIXTURE)
+    for section in ("Parameters", "Conditions"):
+        template.setdefault(section, {}).update(fixture[section])
+    for name in ("GpuEnvironment", "GpuPolicy", "GpuQueue"):
+        template["Resources"][name] = fixture["Resources"][name]
+    for resource in template["Resources"].values():  # code paths stay valid from the copy's folder
+        for key in ("CodeUri", "ContentUri"):
+            value = resource.get("Properties", {}).get(key)
+            if isinstance(value, str) and not value.startswith("s3://"):
+                resource["Properties"][key] = str((REPO / value).resolve())
+    path = tmp_path / "template.json"
+    path.write_text(json.dumps(template))
+    return path
+
+
+def submit_request(stack: LocalStack, batch: Any, name: str) -> dict[str, Any]:
+    """A SubmitServiceJob request for the stack's first SageMaker queue, with the share it needs."""
+    created = stack.emulated.created
+    queue = next(created[k] for k in sorted(created) if created[k].type == "AWS::Batch::JobQueue")
+    detail = batch.describe_job_queues(jobQueues=[queue.arn])["jobQueues"][0]
+    environment = batch.describe_service_environments(
+        serviceEnvironments=[detail["serviceEnvironmentOrder"][0]["serviceEnvironment"]]
+    )["serviceEnvironments"][0]
+    unit = environment["capacityLimits"][0]["capacityUnit"]
+    request: dict[str, Any] = {
+        "jobName": name,
+        "jobQueue": queue.arn,
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "schedulingPriority": 50,
+        "tags": {"gpusim:duration-seconds": "600"},
+        "serviceRequestPayload": json.dumps({
+            "TrainingJobName": name,
+            "AlgorithmSpecification": {"TrainingImage": "111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp1/t:1",
+                                       "TrainingInputMode": "File"},
+            "RoleArn": "arn:aws:iam::111122223333:role/shareplane-search-ProdExp1-training",
+            "OutputDataConfig": {"S3OutputPath": "s3://search-ml-training/prodexp1/"},
+            "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge" if unit == "NUM_INSTANCES" else unit,
+                               "InstanceCount": 1, "VolumeSizeInGB": 100},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        }),
+    }
+    policy = detail.get("schedulingPolicyArn")
+    if policy:
+        described = batch.describe_scheduling_policies(arns=[policy])["schedulingPolicies"][0]
+        if "fairsharePolicy" in described:
+            request["shareIdentifier"] = described["fairsharePolicy"]["shareDistribution"][0]["shareIdentifier"]
+        else:
+            shares = batch.list_quota_shares(jobQueue=queue.arn)["quotaShares"]
+            request["quotaShareName"] = shares[0]["quotaShareName"]
+    return request
+
+
+def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_path: Path) -> None:
+    from shareplane.adapters.dynamodb_store import DynamoJobStore
+    from shareplane.service.queries import job_records
+
+    # GIVEN the local stack with its emulator at 5000x (a ten-minute job takes a fraction of a second)
+    with LocalStack(StackSpec(stack_template(tmp_path)), speed=5000) as stack:
+        env = stack.environment()
+        assert env["AWS_ENDPOINT_URL_BATCH"] == env["AWS_ENDPOINT_URL_SAGEMAKER"] == stack.emulator.endpoint
+        # WHEN a client configured only by the exported variables submits a job (as a handler would)
+        with patched_environ(env):
+            batch, sagemaker = boto3.client("batch"), boto3.client("sagemaker")
+        job = batch.submit_service_job(**submit_request(stack, batch, "e2e-train"))
+        deadline = time.monotonic() + 30
+        while batch.describe_service_job(jobId=job["jobId"])["status"] != "SUCCEEDED":
+            assert time.monotonic() < deadline, "the virtual clock did not run the job to the end"
+            time.sleep(0.05)
+        described = batch.describe_service_job(jobId=job["jobId"])
+        training_arn = described["latestAttempt"]["serviceResourceId"]["value"]
+        training_name = training_arn.rsplit("/", 1)[-1]
+        assert sagemaker.describe_training_job(TrainingJobName=training_name)["TrainingJobStatus"] == "Completed"
+        # AND every event reached EventBridge, whose rules fed record_state's queue, which the runner drains
+        assert stack.emulator.wait_for_events(10)
+        runner = FunctionRunner(stack)
+        runner.drain()
+        assert runner.invocations and not any(i.failed for i in runner.invocations)
+        records = job_records(DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"]))
+    # THEN the job is in DynamoDB with its full history and its SageMaker training job
+    (record,) = records
+    assert (record["jobId"], record["jobName"], record["status"]) == (job["jobId"], "e2e-train", "SUCCEEDED")
+    assert [h["status"] for h in record["history"]] == ["RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED"]
+    assert (record["trainingJobArn"], record["trainingJobStatus"]) == (training_arn, "Completed")
+    assert record["jobQueue"] == described["jobQueue"]
+    assert record["attempts"] == 1
+
+
+def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shareplane_cli.commands import local as local_command
+    from shareplane_cli.main import app
+
+    def interrupt(_: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local_command.time, "sleep", interrupt)
+    result = CliRunner().invoke(app, ["up", "--template", str(stack_template(tmp_path)), "--speed", "250"])
+    assert result.exit_code == 0, result.output
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
+    assert {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_REGION",
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SHAREPLANE_STACK"} <= set(exports)
+    assert "(250x)" in result.stderr and "stopping" in result.stderr
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH"):
+        endpoint = urllib.parse.urlsplit(exports[key])
+        with pytest.raises(OSError), socket.create_connection((endpoint.hostname, endpoint.port), timeout=1):
+            pass  # nothing listens any more: Ctrl-C stopped the embedded AWS and the emulator
