@@ -313,7 +313,11 @@ def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_pa
             time.sleep(0.05)
         described = batch.describe_service_job(jobId=job["jobId"])
         training_arn = described["latestAttempt"]["serviceResourceId"]["value"]
-        training_name = training_arn.rsplit("/", 1)[-1]
+        # SageMaker lowercases names in ARNs: find the job's real name by its ARN.
+        (training_name,) = [
+            t["TrainingJobName"] for t in sagemaker.list_training_jobs()["TrainingJobSummaries"]
+            if t["TrainingJobArn"] == training_arn
+        ]
         assert sagemaker.describe_training_job(TrainingJobName=training_name)["TrainingJobStatus"] == "Completed"
         # AND every event reached EventBridge, whose rules fed record_state's queue, which the runner drains
         assert stack.emulator.wait_for_events(10)

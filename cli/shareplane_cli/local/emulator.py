@@ -306,7 +306,11 @@ def creation_order(resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
             key=lambda k: (rank.get(resources[k]["Type"], len(rank)), k),
         )
         if not ready:
-            cycle = sorted(ids - done)
+            # What no other waiting resource needs is only stuck behind the cycle: leave it unnamed.
+            cycle = ids - done
+            while unneeded := {k for k in cycle if not any(k in needs[o] for o in cycle)}:
+                cycle -= unneeded
+            cycle = sorted(cycle)
             raise TemplateResourceError(
                 ", ".join(cycle), "refer to each other in a cycle", "break the cycle of Ref/GetAtt/DependsOn"
             )

@@ -1,0 +1,351 @@
+"""rebalance_shares with fakes: the snapshot it builds, when it applies, dry-run, audit, idempotent ticks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shareplane.domain.config import SchedulingMode, Tier
+from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
+from shareplane.domain.lifecycle import JobStatus
+from shareplane.domain.rebalance import QuotaSettings, SharingStrategy
+from shareplane.domain.share_metrics import SKIP_REASON_VALUES
+from shareplane.service.rebalance_shares import (
+    RebalanceSettings,
+    observe,
+    rebalance_shares,
+    rollback,
+    tier_waits,
+)
+
+from tests.rebalance_fakes import (
+    NOW,
+    POLICY_ARN,
+    QUEUE_ARN,
+    FakeBatch,
+    FakeMetrics,
+    FakeStore,
+    fairshare_policy,
+    fairshare_snapshot,
+    job,
+    shares_config,
+)
+
+TICK = "2026-03-16T22:25:00Z"
+SETTINGS = RebalanceSettings(job_queue="search-p4d-queue", scheduling_policy_arn=POLICY_ARN)
+HOUR = 3600.0
+
+
+def busy_jobs() -> list:
+    """ProdExp1 holds 70 and waits for 10 (LOWPRI); ProdExp2 holds 30 and waits for 20 (HIGHPRI, 2 h)."""
+    return [
+        job(1, "ProdExp1", JobStatus.RUNNING, 40, priority=50, created_ago=3 * HOUR, started_ago=2 * HOUR),
+        job(2, "ProdExp1", JobStatus.RUNNING, 30, priority=10, created_ago=HOUR, started_ago=0.5 * HOUR),
+        job(3, "ProdExp2", JobStatus.RUNNING, 30, priority=90, created_ago=HOUR, started_ago=0.9 * HOUR),
+        job(4, "ProdExp1", JobStatus.RUNNABLE, 10, priority=10, created_ago=600),
+        job(5, "ProdExp2", JobStatus.RUNNABLE, 16, priority=90, created_ago=2 * HOUR),
+        job(6, "ProdExp2", JobStatus.RUNNABLE, 4, priority=90, created_ago=HOUR),
+        # Not ours: another queue's job and a share no team owns.
+        job(7, "ProdExp2", JobStatus.RUNNABLE, 50, queue=QUEUE_ARN.replace("p4d", "cpu")),
+        job(8, "Intern", JobStatus.RUNNABLE, 9),
+    ]
+
+
+def world(weights: dict[str, float], state: dict | None = None) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+    batch = FakeBatch(policy=fairshare_policy(weights), snapshot=fairshare_snapshot({"ProdExp1": 70, "ProdExp2": 30}))
+    return batch, FakeStore(jobs=busy_jobs(), state=state), FakeMetrics()
+
+
+def run(batch: FakeBatch, store: FakeStore, metrics: FakeMetrics, tick: str = TICK, **kw):
+    return rebalance_shares(
+        tick, kw.pop("now", NOW), kw.pop("config", shares_config()), kw.pop("settings", SETTINGS), batch, store, metrics
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Snapshot
+# ---------------------------------------------------------------------------------------------------
+def test_the_snapshot_holds_batch_usage_table_demand_tier_waits_weights_and_stored_ledger() -> None:
+    # GIVEN a ledger item from the last run 5 minutes ago, applied 20 minutes ago
+    state = {
+        "version": 3,
+        "ledgerAsOf": NOW - 300,
+        "usageAsOf": NOW - 300,
+        "lastAppliedAt": NOW - 1200,
+        "shares": {"ProdExp1": {"balance": -12.5, "usage": 100.0}, "ProdExp2": {"balance": 12.5, "usage": 50.0}},
+    }
+    batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5}, state)
+    # WHEN the rebalancer observes the queue
+    observed = observe(shares_config(), SETTINGS, batch, store, state, NOW)
+    snap = observed.snapshot
+    p1, p2 = snap.share("ProdExp1"), snap.share("ProdExp2")
+    p4d = "ml.p4d.24xlarge"
+    # THEN what runs comes from Batch, what waits from the table (other queues and unknown shares left out)
+    assert (p1.in_use, p1.demand, p2.in_use, p2.demand) == ({p4d: 70}, {p4d: 80}, {p4d: 30}, {p4d: 50})
+    assert p1.waiting_by_tier == {Tier.LOWPRI: 10} and p2.waiting_by_tier == {Tier.HIGHPRI: 20}
+    assert snap.names == ["ProdExp1", "ProdExp2"] and snap.capacity == {p4d: 100}
+    assert (p1.weight_factor, p2.weight_factor) == (1.0, 1.5)
+    assert (p1.entitlement, p2.entitlement) == ({p4d: 60}, {p4d: 40})
+    # ... the ledger and cooldown come from the stored item, usage decays and accrues from it
+    assert (p1.ledger_balance, p2.ledger_balance) == (-12.5, 12.5)
+    assert (snap.last_applied_at, snap.ledger_as_of) == (NOW - 1200, NOW - 300)
+    assert p1.usage_history > 100.0 * 0.9 and p2.usage_history != 50.0
+    assert snap.gpus_per_instance == {p4d: 8}
+    # ... and HIGHPRI breaches its 15-minute SLO: a job has waited 2 hours and is still waiting
+    assert snap.tiers[Tier.HIGHPRI].breached and snap.tiers[Tier.HIGHPRI].p90_seconds == pytest.approx(2 * HOUR)
+    assert observed.actual == {"ProdExp1": 70.0, "ProdExp2": 30.0}
+    assert observed.waiting == {"ProdExp1": 10.0, "ProdExp2": 20.0}
+
+
+def test_shares_beyond_the_snapshots_top_20_are_counted_from_the_table() -> None:
+    # GIVEN a snapshot cut at 20 shares that does not list ProdExp2
+    held = {f"Other{i}": 1.0 for i in range(19)} | {"ProdExp1": 70.0}
+    batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+    batch.snapshot = fairshare_snapshot(held)
+    # THEN ProdExp2's running jobs in the table stand in for the missing entry
+    observed = observe(shares_config(), SETTINGS, batch, store, None, NOW)
+    assert observed.actual == {"ProdExp1": 70.0, "ProdExp2": 30.0}
+
+
+@pytest.mark.parametrize(
+    ("started", "waiting", "expected"),
+    [
+        ([(3000, 100)], [], 2900.0),
+        ([(3000, 100), (400, 100), (500, 200), (700, 650)], [], 2900.0),
+        ([(400, 300)], [5000], 5000.0),
+        ([], [100, 200], 200.0),
+        ([(7300, 7200)], [], None),
+    ],
+    ids=[
+        "one job that started in the window gives its wait",
+        "the p90 of four started jobs is the longest (nearest rank)",
+        "a job still waiting longer than every started one sets the p90",
+        "with nothing started, the waiting jobs' ages are the p90",
+        "a job that started before the window does not count",
+    ],
+)
+def test_tier_wait_p90(started: list, waiting: list, expected: float | None) -> None:
+    config = shares_config()
+    jobs = [
+        job(i, "ProdExp1", JobStatus.RUNNING, priority=90, created_ago=c, started_ago=s)
+        for i, (c, s) in enumerate(started)
+    ]
+    queued = [job(100 + i, "ProdExp1", JobStatus.RUNNABLE, priority=90, created_ago=a) for i, a in enumerate(waiting)]
+    waits = tier_waits(config, jobs, queued, NOW, 3600)
+    assert (waits[Tier.HIGHPRI].p90_seconds if Tier.HIGHPRI in waits else None) == pytest.approx(expected)
+    assert Tier.LOWPRI not in waits
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), copies=st.integers(1, 2))
+def test_the_snapshot_does_not_depend_on_the_order_the_table_returns_jobs(seed: int, copies: int) -> None:
+    batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+    expected = observe(shares_config(), SETTINGS, batch, store, None, NOW).snapshot
+    shuffled = busy_jobs()
+    random.Random(seed).shuffle(shuffled)
+    store.jobs = shuffled
+    assert observe(shares_config(), SETTINGS, batch, store, None, NOW).snapshot == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# Apply or not
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("weights", "state", "reason"),
+    [
+        ({"ProdExp1": 1.0, "ProdExp2": 1.5}, None, "deadband"),
+        ({"ProdExp1": 1.0, "ProdExp2": 1.0}, {"version": 1, "lastAppliedAt": NOW - 60}, "cooldown"),
+    ],
+    ids=["weights already at target make an empty plan", "a plan inside the cooldown is empty"],
+)
+def test_an_empty_plan_makes_no_update_call_but_saves_the_ledger(weights: dict, state: dict | None, reason: str) -> None:
+    batch, store, metrics = world(weights, state)
+    outcome = run(batch, store, metrics)
+    assert outcome.action == "skipped" and batch.updates == [] and store.records == {}
+    assert store.state is not None and store.state["lastTick"] == TICK and store.state["latest"]["applied"] is False
+    assert store.state["ledgerAsOf"] == NOW
+    assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": reason})]
+    assert reason in SKIP_REASON_VALUES
+    assert metrics.named("PlansApplied") == []
+
+
+def test_a_plan_is_applied_once_with_an_audit_record_of_before_after_and_why() -> None:
+    # GIVEN equal weights while ProdExp2 (entitled to 40 of 100) is held to 30 and waits
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    # WHEN the tick runs
+    outcome = run(batch, store, metrics)
+    # THEN ProdExp2's weight moves toward 60/40 = 1.5, step-limited to x1.25, in ONE policy update
+    assert outcome.action == "applied"
+    assert batch.updates == [
+        (
+            "UpdateSchedulingPolicy",
+            {
+                "arn": POLICY_ARN,
+                "fairsharePolicy": {
+                    "shareDecaySeconds": 3600,
+                    "computeReservation": 0,
+                    "shareDistribution": [
+                        {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
+                        {"shareIdentifier": "ProdExp2", "weightFactor": 1.25},
+                    ],
+                },
+            },
+        )
+    ]
+    # ... and the audit record says what moved, from what, to what, and why
+    (record,) = store.records.values()
+    assert record["status"] == "APPLIED" and record["appliedAt"] == NOW
+    assert (record["tickId"], record["planId"], record["kind"]) == (TICK, outcome.plan_id, "plan")
+    assert record["before"] == {"ProdExp2": 1.0} and record["after"] == {"ProdExp2": 1.25}
+    assert "target 40 instances" in record["why"]["ProdExp2"] and "step-limited" in record["why"]["ProdExp2"]
+    assert record["plan"]["targets"] == {"ProdExp1": 60.0, "ProdExp2": 40.0}
+    assert record["actual"] == {"ProdExp1": 70.0, "ProdExp2": 30.0}
+    assert store.state["lastAppliedAt"] == NOW and store.state["lastPlan"]["planId"] == outcome.plan_id
+    # ... and the metrics show target against actual, the weight in force, and one applied plan
+    assert sorted(metrics.named("TargetInstances"), key=lambda m: m[1]["Share"]) == [
+        (60.0, {"Queue": "search-p4d-queue", "Share": "ProdExp1"}),
+        (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}),
+    ]
+    assert (30.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("ActualInstances")
+    assert (1.25, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert metrics.named("PlansApplied") == [(1, {"Queue": "search-p4d-queue"})]
+
+
+def test_dry_run_applies_nothing_but_records_and_measures_the_plan() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    outcome = run(batch, store, metrics, settings=RebalanceSettings("search-p4d-queue", POLICY_ARN, dry_run=True))
+    assert outcome.action == "dry_run" and batch.updates == []
+    (record,) = store.records.values()
+    assert record["status"] == "DRY_RUN" and record["after"] == {"ProdExp2": 1.25}
+    assert "lastAppliedAt" not in store.state and store.state["latest"]["dryRun"] is True
+    assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": "dry_run"})]
+    # The weight metric shows what is in force (nothing was applied), the target what the plan wants.
+    assert (1.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("TargetInstances")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Idempotency
+# ---------------------------------------------------------------------------------------------------
+def test_a_redelivered_tick_applies_once() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    first = run(batch, store, metrics)
+    # WHEN the same tick arrives again later (EventBridge or SQS redelivery), after the plan applied
+    batch.policy = fairshare_policy({"ProdExp1": 1.0, "ProdExp2": 1.0})  # even if Batch drifted back
+    again = run(batch, store, metrics, now=NOW + 40)
+    assert first.action == "applied" and again.action == "duplicate_tick"
+    assert len(batch.updates) == 1 and len(store.records) == 1
+    assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": "duplicate_tick"})]
+
+
+def test_an_older_tick_arriving_after_a_newer_one_does_nothing() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+    run(batch, store, metrics, tick="2026-03-16T22:30:00Z")
+    late = run(batch, store, metrics, tick="2026-03-16T22:25:00Z", now=NOW + 10)
+    assert late.action == "duplicate_tick" and store.state["lastTick"] == "2026-03-16T22:30:00Z"
+
+
+def test_a_run_that_dies_before_the_batch_call_is_finished_by_the_redelivery() -> None:
+    # GIVEN Batch unreachable for the first update
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    batch.fail_updates = 1
+    with pytest.raises(ConnectionError):
+        run(batch, store, metrics)
+    (record,) = store.records.values()
+    assert record["status"] == "PENDING" and batch.updates == []
+    # WHEN SQS redelivers the tick
+    outcome = run(batch, store, metrics, now=NOW + 30)
+    # THEN the recorded plan is applied, exactly once, and marked
+    assert outcome.action == "replayed" and len(batch.updates) == 1
+    assert batch.policy["fairsharePolicy"]["shareDistribution"][1] == {"shareIdentifier": "ProdExp2", "weightFactor": 1.25}
+    assert store.records[(record["createdAt"], record["planId"])]["status"] == "APPLIED"
+    assert run(batch, store, metrics, now=NOW + 60).action == "duplicate_tick" and len(batch.updates) == 1
+
+
+def test_a_racing_writer_makes_the_run_re_read_and_decide_again() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    store.conflicts = 1
+    assert run(batch, store, metrics).action == "applied" and len(batch.updates) == 1
+
+
+def test_a_state_that_keeps_moving_fails_the_record_for_a_retry() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    store.conflicts = 10
+    with pytest.raises(ConcurrentUpdateError):
+        run(batch, store, metrics)
+    assert batch.updates == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# Quota mode, rollback
+# ---------------------------------------------------------------------------------------------------
+def quota_world() -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+    queue = QUEUE_ARN
+    shares = [
+        {
+            "quotaShareName": name,
+            "quotaShareArn": f"{queue}/quota-share/{name}",
+            "capacityLimits": [{"maxCapacity": limit, "capacityUnit": "ml.p4d.24xlarge"}],
+            "resourceSharingConfiguration": {"strategy": "LEND_AND_BORROW", "borrowLimit": -1},
+        }
+        for name, limit in (("ProdExp1", 60), ("ProdExp2", 40))
+    ]
+    snapshot = {
+        "queueUtilization": {
+            "quotaShareUtilization": {
+                "topCapacityUtilization": [
+                    {"quotaShareName": "ProdExp1", "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 30.0}]},
+                    {"quotaShareName": "ProdExp2", "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 20.0}]},
+                ]
+            }
+        }
+    }
+    jobs = [
+        job(1, "ProdExp1", JobStatus.RUNNABLE, 50, quota=True, unit="ml.p4d.24xlarge"),
+        job(2, "ProdExp2", JobStatus.RUNNABLE, 5, quota=True, unit="ml.p4d.24xlarge"),
+    ]
+    return FakeBatch(quota_shares=shares, snapshot=snapshot), FakeStore(jobs=jobs), FakeMetrics()
+
+
+def test_quota_mode_sets_borrow_limits_with_update_quota_share() -> None:
+    # GIVEN unlimited borrowing; ProdExp1 wants 80 (entitled 60), ProdExp2 wants 25 (entitled 40)
+    batch, store, metrics = quota_world()
+    outcome = run(batch, store, metrics, config=shares_config(mode="quota"))
+    # THEN each share's borrowLimit is bounded to what its target needs, one UpdateQuotaShare per share
+    assert outcome.action == "applied"
+    assert [(op, r["quotaShareArn"].rsplit("/", 1)[-1]) for op, r in batch.updates] == [
+        ("UpdateQuotaShare", "ProdExp1"),
+        ("UpdateQuotaShare", "ProdExp2"),
+    ]
+    limits = {r["quotaShareArn"].rsplit("/", 1)[-1]: r["resourceSharingConfiguration"]["borrowLimit"] for _, r in batch.updates}
+    assert limits == {"ProdExp1": 25, "ProdExp2": 0}
+    (record,) = store.records.values()
+    assert QuotaSettings.from_dict(record["before"]["ProdExp1"]).borrow_limit == -1
+    assert QuotaSettings.from_dict(record["after"]["ProdExp1"]).strategy is SharingStrategy.LEND_AND_BORROW
+    assert sorted(v for v, _ in metrics.named("BorrowLimit")) == [0.0, 25.0]
+
+
+def test_rollback_restores_the_before_values_and_writes_its_own_audit_record() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    applied = run(batch, store, metrics)
+    outcome = rollback(applied.plan_id, NOW + 100, SETTINGS, batch, store)
+    assert outcome.action == "applied"
+    assert batch.policy["fairsharePolicy"]["shareDistribution"][1]["weightFactor"] == 1.0
+    records = sorted(store.records.values(), key=lambda r: r["createdAt"])
+    assert [r["kind"] for r in records] == ["plan", "rollback"]
+    assert records[1]["rollbackOf"] == applied.plan_id and records[1]["status"] == "APPLIED"
+    assert records[1]["before"] == {"ProdExp2": 1.25} and records[1]["after"] == {"ProdExp2": 1.0}
+    assert store.state["lastAppliedAt"] == NOW + 100  # the cooldown protects the restore
+
+
+def test_rollback_of_an_unknown_plan_names_the_option_and_the_fix() -> None:
+    batch, store, _ = world({"ProdExp1": 1.0})
+    with pytest.raises(InvalidInputError) as err:
+        rollback("nope", NOW, SETTINGS, batch, store)
+    assert err.value.field == "--rollback" and "--history" in err.value.fix
+
+
+def test_the_mode_in_the_config_decides_which_api_the_plan_uses() -> None:
+    assert shares_config(mode="quota").mode is SchedulingMode.QUOTA
