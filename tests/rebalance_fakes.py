@@ -104,7 +104,10 @@ def fairshare_snapshot(held: Mapping[str, float]) -> dict[str, Any]:
             "fairshareUtilization": {
                 "activeShareCount": len(held),
                 "topCapacityUtilization": [
-                    {"shareIdentifier": s, "capacityUsage": [{"capacityUnit": "NUM_INSTANCES", "quantity": q}]}
+                    {
+                        "shareIdentifier": s,
+                        "capacityUsage": [{"capacityUnit": "NUM_INSTANCES", "quantity": q}],
+                    }
                     for s, q in held.items()
                 ],
             },
@@ -182,7 +185,8 @@ class FakeStore:
         return [
             j
             for j in self.jobs
-            if j.status.value == status and (created_after_ms is None or (j.created_at or 0) >= created_after_ms)
+            if j.status.value == status
+            and (created_after_ms is None or (j.created_at or 0) >= created_after_ms)
         ]
 
 
@@ -192,7 +196,9 @@ class FakeMetrics:
 
     emitted: list[tuple[str, float, dict[str, str]]] = field(default_factory=list)
 
-    def emit(self, events: Sequence[Any], dimensions: Mapping[str, str], properties: Mapping[str, str]) -> None:
+    def emit(
+        self, events: Sequence[Any], dimensions: Mapping[str, str], properties: Mapping[str, str]
+    ) -> None:
         for event in events:
             self.emitted.append((event.name, event.value, {d: dimensions[d] for d in event.dimensions}))
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import boto3
 import yaml
-
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
@@ -22,6 +21,7 @@ from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.submission import DroppedObject
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
+
 from tests.aws import create_jobs_table
 from tests.conftest import REPO
 
@@ -60,7 +60,9 @@ class FakeBatch:
             self.fail_next -= 1
             raise ConnectionError("throttled")
         if request["jobName"] in self.refuse:
-            raise RejectedByServiceError("request", "shareIdentifier is not allowed on this queue", "fix the queue")
+            raise RejectedByServiceError(
+                "request", "shareIdentifier is not allowed on this queue", "fix the queue"
+            )
         token = request["clientToken"]
         if token not in self.jobs:
             job_id = str(uuid.UUID(token[:32]))
@@ -106,7 +108,9 @@ class DropWorld:
         return self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
 
     def alerts(self) -> list[dict[str, Any]]:
-        messages = self.sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10).get("Messages", [])
+        messages = self.sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
         return [json.loads(m["Body"]) for m in messages]
 
 
@@ -121,7 +125,9 @@ def build_world() -> DropWorld:
     topic = sns.create_topic(Name="alerts")["TopicArn"]
     sqs = boto3.client("sqs", region_name=REGION)
     inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)
     store = DynamoJobStore(dynamodb, TABLE)
     batch = FakeBatch()

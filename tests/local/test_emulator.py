@@ -13,8 +13,6 @@ import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.emulator import (
     Emulator,
@@ -25,11 +23,14 @@ from shareplane_cli.local.emulator import (
     create_batch_resources,
     creation_order,
     resolve_outputs,
+    scheduled_event,
     template_schedules,
 )
 from shareplane_cli.local.runner import FunctionRunner
 from shareplane_cli.local.stack import patched_environ
 from shareplane_cli.local.template import load_sam_template
+from typer.testing import CliRunner
+
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.local
@@ -228,6 +229,25 @@ def test_rate_schedules_are_read_and_the_rest_are_named_with_the_reason() -> Non
         "Nightly": "'cron(0 3 * * ? *)': only rate() expressions run locally",
         "Paused": "disabled",
     }
+
+
+def test_schedule_rules_deliver_a_scheduled_event_and_resolve_their_expression() -> None:
+    rules = {
+        "Tick": {
+            "Type": "AWS::Events::Rule",
+            "Properties": {
+                "ScheduleExpression": {"Ref": "Every"},
+                "Targets": [{"Id": "t1", "Arn": {"Fn::GetAtt": ["TickQueue", "Arn"]}}],
+            },
+        },
+        "Pattern": {"Type": "AWS::Events::Rule", "Properties": {"EventPattern": {"source": ["aws.batch"]}}},
+    }
+    schedules, skipped = template_schedules(rules, lambda v: "rate(2 hours)" if v == {"Ref": "Every"} else v)
+    assert (schedules, skipped) == ([Schedule("Tick", 7200.0, "TickQueue", None, "t1")], {})
+    event = scheduled_event("arn:aws:events:us-east-1:123456789012:rule/tick", 1773619201999, "123456789012", "us-east-1")
+    assert (event["detail-type"], event["source"], event["time"], event["detail"]) == (
+        "Scheduled Event", "aws.events", "2026-03-16T00:00:01Z", {}
+    )
 
 
 def test_a_schedule_fires_on_the_virtual_clock_and_once_when_it_fell_behind() -> None:

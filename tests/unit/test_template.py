@@ -39,7 +39,25 @@ RULE_FOR_DETAIL_TYPE = {
     ("aws.batch", "Batch Job Queue Blocked"): "BatchJobQueueBlockedRule",
     ("aws.sagemaker", "SageMaker Training Job State Change"): "SageMakerTrainingJobStateChangeRule",
     ("aws.s3", "Object Created"): "SubmitSpecObjectCreatedRule",
+    ("aws.events", "Scheduled Event"): "RebalanceSharesSchedule",
 }
+
+#: The failure path takes some events a second time (FAILED service jobs, training jobs that Failed
+#: or Stopped, preemptions, blocked queues): which of its rules each event must reach, by content.
+FAILURE_RULES = {"HandleFailureJobFailedRule", "HandleFailureTrainingJobRule", "HandleFailureTroubleRule"}
+
+
+def failure_rules_for(event: dict[str, Any]) -> set[str]:
+    """The failure-path rule an event must also reach (empty for most)."""
+    detail, kind = event.get("detail") or {}, event.get("detail-type")
+    if kind == "Batch Service Job State Change" and detail.get("status") == "FAILED":
+        return {"HandleFailureJobFailedRule"}
+    if kind == "SageMaker Training Job State Change" and detail.get("TrainingJobStatus") in ("Failed", "Stopped"):
+        return {"HandleFailureTrainingJobRule"}
+    if kind in ("Batch Service Job Preemption Completed", "Batch Service Job Queue Blocked"):
+        return {"HandleFailureTroubleRule"}
+    return set()
+
 
 #: Physical names the samples in events/ use for resources a rule pattern references with !Ref.
 PATTERN_REF_STANDINS = {"DropBucket": "shareplane-dev-dropbucket-1a2b3c4d5e6f"}
@@ -67,7 +85,11 @@ PROVIDED_PACKAGES = {
 LAMBDA_ENV_LIMIT_BYTES = 4096
 
 #: Stand-in values for what CloudFormation resolves at deploy time, about as long as the real ones.
-DEPLOY_TIME_STANDINS = {"Ref": "shareplane-prod-JobsTable-1A2B3C4D5E6F7", "Fn::FindInMap": "DEBUG"}
+DEPLOY_TIME_STANDINS = {
+    "Ref": "shareplane-prod-JobsTable-1A2B3C4D5E6F7",
+    "Fn::FindInMap": "DEBUG",
+    "Fn::GetAtt": "arn:aws:iam::123456789012:role/shareplane-prod-FailurePathSchedulerRole-1A2B3C4D5E6F",
+}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -140,10 +162,24 @@ def _standin_refs(node: Any) -> Any:
     return node
 
 
+def schedule_pattern(logical_id: str) -> dict[str, Any]:
+    """What a schedule rule takes: its own Scheduled Event, whose resources name the rule's ARN.
+
+    CloudFormation names an unnamed rule ``<stack>-<LogicalId>-<suffix>``, so the ARN holds the id.
+    """
+    return {
+        "source": ["aws.events"],
+        "detail-type": ["Scheduled Event"],
+        "resources": [{"wildcard": f"*:rule/*-{logical_id}-*"}],
+    }
+
+
 def rule_patterns() -> dict[str, dict[str, Any]]:
     """Rule logical id -> its EventPattern (a !Ref to a resource of the stack stood in by its sample name)."""
     return {
         k: _standin_refs(r["Properties"]["EventPattern"])
+        if "EventPattern" in r["Properties"]
+        else schedule_pattern(k)
         for k, r in resources(raw_template(), "AWS::Events::Rule").items()
     }
 
@@ -338,7 +374,7 @@ def test_each_sample_is_matched_by_exactly_its_rule(path: Path) -> None:
     assert key in RULE_FOR_DETAIL_TYPE, (
         f"{path.name}: no rule is meant to take {key}; add one and list it here"
     )
-    assert matching_rules(event) == {RULE_FOR_DETAIL_TYPE[key]}
+    assert matching_rules(event) == {RULE_FOR_DETAIL_TYPE[key]} | failure_rules_for(event)
 
 
 @pytest.mark.parametrize("rule", sorted(rule_patterns()), ids=lambda r: f"{r} has a sample it matches")
@@ -348,7 +384,7 @@ def test_every_rule_matches_at_least_one_sample(rule: str) -> None:
 
 
 def test_rules_named_in_this_test_exist_in_the_template() -> None:
-    assert set(RULE_FOR_DETAIL_TYPE.values()) == set(rule_patterns())
+    assert set(RULE_FOR_DETAIL_TYPE.values()) | FAILURE_RULES == set(rule_patterns())
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@
 and puts the model's events on the embedded EventBridge, so the template's rules route them to the
 handlers' queues. ``create_batch_resources`` builds the template's ``AWS::Batch::*`` resources (which
 moto cannot create) in it, mapping CloudFormation properties to the API's request shapes.
-``template_schedules`` reads the template's EventBridge Scheduler schedules, which ``shareplane up``
-fires on the emulator's virtual clock.
+``template_schedules`` reads the template's schedules (EventBridge Scheduler and schedule rules), which
+``shareplane up`` fires on the emulator's virtual clock.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from botocore.model import Shape
 from botocore.session import get_session
 from gpusim import ApiError, BatchModel, ModelOptions, RealtimeEngine
+from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
 
@@ -433,44 +435,68 @@ def resolve_outputs(
 # ------------------------------------------------------------------------------------ schedules
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+_SCHEDULE_TYPES = ("AWS::Scheduler::Schedule", "AWS::Events::Rule")
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """An EventBridge Scheduler schedule of the template: every N virtual seconds, send ``input``."""
+    """A schedule of the template: every N virtual seconds, deliver ``input`` to ``target``.
+
+    ``input`` None means an EventBridge ``Scheduled Event`` (a schedule rule without Input), built
+    when it fires so it carries the tick's time.
+    """
 
     logical_id: str
     every_seconds: float
     target: str
     input: Any
+    target_id: str = ""
 
 
-def template_schedules(resources: Mapping[str, Mapping[str, Any]]) -> tuple[list[Schedule], dict[str, str]]:
-    """The template's rate() schedules, and the schedules left out with the reason."""
+def template_schedules(
+    resources: Mapping[str, Mapping[str, Any]], resolve: Resolve = lambda v: v
+) -> tuple[list[Schedule], dict[str, str]]:
+    """Scheduler schedules and schedule rules with rate() expressions, and those left out with the reason."""
     schedules: list[Schedule] = []
     skipped: dict[str, str] = {}
     for logical, resource in sorted(resources.items()):
-        if resource.get("Type") != "AWS::Scheduler::Schedule":
-            continue
         props = resource.get("Properties", {})
-        if props.get("State", "ENABLED") != "ENABLED":
+        if resource.get("Type") not in _SCHEDULE_TYPES or "ScheduleExpression" not in props:
+            continue
+        if resolve(props.get("State", "ENABLED")) != "ENABLED":
             skipped[logical] = "disabled"
             continue
-        expression = props.get("ScheduleExpression", "")
+        expression = resolve(props["ScheduleExpression"])
         match = _RATE.match(expression) if isinstance(expression, str) else None
         if match is None:
             skipped[logical] = f"{expression!r}: only rate() expressions run locally"
             continue
-        target = props.get("Target", {})
-        refs = references(target.get("Arn"))
-        if len(refs) != 1:
-            skipped[logical] = "its target is not a resource of the template"
-            continue
-        raw = target.get("Input")
-        payload = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-        every = int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
-        schedules.append(Schedule(logical, float(every), refs.pop(), payload))
+        every = float(int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")])
+        rule = resource["Type"] == "AWS::Events::Rule"
+        for target in props.get("Targets", []) if rule else [props.get("Target", {})]:
+            refs = references(target.get("Arn"))
+            if len(refs) != 1:
+                skipped[logical] = "its target is not a resource of the template"
+                continue
+            raw = target.get("Input")
+            payload = json.loads(raw) if isinstance(raw, str) and raw.strip() else (None if rule else {})
+            schedules.append(Schedule(logical, every, refs.pop(), payload, str(target.get("Id", ""))))
     return schedules, skipped
+
+
+def scheduled_event(rule_arn: str, epoch_ms: int, account: str, region: str) -> dict[str, Any]:
+    """The event a schedule rule delivers to its targets at ``epoch_ms``."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account,
+        "time": iso_seconds(epoch_ms),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
 
 
 class ScheduleClock:
@@ -478,18 +504,35 @@ class ScheduleClock:
 
     def __init__(self, schedules: list[Schedule], start: float = 0.0) -> None:
         self.schedules = list(schedules)
-        self._next = {s.logical_id: start + s.every_seconds for s in self.schedules}
+        self._next = [start + s.every_seconds for s in self.schedules]
 
     def due(self, now: float) -> list[Schedule]:
         """The schedules whose time has come by ``now``, each at most once."""
         fired = []
-        for schedule in self.schedules:
-            nxt = self._next[schedule.logical_id]
+        for i, schedule in enumerate(self.schedules):
+            nxt = self._next[i]
             if nxt <= now:
                 fired.append(schedule)
                 missed = (now - nxt) // schedule.every_seconds + 1
-                self._next[schedule.logical_id] = nxt + missed * schedule.every_seconds
+                self._next[i] = nxt + missed * schedule.every_seconds
         return fired
+
+
+def take_over_schedule_rules(stack: Any) -> None:
+    """Detach schedule rules' targets in moto: it never fires them, yet delivers every put event to them.
+
+    ``shareplane up`` fires them on the emulator's virtual clock instead (``template_schedules``).
+    """
+    events = stack.client("events")
+    resources = stack.translated.cloudformation.get("Resources", {})
+    for logical, resource in resources.items():
+        props = resource.get("Properties", {})
+        if resource.get("Type") != "AWS::Events::Rule" or "ScheduleExpression" not in props:
+            continue
+        name = stack.physical_ids.get(logical)
+        ids = [str(t["Id"]) for t in props.get("Targets", []) if "Id" in t]
+        if name and ids:
+            events.remove_targets(Rule=name.rsplit("/", 1)[-1], Ids=ids)
 
 
 # ------------------------------------------------------------------------------- local stack glue
@@ -502,6 +545,7 @@ def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED) -> Emulator:
     from .stack import ACCOUNT, REGION
     from .template import load_sam_template
 
+    take_over_schedule_rules(stack)
     options = ModelOptions(account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000))
     emulator = Emulator(speed, options, put_events=put_events_via(stack.client("events"))).start()
     try:

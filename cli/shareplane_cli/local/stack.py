@@ -88,6 +88,7 @@ class LocalStack:
         if not self._stack_exists(cloudformation):
             self._create_stack(cloudformation)
         self._read_stack(cloudformation)
+        self._apply_bucket_settings()
         if self.emulate and self.emulator is None:
             from .emulator import DEFAULT_SPEED, attach_emulator
 
@@ -208,6 +209,24 @@ class LocalStack:
                 return
             time.sleep(0.1)
         raise TimeoutError(f"local stack {self.spec.stack_name} was not created within 60 s")
+
+    def _apply_bucket_settings(self) -> None:
+        """Versioning and EventBridge notifications, which moto's CloudFormation drops from buckets."""
+        # The submit path needs both: client tokens include the version id, and drops reach it
+        # through EventBridge. Both calls are idempotent, so a restarted stack gets them again.
+        assert self.translated is not None
+        s3 = self.client("s3")
+        for logical_id, resource in self.translated.cloudformation["Resources"].items():
+            if resource["Type"] != "AWS::S3::Bucket" or logical_id not in self.physical_ids:
+                continue
+            props, bucket = resource.get("Properties", {}), self.physical_ids[logical_id]
+            if (props.get("VersioningConfiguration") or {}).get("Status") == "Enabled":
+                s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+            notifications = props.get("NotificationConfiguration") or {}
+            if (notifications.get("EventBridgeConfiguration") or {}).get("EventBridgeEnabled"):
+                s3.put_bucket_notification_configuration(
+                    Bucket=bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
+                )
 
     def _read_stack(self, cloudformation: Any) -> None:
         stack = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, partial
 
 import boto3
 from botocore.config import Config
@@ -82,11 +82,13 @@ class Dependencies:
 
     @cached_property
     def rebalance_settings(self) -> RebalanceSettings:
-        """The queue to rebalance (JOB_QUEUE), its policy (SCHEDULING_POLICY_ARN) and DRY_RUN."""
+        """The GPU queue to rebalance (GPU_JOB_QUEUE, else the config's) and REBALANCE_DRY_RUN."""
+        queue = os.environ.get("GPU_JOB_QUEUE") or (self.config.gpu_queue_name() if self.config else "")
+        if not queue:
+            raise ConfigError("GPU_JOB_QUEUE", "is empty and no shares config names the queue", "set either")
         return RebalanceSettings(
-            job_queue=os.environ["JOB_QUEUE"],
-            scheduling_policy_arn=os.environ.get("SCHEDULING_POLICY_ARN") or None,
-            dry_run=os.environ.get("DRY_RUN", "false").strip().lower() in ("1", "true", "yes"),
+            job_queue=queue,
+            dry_run=os.environ.get("REBALANCE_DRY_RUN", "false").strip().lower() in ("1", "true", "yes"),
         )
 
 
@@ -130,10 +132,14 @@ def failure_ports() -> FailurePorts:
         training=SageMakerTrainingJobsAdapter(client("sagemaker")),
         alerts=base.alerts,
         timer=QueueRequeueTimer(
-            client("sqs"), client("scheduler"), os.environ["FAILURE_QUEUE_URL"], os.environ.get("SCHEDULER_ROLE_ARN")
+            client("sqs"),
+            client("scheduler"),
+            os.environ["FAILURE_QUEUE_URL"],
+            os.environ.get("SCHEDULER_ROLE_ARN"),
         ),
         metrics=base.metrics,
         config=base.config,
         region=session.region_name or "us-east-1",
         clock=time.time,
+        gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
     )

@@ -54,13 +54,21 @@ def busy_jobs() -> list:
 
 
 def world(weights: dict[str, float], state: dict | None = None) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
-    batch = FakeBatch(policy=fairshare_policy(weights), snapshot=fairshare_snapshot({"ProdExp1": 70, "ProdExp2": 30}))
+    batch = FakeBatch(
+        policy=fairshare_policy(weights), snapshot=fairshare_snapshot({"ProdExp1": 70, "ProdExp2": 30})
+    )
     return batch, FakeStore(jobs=busy_jobs(), state=state), FakeMetrics()
 
 
 def run(batch: FakeBatch, store: FakeStore, metrics: FakeMetrics, tick: str = TICK, **kw):
     return rebalance_shares(
-        tick, kw.pop("now", NOW), kw.pop("config", shares_config()), kw.pop("settings", SETTINGS), batch, store, metrics
+        tick,
+        kw.pop("now", NOW),
+        kw.pop("config", shares_config()),
+        kw.pop("settings", SETTINGS),
+        batch,
+        store,
+        metrics,
     )
 
 
@@ -74,7 +82,10 @@ def test_the_snapshot_holds_batch_usage_table_demand_tier_waits_weights_and_stor
         "ledgerAsOf": NOW - 300,
         "usageAsOf": NOW - 300,
         "lastAppliedAt": NOW - 1200,
-        "shares": {"ProdExp1": {"balance": -12.5, "usage": 100.0}, "ProdExp2": {"balance": 12.5, "usage": 50.0}},
+        "shares": {
+            "ProdExp1": {"balance": -12.5, "usage": 100.0},
+            "ProdExp2": {"balance": 12.5, "usage": 50.0},
+        },
     }
     batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5}, state)
     # WHEN the rebalancer observes the queue
@@ -94,7 +105,9 @@ def test_the_snapshot_holds_batch_usage_table_demand_tier_waits_weights_and_stor
     assert p1.usage_history > 100.0 * 0.9 and p2.usage_history != 50.0
     assert snap.gpus_per_instance == {p4d: 8}
     # ... and HIGHPRI breaches its 15-minute SLO: a job has waited 2 hours and is still waiting
-    assert snap.tiers[Tier.HIGHPRI].breached and snap.tiers[Tier.HIGHPRI].p90_seconds == pytest.approx(2 * HOUR)
+    assert snap.tiers[Tier.HIGHPRI].breached and snap.tiers[Tier.HIGHPRI].p90_seconds == pytest.approx(
+        2 * HOUR
+    )
     assert observed.actual == {"ProdExp1": 70.0, "ProdExp2": 30.0}
     assert observed.waiting == {"ProdExp1": 10.0, "ProdExp2": 20.0}
 
@@ -132,7 +145,10 @@ def test_tier_wait_p90(started: list, waiting: list, expected: float | None) -> 
         job(i, "ProdExp1", JobStatus.RUNNING, priority=90, created_ago=c, started_ago=s)
         for i, (c, s) in enumerate(started)
     ]
-    queued = [job(100 + i, "ProdExp1", JobStatus.RUNNABLE, priority=90, created_ago=a) for i, a in enumerate(waiting)]
+    queued = [
+        job(100 + i, "ProdExp1", JobStatus.RUNNABLE, priority=90, created_ago=a)
+        for i, a in enumerate(waiting)
+    ]
     waits = tier_waits(config, jobs, queued, NOW, 3600)
     assert (waits[Tier.HIGHPRI].p90_seconds if Tier.HIGHPRI in waits else None) == pytest.approx(expected)
     assert Tier.LOWPRI not in waits
@@ -160,11 +176,17 @@ def test_the_snapshot_does_not_depend_on_the_order_the_table_returns_jobs(seed: 
     ],
     ids=["weights already at target make an empty plan", "a plan inside the cooldown is empty"],
 )
-def test_an_empty_plan_makes_no_update_call_but_saves_the_ledger(weights: dict, state: dict | None, reason: str) -> None:
+def test_an_empty_plan_makes_no_update_call_but_saves_the_ledger(
+    weights: dict, state: dict | None, reason: str
+) -> None:
     batch, store, metrics = world(weights, state)
     outcome = run(batch, store, metrics)
     assert outcome.action == "skipped" and batch.updates == [] and store.records == {}
-    assert store.state is not None and store.state["lastTick"] == TICK and store.state["latest"]["applied"] is False
+    assert (
+        store.state is not None
+        and store.state["lastTick"] == TICK
+        and store.state["latest"]["applied"] is False
+    )
     assert store.state["ledgerAsOf"] == NOW
     assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": reason})]
     assert reason in SKIP_REASON_VALUES
@@ -215,7 +237,9 @@ def test_a_plan_is_applied_once_with_an_audit_record_of_before_after_and_why() -
 
 def test_dry_run_applies_nothing_but_records_and_measures_the_plan() -> None:
     batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
-    outcome = run(batch, store, metrics, settings=RebalanceSettings("search-p4d-queue", POLICY_ARN, dry_run=True))
+    outcome = run(
+        batch, store, metrics, settings=RebalanceSettings("search-p4d-queue", POLICY_ARN, dry_run=True)
+    )
     assert outcome.action == "dry_run" and batch.updates == []
     (record,) = store.records.values()
     assert record["status"] == "DRY_RUN" and record["after"] == {"ProdExp2": 1.25}
@@ -259,7 +283,10 @@ def test_a_run_that_dies_before_the_batch_call_is_finished_by_the_redelivery() -
     outcome = run(batch, store, metrics, now=NOW + 30)
     # THEN the recorded plan is applied, exactly once, and marked
     assert outcome.action == "replayed" and len(batch.updates) == 1
-    assert batch.policy["fairsharePolicy"]["shareDistribution"][1] == {"shareIdentifier": "ProdExp2", "weightFactor": 1.25}
+    assert batch.policy["fairsharePolicy"]["shareDistribution"][1] == {
+        "shareIdentifier": "ProdExp2",
+        "weightFactor": 1.25,
+    }
     assert store.records[(record["createdAt"], record["planId"])]["status"] == "APPLIED"
     assert run(batch, store, metrics, now=NOW + 60).action == "duplicate_tick" and len(batch.updates) == 1
 
@@ -296,8 +323,14 @@ def quota_world() -> tuple[FakeBatch, FakeStore, FakeMetrics]:
         "queueUtilization": {
             "quotaShareUtilization": {
                 "topCapacityUtilization": [
-                    {"quotaShareName": "ProdExp1", "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 30.0}]},
-                    {"quotaShareName": "ProdExp2", "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 20.0}]},
+                    {
+                        "quotaShareName": "ProdExp1",
+                        "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 30.0}],
+                    },
+                    {
+                        "quotaShareName": "ProdExp2",
+                        "capacityUsage": [{"capacityUnit": "ml.p4d.24xlarge", "quantity": 20.0}],
+                    },
                 ]
             }
         }
@@ -319,7 +352,10 @@ def test_quota_mode_sets_borrow_limits_with_update_quota_share() -> None:
         ("UpdateQuotaShare", "ProdExp1"),
         ("UpdateQuotaShare", "ProdExp2"),
     ]
-    limits = {r["quotaShareArn"].rsplit("/", 1)[-1]: r["resourceSharingConfiguration"]["borrowLimit"] for _, r in batch.updates}
+    limits = {
+        r["quotaShareArn"].rsplit("/", 1)[-1]: r["resourceSharingConfiguration"]["borrowLimit"]
+        for _, r in batch.updates
+    }
     assert limits == {"ProdExp1": 25, "ProdExp2": 0}
     (record,) = store.records.values()
     assert QuotaSettings.from_dict(record["before"]["ProdExp1"]).borrow_limit == -1

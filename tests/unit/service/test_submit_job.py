@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
-
 from shareplane.domain.jobspec import MAX_SPEC_BYTES
 from shareplane.domain.lifecycle import JobStatus, ObservationKind
+
 from tests.conftest import REPO
 from tests.submit_fakes import DropWorld, build_world
 
@@ -59,7 +59,11 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     receipt = world.json("accepted/ProdExp1/ranker.yaml.receipt.json")
     (entry,) = receipt["jobs"]
     assert receipt["outcome"] == "accepted" and receipt["source"]["versionId"] == obj.version_id
-    assert entry["queue"] == "search-p4d-queue" and entry["share"] == "ProdExp1" and entry["priority"] == "HIGHPRI"
+    assert (
+        entry["queue"] == "search-p4d-queue"
+        and entry["share"] == "ProdExp1"
+        and entry["priority"] == "HIGHPRI"
+    )
     assert entry["clientToken"] == request["clientToken"] and len(entry["payloadDigest"]) == 64
     # AND the job's first record is SUBMITTED, with the payload kept for requeue
     state = world.store.load_job(entry["jobArn"])
@@ -67,7 +71,10 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     (history,) = world.store.job_history(entry["jobArn"])
     assert history.kind is ObservationKind.SUBMITTED
     payload = world.store.load_payload(entry["jobArn"])
-    assert payload is not None and payload["request"]["serviceRequestPayload"] == request["serviceRequestPayload"]
+    assert (
+        payload is not None
+        and payload["request"]["serviceRequestPayload"] == request["serviceRequestPayload"]
+    )
     # AND nobody is alerted about an accepted file
     assert world.alerts() == []
 
@@ -81,10 +88,22 @@ def test_the_deployed_queue_stands_in_for_the_configured_name(world: DropWorld) 
 
 
 BAD_INPUTS: list[tuple[str, str, bytes, str, str]] = [
-    ("a file that is not UTF-8 is rejected", "submit/ProdExp1/a.yaml", b"name: \xff\xfe", "file", "not UTF-8"),
+    (
+        "a file that is not UTF-8 is rejected",
+        "submit/ProdExp1/a.yaml",
+        b"name: \xff\xfe",
+        "file",
+        "not UTF-8",
+    ),
     ("a binary file is rejected", "submit/ProdExp1/a.yaml", b"\x00\x01\x02binary", "file", "binary"),
     ("an empty file is rejected", "submit/ProdExp1/a.yaml", b"   \n", "file", "empty"),
-    ("a YAML tag is rejected", "submit/ProdExp1/a.yaml", b"name: !!python/object:os.system x\n", "file", "tags"),
+    (
+        "a YAML tag is rejected",
+        "submit/ProdExp1/a.yaml",
+        b"name: !!python/object:os.system x\n",
+        "file",
+        "tags",
+    ),
     ("a YAML anchor is rejected", "submit/ProdExp1/a.yaml", b"a: &x 1\nb: *x\n", "file", "anchors"),
     (
         "an alias bomb is rejected before it expands",
@@ -93,32 +112,88 @@ BAD_INPUTS: list[tuple[str, str, bytes, str, str]] = [
         "file",
         "anchors",
     ),
-    ("an unknown field is rejected", "submit/ProdExp1/a.yaml", job(hyperparmeters="{a: 1}").encode(),
-     "jobs[0].hyperparmeters", "not a spec field"),
-    ("a wrong type is rejected", "submit/ProdExp1/a.yaml", job().replace("instance_count: 2", "instance_count: two")
-     .encode(), "jobs[0].instance_count", "whole number"),
-    ("a traversal in a path is rejected", "submit/ProdExp1/a.yaml",
-     job(checkpoint_path="s3://search-ml-training/prodexp1/../prodexp2/ck/").encode(), "jobs[0].checkpoint_path",
-     ".."),
-    ("another team's share is refused", "submit/ProdExp1/a.yaml", job(share="ProdExp2").encode(), "jobs[0].share",
-     "may not choose a share"),
-    ("another team's name in the spec is refused", "submit/ProdExp2/a.yaml", job(team="ProdExp1").encode(),
-     "jobs[0].team", "names team"),
-    ("a disallowed instance type is refused", "submit/ProdExp2/a.yaml",
-     job().replace("prodexp1", "prodexp2").replace("ml.p4d.24xlarge", "ml.c5.xlarge").encode(),
-     "jobs[0].instance_type", "may not use"),
-    ("another team's image is refused", "submit/ProdExp1/a.yaml",
-     job().replace("framework: pytorch\nframework_version: \"2.6.0\"\n",
-                   "image: 111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp2/x:1\n").encode(),
-     "jobs[0].image", "image prefixes"),
-    ("choosing a role is refused", "submit/ProdExp1/a.yaml", job(role_arn="arn:aws:iam::1:role/Admin").encode(),
-     "jobs[0].role_arn", "may not choose an IAM role"),
-    ("a team folder that is not in the config is refused", "submit/Nobody/a.yaml", job().encode(), "key",
-     "not in the shares config"),
-    ("a nested folder under the team is refused", "submit/ProdExp1/x/a.yaml", job().encode(), "key",
-     "not submit/<team>/<file>"),
-    ("a file that is not YAML or JSON by name is refused", "submit/ProdExp1/a.txt", job().encode(), "key",
-     "not .yaml"),
+    (
+        "an unknown field is rejected",
+        "submit/ProdExp1/a.yaml",
+        job(hyperparmeters="{a: 1}").encode(),
+        "jobs[0].hyperparmeters",
+        "not a spec field",
+    ),
+    (
+        "a wrong type is rejected",
+        "submit/ProdExp1/a.yaml",
+        job().replace("instance_count: 2", "instance_count: two").encode(),
+        "jobs[0].instance_count",
+        "whole number",
+    ),
+    (
+        "a traversal in a path is rejected",
+        "submit/ProdExp1/a.yaml",
+        job(checkpoint_path="s3://search-ml-training/prodexp1/../prodexp2/ck/").encode(),
+        "jobs[0].checkpoint_path",
+        "..",
+    ),
+    (
+        "another team's share is refused",
+        "submit/ProdExp1/a.yaml",
+        job(share="ProdExp2").encode(),
+        "jobs[0].share",
+        "may not choose a share",
+    ),
+    (
+        "another team's name in the spec is refused",
+        "submit/ProdExp2/a.yaml",
+        job(team="ProdExp1").encode(),
+        "jobs[0].team",
+        "names team",
+    ),
+    (
+        "a disallowed instance type is refused",
+        "submit/ProdExp2/a.yaml",
+        job().replace("prodexp1", "prodexp2").replace("ml.p4d.24xlarge", "ml.c5.xlarge").encode(),
+        "jobs[0].instance_type",
+        "may not use",
+    ),
+    (
+        "another team's image is refused",
+        "submit/ProdExp1/a.yaml",
+        job()
+        .replace(
+            'framework: pytorch\nframework_version: "2.6.0"\n',
+            "image: 111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp2/x:1\n",
+        )
+        .encode(),
+        "jobs[0].image",
+        "image prefixes",
+    ),
+    (
+        "choosing a role is refused",
+        "submit/ProdExp1/a.yaml",
+        job(role_arn="arn:aws:iam::1:role/Admin").encode(),
+        "jobs[0].role_arn",
+        "may not choose an IAM role",
+    ),
+    (
+        "a team folder that is not in the config is refused",
+        "submit/Nobody/a.yaml",
+        job().encode(),
+        "key",
+        "not in the shares config",
+    ),
+    (
+        "a nested folder under the team is refused",
+        "submit/ProdExp1/x/a.yaml",
+        job().encode(),
+        "key",
+        "not submit/<team>/<file>",
+    ),
+    (
+        "a file that is not YAML or JSON by name is refused",
+        "submit/ProdExp1/a.txt",
+        job().encode(),
+        "key",
+        "not .yaml",
+    ),
 ]
 
 
@@ -154,7 +229,9 @@ def test_a_file_over_256_kb_is_rejected_without_being_read(world: DropWorld, mon
     outcome = world.handle(world.drop("submit/ProdExp1/big.yaml", body))
     report = world.json(outcome.answer or "")
     assert reads == [] and outcome.status == "rejected"
-    assert report["problems"][0]["path"] == "file" and f"{len(body)} bytes" in report["problems"][0]["message"]
+    assert (
+        report["problems"][0]["path"] == "file" and f"{len(body)} bytes" in report["problems"][0]["message"]
+    )
     assert world.body("rejected/ProdExp1/big.yaml") == body
 
 
@@ -169,13 +246,18 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
     assert all(p["path"].startswith("jobs[1].") for p in receipt["problems"])
     (alert,) = world.alerts()
     assert {k: v["Value"] for k, v in alert["MessageAttributes"].items()} == {
-        "severity": "warning", "share": "ProdExp1", "kind": "spec_rejected", "queue": "search-p4d-queue",
+        "severity": "warning",
+        "share": "ProdExp1",
+        "kind": "spec_rejected",
+        "queue": "search-p4d-queue",
     }
 
 
 def test_a_job_batch_refuses_is_reported_and_the_rest_submitted(world: DropWorld) -> None:
     world.batch.refuse = {"bad-one"}
-    outcome = world.handle(world.drop("submit/ProdExp1/m.yaml", as_list(job("ok-one"), job("bad-one")).encode()))
+    outcome = world.handle(
+        world.drop("submit/ProdExp1/m.yaml", as_list(job("ok-one"), job("bad-one")).encode())
+    )
     receipt = world.json(outcome.answer or "")
     assert outcome.status == "partially_accepted"
     assert receipt["rejected"][0]["errors"][0]["message"].startswith("AWS Batch refused the job")
@@ -184,14 +266,22 @@ def test_a_job_batch_refuses_is_reported_and_the_rest_submitted(world: DropWorld
 def test_a_key_outside_submit_gets_a_report_and_is_left_where_it_is(world: DropWorld) -> None:
     obj = world.drop("incoming/ProdExp1/a.yaml", job().encode())
     outcome = world.handle(obj)
-    assert outcome.status == "rejected" and outcome.answer and outcome.answer.startswith("rejected/_invalid-key/")
+    assert (
+        outcome.status == "rejected"
+        and outcome.answer
+        and outcome.answer.startswith("rejected/_invalid-key/")
+    )
     assert "incoming/ProdExp1/a.yaml" in world.keys()
     assert world.json(outcome.answer)["problems"][0]["path"] == "key"
 
 
 def test_the_submit_paths_own_answers_are_never_read_as_specs(world: DropWorld) -> None:
     outcome = world.handle(world.drop("accepted/ProdExp1/a.yaml", job().encode()))
-    assert outcome.status == "ignored" and world.batch.calls == [] and world.keys() == {"accepted/ProdExp1/a.yaml"}
+    assert (
+        outcome.status == "ignored"
+        and world.batch.calls == []
+        and world.keys() == {"accepted/ProdExp1/a.yaml"}
+    )
 
 
 def test_duplicate_events_submit_once_and_record_one_submitted_entry(world: DropWorld) -> None:
@@ -217,7 +307,9 @@ def test_a_retry_after_a_transient_failure_submits_each_job_once(world: DropWorl
             raise ConnectionError("throttled")
         return original_submit(request)
 
-    world.ports = type(world.ports)(**{**world.ports.__dict__, "batch": type("B", (), {"submit": staticmethod(flaky)})()})
+    world.ports = type(world.ports)(
+        **{**world.ports.__dict__, "batch": type("B", (), {"submit": staticmethod(flaky)})()}
+    )
     with pytest.raises(ConnectionError):
         world.handle(obj)
     assert "submit/ProdExp1/retry.yaml" in world.keys(), "the original stays until it is answered"
@@ -251,12 +343,22 @@ def test_the_example_spec_in_config_jobs_is_accepted(world: DropWorld) -> None:
 SPECISH = st.one_of(
     st.binary(max_size=300),
     st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
-    st.lists(st.sampled_from([job(), "- ", "name: x\n", "&a [1]\n", "*a\n", "!!str x\n", "{", "\x00", "  - 1\n"]),
-             max_size=6).map(lambda parts: "".join(parts).encode()),
+    st.lists(
+        st.sampled_from([job(), "- ", "name: x\n", "&a [1]\n", "*a\n", "!!str x\n", "{", "\x00", "  - 1\n"]),
+        max_size=6,
+    ).map(lambda parts: "".join(parts).encode()),
 )
 KEYS = st.sampled_from(
-    ["submit/ProdExp1/f.yaml", "submit/ProdExp1/f.json", "submit/ProdExp2/f y+z.yml", "submit/ProdExp1/ä.yaml",
-     "submit/X/../f.yaml", "submit/f.yaml", "other/f.yaml", "submit/ProdExp1/.hidden.yaml"]
+    [
+        "submit/ProdExp1/f.yaml",
+        "submit/ProdExp1/f.json",
+        "submit/ProdExp2/f y+z.yml",
+        "submit/ProdExp1/ä.yaml",
+        "submit/X/../f.yaml",
+        "submit/f.yaml",
+        "other/f.yaml",
+        "submit/ProdExp1/.hidden.yaml",
+    ]
 )
 
 

@@ -43,7 +43,9 @@ class BatchServiceJobsAdapter:
             if _refused(exc):
                 error = exc.response.get("Error", {})
                 raise RejectedByServiceError(
-                    "SubmitServiceJob", error.get("Message") or str(exc), "fix what AWS Batch names and resubmit"
+                    "SubmitServiceJob",
+                    error.get("Message") or str(exc),
+                    "fix what AWS Batch names and resubmit",
                 ) from exc
             raise
         return str(response["jobArn"])

@@ -52,21 +52,31 @@ class DynamoFailureLedger:
     ) -> dict[str, Any] | None:
         """One transaction: the decision (new only), its history item and the storm-guard failure."""
         now = float(record.get("decidedAt") or 0)
-        decision = {"pk": key, "sk": DECISION_SK, "entity": "decision", "applied": False, **record,
-                    "expiresAt": int(now) + HISTORY_RETENTION_SECONDS}
+        decision = {
+            "pk": key,
+            "sk": DECISION_SK,
+            "entity": "decision",
+            "applied": False,
+            **record,
+            "expiresAt": int(now) + HISTORY_RETENTION_SECONDS,
+        }
         actions = [
             self._put_new(decision),
             self._put_new({**history_item(job_arn, history), **_history_extra(record)}),
         ]
         if share_failure is not None:
             at_ms = int(float(share_failure["at"]) * 1000)
-            actions.append(self._put_new({
-                "pk": f"SHARE#{share_failure['share']}",
-                "sk": f"FAIL#{at_ms:013d}#{share_failure['job']}",
-                "entity": "share_failure",
-                **share_failure,
-                "expiresAt": int(now) + SHARE_FAILURE_RETENTION_SECONDS,
-            }))
+            actions.append(
+                self._put_new(
+                    {
+                        "pk": f"SHARE#{share_failure['share']}",
+                        "sk": f"FAIL#{at_ms:013d}#{share_failure['job']}",
+                        "entity": "share_failure",
+                        **share_failure,
+                        "expiresAt": int(now) + SHARE_FAILURE_RETENTION_SECONDS,
+                    }
+                )
+            )
         try:
             self._client.transact_write_items(TransactItems=actions)
         except ClientError as exc:
@@ -107,6 +117,16 @@ class DynamoFailureLedger:
                 return False
             raise
         return True
+
+    def mark_scheduled(self, key: str) -> None:
+        """Note that the decision's requeue-due message is on its way."""
+        self._client.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": key}, "sk": {"S": DECISION_SK}},
+            UpdateExpression="SET scheduled = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
 
     def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
         """Put a history item once; False when it was there already."""
@@ -196,7 +216,10 @@ class DynamoFailureLedger:
             TableName=self._table,
             IndexName="ByStatus",
             KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
-            ExpressionAttributeValues={":p": {"S": ALERTS_INDEX_PK}, ":s": {"S": f"{int(since * 1000):013d}"}},
+            ExpressionAttributeValues={
+                ":p": {"S": ALERTS_INDEX_PK},
+                ":s": {"S": f"{int(since * 1000):013d}"},
+            },
         ):
             items += [_unmarshal(i) for i in page.get("Items", [])]
         sent = [i for i in items if "sentAt" in i]
@@ -224,8 +247,13 @@ class DynamoFailureLedger:
 
     # -- plumbing -------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {"Put": {"TableName": self._table, "Item": _marshal(item),
-                        "ConditionExpression": "attribute_not_exists(pk)"}}
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": _marshal(item),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(

@@ -134,9 +134,11 @@ def failure_alert(
         "fix": decision.fix,
     }
     subject = subject_line(
-        f"[{decision.severity.value}]", f"{share}:", job_name or job_arn.rsplit("/", 1)[-1],
-        f"failed ({decision.failure_class.value}),", "not retried" if decision.attempt == 0 else
-        f"not retried after {decision.attempt} failures",
+        f"[{decision.severity.value}]",
+        f"{share}:",
+        job_name or job_arn.rsplit("/", 1)[-1],
+        f"failed ({decision.failure_class.value}),",
+        "not retried" if decision.attempt == 0 else f"not retried after {decision.attempt} failures",
     )
     return Alert(AlertKind.FAILURE, decision.severity, share, queue, subject, body, job_arn, job_arn)
 
@@ -165,7 +167,9 @@ def storm_digest(
         "failureCount": len(recent),
     }
     subject = subject_line(
-        f"[{Severity.CRITICAL.value}]", f"{share}: failure storm,", f"{len(recent)} failures;",
+        f"[{Severity.CRITICAL.value}]",
+        f"{share}: failure storm,",
+        f"{len(recent)} failures;",
         "requeueing paused",
     )
     return Alert(AlertKind.STORM, Severity.CRITICAL, share, queue, subject, body, f"share:{share}", job_arn)
@@ -197,7 +201,9 @@ def simple_alert(
         "fix": fix,
         **(extra or {}),
     }
-    subject = subject_line(f"[{severity.value}]", f"{share}:", job_name or job_arn.rsplit("/", 1)[-1], headline)
+    subject = subject_line(
+        f"[{severity.value}]", f"{share}:", job_name or job_arn.rsplit("/", 1)[-1], headline
+    )
     return Alert(kind, severity, share, queue, subject, body, job_arn, job_arn)
 
 
@@ -230,7 +236,9 @@ class FailureMetricEvent:
 
     def __post_init__(self) -> None:
         if self.name not in FAILURE_METRIC_DIMENSIONS:
-            raise InvalidInputError("name", f"{self.name} is not a failure metric", "add it to FAILURE_METRIC_DIMENSIONS")
+            raise InvalidInputError(
+                "name", f"{self.name} is not a failure metric", "add it to FAILURE_METRIC_DIMENSIONS"
+            )
 
     @property
     def dimensions(self) -> tuple[str, ...]:

@@ -148,7 +148,9 @@ def build_requeue(
     try:
         payload = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError("serviceRequestPayload", f"is not JSON ({exc.msg})", "resubmit by hand") from exc
+        raise InvalidInputError(
+            "serviceRequestPayload", f"is not JSON ({exc.msg})", "resubmit by hand"
+        ) from exc
     if not isinstance(payload, dict):
         raise InvalidInputError("serviceRequestPayload", "is not a JSON object", "resubmit by hand")
     job_id = described.get("jobId") or str(described.get("jobArn", "")).rsplit("/", 1)[-1]
@@ -176,4 +178,3 @@ def build_requeue(
         if described.get(key) is not None:
             params[key] = copy.deepcopy(described[key])
     return RequeueRequest(params, token, chain)
-

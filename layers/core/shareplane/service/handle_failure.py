@@ -70,6 +70,8 @@ class FailurePorts:
     config: SharesConfig
     region: str
     clock: Callable[[], float]
+    #: The GPU queue's name as deployed (gauges and alarms use it); empty: the shares config's.
+    gpu_queue: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,9 @@ def _job_id(detail: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------
 # A failed job
 # ------------------------------------------------------------------------------------------------
-def handle_failed_job(job_id: str, ports: FailurePorts, hint: Mapping[str, Any] | None = None) -> FailureOutcome:
+def handle_failed_job(
+    job_id: str, ports: FailurePorts, hint: Mapping[str, Any] | None = None
+) -> FailureOutcome:
     """Decide and apply, once, what happens to a service job Batch reports FAILED."""
     described = ports.batch.describe(job_id)
     if described is None:
@@ -177,19 +181,35 @@ def handle_failed_job(job_id: str, ports: FailurePorts, hint: Mapping[str, Any] 
     record = decision_record(decision, described, training, new_chain, now)
     history = _history(described, decision, key, now)
     share_failure = (
-        {"share": share, "at": now, "job": job_arn, "jobName": described.get("jobName"),
-         "class": decision.failure_class.value, "reason": decision.reason_excerpt}
+        {
+            "share": share,
+            "at": now,
+            "job": job_arn,
+            "jobName": described.get("jobName"),
+            "class": decision.failure_class.value,
+            "reason": decision.reason_excerpt,
+        }
         if decision.counts_toward_storm
         else None
     )
     existing = ports.ledger.claim_decision(key, record, history, job_arn, share_failure)
     if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
         return _resume(key, existing, ports)
-    _count(ports, "FailuresByClass", {"Queue": _queue(described), "Share": share, "Class": decision.failure_class.value}, job_arn)
+    _count(
+        ports,
+        "FailuresByClass",
+        {"Queue": _queue(described), "Share": share, "Class": decision.failure_class.value},
+        job_arn,
+    )
     logger.info(
         "failure decided",
-        extra={"job_arn": job_arn, "class": decision.failure_class.value, "rule": decision.rule_id,
-               "action": decision.action.value, "why": decision.why},
+        extra={
+            "job_arn": job_arn,
+            "class": decision.failure_class.value,
+            "rule": decision.rule_id,
+            "action": decision.action.value,
+            "why": decision.why,
+        },
     )
     return _apply(key, record, ports)
 
@@ -264,8 +284,9 @@ def decision_from_record(record: Mapping[str, Any]) -> FailureDecision:
 
 def _resume(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
     if record.get("applied"):
-        return FailureOutcome(record.get("jobArn"), "duplicate: already applied", record.get("action"),
-                              record.get("newJobArn"))
+        return FailureOutcome(
+            record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
+        )
     return _apply(key, record, ports)
 
 
@@ -276,7 +297,11 @@ def _apply(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureO
         now = ports.clock()
         wait = int(round(float(record.get("dueAt") or now) - now))
         if wait > 0:
+            if record.get("scheduled"):  # a duplicate trigger: the requeue-due message is on its way
+                return FailureOutcome(job_arn, f"requeue scheduled, due in {wait}s", decision.action.value)
             ports.timer.after({"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn}, wait, now)
+            # A crash before this line re-enqueues on the next delivery; a duplicate message is harmless.
+            ports.ledger.mark_scheduled(key)
             return FailureOutcome(job_arn, f"requeue due in {wait}s", decision.action.value)
         return _requeue(key, record, decision, ports)
     if decision.action is Action.ALERT:
@@ -292,18 +317,26 @@ def apply_due(key: str, ports: FailurePorts) -> FailureOutcome:
     """A requeue's delay has passed: submit it (once), unless that already happened."""
     record = ports.ledger.load_decision(key)
     if record is None:
-        raise InvalidInputError("decisionKey", f"{key!r} names no stored decision", "send requeue-due only for stored decisions")
+        raise InvalidInputError(
+            "decisionKey", f"{key!r} names no stored decision", "send requeue-due only for stored decisions"
+        )
     if record.get("applied"):
-        return FailureOutcome(record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn"))
+        return FailureOutcome(
+            record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
+        )
     now = ports.clock()
     due = float(record.get("dueAt") or now)
     if due - now > 1:  # delivered early (a scheduler's window, a replayed DLQ): wait the rest
-        ports.timer.after({"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": record["jobArn"]}, int(due - now), now)
+        ports.timer.after(
+            {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": record["jobArn"]}, int(due - now), now
+        )
         return FailureOutcome(record.get("jobArn"), f"requeue due in {int(due - now)}s", record.get("action"))
     return _requeue(key, record, decision_from_record(record), ports)
 
 
-def _requeue(key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts) -> FailureOutcome:
+def _requeue(
+    key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts
+) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
     dims = {"Queue": _queue(record), "Share": record.get("share") or "none"}
@@ -314,8 +347,12 @@ def _requeue(key: str, record: Mapping[str, Any], decision: FailureDecision, por
         described,
         attempt=key.rsplit("#", 1)[-1],
         mutations=decision.mutations,
-        chain=ChainState(chain.get("origin"), int(chain.get("failures") or 0), int(chain.get("requeues") or 1),
-                         int(chain.get("spot") or 0)),
+        chain=ChainState(
+            chain.get("origin"),
+            int(chain.get("failures") or 0),
+            int(chain.get("requeues") or 1),
+            int(chain.get("spot") or 0),
+        ),
     )
     try:
         new_arn = ports.batch.submit(request.params)
@@ -340,8 +377,11 @@ def _refused(key: str, record: Mapping[str, Any], message: str, ports: FailurePo
         headline=f"requeue refused by AWS Batch ({record.get('class')})",
         reason=message,
         fix="fix what AWS Batch names (the payload, the share, a quota) and resubmit the job by hand",
-        extra={"class": record.get("class"), "rule": record.get("rule"),
-               "logs": logs_link(ports.region, record.get("trainingJobName"))},
+        extra={
+            "class": record.get("class"),
+            "rule": record.get("rule"),
+            "logs": logs_link(ports.region, record.get("trainingJobName")),
+        },
     )
     send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS)
     ports.ledger.mark_applied(key, {"refused": message[:500]})
@@ -417,7 +457,9 @@ def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts) -> Failu
     job_arn = ports.store.job_for_training_job(arn)
     if job_arn is None:
         # record_state links the two when Batch's event arrives; that FAILED event triggers us too.
-        return FailureOutcome(None, "no Batch job linked to the training job yet; its Batch event will follow")
+        return FailureOutcome(
+            None, "no Batch job linked to the training job yet; its Batch event will follow"
+        )
     return handle_failed_job(job_arn.rsplit("/", 1)[-1], ports)
 
 
@@ -441,7 +483,8 @@ def _preempted(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome
         job_name=source.get("jobName"),
         headline=f"preempted {count} times",
         reason=text,
-        fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with reserved capacity",
+        fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
+        "reserved capacity",
         extra={"preemptions": count},
     )
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)

@@ -260,6 +260,10 @@ class FailureLedger(Protocol):
         """Mark a decision applied (once); False when it already was."""
         ...
 
+    def mark_scheduled(self, key: str) -> None:
+        """Note that a decision's delayed requeue message was sent."""
+        ...
+
     def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
         """Put one history item on a job once; False when it was there."""
         ...

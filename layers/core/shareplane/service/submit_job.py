@@ -47,7 +47,6 @@ from .record_state import record_observation
 
 logger = logging.getLogger(__name__)
 
-PAYLOAD_SK = "PAYLOAD"
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                 {"Queue": queue_name(job.job_queue), "Tier": tier.value},
                 {"jobArn": job.job_arn},
             )
-        elif waited > WAIT_ALERT_SLOS * config.tiers[tier].wait_slo_seconds:
+        elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
             alert = simple_alert(
                 AlertKind.WAIT_SLO,
                 Severity.WARNING,
@@ -114,7 +114,7 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                 queue=queue_name(job.job_queue),
                 job_arn=job.job_arn,
                 job_name=job.job_name,
-                headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {config.tiers[tier].wait_slo_seconds // 60} min)",
+                headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
                 reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {job.scheduling_priority}, the "
                 f"highest {tier.value} may reach: {job.status_reason or 'no reason given'}",
                 fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
@@ -126,7 +126,7 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
 def reconcile(ports: FailurePorts, report: WatchReport) -> None:
     """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
     known: dict[str, JobState] = {}
-    queues: set[str] = {ports.config.gpu_queue_name()}
+    queues: set[str] = {ports.gpu_queue or ports.config.gpu_queue_name()}
     for status in ACTIVE_STATUSES:
         for job in ports.store.jobs(status.value):
             if _is_service_job(job):
@@ -191,7 +191,7 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport) -> bool:
 def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts, now: float) -> None:
     """Runnable jobs and oldest wait per tier; instances in use per share against entitlement and capacity."""
     config = ports.config
-    queue = config.gpu_queue_name()
+    queue = ports.gpu_queue or config.gpu_queue_name()
     waiting: dict[tuple[str, Tier], list[float]] = defaultdict(list)
     for job in jobs.get(JobStatus.RUNNABLE, []):
         tier = config.tier_for_priority(job.scheduling_priority) or Tier.LOWPRI
@@ -213,7 +213,9 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
         _gauge(ports, "InstancesEntitled", sum(team.entitlement.values()), "Count", dims)
     for share, count in in_use.items():  # shares the config does not name still hold instances
         _gauge(ports, "InstancesInUse", count, "Count", {"Queue": queue, "Share": share})
-    total = sum(j.instance_count for s in _HOLDING for j in jobs.get(s, []) if queue_name(j.job_queue) == queue)
+    total = sum(
+        j.instance_count for s in _HOLDING for j in jobs.get(s, []) if queue_name(j.job_queue) == queue
+    )
     _gauge(ports, "InstanceCapacity", capacity, "Count", {"Queue": queue})
     _gauge(ports, "Utilization", 100.0 * total / capacity if capacity else 0.0, "Percent", {"Queue": queue})
 
@@ -224,4 +226,3 @@ def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mappin
 
 def _is_service_job(job: JobState) -> bool:
     return ":service-job/" in job.job_arn
-

@@ -1,0 +1,82 @@
+"""`shareplane alerts`: what the failure path sent, read from the jobs table's ALERT items.
+
+Every alert is published to SNS and recorded as an ``ALERT#<job or share>#<kind>`` item, indexed by
+time in the ByStatus index (``gsi1pk = ALERTS``). Reading the table works the same on a real account
+and on the local stack, needs no extra subscription, and never consumes anyone's messages.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Annotated, Any
+
+import typer
+from shareplane.adapters.failure_ledger import DynamoFailureLedger
+
+from ..aws import DEFAULT_STACK, Target
+from ..main import app
+from ..output import Output, emit, epoch_ms, print_table
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``15m``, ``6h``, ``7d`` as seconds."""
+    found = _DURATION.match(text.strip())
+    if not found:
+        raise typer.BadParameter(f"{text!r} is not a duration; use a number and s, m, h or d (e.g. 6h)")
+    return int(found.group(1)) * _SECONDS[found.group(2)]
+
+
+def alert_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ALERT items as the records the command prints."""
+    return [
+        {
+            "sentAt": item.get("sentAt"),
+            "kind": item.get("kind"),
+            "severity": item.get("severity"),
+            "share": item.get("share"),
+            "queue": item.get("queue"),
+            "job": item.get("job"),
+            "subject": item.get("subject"),
+            "body": item.get("body"),
+        }
+        for item in items
+    ]
+
+
+@app.command("alerts")
+def alerts_command(
+    since: Annotated[str, typer.Option(help="How far back: 90s, 15m, 6h, 7d.")] = "24h",
+    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
+    profile: Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")] = None,
+    region: Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's).")] = None,
+    stack_name: Annotated[str, typer.Option("--stack-name", help="The deployed stack.")] = DEFAULT_STACK,
+    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+) -> None:
+    """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
+    window = parse_duration(since)
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    name = table or target.outputs()["JobsTableName"]
+    rows = alert_rows(DynamoFailureLedger(target.client("dynamodb"), name).alerts(time.time() - window))
+
+    def as_table() -> None:
+        print_table(
+            f"{len(rows)} alerts in the last {since}",
+            ["sent", "severity", "kind", "share", "subject"],
+            [
+                (
+                    epoch_ms(int(r["sentAt"] * 1000)) if r["sentAt"] else None,
+                    r["severity"],
+                    r["kind"],
+                    r["share"],
+                    r["subject"],
+                )
+                for r in rows
+            ],
+        )
+
+    emit(rows, output, as_table)

@@ -1,0 +1,172 @@
+"""`shareplane shares`: the GPU queue's weights or quota limits, target vs actual, audit trail, rollback."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Any
+
+import boto3
+import typer
+from rich.console import Console
+from shareplane.adapters.batch_policy import BatchPolicyAdapter
+from shareplane.adapters.share_store import DynamoShareStore
+from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings
+from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
+
+from ..aws import _CONFIG, DEFAULT_STACK, Target
+from ..main import app
+from ..output import Output, emit, print_json, print_table
+
+Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
+Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
+Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
+StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack to read.")]
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+
+
+def _batch_client(target: Target) -> Any:
+    # Locally Batch is the emulator, not the embedded AWS behind --endpoint: its own variable wins.
+    session = boto3.session.Session(profile_name=target.profile, region_name=target.region)
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_BATCH") or target.endpoint
+    return session.client("batch", endpoint_url=endpoint, config=_CONFIG)
+
+
+def _setting_text(setting: Any) -> str:
+    if isinstance(setting, dict):
+        quota = QuotaSettings.from_dict(setting)
+        limits = ", ".join(f"{u}={n}" for u, n in sorted(quota.capacity_limits.items()))
+        borrow = "unlimited" if quota.borrow_limit == UNLIMITED_BORROW else f"{quota.borrow_limit}%"
+        return f"{limits} {quota.strategy.value} borrow {borrow}"
+    return "-" if setting is None else f"{float(setting):g}"
+
+
+def current_shares(batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] | None) -> dict[str, Any]:
+    """Every share's setting in Batch now, beside the rebalancer's latest target and actual."""
+    policy_arn = batch.scheduling_policy_of(queue)
+    policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else {}
+    latest = (state or {}).get("latest") or {}
+    targets, actual, waiting = latest.get("targets", {}), latest.get("actual", {}), latest.get("waiting", {})
+    if "quotaSharePolicy" in policy:
+        mode = "quota"
+        settings = {
+            q["quotaShareName"]: QuotaSettings.from_dict(q).to_dict() for q in batch.list_quota_shares(queue)
+        }
+    else:
+        mode = "fairshare"
+        settings = {w.share_identifier: w.weight_factor for w in current_weights(policy)}
+    names = sorted(set(settings) | set(targets))
+    shares = [
+        {
+            "share": name,
+            "setting": settings.get(name),
+            "target": targets.get(name),
+            "actual": actual.get(name),
+            "waiting": waiting.get(name),
+            "why": (latest.get("why") or {}).get(name),
+        }
+        for name in names
+    ]
+    return {
+        "queue": queue,
+        "mode": mode,
+        "schedulingPolicyArn": policy_arn,
+        "lastRun": {k: latest.get(k) for k in ("at", "tickId", "planId", "reason", "applied", "dryRun")},
+        "lastAppliedAt": (state or {}).get("lastAppliedAt"),
+        "shares": shares,
+    }
+
+
+def _when(epoch: Any) -> str | None:
+    return None if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(epoch)))
+
+
+def _print_current(view: dict[str, Any], output: Output) -> None:
+    def table() -> None:
+        label = "weightFactor" if view["mode"] == "fairshare" else "quota"
+        rows = [
+            (
+                s["share"],
+                _setting_text(s["setting"]),
+                s["target"],
+                s["actual"],
+                s["waiting"],
+                (s["why"] or "")[:70],
+            )
+            for s in view["shares"]
+        ]
+        last = view["lastRun"]
+        title = f"{view['queue']} ({view['mode']}); last run {_when(last.get('at'))}: {last.get('reason')}"
+        print_table(title, ["share", label, "target", "actual", "waiting", "why"], rows)
+
+    emit(view, output, table)
+
+
+def _print_history(records: list[dict[str, Any]], output: Output) -> None:
+    def table() -> None:
+        rows = []
+        for r in records:
+            for share in sorted(r.get("after") or {}):
+                rows.append(
+                    (
+                        r["planId"],
+                        _when(r.get("createdAt")),
+                        r.get("kind"),
+                        r.get("status"),
+                        share,
+                        _setting_text(r["before"].get(share)),
+                        _setting_text(r["after"].get(share)),
+                        (r.get("why") or {}).get(share, "")[:60],
+                    )
+                )
+        print_table(
+            f"{len(records)} audit records",
+            ["plan", "created", "kind", "status", "share", "before", "after", "why"],
+            rows,
+        )
+
+    emit(records, output, table)
+
+
+@app.command("shares")
+def shares_command(
+    history: Annotated[bool, typer.Option("--history", help="List the audit records, newest first.")] = False,
+    rollback_id: Annotated[
+        str | None,
+        typer.Option("--rollback", help="Restore the before values of this plan id (from --history)."),
+    ] = None,
+    output: OutputOption = Output.TABLE,
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+    queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the stack's output).")] = None,
+) -> None:
+    """Show each share's weight or quota limits with target against actual; audit history; rollback."""
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    outputs = target.outputs() if not (table and queue) else {}
+    store = DynamoShareStore(target.client("dynamodb"), table or outputs["JobsTableName"])
+    job_queue = queue or outputs["GpuJobQueueName"]
+    batch = BatchPolicyAdapter(_batch_client(target))
+    try:
+        if rollback_id:
+            outcome = rollback(rollback_id, time.time(), RebalanceSettings(job_queue=job_queue), batch, store)
+            result = {"action": outcome.action, "reason": outcome.reason, "planId": outcome.plan_id}
+            if outcome.plan is not None:
+                result["changes"] = outcome.plan.to_audit()["changes"]
+            if output is Output.JSON:
+                print_json(result)
+            else:
+                Console().print(
+                    f"rollback {outcome.action}: {outcome.reason} (audit record {outcome.plan_id})"
+                )
+            return
+        if history:
+            _print_history(store.audits(), output)
+            return
+        _print_current(current_shares(batch, job_queue, store.load_state()), output)
+    except ShareplaneError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc

@@ -1,0 +1,47 @@
+"""watch_jobs: every tick, escalate jobs past their wait SLO, reconcile with AWS Batch, publish gauges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from shareplane.bootstrap import failure_ports
+from shareplane.domain.errors import InvalidInputError
+from shareplane.service.watch_jobs import watch
+
+logger = Logger()
+processor = BatchProcessor(event_type=EventType.SQS)
+copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
+
+
+def record_handler(record: SQSRecord) -> None:
+    """One tick ({"shareplane": "watch"}): one full watch run."""
+    tick = json.loads(record.body)
+    if not isinstance(tick, dict) or tick.get("shareplane") != "watch":
+        raise InvalidInputError(
+            "body", f"{record.body[:80]!r} is not a watch tick", 'send {"shareplane":"watch"}'
+        )
+    report = watch(failure_ports())
+    logger.info(
+        "watched",
+        extra={
+            "escalated": len(report.escalated),
+            "reconciled": report.reconciled,
+            "repaired": report.repaired,
+            "unknown_to_batch": len(report.unknown_to_batch),
+            "alerts": report.alerts,
+        },
+    )
+
+
+@logger.inject_lambda_context
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """SQS batch of ticks in, partial-batch failures out."""
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,143 @@
+"""The failure path's adapters on moto: alerts through SNS filter policies, ledger conditional items, timer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from shareplane.adapters.failure_ledger import DynamoFailureLedger
+from shareplane.adapters.requeue_timer import QueueRequeueTimer
+from shareplane.adapters.sns_alerts import SnsAlerts
+from shareplane.domain.alerts import AlertKind, simple_alert
+from shareplane.domain.failure_rules import Severity
+from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+
+from tests.aws import create_jobs_table
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws(aws_credentials: None) -> Any:
+    with mock_aws():
+        yield
+
+
+def alert_for(share: str, job: str = "arn:aws:batch:us-east-1:123456789012:service-job/j1", kind=AlertKind.FAILURE):  # noqa: ANN001, ANN201
+    return simple_alert(
+        kind, Severity.WARNING, share=share, queue="search-p4d-queue", job_arn=job, job_name="bert",
+        headline="failed (gpu_oom)", reason="CUDA out of memory", fix="smaller batch",
+    )
+
+
+def subscribe(sns: Any, sqs: Any, topic: str, name: str, policy: dict[str, Any] | None) -> str:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    attributes = {"RawMessageDelivery": "true"}
+    if policy:
+        attributes["FilterPolicy"] = json.dumps(policy)
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes=attributes)
+    return url
+
+
+def received(sqs: Any, url: str) -> list[dict[str, Any]]:
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    return messages.get("Messages", [])
+
+
+def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
+    # GIVEN the alerts topic, one team subscribed with a filter on share, and an unfiltered audit queue
+    sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    topic = sns.create_topic(Name="alerts")["TopicArn"]
+    team = subscribe(sns, sqs, topic, "prodexp1", {"share": ["ProdExp1"], "severity": ["warning", "critical"]})
+    audit = subscribe(sns, sqs, topic, "audit", None)
+    publisher = SnsAlerts(sns, topic)
+    # WHEN one alert per share goes out
+    for share in ("ProdExp1", "ProdExp2"):
+        alert = alert_for(share, job=f"arn:aws:batch:us-east-1:123456789012:service-job/{share}")
+        publisher.publish(alert.subject, dict(alert.body), alert.attributes)
+    # THEN the team sees its own, with every attribute as a String; the audit queue sees both
+    (mine,) = received(sqs, team)
+    assert json.loads(mine["Body"])["share"] == "ProdExp1"
+    assert {k: (v["DataType"], v["StringValue"]) for k, v in mine["MessageAttributes"].items()} == {
+        "severity": ("String", "warning"),
+        "share": ("String", "ProdExp1"),
+        "kind": ("String", "failure"),
+        "queue": ("String", "search-p4d-queue"),
+    }
+    assert sorted(json.loads(m["Body"])["share"] for m in received(sqs, audit)) == ["ProdExp1", "ProdExp2"]
+
+
+@pytest.fixture
+def ledger(aws: None) -> DynamoFailureLedger:
+    client = boto3.client("dynamodb", region_name=REGION)
+    return DynamoFailureLedger(client, create_jobs_table(client))
+
+
+def history(key: str) -> HistoryEntry:
+    return HistoryEntry(key=key, status=JobStatus.FAILED, at=1773720900000, reason="gpu_oom: alert",
+                        kind=ObservationKind.FAILURE_DECISION, digest="d")
+
+
+def test_a_decision_is_claimed_once_and_applied_once(ledger: DynamoFailureLedger) -> None:
+    record = {"jobArn": "arn:j", "action": "requeue", "class": "internal_error", "decidedAt": 1773722900.5,
+              "mutations": {"EnableManagedSpotTraining": False}, "removals": ["StoppingCondition.MaxWaitTimeInSeconds"]}
+    failure = {"share": "ProdExp1", "at": 1773722900.5, "job": "arn:j", "class": "internal_error"}
+    assert ledger.claim_decision("DECISION#arn:j#1.0", record, history("1#a"), "arn:j", failure) is None
+    # a second claim (another delivery) gets the first decision back, and writes nothing new
+    again = ledger.claim_decision("DECISION#arn:j#1.0", {**record, "action": "alert"}, history("1#a"), "arn:j", failure)
+    assert again is not None and again["action"] == "requeue" and again["applied"] is False
+    assert again["mutations"] == {"EnableManagedSpotTraining": False}
+    assert len(ledger.share_failures("ProdExp1", 1773722000)) == 1
+    assert ledger.mark_applied("DECISION#arn:j#1.0", {"newJobArn": "arn:new"}) is True
+    assert ledger.mark_applied("DECISION#arn:j#1.0", {"newJobArn": "arn:other"}) is False
+    assert ledger.load_decision("DECISION#arn:j#1.0")["newJobArn"] == "arn:new"
+
+
+def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(ledger: DynamoFailureLedger) -> None:
+    alert = alert_for("ProdExp1")
+    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=600) is True
+    # claimed, not yet confirmed: a concurrent sender backs off
+    assert ledger.claim_alert(alert, now=1001.0, quiet_seconds=600) is False
+    assert ledger.alerts(since=0) == []
+    ledger.confirm_alert(alert, now=1002.0)
+    assert ledger.claim_alert(alert, now=1500.0, quiet_seconds=600) is False
+    assert ledger.alert_sent_at(alert.dedupe_key) == 1002.0
+    (listed,) = ledger.alerts(since=0)
+    assert listed["kind"] == "failure" and listed["body"]["reason"] == "CUDA out of memory"
+    # past the window it may alert again
+    assert ledger.claim_alert(alert, now=1700.0, quiet_seconds=600) is True
+
+
+def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(ledger: DynamoFailureLedger) -> None:
+    alert = alert_for("ProdExp2")
+    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400)
+    assert ledger.claim_alert(alert, now=1000.0 + 301, quiet_seconds=86400)  # the first sender died
+    ledger.release_alert(alert)
+    assert ledger.claim_alert(alert, now=1400.0, quiet_seconds=86400)
+
+
+def test_history_items_are_written_once(ledger: DynamoFailureLedger) -> None:
+    assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is True
+    assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is False
+
+
+def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: None) -> None:
+    sqs, scheduler = boto3.client("sqs", region_name=REGION), boto3.client("scheduler", region_name=REGION)
+    url = sqs.create_queue(QueueName="handle-failure")["QueueUrl"]
+    timer = QueueRequeueTimer(sqs, scheduler, url, "arn:aws:iam::123456789012:role/scheduler")
+    message = {"shareplane": "requeue-due", "decisionKey": "DECISION#arn:j#1.0"}
+    timer.after(message, 0, now=1773722900.0)
+    (got,) = received(sqs, url)
+    assert json.loads(got["Body"]) == message
+    timer.after(message, 3600, now=1773722900.0)
+    timer.after(message, 3600, now=1773722900.0)  # a duplicate is the same schedule
+    (schedule,) = scheduler.list_schedules()["Schedules"]
+    described = scheduler.get_schedule(Name=schedule["Name"])
+    assert described["ScheduleExpression"] == "at(2026-03-17T05:48:20)"
+    assert described["Target"]["Arn"].endswith(":handle-failure")
+    assert json.loads(described["Target"]["Input"]) == message
+    assert described["ActionAfterCompletion"] == "DELETE"

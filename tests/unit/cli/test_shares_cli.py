@@ -1,0 +1,97 @@
+"""`shareplane shares`: current settings with target vs actual, --history, --rollback (moto + Batch emulator)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from shareplane.service.rebalance_shares import RebalanceSettings
+from shareplane_cli.main import app
+from typer.testing import CliRunner
+
+from tests.aws import create_jobs_table
+from tests.rebalance_cluster import QUEUE, Cluster, fairshare_queue, start_cluster, weights
+from tests.rebalance_fakes import shares_config
+
+TABLE = "shareplane-jobs"
+runner = CliRunner()
+
+
+@pytest.fixture
+def applied(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, str, str]]:
+    """A queue whose rebalancer applied one plan: ProdExp2's weight 1.0 -> 1.25."""
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_jobs_table(dynamodb, TABLE)
+        cluster, server, _ = start_cluster(shares_config(), dynamodb, TABLE)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BATCH", server.endpoint)
+        try:
+            arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
+            for i in range(8):
+                cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
+            cluster.advance(120)
+            for i in range(5):
+                cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
+            cluster.advance(120)
+            outcome = cluster.rebalance("2026-03-16T00:05:00Z", RebalanceSettings(job_queue=QUEUE))
+            assert outcome.action == "applied"
+            yield cluster, arn, str(outcome.plan_id)
+        finally:
+            server.stop()
+
+
+def shares(*args: str) -> Any:
+    """Run `shareplane shares ARGS` against the test table and queue."""
+    return runner.invoke(app, ["shares", "--table", TABLE, "--queue", QUEUE, *args])
+
+
+def test_shares_show_each_weight_with_target_and_actual(applied: tuple[Cluster, str, str]) -> None:
+    result = shares("--output", "json")
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)
+    assert (view["mode"], view["lastRun"]["reason"], view["lastRun"]["applied"]) == (
+        "fairshare",
+        "rebalanced",
+        True,
+    )
+    by_share = {s["share"]: s for s in view["shares"]}
+    assert {k: by_share["ProdExp2"][k] for k in ("setting", "target", "actual", "waiting")} == {
+        "setting": 1.25,
+        "target": 40.0,
+        "actual": 20.0,
+        "waiting": 30.0,
+    }
+    assert by_share["ProdExp1"]["setting"] == 1.0 and by_share["ProdExp1"]["target"] == 60.0
+
+
+def test_the_table_view_names_the_shares_and_their_weights(applied: tuple[Cluster, str, str]) -> None:
+    result = shares()
+    assert result.exit_code == 0, result.output
+    assert "ProdExp2" in result.stdout and "1.25" in result.stdout and "weightFactor" in result.stdout
+
+
+def test_history_lists_audit_records_and_rollback_restores_and_is_audited(
+    applied: tuple[Cluster, str, str],
+) -> None:
+    cluster, arn, plan_id = applied
+    history = json.loads(shares("--history", "-o", "json").stdout)
+    assert [(r["planId"], r["after"]) for r in history] == [(plan_id, {"ProdExp2": 1.25})]
+    # WHEN the operator rolls it back by the id --history showed
+    result = shares("--rollback", plan_id, "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["action"] == "applied"
+    # THEN Batch holds the old weight, and the rollback is the newest audit record
+    assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
+    newest = json.loads(shares("--history", "-o", "json").stdout)[0]
+    assert (newest["kind"], newest["rollbackOf"], newest["after"]) == ("rollback", plan_id, {"ProdExp2": 1.0})
+    assert "2 audit records" in shares("--history").stdout
+
+
+def test_rolling_back_an_unknown_id_says_where_to_find_one(applied: tuple[Cluster, str, str]) -> None:
+    result = shares("--rollback", "feedfacefeedface")
+    assert result.exit_code == 2
+    assert "--history" in result.output

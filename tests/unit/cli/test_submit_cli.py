@@ -1,0 +1,207 @@
+"""`shareplane submit`, `cancel`, `cleanup` and submit_spec: moto S3 with the submit path standing in for Lambda."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES
+from shareplane.schemas.s3 import parse_object_created
+from shareplane_cli.aws import Target
+from shareplane_cli.main import app
+from shareplane_cli.submit import submit_spec
+from typer.testing import CliRunner
+
+from tests.conftest import REPO
+from tests.submit_fakes import BUCKET, DropWorld, build_world
+
+CONFIG = REPO / "config" / "shares.yaml"
+GOOD = REPO / "config" / "jobs" / "prodexp1-bert.yaml"
+INVALID = REPO / "config" / "jobs" / "prodexp2-invalid.yaml"
+
+
+@pytest.fixture
+def world(aws_credentials: None) -> Iterator[DropWorld]:
+    with mock_aws():
+        yield build_world()
+
+
+def lambda_standing_in(world: DropWorld) -> Any:
+    """A sleep() that, like the deployed function, answers every drop still under submit/."""
+
+    def sleep(_: float) -> None:
+        for version in world.s3.list_object_versions(Bucket=BUCKET, Prefix="submit/").get("Versions", []):
+            event = {
+                "detail-type": "Object Created",
+                "source": "aws.s3",
+                "id": "1",
+                "time": "2026-03-16T19:55:02Z",
+                "detail": {
+                    "bucket": {"name": BUCKET},
+                    "object": {"key": version["Key"], "version-id": version["VersionId"]},
+                },
+            }
+            for dropped in parse_object_created(event):
+                world.handle(dropped)
+
+    return sleep
+
+
+def test_submit_spec_uploads_and_returns_the_receipt_for_this_upload(world: DropWorld) -> None:
+    result = submit_spec(
+        GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=lambda_standing_in(world), poll_seconds=0
+    )
+    assert result.outcome == "accepted" and result.key == "submit/ProdExp1/prodexp1-bert.yaml"
+    assert result.answer_key == "accepted/ProdExp1/prodexp1-bert.yaml.receipt.json"
+    assert len(result.job_arns) == 3 and result.answer["source"]["versionId"] == result.version_id
+
+
+def test_an_older_receipt_for_the_same_name_is_not_taken_for_a_new_upload(world: DropWorld) -> None:
+    first = submit_spec(
+        GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=lambda_standing_in(world), poll_seconds=0
+    )
+    # no function runs now: the second upload must wait for its own answer and time out
+    second = submit_spec(GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=lambda _: None, timeout=0)
+    assert first.outcome == "accepted" and second.outcome == "pending"
+
+
+def test_a_spec_that_fails_locally_is_never_uploaded(world: DropWorld) -> None:
+    result = submit_spec(INVALID, bucket=BUCKET, config=CONFIG, s3=world.s3)
+    assert result.outcome == "invalid" and not result.uploaded and world.keys() == set()
+    assert result.as_dict()["local"]["jobs"][0]["errors"]
+
+
+def test_the_command_prints_the_receipt_as_json(world: DropWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["outcome"] == "accepted" and len(printed["answer"]["jobs"]) == 3
+
+
+def test_the_command_exits_1_and_shows_the_problems_of_an_invalid_spec(world: DropWorld) -> None:
+    result = CliRunner().invoke(app, ["submit", str(INVALID), "--bucket", BUCKET, "--config", str(CONFIG)])
+    assert result.exit_code == 1 and "not uploaded" in result.stdout and "hyperparmeters" in result.stdout
+
+
+def test_wait_follows_the_jobs_to_their_final_state(
+    world: DropWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shareplane.domain.lifecycle import JobObservation, JobStatus
+    from shareplane.service.record_state import record_observation
+
+    answer_the_drop = lambda_standing_in(world)
+
+    def sleep(_: float) -> None:
+        answer_the_drop(_)
+        # and Batch runs every submitted job to completion (record_state would record these events)
+        for state in world.store.jobs():
+            if not state.status.is_final:
+                done = JobObservation(
+                    job_arn=state.job_arn,
+                    status=JobStatus.SUCCEEDED,
+                    created_at=state.created_at,
+                    stopped_at=(state.created_at or 0) + 60_000,
+                )
+                record_observation(done, world.store, world.ports.metrics, world.config)
+
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", sleep)
+    monkeypatch.setattr(Target, "job_store", lambda self, table=None: world.store)
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--wait", "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.stdout)["finalStates"].values()) == {"SUCCEEDED"}
+
+
+@pytest.fixture
+def stubbed_batch(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    client = boto3.client("batch", region_name="us-east-1")
+    monkeypatch.setattr(Target, "client", lambda self, service: client)
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def test_cancel_terminates_the_job(stubbed_batch: Stubber) -> None:
+    stubbed_batch.add_response(
+        "terminate_service_job", {}, {"jobId": "job-1", "reason": "cancelled with shareplane"}
+    )
+    result = CliRunner().invoke(app, ["cancel", "job-1"])
+    assert result.exit_code == 0 and "terminated job-1" in result.stdout
+
+
+def summary(job_id: str, status: str) -> dict[str, Any]:
+    return {
+        "jobId": job_id,
+        "jobName": f"n-{job_id}",
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "status": status,
+    }
+
+
+@pytest.mark.parametrize(
+    "dry_run",
+    [True, False],
+    ids=["a dry run lists and terminates nothing", "cleanup terminates the team's jobs on both queues"],
+)
+def test_cleanup_finds_a_teams_jobs_by_share_and_by_tag(stubbed_batch: Stubber, dry_run: bool) -> None:
+    # GIVEN ProdExp1 has 60 RUNNABLE jobs on the GPU queue and one RUNNING CPU job (ProdExp2 has one too)
+    gpu = [summary(f"g{i}", "RUNNABLE") for i in range(60)]
+    for status in ACTIVE_STATUSES:
+        params = {
+            "jobQueue": "search-p4d-queue",
+            "jobStatus": status,
+            "filters": [{"name": "SHARE_IDENTIFIER", "values": ["ProdExp1"]}],
+        }
+        stubbed_batch.add_response(
+            "list_service_jobs", {"jobSummaryList": gpu if status == "RUNNABLE" else []}, params
+        )
+    for status in ACTIVE_STATUSES:
+        jobs = [summary("c1", "RUNNING"), summary("c2", "RUNNING")] if status == "RUNNING" else []
+        stubbed_batch.add_response(
+            "list_service_jobs",
+            {"jobSummaryList": jobs},
+            {"jobQueue": "search-cpu-fifo-queue", "jobStatus": status},
+        )
+        for job_id, team in (("c1", "ProdExp1"), ("c2", "ProdExp2")) if jobs else ():
+            stubbed_batch.add_response(
+                "describe_service_job",
+                {
+                    **summary(job_id, "RUNNING"),
+                    "jobQueue": "q",
+                    "startedAt": 1,
+                    "tags": {"shareplane:team": team},
+                },
+                {"jobId": job_id},
+            )
+    wanted = [j["jobId"] for j in gpu] + ["c1"]
+    if not dry_run:
+        stubbed_batch.add_response(
+            "terminate_service_jobs",
+            {"successful": wanted[:50], "errors": []},
+            {"jobs": wanted[:50], "reason": "shareplane cleanup"},
+        )
+        stubbed_batch.add_response(
+            "terminate_service_jobs",
+            {"successful": wanted[50:], "errors": []},
+            {"jobs": wanted[50:], "reason": "shareplane cleanup"},
+        )
+    args = ["cleanup", "--team", "ProdExp1", "--config", str(CONFIG), "--output", "json"]
+    result = CliRunner().invoke(app, args + (["--dry-run"] if dry_run else []))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [j["jobId"] for j in report["jobs"]] == wanted
+    assert report["terminated"] == ([] if dry_run else wanted)
+
+
+def test_cleanup_refuses_an_unknown_team(stubbed_batch: Stubber) -> None:
+    result = CliRunner().invoke(app, ["cleanup", "--team", "Nobody", "--config", str(CONFIG)])
+    assert result.exit_code == 2 and "not in the shares config" in result.output

@@ -1,0 +1,112 @@
+"""handle_failure and watch_jobs handlers: events/ samples, a Lambda context, moto for table and topic."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from shareplane import bootstrap
+from shareplane.adapters.failure_ledger import DynamoFailureLedger
+from shareplane.adapters.sns_alerts import SnsAlerts
+
+from tests.aws import create_jobs_table
+from tests.conftest import load_event, load_handler
+from tests.sqs import sqs_batch
+from tests.unit.service.failure_fakes import World
+
+TABLE = "shareplane-jobs"
+
+
+@pytest.fixture
+def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Fakes for Batch and SageMaker (moto has no service jobs), moto for DynamoDB, SNS and SQS."""
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_jobs_table(dynamodb, TABLE)
+        sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
+        topic = sns.create_topic(Name="alerts")["TopicArn"]
+        audit = sqs.create_queue(QueueName="audit")["QueueUrl"]
+        audit_arn = sqs.get_queue_attributes(QueueUrl=audit, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=audit_arn, Attributes={"RawMessageDelivery": "true"})
+        fakes = World()
+        ports = replace(fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic))
+        for name in ("handle_failure", "watch_jobs"):
+            monkeypatch.setattr(load_handler(name), "failure_ports", lambda: ports)
+        yield fakes, ports, sqs, audit
+
+
+def described_from(event: dict[str, Any]) -> dict[str, Any]:
+    payload = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1},
+               "CheckpointConfig": {"S3Uri": "s3://b/ckpt/"}}
+    return {**event["detail"], "serviceRequestPayload": json.dumps(payload), "tags": {}}
+
+
+def test_the_failed_sample_is_decided_once_and_a_bad_record_fails_alone(world: Any, lambda_context: Any) -> None:
+    fakes, ports, sqs, audit = world
+    event = load_event("batch_service_job_state_change_failed_internal_error")
+    fakes.batch.add(described_from(event))
+    handler = load_handler("handle_failure")
+    # WHEN the FAILED sample arrives twice in one batch next to a broken record
+    response = handler.lambda_handler(sqs_batch([event, "{not json", event]), lambda_context)
+    # THEN only the broken record is retried, and one decision is stored, waiting for its delay
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    (due, delay), = fakes.timer.pending
+    stored = ports.ledger.load_decision(due["decisionKey"])
+    assert stored["class"] == "internal_error" and stored["action"] == "requeue" and delay > 0
+    # AND when the requeue is due, one SubmitServiceJob goes out
+    fakes.clock.now += delay
+    assert handler.lambda_handler(sqs_batch([due, due]), lambda_context) == {"batchItemFailures": []}
+    assert len(fakes.batch.submits) == 1
+
+
+def test_the_cuda_oom_sample_alerts_once_through_sns(world: Any, lambda_context: Any) -> None:
+    fakes, ports, sqs, audit = world
+    event = load_event("sagemaker_training_job_state_change_failed_cuda_oom")
+    detail = event["detail"]
+    job = load_event("batch_service_job_state_change_failed_internal_error")
+    job["detail"] |= {
+        "statusReason": "Received status from SageMaker: " + detail["FailureReason"],
+        "latestAttempt": {"serviceResourceId": {"name": "TrainingJobArn", "value": detail["TrainingJobArn"]}},
+    }
+    fakes.batch.add(described_from(job))
+    fakes.store.links[detail["TrainingJobArn"]] = job["detail"]["jobArn"]
+    fakes.training.jobs[detail["TrainingJobName"]] = detail
+    handler = load_handler("handle_failure")
+    assert handler.lambda_handler(sqs_batch([event, event, job]), lambda_context) == {"batchItemFailures": []}
+    messages = sqs.receive_message(QueueUrl=audit, MaxNumberOfMessages=10)["Messages"]
+    (message,) = messages
+    body = json.loads(message["Body"])
+    assert body["class"] == "gpu_oom" and fakes.batch.submits == []
+    (listed,) = ports.ledger.alerts(since=0)
+    assert listed["kind"] == "failure"
+
+
+def test_the_watch_handler_takes_ticks_and_refuses_anything_else(world: Any, lambda_context: Any) -> None:
+    handler = load_handler("watch_jobs")
+    response = handler.lambda_handler(sqs_batch([{"shareplane": "watch"}, {"what": "else"}]), lambda_context)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+
+
+def test_bootstrap_builds_the_failure_ports_from_the_environment(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.service.failure_fakes import shares_config
+
+    monkeypatch.setenv("TABLE_NAME", TABLE)
+    monkeypatch.setenv("SHAREPLANE_CONFIG", shares_config().model_dump_json())
+    monkeypatch.setenv("ALERTS_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:alerts")
+    monkeypatch.setenv("FAILURE_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/hf")
+    monkeypatch.setenv("GPU_JOB_QUEUE", "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue")
+    bootstrap.dependencies.cache_clear()
+    bootstrap.failure_ports.cache_clear()
+    try:
+        ports = bootstrap.failure_ports()
+        assert ports.gpu_queue == "search-p4d-queue" and ports.region == "us-east-1"
+        assert ports.config.teams
+    finally:
+        bootstrap.dependencies.cache_clear()
+        bootstrap.failure_ports.cache_clear()

@@ -1,0 +1,90 @@
+"""rebalance_shares handler: the scheduled-event sample through SQS, moto DynamoDB, the Batch emulator over HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from shareplane import bootstrap
+from shareplane.adapters.share_store import DynamoShareStore
+
+from tests.aws import create_jobs_table
+from tests.conftest import REPO, load_event, load_handler
+from tests.rebalance_cluster import Cluster, fairshare_queue, start_cluster, weights
+from tests.rebalance_fakes import shares_config
+from tests.sqs import sqs_batch
+
+TABLE = "shareplane-jobs"
+
+
+@pytest.fixture
+def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Cluster, str]]:
+    import yaml
+
+    config = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    monkeypatch.setenv("TABLE_NAME", TABLE)
+    monkeypatch.setenv("SHAREPLANE_CONFIG", json.dumps(config))
+    monkeypatch.setenv("GPU_JOB_QUEUE", "")  # the stack created the queue the config names
+    monkeypatch.setenv("REBALANCE_DRY_RUN", "false")
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_jobs_table(dynamodb, TABLE)
+        cluster, server, _ = start_cluster(shares_config(), dynamodb, TABLE)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BATCH", server.endpoint)
+        try:
+            # GIVEN the blog's queue with equal weights; ProdExp1 took 80 before ProdExp2 (entitled 40) came
+            arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
+            for i in range(8):
+                cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
+            cluster.advance(120)
+            for i in range(5):
+                cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
+            cluster.advance(120)
+            bootstrap.dependencies.cache_clear()
+            yield load_handler("rebalance_shares"), cluster, arn
+        finally:
+            bootstrap.dependencies.cache_clear()
+            server.stop()
+
+
+def test_a_scheduled_tick_applies_a_plan_and_its_redelivery_applies_nothing(
+    world: Any, lambda_context: Any
+) -> None:
+    handler, cluster, arn = world
+    tick = load_event("scheduled_event_rebalance_shares")
+    # WHEN the schedule's event arrives through the queue
+    assert handler.lambda_handler(sqs_batch([tick]), lambda_context) == {"batchItemFailures": []}
+    # THEN ProdExp2's weight moved toward its entitlement and the change is audited under the tick
+    assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.25}
+    (record,) = DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE).audits()
+    assert (record["tickId"], record["status"]) == ("2026-03-16T20:05:00Z", "APPLIED")
+    # WHEN an operator puts the weights back and the same tick is delivered again (twice in one batch)
+    cluster.batch.update_scheduling_policy(
+        arn=arn,
+        fairsharePolicy={
+            "shareDecaySeconds": 3600,
+            "shareDistribution": [
+                {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
+                {"shareIdentifier": "ProdExp2", "weightFactor": 1.0},
+            ],
+        },
+    )
+    assert handler.lambda_handler(sqs_batch([tick, tick], prefix="r"), lambda_context) == {
+        "batchItemFailures": []
+    }
+    # THEN nothing is applied again
+    assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
+    assert len(DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE).audits()) == 1
+
+
+def test_a_body_that_is_not_a_scheduled_event_fails_alone(world: Any, lambda_context: Any) -> None:
+    handler, cluster, arn = world
+    tick = load_event("scheduled_event_rebalance_shares")
+    wrong = {**tick, "source": "shareplane.test"}
+    response = handler.lambda_handler(sqs_batch(["{not json", wrong, tick]), lambda_context)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}, {"itemIdentifier": "m1"}]}
+    assert weights(cluster, arn)["ProdExp2"] == 1.25

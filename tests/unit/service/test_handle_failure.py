@@ -1,0 +1,267 @@
+"""The failure path with fakes: requeue, alert, duplicates, storm guard, refusals, escalation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shareplane.domain.lifecycle import JobState, JobStatus
+from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
+from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
+from shareplane.service.watch_jobs import WatchReport, escalate
+
+from tests.unit.service.failure_fakes import (
+    PAYLOAD,
+    QUEUE_ARN,
+    World,
+    failed_event,
+    failed_job,
+    shares_config,
+)
+
+CUDA_OOM = (
+    'Received status from SageMaker: AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage '
+    '"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.22 GiB"'
+)
+
+
+def deliver_due(world: World) -> list[Any]:
+    """Let every delayed message arrive (time moves past its delay)."""
+    outcomes = []
+    while world.timer.pending:
+        message, delay = world.timer.pending.pop(0)
+        world.clock.now += delay
+        outcomes.append(handle_message(message, world.ports))
+    return outcomes
+
+
+def test_an_internal_error_is_requeued_with_the_same_payload_share_priority_and_checkpoint() -> None:
+    # GIVEN a FAILED job that hit a SageMaker internal error on its first failure
+    world = World()
+    job = world.batch.add(failed_job(priority=90, share="ProdExp1"))
+    # WHEN the FAILED event arrives, and the backoff delay passes
+    first = handle_message(failed_event(job), world.ports)
+    assert first.result.startswith("requeue due in") and world.batch.submits == []
+    (due,) = deliver_due(world)
+    # THEN exactly one SubmitServiceJob resubmits it unchanged apart from name, tags and token
+    (params,) = world.batch.submits
+    assert due.result == "requeued" and due.new_job_arn == world.batch.tokens[params["clientToken"]]
+    assert json.loads(params["serviceRequestPayload"]) == PAYLOAD  # CheckpointConfig included
+    assert params["jobQueue"] == QUEUE_ARN and params["shareIdentifier"] == "ProdExp1"
+    assert params["schedulingPriority"] == 90
+    assert params["retryStrategy"] == job["retryStrategy"] and params["timeoutConfig"] == job["timeoutConfig"]
+    assert params["jobName"] == "name-job-1-rq1"
+    assert params["tags"]["team"] == "ProdExp1" and params["tags"][TAG_ORIGIN] == "job-1"
+    assert params["tags"][TAG_FAILURES] == "1"
+    assert params["clientToken"] == client_token("job-1", "1.0")
+    assert world.metrics.count("Requeues") == 1 and world.metrics.count("FailuresByClass") == 1
+    assert world.alerts.sent == []
+
+
+def test_a_spot_job_interrupted_again_and_again_is_requeued_on_demand_keeping_its_checkpoint() -> None:
+    # GIVEN a job whose chain already saw two spot interruptions (the config switches after three)
+    world = World()
+    job = world.batch.add(
+        failed_job(reason="Received status from SageMaker: MaxWaitTimeExceeded", tags={TAG_SPOT: "2"})
+    )
+    world.training.jobs[job["latestAttempt"]["serviceResourceId"]["value"].rsplit("/", 1)[-1]] = {
+        "TrainingJobStatus": "Stopped",
+        "SecondaryStatus": "MaxWaitTimeExceeded",
+    }
+    # WHEN it fails and the delay passes
+    handle_message(failed_event(job), world.ports)
+    deliver_due(world)
+    # THEN the resubmission runs on demand: the mutations are applied, the checkpoint is kept
+    (params,) = world.batch.submits
+    payload = json.loads(params["serviceRequestPayload"])
+    assert payload["EnableManagedSpotTraining"] is False
+    assert "MaxWaitTimeInSeconds" not in payload["StoppingCondition"]
+    assert payload["CheckpointConfig"] == PAYLOAD["CheckpointConfig"]
+    assert params["tags"][TAG_SPOT] == "3" and params["tags"][TAG_FAILURES] == "0"
+
+
+def test_the_budget_carries_over_the_chain_and_ends_in_one_alert() -> None:
+    # GIVEN a MIDPRI job whose chain already used its whole failure budget (3)
+    world = World()
+    job = world.batch.add(failed_job(tags={TAG_FAILURES: "3", TAG_ORIGIN: "job-0"}))
+    # WHEN it fails once more
+    outcome = handle_message(failed_event(job), world.ports)
+    # THEN it is not requeued; one alert says why
+    assert outcome.decision == "alert" and world.batch.submits == [] and world.timer.pending == []
+    (subject, body, attributes), = world.alerts.sent
+    assert body["class"] == "internal_error" and body["attempt"] == 4 and "budget" in body["why"]
+    assert attributes == {"severity": "critical", "share": "ProdExp1", "kind": "failure", "queue": "search-p4d-queue"}
+    assert len(subject) <= 100 and subject.isascii()
+
+
+@given(
+    copies=st.lists(st.sampled_from(["batch", "sagemaker", "due"]), min_size=1, max_size=12),
+    due_copies=st.integers(min_value=1, max_value=4),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_number_of_duplicate_deliveries_in_any_order_submit_exactly_once(
+    copies: list[str], due_copies: int
+) -> None:
+    # GIVEN a failed job, and its FAILED event, the training job's Failed event and the delayed
+    # requeue-due message, each delivered any number of times in any order
+    world = World()
+    job = world.batch.add(failed_job())
+    tj_arn = job["latestAttempt"]["serviceResourceId"]["value"]
+    world.store.links[tj_arn] = job["jobArn"]
+    sagemaker_event = {
+        "detail-type": "SageMaker Training Job State Change",
+        "source": "aws.sagemaker",
+        "detail": {"TrainingJobArn": tj_arn, "TrainingJobStatus": "Failed"},
+    }
+    handle_message(failed_event(job), world.ports)
+    (due_message, delay), = world.timer.pending
+    world.timer.pending.clear()
+    world.clock.now += delay
+    stream = copies + ["due"] * due_copies
+    # WHEN every copy is handled
+    for kind in stream:
+        message = {"batch": failed_event(job), "sagemaker": sagemaker_event, "due": due_message}[kind]
+        handle_message(message, world.ports)
+    # THEN Batch saw exactly one SubmitServiceJob, and nothing is left waiting
+    assert len(world.batch.submits) == 1
+    assert world.timer.pending == []
+    assert world.metrics.count("FailuresByClass") == 1
+
+
+def test_a_failure_storm_sends_one_digest_and_stops_requeueing() -> None:
+    # GIVEN a share whose jobs keep failing with internal errors (the guard allows 10 per 600 s)
+    world = World()
+    outcomes = []
+    for i in range(14):
+        job = world.batch.add(failed_job(f"job-{i}"))
+        world.clock.now += 5
+        outcomes.append(handle_message(failed_event(job), world.ports))
+    # THEN the first ten are requeued, the eleventh sends the one digest, the rest are ignored
+    assert [o.decision for o in outcomes] == ["requeue"] * 10 + ["alert"] + ["ignore"] * 3
+    (subject, body, attributes), = world.alerts.sent
+    assert attributes["kind"] == "storm" and attributes["severity"] == "critical"
+    assert body["failureCount"] == 11 and len(body["failures"]) == 11
+    assert {f["job"].rsplit("/", 1)[-1] for f in body["failures"]} == {f"job-{i}" for i in range(11)}
+    assert "storm" in subject
+
+
+def test_an_unknown_failure_alerts_once_and_is_not_retried() -> None:
+    # GIVEN a failure text no rule knows
+    world = World()
+    job = world.batch.add(failed_job(reason="Received status from SageMaker: Quantum flux misaligned"))
+    # WHEN its FAILED event is delivered three times
+    outcomes = [handle_message(failed_event(job), world.ports) for _ in range(3)]
+    # THEN one alert, no requeue
+    assert [o.decision for o in outcomes] == ["alert"] * 3
+    assert len(world.alerts.sent) == 1 and world.batch.submits == [] and world.timer.pending == []
+    body = world.alerts.sent[0][1]
+    assert body["class"] == "unknown" and body["rule"] == "no-rule-matched"
+    assert "Quantum flux misaligned" in body["reason"]
+    assert body["logs"].startswith("https://console.aws.amazon.com/cloudwatch/home?region=us-east-1#logsV2:")
+
+
+def test_a_cuda_oom_alerts_once_with_the_fix_and_a_logs_link() -> None:
+    world = World()
+    job = world.batch.add(failed_job(reason=CUDA_OOM))
+    handle_message(failed_event(job), world.ports)
+    handle_message(failed_event(job), world.ports)
+    (subject, body, attributes), = world.alerts.sent
+    assert body["class"] == "gpu_oom" and "batch size" in body["fix"]
+    assert "TrainingJobs$3FlogStreamNameFilter$3DAWSBatchjob-1" in body["logs"]
+    assert world.batch.submits == []
+
+
+def test_batch_refusing_the_requeue_becomes_an_alert_with_its_message() -> None:
+    # GIVEN Batch refuses the resubmission
+    world = World()
+    world.batch.refuse = "shareIdentifier ProdExp1 exceeds the 500 active share identifiers"
+    job = world.batch.add(failed_job())
+    handle_message(failed_event(job), world.ports)
+    # WHEN the requeue is due
+    (outcome,) = deliver_due(world)
+    # THEN no crash: one alert carrying Batch's words, and the decision is settled
+    assert outcome.result.startswith("requeue refused")
+    (subject, body, attributes), = world.alerts.sent
+    assert attributes["kind"] == "requeue_refused" and "500 active share identifiers" in body["reason"]
+    assert world.metrics.count("RequeuesRefused") == 1
+    handle_message(failed_event(job), world.ports)
+    assert len(world.batch.submits) == 1 and len(world.alerts.sent) == 1
+
+
+def test_a_job_batch_still_owns_is_left_alone() -> None:
+    # GIVEN a capacity error: the training job Failed, Batch put the job back to RUNNABLE
+    world = World()
+    job = world.batch.add({**failed_job(), "status": "RUNNABLE"})
+    tj_arn = job["latestAttempt"]["serviceResourceId"]["value"]
+    world.store.links[tj_arn] = job["jobArn"]
+    event = {"detail-type": "SageMaker Training Job State Change", "source": "aws.sagemaker",
+             "detail": {"TrainingJobArn": tj_arn, "TrainingJobStatus": "Failed"}}
+    outcome = handle_message(event, world.ports)
+    assert "Batch still owns it" in outcome.result
+    assert world.batch.submits == [] and world.alerts.sent == [] and world.ledger.items == {}
+
+
+def test_a_failed_publish_releases_the_claim_so_the_retry_alerts() -> None:
+    world = World()
+    job = world.batch.add(failed_job(reason=CUDA_OOM))
+    world.alerts.fail = True
+    with pytest.raises(ConnectionError):
+        handle_message(failed_event(job), world.ports)
+    world.alerts.fail = False
+    handle_message(failed_event(job), world.ports)
+    assert len(world.alerts.sent) == 1
+
+
+def test_repeated_preemption_alerts_once_past_the_threshold() -> None:
+    world = World()
+    job = world.batch.add({**failed_job(preempted=3), "status": "RUNNABLE"})
+    event = {"detail-type": "Batch Service Job Preemption Completed", "source": "aws.batch",
+             "detail": {"preemptedJobArn": job["jobArn"], "status": "RUNNABLE"}}
+    handle_message(event, world.ports)
+    handle_message(event, world.ports)
+    (subject, body, attributes), = world.alerts.sent
+    assert attributes["kind"] == "repeated_preemption" and body["preemptions"] == 3
+
+
+def test_a_requeue_due_message_for_an_unknown_decision_is_refused() -> None:
+    world = World()
+    with pytest.raises(Exception, match="names no stored decision"):
+        handle_message({"shareplane": REQUEUE_DUE, "decisionKey": "DECISION#nope#1.0"}, world.ports)
+
+
+def runnable(priority: int, waited: float, now: float) -> JobState:
+    return JobState(
+        job_arn="arn:aws:batch:us-east-1:123456789012:service-job/wait-1",
+        status=JobStatus.RUNNABLE,
+        seq="x",
+        job_id="wait-1",
+        job_queue=QUEUE_ARN,
+        share_identifier="ProdExp2",
+        scheduling_priority=priority,
+        created_at=int((now - waited) * 1000),
+    )
+
+
+@pytest.mark.parametrize(
+    ("priority", "waited", "expected"),
+    [(50, 3000, None), (50, 3700, 55), (50, 3600 * 30, 89), (10, 14400 * 100, 49), (90, 10**7, 9999)],
+    ids=[
+        "a MIDPRI job inside its SLO keeps its priority",
+        "a MIDPRI job just past its SLO rises one step",
+        "a MIDPRI job waiting for a day stops below HIGHPRI",
+        "a LOWPRI job waiting forever stops below MIDPRI",
+        "a HIGHPRI job may rise to the maximum",
+    ],
+)
+def test_escalation_is_bounded_by_the_next_tier(priority: int, waited: float, expected: int | None) -> None:
+    world = World(config=shares_config())
+    report = WatchReport()
+    job = runnable(priority, waited, world.clock.now)
+    escalate([job], world.ports, world.clock.now, report)
+    assert world.batch.priorities == ([] if expected is None else [("wait-1", expected)])
+    if expected is not None:
+        (history,) = world.ledger.history.values()
+        assert history["toPriority"] == expected and "wait SLO" in history["entry"].reason
