@@ -12,9 +12,10 @@ import typer
 from rich.console import Console
 from shareplane.service.queries import job_records
 
-from ..local.emulator import DEFAULT_SPEED, Schedule, ScheduleClock, scheduled_event, template_schedules
+from ..local.emulator import DEFAULT_SPEED
+from ..local.loop import StackLoop
 from ..local.runner import FunctionRunner
-from ..local.stack import ACCOUNT, DEFAULT_STACK, REGION, LocalStack, StackSpec
+from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
 from ..output import Output
 from .jobs import print_jobs
@@ -116,43 +117,16 @@ def up_command(
         runner = FunctionRunner(
             stack, on_invocation=lambda i: err.print(f"{i.function}: {i.records} records, {i.failed} failed")
         )
-        assert stack.translated is not None
-        schedules, skipped = template_schedules(
-            {**stack.translated.cloudformation["Resources"], **stack.translated.held_back}, stack.resolve
-        )
-        for logical, reason in skipped.items():
+        loop = StackLoop(stack, runner, report=err.print)
+        for logical, reason in loop.skipped.items():
             err.print(f"[yellow]schedule not run[/] {logical}: {reason}")
-        clock = ScheduleClock(schedules, start=stack.emulator.virtual_now())
         while True:
-            for schedule in clock.due(stack.emulator.virtual_now()):
-                _fire(stack, runner, schedule)
-            if not sum(runner.poll_once(f) for f in stack.functions if f.queue_logical_id):
+            if not loop.step():
                 time.sleep(poll_seconds)
     except KeyboardInterrupt:
         err.print("stopping")
     finally:
         stack.stop()
-
-
-def _fire(stack: LocalStack, runner: FunctionRunner, schedule: Schedule) -> None:
-    """Deliver one schedule's input to its target: a function of the template, or a queue."""
-    function = next((f for f in stack.functions if f.logical_id == schedule.target), None)
-    try:
-        payload = schedule.input
-        if payload is None:  # a schedule rule: the Scheduled Event, stamped with the virtual time
-            emulator = stack.emulator
-            rule = stack.physical_ids.get(schedule.logical_id, schedule.logical_id)
-            arn = rule if rule.startswith("arn:") else f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
-            payload = scheduled_event(arn, emulator.model.ms(emulator.virtual_now()), ACCOUNT, REGION)
-        if function is not None:
-            runner.invoke(function, payload)
-        else:
-            stack.client("sqs").send_message(
-                QueueUrl=stack.queue_url(schedule.target), MessageBody=json.dumps(payload)
-            )
-        err.print(f"schedule {schedule.logical_id} -> {schedule.target}")
-    except Exception as exc:  # noqa: BLE001 - a failing scheduled run is reported; the stack keeps running
-        err.print(f"[red]schedule {schedule.logical_id} -> {schedule.target} failed:[/] {exc!r}")
 
 
 def _store(stack: LocalStack) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.model import Shape
 from botocore.session import get_session
-from gpusim import ApiError, BatchModel, ModelOptions, RealtimeEngine
+from gpusim import ApiError, BatchModel, Faults, ModelOptions, RealtimeEngine
 from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
@@ -536,7 +536,7 @@ def take_over_schedule_rules(stack: Any) -> None:
 
 
 # ------------------------------------------------------------------------------- local stack glue
-def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED) -> Emulator:
+def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED, faults: Faults | None = None) -> Emulator:
     """Start an emulator for a started ``LocalStack`` and create the template's Batch resources in it.
 
     Events go to the stack's EventBridge; the Batch resources' ARNs join ``stack.physical_ids`` and
@@ -546,7 +546,9 @@ def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED) -> Emulator:
     from .template import load_sam_template
 
     take_over_schedule_rules(stack)
-    options = ModelOptions(account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000))
+    options = ModelOptions(
+        account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=faults or Faults()
+    )
     emulator = Emulator(speed, options, put_events=put_events_via(stack.client("events"))).start()
     try:
         translated = stack.translated

@@ -54,6 +54,7 @@ class LocalStack:
         endpoint: str | None = None,
         speed: float | None = None,
         emulate: bool | None = None,
+        faults: Any = None,
     ) -> None:
         self.spec = spec
         self.endpoint = endpoint
@@ -62,6 +63,7 @@ class LocalStack:
         # of a running `shareplane up`); speed is virtual seconds per wall second (None: the default).
         self.emulate = endpoint is None if emulate is None else emulate
         self.speed = speed
+        self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
         self.emulator: Any = None
         self.emulated: Any = None
         self.attributes: dict[tuple[str, str], str] = {}
@@ -92,7 +94,7 @@ class LocalStack:
         if self.emulate and self.emulator is None:
             from .emulator import DEFAULT_SPEED, attach_emulator
 
-            self.emulator = attach_emulator(self, self.speed or DEFAULT_SPEED)
+            self.emulator = attach_emulator(self, self.speed or DEFAULT_SPEED, self.faults)
         return self
 
     def stop(self) -> None:

@@ -740,7 +740,8 @@ def test_a_valid_job_maps_to_every_submit_service_job_and_create_training_job_fi
     assert request["retryStrategy"] == {
         "attempts": 3,
         "evaluateOnExit": [
-            {"action": "RETRY", "onStatusReason": "*InternalServerError*"},
+            {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
+            {"action": "RETRY", "onStatusReason": "Received status from SageMaker:InternalServerError*"},
             {"action": "EXIT", "onStatusReason": "*"},
         ],
     }

@@ -47,10 +47,12 @@ TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
 TRAINING_INPUT_MODE = "File"
-# Batch has no event on submission and SageMaker's internal errors are worth one more try; the
-# SDK's own pattern has no space after the colon while the docs' have one, so match both.
+# SageMaker's internal errors are worth one more try. onStatusReason globs may only END with "*"
+# (the start must match exactly), and the SDK writes no space after the colon where the docs write
+# one, so both prefixes are listed.
 EVALUATE_ON_EXIT = (
-    {"action": "RETRY", "onStatusReason": "*InternalServerError*"},
+    {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
+    {"action": "RETRY", "onStatusReason": "Received status from SageMaker:InternalServerError*"},
     {"action": "EXIT", "onStatusReason": "*"},
 )
 RESERVED_TAG_PREFIXES = ("aws:", "shareplane:")

@@ -1,0 +1,101 @@
+"""Instances in use per share over virtual time, read off the emulator's own event stream.
+
+The same tracker watches the live run (the emulator's model) and the static-partition baseline
+(a pure gpusim run), so both are measured the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
+FINAL = frozenset({"SUCCEEDED", "FAILED"})
+
+
+@dataclass
+class JobView:
+    """What the tracker knows of one job."""
+
+    name: str
+    share: str
+    instances: int
+    status: str = "SUBMITTED"
+    first_start: float | None = None
+
+
+@dataclass
+class UsageTracker:
+    """Listens to Batch service-job state changes; keeps a step function of instances per share."""
+
+    now: Callable[[], float]
+    instances_by_name: dict[str, int]
+    jobs: dict[str, JobView] = field(default_factory=dict)
+    timeline: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    recent: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=8))
+    preemptions: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """A model listener: one EventBridge event as the emulator emits it."""
+        kind, detail = event["detail-type"], event["detail"]
+        if kind == "Batch Service Job Preemption Completed":
+            with self._lock:
+                self.preemptions += 1
+            return
+        if kind != "Batch Service Job State Change":
+            return
+        with self._lock:
+            now = self.now()
+            arn = detail["jobArn"]
+            job = self.jobs.get(arn)
+            if job is None:
+                name = detail.get("jobName", arn)
+                share = detail.get("shareIdentifier") or detail.get("quotaShareName") or "none"
+                job = self.jobs[arn] = JobView(name, share, self.instances_by_name.get(name, 1))
+            job.status = detail["status"]
+            if job.status in ("STARTING", "RUNNING") and job.first_start is None:
+                job.first_start = now
+            self.recent.append((now, job.name, job.status))
+            self._record(now)
+
+    def _record(self, now: float) -> None:
+        in_use: dict[str, int] = {}
+        for job in self.jobs.values():
+            if job.status in HOLDING:
+                in_use[job.share] = in_use.get(job.share, 0) + job.instances
+        if self.timeline and self.timeline[-1][0] == now:
+            self.timeline[-1] = (now, in_use)
+        elif not self.timeline or self.timeline[-1][1] != in_use:
+            self.timeline.append((now, in_use))
+
+    def snapshot(self) -> tuple[list[JobView], list[tuple[float, dict[str, int]]], list[tuple[float, str, str]]]:
+        """A consistent copy for a live view."""
+        with self._lock:
+            return [JobView(**vars(j)) for j in self.jobs.values()], list(self.timeline), list(self.recent)
+
+    def all_final(self, expected: int) -> bool:
+        """Whether at least ``expected`` jobs were seen and every one of them has ended."""
+        with self._lock:
+            return len(self.jobs) >= expected and all(j.status in FINAL for j in self.jobs.values())
+
+
+def instance_seconds(timeline: list[tuple[float, dict[str, int]]], start: float, end: float) -> dict[str, float]:
+    """Integral of instances in use per share over [start, end] of a step-function timeline."""
+    totals: dict[str, float] = {}
+    for (t, in_use), (t_next, _) in zip(timeline, [*timeline[1:], (end, {})], strict=True):
+        lo, hi = max(t, start), min(t_next, end)
+        if hi > lo:
+            for share, count in in_use.items():
+                totals[share] = totals.get(share, 0.0) + count * (hi - lo)
+    return totals
+
+
+def utilization(timeline: list[tuple[float, dict[str, int]]], capacity: int, start: float, end: float) -> float:
+    """Instance-seconds used over capacity x window."""
+    if end <= start:
+        return 0.0
+    return sum(instance_seconds(timeline, start, end).values()) / (capacity * (end - start))

@@ -1,0 +1,91 @@
+"""The demo's workload: the Amazon Search story on 100 ml.p4d.24xlarge instances.
+
+ProdExp1 (entitled to 60) submits more LOWPRI and MIDPRI work than it is entitled to and borrows
+ProdExp2's idle instances; ProdExp2 (entitled to 40) submits 20 minutes later and gets its
+entitlement back; a HIGHPRI job ProdExp1 submits last starts before its team's earlier queued
+LOWPRI and MIDPRI work; three jobs fail (a capacity error, an internal error, a CUDA OOM).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.jobspec import parse_spec_file
+
+INSTANCE_TYPE = "ml.p4d.24xlarge"
+DURATION_TAG = "gpusim:duration-seconds"  # how long the emulated training runs
+
+
+@dataclass(frozen=True)
+class DemoJob:
+    """One submission of the script: who, when (virtual minutes), how big, how long, how it fails."""
+
+    name: str
+    team: str
+    tier: Tier
+    submit_minute: float
+    instances: int
+    minutes: float
+    outcomes: tuple[str, ...] = ()  # gpusim scripted outcome per dispatch ("capacity", "internal", ...)
+
+
+def blog_workload() -> list[DemoJob]:
+    """The script, in submission order."""
+    low, mid, high = Tier.LOWPRI, Tier.MIDPRI, Tier.HIGHPRI
+    jobs = [
+        DemoJob(f"p1-lowpri-sweep-{i:02d}", "ProdExp1", low, 0, 10, m)
+        for i, m in enumerate((100, 120, 90, 150, 110, 130), start=1)
+    ]
+    jobs += [
+        DemoJob("p1-midpri-ft-01", "ProdExp1", mid, 0, 10, 80),
+        DemoJob("p1-midpri-ft-02", "ProdExp1", mid, 0, 10, 95, ("internal", "ok")),
+        DemoJob("p1-midpri-ft-03", "ProdExp1", mid, 0, 10, 70),
+        DemoJob("p1-midpri-ft-04", "ProdExp1", mid, 0, 10, 105),
+    ]
+    jobs += [
+        DemoJob("p2-midpri-eval-01", "ProdExp2", mid, 20, 10, 60, ("capacity", "ok")),
+        DemoJob("p2-midpri-eval-02", "ProdExp2", mid, 20, 10, 75),
+        DemoJob("p2-midpri-eval-03", "ProdExp2", mid, 20, 10, 50),
+        DemoJob("p2-midpri-eval-04", "ProdExp2", mid, 20, 10, 90),
+    ]
+    jobs += [
+        DemoJob("p1-lowpri-late-01", "ProdExp1", low, 30, 10, 60),
+        DemoJob("p1-lowpri-late-02", "ProdExp1", low, 30, 10, 60, ("cuda_oom",)),
+        DemoJob("p1-midpri-late-01", "ProdExp1", mid, 30, 10, 60),
+        DemoJob("p1-highpri-launch-01", "ProdExp1", high, 40, 10, 45),
+    ]
+    return jobs
+
+
+def scripted_outcomes(jobs: list[DemoJob]) -> dict[str, tuple[str, ...]]:
+    """The emulator's scripted failures, by job name."""
+    return {job.name: job.outcomes for job in jobs if job.outcomes}
+
+
+def submit_request(job: DemoJob, config: SharesConfig) -> dict:
+    """The SubmitServiceJob request for a demo job, built by the same job-spec code the submit path uses."""
+    team = config.teams[job.team]
+    image_prefix = team.allowed_image_prefixes[0]
+    spec = {
+        "name": job.name,
+        "team": job.team,
+        "priority": job.tier.value,
+        "instance_type": INSTANCE_TYPE,
+        "instance_count": job.instances,
+        "image": f"{image_prefix}trainer:2026.11",
+        "inputs": {"train": f"{team.input_prefixes[0]}demo/{job.name}/"},
+        "output_path": f"{team.output_prefixes[0]}demo/",
+        "checkpoint_path": f"{team.output_prefixes[0]}checkpoints/{job.name}/",
+        "max_runtime_seconds": 86400,
+    }
+    result = parse_spec_file(
+        json.dumps(spec).encode(), f"submit/{job.team}/{job.name}.json", config, bucket="demo", version_id="v1"
+    )
+    if not result.ok:
+        problems = [p for j in result.jobs for p in j.problems] + list(result.problems)
+        raise ValueError(f"demo job {job.name} is not a valid spec for this config: {problems}")
+    request = dict(result.jobs[0].request)
+    request["tags"] = {**request.get("tags", {}), DURATION_TAG: str(job.minutes * 60)}
+    return request
