@@ -65,7 +65,7 @@ def wait_until_drained(stack: LocalStack, timeout: float = 60) -> None:
     """With a running `shareplane up`, its runner drains the queues; wait for that."""
     runner = FunctionRunner(stack)
     deadline = time.monotonic() + timeout
-    while not runner._queues_empty():  # noqa: SLF001 - same process, same definition of empty
+    while not runner.queues_empty():
         if time.monotonic() > deadline:
             raise TimeoutError("the local stack's queues did not drain; is `shareplane up` running?")
         time.sleep(0.2)

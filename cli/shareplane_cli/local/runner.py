@@ -61,7 +61,7 @@ class FunctionRunner:
         for _ in range(max_rounds):
             delivered = sum(self.poll_once(f) for f in self.stack.functions if f.queue_logical_id)
             processed += delivered
-            if delivered == 0 and self._queues_empty():
+            if delivered == 0 and self.queues_empty():
                 return processed
         raise RuntimeError(f"queues still busy after {max_rounds} rounds")
 
@@ -136,7 +136,8 @@ class FunctionRunner:
             self._modules[name] = module
         return self._modules[name]
 
-    def _queues_empty(self) -> bool:
+    def queues_empty(self) -> bool:
+        """Whether no function queue holds a visible or in-flight message."""
         sqs = self.stack.client("sqs")
         for function in self.stack.functions:
             if not function.queue_logical_id:

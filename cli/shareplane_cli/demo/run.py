@@ -1,0 +1,111 @@
+"""The live demo: the workload submitted to the emulated cluster, every event through the real handlers."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from gpusim import Faults
+from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.service.queries import job_records
+
+from .. import render
+from ..local.loop import StackLoop
+from ..local.runner import FunctionRunner
+from ..local.stack import LocalStack, StackSpec
+from .usage import UsageTracker
+from .workload import DemoJob, scripted_outcomes, submit_request
+
+#: Virtual seconds per wall second: the script's ~4 hours of cluster time in under a minute.
+DEMO_SPEED = 400.0
+#: A wall-clock bound, so a stuck run fails with a reason instead of hanging.
+WALL_LIMIT_SECONDS = 240.0
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """What the live run leaves behind: the usage timeline and the job records from DynamoDB."""
+
+    tracker: UsageTracker
+    records: list[dict[str, Any]]
+    submitted_at: dict[str, float]
+    end: float
+    invocations: int
+
+
+def template_for(mode: SchedulingMode, config: SharesConfig, template: Path, workdir: Path) -> tuple[Path, SharesConfig]:
+    """template.yaml as is when the mode matches the config, else re-rendered for the other mode."""
+    if mode == config.mode:
+        return template, config
+    other = config.model_copy(update={"mode": mode})
+    raw = other.model_dump(mode="json", exclude_none=True)
+    text = render.apply(template.read_text(), render.render(other), render.shares_config_json(raw))
+    # Beside the original: the template's CodeUri paths are relative to it.
+    path = template.parent / f".demo-{mode.value}.template.yaml"
+    path.write_text(text)
+    return path, other
+
+
+def run_live(
+    jobs: list[DemoJob],
+    config: SharesConfig,
+    mode: SchedulingMode,
+    template: Path,
+    speed: float = DEMO_SPEED,
+    on_tick: Callable[[UsageTracker, float], None] = lambda _t, _now: None,
+) -> LiveRun:
+    """Start a fresh local stack, play the script on its virtual clock, return what happened."""
+    with tempfile.TemporaryDirectory() as workdir:
+        path, config = template_for(mode, config, template, Path(workdir))
+        try:
+            stack = LocalStack(StackSpec(path), speed=speed, faults=Faults(scripted=scripted_outcomes(jobs)))
+            with stack:
+                return _play(stack, jobs, config, on_tick)
+        finally:
+            if path != template:
+                path.unlink(missing_ok=True)
+
+
+def _play(
+    stack: LocalStack, jobs: list[DemoJob], config: SharesConfig, on_tick: Callable[[UsageTracker, float], None]
+) -> LiveRun:
+    emulator = stack.emulator
+    start = emulator.virtual_now()
+    tracker = UsageTracker(lambda: emulator.engine.now - start, {j.name: j.instances for j in jobs})
+    emulator.model.subscribe(tracker)
+    env = stack.environment()
+    batch = boto3.client(
+        "batch",
+        endpoint_url=env["AWS_ENDPOINT_URL_BATCH"],
+        region_name=env["AWS_DEFAULT_REGION"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+    )
+    runner = FunctionRunner(stack)
+    loop = StackLoop(stack, runner)
+    pending = sorted(jobs, key=lambda j: j.submit_minute)
+    submitted_at: dict[str, float] = {}
+    wall_deadline = time.monotonic() + WALL_LIMIT_SECONDS
+    while True:
+        now = emulator.virtual_now() - start
+        while pending and pending[0].submit_minute * 60 <= now:
+            job = pending.pop(0)
+            batch.submit_service_job(**submit_request(job, config))
+            submitted_at[job.name] = now
+        handled = loop.step()
+        on_tick(tracker, now)
+        if not pending and tracker.all_final(len(jobs)) and not handled and runner.queues_empty():
+            break
+        if time.monotonic() > wall_deadline:
+            raise TimeoutError(f"the demo did not finish within {WALL_LIMIT_SECONDS:.0f} s of wall time")
+        if not handled:
+            time.sleep(0.02)
+    end = max(t for t, _ in tracker.timeline)
+    store = DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"])
+    return LiveRun(tracker, job_records(store), submitted_at, end, len(runner.invocations))
