@@ -13,7 +13,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shareplane.bootstrap import failure_ports
 from shareplane.service.handle_failure import handle_message
 
-logger = Logger()
+# The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
+# adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
+logger = Logger(service="shareplane")
 processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 

@@ -14,7 +14,9 @@ from shareplane.bootstrap import dependencies
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
-logger = Logger()
+# The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
+# adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
+logger = Logger(service="shareplane")
 processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 

@@ -16,7 +16,9 @@ from shareplane.domain.errors import ConfigError
 from shareplane.schemas.s3 import parse_object_created
 from shareplane.service.submit_job import SubmitPorts, submit_dropped_spec
 
-logger = Logger()
+# The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
+# adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
+logger = Logger(service="shareplane")
 processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 

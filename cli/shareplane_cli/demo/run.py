@@ -100,7 +100,8 @@ def _play(
             submitted_at[job.name] = now
         handled = loop.step()
         on_tick(tracker, now)
-        if not pending and tracker.all_final(len(jobs)) and not handled and runner.queues_empty():
+        if not pending and tracker.all_final(len(jobs)):
+            runner.drain()  # the last job events through the handlers; schedules stop here
             break
         if time.monotonic() > wall_deadline:
             raise TimeoutError(f"the demo did not finish within {WALL_LIMIT_SECONDS:.0f} s of wall time")

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane import bootstrap
+from shareplane.domain.lifecycle import METRIC_DIMENSIONS
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 
 from tests.aws import FaultInjector, create_jobs_table
@@ -78,7 +79,8 @@ def test_metrics_are_emf_with_low_cardinality_dimensions(
         directive = document["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == "shareplane"
         dims = set(directive["Dimensions"][0])
-        assert dims <= {"Queue", "Share", "Tier", "Status", "service"}
+        # exactly the table's dimensions: the dashboard's SEARCH schemas match dimension sets exactly
+        assert dims == set(METRIC_DIMENSIONS[directive["Metrics"][0]["Name"]])
         assert "jobArn" in document and "jobArn" not in dims
     transitions = [
         d for d in documents if d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Transitions"
