@@ -48,6 +48,7 @@ import csv
 import json
 import math
 import random
+import time
 from bisect import insort
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -545,13 +546,16 @@ class Meter:
         self.held_area += held * (t1 - t0)
         self.bound_area += bound * (t1 - t0)
         if held or bound:
-            width = self.width
+            width, last = self.width, self.buckets - 1
+            b = min(int(t0 / width), last)
+            # The bucket index moves on every step, so float rounding at a boundary cannot stall it.
             while t0 < t1:
-                b = min(int(t0 / width), self.buckets - 1)
-                stop = min(t1, (b + 1) * width) if b < self.buckets - 1 else t1
-                self.bucket_held[b] += held * (stop - t0)
-                self.bucket_bound[b] += bound * (stop - t0)
-                t0 = stop
+                stop = t1 if b >= last else min(t1, (b + 1) * width)
+                if stop > t0:
+                    self.bucket_held[b] += held * (stop - t0)
+                    self.bucket_bound[b] += bound * (stop - t0)
+                    t0 = stop
+                b += 1
         self.t = t1
 
     def _advance_share(self, i: int, now: float) -> None:
@@ -899,8 +903,6 @@ def run_policy(
     scenario: Scenario, policy: Policy, seed: int = 0, progress: Progress | None = None
 ) -> PolicyResult:
     """Replay the scenario under one policy to the end; ``progress(policy, fraction)`` as it goes."""
-    import time
-
     started = time.perf_counter()
     run = PolicyRun(scenario, policy, seed)
     run.start()

@@ -1,0 +1,117 @@
+"""`shareplane simulate`: replay a job trace under share policies and compare them side by side."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from gpusim.report import write_report
+from gpusim.whatif import (
+    TIERS,
+    Policy,
+    WhatIfResult,
+    build_scenario,
+    load_trace,
+    load_whatif_config,
+    parse_policies,
+    run_whatif,
+)
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from shareplane.domain.errors import ShareplaneError
+
+from ..main import app
+from ..output import Output, print_json
+
+ALL_POLICIES = ",".join(p.value for p in Policy)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h"
+
+
+def print_comparison(result: WhatIfResult, console: Console | None = None) -> None:
+    """One rich table: metrics as rows, policies as columns."""
+    names = list(result.results)
+    sc = result.scenario
+    table = Table(
+        title=(
+            f"{len(sc.jobs)} jobs, {sc.capacity_gpus} GPUs, offered load {sc.offered_load:.2f}, "
+            f"window {sc.window / 86400:.1f} days"
+        )
+    )
+    table.add_column("metric")
+    for name in names:
+        table.add_column(name, justify="right")
+    rs = [result.results[n] for n in names]
+    table.add_row("utilization", *(f"{r.utilization:.3f}" for r in rs))
+    table.add_row("work-conserving bound", *(f"{r.work_conserving_bound:.3f}" for r in rs))
+    table.add_row(
+        "utilization / bound",
+        *(f"{r.utilization / r.work_conserving_bound:.3f}" if r.work_conserving_bound else "-" for r in rs),
+    )
+    for tier in TIERS:
+        for q in ("p50", "p95"):
+            table.add_row(f"wait {tier.value} {q}", *(_hours(r.wait_seconds[tier.value][q]) for r in rs))
+    for share in sc.shares:
+        table.add_row(f"ratio {share}", *(f"{r.team_entitlement_ratio[share]:.3f}" for r in rs))
+    table.add_row("worst team ratio", *(f"{r.worst_team_entitlement_ratio:.3f}" for r in rs))
+    table.add_row("Jain index", *(f"{r.jain_index:.3f}" for r in rs))
+    table.add_row("GPU-h lost to preemption", *(f"{r.preemption_gpu_hours_lost:.1f}" for r in rs))
+    table.add_row("rebalance plans applied", *(str(r.applied_plans) for r in rs))
+    table.add_row("jobs", *(str(r.jobs) for r in rs))
+    (console or Console()).print(table)
+
+
+@app.command("simulate")
+def simulate_command(
+    trace: Annotated[Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")],
+    config: Annotated[
+        Path | None, typer.Option("--config", help="What-if config (teams to shares, tiers, rebalancer).")
+    ] = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")
+    ] = ALL_POLICIES,
+    capacity: Annotated[
+        int | None, typer.Option("--capacity", min=1, help="Cluster GPUs (default: from the config or the load).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for tiers, failures and the model.")] = 0,
+    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report (index.html) here.")
+    ] = None,
+) -> None:
+    """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        policies = parse_policies(policy)
+        settings = load_whatif_config(config)
+        scenario = build_scenario(load_trace(trace), settings, capacity, seed)
+        show = output is Output.TABLE and sys.stderr.isatty()
+        if show:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                console=err,
+            ) as bar:
+                tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
+                result = run_whatif(
+                    scenario, policies, seed, lambda p, done: bar.update(tasks[p], completed=done)
+                )
+        else:
+            result = run_whatif(scenario, policies, seed)
+    except ShareplaneError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+    if report is not None:
+        path = write_report(result, report)
+        err.print(f"report: {path}", highlight=False)
+    if output is Output.JSON:
+        print_json(result.to_json())
+    else:
+        print_comparison(result)
