@@ -27,8 +27,7 @@ $(TOOLBIN)/.installed:
 	touch $@
 
 demo: $(BIN)/.installed
-	cat events/scenarios/*.jsonl > $(VENV)/demo-events.jsonl
-	$(BIN)/shareplane replay $(VENV)/demo-events.jsonl
+	$(BIN)/shareplane demo
 
 test: $(BIN)/.installed template
 	$(BIN)/ruff check layers functions sim cli tests

@@ -24,7 +24,7 @@ def _esc(text: object) -> str:
 
 def _frame(title: str, body: str, height: int = HEIGHT) -> str:
     return (
-        f'<figure><figcaption>{_esc(title)}</figcaption>'
+        f"<figure><figcaption>{_esc(title)}</figcaption>"
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{_esc(title)}">{body}</svg></figure>'
     )
@@ -48,7 +48,9 @@ def utilization_chart(result: WhatIfResult) -> str:
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = PAD + inner_h * (1 - frac)
         parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:.0%}</text>')
+        parts.append(
+            f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:.0%}</text>'
+        )
     parts.append(
         f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" font-size="11" text-anchor="middle">'
         f"virtual days (window {days:.1f} days)</text>"
@@ -86,7 +88,9 @@ def wait_chart(result: WhatIfResult) -> str:
         if seconds <= top * 1.01:
             y = y_of(seconds)
             parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-            parts.append(f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{label}</text>')
+            parts.append(
+                f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{label}</text>'
+            )
     group = inner_w / len(TIERS)
     bar = group * 0.8 / max(1, len(names))
     for k, tier in enumerate(TIERS):
@@ -121,7 +125,9 @@ def share_chart(result: WhatIfResult) -> str:
             y = PAD + inner_h * (1 - frac / top)
             stroke = "#555" if frac == 1.0 else "#ddd"
             parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="{stroke}"/>')
-            parts.append(f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:g}</text>')
+            parts.append(
+                f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:g}</text>'
+            )
     group = inner_w / max(1, len(shares))
     bar = group * 0.8 / max(1, len(names))
     for k, share in enumerate(shares):
@@ -143,7 +149,9 @@ def share_chart(result: WhatIfResult) -> str:
                 f"<title>{_esc(name)} {_esc(share)}: ratio {v:.3f}, {r.gpu_hours[share]:.0f} GPU-h of "
                 f"{r.entitled_gpu_hours[share]:.0f} entitled</title></rect>"
             )
-    return _frame("GPU-hours received against entitlement while demanding (ratio; 1.0 = entitled)", "".join(parts))
+    return _frame(
+        "GPU-hours received against entitlement while demanding (ratio; 1.0 = entitled)", "".join(parts)
+    )
 
 
 def summary_table(result: WhatIfResult) -> str:
@@ -152,8 +160,10 @@ def summary_table(result: WhatIfResult) -> str:
     rows = [
         ("utilization", lambda r: f"{r.utilization:.3f}"),
         ("work-conserving bound", lambda r: f"{r.work_conserving_bound:.3f}"),
-        ("utilization / bound", lambda r: f"{r.utilization / r.work_conserving_bound:.3f}"
-         if r.work_conserving_bound else "-"),
+        (
+            "utilization / bound",
+            lambda r: f"{r.utilization / r.work_conserving_bound:.3f}" if r.work_conserving_bound else "-",
+        ),
         ("worst team entitlement ratio", lambda r: f"{r.worst_team_entitlement_ratio:.3f}"),
         ("Jain index", lambda r: f"{r.jain_index:.3f}"),
         ("GPU-hours lost to preemption", lambda r: f"{r.preemption_gpu_hours_lost:.0f}"),
@@ -162,7 +172,9 @@ def summary_table(result: WhatIfResult) -> str:
     ]
     head = "".join(f"<th>{_esc(n)}</th>" for n in names)
     body = "".join(
-        f"<tr><td>{_esc(label)}</td>" + "".join(f"<td>{_esc(fn(result.results[n]))}</td>" for n in names) + "</tr>"
+        f"<tr><td>{_esc(label)}</td>"
+        + "".join(f"<td>{_esc(fn(result.results[n]))}</td>" for n in names)
+        + "</tr>"
         for label, fn in rows
     )
     return f"<table><tr><th>metric</th>{head}</tr>{body}</table>"
@@ -184,7 +196,8 @@ td:first-child, th:first-child {{ text-align: left; }}
 figure {{ margin: 1.5em 0; }} figcaption {{ font-weight: 600; margin-bottom: .4em; }}
 </style></head><body>
 <h1>What-if: {len(sc.jobs)} jobs under {len(result.results)} share policies</h1>
-<p>Capacity {sc.capacity_gpus} GPUs; offered load {sc.offered_gpus:.1f} GPUs ({sc.offered_load:.2f} of capacity);
+<p>Capacity {sc.capacity_gpus} GPUs; offered load {sc.offered_gpus:.1f} GPUs
+({sc.offered_load:.2f} of capacity);
 window {sc.window / 86400:.1f} days; seed {result.seed}. Shares: {shares}.</p>
 {summary_table(result)}
 {utilization_chart(result)}

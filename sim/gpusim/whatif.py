@@ -159,7 +159,8 @@ def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
         parsed.append(
             (float(created), max(duration, 1.0), int(count) * gpus_per_instance, str(team), priority)
         )
-    parsed.sort(key=lambda p: p[0])
+    # A total order, so the same records in any order give the same trace.
+    parsed.sort(key=lambda p: (p[0], p[3], p[1], p[2], -1 if p[4] is None else p[4]))
     start = parsed[0][0]
     return [TraceJob((c - start) / 1000.0, d, g, t, p) for c, d, g, t, p in parsed]
 

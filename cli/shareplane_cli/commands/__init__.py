@@ -3,7 +3,18 @@
 from importlib import import_module
 
 # One line per command module; a module registers its commands on `shareplane_cli.main.app`.
-_MODULES: tuple[str, ...] = ("jobs", "local", "failures", "validate", "config", "submit", "alerts", "shares", "simulate")
+_MODULES: tuple[str, ...] = (
+    "demo",
+    "jobs",
+    "local",
+    "submit",
+    "validate",
+    "failures",
+    "alerts",
+    "shares",
+    "simulate",
+    "config",
+)
 
 for _name in _MODULES:
     import_module(f"{__name__}.{_name}")

@@ -68,7 +68,9 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
 
 @app.command("simulate")
 def simulate_command(
-    trace: Annotated[Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")],
+    trace: Annotated[
+        Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")
+    ],
     config: Annotated[
         Path | None, typer.Option("--config", help="What-if config (teams to shares, tiers, rebalancer).")
     ] = None,
@@ -76,7 +78,8 @@ def simulate_command(
         str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")
     ] = ALL_POLICIES,
     capacity: Annotated[
-        int | None, typer.Option("--capacity", min=1, help="Cluster GPUs (default: from the config or the load).")
+        int | None,
+        typer.Option("--capacity", min=1, help="Cluster GPUs (default: from the config or the load)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for tiers, failures and the model.")] = 0,
     output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,

@@ -24,12 +24,17 @@ def run_static_partitions(jobs: list[DemoJob], config: SharesConfig) -> UsageTra
         api.create_service_environment(
             serviceEnvironmentName=env,
             serviceEnvironmentType="SAGEMAKER_TRAINING",
-            capacityLimits=[{"maxCapacity": team.entitlement[INSTANCE_TYPE], "capacityUnit": "NUM_INSTANCES"}],
+            capacityLimits=[
+                {"maxCapacity": team.entitlement[INSTANCE_TYPE], "capacityUnit": "NUM_INSTANCES"}
+            ],
         )
         # One share per partition keeps schedulingPriority ordering inside the team (the blog's advice).
         policy = api.create_scheduling_policy(
             name=f"{name}-partition-sp",
-            fairsharePolicy={"shareDecaySeconds": 3600, "shareDistribution": [{"shareIdentifier": team.share}]},
+            fairsharePolicy={
+                "shareDecaySeconds": 3600,
+                "shareDistribution": [{"shareIdentifier": team.share}],
+            },
         )
         queues[name] = api.create_job_queue(
             jobQueueName=f"{name}-partition-queue",

@@ -39,7 +39,9 @@ class LiveRun:
     invocations: int
 
 
-def template_for(mode: SchedulingMode, config: SharesConfig, template: Path, workdir: Path) -> tuple[Path, SharesConfig]:
+def template_for(
+    mode: SchedulingMode, config: SharesConfig, template: Path, workdir: Path
+) -> tuple[Path, SharesConfig]:
     """template.yaml as is when the mode matches the config, else re-rendered for the other mode."""
     if mode == config.mode:
         return template, config
@@ -73,7 +75,10 @@ def run_live(
 
 
 def _play(
-    stack: LocalStack, jobs: list[DemoJob], config: SharesConfig, on_tick: Callable[[UsageTracker, float], None]
+    stack: LocalStack,
+    jobs: list[DemoJob],
+    config: SharesConfig,
+    on_tick: Callable[[UsageTracker, float], None],
 ) -> LiveRun:
     emulator = stack.emulator
     start = emulator.virtual_now()

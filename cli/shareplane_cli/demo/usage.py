@@ -72,7 +72,9 @@ class UsageTracker:
         elif not self.timeline or self.timeline[-1][1] != in_use:
             self.timeline.append((now, in_use))
 
-    def snapshot(self) -> tuple[list[JobView], list[tuple[float, dict[str, int]]], list[tuple[float, str, str]]]:
+    def snapshot(
+        self,
+    ) -> tuple[list[JobView], list[tuple[float, dict[str, int]]], list[tuple[float, str, str]]]:
         """A consistent copy for a live view."""
         with self._lock:
             return [JobView(**vars(j)) for j in self.jobs.values()], list(self.timeline), list(self.recent)
@@ -83,7 +85,9 @@ class UsageTracker:
             return len(self.jobs) >= expected and all(j.status in FINAL for j in self.jobs.values())
 
 
-def instance_seconds(timeline: list[tuple[float, dict[str, int]]], start: float, end: float) -> dict[str, float]:
+def instance_seconds(
+    timeline: list[tuple[float, dict[str, int]]], start: float, end: float
+) -> dict[str, float]:
     """Integral of instances in use per share over [start, end] of a step-function timeline."""
     totals: dict[str, float] = {}
     for (t, in_use), (t_next, _) in zip(timeline, [*timeline[1:], (end, {})], strict=True):
@@ -94,7 +98,9 @@ def instance_seconds(timeline: list[tuple[float, dict[str, int]]], start: float,
     return totals
 
 
-def utilization(timeline: list[tuple[float, dict[str, int]]], capacity: int, start: float, end: float) -> float:
+def utilization(
+    timeline: list[tuple[float, dict[str, int]]], capacity: int, start: float, end: float
+) -> float:
     """Instance-seconds used over capacity x window."""
     if end <= start:
         return 0.0

@@ -81,7 +81,11 @@ def submit_request(job: DemoJob, config: SharesConfig) -> dict:
         "max_runtime_seconds": 86400,
     }
     result = parse_spec_file(
-        json.dumps(spec).encode(), f"submit/{job.team}/{job.name}.json", config, bucket="demo", version_id="v1"
+        json.dumps(spec).encode(),
+        f"submit/{job.team}/{job.name}.json",
+        config,
+        bucket="demo",
+        version_id="v1",
     )
     if not result.ok:
         problems = [p for j in result.jobs for p in j.problems] + list(result.problems)

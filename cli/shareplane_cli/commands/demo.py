@@ -1,0 +1,81 @@
+"""`shareplane demo`: the blog's cluster on a laptop, through the real handlers, against hard partitions."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from shareplane.domain.config import SchedulingMode
+
+from ..config_file import load_config
+from ..demo.baseline import run_static_partitions
+from ..demo.report import write_report
+from ..demo.run import DEMO_SPEED, run_live
+from ..demo.summary import summarize
+from ..demo.view import LiveView
+from ..demo.workload import INSTANCE_TYPE, blog_workload
+from ..main import app
+from ..output import Output, print_json, print_table
+
+
+@app.command("demo")
+def demo_command(
+    mode: Annotated[
+        SchedulingMode, typer.Option(help="fairshare (attrition) or quota (preemption).")
+    ] = SchedulingMode.FAIRSHARE,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.TABLE,
+    report: Annotated[Path, typer.Option(help="Where to write the HTML report.")] = Path("reports/demo"),
+    config_path: Annotated[Path, typer.Option("--config", help="The shares config.")] = Path(
+        "config/shares.yaml"
+    ),
+    template: Annotated[Path, typer.Option(help="The SAM template the local stack is built from.")] = Path(
+        "template.yaml"
+    ),
+    speed: Annotated[float, typer.Option(min=1, help="Virtual seconds per wall second.")] = DEMO_SPEED,
+) -> None:
+    """Run the blog's workload on a fresh local stack and compare it with hard 60/40 partitions."""
+    config = load_config(config_path)
+    jobs = blog_workload()
+    capacity = config.instance_types[INSTANCE_TYPE].capacity
+    entitlements = {team.share: team.entitlement[INSTANCE_TYPE] for team in config.teams.values()}
+    console = Console(stderr=True)
+    show = output is Output.TABLE and sys.stderr.isatty()
+    with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
+        view = (
+            LiveView(entitlements, capacity, len(jobs), live) if live is not None else (lambda _t, _n: None)
+        )
+        run = run_live(jobs, config, mode, template, speed=speed, on_tick=view)
+    static = run_static_partitions(jobs, config)
+    summary = summarize(mode, run, static, jobs, config)
+    path = write_report(report, summary, run.tracker, static, run.records, capacity)
+    if output is Output.JSON:
+        print_json(summary)
+        return
+    rows = [
+        (
+            "GPU utilization",
+            f"{summary['utilization']:.0%}",
+            f"{summary['static_partition_utilization']:.0%}",
+        ),
+        ("makespan (h)", summary["makespan_hours"], summary["static_partition_makespan_hours"]),
+        *[(f"{tier} wait p50 / p95 (min)", _minutes(w), "") for tier, w in summary["wait_seconds"].items()],
+        *[(f"GPU-hours {share}", hours, "") for share, hours in summary["gpu_hours"].items()],
+        ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
+        ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
+        *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
+    ]
+    print_table(
+        f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
+        ["", "soft quotas", "hard partitions"],
+        rows,
+    )
+    Console().print(f"report: {path}")
+
+
+def _minutes(wait: dict[str, float | None]) -> str:
+    return " / ".join("-" if v is None else f"{v / 60:.0f}" for v in (wait["p50"], wait["p95"]))

@@ -1,0 +1,404 @@
+"""The what-if simulator: seeded summaries, metric invariants, trace formats, the CLI and the report."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from gpusim.report import write_report
+from gpusim.whatif import (
+    Policy,
+    PolicyRun,
+    SharesMapping,
+    TraceJob,
+    WhatIfConfig,
+    build_scenario,
+    initial_weights,
+    jain,
+    load_trace,
+    load_whatif_config,
+    parse_policies,
+    run_policy,
+    run_whatif,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane_cli.main import app
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parents[2]
+PHILLY = REPO.parent / "shared" / "traces" / "philly-2017-09-04_10-29.csv"
+CONFIG = REPO / "config" / "whatif.yaml"
+ALL = list(Policy)
+SUMMARY_KEYS = {
+    "utilization",
+    "work_conserving_bound",
+    "wait_seconds",
+    "team_entitlement_ratio",
+    "worst_team_entitlement_ratio",
+    "jain_index",
+    "preemption_gpu_hours_lost",
+    "jobs",
+}
+
+
+def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
+    """Poisson arrivals every ~2 minutes, lognormal run times, four teams of skewed size."""
+    rng = random.Random(seed)
+    teams, weights = ["alpha", "beta", "gamma", "delta"], [0.5, 0.25, 0.15, 0.1]
+    t, jobs = 0.0, []
+    for _ in range(count):
+        t += rng.expovariate(1 / 120)
+        jobs.append(
+            TraceJob(
+                submit=round(t),
+                duration=round(max(60.0, rng.lognormvariate(math.log(1800), 1.2))),
+                gpus=rng.choice([1, 1, 1, 2, 4, 8]),
+                team=rng.choices(teams, weights)[0],
+            )
+        )
+    return jobs
+
+
+SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
+
+
+@pytest.fixture(scope="module")
+def small_result():
+    """Every policy on the synthetic trace, seed 3."""
+    scenario = build_scenario(synthetic_trace(), SMALL_CONFIG, seed=3)
+    return run_whatif(scenario, ALL, seed=3)
+
+
+@pytest.fixture(scope="module")
+def philly_result():
+    """Every policy on the first 2,000 Philly jobs with the shipped config, seed 0."""
+    assert PHILLY.is_file(), f"the Philly trace is expected at {PHILLY} (shared/ beside the checkout)"
+    scenario = build_scenario(load_trace(PHILLY)[:2000], load_whatif_config(CONFIG), seed=0)
+    return run_whatif(scenario, ALL, seed=0)
+
+
+def headline(result) -> dict[str, tuple[float, float, float, float]]:
+    """(utilization, bound, worst ratio, GPU-hours lost) per policy, rounded for exact comparison."""
+    return {
+        name: (
+            round(r.utilization, 4),
+            round(r.work_conserving_bound, 4),
+            round(r.worst_team_entitlement_ratio, 4),
+            round(r.preemption_gpu_hours_lost, 1),
+        )
+        for name, r in result.results.items()
+    }
+
+
+def test_the_seeded_synthetic_run_has_the_exact_summary(small_result) -> None:
+    # GIVEN a fixed trace and seed WHEN every policy replays it THEN the numbers are reproducible
+    assert small_result.scenario.capacity_gpus == EXPECTED_SMALL_CAPACITY
+    assert small_result.scenario.shares == ("alpha", "beta", "gamma", "other")
+    assert headline(small_result) == EXPECTED_SMALL
+
+
+def test_the_seeded_philly_prefix_has_the_exact_summary(philly_result) -> None:
+    assert headline(philly_result) == EXPECTED_PHILLY
+
+
+def test_a_rerun_with_the_same_seed_is_identical(small_result) -> None:
+    scenario = build_scenario(synthetic_trace(), SMALL_CONFIG, seed=3)
+    again = run_whatif(scenario, ALL, seed=3)
+    assert again.to_json() == small_result.to_json()
+
+
+@pytest.mark.parametrize(
+    "which", ["small_result", "philly_result"], ids=["on the synthetic trace", "on Philly"]
+)
+def test_the_metrics_keep_their_invariants(which, request) -> None:
+    result = request.getfixturevalue(which)
+    sc = result.scenario
+    for name, r in result.results.items():
+        assert 0 <= r.utilization <= r.work_conserving_bound + 1e-9 <= 1 + 1e-9, name
+        assert r.finished == r.jobs == len(sc.jobs), name
+        for i, share in enumerate(sc.shares):
+            assert 0 <= r.team_entitlement_ratio[share] <= sc.capacity_units / sc.entitlements[i] + 1e-9
+        assert r.worst_team_entitlement_ratio == min(r.team_entitlement_ratio.values())
+        assert 1 / len(sc.shares) - 1e-9 <= r.jain_index <= 1 + 1e-9
+        for tier in r.wait_seconds.values():
+            assert 0 <= tier["p50"] <= tier["p95"]
+    res = result.results
+    assert res["static"].utilization <= res["fairshare"].utilization
+    # Only quota shares reclaim lent capacity by preemption; fair-share never preempts.
+    assert res["static"].preemption_gpu_hours_lost == 0
+    assert (
+        res["fairshare"].preemption_gpu_hours_lost
+        == res["fairshare+rebalance"].preemption_gpu_hours_lost
+        == 0
+    )
+    assert sum(sc.entitlements) == sc.capacity_units
+
+
+def test_the_rebalancer_changes_weights_during_the_run(small_result) -> None:
+    r = small_result.results["fairshare+rebalance"]
+    assert r.plans > 0 and r.applied_plans > 0
+    assert r.final_weights != initial_weights(small_result.scenario)
+    assert small_result.results["fairshare"].applied_plans == 0
+
+
+def test_reweigh_mid_run_updates_the_models_share_weights() -> None:
+    scenario = build_scenario(synthetic_trace(count=50), SMALL_CONFIG, seed=1)
+    run = PolicyRun(scenario, Policy.REBALANCE, seed=1)
+    run.start()
+    run.model.run(until=scenario.window / 2)
+    run.model.reweigh(run.queue, {"alpha": 0.5})
+    assert run.queue.shares["alpha"].weight == 0.5
+    assert {w.share_identifier: w.weight_factor for w in run.queue.policy.weights}["alpha"] == 0.5
+
+
+def test_the_json_shape_is_exactly_the_documented_one(small_result) -> None:
+    out = small_result.to_json()
+    assert set(out) == {"policies"}
+    assert list(out["policies"]) == [p.value for p in ALL]
+    for summary in out["policies"].values():
+        assert set(summary) == SUMMARY_KEYS
+        assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
+        assert all(set(v) == {"p50", "p95"} for v in summary["wait_seconds"].values())
+        assert set(summary["team_entitlement_ratio"]) == set(small_result.scenario.shares)
+    json.dumps(out)  # JSON-ready
+
+
+def test_the_report_is_written_and_names_every_policy(small_result, tmp_path) -> None:
+    path = write_report(small_result, tmp_path / "report")
+    text = path.read_text()
+    assert path.name == "index.html"
+    assert (
+        text.count("<svg") == 3
+        and "<script" not in text
+        and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    )
+    for policy in ALL:
+        assert policy.value in text
+
+
+def write_csv(path: Path, jobs: list[TraceJob]) -> Path:
+    """The trace in the Philly CSV format (submit seconds after 2017-09-04 00:00:00)."""
+    from datetime import datetime, timedelta
+
+    start = datetime(2017, 9, 4)
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    for j in jobs:
+        when = (start + timedelta(seconds=j.submit)).strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(f"{when},{j.duration},{j.gpus},{j.duration * j.gpus},{j.team}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_philly_csv_loader_round_trips(tmp_path) -> None:
+    jobs = synthetic_trace(count=40)
+    loaded = load_trace(write_csv(tmp_path / "t.csv", jobs))
+    assert [(j.submit - jobs[0].submit, j.duration, j.gpus, j.team) for j in jobs] == [
+        (j.submit, j.duration, j.gpus, j.team) for j in loaded
+    ]
+
+
+def record(name: str, created: int, started: int | None, stopped: int | None, share: str = "teamA", **extra):
+    """A `shareplane jobs --output json` record (epoch milliseconds)."""
+    return {
+        "jobName": name,
+        "status": "SUCCEEDED" if stopped else "FAILED",
+        "shareIdentifier": share,
+        "schedulingPriority": extra.pop("priority", None),
+        "createdAt": created,
+        "startedAt": started,
+        "stoppedAt": stopped,
+        **extra,
+    }
+
+
+def test_exported_job_records_replay_as_a_trace(tmp_path) -> None:
+    # GIVEN three exported jobs, one with two instances, one that never started
+    records = [
+        record("a", 1_000_000, 1_060_000, 1_660_000, priority=90),
+        record("b", 1_030_000, 1_100_000, 4_700_000, share="teamB", instanceCount=2),
+        record("c", 1_050_000, None, 1_200_000),
+    ]
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    # WHEN loaded THEN times are seconds from the first arrival and GPUs are 8 per instance
+    assert load_trace(path) == [
+        TraceJob(0.0, 600.0, 8, "teamA", 90),
+        TraceJob(30.0, 3600.0, 16, "teamB", None),
+        TraceJob(50.0, 1.0, 8, "teamA", None),
+    ]
+    # AND the trace replays under every policy, the recorded priority choosing the tier
+    result = run_whatif(build_scenario(load_trace(path), WhatIfConfig(), seed=0), ALL)
+    assert all(r.finished == 3 for r in result.results.values())
+    # The cluster is empty, so the HIGHPRI job is dispatched at once (start-up counts as use, not wait).
+    assert result.results["fairshare"].wait_seconds["HIGHPRI"] == {"p50": 0.0, "p95": 0.0}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.permutations(range(6)))
+def test_exported_records_load_the_same_in_any_order(tmp_path_factory, order) -> None:
+    records = [
+        record(f"j{i}", 1_000_000 + 1000 * (i // 2), 1_000_000 + 1000 * i, 2_000_000 + i, share=f"t{i % 3}")
+        for i in range(6)
+    ]
+    path = tmp_path_factory.mktemp("perm") / "jobs.jsonl"
+    path.write_text("\n".join(json.dumps(records[i]) for i in order))
+    base = tmp_path_factory.mktemp("base") / "jobs.jsonl"
+    base.write_text("\n".join(json.dumps(r) for r in records))
+    assert load_trace(path) == load_trace(base)
+
+
+@pytest.mark.parametrize(
+    ("lines", "field"),
+    [
+        (['{"createdAt": 1, "startedAt": 2}'], "shareIdentifier"),
+        (['{"shareIdentifier": "a", "startedAt": 2, "stoppedAt": 3}'], "createdAt"),
+        (['{"shareIdentifier": "a", "createdAt": 1, "startedAt": 2}'], "stoppedAt"),
+        (["not json"], "trace line 1"),
+    ],
+    ids=[
+        "a record without a share is refused",
+        "a record without createdAt is refused",
+        "a job still running is refused",
+        "a line that is not JSON is refused",
+    ],
+)
+def test_bad_exported_records_name_the_line_and_field(tmp_path, lines, field) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines))
+    with pytest.raises(InvalidInputError) as info:
+        load_trace(path)
+    assert field in info.value.field
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("static", [Policy.STATIC]),
+        ("fairshare, fairshare+rebalance,fairshare", [Policy.FAIRSHARE, Policy.REBALANCE]),
+        ("quota,static", [Policy.QUOTA, Policy.STATIC]),
+    ],
+    ids=["one policy", "duplicates are dropped and spaces ignored", "the order given is kept"],
+)
+def test_policy_lists_parse(text, expected) -> None:
+    assert parse_policies(text) == expected
+
+
+def test_an_unknown_policy_names_the_option_and_the_choices() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        parse_policies("static,wfq")
+    assert info.value.field == "--policy" and "fairshare+rebalance" in info.value.fix
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcdefgh"), st.integers(1, 16), st.integers(60, 10**5)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 3),
+)
+@settings(max_examples=60, deadline=None)
+def test_entitlements_add_up_to_the_capacity_and_hold_each_largest_job(jobs, top_k) -> None:
+    trace = [TraceJob(float(i * 10), float(d), g, team) for i, (team, g, d) in enumerate(jobs)]
+    config = WhatIfConfig(shares=SharesMapping(top_k=top_k + 1), target_load=0.5)
+    sc = build_scenario(trace, config, seed=0)
+    assert sum(sc.entitlements) == sc.capacity_units
+    for i, share in enumerate(sc.shares):
+        largest = max(j.gpus for j in trace if sc.team_share[j.team] == share)
+        assert sc.entitlements[i] >= largest
+
+
+def test_a_capacity_below_the_largest_job_is_refused() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        build_scenario([TraceJob(0.0, 100.0, 16, "a")], WhatIfConfig(), capacity_gpus=8)
+    assert info.value.field == "capacity"
+
+
+def test_a_bad_config_names_the_file_and_field(tmp_path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text("tiers: {HIGHPRI: {fraction: 2, scheduling_priority: 1, wait_slo_seconds: 1}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_whatif_config(path)
+    assert "w.yaml" in info.value.field and "fraction" in info.value.field
+
+
+def test_jain_index_is_one_for_equal_ratios_and_one_over_n_for_one_winner() -> None:
+    assert jain([0.8, 0.8, 0.8]) == pytest.approx(1.0)
+    assert jain([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
+
+
+def test_an_idle_share_has_ratio_one_and_the_run_still_measures() -> None:
+    # GIVEN one job only WHEN replayed THEN its share got all it asked for
+    r = run_policy(build_scenario([TraceJob(0.0, 3600.0, 1, "solo")], WhatIfConfig()), Policy.STATIC)
+    assert r.team_entitlement_ratio == {"solo": pytest.approx(1.0)}
+
+
+@pytest.fixture
+def small_csv(tmp_path) -> Path:
+    """The synthetic trace as a Philly-format CSV."""
+    return write_csv(tmp_path / "small.csv", synthetic_trace(count=120))
+
+
+def test_the_cli_prints_json_with_every_policy_asked(small_csv, tmp_path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["simulate", "--trace", str(small_csv), "--config", str(CONFIG), "--policy", "static,fairshare",
+         "--seed", "2", "--output", "json", "--report", str(tmp_path / "r")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data["policies"]) == ["static", "fairshare"]
+    assert set(data["policies"]["static"]) == SUMMARY_KEYS
+    assert "fairshare" in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_the_cli_prints_one_table_with_policies_as_columns(small_csv) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["simulate", "--trace", str(small_csv), "--capacity", "64", "--policy", "quota,fairshare+rebalance"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "64 GPUs" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if "metric" in line)
+    assert "quota" in header and "fairshare+rebalance" in header
+    assert "worst team ratio" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "lottery"], "--policy"),
+        (["--config", "missing.yaml"], "missing.yaml"),
+    ],
+    ids=["an unknown policy exits 2 naming the option", "a missing config exits 2 naming the file"],
+)
+def test_the_cli_rejects_bad_input(small_csv, args, message) -> None:
+    result = CliRunner().invoke(app, ["simulate", "--trace", str(small_csv), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_the_cli_names_a_missing_trace(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["simulate", "--trace", str(tmp_path / "nope.csv")])
+    assert result.exit_code == 2 and "nope.csv" in result.output
+
+
+EXPECTED_SMALL_CAPACITY = 120
+# (utilization, work-conserving bound, worst team entitlement ratio, GPU-hours lost to preemption)
+EXPECTED_SMALL = {
+    "static": (0.6356, 0.7664, 0.7414, 0.0),
+    "fairshare": (0.6929, 0.6956, 0.9775, 0.0),
+    "quota": (0.6933, 0.6965, 0.9753, 14.5),
+    "fairshare+rebalance": (0.6929, 0.6956, 0.972, 0.0),
+}
+EXPECTED_PHILLY = {
+    "static": (0.2404, 0.2614, 0.5386, 0.0),
+    "fairshare": (0.2602, 0.2614, 0.176, 0.0),
+    "quota": (0.2603, 0.2614, 0.5386, 4616.5),
+    "fairshare+rebalance": (0.2602, 0.2614, 0.176, 0.0),
+}
