@@ -72,7 +72,8 @@ def simulate_command(
         Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")
     ],
     config: Annotated[
-        Path | None, typer.Option("--config", help="What-if config (teams to shares, tiers, rebalancer).")
+        Path | None,
+        typer.Option("--config", help="What-if config (default: built-in; see config/whatif.yaml)."),
     ] = None,
     policy: Annotated[
         str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")
