@@ -49,3 +49,15 @@ def emit(data: Any, output: Output, table: Callable[[], None]) -> None:
         print_json(data)
     else:
         table()
+
+
+def stderr_console() -> Console:
+    """Where progress and errors go; soft-wrapped so a path or an ARN is never split across lines."""
+    return Console(stderr=True, soft_wrap=True)
+
+
+def print_error(message: object) -> None:
+    """One error line on stderr."""
+    from rich.markup import escape
+
+    stderr_console().print(f"[red]error:[/red] {escape(str(message))}", highlight=False)

@@ -13,6 +13,7 @@ from shareplane.domain.errors import ShareplaneError
 from .. import render
 from ..config_file import load_config
 from ..main import app
+from ..output import print_error
 
 config_app = typer.Typer(
     help="The shares config: render what it defines into template.yaml.", no_args_is_help=True
@@ -21,7 +22,7 @@ app.add_typer(config_app, name="config")
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    print_error(message)
     return typer.Exit(2)
 
 

@@ -20,7 +20,7 @@ from ..demo.summary import summarize
 from ..demo.view import LiveView
 from ..demo.workload import INSTANCE_TYPE, blog_workload
 from ..main import app
-from ..output import Output, print_json, print_table
+from ..output import Output, print_json, print_table, stderr_console
 
 
 @app.command("demo")
@@ -43,7 +43,7 @@ def demo_command(
     jobs = blog_workload()
     capacity = config.instance_types[INSTANCE_TYPE].capacity
     entitlements = {team.share: team.entitlement[INSTANCE_TYPE] for team in config.teams.values()}
-    console = Console(stderr=True)
+    console = stderr_console()
     show = output is Output.TABLE and sys.stderr.isatty()
     with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
         view = (

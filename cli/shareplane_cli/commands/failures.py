@@ -16,6 +16,7 @@ from shareplane.domain.failures import Action, FailureContext, FailureDecision, 
 
 from ..config_file import load_config
 from ..main import app
+from ..output import print_error
 
 failures_app = typer.Typer(help="Inspect the failure classifier and retry policy.", no_args_is_help=True)
 app.add_typer(failures_app, name="failures")
@@ -77,7 +78,7 @@ def classify_command(
         chosen_type = instance_type or next(iter(config.instance_types), None)
         decisions = first_failure_decisions(reason, config, tiers, chosen_type)
     except ShareplaneError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        print_error(exc)
         raise typer.Exit(2) from exc
     first = next(iter(decisions.values()))
     if output is Output.JSON:

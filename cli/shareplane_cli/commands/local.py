@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from shareplane.service.queries import job_records
 
 from ..local.emulator import DEFAULT_SPEED
@@ -17,11 +16,11 @@ from ..local.loop import StackLoop
 from ..local.runner import FunctionRunner
 from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
-from ..output import Output
+from ..output import Output, stderr_console
 from .jobs import print_jobs
 
 TemplateOption = Annotated[Path, typer.Option(help="The SAM template the stack is built from.")]
-err = Console(stderr=True)
+err = stderr_console()
 
 
 def put_events(stack: LocalStack, events: list[dict[str, Any]]) -> None:

@@ -17,7 +17,7 @@ from shareplane.service.rebalance_shares import RebalanceSettings, current_weigh
 
 from ..aws import _CONFIG, DEFAULT_STACK, Target
 from ..main import app
-from ..output import Output, emit, print_json, print_table
+from ..output import Output, emit, print_error, print_json, print_table
 
 Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
 Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
@@ -168,5 +168,5 @@ def shares_command(
             return
         _print_current(current_shares(batch, job_queue, store.load_state()), output)
     except ShareplaneError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        print_error(exc)
         raise typer.Exit(2) from exc

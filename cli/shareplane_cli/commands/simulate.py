@@ -24,7 +24,7 @@ from rich.table import Table
 from shareplane.domain.errors import ShareplaneError
 
 from ..main import app
-from ..output import Output, print_json
+from ..output import Output, print_json, stderr_console
 
 ALL_POLICIES = ",".join(p.value for p in Policy)
 
@@ -89,7 +89,7 @@ def simulate_command(
     ] = None,
 ) -> None:
     """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
-    err = Console(stderr=True, soft_wrap=True)
+    err = stderr_console()
     try:
         policies = parse_policies(policy)
         settings = load_whatif_config(config)

@@ -16,7 +16,7 @@ from shareplane.domain.lifecycle import JobState
 from ..aws import DEFAULT_STACK, Target
 from ..config_file import load_config
 from ..main import app
-from ..output import Output, emit, print_json, print_table
+from ..output import Output, emit, print_json, print_table, stderr_console
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
 
 Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
@@ -25,7 +25,7 @@ Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local 
 StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack.")]
 ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
-err = Console(stderr=True)
+err = stderr_console()
 
 
 def _config(path: Path) -> SharesConfig:

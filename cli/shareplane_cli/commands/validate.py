@@ -16,6 +16,7 @@ from shareplane.domain.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_sp
 
 from ..config_file import load_config
 from ..main import app
+from ..output import print_error
 
 
 class Output(StrEnum):
@@ -70,12 +71,12 @@ def validate_command(
     try:
         config = load_config(config_path)
     except ShareplaneError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        print_error(exc)
         raise typer.Exit(2) from exc
     try:
         data = _read(spec)
     except OSError as exc:
-        Console(stderr=True).print(f"error: cannot read {spec}: {exc.strerror or exc}", markup=False)
+        print_error(f"cannot read {spec}: {exc.strerror or exc}")
         raise typer.Exit(2) from exc
     result = parse_local_spec(data, spec.name, config, team)
     if output is Output.JSON:
