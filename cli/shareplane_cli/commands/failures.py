@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,19 +15,12 @@ from shareplane.domain.failures import Action, FailureContext, FailureDecision, 
 
 from ..config_file import load_config
 from ..main import app
-from ..output import print_error
+from ..output import Output, print_error
 
 failures_app = typer.Typer(help="Inspect the failure classifier and retry policy.", no_args_is_help=True)
 app.add_typer(failures_app, name="failures")
 
 _RETRIED = (Action.REQUEUE, Action.LEFT_TO_BATCH)
-
-
-class Output(StrEnum):
-    """Output formats of data-printing commands."""
-
-    JSON = "json"
-    TABLE = "table"
 
 
 def first_failure_decisions(

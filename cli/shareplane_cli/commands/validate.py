@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,14 +15,7 @@ from shareplane.domain.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_sp
 
 from ..config_file import load_config
 from ..main import app
-from ..output import print_error
-
-
-class Output(StrEnum):
-    """Output formats of data-printing commands."""
-
-    JSON = "json"
-    TABLE = "table"
+from ..output import Output, print_error
 
 
 def _read(spec: Path) -> bytes:
