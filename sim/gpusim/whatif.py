@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import random
 import time
@@ -110,6 +111,7 @@ def load_philly_csv(path: Path) -> list[TraceJob]:
     return jobs
 
 
+logger = logging.getLogger(__name__)
 _COUNT_KEYS = ("instanceCount", "InstanceCount", "instance_count")
 
 
@@ -138,13 +140,17 @@ def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
     if not raw:
         raise InvalidInputError("trace", f"{path.name} holds no records", "export some jobs first")
     parsed = []
+    unshared = []
     for line, r in raw:
         team = r.get("shareIdentifier") or r.get("quotaShareName")
         created = r.get("createdAt")
-        if not team or not isinstance(created, int | float):
-            field_name = "createdAt" if team else "shareIdentifier"
+        if not team:
+            # A job on a FIFO queue (CPU work, say) belongs to no share: nothing for a share policy to do.
+            unshared.append(line)
+            continue
+        if not isinstance(created, int | float):
             raise InvalidInputError(
-                f"trace line {line}: {field_name}", "is missing", "export records with createdAt and a share"
+                f"trace line {line}: createdAt", "is missing", "export records with createdAt and a share"
             )
         started, stopped = r.get("startedAt"), r.get("stoppedAt")
         if started is not None and stopped is None:
@@ -159,6 +165,10 @@ def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
         parsed.append(
             (float(created), max(duration, 1.0), int(count) * gpus_per_instance, str(team), priority)
         )
+    if unshared:
+        logger.warning("%s: %d jobs without a share left out (lines %s)", path.name, len(unshared), unshared)
+    if not parsed:
+        raise InvalidInputError("trace", f"{path.name} has no job with a share", "export a shared queue's jobs")
     # A total order, so the same records in any order give the same trace.
     parsed.sort(key=lambda p: (p[0], p[3], p[1], p[2], -1 if p[4] is None else p[4]))
     start = parsed[0][0]

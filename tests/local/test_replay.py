@@ -94,3 +94,35 @@ def test_a_bad_event_ends_in_the_dlq_and_the_rest_is_applied(tmp_path: Path) -> 
 
 def test_scenarios_exist() -> None:
     assert SCENARIOS.is_dir() and len(scenario_names()) >= 7
+
+
+def test_exported_history_replays_in_the_what_if_simulator(tmp_path: Path) -> None:
+    from gpusim.whatif import load_trace
+    from shareplane_cli.commands.local import put_events
+    from shareplane_cli.local import LocalStack, StackSpec
+    from shareplane_cli.local.runner import FunctionRunner
+
+    events = [e for name in scenario_names() for e in load_scenario(name) if e["source"] == "aws.batch"]
+    with LocalStack(StackSpec(REPO / "template.yaml"), emulate=False) as stack:
+        put_events(stack, events)
+        FunctionRunner(stack).drain()
+        out = tmp_path / "jobs.jsonl"
+        result = CliRunner().invoke(
+            app,
+            [
+                "export",
+                "--out",
+                str(out),
+                "--endpoint",
+                stack.endpoint or "",
+                "--table",
+                stack.outputs["JobsTableName"],
+            ],
+            env=stack.environment(),
+        )
+        assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == len(scenario_names())
+    trace = load_trace(out)
+    shared = [r for r in records if r["shareIdentifier"] or r["quotaShareName"]]
+    assert len(trace) == len(shared) == len(records) - 1, "the FIFO CPU job has no share to replay"

@@ -255,13 +255,13 @@ def test_exported_records_load_the_same_in_any_order(tmp_path_factory, order) ->
 @pytest.mark.parametrize(
     ("lines", "field"),
     [
-        (['{"createdAt": 1, "startedAt": 2}'], "shareIdentifier"),
+        (['{"createdAt": 1, "startedAt": 2}'], "trace"),
         (['{"shareIdentifier": "a", "startedAt": 2, "stoppedAt": 3}'], "createdAt"),
         (['{"shareIdentifier": "a", "createdAt": 1, "startedAt": 2}'], "stoppedAt"),
         (["not json"], "trace line 1"),
     ],
     ids=[
-        "a record without a share is refused",
+        "a file whose only job has no share is refused",
         "a record without createdAt is refused",
         "a job still running is refused",
         "a line that is not JSON is refused",

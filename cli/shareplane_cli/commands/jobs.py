@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -74,3 +76,23 @@ def jobs_command(
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     records = job_records(target.job_store(table), status.value if status else None, share)
     print_jobs(records, output)
+
+
+@app.command("export")
+def export_command(
+    out: Annotated[Path, typer.Option("--out", help="Where to write the records, one JSON per line.")] = Path(
+        "jobs.jsonl"
+    ),
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+) -> None:
+    """Write every job record as JSON lines: the history `shareplane simulate --trace` replays."""
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    records = job_records(target.job_store(table))
+    with out.open("w") as handle:
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    print(f"{len(records)} jobs written to {out}")

@@ -30,6 +30,8 @@ def job_record(
         "createdAt": state.created_at,
         "startedAt": state.started_at,
         "stoppedAt": state.stopped_at,
+        "instanceType": state.instance_type or (training_job.instance_type if training_job else None),
+        "instanceCount": state.instance_count or (training_job.instance_count if training_job else None),
         "trainingJobArn": state.latest_training_job_arn,
         "trainingJobStatus": training_job.status.value if training_job else None,
         "failureReason": training_job.failure_reason if training_job else None,
