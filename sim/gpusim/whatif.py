@@ -168,7 +168,7 @@ def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
     if unshared:
         logger.warning("%s: %d jobs without a share left out (lines %s)", path.name, len(unshared), unshared)
     if not parsed:
-        raise InvalidInputError("trace", f"{path.name} has no job with a share", "export a shared queue's jobs")
+        raise InvalidInputError("trace", f"{path.name} has no job with a share", "export a shared queue")
     # A total order, so the same records in any order give the same trace.
     parsed.sort(key=lambda p: (p[0], p[3], p[1], p[2], -1 if p[4] is None else p[4]))
     start = parsed[0][0]
