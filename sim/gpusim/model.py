@@ -72,6 +72,9 @@ class Timings:
     failure_after: float = 120.0
     spot_restart: float = 300.0
     default_duration: float = 3600.0
+    #: A job whose payload has a CheckpointConfig saves its progress this often; a preempted attempt
+    #: loses only the work since its last checkpoint (0: checkpoints are never taken into account).
+    checkpoint_interval: float = 900.0
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,8 @@ class Job:
         "dispatches",
         "first_dispatch",
         "client_token",
+        "saved",
+        "training_since",
     )
 
     def __init__(self) -> None:
@@ -353,6 +358,8 @@ class Job:
         self.reason: str | None = None
         self.fshare: FairShare | None = None
         self.qshare: QuotaShare | None = None
+        self.saved = 0.0  # training seconds kept in checkpoints across preempted attempts
+        self.training_since: float | None = None
 
 
 def rule_matches(pattern: str, reason: str) -> bool:
@@ -941,7 +948,8 @@ class BatchModel:
         self._emit(job)
         timings = self.options.timings
         outcome = job.outcome
-        train = job.duration
+        job.training_since = now
+        train = job.duration - job.saved
         if outcome == "spot":
             train += timings.spot_restart
             self.engine.schedule(job.duration / 2, self._spot, arg)
@@ -1086,6 +1094,7 @@ class BatchModel:
         tj = job.training
         if tj is not None:
             self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+        self._keep_checkpointed_progress(job, now)
         self._release(job)
         job.epoch += 1
         job.preempted_count += 1
@@ -1225,6 +1234,17 @@ class BatchModel:
         self._emit_tj(tj)
 
     # ------------------------------------------------------------------------------ describing
+    def _keep_checkpointed_progress(self, job: Job, now: float) -> None:
+        """A preempted trainer that checkpoints resumes from its last checkpoint, not from the start."""
+        interval = self.options.timings.checkpoint_interval
+        if job.status != RUNNING or job.training_since is None or interval <= 0:
+            return
+        if "CheckpointConfig" not in job.payload:
+            return
+        trained = now - job.training_since
+        job.saved = min(job.duration, job.saved + (trained // interval) * interval)
+        job.training_since = None
+
     def _preemption_summary(self, job: Job) -> dict[str, Any]:
         return {
             "preemptedAttemptCount": job.preempted_count,

@@ -159,3 +159,39 @@ def test_lowering_a_share_limit_makes_its_excess_reclaimable(make_sim) -> None:
     sim.run(until=300)
     assert sim.status(b) == "RUNNING"
     assert sorted(sim.status(j) for j in a) == ["RUNNABLE", "RUNNING"]
+
+
+
+def _preempted_borrower_finish(make_sim, checkpointed: bool) -> tuple[dict, float]:
+    from gpusim import Timings
+
+    from tests.sim.conftest import payload
+
+    sim = make_sim(timings=Timings(scheduled_to_starting=10, starting_to_running=20, checkpoint_interval=900))
+    quota_queue(sim, 2, {"QS1": {"strategy": "LEND_AND_BORROW", "borrow": 100}, "QS2": {"strategy": "LEND"}})
+    qsubmit(sim, "own", "QS1")  # QS1's own instance stays busy
+    extra = {"CheckpointConfig": {"S3Uri": "s3://ckpt/borrower/"}} if checkpointed else {}
+    borrower = sim.batch.submit_service_job(
+        jobName="borrower",
+        jobQueue="qq",
+        serviceJobType="SAGEMAKER_TRAINING",
+        serviceRequestPayload=payload("borrower", 1, G5, **extra),
+        quotaShareName="QS1",
+        tags={"gpusim:duration-seconds": "2000"},
+    )["jobId"]
+    sim.run(until=1030)  # the borrower has trained for 1000 s on QS2's instance
+    sim.submit("lender", queue="qq", quotaShareName="QS2", instance_type=G5, duration=1)
+    sim.run(until=10**4)
+    job = sim.job(borrower)
+    return job, (job["stoppedAt"] - job["createdAt"]) / 1000
+
+
+def test_a_checkpointing_job_resumes_from_its_last_checkpoint_after_preemption(make_sim) -> None:
+    # GIVEN a 2000 s job borrowing the lender's instance, preempted after 1000 s of training
+    with_ckpt, with_end = _preempted_borrower_finish(make_sim, checkpointed=True)
+    without, without_end = _preempted_borrower_finish(make_sim, checkpointed=False)
+    # THEN both were preempted once and finished; the checkpointing one redid only the 100 s past its
+    # last checkpoint (interval 900 s) instead of all 1000 s
+    for job in (with_ckpt, without):
+        assert job["status"] == "SUCCEEDED" and job["preemptionSummary"]["preemptedAttemptCount"] == 1
+    assert without_end - with_end == pytest.approx(900)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from shareplane.adapters.batch_service_jobs import SubmittedServiceJob
 from shareplane.domain.alerts import Alert
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError
@@ -114,14 +115,15 @@ class FakeBatch:
         job = self.jobs.get(job_id.rsplit("/", 1)[-1])
         return copy.deepcopy(job) if job else None
 
-    def submit(self, params: Mapping[str, Any]) -> str:
+    def submit(self, params: Mapping[str, Any]) -> SubmittedServiceJob:
         self.submits.append(copy.deepcopy(dict(params)))
         if self.refuse:
             raise RejectedByServiceError("SubmitServiceJob", self.refuse, "fix it")
         token = params["clientToken"]
         if token not in self.tokens:
             self.tokens[token] = f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
-        return self.tokens[token]
+        arn = self.tokens[token]
+        return SubmittedServiceJob(job_arn=arn, job_id=arn.rsplit("/", 1)[-1], job_name=params["jobName"])
 
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self.listed.get((job_queue, status), []))

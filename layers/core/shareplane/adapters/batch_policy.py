@@ -1,8 +1,8 @@
 """AWS Batch share settings through an injected client: scheduling policies, quota shares, snapshots.
 
 Thin on purpose: every method is one API operation (pages followed), dicts in and dicts out, so the
-rebalancer's service decides and this only carries requests. Pagination is followed by hand
-(``nextToken``) so any object with boto3's method names works, the emulator included.
+rebalancer's service decides and this only carries requests. Service jobs themselves (list, submit,
+reprioritize) are ``batch_service_jobs.BatchServiceJobs``'s.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain.errors import InvalidInputError
+from .paging import follow_pages
 
 
 class BatchPolicyAdapter:
@@ -42,7 +43,7 @@ class BatchPolicyAdapter:
     # -- quota shares -------------------------------------------------------------------------
     def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
         """Every quota share of a queue with its settings (ListQuotaShares carries them all)."""
-        return self._pages("list_quota_shares", "quotaShares", jobQueue=job_queue)
+        return list(follow_pages(self._client.list_quota_shares, "quotaShares", jobQueue=job_queue))
 
     def describe_quota_share(self, arn: str) -> dict[str, Any]:
         """One quota share's settings."""
@@ -60,22 +61,3 @@ class BatchPolicyAdapter:
         response = dict(self._client.get_job_queue_snapshot(jobQueue=job_queue))
         response.pop("ResponseMetadata", None)
         return response
-
-    def list_service_jobs(
-        self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
-    ) -> list[dict[str, Any]]:
-        """ListServiceJobs in one status, optionally by SHARE_IDENTIFIER or QUOTA_SHARE_NAME."""
-        params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
-        if filter_name:
-            params["filters"] = [{"name": filter_name, "values": [value]}]
-        return self._pages("list_service_jobs", "jobSummaryList", **params)
-
-    def _pages(self, operation: str, key: str, **params: Any) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            response = getattr(self._client, operation)(**params, **({"nextToken": token} if token else {}))
-            items += response.get(key, [])
-            token = response.get("nextToken")
-            if not token:
-                return items

@@ -1,4 +1,10 @@
-"""AWS Batch service jobs: submit with a client token, terminate, list a share's active jobs."""
+"""AWS Batch service jobs on an injected client: submit, describe, list, reprioritize, terminate.
+
+The one adapter the submit path, the failure path, the watcher and the CLI share. Batch's refusal
+of a request (HTTP 400: ClientException, ValidationException) is permanent and becomes
+RejectedByServiceError; anything else (throttling, 5xx, retried by botocore first) propagates so
+the record is retried.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,22 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ..domain.errors import RejectedByServiceError
+from .paging import follow_pages
 
 #: States a job can be terminated in (SUCCEEDED and FAILED are final).
 ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
 #: TerminateServiceJobs takes at most this many jobs per call.
 TERMINATE_CHUNK = 50
-#: Batch's "your request is invalid" answer; everything else (throttling, 5xx) is worth a retry.
-_INVALID_REQUEST = {"ClientException", "ValidationException"}
+#: Batch's "your request is invalid" answers; everything else (throttling, 5xx) is worth a retry.
+_REFUSED = frozenset({"ClientException", "ValidationException"})
+
+
+def _refusal(exc: ClientError) -> str | None:
+    """Batch's message when it refused the request itself; None for errors worth a retry."""
+    error = exc.response.get("Error", {})
+    if error.get("Code") not in _REFUSED:
+        return None
+    return str(error.get("Message") or error.get("Code"))
 
 
 @dataclass(frozen=True)
@@ -36,28 +51,62 @@ class TerminateResult:
 
 
 class BatchServiceJobs:
-    """Batch service-job calls on an injected client."""
+    """Batch service-job calls on an injected client (boto3's, or anything with its method names)."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
 
     def submit(self, request: Mapping[str, Any]) -> SubmittedServiceJob:
-        """SubmitServiceJob; RejectedByServiceError when Batch calls the request invalid."""
+        """SubmitServiceJob; the request's clientToken makes a repeat answer with the same job."""
         try:
             response = self._client.submit_service_job(**request)
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            if error.get("Code") in _INVALID_REQUEST:
-                raise RejectedByServiceError(
-                    "request",
-                    str(error.get("Message") or error.get("Code")),
-                    "check the job queue exists and takes this share, or ask the platform team",
-                ) from exc
-            raise
+            problem = _refusal(exc)
+            if problem is None:
+                raise
+            raise RejectedByServiceError(
+                "request", problem, "check the job queue exists and takes this share, or ask the platform team"
+            ) from exc
         job_id = response["jobId"]
         return SubmittedServiceJob(
             job_arn=response.get("jobArn") or job_id, job_id=job_id, job_name=response["jobName"]
         )
+
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        """DescribeServiceJob; None when Batch refuses it (the only input is the id: the job is unknown)."""
+        try:
+            response = dict(self._client.describe_service_job(jobId=job_id))
+        except ClientError as exc:
+            if _refusal(exc) is None:
+                raise
+            return None
+        response.pop("ResponseMetadata", None)
+        return response
+
+    def list_jobs(
+        self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
+    ) -> list[dict[str, Any]]:
+        """ListServiceJobs of one queue and status, every page; optionally one filter (e.g. SHARE_IDENTIFIER)."""
+        params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
+        if filter_name:
+            params["filters"] = [{"name": filter_name, "values": [value]}]
+        return list(follow_pages(self._client.list_service_jobs, "jobSummaryList", **params))
+
+    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[dict[str, Any]]:
+        """A share's jobs in a queue in every active state (the share filter combines with jobStatus)."""
+        name = "QUOTA_SHARE_NAME" if quota else "SHARE_IDENTIFIER"
+        for status in ACTIVE_STATUSES:
+            yield from self.list_jobs(queue, status, name, share)
+
+    def update_priority(self, job_id: str, scheduling_priority: int) -> None:
+        """UpdateServiceJob; a refusal (job finished, bad value) becomes RejectedByServiceError."""
+        try:
+            self._client.update_service_job(jobId=job_id, schedulingPriority=scheduling_priority)
+        except ClientError as exc:
+            problem = _refusal(exc)
+            if problem is None:
+                raise
+            raise RejectedByServiceError("UpdateServiceJob", problem, "re-read the job's state") from exc
 
     def terminate(self, job_id: str, reason: str) -> None:
         """TerminateServiceJob (one job)."""
@@ -74,22 +123,3 @@ class BatchServiceJobs:
             successful += response.get("successful", [])
             errors += response.get("errors", [])
         return TerminateResult(tuple(successful), tuple(errors))
-
-    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[Mapping[str, Any]]:
-        """A share's jobs in a queue in every active state (the share filter combines with jobStatus)."""
-        name = "QUOTA_SHARE_NAME" if quota else "SHARE_IDENTIFIER"
-        for status in ACTIVE_STATUSES:
-            token: str | None = None
-            while True:
-                kwargs: dict[str, Any] = {
-                    "jobQueue": queue,
-                    "jobStatus": status,
-                    "filters": [{"name": name, "values": [share]}],
-                }
-                if token:
-                    kwargs["nextToken"] = token
-                response = self._client.list_service_jobs(**kwargs)
-                yield from response.get("jobSummaryList", [])
-                token = response.get("nextToken")
-                if not token:
-                    break

@@ -46,7 +46,7 @@ from ..domain.failures import (
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.requeue import ChainState, build_requeue
-from .ports import AlertPublisher, FailureLedger, MetricsSink, RequeueTimer, ServiceJobsApi, TrainingJobs
+from .ports import AlertPublisher, FailureLedger, JobStore, MetricsSink, RequeueTimer, ServiceJobs, TrainingJobs
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +60,9 @@ ONCE_PER_JOB_SECONDS = 7 * 24 * 3600
 class FailurePorts:
     """Everything the failure path talks to; built once per cold start by bootstrap."""
 
-    store: Any  # DynamoJobStore: load_training_job, job_for_training_job
+    store: JobStore
     ledger: FailureLedger
-    batch: ServiceJobsApi
+    batch: ServiceJobs
     training: TrainingJobs
     alerts: AlertPublisher
     timer: RequeueTimer
@@ -355,7 +355,7 @@ def _requeue(
         ),
     )
     try:
-        new_arn = ports.batch.submit(request.params)
+        new_arn = ports.batch.submit(request.params).job_arn
     except RejectedByServiceError as exc:
         _count(ports, "RequeuesRefused", dims, job_arn)
         return _refused(key, record, exc.problem, ports)

@@ -1,14 +1,17 @@
-"""Ports the use cases talk through; adapters implement them, tests fake them."""
+"""Ports the use cases talk through, one Protocol per port; adapters implement them, tests fake them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..domain.alerts import Alert
-from ..domain.lifecycle import HistoryEntry, JobMetricEvent, JobState, Transition
-from ..domain.share_metrics import ShareMetricEvent
-from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+if TYPE_CHECKING:
+    from ..domain.alerts import Alert
+    from ..domain.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+
+
+# -- shared by every use case ----------------------------------------------------------------------
 
 
 class JobStore(Protocol):
@@ -37,14 +40,74 @@ class JobStore(Protocol):
         """The job's history in the order it happened."""
         ...
 
+    def jobs(self, status: str | None = None) -> list[JobState]:
+        """Every job's current state, optionally only those in one status."""
+        ...
+
+    def job_for_training_job(self, training_job_arn: str) -> str | None:
+        """The ARN of the service job that ran a training job; None when not recorded."""
+        ...
+
+
+class MetricEvent(Protocol):
+    """One measurement (job, failure-path or rebalancer metric) and the dimensions it is published under."""
+
+    name: str
+    value: float
+    unit: str
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        """The dimension names this metric is published under (low cardinality, never a job id)."""
+        ...
+
 
 class MetricsSink(Protocol):
-    """Where job measurements go (EMF in Lambda)."""
+    """Where measurements go (EMF in Lambda)."""
 
     def emit(
-        self, events: Sequence[JobMetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
+        self, events: Sequence[MetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
     ) -> None:
         """Publish measurements under the given dimensions, with properties that are not dimensions."""
+        ...
+
+
+class AlertPublisher(Protocol):
+    """The alerts topic."""
+
+    def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
+        """Publish one alert with string message attributes (subscribers filter on them)."""
+        ...
+
+
+class SubmittedRef(Protocol):
+    """Batch's answer to SubmitServiceJob."""
+
+    job_arn: str
+    job_id: str
+
+
+class ServiceJobs(Protocol):
+    """AWS Batch service jobs: submit, describe, list, reprioritize (adapters/batch_service_jobs.py)."""
+
+    def submit(self, request: Mapping[str, Any]) -> SubmittedRef:
+        """Submit one service job; the request's clientToken makes a repeat return the same job.
+
+        Raises RejectedByServiceError when Batch refuses the request itself (a permanent problem);
+        anything else (throttling, 5xx) propagates so the record is retried.
+        """
+        ...
+
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
+        ...
+
+    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+        """ListServiceJobs summaries of one queue in one status (every page)."""
+        ...
+
+    def update_priority(self, job_id: str, scheduling_priority: int) -> None:
+        """UpdateServiceJob with a new schedulingPriority; RejectedByServiceError when Batch refuses it."""
         ...
 
 
@@ -113,19 +176,6 @@ class ShareStore(Protocol):
         ...
 
 
-class ShareMetrics(Protocol):
-    """Where the rebalancer's measurements go (EMF in Lambda)."""
-
-    def emit(
-        self,
-        events: Sequence[ShareMetricEvent],
-        dimensions: Mapping[str, str],
-        properties: Mapping[str, str],
-    ) -> None:
-        """Publish measurements under the given dimensions, with properties that are not dimensions."""
-        ...
-
-
 # -- submit path (submit_job) ----------------------------------------------------------------------
 
 
@@ -166,25 +216,6 @@ class SpecBucket(Protocol):
         ...
 
 
-class SubmittedRef(Protocol):
-    """Batch's answer to SubmitServiceJob."""
-
-    job_arn: str
-    job_id: str
-
-
-class ServiceJobSubmitter(Protocol):
-    """AWS Batch SubmitServiceJob."""
-
-    def submit(self, request: Mapping[str, object]) -> SubmittedRef:
-        """Submit one service job; the request's clientToken makes a repeat return the same job.
-
-        Raises RejectedByServiceError when Batch refuses the request itself (a permanent problem);
-        anything else (throttling, 5xx) propagates so the record is retried.
-        """
-        ...
-
-
 class PayloadStore(Protocol):
     """Where submitted payloads are kept for requeue."""
 
@@ -193,33 +224,7 @@ class PayloadStore(Protocol):
         ...
 
 
-class AlertPublisher(Protocol):
-    """The alerts topic."""
-
-    def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
-        """Publish one alert with string message attributes (subscribers filter on them)."""
-        ...
-
-
-# -- the failure path ----------------------------------------------------------------------------
-class ServiceJobsApi(Protocol):
-    """AWS Batch service jobs: describe, resubmit, list, reprioritize."""
-
-    def describe(self, job_id: str) -> dict[str, Any] | None:
-        """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
-        ...
-
-    def submit(self, params: Mapping[str, Any]) -> str:
-        """SubmitServiceJob; the new job's ARN. Raises RejectedByServiceError when Batch refuses it."""
-        ...
-
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
-        """ListServiceJobs summaries of one queue in one status (every page)."""
-        ...
-
-    def update_priority(self, job_id: str, scheduling_priority: int) -> None:
-        """UpdateServiceJob with a new schedulingPriority."""
-        ...
+# -- the failure path (handle_failure, watch_jobs) -------------------------------------------------
 
 
 class TrainingJobs(Protocol):

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-from ..domain.lifecycle import HistoryEntry, JobState
 from ..domain.records import job_record
-from ..domain.training import TrainingJobState
-
-
-class JobReader(Protocol):
-    """What the read side needs from a store."""
-
-    def jobs(self, status: str | None = None) -> list[JobState]: ...
-    def job_history(self, job_arn: str) -> list[HistoryEntry]: ...
-    def load_training_job(self, training_job_arn: str) -> TrainingJobState | None: ...
+from .ports import JobStore
 
 
 def job_records(
-    reader: JobReader, status: str | None = None, share: str | None = None
+    reader: JobStore, status: str | None = None, share: str | None = None
 ) -> list[dict[str, Any]]:
     """Every job (optionally one status, one share) as a record with its history."""
     records = []

@@ -51,7 +51,7 @@ from ..domain.rebalance import (
     rollback_plan,
 )
 from ..domain.share_metrics import ShareMetricEvent
-from .ports import ShareMetrics, SharesBatch, ShareStore
+from .ports import MetricsSink, SharesBatch, ShareStore
 from .record_state import queue_name
 
 logger = logging.getLogger(__name__)
@@ -466,7 +466,7 @@ def next_state(
 
 
 def _emit(
-    metrics: ShareMetrics,
+    metrics: MetricsSink,
     queue: str,
     observed: Observed | None,
     plan: RebalancePlan | None,
@@ -513,7 +513,7 @@ def rebalance_shares(
     settings: RebalanceSettings,
     batch: SharesBatch,
     store: ShareStore,
-    metrics: ShareMetrics,
+    metrics: MetricsSink,
 ) -> RebalanceOutcome:
     """One scheduled run: snapshot, decide, apply once per tick (or only record, in dry-run)."""
     queue = settings.job_queue
@@ -573,7 +573,7 @@ def _record_only(
     plan: RebalancePlan,
     settings: RebalanceSettings,
     store: ShareStore,
-    metrics: ShareMetrics,
+    metrics: MetricsSink,
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
@@ -611,7 +611,7 @@ def _redelivered(
     state: Mapping[str, Any],
     batch: SharesBatch,
     store: ShareStore,
-    metrics: ShareMetrics,
+    metrics: MetricsSink,
     settings: RebalanceSettings,
 ) -> RebalanceOutcome:
     """A tick seen before: finish its plan if the Batch call never happened, else do nothing."""

@@ -42,7 +42,7 @@ from ..domain.submission import (
     is_output_key,
     submitted_job,
 )
-from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobSubmitter, SpecBucket
+from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobs, SpecBucket
 from .record_state import record_observation
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class SubmitPorts:
     """What the submit use case talks through."""
 
     bucket: SpecBucket
-    batch: ServiceJobSubmitter
+    batch: ServiceJobs
     store: JobStore
     payloads: PayloadStore
     metrics: MetricsSink
