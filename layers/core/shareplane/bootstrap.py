@@ -3,30 +3,38 @@
 The only module that reads ``os.environ``. Locally the same code runs against the embedded AWS,
 reached through the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables that
 boto3 honours on its own: there is no local-mode branch.
+
+Importing this module costs only what record_state (the busiest handler) needs: the job store, the
+metrics sink and the shares config. Every other adapter, and the service types its accessors build,
+is imported inside the accessor that uses it, so a handler pays at cold start only for its own.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from functools import cache, cached_property, partial
+import time
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 
-from .adapters.batch_policy import BatchPolicyAdapter
-from .adapters.batch_service_jobs import BatchServiceJobs
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
-from .adapters.s3_spec_bucket import S3SpecBucket
-from .adapters.share_store import DynamoShareStore
-from .adapters.sns_alerts import SnsAlerts
 from .domain.config import SharesConfig
 from .domain.errors import ConfigError
-from .service.handle_failure import FailurePorts
-from .service.rebalance_shares import RebalanceSettings
-from .service.submit_job import QueueNames
+
+if TYPE_CHECKING:
+    from .adapters.batch_policy import BatchPolicyAdapter
+    from .adapters.batch_service_jobs import BatchServiceJobs
+    from .adapters.s3_spec_bucket import S3SpecBucket
+    from .adapters.share_store import DynamoShareStore
+    from .adapters.sns_alerts import SnsAlerts
+    from .service.handle_failure import FailurePorts
+    from .service.rebalance_shares import RebalanceSettings
+    from .service.submit_job import QueueNames
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
@@ -34,61 +42,113 @@ _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_t
 
 @dataclass(frozen=True)
 class Dependencies:
-    """Everything a handler needs, built once."""
+    """Everything a handler needs, built once: the shared core now, each use case's adapters on first use."""
 
+    session: boto3.session.Session
     store: DynamoJobStore
     metrics: EmfMetricsSink
     config: SharesConfig | None
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    # The submit path's adapters: built on first use, so other handlers never create their clients.
-    @cached_property
-    def _session(self) -> boto3.session.Session:
-        return boto3.session.Session()
+    def client(self, service: str) -> Any:
+        """The one boto3 client per service of this cold start (clients are thread-safe and costly)."""
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, config=_BOTO_CONFIG)
+        return self._clients[service]
 
-    @cached_property
-    def spec_bucket(self) -> S3SpecBucket:
-        """The drop bucket (S3)."""
-        return S3SpecBucket(self._session.client("s3", config=_BOTO_CONFIG))
+    def require_config(self) -> SharesConfig:
+        """The shares config; ConfigError when the function was deployed without one."""
+        if self.config is None:
+            raise ConfigError("SHAREPLANE_CONFIG", "is not set", "pass the shares config to the function")
+        return self.config
 
+    # -- shared by the submit and failure paths ------------------------------------------------
     @cached_property
     def batch_jobs(self) -> BatchServiceJobs:
-        """AWS Batch service jobs."""
-        return BatchServiceJobs(self._session.client("batch", config=_BOTO_CONFIG))
+        """AWS Batch service jobs: submit, describe, list, reprioritize, terminate."""
+        from .adapters.batch_service_jobs import BatchServiceJobs
+
+        return BatchServiceJobs(self.client("batch"))
 
     @cached_property
     def alerts(self) -> SnsAlerts:
         """The alerts topic (ALERTS_TOPIC_ARN)."""
-        return SnsAlerts(self._session.client("sns", config=_BOTO_CONFIG), os.environ["ALERTS_TOPIC_ARN"])
+        from .adapters.sns_alerts import SnsAlerts
+
+        return SnsAlerts(self.client("sns"), os.environ["ALERTS_TOPIC_ARN"])
+
+    # -- submit path (submit_job) -----------------------------------------------------------------
+    @cached_property
+    def spec_bucket(self) -> S3SpecBucket:
+        """The drop bucket (S3)."""
+        from .adapters.s3_spec_bucket import S3SpecBucket
+
+        return S3SpecBucket(self.client("s3"))
 
     @cached_property
     def submit_queues(self) -> QueueNames:
         """The deployed GPU and CPU queues (GPU_JOB_QUEUE, CPU_JOB_QUEUE) that config queue names map to."""
+        from .service.submit_job import QueueNames
+
         return QueueNames(
             gpu=os.environ.get("GPU_JOB_QUEUE") or None, cpu=os.environ.get("CPU_JOB_QUEUE") or None
         )
 
-
-    # The share rebalancer's adapters and settings (rebalance_shares, `shareplane shares`).
+    # -- share rebalancer (rebalance_shares, `shareplane shares`) --------------------------------
     @cached_property
     def batch_policy(self) -> BatchPolicyAdapter:
         """AWS Batch scheduling policies, quota shares and queue snapshots."""
-        return BatchPolicyAdapter(self._session.client("batch", config=_BOTO_CONFIG))
+        from .adapters.batch_policy import BatchPolicyAdapter
+
+        return BatchPolicyAdapter(self.client("batch"))
 
     @cached_property
     def share_store(self) -> DynamoShareStore:
         """The rebalancer's state and audit items in the jobs table."""
-        client = self._session.client("dynamodb", config=_BOTO_CONFIG)
-        return DynamoShareStore(client, os.environ["TABLE_NAME"])
+        from .adapters.share_store import DynamoShareStore
+
+        return DynamoShareStore(self.client("dynamodb"), os.environ["TABLE_NAME"])
 
     @cached_property
     def rebalance_settings(self) -> RebalanceSettings:
         """The GPU queue to rebalance (GPU_JOB_QUEUE, else the config's) and REBALANCE_DRY_RUN."""
+        from .service.rebalance_shares import RebalanceSettings
+
         queue = os.environ.get("GPU_JOB_QUEUE") or (self.config.gpu_queue_name() if self.config else "")
         if not queue:
             raise ConfigError("GPU_JOB_QUEUE", "is empty and no shares config names the queue", "set either")
         return RebalanceSettings(
             job_queue=queue,
             dry_run=os.environ.get("REBALANCE_DRY_RUN", "false").strip().lower() in ("1", "true", "yes"),
+        )
+
+    # -- failure path (handle_failure, watch_jobs) -----------------------------------------------
+    @cached_property
+    def failure_ports(self) -> FailurePorts:
+        """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler, its ledger)."""
+        from .adapters.failure_ledger import DynamoFailureLedger
+        from .adapters.requeue_timer import QueueRequeueTimer
+        from .adapters.sagemaker_training import SageMakerTrainingJobs
+        from .service.handle_failure import FailurePorts
+
+        config = self.require_config()
+        return FailurePorts(
+            store=self.store,
+            ledger=DynamoFailureLedger(self.client("dynamodb"), os.environ["TABLE_NAME"]),
+            batch=self.batch_jobs,
+            training=SageMakerTrainingJobs(self.client("sagemaker")),
+            alerts=self.alerts,
+            timer=QueueRequeueTimer(
+                self.client("sqs"),
+                self.client("scheduler"),
+                os.environ["FAILURE_QUEUE_URL"],
+                os.environ.get("SCHEDULER_ROLE_ARN"),
+            ),
+            metrics=self.metrics,
+            config=config,
+            region=self.session.region_name or "us-east-1",
+            clock=time.time,
+            gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
         )
 
 
@@ -104,42 +164,15 @@ def dependencies() -> Dependencies:
     session = boto3.session.Session()
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
     return Dependencies(
+        session=session,
         store=DynamoJobStore(dynamodb, os.environ["TABLE_NAME"]),
         metrics=EmfMetricsSink(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "shareplane")),
         config=load_config_from_env(),
+        _clients={"dynamodb": dynamodb},
     )
 
 
 @cache
 def failure_ports() -> FailurePorts:
-    """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler), built on first use."""
-    import time
-
-    from .adapters.batch_jobs import BatchServiceJobsAdapter, SageMakerTrainingJobsAdapter
-    from .adapters.failure_ledger import DynamoFailureLedger
-    from .adapters.requeue_timer import QueueRequeueTimer
-
-    base = dependencies()
-    if base.config is None:
-        raise ConfigError("SHAREPLANE_CONFIG", "is not set", "pass the shares config to the function")
-    session = boto3.session.Session()
-    client = partial(session.client, config=_BOTO_CONFIG)
-    dynamodb = client("dynamodb")
-    return FailurePorts(
-        store=base.store,
-        ledger=DynamoFailureLedger(dynamodb, os.environ["TABLE_NAME"]),
-        batch=BatchServiceJobsAdapter(client("batch")),
-        training=SageMakerTrainingJobsAdapter(client("sagemaker")),
-        alerts=base.alerts,
-        timer=QueueRequeueTimer(
-            client("sqs"),
-            client("scheduler"),
-            os.environ["FAILURE_QUEUE_URL"],
-            os.environ.get("SCHEDULER_ROLE_ARN"),
-        ),
-        metrics=base.metrics,
-        config=base.config,
-        region=session.region_name or "us-east-1",
-        clock=time.time,
-        gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
-    )
+    """The failure path's ports, built on first use (see ``Dependencies.failure_ports``)."""
+    return dependencies().failure_ports

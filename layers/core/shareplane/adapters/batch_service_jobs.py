@@ -64,9 +64,8 @@ class BatchServiceJobs:
             problem = _refusal(exc)
             if problem is None:
                 raise
-            raise RejectedByServiceError(
-                "request", problem, "check the job queue exists and takes this share, or ask the platform team"
-            ) from exc
+            fix = "check the job queue exists and takes this share, or ask the platform team"
+            raise RejectedByServiceError("request", problem, fix) from exc
         job_id = response["jobId"]
         return SubmittedServiceJob(
             job_arn=response.get("jobArn") or job_id, job_id=job_id, job_name=response["jobName"]
@@ -86,7 +85,7 @@ class BatchServiceJobs:
     def list_jobs(
         self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
     ) -> list[dict[str, Any]]:
-        """ListServiceJobs of one queue and status, every page; optionally one filter (e.g. SHARE_IDENTIFIER)."""
+        """ListServiceJobs of one queue and status, every page; optionally by one filter and its value."""
         params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
         if filter_name:
             params["filters"] = [{"name": filter_name, "values": [value]}]

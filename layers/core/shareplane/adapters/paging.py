@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
-def follow_pages(operation: Callable[..., Mapping[str, Any]], key: str, **params: Any) -> Iterator[dict[str, Any]]:
+def follow_pages(
+    operation: Callable[..., Mapping[str, Any]], key: str, **params: Any
+) -> Iterator[dict[str, Any]]:
     """Every item under ``key`` of every page ``operation(**params)`` answers, in order.
 
     Hand-rolled rather than boto3's paginators: the emulator's clients and test doubles have the

@@ -46,7 +46,15 @@ from ..domain.failures import (
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.requeue import ChainState, build_requeue
-from .ports import AlertPublisher, FailureLedger, JobStore, MetricsSink, RequeueTimer, ServiceJobs, TrainingJobs
+from .ports import (
+    AlertPublisher,
+    FailureLedger,
+    JobStore,
+    MetricsSink,
+    RequeueTimer,
+    ServiceJobs,
+    TrainingJobs,
+)
 
 logger = logging.getLogger(__name__)
 
