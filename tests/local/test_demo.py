@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from shareplane_cli.main import app
 from typer.testing import CliRunner
 
-from shareplane_cli.main import app
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.local

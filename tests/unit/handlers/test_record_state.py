@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane import bootstrap
-from shareplane.domain.lifecycle import METRIC_DIMENSIONS
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.lifecycle import METRIC_DIMENSIONS
 
 from tests.aws import FaultInjector, create_jobs_table
 from tests.conftest import REPO, load_event, load_handler, load_scenario, scenario_names

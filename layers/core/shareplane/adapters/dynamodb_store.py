@@ -80,6 +80,46 @@ def _unmarshal(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _from_ddb(_deserializer.deserialize(v)) for k, v in item.items()}
 
 
+#: The condition of a put that must not overwrite: an item with this key does not exist yet.
+_NEW_KEY = "attribute_not_exists(pk)"
+
+
+def put_new_action(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+    """A TransactWriteItems action that puts an item only if its key is new."""
+    return {"Put": {"TableName": table, "Item": _marshal(item), "ConditionExpression": _NEW_KEY}}
+
+
+def put_new(client: Any, table: str, item: Mapping[str, Any]) -> bool:
+    """Put an item only if its key is new; False when it exists (what makes a repeat a no-op)."""
+    try:
+        client.put_item(TableName=table, Item=_marshal(item), ConditionExpression=_NEW_KEY)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def transact_new_and_versioned(client: Any, actions: list[dict[str, Any]], moved: str) -> bool:
+    """One TransactWriteItems whose first action puts a new item and whose second is a versioned put.
+
+    False when the first item exists (this write happened already); ConcurrentUpdateError(``moved``)
+    when the versioned item changed since it was read; any other cancellation propagates.
+    """
+    try:
+        client.transact_write_items(TransactItems=actions)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "TransactionCanceledException":
+            raise
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+        if reasons and reasons[0] == "ConditionalCheckFailed":
+            return False
+        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+            raise ConcurrentUpdateError(moved) from exc
+        raise
+    return True
+
+
 def job_state_item(state: JobState) -> dict[str, Any]:
     """The STATE item for a job (plain Python values)."""
     data = asdict(state)
@@ -121,6 +161,16 @@ def history_item(job_arn: str, entry: HistoryEntry) -> dict[str, Any]:
         "preemptions": entry.preemptions,
         "trainingJobArn": entry.training_job_arn,
         "expiresAt": entry.at // 1000 + HISTORY_RETENTION_SECONDS,
+        # Only a failure decision has these; other history items stay as they were.
+        **{
+            name: value
+            for name, value in (
+                ("failureClass", entry.failure_class),
+                ("rule", entry.rule),
+                ("action", entry.action),
+            )
+            if value is not None
+        },
     }
 
 
@@ -136,6 +186,9 @@ def history_from_item(item: Mapping[str, Any]) -> HistoryEntry:
         attempts=item.get("attempts"),
         preemptions=item.get("preemptions"),
         training_job_arn=item.get("trainingJobArn"),
+        failure_class=item.get("failureClass"),
+        rule=item.get("rule"),
+        action=item.get("action"),
     )
 
 
@@ -220,17 +273,7 @@ class DynamoJobStore:
     # -- submitted payloads (the submit path; read back by requeue) ---------------------------
     def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
         """Store the ``JOB#<arn>``/``PAYLOAD`` item once; False when it exists already."""
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=_marshal({**item, "pk": job_pk(job_arn), "sk": PAYLOAD_SK}),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return put_new(self._client, self._table, {**item, "pk": job_pk(job_arn), "sk": PAYLOAD_SK})
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         """The job's submitted payload item, if the submit path stored one."""
@@ -264,13 +307,7 @@ class DynamoJobStore:
 
     # -- plumbing ---------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "Put": {
-                "TableName": self._table,
-                "Item": _marshal(item),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
+        return put_new_action(self._table, item)
 
     def _put_versioned(self, item: Mapping[str, Any], previous: Any) -> dict[str, Any]:
         put: dict[str, Any] = {"TableName": self._table, "Item": _marshal(item)}
@@ -283,18 +320,8 @@ class DynamoJobStore:
         return {"Put": put}
 
     def _transact(self, actions: list[dict[str, Any]]) -> bool:
-        try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                return False  # the history item exists: this observation was recorded already
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise ConcurrentUpdateError("state changed since it was read") from exc
-            raise
-        return True
+        # The history item goes first: its condition failing means this observation was recorded.
+        return transact_new_and_versioned(self._client, actions, "state changed since it was read")
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(

@@ -21,7 +21,14 @@ from botocore.exceptions import ClientError
 
 from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry
-from .dynamodb_store import HISTORY_RETENTION_SECONDS, _marshal, _unmarshal, history_item
+from .dynamodb_store import (
+    HISTORY_RETENTION_SECONDS,
+    _marshal,
+    _unmarshal,
+    history_item,
+    put_new,
+    put_new_action,
+)
 
 DECISION_SK = "DECISION"
 ALERT_SK = "ALERT"
@@ -130,17 +137,7 @@ class DynamoFailureLedger:
 
     def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
         """Put a history item once; False when it was there already."""
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=_marshal({**history_item(job_arn, entry), **extra}),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return put_new(self._client, self._table, {**history_item(job_arn, entry), **extra})
 
     # -- alerts ---------------------------------------------------------------------------
     def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
@@ -247,13 +244,7 @@ class DynamoFailureLedger:
 
     # -- plumbing -------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "Put": {
-                "TableName": self._table,
-                "Item": _marshal(item),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
+        return put_new_action(self._table, item)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(

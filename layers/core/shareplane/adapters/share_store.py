@@ -21,7 +21,13 @@ from botocore.exceptions import ClientError
 
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import JobState
-from .dynamodb_store import _marshal, _unmarshal, job_state_from_item
+from .dynamodb_store import (
+    _marshal,
+    _unmarshal,
+    job_state_from_item,
+    put_new_action,
+    transact_new_and_versioned,
+)
 
 SHARES_PK = "SHARES"
 STATE_SK = "LEDGER"
@@ -62,29 +68,12 @@ class DynamoShareStore:
     ) -> bool:
         """Write a new audit record and the state in one transaction; False if the record exists."""
         record = {**audit, "pk": SHARES_PK, "sk": audit_sk(audit["createdAt"], audit["planId"])}
-        actions = [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": _marshal(record),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            }
-        ]
+        actions = [put_new_action(self._table, record)]
         if state is not None:
             actions.append({"Put": self._versioned_put(state, previous_version)})
-        try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                return False
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise ConcurrentUpdateError("the shares state changed since it was read") from exc
-            raise
-        return True
+        return transact_new_and_versioned(
+            self._client, actions, "the shares state changed since it was read"
+        )
 
     def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
         """Turn a PENDING record APPLIED; False when it was not pending (already marked)."""

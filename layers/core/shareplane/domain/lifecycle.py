@@ -229,6 +229,10 @@ class HistoryEntry:
     attempts: int | None = None
     preemptions: int | None = None
     training_job_arn: str | None = None
+    #: A FAILURE_DECISION's failure class, matched rule and action (None for other kinds).
+    failure_class: str | None = None
+    rule: str | None = None
+    action: str | None = None
 
 
 #: Fields that hold the value of the newest observation that carried them (last writer wins by

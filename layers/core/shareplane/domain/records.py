@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .lifecycle import HistoryEntry, JobState
+from .lifecycle import HistoryEntry, JobState, ObservationKind
 from .training import TrainingJobState
 
 
@@ -38,8 +38,18 @@ def job_record(
         "attempts": state.attempts,
         "preemptions": state.preemptions,
         "capacityRequeues": state.capacity_requeues,
-        "history": [
-            {"status": entry.status.value, "at": entry.at, "reason": entry.reason, "kind": entry.kind.value}
-            for entry in sorted(history, key=lambda e: e.key)
-        ],
+        "history": [history_record(entry) for entry in sorted(history, key=lambda e: e.key)],
     }
+
+
+def history_record(entry: HistoryEntry) -> dict[str, Any]:
+    """One history entry as JSON; a failure decision also says its class, rule and action."""
+    record: dict[str, Any] = {
+        "status": entry.status.value,
+        "at": entry.at,
+        "reason": entry.reason,
+        "kind": entry.kind.value,
+    }
+    if entry.kind is ObservationKind.FAILURE_DECISION:
+        record |= {"class": entry.failure_class, "rule": entry.rule, "action": entry.action}
+    return record

@@ -568,6 +568,9 @@ def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, 
         reason=reason,
         kind=ObservationKind.FAILURE_DECISION,
         digest=key,
+        failure_class=decision.failure_class.value,
+        rule=decision.rule_id,
+        action=decision.action.value,
     )
 
 
