@@ -155,7 +155,7 @@ class FunctionRunner:
         bootstrap.dependencies.cache_clear()
         # The failure path's ports are cached apart (boto3 clients bound to the endpoints and queue
         # of the stack that built them): a second stack in one process must not reuse them.
-        pass
+        bootstrap.failure_ports.cache_clear()
 
     def _module(self, function: FunctionSpec) -> ModuleType:
         module_file, _ = function.handler.rsplit(".", 1)
