@@ -11,8 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from shareplane.bootstrap import failure_ports
-from shareplane.domain.errors import InvalidInputError
-from shareplane.service.watch_jobs import watch
+from shareplane.service.watch_jobs import read_tick, watch
 
 # The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
 # adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
@@ -22,13 +21,11 @@ copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
 def record_handler(record: SQSRecord) -> None:
-    """One tick ({"shareplane": "watch"}): one full watch run."""
-    tick = json.loads(record.body)
-    if not isinstance(tick, dict) or tick.get("shareplane") != "watch":
-        raise InvalidInputError(
-            "body", f"{record.body[:80]!r} is not a watch tick", 'send {"shareplane":"watch"}'
-        )
-    report = watch(failure_ports())
+    """One tick (the schedule's Scheduled Event, or {"shareplane":"watch"} by hand): one watch run."""
+    ports = failure_ports()
+    tick = read_tick(json.loads(record.body), ports)
+    logger.set_correlation_id(tick.tick)
+    report = watch(ports, tick.now)
     logger.info(
         "watched",
         extra={

@@ -35,7 +35,6 @@ output_path: s3://search-ml-training/prodexp1/output/
 
 def sdk_request(monkeypatch: pytest.MonkeyPatch, image: str, role: str) -> dict[str, Any]:
     """The SubmitServiceJob request TrainingQueue.submit makes for the same job."""
-    pytest.importorskip("sagemaker.train", reason="the [sagemaker] extra is not installed")
     import boto3
     from sagemaker.core.helper.session_helper import Session
     from sagemaker.train import ModelTrainer

@@ -147,7 +147,7 @@ class Dependencies:
             metrics=self.metrics,
             config=config,
             region=self.session.region_name or "us-east-1",
-            clock=time.time,
+            clock=time.time,  # only where no event dates a decision (see FailurePorts.clock)
             gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
         )
 

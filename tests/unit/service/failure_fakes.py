@@ -196,11 +196,14 @@ class FakeLedger:
         self.history[key] = {"entry": entry, "job": job_arn, **extra}
         return True
 
-    def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        lease = now if claimed_at is None else claimed_at
         item = self.items.get(alert.dedupe_key)
-        if item and item["quietUntil"] >= now and ("sentAt" in item or item["claimedAt"] >= now - 300):
+        if item and item["quietUntil"] >= now and ("sentAt" in item or item["claimedAt"] >= lease - 300):
             return False
-        self.items[alert.dedupe_key] = {"claimedAt": now, "quietUntil": now + quiet_seconds, "alert": alert}
+        self.items[alert.dedupe_key] = {"claimedAt": lease, "quietUntil": now + quiet_seconds, "alert": alert}
         return True
 
     def confirm_alert(self, alert: Alert, now: float) -> None:

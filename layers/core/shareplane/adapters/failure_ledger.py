@@ -140,9 +140,16 @@ class DynamoFailureLedger:
         return put_new(self._client, self._table, {**history_item(job_arn, entry), **extra})
 
     # -- alerts ---------------------------------------------------------------------------
-    def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
-        """Reserve the alert's item unless it is quiet (sent within the window, or claimed just now)."""
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve the alert's item unless it is quiet (sent within the window, or claimed just now).
+
+        ``now`` (the event's time) dates the alert and its quiet window; ``claimed_at`` (the clock,
+        default ``now``) dates the claim itself, which goes stale if its sender dies unconfirmed.
+        """
         at_ms = int(now * 1000)
+        lease = now if claimed_at is None else claimed_at
         item = {
             "pk": alert.dedupe_key,
             "sk": ALERT_SK,
@@ -154,7 +161,7 @@ class DynamoFailureLedger:
             "job": alert.job_arn,
             "subject": alert.subject,
             "body": json.dumps(dict(alert.body), default=str, sort_keys=True),
-            "claimedAt": now,
+            "claimedAt": lease,
             "quietUntil": now + quiet_seconds,
             "expiresAt": int(now) + ALERT_RETENTION_SECONDS,
             "gsi1pk": ALERTS_INDEX_PK,
@@ -170,7 +177,7 @@ class DynamoFailureLedger:
                 ),
                 ExpressionAttributeValues={
                     ":now": {"N": repr(float(now))},
-                    ":stale": {"N": repr(float(now - STALE_CLAIM_SECONDS))},
+                    ":stale": {"N": repr(float(lease - STALE_CLAIM_SECONDS))},
                 },
             )
         except ClientError as exc:

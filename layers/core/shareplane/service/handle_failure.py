@@ -13,6 +13,13 @@ together with a FAILURE_DECISION history item, then applied:
 
 A redelivered trigger finds the decision stored: applied means nothing to do, not yet applied means
 finish applying the stored decision (never a new one), so any number of duplicates requeue once.
+
+Every decision is made at the trigger's own time, never the clock's: a failure event's latest
+detail time (else its envelope ``time``), a requeue-due message's due time, a watch tick's time. A
+redelivered trigger is decided with the same ``now``, and on the local stack, whose emulator stamps
+events with a sped-up virtual clock, backoffs, storm windows and quiet windows run in that time.
+The ``clock`` port is left for what no event dates: messages without a time, and how long an
+unconfirmed alert claim has been held (a processing lease, not an event time).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from ..domain.failures import (
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.requeue import ChainState, build_requeue
+from ..schemas.event_time import envelope_time, event_time
 from .ports import (
     AlertPublisher,
     FailureLedger,
@@ -77,6 +85,8 @@ class FailurePorts:
     metrics: MetricsSink
     config: SharesConfig
     region: str
+    #: The wall clock, only where no event dates a decision: a message with no time, a manual watch
+    #: run, and the lease on an unconfirmed alert claim. Decisions take ``now`` from their trigger.
     clock: Callable[[], float]
     #: The GPU queue's name as deployed (gauges and alarms use it); empty: the shares config's.
     gpu_queue: str = ""
@@ -98,24 +108,46 @@ class FailureOutcome:
 def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
     """Route one queue message: an EventBridge event or this path's own requeue-due message."""
     if raw.get("shareplane") == REQUEUE_DUE:
-        return apply_due(str(raw.get("decisionKey") or ""), ports)
+        return apply_due(str(raw.get("decisionKey") or ""), ports, message_time(raw, ports))
     detail_type = raw.get("detail-type")
     detail = raw.get("detail")
     if not isinstance(detail, Mapping):
         raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
+    now = message_time(raw, ports)
     if detail_type == "Batch Service Job State Change":
         if detail.get("status") != JobStatus.FAILED.value:
             return FailureOutcome(detail.get("jobArn"), f"status {detail.get('status')}: nothing to do")
-        return handle_failed_job(_job_id(detail), ports, hint=detail)
+        return handle_failed_job(_job_id(detail), ports, now, hint=detail)
     if detail_type == "SageMaker Training Job State Change":
-        return _training_job_ended(detail, ports)
+        return _training_job_ended(detail, ports, now)
     if detail_type == "Batch Service Job Preemption Completed":
-        return _preempted(detail, ports)
+        return _preempted(detail, ports, now)
     if detail_type == "Batch Service Job Queue Blocked":
-        return _queue_blocked(detail, ports)
+        return _queue_blocked(detail, ports, now)
     raise InvalidInputError(
         "detail-type", f"{detail_type!r} is not a failure-path event", "route only failure events here"
     )
+
+
+def message_time(raw: Mapping[str, Any], ports: FailurePorts) -> float:
+    """The time (epoch seconds) a message is decided at: the time it carries, never its arrival.
+
+    A requeue-due message carries the due time it was sent for; an event, the latest epoch-ms time
+    in its detail, else its envelope ``time``. Only a message carrying no time at all (a hand-made
+    event, a requeue-due message sent before messages carried one) falls back to the clock.
+    """
+    if raw.get("shareplane") == REQUEUE_DUE:
+        due = raw.get("dueAt")
+        if isinstance(due, (int, float)) and not isinstance(due, bool):
+            return float(due)
+        return ports.clock()
+    if raw.get("detail-type") == "Batch Service Job Queue Blocked":
+        # Its detail dates only the job's creation, which may be hours before the queue blocked.
+        found = envelope_time(raw)
+        found = found if found is not None else event_time(raw)
+    else:
+        found = event_time(raw)
+    return found if found is not None else ports.clock()
 
 
 def _job_id(detail: Mapping[str, Any]) -> str:
@@ -129,12 +161,16 @@ def _job_id(detail: Mapping[str, Any]) -> str:
 # A failed job
 # ------------------------------------------------------------------------------------------------
 def handle_failed_job(
-    job_id: str, ports: FailurePorts, hint: Mapping[str, Any] | None = None
+    job_id: str, ports: FailurePorts, now: float, hint: Mapping[str, Any] | None = None
 ) -> FailureOutcome:
-    """Decide and apply, once, what happens to a service job Batch reports FAILED."""
+    """Decide and apply, once, what happens to a service job Batch reports FAILED, as of ``now``.
+
+    ``now`` is the time of the trigger (the failure event's, or the reconciling tick's): backoff,
+    storm window and quiet windows are measured from it, so a redelivery decides the same way.
+    """
     described = ports.batch.describe(job_id)
     if described is None:
-        return _unknown_failed(job_id, ports, hint or {})
+        return _unknown_failed(job_id, ports, hint or {}, now)
     job_arn = described["jobArn"]
     if described.get("status") != JobStatus.FAILED.value:
         # Batch still owns the job (a capacity requeue, a retry, a preemption): it comes back to
@@ -143,9 +179,8 @@ def handle_failed_job(
     key = decision_key(described)
     stored = ports.ledger.load_decision(key)
     if stored is not None:
-        return _resume(key, stored, ports)
+        return _resume(key, stored, ports, now)
 
-    now = ports.clock()
     config = ports.config
     training = _training_facts(described, ports)
     signal = FailureSignal(
@@ -202,7 +237,7 @@ def handle_failed_job(
     )
     existing = ports.ledger.claim_decision(key, record, history, job_arn, share_failure)
     if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
-        return _resume(key, existing, ports)
+        return _resume(key, existing, ports, now)
     _count(
         ports,
         "FailuresByClass",
@@ -219,7 +254,7 @@ def handle_failed_job(
             "why": decision.why,
         },
     )
-    return _apply(key, record, ports)
+    return _apply(key, record, ports, now)
 
 
 def decision_key(described: Mapping[str, Any]) -> str:
@@ -290,39 +325,44 @@ def decision_from_record(record: Mapping[str, Any]) -> FailureDecision:
     )
 
 
-def _resume(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def _resume(key: str, record: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
     if record.get("applied"):
         return FailureOutcome(
             record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
         )
-    return _apply(key, record, ports)
+    return _apply(key, record, ports, now)
 
 
-def _apply(key: str, record: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def _apply(key: str, record: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
     decision = decision_from_record(record)
     job_arn = record["jobArn"]
     if decision.action is Action.REQUEUE:
-        now = ports.clock()
-        wait = int(round(float(record.get("dueAt") or now) - now))
+        due = float(record.get("dueAt") or now)
+        wait = int(round(due - now))
         if wait > 0:
             if record.get("scheduled"):  # a duplicate trigger: the requeue-due message is on its way
                 return FailureOutcome(job_arn, f"requeue scheduled, due in {wait}s", decision.action.value)
-            ports.timer.after({"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn}, wait, now)
+            ports.timer.after(due_message(key, job_arn, due), wait, now)
             # A crash before this line re-enqueues on the next delivery; a duplicate message is harmless.
             ports.ledger.mark_scheduled(key)
             return FailureOutcome(job_arn, f"requeue due in {wait}s", decision.action.value)
-        return _requeue(key, record, decision, ports)
+        return _requeue(key, record, decision, ports, now)
     if decision.action is Action.ALERT:
-        alert = _failure_alert(record, decision, ports)
-        sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports))
+        alert = _failure_alert(record, decision, ports, now)
+        sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports), now=now)
         ports.ledger.mark_applied(key, {"alerted": sent})
         return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
     ports.ledger.mark_applied(key, {})
     return FailureOutcome(job_arn, decision.summary(), decision.action.value)
 
 
-def apply_due(key: str, ports: FailurePorts) -> FailureOutcome:
-    """A requeue's delay has passed: submit it (once), unless that already happened."""
+def due_message(key: str, job_arn: str, due: float) -> dict[str, Any]:
+    """The requeue-due message of a decision: it carries its due time, which it is decided at."""
+    return {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn, "dueAt": due}
+
+
+def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
+    """A requeue's delay has passed by ``now`` (the due time the message carries): submit it, once."""
     record = ports.ledger.load_decision(key)
     if record is None:
         raise InvalidInputError(
@@ -332,24 +372,23 @@ def apply_due(key: str, ports: FailurePorts) -> FailureOutcome:
         return FailureOutcome(
             record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
         )
-    now = ports.clock()
     due = float(record.get("dueAt") or now)
-    if due - now > 1:  # delivered early (a scheduler's window, a replayed DLQ): wait the rest
-        ports.timer.after(
-            {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": record["jobArn"]}, int(due - now), now
-        )
+    if due - now > 1:  # a message dated before its decision's due time (sent by hand, or long ago): wait
+        ports.timer.after(due_message(key, record["jobArn"], due), int(due - now), now)
         return FailureOutcome(record.get("jobArn"), f"requeue due in {int(due - now)}s", record.get("action"))
-    return _requeue(key, record, decision_from_record(record), ports)
+    return _requeue(key, record, decision_from_record(record), ports, now)
 
 
 def _requeue(
-    key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts
+    key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts, now: float
 ) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
     dims = {"Queue": _queue(record), "Share": record.get("share") or "none"}
     if described is None:
-        return _refused(key, record, "AWS Batch no longer describes the job, so its payload is gone", ports)
+        return _refused(
+            key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
+        )
     chain = record.get("chain") or {}
     request = build_requeue(
         described,
@@ -366,14 +405,16 @@ def _requeue(
         new_arn = ports.batch.submit(request.params).job_arn
     except RejectedByServiceError as exc:
         _count(ports, "RequeuesRefused", dims, job_arn)
-        return _refused(key, record, exc.problem, ports)
+        return _refused(key, record, exc.problem, ports, now)
     ports.ledger.mark_applied(key, {"newJobArn": new_arn, "clientToken": request.client_token})
     _count(ports, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
     return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
 
 
-def _refused(key: str, record: Mapping[str, Any], message: str, ports: FailurePorts) -> FailureOutcome:
+def _refused(
+    key: str, record: Mapping[str, Any], message: str, ports: FailurePorts, now: float
+) -> FailureOutcome:
     job_arn = record["jobArn"]
     alert = simple_alert(
         AlertKind.REQUEUE_REFUSED,
@@ -391,16 +432,19 @@ def _refused(key: str, record: Mapping[str, Any], message: str, ports: FailurePo
             "logs": logs_link(ports.region, record.get("trainingJobName")),
         },
     )
-    send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS)
+    send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
     ports.ledger.mark_applied(key, {"refused": message[:500]})
     return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
 
-def _failure_alert(record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts) -> Alert:
+def _failure_alert(
+    record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts, now: float
+) -> Alert:
     share = record.get("share") or "none"
     recent: list[dict[str, Any]] = []
     if decision.storm:
-        since = ports.clock() - ports.config.failures.storm.window_seconds
+        # The digest lists the failures the storm was decided on, whichever delivery applies it.
+        since = float(record.get("decidedAt") or now) - ports.config.failures.storm.window_seconds
         recent = [
             {k: f.get(k) for k in ("at", "job", "jobName", "class", "reason")}
             for f in ports.ledger.share_failures(share, since)
@@ -422,10 +466,11 @@ def _quiet(alert: Alert, ports: FailurePorts) -> float:
     return DEFAULT_QUIET_SECONDS
 
 
-def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float) -> bool:
-    """Publish ``alert`` unless the same one (job or share, and kind) is quiet; True when sent."""
-    now = ports.clock()
-    if not ports.ledger.claim_alert(alert, now, quiet_seconds):
+def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float, now: float) -> bool:
+    """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
+    # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
+    # died before confirming) is processing time, which only the clock knows.
+    if not ports.ledger.claim_alert(alert, now, quiet_seconds, claimed_at=ports.clock()):
         return False
     try:
         ports.alerts.publish(alert.subject, dict(alert.body), alert.attributes)
@@ -437,7 +482,9 @@ def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float) -> bo
     return True
 
 
-def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any]) -> FailureOutcome:
+def _unknown_failed(
+    job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float
+) -> FailureOutcome:
     job_arn = str(hint.get("jobArn") or job_id)
     alert = simple_alert(
         AlertKind.UNKNOWN_TO_BATCH,
@@ -450,14 +497,14 @@ def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any]) -
         reason=str(hint.get("statusReason") or "no reason given"),
         fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
     )
-    send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
 
 
 # ------------------------------------------------------------------------------------------------
 # SageMaker, preemption, blocked queue
 # ------------------------------------------------------------------------------------------------
-def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
     status = detail.get("TrainingJobStatus")
     arn = detail.get("TrainingJobArn")
     if status not in ("Failed", "Stopped") or not arn:
@@ -468,10 +515,10 @@ def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts) -> Failu
         return FailureOutcome(
             None, "no Batch job linked to the training job yet; its Batch event will follow"
         )
-    return handle_failed_job(job_arn.rsplit("/", 1)[-1], ports)
+    return handle_failed_job(job_arn.rsplit("/", 1)[-1], ports, now)
 
 
-def _preempted(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def _preempted(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
     job_arn = str(detail.get("preemptedJobArn") or "")
     if not job_arn:
         raise InvalidInputError("detail.preemptedJobArn", "is missing", "send the event as AWS documents it")
@@ -495,11 +542,11 @@ def _preempted(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome
         "reserved capacity",
         extra={"preemptions": count},
     )
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 
-def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
     job_arn = str(detail.get("jobArn") or "")
     reason = str(detail.get("statusReason") or "no reason given")
     alert = simple_alert(
@@ -514,7 +561,7 @@ def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts) -> FailureOut
         fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
         "raise the service environment's limits, or terminate it",
     )
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 

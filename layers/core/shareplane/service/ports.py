@@ -273,8 +273,14 @@ class FailureLedger(Protocol):
         """Put one history item on a job once; False when it was there."""
         ...
 
-    def claim_alert(self, alert: Alert, now: float, quiet_seconds: float) -> bool:
-        """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight)."""
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight).
+
+        ``now`` dates the alert and its quiet window; ``claimed_at`` (default ``now``) is the clock time
+        of the claim, by which an unconfirmed claim whose sender died goes stale.
+        """
         ...
 
     def confirm_alert(self, alert: Alert, now: float) -> None:

@@ -12,6 +12,11 @@ Every few minutes (an EventBridge schedule):
    ``unknown_to_batch`` alert; a repaired FAILED job goes through the failure path.
 3. Gauges for the dashboard and alarms: runnable jobs and oldest wait by tier, instances in use by
    share against entitlement and capacity, utilization.
+
+A run is decided at its tick's time (the Scheduled Event's ``time``), not at the clock's: waits, SLOs
+and alert windows are measured from it, so a redelivered tick decides the same way, and on the local
+stack (whose emulator stamps ticks and job times with a sped-up virtual clock) waits are measured in
+the same time as the jobs' own. Only a run asked for by hand, with no tick, reads the clock.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.config import Tier
@@ -27,7 +33,9 @@ from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.failures import priority_escalation
 from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
+from ..schemas.event_time import detail_time
 from ..schemas.parse import reconciled_observation
+from ..schemas.scheduled import parse_scheduled_event, tick_id
 from .handle_failure import ONCE_PER_JOB_SECONDS, FailurePorts, handle_failed_job, send_alert
 from .record_state import queue_name, record_observation
 
@@ -44,6 +52,8 @@ ACTIVE_STATUSES = (
 _HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
 #: A job at its escalation ceiling this many SLOs past its wait alerts once.
 WAIT_ALERT_SLOS = 2
+#: The body of a watch run asked for by hand (sent to the watch queue); it carries no tick time.
+MANUAL_RUN = {"shareplane": "watch"}
 
 
 @dataclass
@@ -58,11 +68,28 @@ class WatchReport:
     failures_handled: int = 0
 
 
-def watch(ports: FailurePorts) -> WatchReport:
-    """One run of the scheduled watch (escalate, reconcile, publish gauges)."""
+@dataclass(frozen=True)
+class Tick:
+    """What a watch message asks for: a run at ``now`` (epoch seconds), named ``tick`` in logs."""
+
+    now: float
+    tick: str
+
+
+def read_tick(raw: Any, ports: FailurePorts) -> Tick:
+    """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run."""
+    if raw == MANUAL_RUN:
+        # A run asked for by hand has no schedule tick to date it: the one case the wall clock decides.
+        now = ports.clock()
+        return Tick(now, f"manual@{now:.0f}")
+    event = parse_scheduled_event(raw)
+    return Tick(event.time.timestamp(), tick_id(event))
+
+
+def watch(ports: FailurePorts, now: float) -> WatchReport:
+    """One run of the scheduled watch (escalate, reconcile, publish gauges) as of ``now``."""
     report = WatchReport()
-    now = ports.clock()
-    reconcile(ports, report)
+    reconcile(ports, report, now)
     jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
     escalate(jobs[JobStatus.RUNNABLE], ports, now, report)
     publish_gauges(jobs, ports, now)
@@ -120,10 +147,10 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                 fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
                 "what holds the instances, or raise the share's weight",
             )
-            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
-def reconcile(ports: FailurePorts, report: WatchReport) -> None:
+def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
     """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
     known: dict[str, JobState] = {}
     queues: set[str] = {ports.gpu_queue or ports.config.gpu_queue_name()}
@@ -138,12 +165,12 @@ def reconcile(ports: FailurePorts, report: WatchReport) -> None:
         for status in ACTIVE_STATUSES:
             for summary in ports.batch.list_jobs(queue, status.value):
                 seen.add(summary["jobArn"])
-                _record(summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1], ports, report)
+                _record(summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1], ports, report, now)
     # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
     for job_arn, job in known.items():
         if job_arn in seen:
             continue
-        if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report):
+        if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
             report.unknown_to_batch.append(job_arn)
             ports.metrics.emit(
                 [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
@@ -161,10 +188,10 @@ def reconcile(ports: FailurePorts, report: WatchReport) -> None:
                 reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
                 fix="check the job in the AWS Batch console; resubmit it if it is lost",
             )
-            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS)
+            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
-def _record(job_id: str, ports: FailurePorts, report: WatchReport) -> bool:
+def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -> bool:
     described = ports.batch.describe(job_id)
     if described is None:
         return False
@@ -183,7 +210,9 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport) -> bool:
             {"jobArn": described["jobArn"]},
         )
         if described.get("status") == JobStatus.FAILED.value:
-            handle_failed_job(job_id, ports)
+            # Decided at the failure's own time, as its lost event would have been; else at the tick's.
+            failed_at = detail_time(described)
+            handle_failed_job(job_id, ports, failed_at if failed_at is not None else now)
             report.failures_handled += 1
     return True
 
