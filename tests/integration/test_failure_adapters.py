@@ -120,6 +120,28 @@ def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(ledg
     assert ledger.claim_alert(alert, now=1400.0, quiet_seconds=86400)
 
 
+@pytest.mark.parametrize(
+    ("retry_claimed_at", "taken_over"),
+    [(5000.0 + 60, False), (5000.0 + 301, True)],
+    ids=[
+        "a redelivery of the same event a minute later backs off: the first sender may still publish",
+        "a redelivery of the same event past the stale limit by the clock takes the dead sender's claim",
+    ],
+)
+def test_a_claims_staleness_runs_on_the_clock_while_its_quiet_window_runs_on_event_time(
+    ledger: DynamoFailureLedger, retry_claimed_at: float, taken_over: bool
+) -> None:
+    # GIVEN an alert claimed for an event at t=1000 by a sender (clock 5000) that died unconfirmed
+    alert = alert_for("ProdExp1")
+    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=5000.0)
+    # WHEN the same event (same time) is redelivered later by the clock
+    retried = ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=retry_claimed_at)
+    # THEN the claim is taken over only once it is stale by the clock, and the alert stays dated 1000
+    assert retried is taken_over
+    ledger.confirm_alert(alert, now=1000.0)
+    assert [a["sentAt"] for a in ledger.alerts(since=999.0)] == [1000.0]
+
+
 def test_history_items_are_written_once(ledger: DynamoFailureLedger) -> None:
     assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is True
     assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is False

@@ -29,6 +29,7 @@ from shareplane.domain.failures import (
     backoff_delay,
     classify,
     decide,
+    escalation_ceiling,
     next_larger_instance_type,
     priority_escalation,
     repeated_preemption_alert,
@@ -753,6 +754,7 @@ def test_escalation_is_bounded_and_monotone_in_wait(
     tier: Tier, current: int, waited: float, more: float
 ) -> None:
     ceiling = {Tier.LOWPRI: 49, Tier.MIDPRI: 89, Tier.HIGHPRI: 9999}[tier]
+    assert escalation_ceiling(tier, CONFIG) == ceiling
     now = priority_escalation(current, tier, waited, CONFIG)
     later = priority_escalation(current, tier, waited + more, CONFIG)
     assert current <= now <= later

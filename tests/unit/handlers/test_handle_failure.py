@@ -91,6 +91,38 @@ def test_the_watch_handler_takes_ticks_and_refuses_anything_else(world: Any, lam
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
 
 
+def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
+    world: Any, lambda_context: Any
+) -> None:
+    fakes, ports, sqs, audit = world
+    from shareplane.adapters.dynamodb_store import DynamoJobStore
+    from shareplane.schemas import parse_state_event
+    from shareplane.service.record_state import record_observation
+
+    # GIVEN a LOWPRI job RUNNABLE since 22:26:40 (its SLO is 4 h), recorded in the table and in Batch,
+    # and a wall clock a day before the job was even created (as it lags the local stack's virtual one)
+    store = DynamoJobStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
+    runnable = load_event("batch_service_job_state_change_capacity_requeue")
+    detail = runnable["detail"]
+    record_observation(parse_state_event(runnable), store, fakes.metrics, ports.config)
+    fakes.batch.add(dict(detail))
+    fakes.batch.listed[(detail["jobQueue"], "RUNNABLE")] = [{"jobArn": detail["jobArn"], "jobId": detail["jobId"]}]
+    fakes.clock.now = detail["createdAt"] / 1000 - 86400
+    ticked = replace(ports, store=store, clock=fakes.clock)
+    handler = load_handler("watch_jobs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handler, "failure_ports", lambda: ticked)
+        # WHEN the schedule rule's tick for 06:10:00 arrives (and is delivered twice)
+        tick = load_event("scheduled_event_watch_jobs")
+        response = handler.lambda_handler(sqs_batch([tick, tick, {**tick, "time": "soon"}]), lambda_context)
+    # THEN the job has waited 7 h 43 min by the tick, so it rises one step (10 -> 15), recorded once;
+    # only the tick without a readable time fails
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m2"}]}
+    assert fakes.batch.priorities == [(detail["jobId"], 15), (detail["jobId"], 15)]
+    (entry,) = [h for h in store.job_history(detail["jobArn"]) if h.kind.value == "PRIORITY_ESCALATED"]
+    assert "waited 27800s" in entry.reason
+
+
 def test_bootstrap_builds_the_failure_ports_from_the_environment(
     aws_credentials: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

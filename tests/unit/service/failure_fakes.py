@@ -226,11 +226,19 @@ class FakeAlerts:
 
     sent: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     fail: bool = False
+    #: The sender dies mid-publish (the Lambda times out): no except clause of the sender runs.
+    die: bool = False
 
     def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
+        if self.die:
+            raise SenderDied("the invocation timed out while publishing")
         if self.fail:
             raise ConnectionError("SNS is down")
         self.sent.append((subject, dict(message), dict(attributes)))
+
+
+class SenderDied(BaseException):
+    """A Lambda invocation killed mid-call: like a timeout, nothing in the handler can catch it."""
 
 
 @dataclass

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
 from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
-from shareplane.service.watch_jobs import WatchReport, escalate
+from shareplane.service.watch_jobs import WatchReport, escalate, read_tick
 
+from tests.conftest import load_event
 from tests.unit.service.failure_fakes import (
     PAYLOAD,
     QUEUE_ARN,
+    SenderDied,
     World,
     failed_event,
     failed_job,
     shares_config,
 )
+
+#: When failed_job()'s job stopped: the time its FAILED event is decided at.
+STOPPED_AT_MS = 1773720900000
 
 CUDA_OOM = (
     'Received status from SageMaker: AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage '
@@ -136,7 +143,8 @@ def test_a_failure_storm_sends_one_digest_and_stops_requeueing() -> None:
     world = World()
     outcomes = []
     for i in range(14):
-        job = world.batch.add(failed_job(f"job-{i}"))
+        # each job fails 5 s after the previous one (the events' detail times say so)
+        job = world.batch.add({**failed_job(f"job-{i}"), "stoppedAt": STOPPED_AT_MS + 5000 * i})
         world.clock.now += 5
         outcomes.append(handle_message(failed_event(job), world.ports))
     # THEN the first ten are requeued, the eleventh sends the one digest, the rest are ignored
@@ -265,3 +273,203 @@ def test_escalation_is_bounded_by_the_next_tier(priority: int, waited: float, ex
     if expected is not None:
         (history,) = world.ledger.history.values()
         assert history["toPriority"] == expected and "wait SLO" in history["entry"].reason
+
+
+# ------------------------------------------------------------------------------------------------
+# Decided at the trigger's time, never the clock's
+# ------------------------------------------------------------------------------------------------
+#: Ninety days: how far the wall clock may sit behind the local stack's virtual one (or ahead of it).
+FAR = 90 * 86400.0
+WATCH_TICK = load_event("scheduled_event_watch_jobs")
+TICK_AT = datetime(2026, 3, 17, 6, 10, tzinfo=UTC).timestamp()
+
+
+def decide_storm(clocks: list[float | None]) -> tuple[list[Any], list[Any], list[Any]]:
+    """Fourteen ProdExp1 jobs failing 5 s apart, the i-th FAILED event handled while the clock reads
+    ``clocks[i]`` (None: leave it): the decisions, the delayed messages and the alerts that result."""
+    world = World()
+    for i, clock in enumerate(clocks):
+        job = world.batch.add({**failed_job(f"job-{i}"), "stoppedAt": STOPPED_AT_MS + 5000 * i})
+        if clock is not None:
+            world.clock.now = clock
+        handle_message(failed_event(job), world.ports)
+    decisions = [
+        (k, r["action"], r["storm"], r["decidedAt"], r["dueAt"])
+        for k, r in sorted(world.ledger.items.items())
+        if k.startswith("DECISION#")
+    ]
+    return decisions, world.timer.pending, world.alerts.sent
+
+
+@given(
+    clocks=st.lists(
+        st.floats(min_value=STOPPED_AT_MS / 1000 - FAR, max_value=STOPPED_AT_MS / 1000 + FAR),
+        min_size=14,
+        max_size=14,
+    )
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_backoff_and_the_storm_guard_do_not_depend_on_when_the_events_are_handled(clocks: list[float]) -> None:
+    # GIVEN a storm's fourteen failures, handled while the clock reads anything (months behind the
+    # events, as the wall clock is behind the local stack's virtual one, or hours after, as a replay)
+    # THEN every decision, backoff deadline, delayed message and the digest are the same as in step
+    assert decide_storm(clocks) == decide_storm([None] * len(clocks))
+
+
+def test_a_redelivered_failure_event_is_decided_with_the_same_now_however_late_it_comes() -> None:
+    # GIVEN a requeue decided from a FAILED event: decided at the job's stoppedAt, due a backoff later
+    world = World()
+    job = world.batch.add(failed_job())
+    first = handle_message(failed_event(job), world.ports)
+    ((key, record),) = [(k, r) for k, r in world.ledger.items.items() if k.startswith("DECISION#")]
+    (message, delay), = world.timer.pending
+    assert record["decidedAt"] == STOPPED_AT_MS / 1000 and record["dueAt"] == record["decidedAt"] + delay
+    assert message == {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job["jobArn"],
+                       "dueAt": record["dueAt"]}
+    # WHEN the same event is redelivered a day later by the clock
+    world.clock.now += 86400
+    again = handle_message(failed_event(job), world.ports)
+    # THEN it sees the same wait as the first delivery did: nothing is submitted early, nothing re-sent
+    assert first.result == f"requeue due in {delay}s" and again.result == f"requeue scheduled, due in {delay}s"
+    assert world.batch.submits == [] and len(world.timer.pending) == 1
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [STOPPED_AT_MS / 1000 - FAR, STOPPED_AT_MS / 1000 + FAR],
+    ids=[
+        "a requeue-due message is requeued at its due time while the clock sits months behind it",
+        "a requeue-due message replayed from the dead-letter queue months later is requeued once",
+    ],
+)
+def test_a_requeue_due_message_is_decided_at_the_due_time_it_carries(clock: float) -> None:
+    world = World()
+    job = world.batch.add(failed_job())
+    handle_message(failed_event(job), world.ports)
+    (message, _delay), = world.timer.pending
+    world.timer.pending.clear()
+    world.clock.now = clock
+    outcomes = [handle_message(message, world.ports) for _ in range(2)]
+    assert [o.result for o in outcomes] == ["requeued", "duplicate: already applied"]
+    assert len(world.batch.submits) == 1 and world.timer.pending == []
+
+
+def test_a_requeue_due_message_that_carries_no_due_time_waits_by_the_clock() -> None:
+    # GIVEN a requeue-due message sent before messages carried their due time
+    world = World()
+    job = world.batch.add(failed_job())
+    handle_message(failed_event(job), world.ports)
+    (message, _delay), = world.timer.pending
+    world.timer.pending.clear()
+    due = message.pop("dueAt")
+    # WHEN it arrives 30 s early by the clock
+    world.clock.now = due - 30
+    early = handle_message(message, world.ports)
+    # THEN it waits the rest, and the message it sends itself carries the due time
+    assert early.result == "requeue due in 30s" and world.batch.submits == []
+    ((resent, wait),) = world.timer.pending
+    assert (resent["dueAt"], wait) == (due, 30)
+    assert handle_message(resent, world.ports).result == "requeued"
+
+
+def test_a_blocked_queue_alert_is_dated_by_its_event_not_by_the_jobs_creation() -> None:
+    # GIVEN the blocked-queue sample: its detail dates only the job's creation, ten minutes earlier
+    world = World()
+    world.clock.now = 0.0
+    event = load_event("batch_service_job_queue_blocked")
+    # WHEN it is handled (twice)
+    outcomes = [handle_message(event, world.ports) for _ in range(2)]
+    # THEN one alert, dated by the event's envelope time (neither the creation time nor the clock)
+    assert [o.result for o in outcomes] == ["alerted", "alert already sent"]
+    (sent_at,) = [item["sentAt"] for item in world.ledger.items.values() if "sentAt" in item]
+    assert sent_at == datetime(2026, 3, 17, 12, 30, 1, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("later", "sent"),
+    [(60.0, 0), (301.0, 1)],
+    ids=[
+        "a redelivery a minute later by the clock leaves the claim to the sender that may still publish",
+        "a redelivery past the stale limit by the clock sends the alert the dead sender never did",
+    ],
+)
+def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(later: float, sent: int) -> None:
+    # GIVEN a CUDA OOM whose alert sender died mid-publish (its claim is held, never confirmed)
+    world = World()
+    job = world.batch.add(failed_job(reason=CUDA_OOM))
+    world.alerts.die = True
+    with pytest.raises(SenderDied):
+        handle_message(failed_event(job), world.ports)
+    world.alerts.die = False
+    # WHEN the same event (same time) is redelivered later by the clock
+    world.clock.now += later
+    handle_message(failed_event(job), world.ports)
+    # THEN the claim is taken over only once it is stale by the clock; the alert stays dated by the event
+    assert len(world.alerts.sent) == sent
+    if sent:
+        (item,) = [i for i in world.ledger.items.values() if "sentAt" in i]
+        assert item["sentAt"] == STOPPED_AT_MS / 1000
+
+
+def test_the_watch_tick_is_run_at_its_time_and_only_a_manual_run_reads_the_clock() -> None:
+    world = World()
+    world.clock.now = 42.0
+    tick = read_tick(WATCH_TICK, world.ports)
+    assert (tick.now, tick.tick) == (TICK_AT, "2026-03-17T06:10:00Z")
+    assert read_tick({"shareplane": "watch"}, world.ports).now == 42.0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"what": "else"}, {k: v for k, v in WATCH_TICK.items() if k != "time"}, {**WATCH_TICK, "time": "soon"}, []],
+    ids=[
+        "a message that is neither a tick nor a manual run is refused",
+        "a Scheduled Event without its time is refused, not run by the clock",
+        "a Scheduled Event whose time is not a time is refused",
+        "a body that is not an object is refused",
+    ],
+)
+def test_a_watch_message_without_a_tick_time_is_refused_naming_the_field(body: Any) -> None:
+    with pytest.raises(InvalidInputError):
+        read_tick(body, World().ports)
+
+
+def test_waits_are_measured_from_the_tick_so_a_redelivered_tick_escalates_the_same_way() -> None:
+    # GIVEN a MIDPRI job created 3700 s before the tick (its SLO is 3600 s)
+    world = World(config=shares_config())
+    job = runnable(50, 3700, TICK_AT)
+    # WHEN the tick is handled with the clock months behind it (the wall clock under the local
+    # stack's virtual one, where waits used to come out negative), then redelivered an hour later
+    for clock in (TICK_AT - FAR, TICK_AT + 3600):
+        world.clock.now = clock
+        escalate([job], world.ports, read_tick(WATCH_TICK, world.ports).now, WatchReport())
+    # THEN both runs raise it one step to the same priority, recorded once in its history
+    assert world.batch.priorities == [("wait-1", 55), ("wait-1", 55)]
+    (history,) = world.ledger.history.values()
+    assert history["entry"].at == int(TICK_AT * 1000) and "waited 3700s" in history["entry"].reason
+
+
+@pytest.mark.parametrize(
+    ("in_batch", "waited", "raised", "alerts"),
+    [(89, 3600 * 30, None, 1), (60, 3600 * 3 + 1, 65, 0)],
+    ids=[
+        "a job Batch already holds at its ceiling is not raised again, and alerts once past twice its SLO",
+        "a job Batch already raised goes one step on from Batch's priority, not the table's",
+    ],
+)
+def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
+    in_batch: int, waited: float, raised: int | None, alerts: int
+) -> None:
+    # GIVEN a MIDPRI job the table still shows at 50, described by this run's reconcile at in_batch
+    world = World(config=shares_config())
+    job = runnable(50, waited, world.clock.now)
+    report = WatchReport(batch_priorities={job.job_arn: in_batch})
+    # WHEN the watch escalates
+    escalate([job], world.ports, world.clock.now, report)
+    # THEN it starts from Batch's priority
+    assert world.batch.priorities == ([] if raised is None else [("wait-1", raised)])
+    assert [h["fromPriority"] for h in world.ledger.history.values()] == ([] if raised is None else [in_batch])
+    assert len(world.alerts.sent) == alerts
+    if alerts:
+        body = world.alerts.sent[0][1]
+        assert f"schedulingPriority {in_batch} (escalation stops at 89 for MIDPRI)" in body["reason"]

@@ -55,6 +55,7 @@ __all__ = [
     "hash_fraction",
     "next_larger_instance_type",
     "priority_escalation",
+    "escalation_ceiling",
     "repeated_preemption_alert",
     "storm_guard",
 ]
@@ -525,14 +526,15 @@ def priority_escalation(
     escalation = config.failures.escalation
     every = escalation.every_seconds or slo
     steps = 1 + math.floor((waited_seconds - slo) / every)
-    above = [
-        c.scheduling_priority
-        for c in config.tiers.values()
-        if c.scheduling_priority > tier_config.scheduling_priority
-    ]
-    ceiling = min(above) - 1 if above else MAX_SCHEDULING_PRIORITY
-    target = min(ceiling, tier_config.scheduling_priority + steps * escalation.step)
+    target = min(escalation_ceiling(tier, config), tier_config.scheduling_priority + steps * escalation.step)
     return max(current_priority, target)
+
+
+def escalation_ceiling(tier: Tier, config: SharesConfig) -> int:
+    """The highest schedulingPriority escalation gives a job of ``tier``: just below the next tier's."""
+    own = config.tiers[tier].scheduling_priority
+    above = [c.scheduling_priority for c in config.tiers.values() if c.scheduling_priority > own]
+    return min(above) - 1 if above else MAX_SCHEDULING_PRIORITY
 
 
 def repeated_preemption_alert(

@@ -4,8 +4,8 @@ Every few minutes (an EventBridge schedule):
 
 1. Jobs in trouble: RUNNABLE jobs (ByStatus index) past their tier's wait SLO get a higher
    schedulingPriority through UpdateServiceJob, in bounded steps (``priority_escalation``: never the
-   next tier's priority), each raise recorded in the job's history. A job still waiting at its
-   ceiling long past the SLO raises one ``wait_slo`` alert.
+   next tier's priority), each raise recorded in the job's history. A job still waiting twice its
+   SLO raises one ``wait_slo`` alert.
 2. Reconcile: ListServiceJobs per queue and active status, DescribeServiceJob, and every result
    through ``record_observation`` as a RECONCILED observation, so a missed event is repaired by the
    same idempotent path. A job the table thinks active that Batch no longer knows raises one
@@ -31,7 +31,7 @@ from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.config import Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
-from ..domain.failures import priority_escalation
+from ..domain.failures import escalation_ceiling, priority_escalation
 from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.event_time import detail_time
 from ..schemas.parse import reconciled_observation
@@ -50,7 +50,7 @@ ACTIVE_STATUSES = (
     JobStatus.RUNNING,
 )
 _HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
-#: A job at its escalation ceiling this many SLOs past its wait alerts once.
+#: A job still RUNNABLE this many SLOs past its tier's wait SLO, and not raised this run, alerts once.
 WAIT_ALERT_SLOS = 2
 #: The body of a watch run asked for by hand (sent to the watch queue); it carries no tick time.
 MANUAL_RUN = {"shareplane": "watch"}
@@ -66,6 +66,8 @@ class WatchReport:
     unknown_to_batch: list[str] = field(default_factory=list)
     alerts: int = 0
     failures_handled: int = 0
+    #: schedulingPriority by job ARN, as DescribeServiceJob gave it during this run's reconcile.
+    batch_priorities: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,14 +102,18 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
     """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
     config = ports.config
     for job in runnable:
-        if not _is_service_job(job) or job.scheduling_priority is None or not job.job_id:
+        # Batch's own value when this run described the job: the table's can lag it, since a new
+        # priority alone carries no newer time to order it by, and a lagging one would re-raise a job
+        # already at its ceiling every run instead of letting it reach its wait alert.
+        current = report.batch_priorities.get(job.job_arn, job.scheduling_priority)
+        if not _is_service_job(job) or current is None or not job.job_id:
             continue
-        tier = config.tier_for_priority(job.scheduling_priority)
+        tier = config.tier_for_priority(current)
         if tier is None:
             continue
         waited = now - (job.created_at or now * 1000) / 1000
-        target = priority_escalation(job.scheduling_priority, tier, waited, config)
-        if target > job.scheduling_priority:
+        target = priority_escalation(current, tier, waited, config)
+        if target > current:
             try:
                 ports.batch.update_priority(job.job_id, target)
             except RejectedByServiceError as exc:  # finished meanwhile: the reconciler catches up
@@ -121,12 +127,12 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                     key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
                     status=JobStatus.RUNNABLE,
                     at=at,
-                    reason=f"schedulingPriority {job.scheduling_priority} -> {target}: waited {waited:.0f}s, "
+                    reason=f"schedulingPriority {current} -> {target}: waited {waited:.0f}s, "
                     f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
                     kind=ObservationKind.PRIORITY_ESCALATED,
                     digest=f"escalate:{target}",
                 ),
-                {"fromPriority": job.scheduling_priority, "toPriority": target},
+                {"fromPriority": current, "toPriority": target},
             )
             ports.metrics.emit(
                 [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
@@ -142,8 +148,9 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                 job_arn=job.job_arn,
                 job_name=job.job_name,
                 headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
-                reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {job.scheduling_priority}, the "
-                f"highest {tier.value} may reach: {job.status_reason or 'no reason given'}",
+                reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
+                f"{escalation_ceiling(tier, config)} for {tier.value}): "
+                f"{job.status_reason or 'no reason given'}",
                 fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
                 "what holds the instances, or raise the share's weight",
             )
@@ -195,6 +202,8 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     described = ports.batch.describe(job_id)
     if described is None:
         return False
+    if isinstance(described.get("schedulingPriority"), int):
+        report.batch_priorities[described["jobArn"]] = described["schedulingPriority"]
     try:
         observation = reconciled_observation(described)
     except InvalidInputError as exc:

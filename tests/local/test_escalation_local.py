@@ -1,0 +1,171 @@
+"""Priority escalation on the local stack: watch_jobs raises jobs kept waiting past their tier's SLO.
+
+ProdExp1 fills all 100 instances with long work; then ProdExp2 submits a MIDPRI and a LOWPRI job,
+which fair-share (it never preempts) keeps RUNNABLE. The wait SLOs are shortened through the
+template's SharesConfig parameter (MIDPRI 10 min, LOWPRI 20 min, a step every 5 min), so on the
+emulator's virtual clock the watch's scheduled ticks see both jobs go past their SLO within seconds:
+UpdateServiceJob raises each one step per interval up to, never reaching, the next tier's priority
+(DescribeServiceJob shows it), every raise lands in the job's history, and a job waiting twice its
+SLO raises one ``wait_slo`` alert.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+from shareplane.domain.config import SharesConfig, Tier
+from shareplane_cli.demo.workload import DemoJob, submit_request
+from shareplane_cli.local import LocalStack, StackSpec
+from shareplane_cli.local.loop import StackLoop
+from shareplane_cli.local.runner import FunctionRunner
+
+from tests.conftest import REPO
+from tests.local.test_failures_local import cli_json, emulated
+
+pytestmark = pytest.mark.local
+
+#: Virtual seconds per wall second: the hour of waiting below plays out in about seven seconds.
+SPEED = 500.0
+#: A wall-clock bound, so an escalation that never comes fails with what was seen instead of hanging.
+WALL_LIMIT_SECONDS = 90.0
+MID_SLO, LOW_SLO, EVERY, STEP = 600, 1200, 300, 5
+
+LOW, MID = Tier.LOWPRI, Tier.MIDPRI
+#: ProdExp1's long work on all 100 instances (at most 32 per job for the team).
+FILLERS = [DemoJob(f"fill-{i:02d}", "ProdExp1", LOW, 0, n, 600) for i, n in enumerate((32, 32, 32, 4), 1)]
+WAITING = {
+    MID: DemoJob("wait-mid-01", "ProdExp2", MID, 0, 8, 30),
+    LOW: DemoJob("wait-low-01", "ProdExp2", LOW, 0, 8, 30),
+}
+_RAISE = re.compile(r"^schedulingPriority (\d+) -> (\d+): waited (\d+)s")
+
+
+def short_slo_config() -> SharesConfig:
+    """config/shares.yaml with short wait SLOs and an escalation step every five minutes."""
+    raw = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    raw["tiers"]["MIDPRI"]["wait_slo_seconds"] = MID_SLO
+    raw["tiers"]["LOWPRI"]["wait_slo_seconds"] = LOW_SLO
+    raw["failures"] = {"escalation": {"step": STEP, "every_seconds": EVERY}}
+    return SharesConfig.model_validate(raw)
+
+
+def ceiling(config: SharesConfig, tier: Tier) -> int:
+    """The highest priority a job of ``tier`` may be raised to: just below the next tier's."""
+    own = config.tiers[tier].scheduling_priority
+    return min(c.scheduling_priority for c in config.tiers.values() if c.scheduling_priority > own) - 1
+
+
+@dataclass(frozen=True)
+class EscalationRun:
+    """What the run left behind: Batch's view, the job records and the alerts."""
+
+    config: SharesConfig
+    described: dict[str, dict[str, Any]]  # DescribeServiceJob by job name
+    records: dict[str, dict[str, Any]]  # `shareplane jobs --output json` by job name
+    alerts: list[dict[str, Any]]  # `shareplane alerts --output json`
+
+
+@pytest.fixture(scope="module")
+def run() -> EscalationRun:
+    config = short_slo_config()
+    shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
+    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    with LocalStack(spec, speed=SPEED) as stack:
+        batch = emulated(stack, "batch")
+        runner = FunctionRunner(stack)
+        loop = StackLoop(stack, runner)
+        deadline = time.monotonic() + WALL_LIMIT_SECONDS
+        ids = {job.name: batch.submit_service_job(**submit_request(job, config))["jobId"] for job in FILLERS}
+        # GIVEN the fillers hold every instance before ProdExp2 asks for any
+        drive(loop, deadline, lambda: all(status(batch, i) == "RUNNING" for i in ids.values()), "fillers running")
+        for job in WAITING.values():
+            ids[job.name] = batch.submit_service_job(**submit_request(job, config))["jobId"]
+        # WHEN the watch ticks until both waiting jobs sit at their ceiling and alerted
+        targets = {WAITING[t].name: ceiling(config, t) for t in WAITING}
+
+        def escalated() -> bool:
+            at_ceiling = all(
+                batch.describe_service_job(jobId=ids[n])["schedulingPriority"] == c for n, c in targets.items()
+            )
+            return at_ceiling and len(cli_json(stack, ["alerts"])) >= len(targets)
+
+        drive(loop, deadline, escalated, "both waiting jobs at their ceiling, with their wait alerts")
+        return EscalationRun(
+            config=config,
+            described={n: batch.describe_service_job(jobId=i) for n, i in ids.items()},
+            records={r["jobName"]: r for r in cli_json(stack, ["jobs"])},
+            alerts=cli_json(stack, ["alerts"]),
+        )
+
+
+def status(batch: Any, job_id: str) -> str:
+    """A service job's status in the emulated Batch."""
+    return str(batch.describe_service_job(jobId=job_id)["status"])
+
+
+def drive(loop: StackLoop, deadline: float, done: Any, what: str) -> None:
+    """Step the stack (schedules on the virtual clock, every queue) until ``done()``, or fail at the deadline."""
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not reached in {WALL_LIMIT_SECONDS:.0f} s: {what}")
+        loop.step()
+        time.sleep(0.05)
+
+
+def raises(record: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(from, to, waited seconds) of every PRIORITY_ESCALATED entry in a job's history, oldest first."""
+    found = []
+    for entry in record["history"]:
+        if entry["kind"] == "PRIORITY_ESCALATED":
+            matched = _RAISE.match(entry["reason"])
+            assert matched, entry["reason"]
+            found.append((int(matched[1]), int(matched[2]), int(matched[3])))
+    return found
+
+
+# ------------------------------------------------------------------------------------------ the tests
+@pytest.mark.parametrize("tier", [MID, LOW], ids=["a MIDPRI job", "a LOWPRI job"])
+def test_a_job_kept_waiting_past_its_slo_rises_in_bounded_steps_to_just_below_the_next_tier(
+    run: EscalationRun, tier: Tier
+) -> None:
+    job = WAITING[tier]
+    own, top = run.config.tiers[tier].scheduling_priority, ceiling(run.config, tier)
+    described = run.described[job.name]
+    # GIVEN it never ran: every instance stayed with ProdExp1's fillers (fair-share never preempts)
+    assert described["status"] == "RUNNABLE"
+    assert all(run.described[f.name]["status"] == "RUNNING" for f in FILLERS)
+    # THEN Batch holds it at its tier's ceiling, below the next tier's priority
+    assert described["schedulingPriority"] == top
+    # AND its history records each raise, from where the last one left it: only past the SLO, one
+    # step per interval waited (a tick that comes later covers the intervals it missed), and none
+    # once it reached the ceiling
+    history = raises(run.records[job.name])
+    slo = run.config.tiers[tier].wait_slo_seconds
+    targets = [to for _, to, _ in history]
+    assert [frm for frm, _, _ in history] == [own, *targets[:-1]], history
+    assert targets == sorted(set(targets)) and targets[-1] == top, history
+    for _, to, waited in history:
+        steps = 1 + (waited - slo) // EVERY
+        assert waited > slo and to == min(top, own + steps * STEP), (to, waited, history)
+
+
+def test_a_job_waiting_twice_its_slo_alerts_once_naming_where_escalation_stops(run: EscalationRun) -> None:
+    waits = [a for a in run.alerts if a["kind"] == "wait_slo"]
+    by_job = {a["job"]: a for a in waits}
+    assert len(waits) == len(by_job) == len(WAITING)
+    for tier, job in WAITING.items():
+        alert = by_job[run.described[job.name]["jobArn"]]
+        assert (alert["share"], alert["severity"]) == ("ProdExp2", "warning")
+        assert f"escalation stops at {ceiling(run.config, tier)}" in alert["body"]["reason"]
+
+
+def test_running_jobs_are_never_escalated(run: EscalationRun) -> None:
+    for job in FILLERS:
+        assert raises(run.records[job.name]) == []
+        assert run.described[job.name]["schedulingPriority"] == run.config.tiers[LOW].scheduling_priority
