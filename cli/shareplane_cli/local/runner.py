@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import logging
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,6 +52,18 @@ class _InvocationStdout(io.TextIOBase):
 
 
 _STDOUT = _InvocationStdout()
+
+
+def _log_to_invocations(module: ModuleType) -> None:
+    """Point a handler module's Powertools log handler at the per-invocation stdout.
+
+    Powertools loggers of one service share the handler of the first one made in the process; one
+    made outside the runner (by a test that imported a handler earlier) holds a stream of its own,
+    which would swallow every invocation's log lines.
+    """
+    handler = getattr(getattr(module, "logger", None), "registered_handler", None)
+    if isinstance(handler, logging.StreamHandler) and handler.stream is not _STDOUT:
+        handler.setStream(_STDOUT)
 
 
 @dataclass
@@ -141,6 +154,7 @@ class FunctionRunner:
         buffer = io.StringIO()
         with patched_environ(env), contextlib.redirect_stdout(_STDOUT), _STDOUT.capturing(buffer):
             module = self._module(function)  # imported under its own environment, as in Lambda
+            _log_to_invocations(module)
             if env != self._active_env:
                 self._cold_start()
                 self._active_env = env
