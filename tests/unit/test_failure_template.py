@@ -116,3 +116,13 @@ def test_every_alarm_notifies_the_alerts_topic(alarm: str) -> None:
 def test_the_highpri_wait_alarm_default_is_the_configs_slo() -> None:
     default = raw_template()["Parameters"]["HighPriWaitSloSeconds"]["Default"]
     assert default == shares_config().tiers["HIGHPRI"].wait_slo_seconds
+
+
+def test_a_dead_senders_alert_claim_expires_before_its_record_is_redelivered() -> None:
+    from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS
+
+    template = raw_template()
+    timeout = template["Globals"]["Function"]["Timeout"]
+    queue = template["Resources"]["HandleFailureQueue"]["Properties"]
+    # A live sender finishes within the function timeout; a redelivery comes after the visibility timeout.
+    assert timeout < STALE_CLAIM_SECONDS < queue["VisibilityTimeout"]
