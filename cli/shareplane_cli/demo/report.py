@@ -23,11 +23,14 @@ def _svg(title: str, body: str, height: int = HEIGHT) -> str:
 
 
 def _legend(names: Sequence[str]) -> str:
-    return "".join(
-        f'<rect x="{PAD + i * 110}" y="6" width="10" height="10" fill="{COLORS[i % len(COLORS)]}"/>'
-        f'<text x="{PAD + i * 110 + 14}" y="15" font-size="11">{html.escape(n)}</text>'
-        for i, n in enumerate(names)
-    )
+    parts, x = [], float(PAD)
+    for i, name in enumerate(names):
+        parts.append(
+            f'<rect x="{x:.0f}" y="6" width="10" height="10" fill="{COLORS[i % len(COLORS)]}"/>'
+            f'<text x="{x + 14:.0f}" y="15" font-size="11">{html.escape(name)}</text>'
+        )
+        x += 24 + 6.5 * len(name)  # about 6.5 px per character at 11 px
+    return "".join(parts)
 
 
 def stacked_usage(title: str, tracker: UsageTracker, shares: Sequence[str], capacity: int, end: float) -> str:
@@ -43,8 +46,8 @@ def stacked_usage(title: str, tracker: UsageTracker, shares: Sequence[str], capa
             upper = sum(use.get(s, 0) for s in shares[: i + 1])
             lower = sum(use.get(s, 0) for s in shares[:i])
             top += [f"{x(t):.1f},{y(upper):.1f}", f"{x(t_next):.1f},{y(upper):.1f}"]
-            bottom += [f"{x(t_next):.1f},{y(lower):.1f}", f"{x(t):.1f},{y(lower):.1f}"]
-        points = " ".join(top + bottom[::-1])
+            bottom += [f"{x(t):.1f},{y(lower):.1f}", f"{x(t_next):.1f},{y(lower):.1f}"]
+        points = " ".join(top + bottom[::-1])  # along the top, then back along the bottom
         parts.append(f'<polygon points="{points}" fill="{COLORS[i % len(COLORS)]}" opacity="0.85"/>')
     axis = (
         f'<line x1="{PAD}" y1="{y(capacity):.1f}" x2="{WIDTH - PAD}" y2="{y(capacity):.1f}" stroke="black" '
@@ -80,6 +83,8 @@ def grouped_bars(title: str, groups: Mapping[str, Mapping[str, float | None]], u
                 f'<rect x="{bx:.1f}" y="{HEIGHT - PAD - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
                 f'fill="{COLORS[si % len(COLORS)]}">'
                 f"<title>{html.escape(name)}: {value:.0f} {unit}</title></rect>"
+                f'<text x="{bx + (bar_w - 2) / 2:.1f}" y="{HEIGHT - PAD - h - 3:.1f}" font-size="9" '
+                f'text-anchor="middle">{value / 60:.0f}m</text>'
             )
     return _svg(title, "".join(parts) + _legend(series))
 
@@ -153,7 +158,7 @@ def write_report(
             ),
             stacked_usage("Hard partitions: instances in use by share", static, shares, capacity, end),
             "</div>",
-            grouped_bars("Queue wait by priority tier (seconds)", waits, "s"),
+            grouped_bars("Queue wait by priority tier (bar labels in minutes)", waits, "s"),
             timeline("Job timeline (first start to stop; red outline: failed)", rows, shares, end),
             f"<h2>Summary</h2><pre>{html.escape(json.dumps(summary, indent=2))}</pre>",
         ]
