@@ -63,7 +63,14 @@ def demo_command(
             f"{summary['static_partition_utilization']:.0%}",
         ),
         ("makespan (h)", summary["makespan_hours"], summary["static_partition_makespan_hours"]),
-        *[(f"{tier} wait p50 / p95 (min)", _minutes(w), "") for tier, w in summary["wait_seconds"].items()],
+        *[
+            (
+                f"{tier} wait p50 / p95 (min)",
+                _minutes(w),
+                _minutes(summary["static_partition_wait_seconds"][tier]),
+            )
+            for tier, w in summary["wait_seconds"].items()
+        ],
         *[(f"GPU-hours {share}", hours, "") for share, hours in summary["gpu_hours"].items()],
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
