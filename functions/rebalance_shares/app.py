@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -13,7 +12,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from shareplane.bootstrap import dependencies
 from shareplane.domain.errors import ConfigError
-from shareplane.schemas.scheduled import parse_scheduled_event, tick_id
+from shareplane.schemas.scheduled import parse_scheduled_event, tick_id, tick_time
 from shareplane.service.rebalance_shares import rebalance_shares
 
 # The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
@@ -25,14 +24,17 @@ copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 def record_handler(record: SQSRecord) -> None:
     """Run the rebalancer for one tick; a redelivered tick applies nothing twice."""
-    tick = tick_id(parse_scheduled_event(json.loads(record.body)))
+    event = parse_scheduled_event(json.loads(record.body))
+    tick = tick_id(event)
     logger.set_correlation_id(tick)
     deps = dependencies()
     if deps.config is None:
         raise ConfigError("SHAREPLANE_CONFIG", "is not set", "deploy with the SharesConfig parameter")
     outcome = rebalance_shares(
         tick,
-        time.time(),
+        # The tick's time, not the clock's: a redelivered tick decides exactly as its first delivery,
+        # and on the local stack cooldowns and wait windows run on the emulator's virtual clock.
+        tick_time(event),
         deps.config,
         deps.rebalance_settings,
         deps.batch_policy,

@@ -152,6 +152,8 @@ def shares_command(
     batch = BatchPolicyAdapter(_batch_client(target))
     try:
         if rollback_id:
+            # A rollback is asked for by hand and has no schedule tick to date it: the one rebalancer
+            # path the wall clock decides (its audit and the cooldown it starts are stamped now).
             outcome = rollback(rollback_id, time.time(), RebalanceSettings(job_queue=job_queue), batch, store)
             result = {"action": outcome.action, "reason": outcome.reason, "planId": outcome.plan_id}
             if outcome.plan is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from moto import mock_aws
 from shareplane import bootstrap
 from shareplane.adapters.share_store import DynamoShareStore
+from shareplane.schemas.scheduled import parse_scheduled_event, tick_time
 
 from tests.aws import create_jobs_table
 from tests.conftest import REPO, load_event, load_handler
@@ -88,3 +90,51 @@ def test_a_body_that_is_not_a_scheduled_event_fails_alone(world: Any, lambda_con
     response = handler.lambda_handler(sqs_batch(["{not json", wrong, tick]), lambda_context)
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}, {"itemIdentifier": "m1"}]}
     assert weights(cluster, arn)["ProdExp2"] == 1.25
+
+
+def _forget_rebalancer(table: str) -> None:
+    """Delete the rebalancer's state and audit items, as if the tick had never been handled."""
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    items = dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "SHARES"}},
+    )["Items"]
+    for item in items:
+        dynamodb.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
+
+
+def test_the_same_tick_delivered_at_two_wall_clocks_plans_and_audits_identically(
+    world: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler, cluster, arn = world
+    tick = load_event("scheduled_event_rebalance_shares")
+    store = DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
+    wall_clock = time.time
+    runs = []
+    # GIVEN one tick, delivered once now and once six hours of wall clock later (past any cooldown),
+    # each time into the same cluster with nothing of the rebalancer's recorded yet
+    for offset in (0.0, 6 * 3600.0):
+        monkeypatch.setattr(time, "time", lambda offset=offset: wall_clock() + offset)
+        _forget_rebalancer(TABLE)
+        cluster.batch.update_scheduling_policy(
+            arn=arn,
+            fairsharePolicy={
+                "shareDecaySeconds": 3600,
+                "shareDistribution": [
+                    {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
+                    {"shareIdentifier": "ProdExp2", "weightFactor": 1.0},
+                ],
+            },
+        )
+        # WHEN the tick is handled
+        assert handler.lambda_handler(sqs_batch([tick]), lambda_context) == {"batchItemFailures": []}
+        runs.append((store.audits(), store.load_state(), weights(cluster, arn)))
+    # THEN both deliveries made the same plan, wrote the same audit record (its times are the tick's)
+    # and left the same state and weights
+    (first_audits, first_state, first_weights), (second_audits, second_state, second_weights) = runs
+    assert len(first_audits) == 1
+    assert first_audits[0]["createdAt"] == tick_time(parse_scheduled_event(tick))
+    assert first_audits == second_audits
+    assert first_state == second_state
+    assert first_weights == second_weights == {"ProdExp1": 1.0, "ProdExp2": 1.25}

@@ -1,7 +1,8 @@
-"""The EventBridge schedule's event, and the tick id a scheduled run is made idempotent by."""
+"""The EventBridge schedule's event, the tick id a scheduled run is made idempotent by, and its time."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -34,6 +35,21 @@ def parse_scheduled_event(raw: Any) -> ScheduledEvent:
         ) from exc
 
 
+def _utc(event: ScheduledEvent) -> datetime:
+    # EventBridge writes UTC with a Z; an offset is converted and a time without a zone read as UTC,
+    # so the tick id and the tick time always name the same instant.
+    at = event.time
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
 def tick_id(event: ScheduledEvent) -> str:
     """The tick a scheduled event stands for: its time, which every redelivery of it shares."""
-    return event.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _utc(event).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def tick_time(event: ScheduledEvent) -> float:
+    """The epoch seconds a scheduled run decides at: its tick's time, the same on every redelivery.
+
+    Whole seconds, the second ``tick_id`` names.
+    """
+    return float(int(_utc(event).timestamp()))

@@ -18,6 +18,12 @@ One run per schedule tick:
    nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns APPLIED. A run
    that dies between the write and the Batch call leaves the record PENDING; the tick's redelivery
    re-applies that record's ``after`` values (absolute settings, so applying twice is harmless).
+
+A run decides at its tick's time (the Scheduled Event's ``time``, as ``tick_time`` reads it), never at
+the clock's: cooldown, ledger and usage intervals, wait windows and the audit's timestamps are all
+measured from it, so a redelivered tick plans and audits exactly as its first delivery did, and on
+the local stack (whose emulator stamps ticks and jobs with a sped-up virtual clock) they run in the
+same time as the jobs. Only ``rollback``, asked for by hand with no tick, is dated by the clock.
 """
 
 from __future__ import annotations
@@ -515,7 +521,7 @@ def rebalance_shares(
     store: ShareStore,
     metrics: MetricsSink,
 ) -> RebalanceOutcome:
-    """One scheduled run: snapshot, decide, apply once per tick (or only record, in dry-run)."""
+    """One scheduled run at ``now`` (its tick's time): snapshot, decide, apply once per tick (or record)."""
     queue = settings.job_queue
     plan_id = plan_id_for(queue_name(queue), tick_id)
     for _ in range(MAX_CONFLICT_RETRIES):
