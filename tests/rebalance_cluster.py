@@ -101,6 +101,19 @@ def fairshare_queue(cluster: Cluster, weights: dict[str, float]) -> str:
     return arn
 
 
+def borrowed_fairshare_queue(cluster: Cluster) -> str:
+    """The blog's fair-share queue with equal weights, where ProdExp1 took 80 of 100 instances before
+    ProdExp2 (entitled to 40) arrived with 50 instances of HIGHPRI work; returns the policy ARN."""
+    arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
+    for i in range(8):
+        cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
+    cluster.advance(120)
+    for i in range(5):
+        cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
+    cluster.advance(120)
+    return arn
+
+
 def quota_queue(cluster: Cluster) -> dict[str, str]:
     """A quota-share queue over 100 p4d instances: ProdExp1 60 and ProdExp2 40, borrowing unlimited."""
     cluster.batch.create_service_environment(

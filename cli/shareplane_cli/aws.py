@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import boto3
+import typer
 from botocore.config import Config
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 
 DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", "shareplane-dev")
+
+# The options every account-facing command takes, as the aws CLI names them.
+Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
+Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
+Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
+StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack to work with.")]
+TableName = Annotated[
+    str | None, typer.Option("--table", help="Jobs table name (default: the stack's output).")
+]
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
@@ -24,9 +34,14 @@ class Target:
     stack_name: str = DEFAULT_STACK
 
     def client(self, service: str) -> Any:
-        """A boto3 client; AWS_ENDPOINT_URL* in the environment is honoured by boto3 itself."""
+        """A boto3 client: AWS_ENDPOINT_URL_<SERVICE>, then --endpoint, then boto3's own resolution.
+
+        The service's own variable wins over --endpoint as it wins over AWS_ENDPOINT_URL in boto3:
+        locally Batch and SageMaker are the emulator, not the embedded AWS that --endpoint names.
+        """
         session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
-        return session.client(service, endpoint_url=self.endpoint, config=_CONFIG)
+        endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or self.endpoint
+        return session.client(service, endpoint_url=endpoint, config=_CONFIG)
 
     def outputs(self) -> dict[str, str]:
         """The stack's outputs (names of its table, queues, bucket ...)."""

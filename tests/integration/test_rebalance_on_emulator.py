@@ -17,7 +17,15 @@ from shareplane.domain.rebalance import QuotaSettings
 from shareplane.service.rebalance_shares import RebalanceSettings, rollback
 
 from tests.aws import create_jobs_table
-from tests.rebalance_cluster import P4D, QUEUE, Cluster, fairshare_queue, quota_queue, start_cluster, weights
+from tests.rebalance_cluster import (
+    P4D,
+    QUEUE,
+    Cluster,
+    borrowed_fairshare_queue,
+    quota_queue,
+    start_cluster,
+    weights,
+)
 from tests.rebalance_fakes import shares_config
 
 TABLE = "shareplane-jobs"
@@ -38,13 +46,7 @@ def cluster(aws_credentials: None, request: pytest.FixtureRequest) -> Iterator[C
 @pytest.mark.parametrize("cluster", ["fairshare"], indirect=True, ids=["fair-share queue"])
 def test_a_fairshare_plan_reaches_the_policy_and_rolls_back_from_its_audit_record(cluster: Cluster) -> None:
     # GIVEN equal weights; ProdExp1 took 80 of 100 instances before ProdExp2 (entitled to 40) arrived
-    arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
-    for i in range(8):
-        cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
-    cluster.advance(120)
-    for i in range(5):
-        cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
-    cluster.advance(120)
+    arn = borrowed_fairshare_queue(cluster)
     settings = RebalanceSettings(job_queue=QUEUE, scheduling_policy_arn=arn)
     # WHEN the rebalancer runs a tick
     outcome = cluster.rebalance("2026-03-16T00:05:00Z", settings)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
 
-from ..aws import DEFAULT_STACK, Target
+from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app
 from ..output import Output, emit, epoch_ms, print_table
 
@@ -51,11 +51,11 @@ def alert_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def alerts_command(
     since: Annotated[str, typer.Option(help="How far back: 90s, 15m, 6h, 7d.")] = "24h",
     output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
-    profile: Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")] = None,
-    region: Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")] = None,
-    endpoint: Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's).")] = None,
-    stack_name: Annotated[str, typer.Option("--stack-name", help="The deployed stack.")] = DEFAULT_STACK,
-    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: TableName = None,
 ) -> None:
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)

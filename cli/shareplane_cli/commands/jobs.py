@@ -10,14 +10,10 @@ import typer
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.service.queries import job_records
 
-from ..aws import DEFAULT_STACK, Target
+from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app
 from ..output import Output, emit, epoch_ms, print_table
 
-Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
-Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
-Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
-StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack whose table to read.")]
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
 
@@ -70,7 +66,7 @@ def jobs_command(
     region: Region = None,
     endpoint: Endpoint = None,
     stack_name: StackName = DEFAULT_STACK,
-    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+    table: TableName = None,
 ) -> None:
     """List jobs with their state, counters and history."""
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
@@ -87,7 +83,7 @@ def export_command(
     region: Region = None,
     endpoint: Endpoint = None,
     stack_name: StackName = DEFAULT_STACK,
-    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+    table: TableName = None,
 ) -> None:
     """Write every job record as JSON lines: the history `shareplane simulate --trace` replays."""
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Annotated, Any
 
-import boto3
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
@@ -15,22 +13,11 @@ from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
-from ..aws import _CONFIG, DEFAULT_STACK, Target
+from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app
 from ..output import Output, emit, print_error, print_json, print_table
 
-Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
-Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
-Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
-StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack to read.")]
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
-
-
-def _batch_client(target: Target) -> Any:
-    # Locally Batch is the emulator, not the embedded AWS behind --endpoint: its own variable wins.
-    session = boto3.session.Session(profile_name=target.profile, region_name=target.region)
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_BATCH") or target.endpoint
-    return session.client("batch", endpoint_url=endpoint, config=_CONFIG)
 
 
 def _setting_text(setting: Any) -> str:
@@ -141,7 +128,7 @@ def shares_command(
     region: Region = None,
     endpoint: Endpoint = None,
     stack_name: StackName = DEFAULT_STACK,
-    table: Annotated[str | None, typer.Option(help="Jobs table name (default: the stack's output).")] = None,
+    table: TableName = None,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the stack's output).")] = None,
 ) -> None:
     """Show each share's weight or quota limits with target against actual; audit history; rollback."""
@@ -149,7 +136,7 @@ def shares_command(
     outputs = target.outputs() if not (table and queue) else {}
     store = DynamoShareStore(target.client("dynamodb"), table or outputs["JobsTableName"])
     job_queue = queue or outputs["GpuJobQueueName"]
-    batch = BatchPolicyAdapter(_batch_client(target))
+    batch = BatchPolicyAdapter(target.client("batch"))
     try:
         if rollback_id:
             # A rollback is asked for by hand and has no schedule tick to date it: the one rebalancer

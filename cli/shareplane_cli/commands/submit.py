@@ -13,16 +13,12 @@ from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.jobspec import TEAM_TAG
 from shareplane.domain.lifecycle import JobState
 
-from ..aws import DEFAULT_STACK, Target
+from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, Target
 from ..config_file import load_config
 from ..main import app
 from ..output import Output, emit, print_json, print_table, stderr_console
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
 
-Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
-Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
-Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
-StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack.")]
 ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 err = stderr_console()

@@ -14,7 +14,13 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.aws import create_jobs_table
-from tests.rebalance_cluster import QUEUE, Cluster, fairshare_queue, start_cluster, weights
+from tests.rebalance_cluster import (
+    QUEUE,
+    Cluster,
+    borrowed_fairshare_queue,
+    start_cluster,
+    weights,
+)
 from tests.rebalance_fakes import shares_config
 
 TABLE = "shareplane-jobs"
@@ -30,13 +36,7 @@ def applied(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         cluster, server, _ = start_cluster(shares_config(), dynamodb, TABLE)
         monkeypatch.setenv("AWS_ENDPOINT_URL_BATCH", server.endpoint)
         try:
-            arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
-            for i in range(8):
-                cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
-            cluster.advance(120)
-            for i in range(5):
-                cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
-            cluster.advance(120)
+            arn = borrowed_fairshare_queue(cluster)
             outcome = cluster.rebalance("2026-03-16T00:05:00Z", RebalanceSettings(job_queue=QUEUE))
             assert outcome.action == "applied"
             yield cluster, arn, str(outcome.plan_id)

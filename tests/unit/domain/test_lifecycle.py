@@ -20,7 +20,7 @@ from shareplane.domain.lifecycle import (
 from shareplane.schemas import parse_state_event
 
 from tests.conftest import load_scenario, scenario_names
-from tests.streams import CAPACITY, JOB, detours, lifecycle, outcomes
+from tests.streams import detours, lifecycle, outcomes
 
 
 def fold(observations: list[JobObservation]) -> tuple[JobState | None, dict[str, object], list[Decision]]:
@@ -202,7 +202,3 @@ def test_recorded_scenarios_converge_under_any_delivery(scenario: str, data: st.
     events = job_observations(scenario)
     expected = fold(events)[:2]
     assert fold(_shuffled_with_duplicates(data, events))[:2] == expected
-
-
-def test_capacity_reason_constant_matches_batch_text() -> None:
-    assert CAPACITY.startswith("CAPACITY:") and JOB.startswith("arn:aws:batch:")

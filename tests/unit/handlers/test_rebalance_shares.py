@@ -16,7 +16,12 @@ from shareplane.schemas.scheduled import parse_scheduled_event, tick_time
 
 from tests.aws import create_jobs_table
 from tests.conftest import REPO, load_event, load_handler
-from tests.rebalance_cluster import Cluster, fairshare_queue, start_cluster, weights
+from tests.rebalance_cluster import (
+    Cluster,
+    borrowed_fairshare_queue,
+    start_cluster,
+    weights,
+)
 from tests.rebalance_fakes import shares_config
 from tests.sqs import sqs_batch
 
@@ -39,13 +44,7 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tu
         monkeypatch.setenv("AWS_ENDPOINT_URL_BATCH", server.endpoint)
         try:
             # GIVEN the blog's queue with equal weights; ProdExp1 took 80 before ProdExp2 (entitled 40) came
-            arn = fairshare_queue(cluster, {"ProdExp1": 1.0, "ProdExp2": 1.0})
-            for i in range(8):
-                cluster.submit(f"p1-{i}", 10, shareIdentifier="ProdExp1")
-            cluster.advance(120)
-            for i in range(5):
-                cluster.submit(f"p2-{i}", 10, priority=90, shareIdentifier="ProdExp2")
-            cluster.advance(120)
+            arn = borrowed_fairshare_queue(cluster)
             bootstrap.dependencies.cache_clear()
             yield load_handler("rebalance_shares"), cluster, arn
         finally:

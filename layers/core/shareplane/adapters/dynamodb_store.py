@@ -89,6 +89,18 @@ def put_new_action(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
     return {"Put": {"TableName": table, "Item": _marshal(item), "ConditionExpression": _NEW_KEY}}
 
 
+def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | None) -> dict[str, Any]:
+    """Put parameters that replace an item only at the version it was read at (or create it, new)."""
+    put: dict[str, Any] = {"TableName": table, "Item": _marshal(item)}
+    if previous_version is None:
+        put["ConditionExpression"] = _NEW_KEY
+    else:
+        put["ConditionExpression"] = "#v = :v"
+        put["ExpressionAttributeNames"] = {"#v": "version"}
+        put["ExpressionAttributeValues"] = {":v": {"N": str(previous_version)}}
+    return put
+
+
 def put_new(client: Any, table: str, item: Mapping[str, Any]) -> bool:
     """Put an item only if its key is new; False when it exists (what makes a repeat a no-op)."""
     try:
@@ -310,14 +322,7 @@ class DynamoJobStore:
         return put_new_action(self._table, item)
 
     def _put_versioned(self, item: Mapping[str, Any], previous: Any) -> dict[str, Any]:
-        put: dict[str, Any] = {"TableName": self._table, "Item": _marshal(item)}
-        if previous is None:
-            put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            put["ConditionExpression"] = "#v = :v"
-            put["ExpressionAttributeNames"] = {"#v": "version"}
-            put["ExpressionAttributeValues"] = {":v": {"N": str(previous.version)}}
-        return {"Put": put}
+        return {"Put": versioned_put(self._table, item, None if previous is None else previous.version)}
 
     def _transact(self, actions: list[dict[str, Any]]) -> bool:
         # The history item goes first: its condition failing means this observation was recorded.

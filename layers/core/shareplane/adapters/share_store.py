@@ -27,6 +27,7 @@ from .dynamodb_store import (
     job_state_from_item,
     put_new_action,
     transact_new_and_versioned,
+    versioned_put,
 )
 
 SHARES_PK = "SHARES"
@@ -158,11 +159,4 @@ class DynamoShareStore:
 
     def _versioned_put(self, state: Mapping[str, Any], previous_version: int | None) -> dict[str, Any]:
         item = {**state, "pk": SHARES_PK, "sk": STATE_SK, "entity": "shares_state"}
-        put: dict[str, Any] = {"TableName": self._table, "Item": _marshal(item)}
-        if previous_version is None:
-            put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            put["ConditionExpression"] = "#v = :v"
-            put["ExpressionAttributeNames"] = {"#v": "version"}
-            put["ExpressionAttributeValues"] = {":v": {"N": str(previous_version)}}
-        return put
+        return versioned_put(self._table, item, previous_version)
