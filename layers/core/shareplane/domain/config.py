@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -31,11 +33,53 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ShareLayout(StrEnum):
+    """Which share identifiers a fair-share GPU queue has."""
+
+    #: One identifier per team: schedulingPriority orders jobs only inside a team, so a HIGHPRI job
+    #: waits behind other teams' LOWPRI work whenever its team is over its weight.
+    TEAM = "team"
+    #: One identifier per team and tier, weighted by the team's entitlement times the tier's
+    #: ``weight_multiplier``: fair-share serves the share with the lowest weighted usage, so a tier
+    #: with a small multiplier is served first across teams, and within a tier teams split by entitlement.
+    TEAM_TIER = "team_tier"
+
+
 class TierConfig(_Strict):
     """What a tier means: the schedulingPriority its jobs get and the wait it promises."""
 
     scheduling_priority: Annotated[int, Field(ge=0, le=9999)]
     wait_slo_seconds: Annotated[int, Field(gt=0)]
+    #: team_tier layout: this tier's identifiers get the team's weightFactor times this (lower gets more).
+    weight_multiplier: Annotated[float, Field(gt=0, le=1)] = 1.0
+    #: A job of this tier that has waited this long may reclaim capacity lower tiers hold (see
+    #: domain/reclaim.py); unset: the tier never reclaims.
+    reclaim_after_seconds: Annotated[int, Field(ge=0)] | None = None
+
+
+class ReclaimConfig(_Strict):
+    """Guard rails of checkpoint-aware reclaim (domain/reclaim.py); the template's switches turn it on."""
+
+    #: A job younger than this (in its current attempt) is never a victim.
+    min_runtime_seconds: Annotated[int, Field(ge=0)] = 900
+    #: A job stopped or preempted this recently is never a victim again.
+    cooldown_seconds: Annotated[int, Field(ge=0)] = 3600
+    #: Most victims stopped for one waiting job over its life.
+    max_victims_per_job: Annotated[int, Field(ge=1, le=100)] = 4
+    #: Most victims per day (UTC, by decision time) for the whole queue.
+    max_victims_per_day: Annotated[int, Field(ge=1)] = 100
+    #: Most victims per decision (one event or one schedule tick): the rate limit.
+    max_victims_per_run: Annotated[int, Field(ge=1)] = 8
+    #: Jobs without a CheckpointConfig lose all their work when stopped: never victims unless allowed.
+    allow_no_checkpoint_victims: bool = False
+
+
+@dataclass(frozen=True)
+class ShareKey:
+    """Who a share identifier (or quota share name) belongs to: a team, and a tier in the team_tier layout."""
+
+    team: str
+    tier: Tier | None = None
 
 
 class InstanceTypeConfig(_Strict):
@@ -198,7 +242,11 @@ class SharesConfig(_Strict):
     instance_types: Mapping[str, InstanceTypeConfig]
     tiers: Mapping[Tier, TierConfig]
     teams: Mapping[str, TeamConfig]
+    #: Fair-share mode only: quota mode always has one quota share per team (at most 20 per queue),
+    #: and in-share preemption orders tiers inside a team.
+    share_layout: ShareLayout = ShareLayout.TEAM
     fairshare: FairshareConfig = FairshareConfig()
+    reclaim: ReclaimConfig = ReclaimConfig()
     failures: FailuresConfig = FailuresConfig()
     rebalance: RebalanceConfig = RebalanceConfig()
     queues: QueuesConfig = QueuesConfig()
@@ -275,6 +323,46 @@ class SharesConfig(_Strict):
         reached = [t for t, c in self.tiers.items() if scheduling_priority >= c.scheduling_priority]
         return max(reached, key=lambda t: self.tiers[t].scheduling_priority, default=None)
 
+    @property
+    def tiered_shares(self) -> bool:
+        """Whether GPU jobs go to one share identifier per team and tier (fair-share team_tier layout)."""
+        return self.mode is SchedulingMode.FAIRSHARE and self.share_layout is ShareLayout.TEAM_TIER
+
+    def share_for(self, team: str, tier: Tier | None) -> str:
+        """The share identifier (or quota share name) a team's job of ``tier`` is submitted with."""
+        base = self.teams[team].share
+        if self.tiered_shares:
+            return base + Tier(tier or Tier.LOWPRI).value
+        return base
+
+    @cached_property
+    def share_keys(self) -> Mapping[str, ShareKey]:
+        """Every share identifier (or quota share name) of the GPU queue -> its team and tier."""
+        keys: dict[str, ShareKey] = {}
+        for name, team in self.teams.items():
+            if self.tiered_shares:
+                for tier in Tier:
+                    keys[team.share + tier.value] = ShareKey(name, tier)
+            else:
+                keys[team.share] = ShareKey(name)
+        return keys
+
     def team_for_share(self, share: str | None) -> str | None:
-        """The team that owns a share identifier or quota share name."""
-        return next((name for name, team in self.teams.items() if team.share == share), None)
+        """The team that owns a share identifier or quota share name (from the config, never the name)."""
+        key = self.share_keys.get(share or "")
+        return key.team if key else None
+
+    def tier_for_share(self, share: str | None) -> Tier | None:
+        """The tier a share identifier serves (team_tier layout), else None."""
+        key = self.share_keys.get(share or "")
+        return key.tier if key else None
+
+    def share_weight_factor(self, share: str) -> float:
+        """A share identifier's fixed weightFactor: best-entitled team 1.0, times the tier's multiplier."""
+        key = self.share_keys[share]
+        entitled = {name: sum(team.entitlement.values()) for name, team in self.teams.items()}
+        top = max(entitled.values(), default=0)
+        own = entitled[key.team]
+        base = top / own if own > 0 else 999.9999
+        multiplier = self.tiers[key.tier].weight_multiplier if key.tier else 1.0
+        return min(999.9999, max(0.0001, round(base * multiplier, 4)))
