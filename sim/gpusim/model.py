@@ -1123,6 +1123,54 @@ class BatchModel:
                 self.ms(),
             )
 
+    def unsaved_seconds(self, job: Job, now: float) -> float:
+        """Seconds of this attempt a stop would lose now: since dispatch, less what checkpoints keep."""
+        held = now - (job.scheduled_at if job.scheduled_at is not None else now)
+        interval = self.options.timings.checkpoint_interval
+        if (
+            job.status == RUNNING
+            and job.training_since is not None
+            and interval > 0
+            and "CheckpointConfig" in job.payload
+        ):
+            held -= ((now - job.training_since) // interval) * interval
+        return max(0.0, held)
+
+    def last_checkpoint_at(self, job: Job) -> float | None:
+        """When the current attempt last checkpointed (None: not yet, or it has no CheckpointConfig)."""
+        interval = self.options.timings.checkpoint_interval
+        if job.training_since is None or interval <= 0 or "CheckpointConfig" not in job.payload:
+            return None
+        saves = (self.engine.now - job.training_since) // interval
+        return job.training_since + saves * interval if saves >= 1 else None
+
+    def requeue_from_checkpoint(self, job: Job, reason: str) -> None:
+        """What the control plane's reclaim does to a victim: TerminateServiceJob, then resubmit its payload.
+
+        Modelled as one job that keeps its identity (a what-if counts its wait once) and the progress
+        its checkpoints kept, queued behind the jobs already waiting in its share as a new submission
+        would be. A job that is not dispatched is left alone.
+        """
+        if job.status not in DISPATCHED:
+            return
+        now = self.engine.now
+        if self.observer is not None:
+            self.observer("reclaim", job)
+        tj = job.training
+        if tj is not None:
+            self._tj_status(tj, "Stopped", "Stopped", "Training job stopped")
+        self._keep_checkpointed_progress(job, now)
+        self._release(job)
+        job.epoch += 1
+        job.attempts.append(self._attempt(job, now, reason))
+        self._job_seq += 1
+        job.seq = self._job_seq
+        job.status = RUNNABLE
+        job.reason = reason
+        job.wait_since = now
+        self._enqueue(job)
+        self._emit(job)
+
     def terminate(self, job: Job, reason: str) -> None:
         """TerminateServiceJob: stop it wherever it is; it ends FAILED and is never retried."""
         if job.status in FINAL:

@@ -61,9 +61,10 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from shareplane.domain.config import RebalanceConfig, SchedulingMode, Tier
+from shareplane.domain.config import RebalanceConfig, ReclaimConfig, SchedulingMode, Tier, TierConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, ShareState, TierWait, plan_rebalance
+from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
 
 from .api import BatchApi
 from .engine import Engine
@@ -215,6 +216,22 @@ class TierMix(_Strict):
     fraction: Annotated[float, Field(ge=0, le=1)]
     scheduling_priority: Annotated[int, Field(ge=0, le=9999)]
     wait_slo_seconds: Annotated[int, Field(gt=0)]
+    #: Team x tier layout (fairshare+tiers, fairshare+reclaim): whether the tier has an identifier of its
+    #: own per team, and that identifier's weight multiplier.
+    own_share: bool = False
+    weight_multiplier: Annotated[float, Field(gt=0, le=1)] = 1.0
+    #: fairshare+reclaim: a job of this tier that waited this long may reclaim; unset: never.
+    reclaim_after_seconds: Annotated[int, Field(ge=0)] | None = None
+
+    def tier_config(self) -> TierConfig:
+        """The production tier settings these stand for (what the reclaim planner reads)."""
+        return TierConfig(
+            scheduling_priority=self.scheduling_priority,
+            wait_slo_seconds=self.wait_slo_seconds,
+            own_share=self.own_share,
+            weight_multiplier=self.weight_multiplier,
+            reclaim_after_seconds=self.reclaim_after_seconds,
+        )
 
 
 class SharesMapping(_Strict):
@@ -278,7 +295,16 @@ class WhatIfConfig(_Strict):
     head_of_line_blocking: bool = True
     share_decay_seconds: Annotated[int, Field(ge=0, le=604800)] = 3600
     in_share_preemption: bool = False
+    #: Trace jobs save a checkpoint this often (a preempted or reclaimed job resumes from its last).
+    checkpoint_interval_seconds: Annotated[float, Field(ge=0)] = 900.0
+    #: The fraction of jobs (seeded) that never checkpoint: they lose all work when stopped, so
+    #: reclaim never picks them.
+    never_checkpoint_fraction: Annotated[float, Field(ge=0, le=1)] = 0.1
     rebalance: RebalanceRun = RebalanceRun()
+    #: fairshare+reclaim: the production reclaim rules, and how often the schedule re-plans (a job is
+    #: also re-planned at the moment it becomes due, as the Lambda's delayed re-check does).
+    reclaim: ReclaimConfig = ReclaimConfig()
+    reclaim_interval_minutes: Annotated[float, Field(gt=0)] = 5.0
     report_buckets: Annotated[int, Field(ge=10, le=2000)] = 200
 
     @model_validator(mode="after")
@@ -324,6 +350,20 @@ class Policy(StrEnum):
     FAIRSHARE = "fairshare"
     QUOTA = "quota"
     REBALANCE = "fairshare+rebalance"
+    #: Fair-share with one identifier per team and tier (``ShareLayout.TEAM_TIER``), fixed weights.
+    TIERS = "fairshare+tiers"
+    #: The team x tier layout plus the control plane's checkpoint-aware reclaim (domain/reclaim.py).
+    RECLAIM = "fairshare+reclaim"
+
+    @property
+    def fair(self) -> bool:
+        """Whether the policy runs a fair-share queue (else quota shares)."""
+        return self in (Policy.FAIRSHARE, Policy.REBALANCE, Policy.TIERS, Policy.RECLAIM)
+
+    @property
+    def tiered(self) -> bool:
+        """Whether share identifiers are per team and tier."""
+        return self in (Policy.TIERS, Policy.RECLAIM)
 
 
 def parse_policies(text: str) -> list[Policy]:
@@ -357,6 +397,7 @@ class ScenarioJob:
     tier: int  # index into TIERS
     priority: int
     script: tuple[str, ...] = ()
+    checkpoints: bool = True
 
 
 @dataclass(frozen=True)
@@ -477,6 +518,8 @@ def build_scenario(
     tier_weights = [config.tiers[t].fraction for t in TIERS]
     rates = config.faults.model_dump()
     priorities = sorted(((config.tiers[t].scheduling_priority, i) for i, t in enumerate(TIERS)), reverse=True)
+    # Checkpointing is drawn from its own stream, so the tier and failure draws stay as they were.
+    ckpt_rng = random.Random(f"checkpoints-{seed}")
     jobs = []
     for n, j in enumerate(trace):
         if j.priority is None:
@@ -501,6 +544,7 @@ def build_scenario(
                 tier,
                 priority,
                 script,
+                ckpt_rng.random() >= config.never_checkpoint_fraction,
             )
         )
     return Scenario(
@@ -520,9 +564,15 @@ def build_scenario(
 class Meter:
     """Integrates held and demanded units per share from the model's observer calls, in O(1) each."""
 
-    def __init__(self, scenario: Scenario, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        clock: Callable[[], float],
+        unsaved: Callable[[Job, float], float] = lambda job, now: now - (job.scheduled_at or now),
+    ) -> None:
         n = len(scenario.shares)
         self.now = clock
+        self.unsaved = unsaved
         self.capacity = scenario.capacity_units
         self.entitled = list(scenario.entitlements)
         self.end = scenario.window
@@ -543,7 +593,8 @@ class Meter:
         self.width = self.end / self.buckets if self.end > 0 else 1.0
         self.bucket_held = [0.0] * self.buckets
         self.bucket_bound = [0.0] * self.buckets
-        self.lost_unit_seconds = 0.0
+        self.lost_unit_seconds = 0.0  # to preemption
+        self.reclaim_lost_unit_seconds = 0.0
         self.waits: list[list[float]] = [[] for _ in TIERS]
         self.recent: list[deque[tuple[float, float]]] = [deque() for _ in TIERS]
         self.waiting: list[dict[str, float]] = [{} for _ in TIERS]  # not yet dispatched: name -> created
@@ -614,8 +665,15 @@ class Meter:
             self.demand_tier[i][sj.tier] -= u
             self.total_demand -= u
             self.waiting[sj.tier].pop(sj.name, None)
-        elif kind == "preempt":
-            self.lost_unit_seconds += u * (now - (job.scheduled_at or now))
+        elif kind in ("preempt", "reclaim"):
+            # The work since the last checkpoint (or the dispatch) is lost; only its part inside the
+            # window counts, as GPU-hours used do.
+            lost = self.unsaved(job, now)
+            inside = max(0.0, min(now, self.end) - max(now - lost, 0.0))
+            if kind == "preempt":
+                self.lost_unit_seconds += u * inside
+            else:
+                self.reclaim_lost_unit_seconds += u * inside
 
     def close(self, now: float) -> None:
         """Integrate every share up to the end of the window (or ``now`` if earlier)."""
@@ -657,6 +715,11 @@ class PolicyResult:
     preemption_gpu_hours_lost: float
     jobs: int
     finished: int
+    gpu_hours_used: float = 0.0
+    slo_attainment: dict[str, float] = field(default_factory=dict)
+    reclaims: int = 0
+    reclaim_victims: int = 0
+    reclaim_gpu_hours_lost: float = 0.0
     plans: int = 0
     applied_plans: int = 0
     wall_seconds: float = 0.0
@@ -677,6 +740,11 @@ class PolicyResult:
             "worst_team_entitlement_ratio": round(self.worst_team_entitlement_ratio, 6),
             "jain_index": round(self.jain_index, 6),
             "preemption_gpu_hours_lost": round(self.preemption_gpu_hours_lost, 3),
+            "gpu_hours_used": round(self.gpu_hours_used, 3),
+            "slo_attainment": {k: round(v, 6) for k, v in self.slo_attainment.items()},
+            "reclaims": self.reclaims,
+            "reclaim_victims": self.reclaim_victims,
+            "reclaim_gpu_hours_lost": round(self.reclaim_gpu_hours_lost, 3),
             "jobs": self.jobs,
         }
 
@@ -704,7 +772,7 @@ class PolicyRun:
         self.policy = policy
         cfg = scenario.config
         scripted = {j.name: j.script for j in scenario.jobs if j.script}
-        timings = Timings(**cfg.timings.model_dump())
+        timings = Timings(**cfg.timings.model_dump(), checkpoint_interval=cfg.checkpoint_interval_seconds)
         self.model = BatchModel(
             Engine(),
             ModelOptions(
@@ -715,8 +783,8 @@ class PolicyRun:
             ),
         )
         engine = self.model.engine
-        self.meter = Meter(scenario, lambda: engine.now)
-        self.model.observer = self.meter.observe
+        self.meter = Meter(scenario, lambda: engine.now, self.model.unsaved_seconds)
+        self.model.observer = self._observe
         self.api = BatchApi(self.model)
         self.instance_type = cfg.instance_type
         self.retry = {"attempts": cfg.retry_attempts}
@@ -727,12 +795,45 @@ class PolicyRun:
         self.last_applied: float | None = None
         self.ledger: Mapping[str, LedgerEntry] = {}
         self.ledger_as_of: float | None = None
+        self.reclaim = _ReclaimRun(self) if policy is Policy.RECLAIM else None
         self.queue: JobQueue = self._build()
         self._next = 0
 
+    @property
+    def done(self) -> bool:
+        """Every job arrived and finished: periodic work stops (two schedules never keep each other up)."""
+        return self._next >= len(self.scenario.jobs) and self.model.finished >= len(self.scenario.jobs)
+
+    def _observe(self, kind: str, job: Job) -> None:
+        self.meter.observe(kind, job)
+        if self.reclaim is not None:
+            self.reclaim.observe(kind, job)
+
+    def share_identifier(self, job: ScenarioJob) -> str:
+        """The fair-share identifier a job is submitted with: its team's share, per tier when tiered."""
+        share = self.scenario.shares[job.share]
+        tier = TIERS[job.tier]
+        if self.policy.tiered and self.scenario.config.tiers[tier].own_share:
+            return share + tier.value
+        return share
+
+    def _share_distribution(self) -> list[dict[str, Any]]:
+        if not self.policy.tiered:
+            return [{"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()]
+        tiers = self.scenario.config.tiers
+        return [{"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()] + [
+            {
+                "shareIdentifier": s + t.value,
+                "weightFactor": min(999.9999, max(0.0001, round(w * tiers[t].weight_multiplier, 4))),
+            }
+            for s, w in self.weights.items()
+            for t in TIERS
+            if tiers[t].own_share
+        ]
+
     def _build(self) -> JobQueue:
         sc, api = self.scenario, self.api
-        fair = self.policy in (Policy.FAIRSHARE, Policy.REBALANCE)
+        fair = self.policy.fair
         unit = NUM_INSTANCES if fair else self.instance_type
         api.create_service_environment(
             serviceEnvironmentName="whatif",
@@ -743,9 +844,7 @@ class PolicyRun:
             body = {
                 "shareDecaySeconds": sc.config.share_decay_seconds,
                 "computeReservation": 0,
-                "shareDistribution": [
-                    {"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()
-                ],
+                "shareDistribution": self._share_distribution(),
             }
             arn = api.create_scheduling_policy(name="whatif", fairsharePolicy=body)["arn"]
         else:
@@ -786,6 +885,8 @@ class PolicyRun:
             self.model.engine.schedule_at(self.scenario.jobs[0].submit, self._arrive)
         if self.policy is Policy.REBALANCE:
             self.model.engine.schedule(self._interval, self._tick)
+        if self.reclaim is not None:
+            self.reclaim.start()
 
     @property
     def _interval(self) -> float:
@@ -798,21 +899,24 @@ class PolicyRun:
             job = jobs[self._next]
             self._next += 1
             self.meter.arrive(job, now)
-            payload = {
+            payload: dict[str, Any] = {
                 "TrainingJobName": job.name,
                 "ResourceConfig": {"InstanceType": self.instance_type, "InstanceCount": job.units},
             }
-            share = self.scenario.shares[job.share]
+            if job.checkpoints:
+                payload["CheckpointConfig"] = {"S3Uri": f"s3://whatif/checkpoints/{job.name}/"}
             self.model.submit(
                 self.queue,
                 job.name,
                 payload,
-                share=share if self.quota_shares == [] else None,
+                share=self.share_identifier(job) if self.quota_shares == [] else None,
                 quota_share=self.quota_shares[job.share] if self.quota_shares else None,
                 priority=job.priority,
                 retry=self.retry,
                 duration=job.duration,
             )
+            if self.reclaim is not None:
+                self.reclaim.arrive(job)
         if self._next < len(jobs):
             self.model.engine.schedule_at(jobs[self._next].submit, self._arrive)
 
@@ -864,7 +968,7 @@ class PolicyRun:
             self.model.reweigh(self.queue, moved)
             self.applied += 1
             self.last_applied = self.model.engine.now
-        if self.model.engine.peek() != math.inf:  # stop once nothing else is left to happen
+        if not self.done:
             self.model.engine.schedule(self._interval, self._tick)
 
     def result(self, wall_seconds: float = 0.0) -> PolicyResult:
@@ -875,13 +979,16 @@ class PolicyRun:
         ratios = {}
         for i, s in enumerate(sc.shares):
             ratios[s] = m.received[i] / m.owed[i] if m.owed[i] > 0 else 1.0
-        waits = {}
+        waits, attained = {}, {}
         for k, t in enumerate(TIERS):
             values = sorted(m.waits[k])
             waits[t.value] = {
                 "p50": round(percentile(values, 0.5), 3),
                 "p95": round(percentile(values, 0.95), 3),
+                "p99": round(percentile(values, 0.99), 3),
             }
+            slo = sc.config.tiers[t].wait_slo_seconds
+            attained[t.value] = sum(1 for w in values if w <= slo) / len(values) if values else 1.0
         g = sc.gpus_per_unit
         width_cap = sc.capacity_units * m.width
         return PolicyResult(
@@ -895,6 +1002,11 @@ class PolicyRun:
             preemption_gpu_hours_lost=m.lost_unit_seconds * g / 3600.0,
             jobs=len(sc.jobs),
             finished=self.model.finished,
+            gpu_hours_used=m.held_area * g / 3600.0,
+            slo_attainment=attained,
+            reclaims=self.reclaim.reclaims if self.reclaim else 0,
+            reclaim_victims=self.reclaim.victims if self.reclaim else 0,
+            reclaim_gpu_hours_lost=m.reclaim_lost_unit_seconds * g / 3600.0,
             plans=self.plans,
             applied_plans=self.applied,
             wall_seconds=wall_seconds,
@@ -905,6 +1017,128 @@ class PolicyRun:
             entitled_gpu_hours={s: m.owed[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
             final_weights=dict(self.weights) if self.policy is not Policy.STATIC else {},
         )
+
+
+class _ReclaimRun:
+    """fairshare+reclaim: the production reclaim planner on the model's state, with its bookkeeping.
+
+    As the Lambda does, it plans when a waiting job becomes due (its submission plus its tier's
+    ``reclaim_after_seconds``) and on a schedule, and stops each victim the way the requeue path
+    does (``BatchModel.requeue_from_checkpoint``). Stops are instant in the model, so no victim is
+    ever "being stopped" in a snapshot.
+    """
+
+    def __init__(self, run: PolicyRun) -> None:
+        self.run = run
+        cfg = run.scenario.config
+        self.tiers = {t: mix.tier_config() for t, mix in cfg.tiers.items()}
+        self.rules = cfg.reclaim
+        self.interval = cfg.reclaim_interval_minutes * 60.0
+        self.jobs = {j.name: j for j in run.scenario.jobs}
+        self.waiting: dict[str, ScenarioJob] = {}  # due-able jobs never dispatched yet
+        self.running: dict[str, Job] = {}
+        self.victims_for: dict[str, int] = {}
+        self.displaced: dict[str, frozenset[str]] = {}
+        self.last_stopped: dict[str, float] = {}
+        self.day, self.today = -1, 0
+        self.reclaims = 0
+        self.victims = 0
+        unit = cfg.instance_type
+        sc = run.scenario
+        self.entitlements = {s: {unit: e} for s, e in zip(sc.shares, sc.entitlements, strict=True)}
+
+    def start(self) -> None:
+        """Start the schedule."""
+        self.run.model.engine.schedule(self.interval, self._tick)
+
+    def arrive(self, job: ScenarioJob) -> None:
+        """A job of a reclaiming tier was submitted: plan again when it becomes due."""
+        after = self.tiers[TIERS[job.tier]].reclaim_after_seconds
+        if after is None:
+            return
+        self.waiting[job.name] = job
+        self.run.model.engine.schedule_at(job.submit + after, self._due)
+
+    def observe(self, kind: str, job: Job) -> None:
+        """Keep the running set and the never-dispatched waiters current."""
+        if kind == "dispatch":
+            self.running[job.name] = job
+            self.waiting.pop(job.name, None)
+        elif kind == "release":
+            self.running.pop(job.name, None)
+        elif kind == "preempt":
+            self.last_stopped[job.name] = self.run.model.engine.now
+
+    def _tick(self, _: Any = None) -> None:
+        self.plan()
+        if not self.run.done:
+            self.run.model.engine.schedule(self.interval, self._tick)
+
+    def _due(self, _: Any = None) -> None:
+        self.plan()
+
+    def plan(self) -> None:
+        """Snapshot, decide with ``plan_reclaim``, stop the victims."""
+        if not self.waiting:
+            return
+        model, sc = self.run.model, self.run.scenario
+        now = model.engine.now
+        if not any(
+            now - j.submit >= (self.tiers[TIERS[j.tier]].reclaim_after_seconds or 0)
+            for j in self.waiting.values()
+        ):
+            return
+        day = int(now // 86400)
+        if day != self.day:
+            self.day, self.today = day, 0
+        unit = sc.config.instance_type
+        none: frozenset[str] = frozenset()
+        snapshot = ReclaimSnapshot(
+            now=now,
+            capacity={unit: sc.capacity_units},
+            entitlements=self.entitlements,
+            waiting=tuple(
+                WaitingJob(
+                    j.name,
+                    sc.shares[j.share],
+                    TIERS[j.tier],
+                    unit,
+                    j.units,
+                    j.submit,
+                    displaced_by=self.displaced.get(j.name, none),
+                    victims_so_far=self.victims_for.get(j.name, 0),
+                )
+                for j in self.waiting.values()
+            ),
+            running=tuple(
+                RunningJob(
+                    name,
+                    sc.shares[self.jobs[name].share],
+                    TIERS[self.jobs[name].tier],
+                    unit,
+                    job.count,
+                    job.scheduled_at if job.scheduled_at is not None else now,
+                    checkpoints=self.jobs[name].checkpoints,
+                    last_checkpoint_at=model.last_checkpoint_at(job),
+                    last_stopped_at=self.last_stopped.get(name),
+                    displaced_by=self.displaced.get(name, none),
+                )
+                for name, job in self.running.items()
+            ),
+            victims_today=self.today,
+        )
+        plan = plan_reclaim(snapshot, self.tiers, self.rules)
+        for reclaim in plan.reclaims:
+            self.reclaims += 1
+            self.victims_for[reclaim.job_id] = self.victims_for.get(reclaim.job_id, 0) + len(reclaim.victims)
+            for victim in reclaim.victims:
+                self.victims += 1
+                self.today += 1
+                self.last_stopped[victim.job_id] = now
+                self.displaced[victim.job_id] = self.displaced.get(victim.job_id, none) | {reclaim.job_id}
+                model.requeue_from_checkpoint(
+                    self.running[victim.job_id], f"shareplane reclaim: stopped for {reclaim.job_id}"
+                )
 
 
 Progress = Callable[[Policy, float], None]

@@ -13,6 +13,7 @@ from gpusim.whatif import (
     Policy,
     PolicyRun,
     SharesMapping,
+    TierMix,
     TraceJob,
     WhatIfConfig,
     build_scenario,
@@ -26,6 +27,7 @@ from gpusim.whatif import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shareplane.domain.config import Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
@@ -42,6 +44,11 @@ SUMMARY_KEYS = {
     "worst_team_entitlement_ratio",
     "jain_index",
     "preemption_gpu_hours_lost",
+    "gpu_hours_used",
+    "slo_attainment",
+    "reclaims",
+    "reclaim_victims",
+    "reclaim_gpu_hours_lost",
     "jobs",
 }
 
@@ -64,7 +71,21 @@ def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
     return jobs
 
 
-SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
+SMALL_CONFIG = WhatIfConfig(
+    shares=SharesMapping(top_k=3),
+    tiers={
+        Tier.HIGHPRI: TierMix(
+            fraction=0.1,
+            scheduling_priority=90,
+            wait_slo_seconds=900,
+            own_share=True,
+            weight_multiplier=0.05,
+            reclaim_after_seconds=300,
+        ),
+        Tier.MIDPRI: TierMix(fraction=0.3, scheduling_priority=50, wait_slo_seconds=3600),
+        Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
+    },
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,14 +103,17 @@ def philly_result():
     return run_whatif(scenario, ALL, seed=0)
 
 
-def headline(result) -> dict[str, tuple[float, float, float, float]]:
-    """(utilization, bound, worst ratio, GPU-hours lost) per policy, rounded for exact comparison."""
+def headline(result) -> dict[str, tuple[float, ...]]:
+    """Per policy, rounded for exact comparison: (utilization, bound, worst ratio, GPU-hours lost to
+    preemption, HIGHPRI wait p95, victims of reclaim)."""
     return {
         name: (
             round(r.utilization, 4),
             round(r.work_conserving_bound, 4),
             round(r.worst_team_entitlement_ratio, 4),
             round(r.preemption_gpu_hours_lost, 1),
+            round(r.wait_seconds["HIGHPRI"]["p95"]),
+            r.reclaim_victims,
         )
         for name, r in result.results.items()
     }
@@ -126,16 +150,21 @@ def test_the_metrics_keep_their_invariants(which, request) -> None:
         assert r.worst_team_entitlement_ratio == min(r.team_entitlement_ratio.values())
         assert 1 / len(sc.shares) - 1e-9 <= r.jain_index <= 1 + 1e-9
         for tier in r.wait_seconds.values():
-            assert 0 <= tier["p50"] <= tier["p95"]
+            assert 0 <= tier["p50"] <= tier["p95"] <= tier["p99"]
+        assert all(0 <= v <= 1 for v in r.slo_attainment.values())
+        # GPU-hours used are the utilization's numerator, over the same window.
+        assert r.gpu_hours_used == pytest.approx(
+            r.utilization * sc.capacity_gpus * sc.window / 3600.0, rel=1e-9
+        ), name
+        assert 0 <= r.reclaim_gpu_hours_lost <= r.gpu_hours_used
     res = result.results
     assert res["static"].utilization <= res["fairshare"].utilization
     # Only quota shares reclaim lent capacity by preemption; fair-share never preempts.
     assert res["static"].preemption_gpu_hours_lost == 0
-    assert (
-        res["fairshare"].preemption_gpu_hours_lost
-        == res["fairshare+rebalance"].preemption_gpu_hours_lost
-        == 0
-    )
+    fair = [p for p in ALL if p.fair]
+    assert all(res[p.value].preemption_gpu_hours_lost == 0 for p in fair)
+    # Only fairshare+reclaim stops jobs for others.
+    assert all(res[p.value].reclaims == 0 for p in ALL if p is not Policy.RECLAIM)
     assert sum(sc.entitlements) == sc.capacity_units
 
 
@@ -163,7 +192,8 @@ def test_the_json_shape_is_exactly_the_documented_one(small_result) -> None:
     for summary in out["policies"].values():
         assert set(summary) == SUMMARY_KEYS
         assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
-        assert all(set(v) == {"p50", "p95"} for v in summary["wait_seconds"].values())
+        assert all(set(v) == {"p50", "p95", "p99"} for v in summary["wait_seconds"].values())
+        assert set(summary["slo_attainment"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
         assert set(summary["team_entitlement_ratio"]) == set(small_result.scenario.shares)
     json.dumps(out)  # JSON-ready
 
@@ -235,7 +265,7 @@ def test_exported_job_records_replay_as_a_trace(tmp_path) -> None:
     result = run_whatif(build_scenario(load_trace(path), WhatIfConfig(), seed=0), ALL)
     assert all(r.finished == 3 for r in result.results.values())
     # The cluster is empty, so the HIGHPRI job is dispatched at once (start-up counts as use, not wait).
-    assert result.results["fairshare"].wait_seconds["HIGHPRI"] == {"p50": 0.0, "p95": 0.0}
+    assert result.results["fairshare"].wait_seconds["HIGHPRI"] == {"p50": 0.0, "p95": 0.0, "p99": 0.0}
 
 
 @settings(max_examples=30, deadline=None)
@@ -391,14 +421,21 @@ def test_the_cli_names_a_missing_trace(tmp_path) -> None:
 EXPECTED_SMALL_CAPACITY = 120
 # (utilization, work-conserving bound, worst team entitlement ratio, GPU-hours lost to preemption)
 EXPECTED_SMALL = {
-    "static": (0.6356, 0.7664, 0.7414, 0.0),
-    "fairshare": (0.6929, 0.6956, 0.9775, 0.0),
-    "quota": (0.6933, 0.6965, 0.9753, 14.5),
-    "fairshare+rebalance": (0.6929, 0.6956, 0.972, 0.0),
+    "static": (0.6356, 0.7664, 0.7414, 0.0, 576, 0),
+    "fairshare": (0.6929, 0.6956, 0.9775, 0.0, 199, 0),
+    "quota": (0.6933, 0.6965, 0.9753, 9.7, 0, 0),
+    "fairshare+rebalance": (0.6929, 0.6956, 0.972, 0.0, 80, 0),
+    "fairshare+tiers": (0.6931, 0.6956, 0.9769, 0.0, 0, 0),
+    "fairshare+reclaim": (0.6931, 0.6956, 0.9769, 0.0, 0, 0),
 }
+# The prefix is the trace's sparse first weeks: a HIGHPRI identifier whose head job does not fit
+# blocks the queue (head-of-line blocking) until capacity drains, which starves the other teams
+# under fairshare+tiers; reclaim frees capacity for it instead.
 EXPECTED_PHILLY = {
-    "static": (0.2404, 0.2614, 0.5386, 0.0),
-    "fairshare": (0.2602, 0.2614, 0.176, 0.0),
-    "quota": (0.2603, 0.2614, 0.5386, 4616.5),
-    "fairshare+rebalance": (0.2602, 0.2614, 0.176, 0.0),
+    "static": (0.2404, 0.2614, 0.5386, 0.0, 533333, 0),
+    "fairshare": (0.2602, 0.2614, 0.176, 0.0, 482422, 0),
+    "quota": (0.2607, 0.2614, 0.5386, 944.9, 0, 0),
+    "fairshare+rebalance": (0.2602, 0.2614, 0.176, 0.0, 472230, 0),
+    "fairshare+tiers": (0.2584, 0.2614, 0.0061, 0.0, 377090, 0),
+    "fairshare+reclaim": (0.2602, 0.2614, 0.5394, 0.0, 14463, 42),
 }

@@ -39,9 +39,12 @@ class ShareLayout(StrEnum):
     #: One identifier per team: schedulingPriority orders jobs only inside a team, so a HIGHPRI job
     #: waits behind other teams' LOWPRI work whenever its team is over its weight.
     TEAM = "team"
-    #: One identifier per team and tier, weighted by the team's entitlement times the tier's
-    #: ``weight_multiplier``: fair-share serves the share with the lowest weighted usage, so a tier
-    #: with a small multiplier is served first across teams, and within a tier teams split by entitlement.
+    #: Per team, one identifier for each tier with ``own_share`` (weighted by the team's entitlement
+    #: times the tier's ``weight_multiplier``) and one for the other tiers (the team's weight).
+    #: Fair-share serves the identifier with the lowest weighted usage, so a HIGHPRI identifier, which
+    #: holds little usage and weighs little, is served first across teams. Only the tiers that need
+    #: cross-team priority get their own: every extra identifier a team has active adds to what the
+    #: team gets against the others (measured in the what-if), so MIDPRI and LOWPRI share one.
     TEAM_TIER = "team_tier"
 
 
@@ -50,7 +53,10 @@ class TierConfig(_Strict):
 
     scheduling_priority: Annotated[int, Field(ge=0, le=9999)]
     wait_slo_seconds: Annotated[int, Field(gt=0)]
-    #: team_tier layout: this tier's identifiers get the team's weightFactor times this (lower gets more).
+    #: team_tier layout: whether the tier has a share identifier of its own per team (else its jobs go
+    #: to the team's identifier, where schedulingPriority orders them), and that identifier's
+    #: weightFactor as a multiple of the team's (lower gets more).
+    own_share: bool = False
     weight_multiplier: Annotated[float, Field(gt=0, le=1)] = 1.0
     #: A job of this tier that has waited this long may reclaim capacity lower tiers hold (see
     #: domain/reclaim.py); unset: the tier never reclaims.
@@ -331,8 +337,8 @@ class SharesConfig(_Strict):
     def share_for(self, team: str, tier: Tier | None) -> str:
         """The share identifier (or quota share name) a team's job of ``tier`` is submitted with."""
         base = self.teams[team].share
-        if self.tiered_shares:
-            return base + Tier(tier or Tier.LOWPRI).value
+        if self.tiered_shares and tier is not None and self.tiers[Tier(tier)].own_share:
+            return base + Tier(tier).value
         return base
 
     @cached_property
@@ -340,11 +346,11 @@ class SharesConfig(_Strict):
         """Every share identifier (or quota share name) of the GPU queue -> its team and tier."""
         keys: dict[str, ShareKey] = {}
         for name, team in self.teams.items():
+            keys[team.share] = ShareKey(name)
             if self.tiered_shares:
-                for tier in Tier:
-                    keys[team.share + tier.value] = ShareKey(name, tier)
-            else:
-                keys[team.share] = ShareKey(name)
+                for tier, tier_config in self.tiers.items():
+                    if tier_config.own_share:
+                        keys[team.share + tier.value] = ShareKey(name, tier)
         return keys
 
     def team_for_share(self, share: str | None) -> str | None:
@@ -353,7 +359,7 @@ class SharesConfig(_Strict):
         return key.team if key else None
 
     def tier_for_share(self, share: str | None) -> Tier | None:
-        """The tier a share identifier serves (team_tier layout), else None."""
+        """The tier a share identifier serves alone (a tier's own identifier), else None."""
         key = self.share_keys.get(share or "")
         return key.tier if key else None
 
