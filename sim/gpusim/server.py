@@ -280,9 +280,7 @@ class GpuSimServer:
         self._stopping.clear()
         self._threads = [
             # A short poll interval: shutdown() waits up to one interval for serve_forever to notice.
-            threading.Thread(
-                target=self._httpd.serve_forever, args=(0.05,), name="gpusim-http", daemon=True
-            ),
+            threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="gpusim-http", daemon=True),
             threading.Thread(target=self._pump, name="gpusim-clock", daemon=True),
         ]
         for thread in self._threads:

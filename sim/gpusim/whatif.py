@@ -44,9 +44,6 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
 
 from __future__ import annotations
 
-import csv
-import json
-import logging
 import math
 import random
 import time
@@ -54,7 +51,6 @@ from bisect import insort
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,140 +65,11 @@ from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, p
 from .api import BatchApi
 from .engine import Engine
 from .model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
+from .trace import NAMED_TRACES, TraceJob, load_jobs_jsonl, load_philly_csv, load_trace
+
+__all__ = ["NAMED_TRACES", "TraceJob", "load_jobs_jsonl", "load_philly_csv", "load_trace"]
 
 TIERS: tuple[Tier, ...] = tuple(Tier)
-PHILLY_COLUMNS = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
-
-
-# ------------------------------------------------------------------------------------- traces
-@dataclass(frozen=True)
-class TraceJob:
-    """One job of a recorded history: arrival (seconds from the first), run time, GPUs, team."""
-
-    submit: float
-    duration: float
-    gpus: int
-    team: str
-    priority: int | None = None  # schedulingPriority when the trace has one
-
-
-def load_philly_csv(path: Path) -> list[TraceJob]:
-    """The Philly trace CSV (timestamp,duration,num_gpus,gpu_time,cluster); ``cluster`` is the team."""
-    jobs: list[TraceJob] = []
-    start: datetime | None = None
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = PHILLY_COLUMNS - set(reader.fieldnames or ())
-        if missing:
-            raise InvalidInputError(
-                "trace", f"{path.name} lacks columns {sorted(missing)}", "pass a Philly-format CSV"
-            )
-        for line, row in enumerate(reader, start=2):
-            try:
-                when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
-                duration, gpus = float(row["duration"]), int(row["num_gpus"])
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(
-                    f"trace line {line}", f"cannot be read ({exc})", "fix the row"
-                ) from exc
-            start = start or when
-            jobs.append(
-                TraceJob((when - start).total_seconds(), max(duration, 1.0), max(gpus, 1), row["cluster"])
-            )
-    return jobs
-
-
-logger = logging.getLogger(__name__)
-_COUNT_KEYS = ("instanceCount", "InstanceCount", "instance_count")
-
-
-def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
-    """JSON lines of `shareplane jobs --output json` records; times are epoch milliseconds.
-
-    Each record needs ``createdAt`` and a share (``shareIdentifier``, else ``quotaShareName``); the
-    run time is ``stoppedAt - startedAt``. A job that never started replays as a one-second job so
-    its arrival still counts; a job still running (``startedAt`` without ``stoppedAt``) is an error.
-    The instance count may be absent (one instance); GPUs are instances x ``gpus_per_instance``.
-    """
-    raw: list[tuple[int, dict[str, Any]]] = []
-    with path.open() as fh:
-        for line, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(
-                    f"trace line {line}", f"is not JSON ({exc})", "one record per line"
-                ) from exc
-            if not isinstance(record, dict):
-                raise InvalidInputError(f"trace line {line}", "is not a JSON object", "one record per line")
-            raw.append((line, record))
-    if not raw:
-        raise InvalidInputError("trace", f"{path.name} holds no records", "export some jobs first")
-    parsed = []
-    unshared = []
-    for line, r in raw:
-        team = r.get("shareIdentifier") or r.get("quotaShareName")
-        created = r.get("createdAt")
-        if not team:
-            # A job on a FIFO queue (CPU work, say) belongs to no share: nothing for a share policy to do.
-            unshared.append(line)
-            continue
-        if not isinstance(created, int | float):
-            raise InvalidInputError(
-                f"trace line {line}: createdAt", "is missing", "export records with createdAt and a share"
-            )
-        started, stopped = r.get("startedAt"), r.get("stoppedAt")
-        if started is not None and stopped is None:
-            raise InvalidInputError(
-                f"trace line {line}: stoppedAt",
-                "is missing (the job was still running)",
-                "export finished jobs",
-            )
-        duration = (stopped - started) / 1000.0 if started is not None else 0.0
-        count = next((r[k] for k in _COUNT_KEYS if r.get(k) is not None), 1)
-        priority = r.get("schedulingPriority")
-        parsed.append(
-            (float(created), max(duration, 1.0), int(count) * gpus_per_instance, str(team), priority)
-        )
-    if unshared:
-        logger.warning("%s: %d jobs without a share left out (lines %s)", path.name, len(unshared), unshared)
-    if not parsed:
-        raise InvalidInputError("trace", f"{path.name} has no job with a share", "export a shared queue")
-    # A total order, so the same records in any order give the same trace.
-    parsed.sort(key=lambda p: (p[0], p[3], p[1], p[2], -1 if p[4] is None else p[4]))
-    start = parsed[0][0]
-    return [TraceJob((c - start) / 1000.0, d, g, t, p) for c, d, g, t, p in parsed]
-
-
-TRACE_FORMATS: dict[str, Callable[[Path], list[TraceJob]]] = {
-    "philly-csv": load_philly_csv,
-    "jobs-jsonl": load_jobs_jsonl,
-}
-
-
-def detect_format(path: Path) -> str:
-    """``jobs-jsonl`` for .jsonl/.ndjson/.json files or files starting with ``{``, else ``philly-csv``."""
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        return "jobs-jsonl"
-    with path.open() as fh:
-        head = fh.read(64).lstrip()
-    return "jobs-jsonl" if head.startswith("{") else "philly-csv"
-
-
-def load_trace(path: Path | str, fmt: str | None = None) -> list[TraceJob]:
-    """Read a job history in any known format (detected unless ``fmt`` names one), sorted by arrival."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError("trace", f"{path} does not exist", "pass --trace with a trace file")
-    fmt = fmt or detect_format(path)
-    if fmt not in TRACE_FORMATS:
-        raise InvalidInputError("trace format", f"{fmt!r} is unknown", f"use one of {sorted(TRACE_FORMATS)}")
-    jobs = TRACE_FORMATS[fmt](path)
-    if not jobs:
-        raise InvalidInputError("trace", f"{path.name} holds no jobs", "pass a trace with jobs")
-    return sorted(jobs, key=lambda j: j.submit)
 
 
 # ------------------------------------------------------------------------------------- config

@@ -8,12 +8,10 @@ seconds.
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from shareplane.domain.errors import InvalidInputError
 from .api import BatchApi
 from .engine import Engine
 from .model import BatchModel, Job, JobQueue, ModelOptions
+from .trace import load_trace
 
 GPUS_PER_INSTANCE = 8
 DEFAULT_INSTANCE_TYPE = "ml.p4d.24xlarge"
@@ -51,40 +50,19 @@ def load_philly(
     gpus_per_instance: int = GPUS_PER_INSTANCE,
     instance_type: str = DEFAULT_INSTANCE_TYPE,
 ) -> list[WorkloadJob]:
-    """Read the Philly trace CSV (timestamp,duration,num_gpus,gpu_time,cluster) into replayable jobs."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(
-            "trace",
-            f"{path} does not exist",
-            "pass the path of philly-2017-09-04_10-29.csv (see traces/README.md)",
+    """The Philly trace (a path, or ``philly`` for the shipped one) as replayable jobs in whole instances."""
+    trace = load_trace(path, "philly-csv")
+    return [
+        WorkloadJob(
+            submit=job.submit,
+            duration=job.duration,
+            instances=instances_for(job.gpus, gpus_per_instance),
+            share=job.team,
+            instance_type=instance_type,
+            name=f"philly{i}",
         )
-    jobs: list[WorkloadJob] = []
-    start: datetime | None = None
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = {"timestamp", "duration", "num_gpus", "cluster"} - set(reader.fieldnames or ())
-        if missing:
-            raise InvalidInputError(
-                "trace", f"{path.name} lacks columns {sorted(missing)}", "use the Philly trace CSV"
-            )
-        for i, row in enumerate(reader):
-            if limit is not None and i >= limit:
-                break
-            when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
-            if start is None:
-                start = when
-            jobs.append(
-                WorkloadJob(
-                    submit=(when - start).total_seconds(),
-                    duration=max(float(row["duration"]), 1.0),
-                    instances=instances_for(int(row["num_gpus"]), gpus_per_instance),
-                    share=row["cluster"],
-                    instance_type=instance_type,
-                    name=f"philly{i}",
-                )
-            )
-    return jobs
+        for i, job in enumerate(trace[:limit])
+    ]
 
 
 def synthetic(

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
+from gpusim.trace import NAMED_TRACES
 from gpusim.workload import Replay, load_philly
 
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "philly-2017-09-04_10-29.csv"
+TRACE = NAMED_TRACES["philly"]
 CAPACITY = 300  # instances (2,400 GPUs), about the size of the Philly cluster
 
 
 @pytest.mark.bench
 def test_philly_replay_throughput() -> None:
-    assert TRACE.is_file(), (
-        f"the Philly trace is expected at {TRACE} (the shared/ folder beside the checkout)"
-    )
     jobs = load_philly(TRACE)
     rows = []
     for size in (10_000, 20_000, len(jobs)):

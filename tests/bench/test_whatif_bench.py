@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from gpusim.trace import NAMED_TRACES
 from gpusim.whatif import Policy, build_scenario, load_trace, load_whatif_config, offered_gpus, run_policy
 
 REPO = Path(__file__).resolve().parents[2]
-TRACE = REPO.parent / "shared" / "traces" / "philly-2017-09-04_10-29.csv"
+TRACE = NAMED_TRACES["philly"]
 CONFIG = REPO / "config" / "whatif.yaml"
 TARGET_LOAD = 0.95
 SEED = 0
@@ -24,9 +25,6 @@ SEED = 0
 
 @pytest.mark.bench
 def test_whatif_policies_on_the_full_philly_trace() -> None:
-    assert TRACE.is_file(), (
-        f"the Philly trace is expected at {TRACE} (the shared/ folder beside the checkout)"
-    )
     trace = load_trace(TRACE)
     offered = offered_gpus(trace)
     capacity = math.ceil(offered / TARGET_LOAD)

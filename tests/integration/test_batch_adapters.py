@@ -42,7 +42,10 @@ def test_describe_returns_the_job_without_response_metadata(batch: tuple[Any, St
 @pytest.mark.parametrize(
     ("code", "outcome"),
     [("ClientException", None), ("ServerException", ClientError)],
-    ids=["a job Batch refuses to describe is unknown (None)", "a server error propagates so the record is retried"],
+    ids=[
+        "a job Batch refuses to describe is unknown (None)",
+        "a server error propagates so the record is retried",
+    ],
 )
 def test_describe_maps_batchs_errors(batch: tuple[Any, Stubber], code: str, outcome: type | None) -> None:
     client, stubber = batch
@@ -57,15 +60,23 @@ def test_describe_maps_batchs_errors(batch: tuple[Any, Stubber], code: str, outc
 def test_list_jobs_follows_every_page_with_the_filter(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
     summary = {"jobId": "1", "jobName": "j", "serviceJobType": "SAGEMAKER_TRAINING"}
-    base = {"jobQueue": "gpu", "jobStatus": "RUNNABLE", "filters": [{"name": "SHARE_IDENTIFIER", "values": ["A"]}]}
+    base = {
+        "jobQueue": "gpu",
+        "jobStatus": "RUNNABLE",
+        "filters": [{"name": "SHARE_IDENTIFIER", "values": ["A"]}],
+    }
     stubber.add_response("list_service_jobs", {"jobSummaryList": [summary], "nextToken": "p2"}, base)
-    stubber.add_response("list_service_jobs", {"jobSummaryList": [summary, summary]}, {**base, "nextToken": "p2"})
+    stubber.add_response(
+        "list_service_jobs", {"jobSummaryList": [summary, summary]}, {**base, "nextToken": "p2"}
+    )
     assert len(BatchServiceJobs(client).list_jobs("gpu", "RUNNABLE", "SHARE_IDENTIFIER", "A")) == 3
 
 
 def test_update_priority_turns_a_refusal_into_a_rejection(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
-    stubber.add_client_error("update_service_job", service_error_code="ClientException", service_message="done")
+    stubber.add_client_error(
+        "update_service_job", service_error_code="ClientException", service_message="done"
+    )
     with pytest.raises(RejectedByServiceError) as raised:
         BatchServiceJobs(client).update_priority("j1", 90)
     assert raised.value.field == "UpdateServiceJob" and raised.value.problem == "done"
@@ -73,8 +84,12 @@ def test_update_priority_turns_a_refusal_into_a_rejection(batch: tuple[Any, Stub
 
 def test_the_policy_adapter_pages_quota_shares_with_the_shared_pager(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
-    stubber.add_response("list_quota_shares", {"quotaShares": [{"quotaShareName": "A"}], "nextToken": "n"}, {"jobQueue": "q"})
-    stubber.add_response("list_quota_shares", {"quotaShares": [{"quotaShareName": "B"}]}, {"jobQueue": "q", "nextToken": "n"})
+    stubber.add_response(
+        "list_quota_shares", {"quotaShares": [{"quotaShareName": "A"}], "nextToken": "n"}, {"jobQueue": "q"}
+    )
+    stubber.add_response(
+        "list_quota_shares", {"quotaShares": [{"quotaShareName": "B"}]}, {"jobQueue": "q", "nextToken": "n"}
+    )
     assert [s["quotaShareName"] for s in BatchPolicyAdapter(client).list_quota_shares("q")] == ["A", "B"]
 
 

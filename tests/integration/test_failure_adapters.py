@@ -26,10 +26,19 @@ def aws(aws_credentials: None) -> Any:
         yield
 
 
-def alert_for(share: str, job: str = "arn:aws:batch:us-east-1:123456789012:service-job/j1", kind=AlertKind.FAILURE):  # noqa: ANN001, ANN201
+def alert_for(
+    share: str, job: str = "arn:aws:batch:us-east-1:123456789012:service-job/j1", kind=AlertKind.FAILURE
+):  # noqa: ANN001, ANN201
     return simple_alert(
-        kind, Severity.WARNING, share=share, queue="search-p4d-queue", job_arn=job, job_name="bert",
-        headline="failed (gpu_oom)", reason="CUDA out of memory", fix="smaller batch",
+        kind,
+        Severity.WARNING,
+        share=share,
+        queue="search-p4d-queue",
+        job_arn=job,
+        job_name="bert",
+        headline="failed (gpu_oom)",
+        reason="CUDA out of memory",
+        fix="smaller batch",
     )
 
 
@@ -52,7 +61,9 @@ def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
     # GIVEN the alerts topic, one team subscribed with a filter on share, and an unfiltered audit queue
     sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
     topic = sns.create_topic(Name="alerts")["TopicArn"]
-    team = subscribe(sns, sqs, topic, "prodexp1", {"share": ["ProdExp1"], "severity": ["warning", "critical"]})
+    team = subscribe(
+        sns, sqs, topic, "prodexp1", {"share": ["ProdExp1"], "severity": ["warning", "critical"]}
+    )
     audit = subscribe(sns, sqs, topic, "audit", None)
     publisher = SnsAlerts(sns, topic)
     # WHEN one alert per share goes out
@@ -78,17 +89,31 @@ def ledger(aws: None) -> DynamoFailureLedger:
 
 
 def history(key: str) -> HistoryEntry:
-    return HistoryEntry(key=key, status=JobStatus.FAILED, at=1773720900000, reason="gpu_oom: alert",
-                        kind=ObservationKind.FAILURE_DECISION, digest="d")
+    return HistoryEntry(
+        key=key,
+        status=JobStatus.FAILED,
+        at=1773720900000,
+        reason="gpu_oom: alert",
+        kind=ObservationKind.FAILURE_DECISION,
+        digest="d",
+    )
 
 
 def test_a_decision_is_claimed_once_and_applied_once(ledger: DynamoFailureLedger) -> None:
-    record = {"jobArn": "arn:j", "action": "requeue", "class": "internal_error", "decidedAt": 1773722900.5,
-              "mutations": {"EnableManagedSpotTraining": False}, "removals": ["StoppingCondition.MaxWaitTimeInSeconds"]}
+    record = {
+        "jobArn": "arn:j",
+        "action": "requeue",
+        "class": "internal_error",
+        "decidedAt": 1773722900.5,
+        "mutations": {"EnableManagedSpotTraining": False},
+        "removals": ["StoppingCondition.MaxWaitTimeInSeconds"],
+    }
     failure = {"share": "ProdExp1", "at": 1773722900.5, "job": "arn:j", "class": "internal_error"}
     assert ledger.claim_decision("DECISION#arn:j#1.0", record, history("1#a"), "arn:j", failure) is None
     # a second claim (another delivery) gets the first decision back, and writes nothing new
-    again = ledger.claim_decision("DECISION#arn:j#1.0", {**record, "action": "alert"}, history("1#a"), "arn:j", failure)
+    again = ledger.claim_decision(
+        "DECISION#arn:j#1.0", {**record, "action": "alert"}, history("1#a"), "arn:j", failure
+    )
     assert again is not None and again["action"] == "requeue" and again["applied"] is False
     assert again["mutations"] == {"EnableManagedSpotTraining": False}
     assert len(ledger.share_failures("ProdExp1", 1773722000)) == 1
@@ -112,7 +137,9 @@ def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(ledger: Dynamo
     assert ledger.claim_alert(alert, now=1700.0, quiet_seconds=600) is True
 
 
-def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(ledger: DynamoFailureLedger) -> None:
+def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(
+    ledger: DynamoFailureLedger,
+) -> None:
     alert = alert_for("ProdExp2")
     assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400)
     assert ledger.claim_alert(alert, now=1000.0 + 301, quiet_seconds=86400)  # the first sender died

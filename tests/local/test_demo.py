@@ -19,8 +19,17 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
     result = CliRunner().invoke(
         app,
         [
-            "demo", "--mode", mode, "--output", "json", "--report", str(tmp_path / "report"),
-            "--config", str(REPO / "config" / "shares.yaml"), "--template", str(REPO / "template.yaml"),
+            "demo",
+            "--mode",
+            mode,
+            "--output",
+            "json",
+            "--report",
+            str(tmp_path / "report"),
+            "--config",
+            str(REPO / "config" / "shares.yaml"),
+            "--template",
+            str(REPO / "template.yaml"),
         ],
     )
     assert result.exit_code == 0, result.output

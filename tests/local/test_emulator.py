@@ -73,16 +73,28 @@ def queues(emulator: Emulator) -> dict[str, dict[str, Any]]:
 def test_every_batch_resource_kind_is_created_with_its_properties_mapped() -> None:
     emulator, made, _ = build()
     assert set(made.created) == {
-        "QuotaShareResearch", "QuotaQueue", "QuotaPolicy", "QuotaEnvironment",
-        "GpuQueue", "GpuPolicy", "GpuEnvironment", "CpuQueue",
+        "QuotaShareResearch",
+        "QuotaQueue",
+        "QuotaPolicy",
+        "QuotaEnvironment",
+        "GpuQueue",
+        "GpuPolicy",
+        "GpuEnvironment",
+        "CpuQueue",
     }
     by_name = queues(emulator)
     gpu = by_name["gpu-queue"]
     assert gpu["schedulingPolicyArn"] == made.created["GpuPolicy"].arn
-    assert gpu["serviceEnvironmentOrder"] == [{"order": 1, "serviceEnvironment": made.created["GpuEnvironment"].arn}]
+    assert gpu["serviceEnvironmentOrder"] == [
+        {"order": 1, "serviceEnvironment": made.created["GpuEnvironment"].arn}
+    ]
     assert gpu["jobStateTimeLimitActions"] == [
-        {"action": "TERMINATE", "state": "RUNNABLE", "reason": "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
-         "maxTimeSeconds": 3600}
+        {
+            "action": "TERMINATE",
+            "state": "RUNNABLE",
+            "reason": "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+            "maxTimeSeconds": 3600,
+        }
     ]
     assert (gpu["priority"], gpu["tags"]) == (10, {"stage": "test"})
     assert "schedulingPolicyArn" not in by_name["cpu-fifo"]
@@ -104,7 +116,9 @@ def test_every_batch_resource_kind_is_created_with_its_properties_mapped() -> No
     assert made.created["QuotaPolicy"].name == "teststack-quota"
     share = emulator.call("DescribeQuotaShare", {"quotaShareArn": made.created["QuotaShareResearch"].arn})
     assert (share["resourceSharingConfiguration"], share["preemptionConfiguration"], share["tags"]) == (
-        {"strategy": "LEND_AND_BORROW", "borrowLimit": 50}, {"inSharePreemption": "ENABLED"}, {"team": "research"}
+        {"strategy": "LEND_AND_BORROW", "borrowLimit": 50},
+        {"inSharePreemption": "ENABLED"},
+        {"team": "research"},
     )
     assert made.skipped == {
         "ContainerQueue": "a compute-environment queue; only SAGEMAKER_TRAINING queues are emulated"
@@ -154,7 +168,9 @@ def test_the_resources_come_out_the_same_whatever_order_the_template_lists_them(
             "'high' is not a number",
         ),
         (
-            lambda r: r["GpuQueue"]["Properties"].update(SchedulingPolicyArn={"Fn::GetAtt": ["GpuPolicy", "Colour"]}),
+            lambda r: r["GpuQueue"]["Properties"].update(
+                SchedulingPolicyArn={"Fn::GetAtt": ["GpuPolicy", "Colour"]}
+            ),
             "GpuPolicy.Colour",
             "is not an attribute the emulator knows",
         ),
@@ -177,7 +193,9 @@ def test_the_resources_come_out_the_same_whatever_order_the_template_lists_them(
         "resources that depend on each other in a cycle are named",
     ],
 )
-def test_a_resource_that_cannot_be_created_is_named_with_the_fix(change: Any, field: str, needle: str) -> None:
+def test_a_resource_that_cannot_be_created_is_named_with_the_fix(
+    change: Any, field: str, needle: str
+) -> None:
     resources = load_sam_template(FIXTURE)["Resources"]
     change(resources)
     with pytest.raises(TemplateResourceError) as info:
@@ -189,8 +207,11 @@ def test_a_resource_that_cannot_be_created_is_named_with_the_fix(change: Any, fi
 def test_creation_order_puts_what_is_referenced_first() -> None:
     order = creation_order(load_sam_template(FIXTURE)["Resources"])
     for later, earlier in [
-        ("GpuQueue", "GpuPolicy"), ("GpuQueue", "GpuEnvironment"), ("QuotaShareResearch", "QuotaQueue"),
-        ("QuotaQueue", "QuotaPolicy"), ("CpuQueue", "GpuEnvironment"),
+        ("GpuQueue", "GpuPolicy"),
+        ("GpuQueue", "GpuEnvironment"),
+        ("QuotaShareResearch", "QuotaQueue"),
+        ("QuotaQueue", "QuotaPolicy"),
+        ("CpuQueue", "GpuEnvironment"),
     ]:
         assert order.index(earlier) < order.index(later), (earlier, later)
 
@@ -244,9 +265,14 @@ def test_schedule_rules_deliver_a_scheduled_event_and_resolve_their_expression()
     }
     schedules, skipped = template_schedules(rules, lambda v: "rate(2 hours)" if v == {"Ref": "Every"} else v)
     assert (schedules, skipped) == ([Schedule("Tick", 7200.0, "TickQueue", None, "t1")], {})
-    event = scheduled_event("arn:aws:events:us-east-1:123456789012:rule/tick", 1773619201999, "123456789012", "us-east-1")
+    event = scheduled_event(
+        "arn:aws:events:us-east-1:123456789012:rule/tick", 1773619201999, "123456789012", "us-east-1"
+    )
     assert (event["detail-type"], event["source"], event["time"], event["detail"]) == (
-        "Scheduled Event", "aws.events", "2026-03-16T00:00:01Z", {}
+        "Scheduled Event",
+        "aws.events",
+        "2026-03-16T00:00:01Z",
+        {},
     )
 
 
@@ -293,22 +319,31 @@ def submit_request(stack: LocalStack, batch: Any, name: str) -> dict[str, Any]:
         "serviceJobType": "SAGEMAKER_TRAINING",
         "schedulingPriority": 50,
         "tags": {"gpusim:duration-seconds": "600"},
-        "serviceRequestPayload": json.dumps({
-            "TrainingJobName": name,
-            "AlgorithmSpecification": {"TrainingImage": "111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp1/t:1",
-                                       "TrainingInputMode": "File"},
-            "RoleArn": "arn:aws:iam::111122223333:role/shareplane-search-ProdExp1-training",
-            "OutputDataConfig": {"S3OutputPath": "s3://search-ml-training/prodexp1/"},
-            "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge" if unit == "NUM_INSTANCES" else unit,
-                               "InstanceCount": 1, "VolumeSizeInGB": 100},
-            "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
-        }),
+        "serviceRequestPayload": json.dumps(
+            {
+                "TrainingJobName": name,
+                "AlgorithmSpecification": {
+                    "TrainingImage": "111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp1/t:1",
+                    "TrainingInputMode": "File",
+                },
+                "RoleArn": "arn:aws:iam::111122223333:role/shareplane-search-ProdExp1-training",
+                "OutputDataConfig": {"S3OutputPath": "s3://search-ml-training/prodexp1/"},
+                "ResourceConfig": {
+                    "InstanceType": "ml.p4d.24xlarge" if unit == "NUM_INSTANCES" else unit,
+                    "InstanceCount": 1,
+                    "VolumeSizeInGB": 100,
+                },
+                "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+            }
+        ),
     }
     policy = detail.get("schedulingPolicyArn")
     if policy:
         described = batch.describe_scheduling_policies(arns=[policy])["schedulingPolicies"][0]
         if "fairsharePolicy" in described:
-            request["shareIdentifier"] = described["fairsharePolicy"]["shareDistribution"][0]["shareIdentifier"]
+            request["shareIdentifier"] = described["fairsharePolicy"]["shareDistribution"][0][
+                "shareIdentifier"
+            ]
         else:
             shares = batch.list_quota_shares(jobQueue=queue.arn)["quotaShares"]
             request["quotaShareName"] = shares[0]["quotaShareName"]
@@ -335,10 +370,13 @@ def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_pa
         training_arn = described["latestAttempt"]["serviceResourceId"]["value"]
         # SageMaker lowercases names in ARNs: find the job's real name by its ARN.
         (training_name,) = [
-            t["TrainingJobName"] for t in sagemaker.list_training_jobs()["TrainingJobSummaries"]
+            t["TrainingJobName"]
+            for t in sagemaker.list_training_jobs()["TrainingJobSummaries"]
             if t["TrainingJobArn"] == training_arn
         ]
-        assert sagemaker.describe_training_job(TrainingJobName=training_name)["TrainingJobStatus"] == "Completed"
+        assert (
+            sagemaker.describe_training_job(TrainingJobName=training_name)["TrainingJobStatus"] == "Completed"
+        )
         # AND every event reached EventBridge, whose rules fed record_state's queue, which the runner drains
         assert stack.emulator.wait_for_events(10)
         runner = FunctionRunner(stack)
@@ -348,7 +386,13 @@ def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_pa
     # THEN the job is in DynamoDB with its full history and its SageMaker training job
     (record,) = records
     assert (record["jobId"], record["jobName"], record["status"]) == (job["jobId"], "e2e-train", "SUCCEEDED")
-    assert [h["status"] for h in record["history"]] == ["RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED"]
+    assert [h["status"] for h in record["history"]] == [
+        "RUNNABLE",
+        "SCHEDULED",
+        "STARTING",
+        "RUNNING",
+        "SUCCEEDED",
+    ]
     assert (record["trainingJobArn"], record["trainingJobStatus"]) == (training_arn, "Completed")
     assert record["jobQueue"] == described["jobQueue"]
     assert record["attempts"] == 1
@@ -367,8 +411,15 @@ def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
     result = CliRunner().invoke(app, ["up", "--template", str(stack_template(tmp_path)), "--speed", "250"])
     assert result.exit_code == 0, result.output
     exports = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
-    assert {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_REGION",
-            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SHAREPLANE_STACK"} <= set(exports)
+    assert {
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_BATCH",
+        "AWS_ENDPOINT_URL_SAGEMAKER",
+        "AWS_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "SHAREPLANE_STACK",
+    } <= set(exports)
     assert "(250x)" in result.stderr and "stopping" in result.stderr
     for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH"):
         endpoint = urllib.parse.urlsplit(exports[key])

@@ -83,7 +83,12 @@ def run() -> EscalationRun:
         deadline = time.monotonic() + WALL_LIMIT_SECONDS
         ids = {job.name: batch.submit_service_job(**submit_request(job, config))["jobId"] for job in FILLERS}
         # GIVEN the fillers hold every instance before ProdExp2 asks for any
-        drive(loop, deadline, lambda: all(status(batch, i) == "RUNNING" for i in ids.values()), "fillers running")
+        drive(
+            loop,
+            deadline,
+            lambda: all(status(batch, i) == "RUNNING" for i in ids.values()),
+            "fillers running",
+        )
         for job in WAITING.values():
             ids[job.name] = batch.submit_service_job(**submit_request(job, config))["jobId"]
         # WHEN the watch ticks until both waiting jobs sit at their ceiling and alerted
@@ -91,7 +96,8 @@ def run() -> EscalationRun:
 
         def escalated() -> bool:
             at_ceiling = all(
-                batch.describe_service_job(jobId=ids[n])["schedulingPriority"] == c for n, c in targets.items()
+                batch.describe_service_job(jobId=ids[n])["schedulingPriority"] == c
+                for n, c in targets.items()
             )
             return at_ceiling and len(cli_json(stack, ["alerts"])) >= len(targets)
 

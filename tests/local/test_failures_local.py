@@ -149,9 +149,14 @@ def settle(stack: LocalStack, runner: FunctionRunner, loop: StackLoop, batch: An
         if time.monotonic() > deadline:
             active = [n for n, d in describe_all(batch, queue).items() if d["status"] not in FINAL]
             pending = [
-                d["jobName"] for ds in decisions_by_job(dynamodb, table).values() for d in ds if not d["applied"]
+                d["jobName"]
+                for ds in decisions_by_job(dynamodb, table).values()
+                for d in ds
+                if not d["applied"]
             ]
-            raise TimeoutError(f"not settled in {WALL_LIMIT_SECONDS:.0f} s: active {active}, pending {pending}")
+            raise TimeoutError(
+                f"not settled in {WALL_LIMIT_SECONDS:.0f} s: active {active}, pending {pending}"
+            )
         # The schedules (watch, rebalance) keep firing on the virtual clock, so "nothing handled" never
         # comes: settled is every job final, every decision applied, and the last events handled.
         loop.step()
@@ -216,7 +221,14 @@ def decisions_by_job(dynamodb: Any, table: str) -> dict[str, list[dict[str, Any]
 def cli_json(stack: LocalStack, args: list[str]) -> list[dict[str, Any]]:
     """A `shareplane` command's --output json against the local stack."""
     env = {**LOCAL_CREDENTIALS, "AWS_DEFAULT_REGION": REGION}
-    common = ["--endpoint", stack.endpoint or "", "--table", stack.outputs["JobsTableName"], "--output", "json"]
+    common = [
+        "--endpoint",
+        stack.endpoint or "",
+        "--table",
+        stack.outputs["JobsTableName"],
+        "--output",
+        "json",
+    ]
     result = CliRunner().invoke(app, [*args, *common], env=env)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -229,7 +241,9 @@ def drain_queue(sqs: Any, url: str) -> list[dict[str, Any]]:
         for message in messages:
             body = json.loads(message["Body"])
             attributes = {k: v["Value"] for k, v in body.get("MessageAttributes", {}).items()}
-            notes.append({"subject": body.get("Subject"), "message": json.loads(body["Message"]), **attributes})
+            notes.append(
+                {"subject": body.get("Subject"), "message": json.loads(body["Message"]), **attributes}
+            )
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     return notes
 
@@ -252,7 +266,9 @@ def dead_letters(stack: LocalStack) -> int:
     total = 0
     for key, url in stack.outputs.items():
         if key.endswith("DeadLetterQueueUrl"):
-            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+            )
             total += int(attributes["Attributes"]["ApproximateNumberOfMessages"])
     return total
 
@@ -399,4 +415,3 @@ def test_failure_decisions_show_in_the_job_history_with_class_rule_and_action(ru
         (decision,) = run.decisions[name]
         assert (entry["class"], entry["rule"], entry["action"]) == (cls, decision["rule"], action)
         assert entry["status"] == "FAILED" and cls in entry["reason"]
-

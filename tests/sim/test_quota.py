@@ -161,7 +161,6 @@ def test_lowering_a_share_limit_makes_its_excess_reclaimable(make_sim) -> None:
     assert sorted(sim.status(j) for j in a) == ["RUNNABLE", "RUNNING"]
 
 
-
 def _preempted_borrower_finish(make_sim, checkpointed: bool) -> tuple[dict, float]:
     from gpusim import Timings
 

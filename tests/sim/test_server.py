@@ -131,7 +131,11 @@ def error_of(call: Any, **kwargs: Any) -> tuple[int, str, str]:
     with pytest.raises(ClientError) as info:
         call(**kwargs)
     response = info.value.response
-    return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"], response["Error"]["Message"]
+    return (
+        response["ResponseMetadata"]["HTTPStatusCode"],
+        response["Error"]["Code"],
+        response["Error"]["Message"],
+    )
 
 
 # ----------------------------------------------------------------------------------- resources
@@ -151,18 +155,26 @@ def test_service_environments_policies_and_queues_round_trip_through_boto3(serve
     # WHEN the policy and queue are updated THEN describe shows the change
     served.batch.update_scheduling_policy(
         arn=policy_arn,
-        fairsharePolicy={"shareDecaySeconds": 600, "shareDistribution": [{"shareIdentifier": "teamA", "weightFactor": 0.5}]},
+        fairsharePolicy={
+            "shareDecaySeconds": 600,
+            "shareDistribution": [{"shareIdentifier": "teamA", "weightFactor": 0.5}],
+        },
     )
     policy = served.batch.describe_scheduling_policies(arns=[policy_arn])["schedulingPolicies"][0]
-    assert policy["fairsharePolicy"]["shareDistribution"] == [{"shareIdentifier": "teamA", "weightFactor": 0.5}]
+    assert policy["fairsharePolicy"]["shareDistribution"] == [
+        {"shareIdentifier": "teamA", "weightFactor": 0.5}
+    ]
     served.batch.update_job_queue(jobQueue="fq", priority=9)
     assert served.batch.describe_job_queues(jobQueues=["fq"])["jobQueues"][0]["priority"] == 9
     served.batch.update_service_environment(
         serviceEnvironment="se", capacityLimits=[{"maxCapacity": 8, "capacityUnit": "NUM_INSTANCES"}]
     )
-    assert served.batch.describe_service_environments()["serviceEnvironments"][0]["capacityLimits"][0][
-        "maxCapacity"
-    ] == 8
+    assert (
+        served.batch.describe_service_environments()["serviceEnvironments"][0]["capacityLimits"][0][
+            "maxCapacity"
+        ]
+        == 8
+    )
 
 
 def test_quota_shares_are_created_listed_updated_and_take_jobs(served: Served) -> None:
@@ -181,9 +193,14 @@ def test_quota_shares_are_created_listed_updated_and_take_jobs(served: Served) -
     assert [s["quotaShareName"] for s in served.batch.list_quota_shares(jobQueue="qq")["quotaShares"]] == [
         "research"
     ]
-    served.batch.update_quota_share(quotaShareArn=share_arn, capacityLimits=[{"maxCapacity": 2, "capacityUnit": G5}])
+    served.batch.update_quota_share(
+        quotaShareArn=share_arn, capacityLimits=[{"maxCapacity": 2, "capacityUnit": G5}]
+    )
     described = served.batch.describe_quota_share(quotaShareArn=share_arn)
-    assert (described["capacityLimits"], described["state"]) == ([{"maxCapacity": 2, "capacityUnit": G5}], "ENABLED")
+    assert (described["capacityLimits"], described["state"]) == (
+        [{"maxCapacity": 2, "capacityUnit": G5}],
+        "ENABLED",
+    )
     job = served.submit("qjob", "qq", quotaShareName="research", body=payload("qjob", 1, G5))
     assert served.batch.describe_service_job(jobId=job)["quotaShareName"] == "research"
     assert served.status(job) == "SCHEDULED"
@@ -220,7 +237,11 @@ def test_a_client_token_makes_submission_idempotent_and_rejects_a_different_requ
         serviceRequestPayload=payload("other"),
         clientToken="tok-1",
     )
-    assert (status, code, message) == (400, "ClientException", "clientToken tok-1 was already used with a different request")
+    assert (status, code, message) == (
+        400,
+        "ClientException",
+        "clientToken tok-1 was already used with a different request",
+    )
     assert len(served.batch.list_service_jobs(jobQueue="q", jobStatus="SCHEDULED")["jobSummaryList"]) == 1
 
 
@@ -236,9 +257,13 @@ def test_list_service_jobs_filters_and_pages(served: Served) -> None:
         jobQueue="q", jobStatus="RUNNABLE", PaginationConfig={"PageSize": 2}
     )
     sizes = [len(p["jobSummaryList"]) for p in pages]
-    paged = [j["jobId"] for p in served.batch.get_paginator("list_service_jobs").paginate(
-        jobQueue="q", jobStatus="RUNNABLE", PaginationConfig={"PageSize": 2}
-    ) for j in p["jobSummaryList"]]
+    paged = [
+        j["jobId"]
+        for p in served.batch.get_paginator("list_service_jobs").paginate(
+            jobQueue="q", jobStatus="RUNNABLE", PaginationConfig={"PageSize": 2}
+        )
+        for j in p["jobSummaryList"]
+    ]
     assert (sizes, paged) == ([2, 2], ids[1:])
     # AND the name filter ignores the status, as AWS does
     named = served.batch.list_service_jobs(jobQueue="q", filters=[{"name": "JOB_NAME", "values": ["job-0*"]}])
@@ -277,7 +302,9 @@ def test_the_snapshot_reports_the_queue_front_and_utilisation(served: Served) ->
     waiting = served.submit("waiter")
     snapshot = served.batch.get_job_queue_snapshot(jobQueue="q")
     assert [j["jobArn"].rsplit("/", 1)[-1] for j in snapshot["frontOfQueue"]["jobs"]] == [waiting]
-    assert snapshot["queueUtilization"]["totalCapacityUsage"] == [{"capacityUnit": "NUM_INSTANCES", "quantity": 1.0}]
+    assert snapshot["queueUtilization"]["totalCapacityUsage"] == [
+        {"capacityUnit": "NUM_INSTANCES", "quantity": 1.0}
+    ]
 
 
 def test_terminated_jobs_end_failed_and_are_never_retried(served: Served) -> None:
@@ -307,11 +334,14 @@ def test_training_jobs_are_described_listed_and_stopped(served: Served) -> None:
     described = served.sagemaker.describe_training_job(TrainingJobName=completed[0]["TrainingJobName"])
     assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Completed", "Completed")
     assert described["TrainingEndTime"] > described["TrainingStartTime"] > described["CreationTime"]
-    assert served.batch.describe_service_job(jobId=done)["latestAttempt"]["serviceResourceId"]["value"] == (
-        described["TrainingJobArn"]
+    assert (
+        served.batch.describe_service_job(jobId=done)["latestAttempt"]["serviceResourceId"]["value"]
+        == (described["TrainingJobArn"])
     )
     # WHEN the long job's training job is stopped THEN it ends Stopped and the Batch job FAILED
-    name = served.sagemaker.list_training_jobs(NameContains="stopped")["TrainingJobSummaries"][0]["TrainingJobName"]
+    name = served.sagemaker.list_training_jobs(NameContains="stopped")["TrainingJobSummaries"][0][
+        "TrainingJobName"
+    ]
     served.sagemaker.stop_training_job(TrainingJobName=name)
     served.advance(120)
     assert served.sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "Stopped"
@@ -366,8 +396,12 @@ BATCH_ERRORS = [
     ("terminate_service_job", {"jobId": "no-such-job", "reason": "r"}, "Job no-such-job not found"),
     (
         "create_job_queue",
-        {"jobQueueName": "q", "jobQueueType": "SAGEMAKER_TRAINING", "priority": 1,
-         "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": "se"}]},
+        {
+            "jobQueueName": "q",
+            "jobQueueType": "SAGEMAKER_TRAINING",
+            "priority": 1,
+            "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": "se"}],
+        },
         "Object already exists",
     ),
 ]
@@ -401,7 +435,9 @@ def test_batch_errors_reach_boto3_as_client_exceptions(
         getattr(served.batch, operation)(**params)
 
 
-def test_a_request_boto3_would_refuse_is_checked_against_the_same_shapes_on_the_server(served: Served) -> None:
+def test_a_request_boto3_would_refuse_is_checked_against_the_same_shapes_on_the_server(
+    served: Served,
+) -> None:
     unchecked, _ = _clients(served.server.endpoint, validate=False)
     status, code, message = error_of(unchecked.describe_service_job, jobId=42)
     assert (status, code) == (400, "ClientException")
@@ -434,16 +470,20 @@ def test_sagemaker_errors_reach_boto3(served: Served, call: Any, expected: tuple
     with pytest.raises(ClientError) as info:
         call(served.sagemaker)
     response = info.value.response
-    assert (response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"], response["Error"]["Message"]) == (
-        expected
-    )
+    assert (
+        response["ResponseMetadata"]["HTTPStatusCode"],
+        response["Error"]["Code"],
+        response["Error"]["Message"],
+    ) == (expected)
 
 
 def test_a_batch_operation_outside_the_model_is_refused_by_name(served: Served) -> None:
     # ListTagsForResource is GET /v1/tags/{resourceArn}: routed through its URI label, then refused.
     status, code, message = error_of(served.batch.list_tags_for_resource, resourceArn="arn:aws:batch:x")
     assert (status, code, message) == (
-        400, "UnknownOperationException", "ListTagsForResource is not supported by the emulator"
+        400,
+        "UnknownOperationException",
+        "ListTagsForResource is not supported by the emulator",
     )
 
 
@@ -493,7 +533,9 @@ def test_jobs_progress_and_events_flow_with_no_request(served: Served) -> None:
         assert time.monotonic() < deadline, "the pump thread did not advance the clock"
         time.sleep(0.02)
     batch_states = [
-        json.loads(e["Detail"])["status"] for e in served.entries if e["DetailType"] == "Batch Service Job State Change"
+        json.loads(e["Detail"])["status"]
+        for e in served.entries
+        if e["DetailType"] == "Batch Service Job State Change"
     ]
     assert batch_states == ["RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED"]
     assert all(e["Resources"] for e in served.entries)
@@ -527,7 +569,9 @@ def test_concurrent_clients_each_get_their_own_job(served: Served) -> None:
         batch, _ = _clients(served.server.endpoint)
         for i in range(5):
             job = batch.submit_service_job(
-                jobName=f"w{worker}-{i}", jobQueue="q", serviceJobType="SAGEMAKER_TRAINING",
+                jobName=f"w{worker}-{i}",
+                jobQueue="q",
+                serviceJobType="SAGEMAKER_TRAINING",
                 serviceRequestPayload=payload("c"),
             )["jobId"]
             with lock:
@@ -539,16 +583,24 @@ def test_concurrent_clients_each_get_their_own_job(served: Served) -> None:
     for thread in threads:
         thread.join()
     assert len(set(ids)) == 20
-    listed = served.batch.list_service_jobs(jobQueue="q", jobStatus="SCHEDULED", maxResults=100)["jobSummaryList"]
+    listed = served.batch.list_service_jobs(jobQueue="q", jobStatus="SCHEDULED", maxResults=100)[
+        "jobSummaryList"
+    ]
     assert sorted(j["jobId"] for j in listed) == sorted(ids)
 
 
 # --------------------------------------------------------------------------------- the publisher
 def _envelope(i: int) -> dict[str, Any]:
     return {
-        "version": "0", "id": f"id-{i}", "detail-type": "Batch Service Job State Change", "source": "aws.batch",
-        "account": "123456789012", "time": "2026-03-16T00:00:00Z", "region": "us-east-1",
-        "resources": [f"arn:aws:batch:us-east-1:123456789012:service-job/{i}"], "detail": {"n": i},
+        "version": "0",
+        "id": f"id-{i}",
+        "detail-type": "Batch Service Job State Change",
+        "source": "aws.batch",
+        "account": "123456789012",
+        "time": "2026-03-16T00:00:00Z",
+        "region": "us-east-1",
+        "resources": [f"arn:aws:batch:us-east-1:123456789012:service-job/{i}"],
+        "detail": {"n": i},
     }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from gpusim.report import write_report
+from gpusim.trace import NAMED_TRACES
 from gpusim.whatif import (
     Policy,
     PolicyRun,
@@ -33,7 +34,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
-PHILLY = REPO.parent / "shared" / "traces" / "philly-2017-09-04_10-29.csv"
+PHILLY = NAMED_TRACES["philly"]
 CONFIG = REPO / "config" / "whatif.yaml"
 ALL = list(Policy)
 SUMMARY_KEYS = {
@@ -98,7 +99,6 @@ def small_result():
 @pytest.fixture(scope="module")
 def philly_result():
     """Every policy on the first 2,000 Philly jobs with the shipped config, seed 0."""
-    assert PHILLY.is_file(), f"the Philly trace is expected at {PHILLY} (shared/ beside the checkout)"
     scenario = build_scenario(load_trace(PHILLY)[:2000], load_whatif_config(CONFIG), seed=0)
     return run_whatif(scenario, ALL, seed=0)
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from gpusim.trace import NAMED_TRACES
 from gpusim.workload import Replay, instances_for, load_philly, synthetic
 from shareplane.domain.errors import InvalidInputError
 
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "philly-2017-09-04_10-29.csv"
+TRACE = NAMED_TRACES["philly"]
 
 
 @pytest.mark.parametrize(
@@ -28,9 +27,6 @@ def test_gpus_map_to_whole_instances(gpus: int, instances: int) -> None:
 
 
 def test_philly_trace_loads_with_times_from_the_first_submission() -> None:
-    assert TRACE.is_file(), (
-        f"the Philly trace is expected at {TRACE} (the shared/ folder beside the checkout)"
-    )
     jobs = load_philly(TRACE, limit=100)
     assert len(jobs) == 100
     assert jobs[0].submit == 0 and jobs[0].instances == 1 and jobs[0].share == "7f04ca"
@@ -73,3 +69,14 @@ def test_philly_prefix_replays_in_fair_share() -> None:
     summary = replay.run()
     assert summary.finished == 2000
     assert len(summary.share_instance_hours) > 3
+
+
+def test_the_shipped_trace_loads_by_name_and_every_loader_agrees() -> None:
+    from gpusim.trace import load_trace
+
+    by_name = load_trace("philly")
+    assert len(by_name) == 51998
+    replay = load_philly("philly", limit=10)
+    assert [(j.submit, j.duration, j.share) for j in replay] == [
+        (t.submit, t.duration, t.team) for t in by_name[:10]
+    ]

@@ -58,31 +58,58 @@ def test_the_dashboard_body_is_json_with_widgets_on_the_24_column_grid() -> None
 @pytest.mark.parametrize(
     ("namespace", "metric", "dims"),
     [r for r in metric_references() if r[0] == "shareplane"],
-    ids=[f"the dashboard's {m} is emitted with dimensions {','.join(d)}" for _, m, d in metric_references() if _ == "shareplane"],
+    ids=[
+        f"the dashboard's {m} is emitted with dimensions {','.join(d)}"
+        for _, m, d in metric_references()
+        if _ == "shareplane"
+    ],
 )
-def test_the_dashboard_names_only_metrics_the_code_emits(namespace: str, metric: str, dims: tuple[str, ...]) -> None:
+def test_the_dashboard_names_only_metrics_the_code_emits(
+    namespace: str, metric: str, dims: tuple[str, ...]
+) -> None:
     assert metric in EMITTED, f"{metric} is in no METRIC_DIMENSIONS table"
     assert dims == EMITTED[metric]
 
 
 def test_the_dashboard_shows_what_operators_asked_for() -> None:
     names = {m for _, m, _ in metric_references()}
-    assert {"InstancesInUse", "InstancesEntitled", "InstanceCapacity", "Utilization", "QueueWaitSeconds",
-            "FailuresByClass", "Requeues", "Preemptions", "Errors", "Duration",
-            "ApproximateNumberOfMessagesVisible"} <= names
+    assert {
+        "InstancesInUse",
+        "InstancesEntitled",
+        "InstanceCapacity",
+        "Utilization",
+        "QueueWaitSeconds",
+        "FailuresByClass",
+        "Requeues",
+        "Preemptions",
+        "Errors",
+        "Duration",
+        "ApproximateNumberOfMessagesVisible",
+    } <= names
 
 
 def dead_letter_queues() -> set[str]:
     queues = resources(raw_template(), "AWS::SQS::Queue")
-    return {ref_target(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]) for q in queues.values()
-            if "RedrivePolicy" in q["Properties"]}
+    return {
+        ref_target(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for q in queues.values()
+        if "RedrivePolicy" in q["Properties"]
+    }
 
 
 def test_every_dead_letter_queue_is_on_the_dashboard_and_in_the_dlq_alarm() -> None:
-    drawn = {e[3] for w in dashboard_body()["widgets"] for e in w["properties"].get("metrics", [])
-             if isinstance(e[0], str) and e[1] == "ApproximateNumberOfMessagesVisible"}
+    drawn = {
+        e[3]
+        for w in dashboard_body()["widgets"]
+        for e in w["properties"].get("metrics", [])
+        if isinstance(e[0], str) and e[1] == "ApproximateNumberOfMessagesVisible"
+    }
     alarm = raw_template()["Resources"]["DeadLetterQueuesNotEmptyAlarm"]["Properties"]
-    alarmed = {ref_target(m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]) for m in alarm["Metrics"] if "MetricStat" in m}
+    alarmed = {
+        ref_target(m["MetricStat"]["Metric"]["Dimensions"][0]["Value"])
+        for m in alarm["Metrics"]
+        if "MetricStat" in m
+    }
     for dlq in dead_letter_queues():
         assert f"{dlq}-QueueName" in drawn, f"{dlq} is not on the dashboard"
         assert dlq in alarmed, f"{dlq} is not in DeadLetterQueuesNotEmptyAlarm"
@@ -90,13 +117,18 @@ def test_every_dead_letter_queue_is_on_the_dashboard_and_in_the_dlq_alarm() -> N
 
 def test_every_function_has_an_errors_alarm() -> None:
     alarms = resources(raw_template(), "AWS::CloudWatch::Alarm").values()
-    watched = {ref_target(a["Properties"]["Dimensions"][0]["Value"]) for a in alarms
-               if a["Properties"].get("MetricName") == "Errors"}
+    watched = {
+        ref_target(a["Properties"]["Dimensions"][0]["Value"])
+        for a in alarms
+        if a["Properties"].get("MetricName") == "Errors"
+    }
     assert watched == set(resources(raw_template(), "AWS::Serverless::Function"))
 
 
 @pytest.mark.parametrize(
-    "alarm", sorted(resources(raw_template(), "AWS::CloudWatch::Alarm")), ids=lambda a: f"{a} notifies AlertsTopic"
+    "alarm",
+    sorted(resources(raw_template(), "AWS::CloudWatch::Alarm")),
+    ids=lambda a: f"{a} notifies AlertsTopic",
 )
 def test_every_alarm_notifies_the_alerts_topic(alarm: str) -> None:
     props = raw_template()["Resources"][alarm]["Properties"]

@@ -14,7 +14,9 @@ from tests.conftest import EVENTS, load_event, load_scenario, scenario_names
 
 # Job state samples only: the S3 drop and schedule-tick samples have parsers (and tests) of their own.
 SAMPLES = sorted(
-    p.stem for p in EVENTS.glob("*.json") if json.loads(p.read_text())["source"] in ("aws.batch", "aws.sagemaker")
+    p.stem
+    for p in EVENTS.glob("*.json")
+    if json.loads(p.read_text())["source"] in ("aws.batch", "aws.sagemaker")
 )
 
 

@@ -57,7 +57,10 @@ def failure_rules_for(event: dict[str, Any]) -> set[str]:
     detail, kind = event.get("detail") or {}, event.get("detail-type")
     if kind == "Batch Service Job State Change" and detail.get("status") == "FAILED":
         return {"HandleFailureJobFailedRule"}
-    if kind == "SageMaker Training Job State Change" and detail.get("TrainingJobStatus") in ("Failed", "Stopped"):
+    if kind == "SageMaker Training Job State Change" and detail.get("TrainingJobStatus") in (
+        "Failed",
+        "Stopped",
+    ):
         return {"HandleFailureTrainingJobRule"}
     if kind in ("Batch Service Job Preemption Completed", "Batch Service Job Queue Blocked"):
         return {"HandleFailureTroubleRule"}
@@ -342,7 +345,9 @@ def test_code_uri_and_handler_name_an_existing_function(
     assert callable(getattr(module, name, None)), f"{path.relative_to(REPO)} defines no function {name!r}"
 
 
-@pytest.mark.parametrize("function_id", sorted(serverless_functions()), ids=lambda f: f"{f} imports no SageMaker SDK")
+@pytest.mark.parametrize(
+    "function_id", sorted(serverless_functions()), ids=lambda f: f"{f} imports no SageMaker SDK"
+)
 def test_handler_import_loads_no_sagemaker_sdk(function_id: str) -> None:
     # A fresh interpreter, because this test process has imported yaml itself.
     path, _ = handler_location(serverless_functions()[function_id])
@@ -362,14 +367,18 @@ def test_handler_import_loads_no_sagemaker_sdk(function_id: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.splitlines()[-1]) == [], "the SageMaker SDK costs seconds of cold start; Lambda code never imports it"
+    assert json.loads(result.stdout.splitlines()[-1]) == [], (
+        "the SageMaker SDK costs seconds of cold start; Lambda code never imports it"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # EventBridge rules against the samples
 # ---------------------------------------------------------------------------------------------------
 def test_events_directory_has_samples() -> None:
-    assert len(sample_events()) >= len(set(RULE_FOR_DETAIL_TYPE.values()) | set(SCHEDULE_RULE_FOR_SAMPLE.values()))
+    assert len(sample_events()) >= len(
+        set(RULE_FOR_DETAIL_TYPE.values()) | set(SCHEDULE_RULE_FOR_SAMPLE.values())
+    )
 
 
 @pytest.mark.parametrize("path", sample_events(), ids=lambda p: f"{p.name} reaches exactly its one rule")

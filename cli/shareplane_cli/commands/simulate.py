@@ -54,13 +54,17 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
         *(f"{r.utilization / r.work_conserving_bound:.3f}" if r.work_conserving_bound else "-" for r in rs),
     )
     for tier in TIERS:
-        for q in ("p50", "p95"):
+        for q in ("p50", "p95", "p99"):
             table.add_row(f"wait {tier.value} {q}", *(_hours(r.wait_seconds[tier.value][q]) for r in rs))
+        table.add_row(f"SLO met {tier.value}", *(f"{r.slo_attainment[tier.value]:.3f}" for r in rs))
     for share in sc.shares:
         table.add_row(f"ratio {share}", *(f"{r.team_entitlement_ratio[share]:.3f}" for r in rs))
     table.add_row("worst team ratio", *(f"{r.worst_team_entitlement_ratio:.3f}" for r in rs))
     table.add_row("Jain index", *(f"{r.jain_index:.3f}" for r in rs))
+    table.add_row("GPU-h used", *(f"{r.gpu_hours_used:.1f}" for r in rs))
     table.add_row("GPU-h lost to preemption", *(f"{r.preemption_gpu_hours_lost:.1f}" for r in rs))
+    table.add_row("reclaims (victims)", *(f"{r.reclaims} ({r.reclaim_victims})" for r in rs))
+    table.add_row("GPU-h lost to reclaim", *(f"{r.reclaim_gpu_hours_lost:.1f}" for r in rs))
     table.add_row("rebalance plans applied", *(str(r.applied_plans) for r in rs))
     table.add_row("jobs", *(str(r.jobs) for r in rs))
     (console or Console()).print(table)

@@ -19,7 +19,8 @@ from tests.aws import create_jobs_table
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("90s", 90), ("15m", 900), ("6h", 21600), ("7d", 604800)],
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("6h", 21600), ("7d", 604800)],
     ids=["seconds", "minutes", "hours", "days"],
 )
 def test_durations_read_as_seconds(text: str, seconds: int) -> None:
@@ -34,18 +35,38 @@ def test_alerts_lists_what_was_sent_in_the_window_as_json(aws_credentials: None)
         now = time.time()
         for age, share in ((3 * 3600, "ProdExp1"), (60, "ProdExp2")):
             alert = simple_alert(
-                AlertKind.QUEUE_BLOCKED, Severity.CRITICAL, share=share, queue="q", job_arn=f"arn:job/{share}",
-                job_name=share, headline="blocks queue q", reason="MISCONFIGURATION", fix="fix it",
+                AlertKind.QUEUE_BLOCKED,
+                Severity.CRITICAL,
+                share=share,
+                queue="q",
+                job_arn=f"arn:job/{share}",
+                job_name=share,
+                headline="blocks queue q",
+                reason="MISCONFIGURATION",
+                fix="fix it",
             )
             assert ledger.claim_alert(alert, now - age, 3600)
             ledger.confirm_alert(alert, now - age)
-        unsent = simple_alert(AlertKind.FAILURE, Severity.WARNING, share="ProdExp1", queue="q", job_arn="arn:job/x",
-                              job_name="x", headline="h", reason="r", fix="f")
+        unsent = simple_alert(
+            AlertKind.FAILURE,
+            Severity.WARNING,
+            share="ProdExp1",
+            queue="q",
+            job_arn="arn:job/x",
+            job_name="x",
+            headline="h",
+            reason="r",
+            fix="f",
+        )
         ledger.claim_alert(unsent, now, 3600)  # claimed, never confirmed: not shown
         result = CliRunner().invoke(app, ["alerts", "--since", "1h", "--output", "json", "--table", table])
         assert result.exit_code == 0, result.output
         (row,) = json.loads(result.output)
-        assert row["share"] == "ProdExp2" and row["kind"] == "queue_blocked" and row["body"]["reason"] == "MISCONFIGURATION"
+        assert (
+            row["share"] == "ProdExp2"
+            and row["kind"] == "queue_blocked"
+            and row["body"]["reason"] == "MISCONFIGURATION"
+        )
         table_output = CliRunner().invoke(app, ["alerts", "--since", "1d", "--table", table])
         assert table_output.exit_code == 0 and "2 alerts" in table_output.output
 

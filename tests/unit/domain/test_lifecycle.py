@@ -80,7 +80,9 @@ def test_the_state_before_a_regression_arriving_late_is_stale(
 ) -> None:
     events = [e for e in lifecycle(path, "succeed") if not e.is_annotation]
     index = next(
-        i for i, (a, b) in enumerate(zip(events, events[1:], strict=False)) if (a.status, b.status) == (before, after)
+        i
+        for i, (a, b) in enumerate(zip(events, events[1:], strict=False))
+        if (a.status, b.status) == (before, after)
     )
     # GIVEN the regression recorded first WHEN the state it regressed from arrives afterwards
     state, _, _ = fold(events[:index] + [events[index + 1]])

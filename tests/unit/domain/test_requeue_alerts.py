@@ -18,21 +18,35 @@ from shareplane.domain.requeue import (
     requeue_job_name,
 )
 
-PAYLOAD = {"ResourceConfig": {"InstanceType": "ml.g5.xlarge"}, "CheckpointConfig": {"S3Uri": "s3://b/c/"},
-           "StoppingCondition": {"MaxRuntimeInSeconds": 10, "MaxWaitTimeInSeconds": 20}}
+PAYLOAD = {
+    "ResourceConfig": {"InstanceType": "ml.g5.xlarge"},
+    "CheckpointConfig": {"S3Uri": "s3://b/c/"},
+    "StoppingCondition": {"MaxRuntimeInSeconds": 10, "MaxWaitTimeInSeconds": 20},
+}
 
 
 @pytest.mark.parametrize(
     ("mutations", "expected"),
     [
-        ({"ResourceConfig.InstanceType": "ml.g5.2xlarge"}, {**PAYLOAD, "ResourceConfig": {"InstanceType": "ml.g5.2xlarge"}}),
-        ({"StoppingCondition.MaxWaitTimeInSeconds": None}, {**PAYLOAD, "StoppingCondition": {"MaxRuntimeInSeconds": 10}}),
+        (
+            {"ResourceConfig.InstanceType": "ml.g5.2xlarge"},
+            {**PAYLOAD, "ResourceConfig": {"InstanceType": "ml.g5.2xlarge"}},
+        ),
+        (
+            {"StoppingCondition.MaxWaitTimeInSeconds": None},
+            {**PAYLOAD, "StoppingCondition": {"MaxRuntimeInSeconds": 10}},
+        ),
         ({"EnableManagedSpotTraining": False}, {**PAYLOAD, "EnableManagedSpotTraining": False}),
         ({"Missing.Key": None}, PAYLOAD),
         ({"New.Nested": 1}, {**PAYLOAD, "New": {"Nested": 1}}),
     ],
-    ids=["a value replaces", "None removes", "a top-level flag is set", "removing what is absent is a no-op",
-         "setting a path creates it"],
+    ids=[
+        "a value replaces",
+        "None removes",
+        "a top-level flag is set",
+        "removing what is absent is a no-op",
+        "setting a path creates it",
+    ],
 )
 def test_mutations_apply_by_dotted_path(mutations: dict, expected: dict) -> None:
     before = copy.deepcopy(PAYLOAD)
@@ -48,16 +62,30 @@ def test_client_tokens_are_stable_and_fit_batch(job: str, attempt: str) -> None:
 
 
 def test_a_requeue_keeps_everything_but_name_tags_token_and_mutations() -> None:
-    described = {"jobId": "j1", "jobName": "bert-rq2", "jobQueue": "arn:q", "schedulingPriority": 55,
-                 "shareIdentifier": "ProdExp1", "serviceRequestPayload": json.dumps(PAYLOAD),
-                 "retryStrategy": {"attempts": 2}, "tags": {"team": "a", "shareplane:failures": "9"}}
+    described = {
+        "jobId": "j1",
+        "jobName": "bert-rq2",
+        "jobQueue": "arn:q",
+        "schedulingPriority": 55,
+        "shareIdentifier": "ProdExp1",
+        "serviceRequestPayload": json.dumps(PAYLOAD),
+        "retryStrategy": {"attempts": 2},
+        "tags": {"team": "a", "shareplane:failures": "9"},
+    }
     request = build_requeue(described, attempt="1.0", mutations={}, chain=ChainState("j0", 2, 3, 0))
     assert request.payload == PAYLOAD and request.params["jobName"] == "bert-rq3"
     assert request.params["schedulingPriority"] == 55 and request.params["shareIdentifier"] == "ProdExp1"
-    assert request.params["tags"] == {"team": "a", "shareplane:origin-job": "j0", "shareplane:failures": "2",
-                                      "shareplane:requeues": "3", "shareplane:spot-interruptions": "0"}
+    assert request.params["tags"] == {
+        "team": "a",
+        "shareplane:origin-job": "j0",
+        "shareplane:failures": "2",
+        "shareplane:requeues": "3",
+        "shareplane:spot-interruptions": "0",
+    }
     with pytest.raises(InvalidInputError, match="serviceRequestPayload"):
-        build_requeue({**described, "serviceRequestPayload": None}, attempt="1", mutations={}, chain=ChainState())
+        build_requeue(
+            {**described, "serviceRequestPayload": None}, attempt="1", mutations={}, chain=ChainState()
+        )
 
 
 def test_job_names_stay_within_batch_limits() -> None:

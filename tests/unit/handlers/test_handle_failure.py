@@ -30,22 +30,32 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
         sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
         topic = sns.create_topic(Name="alerts")["TopicArn"]
         audit = sqs.create_queue(QueueName="audit")["QueueUrl"]
-        audit_arn = sqs.get_queue_attributes(QueueUrl=audit, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=audit_arn, Attributes={"RawMessageDelivery": "true"})
+        audit_arn = sqs.get_queue_attributes(QueueUrl=audit, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        sns.subscribe(
+            TopicArn=topic, Protocol="sqs", Endpoint=audit_arn, Attributes={"RawMessageDelivery": "true"}
+        )
         fakes = World()
-        ports = replace(fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic))
+        ports = replace(
+            fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
+        )
         for name in ("handle_failure", "watch_jobs"):
             monkeypatch.setattr(load_handler(name), "failure_ports", lambda: ports)
         yield fakes, ports, sqs, audit
 
 
 def described_from(event: dict[str, Any]) -> dict[str, Any]:
-    payload = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1},
-               "CheckpointConfig": {"S3Uri": "s3://b/ckpt/"}}
+    payload = {
+        "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1},
+        "CheckpointConfig": {"S3Uri": "s3://b/ckpt/"},
+    }
     return {**event["detail"], "serviceRequestPayload": json.dumps(payload), "tags": {}}
 
 
-def test_the_failed_sample_is_decided_once_and_a_bad_record_fails_alone(world: Any, lambda_context: Any) -> None:
+def test_the_failed_sample_is_decided_once_and_a_bad_record_fails_alone(
+    world: Any, lambda_context: Any
+) -> None:
     fakes, ports, sqs, audit = world
     event = load_event("batch_service_job_state_change_failed_internal_error")
     fakes.batch.add(described_from(event))
@@ -54,7 +64,7 @@ def test_the_failed_sample_is_decided_once_and_a_bad_record_fails_alone(world: A
     response = handler.lambda_handler(sqs_batch([event, "{not json", event]), lambda_context)
     # THEN only the broken record is retried, and one decision is stored, waiting for its delay
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
-    (due, delay), = fakes.timer.pending
+    ((due, delay),) = fakes.timer.pending
     stored = ports.ledger.load_decision(due["decisionKey"])
     assert stored["class"] == "internal_error" and stored["action"] == "requeue" and delay > 0
     # AND when the requeue is due, one SubmitServiceJob goes out
@@ -106,7 +116,9 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     detail = runnable["detail"]
     record_observation(parse_state_event(runnable), store, fakes.metrics, ports.config)
     fakes.batch.add(dict(detail))
-    fakes.batch.listed[(detail["jobQueue"], "RUNNABLE")] = [{"jobArn": detail["jobArn"], "jobId": detail["jobId"]}]
+    fakes.batch.listed[(detail["jobQueue"], "RUNNABLE")] = [
+        {"jobArn": detail["jobArn"], "jobId": detail["jobId"]}
+    ]
     fakes.clock.now = detail["createdAt"] / 1000 - 86400
     ticked = replace(ports, store=store, clock=fakes.clock)
     handler = load_handler("watch_jobs")

@@ -91,9 +91,7 @@ def test_the_sample_event_submits_every_job_of_the_dropped_file(handler: Any, la
     stubber.assert_no_pending_responses()
     s3 = boto3.client("s3", region_name="us-east-1")
     receipt = json.loads(
-        s3.get_object(Bucket=BUCKET, Key="accepted/ProdExp1/ranker sweep+v2.yaml.receipt.json")[
-            "Body"
-        ].read()
+        s3.get_object(Bucket=BUCKET, Key="accepted/ProdExp1/ranker sweep+v2.yaml.receipt.json")["Body"].read()
     )
     assert receipt["outcome"] == "accepted" and len(receipt["jobs"]) == 3
     assert [j.status.value for j in bootstrap.dependencies().store.jobs()] == ["SUBMITTED"] * 3

@@ -29,7 +29,10 @@ PAYLOAD = {
     "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100},
     "StoppingCondition": {"MaxRuntimeInSeconds": 86400, "MaxWaitTimeInSeconds": 172800},
     "EnableManagedSpotTraining": True,
-    "CheckpointConfig": {"S3Uri": "s3://search-ml-training/prodexp1/bert/ckpt/", "LocalPath": "/opt/ml/checkpoints"},
+    "CheckpointConfig": {
+        "S3Uri": "s3://search-ml-training/prodexp1/bert/ckpt/",
+        "LocalPath": "/opt/ml/checkpoints",
+    },
 }
 
 
@@ -121,7 +124,9 @@ class FakeBatch:
             raise RejectedByServiceError("SubmitServiceJob", self.refuse, "fix it")
         token = params["clientToken"]
         if token not in self.tokens:
-            self.tokens[token] = f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
+            self.tokens[token] = (
+                f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
+            )
         arn = self.tokens[token]
         return SubmittedServiceJob(job_arn=arn, job_id=arn.rsplit("/", 1)[-1], job_name=params["jobName"])
 
@@ -259,7 +264,9 @@ class FakeMetrics:
 
     def emit(self, events: Any, dimensions: Mapping[str, str], properties: Mapping[str, str]) -> None:
         for event in events:
-            self.emitted.append((event.name, event.value, {d: dimensions.get(d, "none") for d in event.dimensions}))
+            self.emitted.append(
+                (event.name, event.value, {d: dimensions.get(d, "none") for d in event.dimensions})
+            )
 
     def count(self, name: str) -> float:
         return sum(v for n, v, _ in self.emitted if n == name)

@@ -30,7 +30,7 @@ from tests.unit.service.failure_fakes import (
 STOPPED_AT_MS = 1773720900000
 
 CUDA_OOM = (
-    'Received status from SageMaker: AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage '
+    "Received status from SageMaker: AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "
     '"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.22 GiB"'
 )
 
@@ -98,9 +98,14 @@ def test_the_budget_carries_over_the_chain_and_ends_in_one_alert() -> None:
     outcome = handle_message(failed_event(job), world.ports)
     # THEN it is not requeued; one alert says why
     assert outcome.decision == "alert" and world.batch.submits == [] and world.timer.pending == []
-    (subject, body, attributes), = world.alerts.sent
+    ((subject, body, attributes),) = world.alerts.sent
     assert body["class"] == "internal_error" and body["attempt"] == 4 and "budget" in body["why"]
-    assert attributes == {"severity": "critical", "share": "ProdExp1", "kind": "failure", "queue": "search-p4d-queue"}
+    assert attributes == {
+        "severity": "critical",
+        "share": "ProdExp1",
+        "kind": "failure",
+        "queue": "search-p4d-queue",
+    }
     assert len(subject) <= 100 and subject.isascii()
 
 
@@ -124,7 +129,7 @@ def test_any_number_of_duplicate_deliveries_in_any_order_submit_exactly_once(
         "detail": {"TrainingJobArn": tj_arn, "TrainingJobStatus": "Failed"},
     }
     handle_message(failed_event(job), world.ports)
-    (due_message, delay), = world.timer.pending
+    ((due_message, delay),) = world.timer.pending
     world.timer.pending.clear()
     world.clock.now += delay
     stream = copies + ["due"] * due_copies
@@ -149,7 +154,7 @@ def test_a_failure_storm_sends_one_digest_and_stops_requeueing() -> None:
         outcomes.append(handle_message(failed_event(job), world.ports))
     # THEN the first ten are requeued, the eleventh sends the one digest, the rest are ignored
     assert [o.decision for o in outcomes] == ["requeue"] * 10 + ["alert"] + ["ignore"] * 3
-    (subject, body, attributes), = world.alerts.sent
+    ((subject, body, attributes),) = world.alerts.sent
     assert attributes["kind"] == "storm" and attributes["severity"] == "critical"
     assert body["failureCount"] == 11 and len(body["failures"]) == 11
     assert {f["job"].rsplit("/", 1)[-1] for f in body["failures"]} == {f"job-{i}" for i in range(11)}
@@ -176,7 +181,7 @@ def test_a_cuda_oom_alerts_once_with_the_fix_and_a_logs_link() -> None:
     job = world.batch.add(failed_job(reason=CUDA_OOM))
     handle_message(failed_event(job), world.ports)
     handle_message(failed_event(job), world.ports)
-    (subject, body, attributes), = world.alerts.sent
+    ((subject, body, attributes),) = world.alerts.sent
     assert body["class"] == "gpu_oom" and "batch size" in body["fix"]
     assert "TrainingJobs$3FlogStreamNameFilter$3DAWSBatchjob-1" in body["logs"]
     assert world.batch.submits == []
@@ -192,7 +197,7 @@ def test_batch_refusing_the_requeue_becomes_an_alert_with_its_message() -> None:
     (outcome,) = deliver_due(world)
     # THEN no crash: one alert carrying Batch's words, and the decision is settled
     assert outcome.result.startswith("requeue refused")
-    (subject, body, attributes), = world.alerts.sent
+    ((subject, body, attributes),) = world.alerts.sent
     assert attributes["kind"] == "requeue_refused" and "500 active share identifiers" in body["reason"]
     assert world.metrics.count("RequeuesRefused") == 1
     handle_message(failed_event(job), world.ports)
@@ -205,8 +210,11 @@ def test_a_job_batch_still_owns_is_left_alone() -> None:
     job = world.batch.add({**failed_job(), "status": "RUNNABLE"})
     tj_arn = job["latestAttempt"]["serviceResourceId"]["value"]
     world.store.links[tj_arn] = job["jobArn"]
-    event = {"detail-type": "SageMaker Training Job State Change", "source": "aws.sagemaker",
-             "detail": {"TrainingJobArn": tj_arn, "TrainingJobStatus": "Failed"}}
+    event = {
+        "detail-type": "SageMaker Training Job State Change",
+        "source": "aws.sagemaker",
+        "detail": {"TrainingJobArn": tj_arn, "TrainingJobStatus": "Failed"},
+    }
     outcome = handle_message(event, world.ports)
     assert "Batch still owns it" in outcome.result
     assert world.batch.submits == [] and world.alerts.sent == [] and world.ledger.items == {}
@@ -226,11 +234,14 @@ def test_a_failed_publish_releases_the_claim_so_the_retry_alerts() -> None:
 def test_repeated_preemption_alerts_once_past_the_threshold() -> None:
     world = World()
     job = world.batch.add({**failed_job(preempted=3), "status": "RUNNABLE"})
-    event = {"detail-type": "Batch Service Job Preemption Completed", "source": "aws.batch",
-             "detail": {"preemptedJobArn": job["jobArn"], "status": "RUNNABLE"}}
+    event = {
+        "detail-type": "Batch Service Job Preemption Completed",
+        "source": "aws.batch",
+        "detail": {"preemptedJobArn": job["jobArn"], "status": "RUNNABLE"},
+    }
     handle_message(event, world.ports)
     handle_message(event, world.ports)
-    (subject, body, attributes), = world.alerts.sent
+    ((subject, body, attributes),) = world.alerts.sent
     assert attributes["kind"] == "repeated_preemption" and body["preemptions"] == 3
 
 
@@ -309,7 +320,9 @@ def decide_storm(clocks: list[float | None]) -> tuple[list[Any], list[Any], list
     )
 )
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_backoff_and_the_storm_guard_do_not_depend_on_when_the_events_are_handled(clocks: list[float]) -> None:
+def test_backoff_and_the_storm_guard_do_not_depend_on_when_the_events_are_handled(
+    clocks: list[float],
+) -> None:
     # GIVEN a storm's fourteen failures, handled while the clock reads anything (months behind the
     # events, as the wall clock is behind the local stack's virtual one, or hours after, as a replay)
     # THEN every decision, backoff deadline, delayed message and the digest are the same as in step
@@ -322,15 +335,21 @@ def test_a_redelivered_failure_event_is_decided_with_the_same_now_however_late_i
     job = world.batch.add(failed_job())
     first = handle_message(failed_event(job), world.ports)
     ((key, record),) = [(k, r) for k, r in world.ledger.items.items() if k.startswith("DECISION#")]
-    (message, delay), = world.timer.pending
+    ((message, delay),) = world.timer.pending
     assert record["decidedAt"] == STOPPED_AT_MS / 1000 and record["dueAt"] == record["decidedAt"] + delay
-    assert message == {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job["jobArn"],
-                       "dueAt": record["dueAt"]}
+    assert message == {
+        "shareplane": REQUEUE_DUE,
+        "decisionKey": key,
+        "jobArn": job["jobArn"],
+        "dueAt": record["dueAt"],
+    }
     # WHEN the same event is redelivered a day later by the clock
     world.clock.now += 86400
     again = handle_message(failed_event(job), world.ports)
     # THEN it sees the same wait as the first delivery did: nothing is submitted early, nothing re-sent
-    assert first.result == f"requeue due in {delay}s" and again.result == f"requeue scheduled, due in {delay}s"
+    assert (
+        first.result == f"requeue due in {delay}s" and again.result == f"requeue scheduled, due in {delay}s"
+    )
     assert world.batch.submits == [] and len(world.timer.pending) == 1
 
 
@@ -346,7 +365,7 @@ def test_a_requeue_due_message_is_decided_at_the_due_time_it_carries(clock: floa
     world = World()
     job = world.batch.add(failed_job())
     handle_message(failed_event(job), world.ports)
-    (message, _delay), = world.timer.pending
+    ((message, _delay),) = world.timer.pending
     world.timer.pending.clear()
     world.clock.now = clock
     outcomes = [handle_message(message, world.ports) for _ in range(2)]
@@ -359,7 +378,7 @@ def test_a_requeue_due_message_that_carries_no_due_time_waits_by_the_clock() -> 
     world = World()
     job = world.batch.add(failed_job())
     handle_message(failed_event(job), world.ports)
-    (message, _delay), = world.timer.pending
+    ((message, _delay),) = world.timer.pending
     world.timer.pending.clear()
     due = message.pop("dueAt")
     # WHEN it arrives 30 s early by the clock
@@ -393,7 +412,9 @@ def test_a_blocked_queue_alert_is_dated_by_its_event_not_by_the_jobs_creation() 
         "a redelivery past the stale limit by the clock sends the alert the dead sender never did",
     ],
 )
-def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(later: float, sent: int) -> None:
+def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(
+    later: float, sent: int
+) -> None:
     # GIVEN a CUDA OOM whose alert sender died mid-publish (its claim is held, never confirmed)
     world = World()
     job = world.batch.add(failed_job(reason=CUDA_OOM))
@@ -421,7 +442,12 @@ def test_the_watch_tick_is_run_at_its_time_and_only_a_manual_run_reads_the_clock
 
 @pytest.mark.parametrize(
     "body",
-    [{"what": "else"}, {k: v for k, v in WATCH_TICK.items() if k != "time"}, {**WATCH_TICK, "time": "soon"}, []],
+    [
+        {"what": "else"},
+        {k: v for k, v in WATCH_TICK.items() if k != "time"},
+        {**WATCH_TICK, "time": "soon"},
+        [],
+    ],
     ids=[
         "a message that is neither a tick nor a manual run is refused",
         "a Scheduled Event without its time is refused, not run by the clock",
@@ -468,7 +494,9 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
     escalate([job], world.ports, world.clock.now, report)
     # THEN it starts from Batch's priority
     assert world.batch.priorities == ([] if raised is None else [("wait-1", raised)])
-    assert [h["fromPriority"] for h in world.ledger.history.values()] == ([] if raised is None else [in_batch])
+    assert [h["fromPriority"] for h in world.ledger.history.values()] == (
+        [] if raised is None else [in_batch]
+    )
     assert len(world.alerts.sent) == alerts
     if alerts:
         body = world.alerts.sent[0][1]

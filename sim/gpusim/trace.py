@@ -1,0 +1,171 @@
+"""Job histories the simulator replays: the Philly CSV (plain or gzipped), exported job records, and
+the traces shipped with it (``NAMED_TRACES``). One loader for the what-if, the workload replay and
+the tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from shareplane.domain.errors import InvalidInputError
+
+PHILLY_COLUMNS = frozenset({"timestamp", "duration", "num_gpus", "cluster"})
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a recorded history: arrival (seconds from the first), run time, GPUs, team."""
+
+    submit: float
+    duration: float
+    gpus: int
+    team: str
+    priority: int | None = None  # schedulingPriority when the trace has one
+
+
+#: Traces shipped with the simulator, by name (``--trace philly``); their origin and licence are in
+#: ``traces/README.md`` beside this module.
+TRACES_DIR = Path(__file__).resolve().parent / "traces"
+NAMED_TRACES = {"philly": TRACES_DIR / "philly-2017-09-04_10-29.csv.gz"}
+
+
+def _open_text(path: Path) -> IO[str]:
+    """A trace file as text, gunzipped when it ends in .gz."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def load_philly_csv(path: Path) -> list[TraceJob]:
+    """The Philly trace CSV (timestamp,duration,num_gpus,gpu_time,cluster); ``cluster`` is the team."""
+    jobs: list[TraceJob] = []
+    start: datetime | None = None
+    with _open_text(path) as fh:
+        reader = csv.DictReader(fh)
+        missing = PHILLY_COLUMNS - set(reader.fieldnames or ())
+        if missing:
+            raise InvalidInputError(
+                "trace", f"{path.name} lacks columns {sorted(missing)}", "pass a Philly-format CSV"
+            )
+        for line, row in enumerate(reader, start=2):
+            try:
+                when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
+                duration, gpus = float(row["duration"]), int(row["num_gpus"])
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    f"trace line {line}", f"cannot be read ({exc})", "fix the row"
+                ) from exc
+            start = start or when
+            jobs.append(
+                TraceJob((when - start).total_seconds(), max(duration, 1.0), max(gpus, 1), row["cluster"])
+            )
+    return jobs
+
+
+logger = logging.getLogger(__name__)
+_COUNT_KEYS = ("instanceCount", "InstanceCount", "instance_count")
+
+
+def load_jobs_jsonl(path: Path, gpus_per_instance: int = 8) -> list[TraceJob]:
+    """JSON lines of `shareplane jobs --output json` records; times are epoch milliseconds.
+
+    Each record needs ``createdAt`` and a share (``shareIdentifier``, else ``quotaShareName``); the
+    run time is ``stoppedAt - startedAt``. A job that never started replays as a one-second job so
+    its arrival still counts; a job still running (``startedAt`` without ``stoppedAt``) is an error.
+    The instance count may be absent (one instance); GPUs are instances x ``gpus_per_instance``.
+    """
+    raw: list[tuple[int, dict[str, Any]]] = []
+    with _open_text(path) as fh:
+        for line, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(
+                    f"trace line {line}", f"is not JSON ({exc})", "one record per line"
+                ) from exc
+            if not isinstance(record, dict):
+                raise InvalidInputError(f"trace line {line}", "is not a JSON object", "one record per line")
+            raw.append((line, record))
+    if not raw:
+        raise InvalidInputError("trace", f"{path.name} holds no records", "export some jobs first")
+    parsed = []
+    unshared = []
+    for line, r in raw:
+        team = r.get("shareIdentifier") or r.get("quotaShareName")
+        created = r.get("createdAt")
+        if not team:
+            # A job on a FIFO queue (CPU work, say) belongs to no share: nothing for a share policy to do.
+            unshared.append(line)
+            continue
+        if not isinstance(created, int | float):
+            raise InvalidInputError(
+                f"trace line {line}: createdAt", "is missing", "export records with createdAt and a share"
+            )
+        started, stopped = r.get("startedAt"), r.get("stoppedAt")
+        if started is not None and stopped is None:
+            raise InvalidInputError(
+                f"trace line {line}: stoppedAt",
+                "is missing (the job was still running)",
+                "export finished jobs",
+            )
+        duration = (stopped - started) / 1000.0 if started is not None else 0.0
+        count = next((r[k] for k in _COUNT_KEYS if r.get(k) is not None), 1)
+        priority = r.get("schedulingPriority")
+        parsed.append(
+            (float(created), max(duration, 1.0), int(count) * gpus_per_instance, str(team), priority)
+        )
+    if unshared:
+        logger.warning("%s: %d jobs without a share left out (lines %s)", path.name, len(unshared), unshared)
+    if not parsed:
+        raise InvalidInputError("trace", f"{path.name} has no job with a share", "export a shared queue")
+    # A total order, so the same records in any order give the same trace.
+    parsed.sort(key=lambda p: (p[0], p[3], p[1], p[2], -1 if p[4] is None else p[4]))
+    start = parsed[0][0]
+    return [TraceJob((c - start) / 1000.0, d, g, t, p) for c, d, g, t, p in parsed]
+
+
+TRACE_FORMATS: dict[str, Callable[[Path], list[TraceJob]]] = {
+    "philly-csv": load_philly_csv,
+    "jobs-jsonl": load_jobs_jsonl,
+}
+
+
+def detect_format(path: Path) -> str:
+    """``jobs-jsonl`` for .jsonl/.ndjson/.json files or files starting with ``{``, else ``philly-csv``."""
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    if suffixes and suffixes[-1] in (".jsonl", ".ndjson", ".json"):
+        return "jobs-jsonl"
+    with _open_text(path) as fh:
+        head = fh.read(64).lstrip()
+    return "jobs-jsonl" if head.startswith("{") else "philly-csv"
+
+
+def load_trace(path: Path | str, fmt: str | None = None) -> list[TraceJob]:
+    """Read a job history in any known format (detected unless ``fmt`` names one), sorted by arrival.
+
+    ``path`` may also name a shipped trace (``philly``).
+    """
+    path = NAMED_TRACES.get(str(path), Path(path))
+    if not path.is_file():
+        raise InvalidInputError(
+            "trace",
+            f"{path} does not exist",
+            f"pass --trace with a trace file or one of {', '.join(sorted(NAMED_TRACES))}",
+        )
+    fmt = fmt or detect_format(path)
+    if fmt not in TRACE_FORMATS:
+        raise InvalidInputError("trace format", f"{fmt!r} is unknown", f"use one of {sorted(TRACE_FORMATS)}")
+    jobs = TRACE_FORMATS[fmt](path)
+    if not jobs:
+        raise InvalidInputError("trace", f"{path.name} holds no jobs", "pass a trace with jobs")
+    return sorted(jobs, key=lambda j: j.submit)
