@@ -95,12 +95,30 @@ def split_trace(trace: Sequence[TraceJob], fraction: float = 0.5) -> TraceSplit:
     )
 
 
+def can_step_down(max_step: float, deadband: float) -> bool:
+    """Whether a step-limited decrease survives the deadband.
+
+    The step is symmetric in log space (x or / ``1 + max_step``) but the deadband is relative to the
+    current value, so the largest decrease one plan can make is ``max_step / (1 + max_step)`` (0.2
+    for 0.25), and the weight is rounded toward its current value. A deadband at least that wide
+    drops every step-limited decrease: weights can then only ratchet up, and on the Philly tuning
+    half such settings cut the worst team's ratio by 0.6.
+    """
+    return deadband < max_step / (1 + max_step) - 1e-4
+
+
 def candidate_grid(base: RebalanceRun, size: int = DEFAULT_GRID_SIZE, seed: int = 0) -> list[RebalanceRun]:
     """``size`` settings drawn (seeded, without repeats) from ``GRID``'s product, in grid order.
 
-    Everything the grid does not vary (bounds, wait window, quota knobs) is kept from ``base``.
+    Combinations that cannot step a weight down (``can_step_down``) are left out. Everything the
+    grid does not vary (bounds, wait window, quota knobs) is kept from ``base``.
     """
-    combos = list(itertools.product(*GRID.values()))
+    names = list(GRID)
+    combos = [
+        combo
+        for combo in itertools.product(*GRID.values())
+        if can_step_down(combo[names.index("max_step")], combo[names.index("deadband")])
+    ]
     if size < 1:
         raise InvalidInputError("--grid", f"{size} is not >= 1", "ask for at least one candidate")
     picked = sorted(random.Random(seed).sample(range(len(combos)), min(size, len(combos))))

@@ -9,6 +9,7 @@ from gpusim.tuning import (
     GRID,
     CandidateScore,
     WindowScore,
+    can_step_down,
     candidate_grid,
     select,
     split_trace,
@@ -105,10 +106,26 @@ def test_the_grid_is_seeded_distinct_and_keeps_what_it_does_not_vary() -> None:
         for c in grid
     )
     assert all(c.rules.slo_boost_factor in GRID["slo_boost_factor"] for c in grid)
-    everything = 1
-    for values in GRID.values():
-        everything *= len(values)
-    assert len(candidate_grid(base, 10_000)) == everything
+    everything = candidate_grid(base, 10_000)
+    assert all(can_step_down(c.rules.max_step, c.rules.deadband) for c in everything)
+    assert len(everything) == 144  # 192 combinations less the 48 whose deadband blocks a step down
+
+
+@pytest.mark.parametrize(
+    ("max_step", "deadband", "expected"),
+    [(0.25, 0.05, True), (0.25, 0.2, False), (0.25, 0.3, False), (1.0, 0.2, True), (1.0, 0.5, False)],
+    ids=[
+        "a narrow deadband lets a quarter step down",
+        "a deadband equal to the largest decrease (0.25 / 1.25) drops it after rounding",
+        "a wider one drops it outright",
+        "a doubling step steps down by half, past a 0.2 deadband",
+        "but not past a 0.5 one",
+    ],
+)
+def test_a_candidate_must_be_able_to_step_a_weight_down(
+    max_step: float, deadband: float, expected: bool
+) -> None:
+    assert can_step_down(max_step, deadband) is expected
 
 
 def scored(name: float, gains: list[float], losses: list[float]) -> CandidateScore:
