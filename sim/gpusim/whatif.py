@@ -31,7 +31,7 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
 - ``work_conserving_bound``: the integral of ``min(capacity, demand(t))`` / (capacity x W), where
   demand is the GPUs of every job submitted and not finished (waiting or running), in that run.
   ``utilization <= work_conserving_bound <= 1`` always.
-- ``wait_seconds``: per tier, p50 and p95 of first-dispatch time minus submit time.
+- ``wait_seconds``: per tier, p50 and p95 (nearest rank) of first-dispatch time minus submit time.
 - ``team_entitlement_ratio``: per share ``R_i = integral of held_i(t) / integral of min(E_i,
   demand_i(t))``, both over the instants in the window where share ``i`` has demand. The
   denominator is what the share was entitled to, capped by what it asked for; 1.0 means it got
