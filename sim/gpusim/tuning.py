@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shareplane.domain.config import RebalanceConfig
 from shareplane.domain.errors import InvalidInputError
 
 from .whatif import (
@@ -96,15 +97,11 @@ def split_trace(trace: Sequence[TraceJob], fraction: float = 0.5) -> TraceSplit:
 
 
 def can_step_down(max_step: float, deadband: float) -> bool:
-    """Whether a step-limited decrease survives the deadband.
+    """Whether a weight can step down under these knobs (``RebalanceConfig.can_step_down``).
 
-    The step is symmetric in log space (x or / ``1 + max_step``) but the deadband is relative to the
-    current value, so the largest decrease one plan can make is ``max_step / (1 + max_step)`` (0.2
-    for 0.25), and the weight is rounded toward its current value. A deadband at least that wide
-    drops every step-limited decrease: weights can then only ratchet up, and on the Philly tuning
-    half such settings cut the worst team's ratio by 0.6.
+    On the Philly tuning half, settings that cannot cut the worst team's ratio by about 0.6.
     """
-    return deadband < max_step / (1 + max_step) - 1e-4
+    return RebalanceConfig(max_step=max_step, deadband=deadband).can_step_down
 
 
 def candidate_grid(base: RebalanceRun, size: int = DEFAULT_GRID_SIZE, seed: int = 0) -> list[RebalanceRun]:

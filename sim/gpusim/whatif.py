@@ -263,6 +263,11 @@ class RebalanceRun(_Strict):
     wait_window_minutes: Annotated[float, Field(gt=0)] = 60.0
     rules: RebalanceConfig = RebalanceConfig()
 
+    @model_validator(mode="after")
+    def _movable(self) -> RebalanceRun:
+        self.rules.check_can_step_down("rebalance.rules")
+        return self
+
 
 class WhatIfConfig(_Strict):
     """Root of config/whatif.yaml."""

@@ -19,10 +19,11 @@ from gpusim.tuning import (
 from gpusim.whatif import RebalanceRun, SharesMapping, TraceJob, WhatIfConfig, build_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
+from tests.rebalance_fakes import shares_config
 from tests.sim.test_whatif import synthetic_trace
 
 SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
@@ -206,3 +207,17 @@ def test_the_cli_refuses_a_bad_split(tmp_path) -> None:
     trace = write_csv(tmp_path / "t.csv", synthetic_trace(count=20))
     result = CliRunner().invoke(app, ["tune-rebalance", "--trace", str(trace), "--split", "1.5"])
     assert result.exit_code == 2 and "--split" in result.output
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda rules: shares_config(rebalance=rules),
+        lambda rules: WhatIfConfig.model_validate({"rebalance": {"rules": rules}}),
+    ],
+    ids=["the Lambda's shares config", "the what-if config"],
+)
+def test_a_config_whose_weights_could_never_step_down_is_refused(build) -> None:
+    with pytest.raises(ConfigError, match="deadband"):
+        build({"max_step": 0.25, "deadband": 0.2})
+    build({"max_step": 0.25, "deadband": 0.19})
