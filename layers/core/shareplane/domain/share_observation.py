@@ -93,15 +93,16 @@ def tier_wait(tier: TierObservation) -> TierWait | None:
     return TierWait(p90_seconds=max(p90s), slo_seconds=float(tier.slo_seconds))
 
 
-def _held(share: ShareObservation) -> dict[str, int]:
-    return {unit: math.ceil(q - _ROUNDING_SLACK) for unit, q in share.in_use.items()}
+def instances_held(in_use: Mapping[str, float]) -> dict[str, int]:
+    """Whole instances in use per instance type: Batch's fractional quantities rounded up."""
+    return {unit: math.ceil(q - _ROUNDING_SLACK) for unit, q in in_use.items()}
 
 
 def snapshot_from_observation(observation: QueueObservation) -> ShareSnapshot:
     """The rebalancer's ``ShareSnapshot`` for an observation; pure, the observation is not modified."""
     states = []
     for share in observation.shares:
-        held = _held(share)
+        held = instances_held(share.in_use)
         units = sorted(set(held) | set(share.waiting))
         states.append(
             ShareState(

@@ -62,6 +62,7 @@ from ..domain.share_observation import (
     QueueObservation,
     ShareObservation,
     TierObservation,
+    instances_held,
     snapshot_from_observation,
     tier_wait,
 )
@@ -310,7 +311,7 @@ def observe(
         team = config.teams[config.team_for_share(share) or ""]
         weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
         held = in_use.get(share, {})
-        rate = sum(math.ceil(q - 1e-9) for q in held.values()) * (weight or 1.0)
+        rate = sum(instances_held(held).values()) * (weight or 1.0)
         usage = fairshare.accrue(float(previous.get(share, {}).get("usage", 0.0)), rate, elapsed, window)
         quota_settings = QuotaSettings.from_dict(quota[share]) if share in quota else None
         settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
