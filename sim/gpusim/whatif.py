@@ -14,7 +14,9 @@ neither). The same scenario then runs through ``gpusim`` once per policy:
   to reclaim lent capacity; a preempted job restarts from zero (no checkpoints).
 - ``fairshare+rebalance``: fair-share whose weights ``shareplane.domain.rebalance.plan_rebalance``
   (the production rebalancer) rewrites every ``rebalance.interval_minutes`` of virtual time, from a
-  ``ShareSnapshot`` built from the model's state.
+  ``ShareSnapshot`` built from the model's state by ``snapshot_from_observation``, the function the
+  Lambda uses (so each tier's wait p90 counts recent waits and every job still waiting, as in
+  production).
 
 Capacity units: by default one unit is one GPU (``gpus_per_unit: 1``). 93% of Philly jobs use one
 GPU; rounding each up to a whole 8-GPU instance would multiply the offered load by about six and
@@ -29,7 +31,7 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
 - ``work_conserving_bound``: the integral of ``min(capacity, demand(t))`` / (capacity x W), where
   demand is the GPUs of every job submitted and not finished (waiting or running), in that run.
   ``utilization <= work_conserving_bound <= 1`` always.
-- ``wait_seconds``: per tier, p50 and p95 of first-dispatch time minus submit time.
+- ``wait_seconds``: per tier, p50 and p95 (nearest rank) of first-dispatch time minus submit time.
 - ``team_entitlement_ratio``: per share ``R_i = integral of held_i(t) / integral of min(E_i,
   demand_i(t))``, both over the instants in the window where share ``i`` has demand. The
   denominator is what the share was entitled to, capped by what it asked for; 1.0 means it got
@@ -47,7 +49,6 @@ from __future__ import annotations
 import math
 import random
 import time
-from bisect import insort
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,8 +60,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from shareplane.domain.config import RebalanceConfig, ReclaimConfig, SchedulingMode, Tier, TierConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, ShareState, TierWait, plan_rebalance
+from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
 from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
+from shareplane.domain.share_observation import (
+    QueueObservation,
+    ShareObservation,
+    TierObservation,
+    percentile,
+    snapshot_from_observation,
+)
 
 from .api import BatchApi
 from .engine import Engine
@@ -138,6 +146,11 @@ class RebalanceRun(_Strict):
     #: Waits of jobs first dispatched this long before a snapshot make its per-tier p90.
     wait_window_minutes: Annotated[float, Field(gt=0)] = 60.0
     rules: RebalanceConfig = RebalanceConfig()
+
+    @model_validator(mode="after")
+    def _movable(self) -> RebalanceRun:
+        self.rules.check_can_step_down("rebalance.rules")
+        return self
 
 
 class WhatIfConfig(_Strict):
@@ -548,23 +561,21 @@ class Meter:
         for i in range(len(self.held)):
             self._advance_share(i, now)
 
-    def tier_p90(self, tier: int, now: float, window: float) -> float:
-        """Recent wait p90 of a tier: waits dispatched in the last ``window`` s, plus the oldest waiter."""
+    def tier_observation(self, tier: int, now: float, window: float, slo: float) -> TierObservation:
+        """A tier's raw waits: dispatched in the last ``window`` s, and the ages of all still waiting."""
         recent = self.recent[tier]
         while recent and recent[0][0] < now - window:
             recent.popleft()
-        values = sorted(w for _, w in recent)
-        oldest = next(iter(self.waiting[tier].values()), None)
-        if oldest is not None:
-            insort(values, now - oldest)
-        return percentile(values, 0.9) if values else 0.0
+        # ``waiting`` is in arrival order, so the ages come out longest first.
+        return TierObservation(
+            slo_seconds=slo,
+            recent_waits=tuple(w for _, w in recent),
+            waiting_ages=tuple(now - created for created in self.waiting[tier].values()),
+        )
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of sorted ``values`` (0 for none)."""
-    if not values:
-        return 0.0
-    return float(values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))])
+def _or_zero(value: float | None) -> float:
+    return 0.0 if value is None else value
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -787,43 +798,44 @@ class PolicyRun:
         if self._next < len(jobs):
             self.model.engine.schedule_at(jobs[self._next].submit, self._arrive)
 
-    def snapshot(self) -> ShareSnapshot:
-        """The rebalancer's view of the queue now, built from the meter (no job scan)."""
+    def observation(self) -> QueueObservation:
+        """What the rebalancer may look at now, measured by the meter (no job scan)."""
         sc, m, now = self.scenario, self.meter, self.model.engine.now
         unit = self.instance_type
         window = sc.config.rebalance.wait_window_minutes * 60.0
-        states = []
+        shares = []
         for i, s in enumerate(sc.shares):
-            waiting = {
-                TIERS[k]: m.demand_tier[i][k] - m.held_tier[i][k]
-                for k in range(len(TIERS))
-                if m.demand_tier[i][k] > m.held_tier[i][k]
-            }
-            states.append(
-                ShareState(
+            shares.append(
+                ShareObservation(
                     name=s,
                     entitlement={unit: sc.entitlements[i]},
-                    demand={unit: m.demand[i]},
                     in_use={unit: m.held[i]},
-                    waiting_by_tier=waiting,
+                    waiting={unit: m.demand[i] - m.held[i]},
+                    waiting_by_tier={
+                        TIERS[k]: m.demand_tier[i][k] - m.held_tier[i][k] for k in range(len(TIERS))
+                    },
                     ledger_balance=self.ledger[s].balance if s in self.ledger else 0.0,
                     weight_factor=self.weights[s],
                 )
             )
         tiers = {
-            t: TierWait(m.tier_p90(k, now, window), float(sc.config.tiers[t].wait_slo_seconds))
+            t: m.tier_observation(k, now, window, float(sc.config.tiers[t].wait_slo_seconds))
             for k, t in enumerate(TIERS)
         }
-        return ShareSnapshot(
+        return QueueObservation(
             now=now,
             mode=SchedulingMode.FAIRSHARE,
             capacity={unit: sc.capacity_units},
-            shares=tuple(states),
+            shares=tuple(shares),
             tiers=tiers,
             last_applied_at=self.last_applied,
             ledger_as_of=self.ledger_as_of,
             gpus_per_instance={unit: sc.gpus_per_unit},
         )
+
+    def snapshot(self) -> ShareSnapshot:
+        """The rebalancer's view of the queue now, by the same rule the Lambda uses."""
+        return snapshot_from_observation(self.observation())
 
     def _tick(self, _: Any = None) -> None:
         plan = plan_rebalance(self.snapshot(), self.scenario.config.rebalance.rules)
@@ -850,9 +862,9 @@ class PolicyRun:
         for k, t in enumerate(TIERS):
             values = sorted(m.waits[k])
             waits[t.value] = {
-                "p50": round(percentile(values, 0.5), 3),
-                "p95": round(percentile(values, 0.95), 3),
-                "p99": round(percentile(values, 0.99), 3),
+                "p50": round(_or_zero(percentile(values, 0.5)), 3),
+                "p95": round(_or_zero(percentile(values, 0.95)), 3),
+                "p99": round(_or_zero(percentile(values, 0.99)), 3),
             }
             slo = sc.config.tiers[t].wait_slo_seconds
             attained[t.value] = sum(1 for w in values if w <= slo) / len(values) if values else 1.0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.share_observation import percentile
 
 from .api import BatchApi
 from .engine import Engine
@@ -113,13 +114,6 @@ class ReplaySummary:
     share_instance_hours: Mapping[str, float] = field(default_factory=dict)
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 class Replay:
     """A queue built through the API, fed a workload straight into the model's fast path."""
 
@@ -210,7 +204,7 @@ class Replay:
             finished=model.finished,
             makespan=makespan,
             utilization=model.held_instance_seconds / (self.capacity * makespan) if makespan > 0 else 0.0,
-            wait_p50=_percentile(waits, 0.5),
-            wait_p95=_percentile(waits, 0.95),
+            wait_p50=percentile(waits, 0.5) or 0.0,
+            wait_p95=percentile(waits, 0.95) or 0.0,
             share_instance_hours={s: v / 3600.0 for s, v in held.items()},
         )

@@ -13,6 +13,7 @@ _MODULES: tuple[str, ...] = (
     "alerts",
     "shares",
     "simulate",
+    "tune_rebalance",
     "config",
 )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.share_observation import percentile
 
 from .run import LiveRun
 from .usage import UsageTracker, instance_seconds, utilization
@@ -20,15 +21,6 @@ def first_start_ms(record: dict[str, Any]) -> int | None:
     return next((h["at"] for h in record["history"] if h["status"] in STARTED), None)
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (None for no values)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, int(round(q / 100 * len(ordered) + 0.5)))
-    return ordered[min(rank, len(ordered)) - 1]
-
-
 def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[str, dict[str, float | None]]:
     """Queue wait (createdAt -> first start) p50 / p95 in seconds, per tier, from the job records."""
     waits: dict[str, list[float]] = {tier.value: [] for tier in Tier}
@@ -37,7 +29,7 @@ def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[s
         start = first_start_ms(record)
         if tier is not None and start is not None and record["createdAt"] is not None:
             waits[tier.value].append((start - record["createdAt"]) / 1000)
-    return {tier: {"p50": percentile(w, 50), "p95": percentile(w, 95)} for tier, w in waits.items()}
+    return {tier: {"p50": percentile(w, 0.5), "p95": percentile(w, 0.95)} for tier, w in waits.items()}
 
 
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
@@ -92,4 +84,4 @@ def static_waits(static: UsageTracker, jobs: list[DemoJob]) -> dict[str, dict[st
         if view.name in submitted and view.first_start is not None:
             tier, at = submitted[view.name]
             waits[tier].append(view.first_start - at)
-    return {tier: {"p50": percentile(w, 50), "p95": percentile(w, 95)} for tier, w in waits.items()}
+    return {tier: {"p50": percentile(w, 0.5), "p95": percentile(w, 0.95)} for tier, w in waits.items()}

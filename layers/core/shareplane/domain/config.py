@@ -239,6 +239,26 @@ class RebalanceConfig(_Strict):
                 )
         return self
 
+    @property
+    def can_step_down(self) -> bool:
+        """Whether a step-limited decrease survives the deadband.
+
+        The step is symmetric in log space (x or / ``1 + max_step``) but the deadband is relative to
+        the current value, so the largest decrease one plan makes is ``max_step / (1 + max_step)``
+        (0.2 for 0.25), and weights round toward their current value. A deadband at least that wide
+        drops every step-limited decrease, so weights could only ratchet up.
+        """
+        return self.deadband < self.max_step / (1 + self.max_step) - 1e-4
+
+    def check_can_step_down(self, where: str) -> None:
+        """Refuse settings under which a weight can never step down (see ``can_step_down``)."""
+        if not self.can_step_down:
+            raise ConfigError(
+                f"{where}.deadband",
+                f"{self.deadband} drops every decrease a max_step of {self.max_step} allows",
+                f"use a deadband below {self.max_step / (1 + self.max_step):.4g} or a larger max_step",
+            )
+
 
 class SharesConfig(_Strict):
     """Root of config/shares.yaml."""
@@ -295,6 +315,7 @@ class SharesConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> SharesConfig:
+        self.rebalance.check_can_step_down("rebalance")
         for name, team in self.teams.items():
             for instance_type in team.entitlement:
                 if instance_type not in self.instance_types:

@@ -8,8 +8,10 @@ One run per schedule tick:
    instance type and schedulingPriority (hence its tier). ListServiceJobs would need a call per share
    and page, against Batch's low per-account API rate that the submit path shares, and its summaries
    carry neither the priority nor the instance type, so tiers would cost a DescribeServiceJob per job.
-   Each tier's wait p90 also comes from the table (jobs that first started in the last window,
-   createdAt -> first start). Weights (DescribeSchedulingPolicies) or quota settings
+   Each tier's raw waits also come from the table (jobs that first started in the last window,
+   createdAt -> first start, and the ages of jobs still RUNNABLE); the domain's
+   ``snapshot_from_observation`` turns them and the rest into the ``ShareSnapshot``, by the same rule
+   the what-if simulator uses. Weights (DescribeSchedulingPolicies) or quota settings
    (ListQuotaShares, which carries every setting) are read from Batch; the ledger, decayed usage and
    the last applied plan come from the ``SHARES``/``LEDGER`` item.
 2. **Decide** with ``plan_rebalance`` (pure).
@@ -32,7 +34,7 @@ import hashlib
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,7 +51,6 @@ from ..domain.rebalance import (
     RebalancePlan,
     ShareChange,
     ShareSnapshot,
-    ShareState,
     TierWait,
     plan_rebalance,
     plan_to_update_quota_share_requests,
@@ -57,6 +58,14 @@ from ..domain.rebalance import (
     rollback_plan,
 )
 from ..domain.share_metrics import ShareMetricEvent
+from ..domain.share_observation import (
+    QueueObservation,
+    ShareObservation,
+    TierObservation,
+    instances_held,
+    snapshot_from_observation,
+    tier_wait,
+)
 from .ports import MetricsSink, SharesBatch, ShareStore
 from .record_state import queue_name
 
@@ -153,20 +162,12 @@ def _in_queue(job: JobState, queue: str) -> bool:
     return job.job_queue is not None and queue_name(job.job_queue) == queue_name(queue)
 
 
-def _p90(values: Sequence[float]) -> float:
-    """Nearest-rank 90th percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
-
-
-def tier_waits(
+def tier_observations(
     config: SharesConfig, started: Iterable[JobState], waiting: Iterable[JobState], now: float, window: int
-) -> dict[Tier, TierWait]:
-    """Each tier's wait p90: jobs that first started in the window, and jobs still waiting.
+) -> dict[Tier, TierObservation]:
+    """Each tier's raw waits from the table: first-start waits in the window, ages of jobs still waiting.
 
-    A tier where nothing starts would otherwise look healthy exactly when it starves, so the ages of
-    jobs still RUNNABLE (a lower bound of their waits) count too: the tier's p90 is the larger of the
-    two p90s.
+    The p90 rule itself (``share_observation.tier_wait``) is the domain's, shared with the simulator.
     """
     since_ms = (now - window) * 1000
     done: dict[Tier, list[float]] = defaultdict(list)
@@ -179,11 +180,25 @@ def tier_waits(
         tier = config.tier_for_priority(job.scheduling_priority)
         if tier and job.created_at and job.first_started_at is None:
             ages[tier].append(max(0.0, now - job.created_at / 1000))
+    return {
+        tier: TierObservation(
+            slo_seconds=float(tier_config.wait_slo_seconds),
+            recent_waits=tuple(sorted(done[tier])),
+            waiting_ages=tuple(sorted(ages[tier])),
+        )
+        for tier, tier_config in config.tiers.items()
+    }
+
+
+def tier_waits(
+    config: SharesConfig, started: Iterable[JobState], waiting: Iterable[JobState], now: float, window: int
+) -> dict[Tier, TierWait]:
+    """Each tier's wait p90 against its SLO, by the domain's rule (tiers with no waits are left out)."""
     waits = {}
-    for tier, tier_config in config.tiers.items():
-        p90s = [_p90(values) for values in (done[tier], ages[tier]) if values]
-        if p90s:
-            waits[tier] = TierWait(p90_seconds=max(p90s), slo_seconds=float(tier_config.wait_slo_seconds))
+    for tier, observed in tier_observations(config, started, waiting, now, window).items():
+        wait = tier_wait(observed)
+        if wait is not None:
+            waits[tier] = wait
     return waits
 
 
@@ -267,7 +282,7 @@ def observe(
         for j in store.jobs_in_status(status.value, created_after_ms=after_ms)
         if _in_queue(j, queue)
     ]
-    tiers = tier_waits(
+    tiers = tier_observations(
         config, [*dispatched, *finished, *runnable], runnable, now, settings.wait_window_seconds
     )
 
@@ -290,23 +305,22 @@ def observe(
     previous = (state or {}).get("shares") or {}
     elapsed = now - float((state or {}).get("usageAsOf") or now)
     window = fairshare.decay_window(config.fairshare.share_decay_seconds)
-    states = []
+    observed = []
     settings_now: dict[str, Any] = {}
     for share in shares:
         team = config.teams[config.team_for_share(share) or ""]
-        held = {u: math.ceil(q - 1e-9) for u, q in in_use.get(share, {}).items()}
-        demand = {u: held.get(u, 0) + waiting[share].get(u, 0) for u in set(held) | set(waiting[share])}
         weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
-        rate = sum(held.values()) * (weight or 1.0)
+        held = in_use.get(share, {})
+        rate = sum(instances_held(held).values()) * (weight or 1.0)
         usage = fairshare.accrue(float(previous.get(share, {}).get("usage", 0.0)), rate, elapsed, window)
         quota_settings = QuotaSettings.from_dict(quota[share]) if share in quota else None
         settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
-        states.append(
-            ShareState(
+        observed.append(
+            ShareObservation(
                 name=share,
                 entitlement=dict(team.entitlement),
-                demand=demand,
-                in_use=held,
+                in_use=dict(held),
+                waiting=dict(waiting[share]),
                 waiting_by_tier=dict(waiting_tiers[share]),
                 usage_history=usage,
                 ledger_balance=float(previous.get(share, {}).get("balance", 0.0)),
@@ -315,20 +329,22 @@ def observe(
                 quota_share_arn=quota[share]["quotaShareArn"] if share in quota else None,
             )
         )
-    snapshot = ShareSnapshot(
-        now=now,
-        mode=mode,
-        capacity={t: c.capacity for t, c in config.instance_types.items()},
-        shares=tuple(states),
-        tiers=tiers,
-        last_applied_at=_float_or_none((state or {}).get("lastAppliedAt")),
-        ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
-        gpus_per_instance={t: GPUS_PER_INSTANCE.get(t, 1) for t in config.instance_types},
+    snapshot = snapshot_from_observation(
+        QueueObservation(
+            now=now,
+            mode=mode,
+            capacity={t: c.capacity for t, c in config.instance_types.items()},
+            shares=tuple(observed),
+            tiers=tiers,
+            last_applied_at=_float_or_none((state or {}).get("lastAppliedAt")),
+            ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
+            gpus_per_instance={t: GPUS_PER_INSTANCE.get(t, 1) for t in config.instance_types},
+        )
     )
     return Observed(
         snapshot=snapshot,
-        actual={s.name: float(sum(s.in_use.values())) for s in states},
-        waiting={s.name: float(sum(waiting[s.name].values())) for s in states},
+        actual={s.name: float(sum(s.in_use.values())) for s in snapshot.shares},
+        waiting={s.name: float(sum(waiting[s.name].values())) for s in snapshot.shares},
         settings=settings_now,
     )
 
