@@ -52,6 +52,7 @@ from ..domain.failures import (
     repeated_preemption_alert,
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..schemas.event_time import envelope_time, event_time
 from .ports import (
@@ -220,7 +221,13 @@ def handle_failed_job(
         failures=decision.attempt or chain.failures,
         requeues=chain.requeues + 1,
         spot_interruptions=spot,
+        displaced_by=chain.displaced_by,
+        reclaimed_at=chain.reclaimed_at,
     )
+    beneficiary = beneficiary_of(signal.status_reason)
+    if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
+        # The requeued job carries whom it was stopped for, so it never reclaims from that job.
+        new_chain = new_chain.displaced(beneficiary, now)
     record = decision_record(decision, described, training, new_chain, now)
     history = _history(described, decision, key, now)
     share_failure = (
@@ -298,6 +305,8 @@ def decision_record(
             "failures": chain.failures,
             "requeues": chain.requeues,
             "spot": chain.spot_interruptions,
+            "displacedBy": list(chain.displaced_by),
+            "reclaimedAt": chain.reclaimed_at,
         },
         "decidedAt": now,
         "dueAt": now + decision.delay_seconds,
@@ -399,6 +408,8 @@ def _requeue(
             int(chain.get("failures") or 0),
             int(chain.get("requeues") or 1),
             int(chain.get("spot") or 0),
+            tuple(chain.get("displacedBy") or ()),
+            int(chain["reclaimedAt"]) if chain.get("reclaimedAt") is not None else None,
         ),
     )
     try:
