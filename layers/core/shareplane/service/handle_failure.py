@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.alerts import (
     DEFAULT_QUIET_SECONDS,
@@ -477,7 +477,33 @@ def _quiet(alert: Alert, ports: FailurePorts) -> float:
     return DEFAULT_QUIET_SECONDS
 
 
-def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float, now: float) -> bool:
+class _AlertLedger(Protocol):
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool: ...
+
+    def confirm_alert(self, alert: Alert, now: float) -> None: ...
+
+    def release_alert(self, alert: Alert) -> None: ...
+
+
+class AlertSender(Protocol):
+    """What sending an alert needs (the failure path's ports, or reclaim's)."""
+
+    @property
+    def ledger(self) -> _AlertLedger: ...
+
+    @property
+    def alerts(self) -> AlertPublisher: ...
+
+    @property
+    def metrics(self) -> MetricsSink: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+
+def send_alert(alert: Alert, ports: AlertSender, *, quiet_seconds: float, now: float) -> bool:
     """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
     # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
     # died before confirming) is processing time, which only the clock knows.
