@@ -233,6 +233,14 @@ def job_tier(config: SharesConfig, share: str | None, priority: Any) -> Tier:
     return config.tier_for_priority(priority if isinstance(priority, int) else None) or Tier.LOWPRI
 
 
+def job_team(config: SharesConfig, share: str | None) -> str | None:
+    """A job's team by its share identifier; a team's plain share too (jobs queued before team x tier)."""
+    team = config.team_for_share(share)
+    if team is None and share:
+        team = next((name for name, t in config.teams.items() if t.share == share), None)
+    return team
+
+
 def build_snapshot(
     ports: ReclaimPorts, now: float
 ) -> tuple[ReclaimSnapshot | None, dict[str, dict[str, Any]]]:
@@ -300,7 +308,7 @@ def _resources(job: Mapping[str, Any]) -> tuple[str, int]:
 def waiting_job(job: Mapping[str, Any], config: SharesConfig, ledger: ReclaimLedger) -> WaitingJob | None:
     """A RUNNABLE job as the planner sees it; None for a job of a share the config does not name."""
     share = job.get("shareIdentifier")
-    team = config.team_for_share(share)
+    team = job_team(config, share)
     if team is None:
         return None
     instance_type, count = _resources(job)
@@ -327,7 +335,7 @@ def running_job(
 ) -> RunningJob:
     """A dispatched job as the planner sees it (its newest checkpoint read only if it could be a victim)."""
     share = job.get("shareIdentifier")
-    team = config.team_for_share(share)
+    team = job_team(config, share)
     tier = job_tier(config, share, job.get("schedulingPriority"))
     instance_type, count = _resources(job)
     uri = (_payload(job).get("CheckpointConfig") or {}).get("S3Uri")
