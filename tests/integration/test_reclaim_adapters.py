@@ -38,6 +38,8 @@ def test_the_newest_checkpoint_is_the_latest_object_under_the_prefix_only(aws: A
     newest = S3Checkpoints(s3).newest("s3://search-ml-training/prodexp2/ckpt/a/")
     assert newest == max(heads["prodexp2/ckpt/a/step-100.pt"], heads["prodexp2/ckpt/a/step-200.pt"])
     assert newest >= before - 1
+    # as of a time before every checkpoint there is none
+    assert S3Checkpoints(s3).newest("s3://search-ml-training/prodexp2/ckpt/a/", before - 3600) is None
 
 
 @pytest.mark.parametrize(

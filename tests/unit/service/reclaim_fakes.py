@@ -119,9 +119,10 @@ class FakeCheckpoints:
     newest_at: dict[str, float] = field(default_factory=dict)
     reads: list[str] = field(default_factory=list)
 
-    def newest(self, s3_uri: str) -> float | None:
+    def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:
         self.reads.append(s3_uri)
-        return self.newest_at.get(s3_uri)
+        found = self.newest_at.get(s3_uri)
+        return found if found is None or at_or_before is None or found <= at_or_before else None
 
 
 @dataclass

@@ -28,8 +28,11 @@ class S3Checkpoints:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    def newest(self, s3_uri: str) -> float | None:
-        """Epoch seconds of the newest object under ``s3_uri``; None when none or the bucket is unreadable."""
+    def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:
+        """Epoch seconds of the newest object under ``s3_uri`` written by ``at_or_before`` (None: any).
+
+        None when there is none or the bucket is unreadable.
+        """
         try:
             bucket, prefix = split_s3_uri(s3_uri)
         except ValueError:
@@ -40,6 +43,8 @@ class S3Checkpoints:
             for page in pages:
                 for item in page.get("Contents", []):
                     at = item["LastModified"].timestamp()
+                    if at_or_before is not None and at > at_or_before:
+                        continue  # written after the decision's time: not part of the state it decides on
                     newest = at if newest is None or at > newest else newest
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")

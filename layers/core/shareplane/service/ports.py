@@ -322,8 +322,8 @@ class ReclaimBatch(Protocol):
 class CheckpointReader(Protocol):
     """Where trainers write checkpoints (S3): when the newest one under a prefix was written."""
 
-    def newest(self, s3_uri: str) -> float | None:
-        """Epoch seconds of the newest object's LastModified under ``s3_uri``; None when there is none."""
+    def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:
+        """Epoch seconds of the newest LastModified under ``s3_uri`` not after ``at_or_before`` (or None)."""
         ...
 
 

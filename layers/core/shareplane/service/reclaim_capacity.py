@@ -344,8 +344,9 @@ def running_job(
     resumable = bool(uri) and team is not None
     newest = None
     if resumable and TIER_RANK[tier] > top_rank:
-        found = checkpoints.newest(str(uri))
-        newest = min(found, now) if found is not None else None
+        # The state as of the decision's time: a checkpoint written since (a late or re-delivered
+        # trigger) is left out, so every delivery of one trigger sees the same checkpoint.
+        newest = checkpoints.newest(str(uri), now)
     chain = ChainState.from_tags(job.get("tags"))
     stops = [float(chain.reclaimed_at)] if chain.reclaimed_at else []
     summary = job.get("preemptionSummary") or {}
