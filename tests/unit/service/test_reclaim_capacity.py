@@ -311,3 +311,24 @@ def test_a_requeued_victim_never_reclaims_from_the_job_that_displaced_it() -> No
     job = service_job("back", "ProdExp2", "HIGHPRI", "RUNNABLE", tags={TAG_DISPLACED_BY: "older hi"})
     found = waiting_job(job, reclaim_config(), ReclaimWorld().ledger)
     assert found is not None and found.displaced_by == frozenset({"older", "hi"})
+
+
+# ------------------------------------------------------------------------------------------ SLO metrics
+@pytest.mark.parametrize(
+    ("case", "wait", "expected"),
+    [
+        ("a HIGHPRI job started within its 900 s SLO attains it", 900, "SloAttained"),
+        ("a HIGHPRI job started after its SLO misses it", 901, "SloMissed"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and " " in v else "",
+)
+def test_the_first_start_counts_toward_the_tiers_wait_slo(case: str, wait: float, expected: str) -> None:
+    from shareplane.domain.lifecycle import JobMetricEvent, JobState, JobStatus
+    from shareplane.service.record_state import slo_metric
+
+    state = JobState(
+        "arn:aws:batch:us-east-1:123456789012:service-job/x", JobStatus.RUNNING, "s", scheduling_priority=90
+    )
+    found = slo_metric([JobMetricEvent("QueueWaitSeconds", wait, "Seconds")], state, reclaim_config())
+    assert found is not None and found.name == expected, case
+    assert slo_metric([JobMetricEvent("Transitions", 1, "Count")], state, reclaim_config()) is None

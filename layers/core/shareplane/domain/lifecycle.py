@@ -298,6 +298,9 @@ METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "GPUSeconds": ("Queue", "Share"),
     "CapacityRequeues": ("Queue", "Share"),
     "Preemptions": ("Queue", "Share"),
+    # One of the two per job, at its first start: was its wait within its tier's wait SLO?
+    "SloAttained": ("Queue", "Tier"),
+    "SloMissed": ("Queue", "Tier"),
 }
 
 
