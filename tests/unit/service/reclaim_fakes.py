@@ -94,7 +94,8 @@ class FakeBatch:
 
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
         assert job_queue.rsplit("/", 1)[-1] == QUEUE
-        keys = ("jobArn", "jobId", "jobName", "status", "createdAt", "shareIdentifier", "schedulingPriority")
+        # ServiceJobSummary's members (botocore): no schedulingPriority, no payload, no tags.
+        keys = ("jobArn", "jobId", "jobName", "status", "createdAt", "scheduledAt", "shareIdentifier")
         return [{k: j.get(k) for k in keys} for j in self.jobs.values() if j["status"] == status]
 
     def describe(self, job_id: str) -> dict[str, Any] | None:

@@ -332,3 +332,13 @@ def test_the_first_start_counts_toward_the_tiers_wait_slo(case: str, wait: float
     found = slo_metric([JobMetricEvent("QueueWaitSeconds", wait, "Seconds")], state, reclaim_config())
     assert found is not None and found.name == expected, case
     assert slo_metric([JobMetricEvent("Transitions", 1, "Count")], state, reclaim_config()) is None
+
+
+def test_in_the_team_layout_the_tier_comes_from_the_described_priority() -> None:
+    # GIVEN one share identifier per team: ListServiceJobs summaries carry no schedulingPriority
+    w = ReclaimWorld(config=reclaim_config().model_copy(update={"share_layout": "team"}))
+    borrowed_cluster(w)
+    for job in w.batch.jobs.values():
+        job["shareIdentifier"] = job["shareIdentifier"].replace("LOWPRI", "").replace("HIGHPRI", "")
+    # THEN the HIGHPRI job past its threshold is still found (by DescribeServiceJob) and reclaims
+    assert handle_message(tick(DUE), w.ports).stopped == {"hi": ["p2-5"]}

@@ -252,9 +252,16 @@ def build_snapshot(
     config, queue = ports.config, ports.settings.job_queue
     described: dict[str, dict[str, Any]] = {}
     waiting: list[WaitingJob] = []
+    thresholds = [
+        t.reclaim_after_seconds for t in config.tiers.values() if t.reclaim_after_seconds is not None
+    ]
+    if not thresholds:
+        return None, described
     for summary in ports.batch.list_jobs(queue, JobStatus.RUNNABLE.value):
-        tier = job_tier(config, summary.get("shareIdentifier"), summary.get("schedulingPriority"))
-        after = config.tiers[tier].reclaim_after_seconds
+        # ListServiceJobs summaries carry no schedulingPriority: the tier is known here only from a
+        # team x tier share; otherwise any job older than the shortest threshold is described.
+        tier = config.tier_for_share(summary.get("shareIdentifier"))
+        after = config.tiers[tier].reclaim_after_seconds if tier is not None else min(thresholds)
         created = (summary.get("createdAt") or 0) / 1000
         if after is None or now - created < after:
             continue  # not due: the planner would pass it over anyway, so skip the describe
