@@ -140,6 +140,22 @@ def test_budgets_are_enforced_by_the_write(
     assert ledger.victims_for("hi") == 2 and ledger.stopping() == {"v1": "hi", "v2": "hi"}
 
 
+def test_two_racing_plans_for_one_waiting_job_cannot_both_stop_their_victims(aws: Any) -> None:
+    # GIVEN two runs read the waiting job's counter at 0 and planned different victims
+    _, dynamodb = aws
+    create_jobs_table(dynamodb, TABLE)
+    ledger = DynamoReclaimLedger(dynamodb, TABLE)
+    limits = {"day": "2026-03-17", "max_per_job": 4, "max_per_day": 100}
+    first = {**record("d1", ["v1"]), "victimsBefore": 0}
+    second = {**record("d2", ["v2"]), "victimsBefore": 0}
+    # THEN the second claim finds the counter moved and is refused
+    assert ledger.claim(first, [], **limits) == "claimed"
+    assert ledger.claim(second, [], **limits) == "refused"
+    # AND a later plan that read the new count goes through
+    assert ledger.claim({**record("d3", ["v3"]), "victimsBefore": 1}, [], **limits) == "claimed"
+    assert ledger.victims_for("hi") == 2
+
+
 def test_a_dry_run_decision_is_written_once_and_counts_nothing(aws: Any) -> None:
     _, dynamodb = aws
     create_jobs_table(dynamodb, TABLE)

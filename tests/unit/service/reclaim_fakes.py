@@ -166,6 +166,7 @@ class FakeReclaimLedger:
         if (
             any(i in self.victims for i in ids)
             or self.per_job.get(record["jobId"], 0) + n > max_per_job
+            or ("victimsBefore" in record and self.per_job.get(record["jobId"], 0) != record["victimsBefore"])
             or self.per_day.get(day, 0) + n > max_per_day
             or any(f"{arn}|{e.key}" in self.history for arn, e in histories)
         ):

@@ -342,3 +342,13 @@ def test_in_the_team_layout_the_tier_comes_from_the_described_priority() -> None
         job["shareIdentifier"] = job["shareIdentifier"].replace("LOWPRI", "").replace("HIGHPRI", "")
     # THEN the HIGHPRI job past its threshold is still found (by DescribeServiceJob) and reclaims
     assert handle_message(tick(DUE), w.ports).stopped == {"hi": ["p2-5"]}
+
+
+def test_an_event_without_priority_or_tiered_share_is_re_checked_at_the_shortest_threshold() -> None:
+    w = world()
+    job = {**w.batch.jobs["hi"], "shareIdentifier": "ProdExp1"}
+    event = runnable_event(job)
+    del event["detail"]["schedulingPriority"]
+    handle_message(event, w.ports)
+    ((message, delay),) = w.timer.pending
+    assert (message["dueAt"], delay) == (DUE, AFTER)

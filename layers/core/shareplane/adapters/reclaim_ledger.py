@@ -172,7 +172,10 @@ class DynamoReclaimLedger:
             )
             for v in victims
         ]
-        actions.append(self._add(reclaim_pk(str(record["jobId"])), COUNT_SK, n, max_per_job, now))
+        # The waiting job's counter must still hold what the plan read: two racing runs that planned
+        # different victims for one job cannot both stop theirs.
+        seen = record.get("victimsBefore")
+        actions.append(self._add(reclaim_pk(str(record["jobId"])), COUNT_SK, n, max_per_job, now, seen=seen))
         actions.append(self._add(DAY_PK, day, n, max_per_day, now, DAY_RETENTION_SECONDS))
         actions += [put_new_action(self._table, history_item(arn, entry)) for arn, entry in histories]
         try:
@@ -185,21 +188,35 @@ class DynamoReclaimLedger:
         return "claimed"
 
     def _add(
-        self, pk: str, sk: str, n: int, limit: int, now: float, retention: int = HISTORY_RETENTION_SECONDS
+        self,
+        pk: str,
+        sk: str,
+        n: int,
+        limit: int,
+        now: float,
+        retention: int = HISTORY_RETENTION_SECONDS,
+        seen: int | None = None,
     ) -> dict[str, Any]:
-        """Add ``n`` to a counter only while it stays within ``limit``."""
+        """Add ``n`` to a counter while it stays within ``limit`` (and still holds ``seen``, if given)."""
+        values = {
+            ":n": {"N": str(n)},
+            ":cap": {"N": str(limit - n)},
+            ":e": {"S": "reclaim_count"},
+            ":x": {"N": str(int(now) + retention)},
+        }
+        condition = "attribute_not_exists(victims) OR victims <= :cap"
+        if seen is not None:
+            values[":seen"] = {"N": str(int(seen))}
+            condition = "victims = :seen AND victims <= :cap"
+            if int(seen) == 0:
+                condition = f"attribute_not_exists(victims) OR ({condition})"
         return {
             "Update": {
                 "TableName": self._table,
                 "Key": {"pk": {"S": pk}, "sk": {"S": sk}},
                 "UpdateExpression": "ADD victims :n SET entity = :e, expiresAt = :x",
-                "ConditionExpression": "attribute_not_exists(victims) OR victims <= :cap",
-                "ExpressionAttributeValues": {
-                    ":n": {"N": str(n)},
-                    ":cap": {"N": str(limit - n)},
-                    ":e": {"S": "reclaim_count"},
-                    ":x": {"N": str(int(now) + retention)},
-                },
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
             }
         }
 

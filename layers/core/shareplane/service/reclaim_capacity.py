@@ -151,10 +151,20 @@ def _runnable(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
             "time", "is missing from the event and its detail", "send the event unchanged"
         )
     config = ports.config
-    tier = job_tier(config, detail.get("shareIdentifier"), detail.get("schedulingPriority"))
-    after = config.tiers[tier].reclaim_after_seconds
+    priority = detail.get("schedulingPriority")
+    if config.tier_for_share(detail.get("shareIdentifier")) is None and not isinstance(priority, int):
+        # AWS does not promise schedulingPriority in events: without it (and a team x tier share) the
+        # tier is unknown, so the job is re-checked at the shortest threshold, where it is described.
+        thresholds = [
+            t.reclaim_after_seconds for t in config.tiers.values() if t.reclaim_after_seconds is not None
+        ]
+        after: int | None = min(thresholds) if thresholds else None
+        label = "no tier"
+    else:
+        tier = job_tier(config, detail.get("shareIdentifier"), priority)
+        after, label = config.tiers[tier].reclaim_after_seconds, tier.value
     if after is None:
-        return ReclaimOutcome(f"{tier.value} never reclaims", now)
+        return ReclaimOutcome(f"{label} never reclaims", now)
     created = detail.get("createdAt")
     due = float(created) / 1000 + after if isinstance(created, int | float) else now
     if due - now > 1:
@@ -399,8 +409,12 @@ def apply_plan(
             "ReclaimsSkipped",
             {"Queue": _queue_name(ports.settings.job_queue), "Reason": _slug(skip.reason)},
         )
+    seen = {w.job_id: w.victims_so_far for w in snapshot.waiting}
     for reclaim in plan.reclaims:
-        record = reclaim_record(reclaim, described, ports, plan.now)
+        record = {
+            **reclaim_record(reclaim, described, ports, plan.now),
+            "victimsBefore": seen[reclaim.job_id],
+        }
         if ports.settings.dry_run:
             if ports.ledger.record_dry_run(record):
                 logger.info("reclaim planned (dry run)", extra={"reclaim": record})
