@@ -21,6 +21,12 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
 - Attempt times: ``startedAt`` is when the attempt reached STARTING (capacity acquired).
 - A spot interruption is SageMaker-internal (Interrupted, then Starting again); the Batch job stays
   RUNNING and its training takes ``Timings.spot_restart`` longer.
+- A trainer with a CheckpointConfig writes a checkpoint every ``Timings.checkpoint_interval`` of
+  training; the model keeps the progress per checkpoint URI (``BatchModel.checkpoints``) and hands
+  each checkpoint to ``BatchModel.checkpoint_writer`` (the local stack writes an S3 object). A job
+  started with a URI that holds progress resumes from it: its training is that much shorter, as a
+  trainer that loads its newest checkpoint would be, whether it was preempted, terminated and
+  resubmitted, or submitted anew.
 - StopTrainingJob and MaxRuntimeInSeconds end the attempt as a failed attempt that goes through the
   retry strategy, like any other SageMaker failure.
 """
@@ -406,6 +412,11 @@ class BatchModel:
         self._pass_pending = False
         self.finished = 0
         self.held_instance_seconds = 0.0
+        #: Training seconds each checkpoint URI (CheckpointConfig.S3Uri) holds: what a job resumes from.
+        self.checkpoints: dict[str, float] = {}
+        #: Called as ``checkpoint_writer(s3_uri, epoch_seconds, progress_seconds)`` at every checkpoint a
+        #: trainer writes (the local stack puts an object under the URI); None: checkpoints stay in the model.
+        self.checkpoint_writer: Callable[[str, float, float], None] | None = None
         #: Called as ``observer(kind, job)`` on "dispatch", "preempt" (before the release), "release" and
         #: "finish": what-if meters integrate demand and use from these without scanning every job.
         self.observer: Callable[[str, Job], None] | None = None
@@ -949,6 +960,13 @@ class BatchModel:
         timings = self.options.timings
         outcome = job.outcome
         job.training_since = now
+        uri = self._checkpoint_uri(job)
+        if uri is not None:
+            # A trainer loads the newest checkpoint under its URI, whoever wrote it.
+            job.saved = min(job.duration, max(job.saved, self.checkpoints.get(uri, 0.0)))
+            interval = timings.checkpoint_interval
+            if interval > 0 and job.saved + interval < job.duration:
+                self.engine.schedule(interval, self._checkpoint, (job, epoch, job.saved + interval))
         train = job.duration - job.saved
         if outcome == "spot":
             train += timings.spot_restart
@@ -966,6 +984,27 @@ class BatchModel:
         if kind == "ok" and timings.uploading > 0:
             self.engine.schedule(train, self._uploading, arg)
         self.engine.schedule(delay, self._attempt_end, (job, epoch, kind))
+
+    def _checkpoint(self, arg: tuple[Job, int, float]) -> None:
+        """A running trainer writes a checkpoint holding ``progress`` training seconds."""
+        job, epoch, progress = arg
+        if job.epoch != epoch or job.status != RUNNING:
+            return
+        uri = self._checkpoint_uri(job)
+        if uri is None:
+            return
+        self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), progress)
+        if self.checkpoint_writer is not None:
+            self.checkpoint_writer(uri, self.ms() / 1000, progress)
+        interval = self.options.timings.checkpoint_interval
+        if progress + interval < job.duration:
+            self.engine.schedule(interval, self._checkpoint, (job, epoch, progress + interval))
+
+    @staticmethod
+    def _checkpoint_uri(job: Job) -> str | None:
+        config = job.payload.get("CheckpointConfig")
+        uri = config.get("S3Uri") if isinstance(config, dict) else None
+        return str(uri) if uri else None
 
     def _uploading(self, arg: tuple[Job, int]) -> None:
         job, epoch = arg
@@ -1292,6 +1331,9 @@ class BatchModel:
         trained = now - job.training_since
         job.saved = min(job.duration, job.saved + (trained // interval) * interval)
         job.training_since = None
+        uri = self._checkpoint_uri(job)
+        if uri is not None:
+            self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), job.saved)
 
     def _preemption_summary(self, job: Job) -> dict[str, Any]:
         return {

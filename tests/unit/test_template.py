@@ -45,11 +45,14 @@ RULE_FOR_DETAIL_TYPE = {
 SCHEDULE_RULE_FOR_SAMPLE = {
     "scheduled_event_rebalance_shares.json": "RebalanceSharesSchedule",
     "scheduled_event_watch_jobs.json": "WatchJobsSchedule",
+    "scheduled_event_reclaim_capacity.json": "ReclaimCapacitySchedule",
 }
 
 #: The failure path takes some events a second time (FAILED service jobs, training jobs that Failed
 #: or Stopped, preemptions, blocked queues): which of its rules each event must reach, by content.
 FAILURE_RULES = {"HandleFailureJobFailedRule", "HandleFailureTrainingJobRule", "HandleFailureTroubleRule"}
+#: Reclaim takes every service job becoming RUNNABLE (it checks the queue and tier itself).
+RECLAIM_RULES = {"ReclaimCapacityRunnableRule"}
 
 
 def failure_rules_for(event: dict[str, Any]) -> set[str]:
@@ -64,6 +67,8 @@ def failure_rules_for(event: dict[str, Any]) -> set[str]:
         return {"HandleFailureTrainingJobRule"}
     if kind in ("Batch Service Job Preemption Completed", "Batch Service Job Queue Blocked"):
         return {"HandleFailureTroubleRule"}
+    if kind == "Batch Service Job State Change" and detail.get("status") == "RUNNABLE":
+        return RECLAIM_RULES
     return set()
 
 
@@ -397,7 +402,9 @@ def test_every_rule_matches_at_least_one_sample(rule: str) -> None:
 
 
 def test_rules_named_in_this_test_exist_in_the_template() -> None:
-    named = set(RULE_FOR_DETAIL_TYPE.values()) | set(SCHEDULE_RULE_FOR_SAMPLE.values()) | FAILURE_RULES
+    named = (
+        set(RULE_FOR_DETAIL_TYPE.values()) | set(SCHEDULE_RULE_FOR_SAMPLE.values()) | FAILURE_RULES | RECLAIM_RULES
+    )
     assert named == set(rule_patterns())
 
 

@@ -29,6 +29,8 @@ from shareplane.domain.errors import InvalidInputError
 DEFAULT_SPEED = 100.0
 
 Resolve = Callable[[Any], Any]
+#: ``writer(s3_uri, epoch_seconds, progress_seconds)``: one checkpoint a running trainer wrote.
+CheckpointWriter = Callable[[str, float, float], None]
 
 
 class TemplateResourceError(InvalidInputError):
@@ -45,6 +47,7 @@ class Emulator:
         options: ModelOptions | None = None,
         put_events: PutEvents | None = None,
         wall_clock: Callable[[], float] = time.monotonic,
+        checkpoint_writer: CheckpointWriter | None = None,
     ) -> None:
         if speed <= 0:
             raise InvalidInputError(
@@ -55,6 +58,8 @@ class Emulator:
         self.options = options or ModelOptions(epoch_ms=int(time.time() * 1000))
         self.engine = RealtimeEngine(speed=speed, wall_clock=wall_clock)
         self.model = BatchModel(self.engine, self.options)
+        # Trainers' checkpoints go where the caller says (the local stack: objects in its S3).
+        self.model.checkpoint_writer = checkpoint_writer
         self.server = GpuSimServer(self.model, put_events=put_events)
         self.batch = self.server.batch
         self.sagemaker = self.server.sagemaker
@@ -536,11 +541,18 @@ def take_over_schedule_rules(stack: Any) -> None:
 
 
 # ------------------------------------------------------------------------------- local stack glue
-def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED, faults: Faults | None = None) -> Emulator:
+def attach_emulator(
+    stack: Any,
+    speed: float = DEFAULT_SPEED,
+    faults: Faults | None = None,
+    checkpoint_writer: CheckpointWriter | None = None,
+) -> Emulator:
     """Start an emulator for a started ``LocalStack`` and create the template's Batch resources in it.
 
-    Events go to the stack's EventBridge; the Batch resources' ARNs join ``stack.physical_ids`` and
-    their attributes ``stack.attributes``, and outputs naming them join ``stack.outputs``.
+    Events go to the stack's EventBridge; trainers' checkpoints to ``checkpoint_writer`` (the stack's
+    S3, passed in by the stack so this module never imports it at load time); the Batch resources'
+    ARNs join ``stack.physical_ids`` and their attributes ``stack.attributes``, and outputs naming
+    them join ``stack.outputs``.
     """
     from .stack import ACCOUNT, REGION
     from .template import load_sam_template
@@ -549,7 +561,9 @@ def attach_emulator(stack: Any, speed: float = DEFAULT_SPEED, faults: Faults | N
     options = ModelOptions(
         account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=faults or Faults()
     )
-    emulator = Emulator(speed, options, put_events=put_events_via(stack.client("events"))).start()
+    emulator = Emulator(
+        speed, options, put_events=put_events_via(stack.client("events")), checkpoint_writer=checkpoint_writer
+    ).start()
     try:
         translated = stack.translated
         conditions = translated.cloudformation.get("Conditions", {})

@@ -170,6 +170,7 @@ class FunctionRunner:
         # The failure path's ports are cached apart (boto3 clients bound to the endpoints and queue
         # of the stack that built them): a second stack in one process must not reuse them.
         bootstrap.failure_ports.cache_clear()
+        bootstrap.reclaim_ports.cache_clear()
 
     def _module(self, function: FunctionSpec) -> ModuleType:
         module_file, _ = function.handler.rsplit(".", 1)

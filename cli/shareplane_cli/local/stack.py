@@ -10,8 +10,10 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
@@ -94,7 +96,9 @@ class LocalStack:
         if self.emulate and self.emulator is None:
             from .emulator import DEFAULT_SPEED, attach_emulator
 
-            self.emulator = attach_emulator(self, self.speed or DEFAULT_SPEED, self.faults)
+            self.emulator = attach_emulator(
+                self, self.speed or DEFAULT_SPEED, self.faults, checkpoint_writer=self.write_checkpoint
+            )
         return self
 
     def stop(self) -> None:
@@ -111,6 +115,31 @@ class LocalStack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # -- emulated trainers' checkpoints -------------------------------------------------------
+    def write_checkpoint(self, s3_uri: str, at: float, progress: float) -> None:
+        """Put one checkpoint object under ``s3_uri``, dated ``at`` (the emulator's virtual clock).
+
+        The control plane reads a trainer's newest checkpoint from its objects' LastModified, which it
+        compares with event times; moto stamps objects with the wall clock, so the object is re-dated
+        in the embedded AWS's own store (only possible when this process runs it).
+        """
+        parsed = urlparse(s3_uri)
+        bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
+        key = f"{prefix}checkpoint-{int(progress):09d}.pt"
+        body = json.dumps({"trainedSeconds": progress, "at": at}).encode()
+        s3 = self.client("s3")
+        try:
+            s3.put_object(Bucket=bucket, Key=key, Body=body)
+        except s3.exceptions.NoSuchBucket:
+            s3.create_bucket(Bucket=bucket)
+            s3.put_object(Bucket=bucket, Key=key, Body=body)
+        if self._server is not None:
+            from moto.s3.models import s3_backends
+
+            stored = s3_backends[ACCOUNT]["aws"].get_object(bucket, key)
+            if stored is not None:
+                stored.last_modified = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
 
     # -- clients and names ------------------------------------------------------------------
     def client(self, service: str) -> Any:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .adapters.sns_alerts import SnsAlerts
     from .service.handle_failure import FailurePorts
     from .service.rebalance_shares import RebalanceSettings
+    from .service.reclaim_capacity import ReclaimPorts
     from .service.submit_job import QueueNames
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
@@ -151,6 +152,39 @@ class Dependencies:
             gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
         )
 
+    # -- checkpoint-aware reclaim (reclaim_capacity) --------------------------------------------
+    @cached_property
+    def reclaim_ports(self) -> ReclaimPorts:
+        """Reclaim's ports: Batch, S3 checkpoints, its ledger, SNS, its own queue (delayed re-checks)."""
+        from .adapters.reclaim_ledger import DynamoReclaimLedger
+        from .adapters.requeue_timer import QueueRequeueTimer
+        from .adapters.s3_checkpoints import S3Checkpoints
+        from .service.reclaim_capacity import ReclaimPorts, ReclaimSettings
+
+        config = self.require_config()
+        return ReclaimPorts(
+            batch=self.batch_jobs,
+            checkpoints=S3Checkpoints(self.client("s3")),
+            ledger=DynamoReclaimLedger(self.client("dynamodb"), os.environ["TABLE_NAME"]),
+            alerts=self.alerts,
+            # Re-checks wait at most 900 s (SQS's own delay), so no scheduler is needed.
+            timer=QueueRequeueTimer(self.client("sqs"), None, os.environ["RECLAIM_QUEUE_URL"], None),
+            metrics=self.metrics,
+            config=config,
+            settings=ReclaimSettings(
+                job_queue=os.environ.get("GPU_JOB_QUEUE") or config.gpu_queue_name(),
+                enabled=_flag("RECLAIM_ENABLED", True),
+                dry_run=_flag("RECLAIM_DRY_RUN", False),
+            ),
+            clock=time.time,  # only a manual run and the alert claim's lease read it
+        )
+
+
+def _flag(name: str, default: bool) -> bool:
+    """A true/false environment variable (unset: ``default``)."""
+    raw = os.environ.get(name)
+    return default if raw is None or not raw.strip() else raw.strip().lower() in ("1", "true", "yes")
+
 
 def load_config_from_env() -> SharesConfig | None:
     """The shares config the template passes as JSON in SHAREPLANE_CONFIG (None when unset)."""
@@ -170,6 +204,12 @@ def dependencies() -> Dependencies:
         config=load_config_from_env(),
         _clients={"dynamodb": dynamodb},
     )
+
+
+@cache
+def reclaim_ports() -> ReclaimPorts:
+    """Reclaim's ports, built on first use (see ``Dependencies.reclaim_ports``)."""
+    return dependencies().reclaim_ports
 
 
 @cache

@@ -108,8 +108,14 @@ class BatchServiceJobs:
             raise RejectedByServiceError("UpdateServiceJob", problem, "re-read the job's state") from exc
 
     def terminate(self, job_id: str, reason: str) -> None:
-        """TerminateServiceJob (one job)."""
-        self._client.terminate_service_job(jobId=job_id, reason=reason)
+        """TerminateServiceJob (one job); a refusal (unknown or gone) becomes RejectedByServiceError."""
+        try:
+            self._client.terminate_service_job(jobId=job_id, reason=reason)
+        except ClientError as exc:
+            problem = _refusal(exc)
+            if problem is None:
+                raise
+            raise RejectedByServiceError("TerminateServiceJob", problem, "re-read the job's state") from exc
 
     def terminate_many(self, job_ids: Sequence[str], reason: str) -> TerminateResult:
         """TerminateServiceJobs in chunks of 50; per-job errors are collected, not raised."""

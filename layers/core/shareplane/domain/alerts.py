@@ -50,6 +50,7 @@ class AlertKind(StrEnum):
     QUEUE_BLOCKED = "queue_blocked"
     WAIT_SLO = "wait_slo"  # a job waits past its tier's SLO even at its escalation ceiling
     UNKNOWN_TO_BATCH = "unknown_to_batch"  # the table thinks a job is active; Batch does not know it
+    RECLAIM = "reclaim"  # a job was stopped so a higher tier's waiting job could start (to the victim's team)
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,11 @@ FAILURE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "InstancesEntitled": ("Queue", "Share"),
     "InstanceCapacity": ("Queue",),
     "Utilization": ("Queue",),
+    # Reclaim: per beneficiary (Reclaims) or victim (the others) team and tier; teams x tiers stay few.
+    "Reclaims": ("Queue", "Team", "Tier"),
+    "ReclaimVictims": ("Queue", "Team", "Tier"),
+    "ReclaimGpuHoursLost": ("Queue", "Team", "Tier"),
+    "ReclaimsSkipped": ("Queue", "Reason"),
 }
 
 
@@ -232,7 +238,7 @@ class FailureMetricEvent:
 
     name: str
     value: float
-    unit: str = "Count"  # Count | Seconds | Percent
+    unit: str = "Count"  # Count | Seconds | Percent | None
 
     def __post_init__(self) -> None:
         if self.name not in FAILURE_METRIC_DIMENSIONS:

@@ -35,6 +35,8 @@ class FailureClass(StrEnum):
     ACCOUNT_QUOTA = "account_quota"
     MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
     STOPPED_BY_USER = "stopped_by_user"
+    #: Stopped by shareplane's reclaim (TerminateServiceJob) so a higher tier's waiting job can start.
+    RECLAIMED = "reclaimed"
     UNKNOWN = "unknown"
 
 
@@ -108,6 +110,14 @@ def _rule(rule_id: str, failure_class: FailureClass, *contains: str, **extra: ob
 # shows up inside `AlgorithmError: ExecuteUserScriptError ... ErrorMessage`; SageMaker status words
 # come last because a Stopped job can also carry a more specific reason.
 DEFAULT_RULES: tuple[FailureRule, ...] = (
+    # Our own TerminateServiceJob reason (domain/reclaim.py): before "terminated", which it also matches.
+    _rule(
+        "shareplane-reclaim",
+        FailureClass.RECLAIMED,
+        "shareplane reclaim:",
+        fields=(SignalField.STATUS_REASON,),
+        terminated=True,
+    ),
     _rule(
         "batch-preemption",
         FailureClass.PREEMPTED,
@@ -299,6 +309,13 @@ DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
     FailureClass.STOPPED_BY_USER: _policy(
         False, Severity.INFO, "stopped on request: nothing to fix", alert=False
     ),
+    FailureClass.RECLAIMED: _policy(
+        True,
+        Severity.INFO,
+        "stopped so a higher tier's job that waited past its threshold could start; it was requeued at "
+        "once and resumes from its last checkpoint: checkpoint often to lose less",
+        uses_budget=False,
+    ),
     FailureClass.UNKNOWN: _policy(
         False,
         Severity.CRITICAL,
@@ -375,11 +392,11 @@ class FailuresConfig(_Strict):
         for where, overrides in [("failures.classes", self.classes)] + [
             (f"failures.tiers.{t}.classes", p.classes) for t, p in self.tiers.items()
         ]:
-            for cls in (FailureClass.CAPACITY, FailureClass.PREEMPTED):
+            for cls in (FailureClass.CAPACITY, FailureClass.PREEMPTED, FailureClass.RECLAIMED):
                 if overrides.get(cls) and overrides[cls].uses_budget:
                     raise ConfigError(
                         f"{where}.{cls}.uses_budget",
-                        "capacity errors and preemptions never spend the failure budget",
+                        "capacity errors, preemptions and reclaims never spend the failure budget",
                         "remove uses_budget",
                     )
         return self

@@ -74,6 +74,7 @@ _STORM_EXEMPT = frozenset(
         FailureClass.PREEMPTED,
         FailureClass.SPOT_INTERRUPTION,
         FailureClass.STOPPED_BY_USER,
+        FailureClass.RECLAIMED,
     }
 )
 
@@ -455,6 +456,14 @@ def _plan(
             Action.REQUEUE,
             delay_seconds=delay(ctx.preemption_count - cap),
             why=f"preemptionRetriesBeforeTermination ({cap}) ran out; requeued without spending the budget",
+        )
+
+    if cls is FailureClass.RECLAIMED:
+        # Stopped on purpose for a higher tier's job: not the job's fault, and waiting helps no one.
+        return make(
+            Action.REQUEUE,
+            why="stopped by reclaim; requeued at once without spending the budget, resumes from its "
+            "last checkpoint",
         )
 
     if (

@@ -63,6 +63,8 @@ class ObservationKind(StrEnum):
     RECONCILED = "RECONCILED"  # read back from DescribeServiceJob by the reconciler
     FAILURE_DECISION = "FAILURE_DECISION"  # what the failure path decided (requeue, alert, ...)
     PRIORITY_ESCALATED = "PRIORITY_ESCALATED"  # schedulingPriority raised for a job past its wait SLO
+    RECLAIM = "RECLAIM"  # capacity reclaimed for this waiting job: which jobs were stopped for it
+    RECLAIMED = "RECLAIMED"  # this job was stopped so a higher tier's waiting job could start
 
 
 class Decision(StrEnum):
@@ -296,6 +298,9 @@ METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "GPUSeconds": ("Queue", "Share"),
     "CapacityRequeues": ("Queue", "Share"),
     "Preemptions": ("Queue", "Share"),
+    # One of the two per job, at its first start: was its wait within its tier's wait SLO?
+    "SloAttained": ("Queue", "Tier"),
+    "SloMissed": ("Queue", "Tier"),
 }
 
 

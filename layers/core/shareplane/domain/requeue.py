@@ -13,7 +13,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -34,7 +34,13 @@ TAG_ORIGIN = "shareplane:origin-job"
 TAG_FAILURES = "shareplane:failures"
 TAG_REQUEUES = "shareplane:requeues"
 TAG_SPOT = "shareplane:spot-interruptions"
-CHAIN_TAGS = (TAG_ORIGIN, TAG_FAILURES, TAG_REQUEUES, TAG_SPOT)
+#: The jobs reclaim stopped this chain for (space-separated ids, newest last): it never reclaims from them.
+TAG_DISPLACED_BY = "shareplane:displaced-by"
+#: When reclaim last stopped this chain (epoch seconds): the cooldown before it can be a victim again.
+TAG_RECLAIMED_AT = "shareplane:reclaimed-at"
+CHAIN_TAGS = (TAG_ORIGIN, TAG_FAILURES, TAG_REQUEUES, TAG_SPOT, TAG_DISPLACED_BY, TAG_RECLAIMED_AT)
+#: A tag value holds 256 characters: the newest six job ids (36 characters and a space each).
+DISPLACED_BY_MAX = 6
 #: SubmitServiceJob limits (botocore): jobName 1-128 characters, clientToken 1-64, 50 tags.
 JOB_NAME_MAX = 128
 CLIENT_TOKEN_MAX = 64
@@ -49,6 +55,10 @@ class ChainState:
     failures: int = 0
     requeues: int = 0
     spot_interruptions: int = 0
+    #: Jobs reclaim stopped this chain for, oldest first.
+    displaced_by: tuple[str, ...] = ()
+    #: When reclaim last stopped this chain (epoch seconds); None: never.
+    reclaimed_at: int | None = None
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str] | None) -> ChainState:
@@ -61,7 +71,19 @@ class ChainState:
             except ValueError:
                 return 0
 
-        return cls(tags.get(TAG_ORIGIN), count(TAG_FAILURES), count(TAG_REQUEUES), count(TAG_SPOT))
+        return cls(
+            tags.get(TAG_ORIGIN),
+            count(TAG_FAILURES),
+            count(TAG_REQUEUES),
+            count(TAG_SPOT),
+            tuple(tags.get(TAG_DISPLACED_BY, "").split()),
+            count(TAG_RECLAIMED_AT) or None,
+        )
+
+    def displaced(self, beneficiary: str, at: float) -> ChainState:
+        """This chain after reclaim stopped it for ``beneficiary`` at ``at``."""
+        ids = tuple(i for i in self.displaced_by if i != beneficiary) + (beneficiary,)
+        return replace(self, displaced_by=ids[-DISPLACED_BY_MAX:], reclaimed_at=int(at))
 
 
 def client_token(job_id: str, attempt: str) -> str:
@@ -161,6 +183,11 @@ def build_requeue(
         TAG_REQUEUES: str(chain.requeues),
         TAG_SPOT: str(chain.spot_interruptions),
     }
+    # Only a chain reclaim has stopped carries these (a first failure's requeue looks as it always did).
+    if chain.displaced_by:
+        chain_tags[TAG_DISPLACED_BY] = " ".join(chain.displaced_by[-DISPLACED_BY_MAX:])
+    if chain.reclaimed_at is not None:
+        chain_tags[TAG_RECLAIMED_AT] = str(chain.reclaimed_at)
     # Ours win over the job's own, and the job's are cut first if the 50-tag limit would break.
     tags = dict(list(tags.items())[: MAX_TAGS - len(chain_tags)]) | chain_tags
     token = client_token(job_id, attempt)

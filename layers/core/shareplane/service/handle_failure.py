@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.alerts import (
     DEFAULT_QUIET_SECONDS,
@@ -52,6 +52,7 @@ from ..domain.failures import (
     repeated_preemption_alert,
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..schemas.event_time import envelope_time, event_time
 from .ports import (
@@ -220,7 +221,13 @@ def handle_failed_job(
         failures=decision.attempt or chain.failures,
         requeues=chain.requeues + 1,
         spot_interruptions=spot,
+        displaced_by=chain.displaced_by,
+        reclaimed_at=chain.reclaimed_at,
     )
+    beneficiary = beneficiary_of(signal.status_reason)
+    if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
+        # The requeued job carries whom it was stopped for, so it never reclaims from that job.
+        new_chain = new_chain.displaced(beneficiary, now)
     record = decision_record(decision, described, training, new_chain, now)
     history = _history(described, decision, key, now)
     share_failure = (
@@ -298,6 +305,8 @@ def decision_record(
             "failures": chain.failures,
             "requeues": chain.requeues,
             "spot": chain.spot_interruptions,
+            "displacedBy": list(chain.displaced_by),
+            "reclaimedAt": chain.reclaimed_at,
         },
         "decidedAt": now,
         "dueAt": now + decision.delay_seconds,
@@ -399,6 +408,8 @@ def _requeue(
             int(chain.get("failures") or 0),
             int(chain.get("requeues") or 1),
             int(chain.get("spot") or 0),
+            tuple(chain.get("displacedBy") or ()),
+            int(chain["reclaimedAt"]) if chain.get("reclaimedAt") is not None else None,
         ),
     )
     try:
@@ -466,7 +477,33 @@ def _quiet(alert: Alert, ports: FailurePorts) -> float:
     return DEFAULT_QUIET_SECONDS
 
 
-def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float, now: float) -> bool:
+class _AlertLedger(Protocol):
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool: ...
+
+    def confirm_alert(self, alert: Alert, now: float) -> None: ...
+
+    def release_alert(self, alert: Alert) -> None: ...
+
+
+class AlertSender(Protocol):
+    """What sending an alert needs (the failure path's ports, or reclaim's)."""
+
+    @property
+    def ledger(self) -> _AlertLedger: ...
+
+    @property
+    def alerts(self) -> AlertPublisher: ...
+
+    @property
+    def metrics(self) -> MetricsSink: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+
+def send_alert(alert: Alert, ports: AlertSender, *, quiet_seconds: float, now: float) -> bool:
     """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
     # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
     # died before confirming) is processing time, which only the clock knows.

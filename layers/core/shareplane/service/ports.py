@@ -298,3 +298,92 @@ class FailureLedger(Protocol):
     def alert_sent_at(self, dedupe_key: str) -> float | None:
         """When the alert with this dedupe key was last sent."""
         ...
+
+
+# -- checkpoint-aware reclaim (reclaim_capacity) ---------------------------------------------------
+
+
+class ReclaimBatch(Protocol):
+    """The AWS Batch calls reclaim makes: list and describe the GPU queue's jobs, terminate victims."""
+
+    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+        """ListServiceJobs summaries of one queue in one status (every page)."""
+        ...
+
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
+        ...
+
+    def terminate(self, job_id: str, reason: str) -> None:
+        """TerminateServiceJob; RejectedByServiceError when Batch refuses it (the job is gone)."""
+        ...
+
+
+class CheckpointReader(Protocol):
+    """Where trainers write checkpoints (S3): when the newest one under a prefix was written."""
+
+    def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:
+        """Epoch seconds of the newest LastModified under ``s3_uri`` not after ``at_or_before`` (or None)."""
+        ...
+
+
+class ReclaimLedger(Protocol):
+    """Reclaim decisions, victims and budget counters in the jobs table (conditional writes)."""
+
+    def victims_for(self, beneficiary_id: str) -> int:
+        """Victims already stopped for one waiting job (its per-job budget)."""
+        ...
+
+    def victims_on(self, day: str) -> int:
+        """Victims stopped on one UTC day (the per-day budget)."""
+        ...
+
+    def stopping(self) -> dict[str, str]:
+        """Victim job id -> the job id it is being (or was) stopped for, for recent reclaims."""
+        ...
+
+    def decision_of(self, victim_id: str) -> str | None:
+        """The decision id that claimed a victim (after ``stopping`` read it); None when none did."""
+        ...
+
+    def claim(
+        self,
+        record: Mapping[str, Any],
+        histories: Sequence[tuple[str, HistoryEntry]],
+        *,
+        day: str,
+        max_per_job: int,
+        max_per_day: int,
+    ) -> str:
+        """Write a reclaim once with its victims, history items and counters, in one transaction.
+
+        ``claimed``: written now; ``exists``: this decision was written before (a redelivery);
+        ``refused``: a victim is already someone else's or a budget would be overrun (a racing run).
+        """
+        ...
+
+    def load(self, beneficiary_id: str, decision_id: str) -> dict[str, Any] | None:
+        """A stored reclaim decision."""
+        ...
+
+    def record_dry_run(self, record: Mapping[str, Any]) -> bool:
+        """Write a dry-run decision once (no victims, no counters); False when it was there."""
+        ...
+
+    def mark_applied(self, beneficiary_id: str, decision_id: str, result: Mapping[str, Any]) -> bool:
+        """Mark a reclaim applied (victims terminated), once; False when it already was."""
+        ...
+
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item (see FailureLedger.claim_alert)."""
+        ...
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that a claimed alert was sent."""
+        ...
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed."""
+        ...

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..domain.config import SharesConfig
 from ..domain.errors import ConcurrentUpdateError
-from ..domain.lifecycle import Decision, JobObservation, JobState, decide
+from ..domain.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, decide
 from ..domain.training import TrainingJobObservation, decide_training
 from .ports import JobStore, MetricsSink
 
@@ -53,7 +54,11 @@ def _record_job(
             continue
         if not written:
             return RecordOutcome(obs.job_arn, Decision.DUPLICATE, transition.state.status.value)
-        metrics.emit(transition.metrics, metric_dimensions(transition.state, config), {"jobArn": obs.job_arn})
+        dimensions = metric_dimensions(transition.state, config)
+        metrics.emit(transition.metrics, dimensions, {"jobArn": obs.job_arn})
+        slo = slo_metric(transition.metrics, transition.state, config)
+        if slo is not None:
+            metrics.emit([slo], dimensions, {"jobArn": obs.job_arn})
         return RecordOutcome(obs.job_arn, transition.decision, transition.state.status.value)
     raise ConcurrentUpdateError(f"{obs.job_arn}: still contended after {MAX_CONFLICT_RETRIES} attempts")
 
@@ -72,6 +77,18 @@ def _record_training(obs: TrainingJobObservation, store: JobStore) -> RecordOutc
     raise ConcurrentUpdateError(
         f"{obs.training_job_arn}: still contended after {MAX_CONFLICT_RETRIES} attempts"
     )
+
+
+def slo_metric(
+    events: Sequence[JobMetricEvent], state: JobState, config: SharesConfig | None
+) -> JobMetricEvent | None:
+    """SloAttained or SloMissed when ``events`` hold the job's first start (its queue wait), else None."""
+    wait = next((e.value for e in events if e.name == "QueueWaitSeconds"), None)
+    tier = config.tier_for_priority(state.scheduling_priority) if config else None
+    if wait is None or tier is None or config is None:
+        return None
+    within = wait <= config.tiers[tier].wait_slo_seconds
+    return JobMetricEvent("SloAttained" if within else "SloMissed", 1, "Count")
 
 
 def metric_dimensions(state: JobState, config: SharesConfig | None) -> dict[str, str]:

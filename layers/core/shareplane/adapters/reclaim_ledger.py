@@ -1,0 +1,246 @@
+"""Reclaim's items in the jobs table: decisions, victims, budget counters (and alerts, as the failure path).
+
+| pk                        | sk                  | what                                                 |
+|---------------------------|---------------------|------------------------------------------------------|
+| ``RECLAIM#<waiting job>`` | ``DECISION#<id>``   | one reclaim: who waited, victims, what each loses    |
+| ``RECLAIM#<waiting job>`` | ``COUNT``           | victims stopped for that job (its per-job budget)    |
+| ``RECLAIM#DAY``           | ``<YYYY-MM-DD>``    | victims stopped that UTC day (the per-day budget)    |
+| ``RECLAIM#VICTIMS``       | ``<victim job id>`` | the job a victim is stopped for (once a victim; TTL) |
+| ``JOB#<jobArn>``          | ``H#...``           | RECLAIM / RECLAIMED history items                    |
+
+Decisions are also in the ByStatus index under ``gsi1pk = RECLAIMS``, sorted by time, so every reclaim
+can be listed without a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..domain.alerts import Alert
+from ..domain.lifecycle import HistoryEntry
+from .dynamodb_store import (
+    HISTORY_RETENTION_SECONDS,
+    _marshal,
+    _unmarshal,
+    history_item,
+    put_new,
+    put_new_action,
+)
+from .failure_ledger import DynamoFailureLedger
+
+DECISION_PREFIX = "DECISION#"
+COUNT_SK = "COUNT"
+DAY_PK = "RECLAIM#DAY"
+VICTIMS_PK = "RECLAIM#VICTIMS"
+RECLAIMS_INDEX_PK = "RECLAIMS"
+#: A victim item only matters while the victim still runs; two days is plenty, and TTL keeps it small.
+VICTIM_RETENTION_SECONDS = 2 * 24 * 3600
+#: Day counters are read for their own day only.
+DAY_RETENTION_SECONDS = 3 * 24 * 3600
+
+
+def reclaim_pk(job_id: str) -> str:
+    """Partition of a waiting job's reclaims and its victim counter."""
+    return f"RECLAIM#{job_id}"
+
+
+class DynamoReclaimLedger:
+    """ReclaimLedger on the jobs table; alerts go through the failure path's dedupe items."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+        self._alerts = DynamoFailureLedger(client, table_name)
+        self._decisions: dict[str, str] = {}
+
+    # -- alerts ---------------------------------------------------------------------------
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item (the failure path's, so quiet windows are shared)."""
+        return self._alerts.claim_alert(alert, now, quiet_seconds, claimed_at=claimed_at)
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that a claimed alert went out."""
+        self._alerts.confirm_alert(alert, now)
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed."""
+        self._alerts.release_alert(alert)
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self._client.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        item = response.get("Item")
+        return _unmarshal(item) if item else None
+
+    # -- reads ----------------------------------------------------------------------------
+    def victims_for(self, beneficiary_id: str) -> int:
+        """Victims already stopped for one waiting job."""
+        item = self._get(reclaim_pk(beneficiary_id), COUNT_SK)
+        return int(item.get("victims") or 0) if item else 0
+
+    def victims_on(self, day: str) -> int:
+        """Victims stopped on one UTC day."""
+        item = self._get(DAY_PK, day)
+        return int(item.get("victims") or 0) if item else 0
+
+    def stopping(self) -> dict[str, str]:
+        """Victim job id -> the job it is stopped for (the victim items TTL has not removed)."""
+        paginator = self._client.get_paginator("query")
+        found: dict[str, str] = {}
+        for page in paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": VICTIMS_PK}},
+            ConsistentRead=True,
+        ):
+            for raw in page.get("Items", []):
+                item = _unmarshal(raw)
+                found[str(item["sk"])] = str(item["for"])
+                self._decisions[str(item["sk"])] = str(item["decisionId"])
+        return found
+
+    def decision_of(self, victim_id: str) -> str | None:
+        """The decision that claimed a victim, as ``stopping`` last read it."""
+        return self._decisions.get(victim_id)
+
+    def load(self, beneficiary_id: str, decision_id: str) -> dict[str, Any] | None:
+        """A stored reclaim decision (strongly consistent)."""
+        return self._get(reclaim_pk(beneficiary_id), DECISION_PREFIX + decision_id)
+
+    def reclaims(self, since: float) -> list[dict[str, Any]]:
+        """Reclaim decisions made after ``since`` (epoch seconds), oldest first."""
+        paginator = self._client.get_paginator("query")
+        items: list[dict[str, Any]] = []
+        for page in paginator.paginate(
+            TableName=self._table,
+            IndexName="ByStatus",
+            KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
+            ExpressionAttributeValues={
+                ":p": {"S": RECLAIMS_INDEX_PK},
+                ":s": {"S": f"{int(since * 1000):013d}"},
+            },
+        ):
+            items += [_unmarshal(i) for i in page.get("Items", [])]
+        return sorted(items, key=lambda i: (i["decidedAt"], i["decisionId"]))
+
+    # -- writes ---------------------------------------------------------------------------
+    def _decision_item(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        now = float(record["decidedAt"])
+        return {
+            "pk": reclaim_pk(str(record["jobId"])),
+            "sk": DECISION_PREFIX + str(record["decisionId"]),
+            "entity": "reclaim",
+            "applied": False,
+            **record,
+            "gsi1pk": RECLAIMS_INDEX_PK,
+            "gsi1sk": f"{int(now * 1000):013d}#{record['decisionId']}",
+            "expiresAt": int(now) + HISTORY_RETENTION_SECONDS,
+        }
+
+    def claim(
+        self,
+        record: Mapping[str, Any],
+        histories: Sequence[tuple[str, HistoryEntry]],
+        *,
+        day: str,
+        max_per_job: int,
+        max_per_day: int,
+    ) -> str:
+        """One transaction: decision, victims, counters (within budget) and history items; see the port."""
+        now = float(record["decidedAt"])
+        victims = list(record["victims"])
+        n = len(victims)
+        actions: list[dict[str, Any]] = [put_new_action(self._table, self._decision_item(record))]
+        actions += [
+            put_new_action(
+                self._table,
+                {
+                    "pk": VICTIMS_PK,
+                    "sk": v["jobId"],
+                    "entity": "reclaim_victim",
+                    "for": record["jobId"],
+                    "decisionId": record["decisionId"],
+                    "at": now,
+                    "expiresAt": int(now) + VICTIM_RETENTION_SECONDS,
+                },
+            )
+            for v in victims
+        ]
+        # The waiting job's counter must still hold what the plan read: two racing runs that planned
+        # different victims for one job cannot both stop theirs.
+        seen = record.get("victimsBefore")
+        actions.append(self._add(reclaim_pk(str(record["jobId"])), COUNT_SK, n, max_per_job, now, seen=seen))
+        actions.append(self._add(DAY_PK, day, n, max_per_day, now, DAY_RETENTION_SECONDS))
+        actions += [put_new_action(self._table, history_item(arn, entry)) for arn, entry in histories]
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            stored = self.load(str(record["jobId"]), str(record["decisionId"]))
+            return "exists" if stored is not None else "refused"
+        return "claimed"
+
+    def _add(
+        self,
+        pk: str,
+        sk: str,
+        n: int,
+        limit: int,
+        now: float,
+        retention: int = HISTORY_RETENTION_SECONDS,
+        seen: int | None = None,
+    ) -> dict[str, Any]:
+        """Add ``n`` to a counter while it stays within ``limit`` (and still holds ``seen``, if given)."""
+        values = {
+            ":n": {"N": str(n)},
+            ":cap": {"N": str(limit - n)},
+            ":e": {"S": "reclaim_count"},
+            ":x": {"N": str(int(now) + retention)},
+        }
+        condition = "attribute_not_exists(victims) OR victims <= :cap"
+        if seen is not None:
+            values[":seen"] = {"N": str(int(seen))}
+            condition = "victims = :seen AND victims <= :cap"
+            if int(seen) == 0:
+                condition = f"attribute_not_exists(victims) OR ({condition})"
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"pk": {"S": pk}, "sk": {"S": sk}},
+                "UpdateExpression": "ADD victims :n SET entity = :e, expiresAt = :x",
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def record_dry_run(self, record: Mapping[str, Any]) -> bool:
+        """Write a dry-run decision once."""
+        return put_new(self._client, self._table, self._decision_item(record))
+
+    def mark_applied(self, beneficiary_id: str, decision_id: str, result: Mapping[str, Any]) -> bool:
+        """Set ``applied`` on a reclaim decision once; False when it already was."""
+        values: dict[str, Any] = {":t": {"BOOL": True}}
+        sets = ["applied = :t"]
+        for i, (name, value) in enumerate(result.items()):
+            values[f":r{i}"] = _marshal({"v": value})["v"]
+            sets.append(f"{name} = :r{i}")
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": reclaim_pk(beneficiary_id)}, "sk": {"S": DECISION_PREFIX + decision_id}},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression="attribute_exists(pk) AND applied <> :t",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

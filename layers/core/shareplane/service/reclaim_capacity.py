@@ -1,0 +1,629 @@
+"""Checkpoint-aware reclaim: stop lower-tier jobs (resuming from checkpoint) for a job waiting too long.
+
+AWS Batch fair-share never preempts. When a job of a tier with ``reclaim_after_seconds`` has waited
+that long, this use case reads the GPU queue as it is (ListServiceJobs, DescribeServiceJob, the
+newest object under each candidate's CheckpointConfig.S3Uri), lets ``domain.reclaim.plan_reclaim``
+pick the fewest victims that lose the least work, and applies the plan:
+
+1. one transaction writes the decision (``RECLAIM#<waiting job>`` / ``DECISION#<id>``, the id a digest
+   of the waiting job and its victims), a victim item per victim (new only: a job is stopped for one
+   waiting job at most), a history item on the waiting job and on each victim, and the per-job and
+   per-day victim counters (conditional on the budgets, so racing runs cannot overrun them);
+2. TerminateServiceJob of each victim, with a reason that names the waiting job; the victim's FAILED
+   event then goes through the failure path, which classifies it ``reclaimed`` and requeues the same
+   payload at once (CheckpointConfig included, so it resumes) without spending its failure budget,
+   tagged with the job it was displaced by so it never reclaims from that job;
+3. an alert to each victim's team (kind ``reclaim``), metrics, and the decision marked applied.
+
+Triggers: a GPU-queue job's RUNNABLE event (a job of a reclaiming tier is re-checked when it becomes
+due, through a delayed message on this function's own queue carrying the due time), the 5-minute
+schedule tick, and a manual run. Every decision is made at its trigger's time (the event's, the due
+time, the tick's), never the clock's, so a re-delivered trigger plans the same way; and since the
+victims it chose are then recorded as being stopped, a re-delivery stops nobody twice and audits once.
+
+Switches: ``enabled`` (the template's ReclaimEnabled, a kill switch read before anything else) and
+``dry_run`` (ReclaimDryRun: plans are audited once each, nothing is stopped). Quota-share queues are
+left alone: Batch preempts there itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.config import SchedulingMode, SharesConfig, Tier
+from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.failure_rules import Severity
+from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind, gpus_per_instance
+from ..domain.reclaim import (
+    TIER_RANK,
+    Reclaim,
+    ReclaimPlan,
+    ReclaimSnapshot,
+    RunningJob,
+    Victim,
+    WaitingJob,
+    lost_minutes,
+    plan_reclaim,
+    stop_reason,
+    utc_day,
+)
+from ..domain.requeue import ChainState
+from ..schemas.event_time import event_time
+from ..schemas.scheduled import parse_scheduled_event, tick_time
+from .handle_failure import ONCE_PER_JOB_SECONDS, send_alert
+from .ports import AlertPublisher, CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer
+
+logger = logging.getLogger(__name__)
+
+#: The body of this function's own delayed re-check of a waiting job.
+RECLAIM_DUE = "reclaim-due"
+#: The body of a run asked for by hand (it carries no time: the one case the clock decides).
+MANUAL_RUN = {"shareplane": "reclaim"}
+#: SQS DelaySeconds maximum: a later due time is reached in hops of at most this.
+MAX_HOP_SECONDS = 900
+HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
+
+
+@dataclass(frozen=True)
+class ReclaimSettings:
+    """The deployment's switches and the GPU queue (name or ARN) reclaim watches."""
+
+    job_queue: str
+    enabled: bool = True
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ReclaimPorts:
+    """Everything reclaim talks to; built once per cold start by bootstrap."""
+
+    batch: ReclaimBatch
+    checkpoints: CheckpointReader
+    ledger: ReclaimLedger
+    alerts: AlertPublisher
+    timer: RequeueTimer
+    metrics: MetricsSink
+    config: SharesConfig
+    settings: ReclaimSettings
+    #: Only a manual run (no trigger time) and the alert claim's lease read it.
+    clock: Callable[[], float]
+
+
+@dataclass
+class ReclaimOutcome:
+    """What one trigger did, for logs and tests."""
+
+    result: str
+    now: float | None = None
+    #: Victim job ids stopped by this run, by the waiting job they were stopped for.
+    stopped: dict[str, list[str]] = field(default_factory=dict)
+    #: Reclaims planned but not applied (dry run), by waiting job.
+    planned: dict[str, list[str]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    alerts: int = 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------
+def handle_message(raw: Any, ports: ReclaimPorts) -> ReclaimOutcome:
+    """Route one queue message: a RUNNABLE event, a due re-check, a schedule tick or a manual run."""
+    settings = ports.settings
+    if not settings.enabled:
+        return ReclaimOutcome("disabled (ReclaimEnabled=false)")
+    if ports.config.mode is SchedulingMode.QUOTA:
+        return ReclaimOutcome("quota-share queue: AWS Batch preempts there itself")
+    if raw == MANUAL_RUN:
+        return run(ports, ports.clock())
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("message", "is not a JSON object", "send an event or a reclaim-due message")
+    if raw.get("shareplane") == RECLAIM_DUE:
+        return _due(raw, ports)
+    if raw.get("detail-type") == "Scheduled Event":
+        return run(ports, tick_time(parse_scheduled_event(dict(raw))))
+    if raw.get("detail-type") == "Batch Service Job State Change":
+        return _runnable(raw, ports)
+    raise InvalidInputError(
+        "detail-type",
+        f"{raw.get('detail-type')!r} is not a reclaim trigger",
+        "route only reclaim triggers here",
+    )
+
+
+def _runnable(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
+    """A job became RUNNABLE: if its tier reclaims, decide now or when it becomes due."""
+    detail = raw.get("detail")
+    if not isinstance(detail, Mapping):
+        raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
+    if detail.get("status") != JobStatus.RUNNABLE.value:
+        return ReclaimOutcome(f"status {detail.get('status')}: nothing to do")
+    if _queue_name(detail.get("jobQueue")) != _queue_name(ports.settings.job_queue):
+        return ReclaimOutcome("not the GPU queue")
+    now = event_time(raw)
+    if now is None:
+        raise InvalidInputError(
+            "time", "is missing from the event and its detail", "send the event unchanged"
+        )
+    config = ports.config
+    priority = detail.get("schedulingPriority")
+    if config.tier_for_share(detail.get("shareIdentifier")) is None and not isinstance(priority, int):
+        # AWS does not promise schedulingPriority in events: without it (and a team x tier share) the
+        # tier is unknown, so the job is re-checked at the shortest threshold, where it is described.
+        thresholds = [
+            t.reclaim_after_seconds for t in config.tiers.values() if t.reclaim_after_seconds is not None
+        ]
+        after: int | None = min(thresholds) if thresholds else None
+        label = "no tier"
+    else:
+        tier = job_tier(config, detail.get("shareIdentifier"), priority)
+        after, label = config.tiers[tier].reclaim_after_seconds, tier.value
+    if after is None:
+        return ReclaimOutcome(f"{label} never reclaims", now)
+    created = detail.get("createdAt")
+    due = float(created) / 1000 + after if isinstance(created, int | float) else now
+    if due - now > 1:
+        return _hop(raw_job(detail), due, now, ports)
+    return run(ports, now)
+
+
+def raw_job(detail: Mapping[str, Any]) -> dict[str, str]:
+    """The job a due message is about."""
+    return {"jobArn": str(detail.get("jobArn") or ""), "jobId": str(detail.get("jobId") or "")}
+
+
+def due_message(job: Mapping[str, str], due: float, hop: float) -> dict[str, Any]:
+    """A delayed re-check: decided at ``hopAt``; when that is before ``dueAt`` it only hops on."""
+    return {"shareplane": RECLAIM_DUE, **job, "dueAt": due, "hopAt": hop}
+
+
+def _hop(job: Mapping[str, str], due: float, now: float, ports: ReclaimPorts) -> ReclaimOutcome:
+    hop = min(due, now + MAX_HOP_SECONDS)
+    ports.timer.after(due_message(job, due, hop), int(round(hop - now)), now)
+    return ReclaimOutcome(f"re-check {job.get('jobId')} in {hop - now:.0f}s (due in {due - now:.0f}s)", now)
+
+
+def _due(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
+    due, hop = raw.get("dueAt"), raw.get("hopAt", raw.get("dueAt"))
+    if not isinstance(due, int | float) or not isinstance(hop, int | float):
+        raise InvalidInputError("dueAt", "is missing or not a number", "send reclaim-due messages as sent")
+    job = {"jobArn": str(raw.get("jobArn") or ""), "jobId": str(raw.get("jobId") or "")}
+    if due - hop > 1:
+        return _hop(job, float(due), float(hop), ports)
+    return run(ports, float(hop))
+
+
+# ------------------------------------------------------------------------------------------------
+# Snapshot, plan, apply
+# ------------------------------------------------------------------------------------------------
+def run(ports: ReclaimPorts, now: float) -> ReclaimOutcome:
+    """Read the GPU queue, plan at ``now`` and apply the plan (or only audit it, in dry run)."""
+    snapshot, described = build_snapshot(ports, now)
+    if snapshot is None:
+        return ReclaimOutcome("no waiting job is due", now)
+    config = ports.config
+    plan = plan_reclaim(snapshot, config.tiers, config.reclaim)
+    outcome = apply_plan(plan, snapshot, described, ports)
+    finish_interrupted(snapshot, ports, outcome, now)
+    return outcome
+
+
+def finish_interrupted(
+    snapshot: ReclaimSnapshot, ports: ReclaimPorts, outcome: ReclaimOutcome, now: float
+) -> None:
+    """Finish reclaims whose victims were claimed but whose run died before terminating them all.
+
+    A claimed victim counts as being stopped, so the planner leaves it alone; only this step stops it.
+    """
+    if ports.settings.dry_run:
+        return
+    pending = {
+        (j.stopping_for, ports.ledger.decision_of(j.job_id)) for j in snapshot.running if j.stopping_for
+    }
+    for beneficiary, decision in sorted(p for p in pending if p[1]):
+        stored = ports.ledger.load(beneficiary, decision)
+        if stored is None or stored.get("applied"):
+            continue
+        outcome.stopped[beneficiary] = _stop(stored, ports)
+        if ports.ledger.mark_applied(beneficiary, decision, {"appliedAt": now}):
+            outcome.alerts += _announce(stored, ports, now)
+    outcome.result = _summary(outcome)
+
+
+def job_tier(config: SharesConfig, share: str | None, priority: Any) -> Tier:
+    """A job's tier: its share's (team x tier layout), else its schedulingPriority's, else LOWPRI."""
+    by_share = config.tier_for_share(share)
+    if by_share is not None:
+        return by_share
+    return config.tier_for_priority(priority if isinstance(priority, int) else None) or Tier.LOWPRI
+
+
+def job_team(config: SharesConfig, share: str | None) -> str | None:
+    """A job's team by its share identifier; a team's plain share too (jobs queued before team x tier)."""
+    team = config.team_for_share(share)
+    if team is None and share:
+        team = next((name for name, t in config.teams.items() if t.share == share), None)
+    return team
+
+
+def build_snapshot(
+    ports: ReclaimPorts, now: float
+) -> tuple[ReclaimSnapshot | None, dict[str, dict[str, Any]]]:
+    """What the planner reads, from Batch, S3 and the ledger; None when no waiting job is due.
+
+    Running jobs and checkpoints are read only when some waiting job is due, so a quiet tick costs
+    one ListServiceJobs call per status and nothing else.
+    """
+    config, queue = ports.config, ports.settings.job_queue
+    described: dict[str, dict[str, Any]] = {}
+    waiting: list[WaitingJob] = []
+    thresholds = [
+        t.reclaim_after_seconds for t in config.tiers.values() if t.reclaim_after_seconds is not None
+    ]
+    if not thresholds:
+        return None, described
+    for summary in ports.batch.list_jobs(queue, JobStatus.RUNNABLE.value):
+        # ListServiceJobs summaries carry no schedulingPriority: the tier is known here only from a
+        # team x tier share; otherwise any job older than the shortest threshold is described.
+        tier = config.tier_for_share(summary.get("shareIdentifier"))
+        after = config.tiers[tier].reclaim_after_seconds if tier is not None else min(thresholds)
+        created = (summary.get("createdAt") or 0) / 1000
+        if after is None or now - created < after:
+            continue  # not due: the planner would pass it over anyway, so skip the describe
+        job = ports.batch.describe(_id(summary))
+        if job is None:
+            continue
+        found = waiting_job(job, config, ports.ledger)
+        if found is not None:
+            described[found.job_id] = job
+            waiting.append(found)
+    if not waiting:
+        return None, described
+    top = min(TIER_RANK[w.tier] for w in waiting)
+    stopping = ports.ledger.stopping()
+    running: list[RunningJob] = []
+    for status in HOLDING:
+        for summary in ports.batch.list_jobs(queue, status.value):
+            job = ports.batch.describe(_id(summary))
+            if job is None:
+                continue
+            found = running_job(job, config, ports.checkpoints, stopping, now, top)
+            described[found.job_id] = job
+            running.append(found)
+    snapshot = ReclaimSnapshot(
+        now=now,
+        capacity={t: c.capacity for t, c in config.instance_types.items()},
+        entitlements={name: dict(team.entitlement) for name, team in config.teams.items()},
+        waiting=tuple(sorted(waiting, key=lambda w: w.job_id)),
+        running=tuple(sorted(running, key=lambda r: r.job_id)),
+        victims_today=ports.ledger.victims_on(utc_day(now)),
+    )
+    return snapshot, described
+
+
+def _payload(job: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        payload = json.loads(job.get("serviceRequestPayload") or "{}")
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _resources(job: Mapping[str, Any]) -> tuple[str, int]:
+    resources = _payload(job).get("ResourceConfig") or {}
+    usage = job.get("capacityUsage") or []
+    instance_type = resources.get("InstanceType") or (usage[0].get("capacityUnit") if usage else "") or ""
+    count = resources.get("InstanceCount") or (usage[0].get("quantity") if usage else 1) or 1
+    return str(instance_type), int(count)
+
+
+def waiting_job(job: Mapping[str, Any], config: SharesConfig, ledger: ReclaimLedger) -> WaitingJob | None:
+    """A RUNNABLE job as the planner sees it; None for a job of a share the config does not name."""
+    share = job.get("shareIdentifier")
+    team = job_team(config, share)
+    if team is None:
+        return None
+    instance_type, count = _resources(job)
+    chain = ChainState.from_tags(job.get("tags"))
+    return WaitingJob(
+        job_id=_id(job),
+        team=team,
+        tier=job_tier(config, share, job.get("schedulingPriority")),
+        instance_type=instance_type,
+        instances=count,
+        waiting_since=float(job.get("createdAt") or 0) / 1000,
+        displaced_by=frozenset(chain.displaced_by),
+        victims_so_far=ledger.victims_for(_id(job)),
+    )
+
+
+def running_job(
+    job: Mapping[str, Any],
+    config: SharesConfig,
+    checkpoints: CheckpointReader,
+    stopping: Mapping[str, str],
+    now: float,
+    top_rank: int,
+) -> RunningJob:
+    """A dispatched job as the planner sees it (its newest checkpoint read only if it could be a victim)."""
+    share = job.get("shareIdentifier")
+    team = job_team(config, share)
+    tier = job_tier(config, share, job.get("schedulingPriority"))
+    instance_type, count = _resources(job)
+    uri = (_payload(job).get("CheckpointConfig") or {}).get("S3Uri")
+    # A job of a share the config does not name holds capacity but is never stopped: reclaim cannot
+    # tell whose it is, so it is treated as a job that cannot resume.
+    resumable = bool(uri) and team is not None
+    newest = None
+    if resumable and TIER_RANK[tier] > top_rank:
+        # The state as of the decision's time: a checkpoint written since (a late or re-delivered
+        # trigger) is left out, so every delivery of one trigger sees the same checkpoint.
+        newest = checkpoints.newest(str(uri), now)
+    chain = ChainState.from_tags(job.get("tags"))
+    stops = [float(chain.reclaimed_at)] if chain.reclaimed_at else []
+    summary = job.get("preemptionSummary") or {}
+    stops += [
+        float(a["stoppedAt"]) / 1000
+        for a in summary.get("recentPreemptedAttempts") or ()
+        if isinstance(a.get("stoppedAt"), int | float)
+    ]
+    attempts = job.get("attempts") or []
+    dispatched = job.get("scheduledAt") or (attempts[-1].get("startedAt") if attempts else None)
+    return RunningJob(
+        job_id=_id(job),
+        team=team or f"?{share}",
+        tier=tier,
+        instance_type=instance_type,
+        instances=count,
+        dispatched_at=float(dispatched or job.get("createdAt") or 0) / 1000,
+        checkpoints=resumable,
+        last_checkpoint_at=newest,
+        last_stopped_at=max(stops) if stops else None,
+        stopping_for=stopping.get(_id(job)),
+        displaced_by=frozenset(chain.displaced_by),
+    )
+
+
+def decision_id(reclaim: Reclaim) -> str:
+    """A reclaim's id: the waiting job and its victims (the same plan re-delivered has the same id)."""
+    text = "|".join([reclaim.job_id, *sorted(v.job_id for v in reclaim.victims)])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def apply_plan(
+    plan: ReclaimPlan,
+    snapshot: ReclaimSnapshot,
+    described: Mapping[str, Mapping[str, Any]],
+    ports: ReclaimPorts,
+) -> ReclaimOutcome:
+    """Apply each reclaim of ``plan`` once (or audit it only, in dry run); report what was done."""
+    outcome = ReclaimOutcome("planned", plan.now, skipped={s.job_id: s.reason for s in plan.skipped})
+    for skip in plan.skipped:
+        _count(
+            ports,
+            "ReclaimsSkipped",
+            {"Queue": _queue_name(ports.settings.job_queue), "Reason": _slug(skip.reason)},
+        )
+    seen = {w.job_id: w.victims_so_far for w in snapshot.waiting}
+    for reclaim in plan.reclaims:
+        record = {
+            **reclaim_record(reclaim, described, ports, plan.now),
+            "victimsBefore": seen[reclaim.job_id],
+        }
+        if ports.settings.dry_run:
+            if ports.ledger.record_dry_run(record):
+                logger.info("reclaim planned (dry run)", extra={"reclaim": record})
+            outcome.planned[reclaim.job_id] = [v.job_id for v in reclaim.victims]
+            continue
+        histories = reclaim_histories(reclaim, record, described, plan.now)
+        claimed = ports.ledger.claim(
+            record,
+            histories,
+            day=utc_day(plan.now),
+            max_per_job=ports.config.reclaim.max_victims_per_job,
+            max_per_day=ports.config.reclaim.max_victims_per_day,
+        )
+        if claimed == "refused":
+            outcome.skipped[reclaim.job_id] = "a racing run took a victim or the budget first"
+            continue
+        if claimed == "exists":
+            stored = ports.ledger.load(reclaim.job_id, record["decisionId"])
+            if stored is None or stored.get("applied"):
+                continue
+            record = stored
+        outcome.stopped[reclaim.job_id] = _stop(record, ports)
+        if ports.ledger.mark_applied(reclaim.job_id, record["decisionId"], {"appliedAt": plan.now}):
+            outcome.alerts += _announce(record, ports, plan.now)
+    outcome.result = _summary(outcome)
+    return outcome
+
+
+def reclaim_record(
+    reclaim: Reclaim, described: Mapping[str, Mapping[str, Any]], ports: ReclaimPorts, now: float
+) -> dict[str, Any]:
+    """The audit record of one reclaim: who waited and how long, each victim and what it loses."""
+    beneficiary = described.get(reclaim.job_id) or {}
+    config = ports.config
+
+    def victim(v: Victim) -> dict[str, Any]:
+        job = described.get(v.job_id) or {}
+        return {
+            "jobId": v.job_id,
+            "jobArn": job.get("jobArn") or v.job_id,
+            "jobName": job.get("jobName"),
+            "share": job.get("shareIdentifier"),
+            "team": v.team,
+            "tier": v.tier.value,
+            "instanceType": _resources(job)[0] if job else None,
+            "instances": v.instances,
+            "borrowed": v.borrowed,
+            "checkpointAgeSeconds": None
+            if v.checkpoint_age_seconds is None
+            else round(v.checkpoint_age_seconds),
+            "lostInstanceMinutes": round(lost_minutes(v), 1),
+            "gpuHoursLost": round(
+                v.lost_instance_seconds * gpus_per_instance(_resources(job)[0] if job else None) / 3600, 3
+            ),
+            "reason": stop_reason(
+                reclaim.job_id, beneficiary.get("jobName"), reclaim.tier, reclaim.waited_seconds
+            ),
+        }
+
+    return {
+        "decisionId": decision_id(reclaim),
+        "jobId": reclaim.job_id,
+        "jobArn": beneficiary.get("jobArn") or reclaim.job_id,
+        "jobName": beneficiary.get("jobName"),
+        "jobQueue": beneficiary.get("jobQueue") or ports.settings.job_queue,
+        "share": beneficiary.get("shareIdentifier"),
+        "team": reclaim.team,
+        "tier": reclaim.tier.value,
+        "waitedSeconds": round(reclaim.waited_seconds),
+        "reclaimAfterSeconds": config.tiers[reclaim.tier].reclaim_after_seconds,
+        "shortInstances": reclaim.short_instances,
+        "victims": [victim(v) for v in reclaim.victims],
+        "lostInstanceMinutes": round(reclaim.lost_instance_seconds / 60, 1),
+        "decidedAt": now,
+        "dryRun": ports.settings.dry_run,
+    }
+
+
+def reclaim_histories(
+    reclaim: Reclaim, record: Mapping[str, Any], described: Mapping[str, Mapping[str, Any]], now: float
+) -> list[tuple[str, HistoryEntry]]:
+    """The history item the waiting job gets (what was stopped for it) and each victim's (why it was)."""
+    at = int(now * 1000)
+    key = record["decisionId"]
+    names = ", ".join(
+        f"{v['jobName'] or v['jobId']} ({v['team']} {v['tier']}, {v['instances']} inst, "
+        f"checkpoint {_age(v['checkpointAgeSeconds'])}, {v['lostInstanceMinutes']} instance-min lost)"
+        for v in record["victims"]
+    )
+    entries = [
+        (
+            record["jobArn"],
+            HistoryEntry(
+                key=f"{at:013d}#~{ObservationKind.RECLAIM.value}#{key}",
+                status=JobStatus.RUNNABLE,
+                at=at,
+                reason=f"reclaim after waiting {record['waitedSeconds']} s "
+                f"({record['tier']} threshold {record['reclaimAfterSeconds']} s): stopping {names}",
+                kind=ObservationKind.RECLAIM,
+                digest=f"reclaim:{key}",
+            ),
+        )
+    ]
+    for v in record["victims"]:
+        entries.append(
+            (
+                v["jobArn"],
+                HistoryEntry(
+                    key=f"{at:013d}#~{ObservationKind.RECLAIMED.value}#{key}",
+                    status=JobStatus(str((described.get(v["jobId"]) or {}).get("status") or "RUNNING")),
+                    at=at,
+                    reason=f"stopped for {record['jobName'] or record['jobId']} ({record['team']} "
+                    f"{record['tier']}, waited {record['waitedSeconds']} s); checkpoint "
+                    f"{_age(v['checkpointAgeSeconds'])}, {v['lostInstanceMinutes']} instance-min lost; "
+                    "requeued, resumes from checkpoint",
+                    kind=ObservationKind.RECLAIMED,
+                    digest=f"reclaimed:{key}",
+                ),
+            )
+        )
+    return entries
+
+
+def _stop(record: Mapping[str, Any], ports: ReclaimPorts) -> list[str]:
+    stopped = []
+    for v in record["victims"]:
+        try:
+            ports.batch.terminate(v["jobId"], v["reason"])
+        except RejectedByServiceError as exc:  # it ended meanwhile: its capacity is free anyway
+            logger.info("victim not terminated", extra={"job_id": v["jobId"], "why": exc.problem})
+            continue
+        stopped.append(v["jobId"])
+        logger.info("victim terminated", extra={"job_arn": v["jobArn"], "for": record["jobArn"]})
+    return stopped
+
+
+def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int:
+    """Metrics for the reclaim and one alert per victim to its team (once: after ``mark_applied``)."""
+    queue = _queue_name(record.get("jobQueue"))
+    _count(
+        ports, "Reclaims", {"Queue": queue, "Team": record["team"], "Tier": record["tier"]}, record["jobArn"]
+    )
+    sent = 0
+    for v in record["victims"]:
+        dims = {"Queue": queue, "Team": v["team"], "Tier": v["tier"]}
+        _count(ports, "ReclaimVictims", dims, v["jobArn"])
+        ports.metrics.emit(
+            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],  # type: ignore[list-item]
+            dims,
+            {"jobArn": v["jobArn"], "beneficiary": record["jobArn"]},
+        )
+        alert = simple_alert(
+            AlertKind.RECLAIM,
+            Severity.WARNING,
+            share=v.get("share") or v["team"],
+            queue=queue,
+            job_arn=v["jobArn"],
+            job_name=v.get("jobName"),
+            headline=f"stopped for {record['tier']} job {record['jobName'] or record['jobId']}; requeued",
+            reason=v["reason"],
+            fix="nothing to do: the job was requeued and resumes from its last checkpoint; checkpoint more "
+            "often to lose less, or stay within your team's entitlement to never be reclaimed from",
+            extra={
+                "team": v["team"],
+                "tier": v["tier"],
+                "beneficiary": record["jobArn"],
+                "beneficiaryName": record.get("jobName"),
+                "beneficiaryTeam": record["team"],
+                "beneficiaryTier": record["tier"],
+                "waitedSeconds": record["waitedSeconds"],
+                "borrowed": v["borrowed"],
+                "checkpointAgeSeconds": v["checkpointAgeSeconds"],
+                "lostInstanceMinutes": v["lostInstanceMinutes"],
+            },
+        )
+        sent += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    return sent
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------
+def _id(job: Mapping[str, Any]) -> str:
+    return str(job.get("jobId") or str(job.get("jobArn") or "").rsplit("/", 1)[-1])
+
+
+def _queue_name(queue: str | None) -> str:
+    return str(queue).rsplit("/", 1)[-1] if queue else "unknown"
+
+
+def _age(seconds: Any) -> str:
+    return "none" if seconds is None else f"{seconds} s old"
+
+
+def _slug(reason: str) -> str:
+    # Skip reasons are a handful of fixed sentences: a dimension value of few words.
+    return "-".join(reason.split()[:4])
+
+
+def _count(ports: ReclaimPorts, name: str, dims: Mapping[str, str], job_arn: str = "") -> None:
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dims, {"jobArn": job_arn} if job_arn else {})  # type: ignore[list-item]
+
+
+def _summary(outcome: ReclaimOutcome) -> str:
+    parts: Iterable[str] = (
+        [f"stopped {sum(len(v) for v in outcome.stopped.values())} for {len(outcome.stopped)}"]
+        if outcome.stopped
+        else []
+    )
+    parts = [*parts, *([f"dry run: {len(outcome.planned)} planned"] if outcome.planned else [])]
+    parts = [*parts, *([f"{len(outcome.skipped)} skipped"] if outcome.skipped else [])]
+    return "; ".join(parts) or "nothing to reclaim"
