@@ -42,8 +42,8 @@ def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[s
 
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
     """The story's claims, each checked on what actually happened."""
-    entitled = {team.share: team.entitlement[INSTANCE_TYPE] for team in config.teams.values()}
-    peak = {share: max((u.get(share, 0) for _, u in run.tracker.timeline), default=0) for share in entitled}
+    entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
+    peak = {team: max((u.get(team, 0) for _, u in run.tracker.timeline), default=0) for team in entitled}
     starts = {r["jobName"]: first_start_ms(r) for r in run.records}
     high = [j.name for j in jobs if j.tier is Tier.HIGHPRI]
     earlier = [
@@ -76,7 +76,7 @@ def summarize(
         "static_partition_makespan_hours": round(static_end / 3600, 2),
         "wait_seconds": waits_by_tier(run.records, config),
         "static_partition_wait_seconds": static_waits(static, jobs),
-        "gpu_hours": {share: round(s * gpus / 3600, 1) for share, s in sorted(used.items())},
+        "gpu_hours": {team: round(s * gpus / 3600, 1) for team, s in sorted(used.items())},
         "jobs": dict(sorted(Counter(r["status"] for r in run.records).items())),
         "preemptions": sum(r["preemptions"] for r in run.records),
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),

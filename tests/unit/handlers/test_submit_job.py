@@ -53,6 +53,9 @@ def dropped_event(key: str, body: bytes) -> dict[str, Any]:
     return event
 
 
+SHARES = {"bert-large-ranker-ft-01": "ProdExp1HIGHPRI", "ranker-lr-sweep-07": "ProdExp1LOWPRI"}
+
+
 def stub_submissions(names: list[str]) -> Stubber:
     """Expect one SubmitServiceJob per name, validated against botocore's model of the request."""
     stubber = Stubber(bootstrap.dependencies().batch_jobs._client)  # noqa: SLF001 - the handler's client
@@ -69,7 +72,8 @@ def stub_submissions(names: list[str]) -> Stubber:
             "clientToken": ANY,
         }
         if name != "ranker-tokenize-v7":  # the CPU FIFO job carries no share
-            expected |= {"shareIdentifier": "ProdExp1", "schedulingPriority": ANY}
+            # The team x tier layout: the team's identifier of the job's tier.
+            expected |= {"shareIdentifier": SHARES[name], "schedulingPriority": ANY}
         stubber.add_response(
             "submit_service_job",
             {"jobArn": JOB_ARN.format(job_id), "jobName": name, "jobId": job_id},
@@ -91,9 +95,7 @@ def test_the_sample_event_submits_every_job_of_the_dropped_file(handler: Any, la
     stubber.assert_no_pending_responses()
     s3 = boto3.client("s3", region_name="us-east-1")
     receipt = json.loads(
-        s3.get_object(Bucket=BUCKET, Key="accepted/ProdExp1/ranker sweep+v2.yaml.receipt.json")[
-            "Body"
-        ].read()
+        s3.get_object(Bucket=BUCKET, Key="accepted/ProdExp1/ranker sweep+v2.yaml.receipt.json")["Body"].read()
     )
     assert receipt["outcome"] == "accepted" and len(receipt["jobs"]) == 3
     assert [j.status.value for j in bootstrap.dependencies().store.jobs()] == ["SUBMITTED"] * 3

@@ -225,13 +225,13 @@ def test_a_plan_is_applied_once_with_an_audit_record_of_before_after_and_why() -
     assert record["plan"]["targets"] == {"ProdExp1": 60.0, "ProdExp2": 40.0}
     assert record["actual"] == {"ProdExp1": 70.0, "ProdExp2": 30.0}
     assert store.state["lastAppliedAt"] == NOW and store.state["lastPlan"]["planId"] == outcome.plan_id
-    # ... and the metrics show target against actual, the weight in force, and one applied plan
-    assert sorted(metrics.named("TargetInstances"), key=lambda m: m[1]["Share"]) == [
-        (60.0, {"Queue": "search-p4d-queue", "Share": "ProdExp1"}),
-        (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}),
+    # ... and the metrics show target against actual, the weight in force, and one applied plan (per team)
+    assert sorted(metrics.named("TargetInstances"), key=lambda m: m[1]["Team"]) == [
+        (60.0, {"Queue": "search-p4d-queue", "Team": "ProdExp1"}),
+        (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}),
     ]
-    assert (30.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("ActualInstances")
-    assert (1.25, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (30.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("ActualInstances")
+    assert (1.25, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
     assert metrics.named("PlansApplied") == [(1, {"Queue": "search-p4d-queue"})]
 
 
@@ -246,8 +246,8 @@ def test_dry_run_applies_nothing_but_records_and_measures_the_plan() -> None:
     assert "lastAppliedAt" not in store.state and store.state["latest"]["dryRun"] is True
     assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": "dry_run"})]
     # The weight metric shows what is in force (nothing was applied), the target what the plan wants.
-    assert (1.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
-    assert (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("TargetInstances")
+    assert (1.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("TargetInstances")
 
 
 # ---------------------------------------------------------------------------------------------------

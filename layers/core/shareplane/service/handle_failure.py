@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.alerts import (
@@ -37,6 +37,7 @@ from ..domain.alerts import (
     FailureMetricEvent,
     failure_alert,
     logs_link,
+    owned_by,
     simple_alert,
 )
 from ..domain.config import SharesConfig, Tier
@@ -191,7 +192,7 @@ def handle_failed_job(
         was_terminated=bool(described.get("isTerminated")),
     )
     share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
-    tier = config.tier_for_priority(described.get("schedulingPriority")) or Tier.LOWPRI
+    tier = config.job_tier(share, described.get("schedulingPriority")) or Tier.LOWPRI
     chain = ChainState.from_tags(described.get("tags"))
     summary = described.get("preemptionSummary") or {}
     preemptions = int(summary.get("preemptedAttemptCount") or 0)
@@ -221,7 +222,7 @@ def handle_failed_job(
         requeues=chain.requeues + 1,
         spot_interruptions=spot,
     )
-    record = decision_record(decision, described, training, new_chain, now)
+    record = {**decision_record(decision, described, training, new_chain, now), "tier": tier.value}
     history = _history(described, decision, key, now)
     share_failure = (
         {
@@ -241,7 +242,7 @@ def handle_failed_job(
     _count(
         ports,
         "FailuresByClass",
-        {"Queue": _queue(described), "Share": share, "Class": decision.failure_class.value},
+        {"Queue": _queue(described), "Team": _team(ports, share), "Class": decision.failure_class.value},
         job_arn,
     )
     logger.info(
@@ -384,7 +385,7 @@ def _requeue(
 ) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
-    dims = {"Queue": _queue(record), "Share": record.get("share") or "none"}
+    dims = {"Queue": _queue(record), "Team": _team(ports, record.get("share"))}
     if described is None:
         return _refused(
             key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
@@ -432,7 +433,7 @@ def _refused(
             "logs": logs_link(ports.region, record.get("trainingJobName")),
         },
     )
-    send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
+    send_alert(replace(alert, tier=record.get("tier")), ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
     ports.ledger.mark_applied(key, {"refused": message[:500]})
     return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
@@ -449,7 +450,7 @@ def _failure_alert(
             {k: f.get(k) for k in ("at", "job", "jobName", "class", "reason")}
             for f in ports.ledger.share_failures(share, since)
         ]
-    return failure_alert(
+    alert = failure_alert(
         decision,
         job_arn=record["jobArn"],
         job_name=record.get("jobName"),
@@ -458,6 +459,8 @@ def _failure_alert(
         logs=logs_link(ports.region, record.get("trainingJobName")),
         recent=recent,
     )
+    # A storm is the share's, not one job's: its tier is the share's (owned_by), if it has one.
+    return alert if decision.storm else replace(alert, tier=record.get("tier"))
 
 
 def _quiet(alert: Alert, ports: FailurePorts) -> float:
@@ -466,8 +469,14 @@ def _quiet(alert: Alert, ports: FailurePorts) -> float:
     return DEFAULT_QUIET_SECONDS
 
 
+def _team(ports: FailurePorts, share: str | None) -> str:
+    """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
+    return ports.config.team_for_share(share) or "none"
+
+
 def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float, now: float) -> bool:
     """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
+    alert = owned_by(alert, ports.config)
     # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
     # died before confirming) is processing time, which only the clock knows.
     if not ports.ledger.claim_alert(alert, now, quiet_seconds, claimed_at=ports.clock()):
@@ -482,9 +491,7 @@ def send_alert(alert: Alert, ports: FailurePorts, *, quiet_seconds: float, now: 
     return True
 
 
-def _unknown_failed(
-    job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float
-) -> FailureOutcome:
+def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float) -> FailureOutcome:
     job_arn = str(hint.get("jobArn") or job_id)
     alert = simple_alert(
         AlertKind.UNKNOWN_TO_BATCH,
