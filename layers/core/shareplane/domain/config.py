@@ -360,6 +360,19 @@ class SharesConfig(_Strict):
                         "give every team its own share, one no other team's share plus a tier name spells",
                     )
                 owners[identifier] = (name, tier)
+        if self.tiered_shares:
+            # A team's plain share still names it (jobs queued before the layout changed keep it), so
+            # it must not be another team's identifier: ProdExp1HIGHPRI cannot be a team's share.
+            for name in sorted(self.teams):
+                share = self.teams[name].share
+                if share in owners:
+                    other, other_tier = owners[share]
+                    raise ConfigError(
+                        f"teams.{name}.share",
+                        f"is {share}, which is also team {other}'s {other_tier.value if other_tier else ''} "
+                        "identifier",
+                        "give the team a share that no team's share plus a tier name spells",
+                    )
         if len(owners) > MAX_SHARE_IDENTIFIERS_PER_QUEUE:
             per_team = len(Tier) if self.tiered_shares else 1
             raise ConfigError(
