@@ -13,6 +13,7 @@ from .usage import UsageTracker, instance_seconds, utilization
 from .workload import INSTANCE_TYPE, DemoJob
 
 STARTED = ("STARTING", "RUNNING")
+DISPATCHED = ("SCHEDULED", "STARTING", "RUNNING")
 
 
 def first_start_ms(record: dict[str, Any]) -> int | None:
@@ -45,16 +46,23 @@ def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str,
     entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
     peak = {team: max((u.get(team, 0) for _, u in run.tracker.timeline), default=0) for team in entitled}
     starts = {r["jobName"]: first_start_ms(r) for r in run.records}
+    dispatched = {
+        r["jobName"]: next((h["at"] for h in r["history"] if h["status"] in DISPATCHED), None)
+        for r in run.records
+    }
     high = [j.name for j in jobs if j.tier is Tier.HIGHPRI]
     earlier = [
         j.name for j in jobs if j.team == "ProdExp1" and j.tier is not Tier.HIGHPRI and j.submit_minute > 0
     ]
     high_start = min(starts[n] or 0 for n in high)
+    high_created = min(r["createdAt"] for r in run.records if r["jobName"] in high)
+    # Work dispatched before the HIGHPRI job arrived was not queued behind it: in quota mode a MIDPRI
+    # job preempts its team's LOWPRI work at once (in-share preemption) and may start just after.
     return {
         "prodexp1_borrowed_beyond_entitlement": peak["ProdExp1"] > entitled["ProdExp1"],
         "prodexp2_reached_its_entitlement": peak["ProdExp2"] >= entitled["ProdExp2"],
         "highpri_started_before_earlier_queued_work": all(
-            starts[n] is None or starts[n] > high_start
+            starts[n] is None or (dispatched[n] or 0) < high_created or starts[n] > high_start
             for n in earlier  # type: ignore[operator]
         ),
     }
