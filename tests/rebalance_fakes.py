@@ -20,8 +20,13 @@ NOW = 1_773_700_000.0  # 2026-03-16T22:26:40Z
 
 
 def shares_config(**update: Any) -> SharesConfig:
-    """config/shares.yaml (the blog's cluster), with top-level fields replaced."""
+    """config/shares.yaml (the blog's cluster), with top-level fields replaced.
+
+    One share per team unless ``share_layout`` says otherwise: most rebalancer tests are about the
+    plan, which is per team in either layout; the team_tier tests ask for it.
+    """
     data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    data["share_layout"] = "team"
     data.update(update)
     return SharesConfig.model_validate(data)
 

@@ -10,9 +10,10 @@ What is rendered (after AWS's sample, which creates the same resources by script
 - one SAGEMAKER_TRAINING service environment per GPU instance family (``ml.p4d.24xlarge`` -> ``p4d``):
   in fair-share mode one ``NUM_INSTANCES`` limit (the family's summed capacity), in quota mode one
   limit per instance type, which is what turns quota management on;
-- the GPU job queue over those environments, with a fair-share scheduling policy (one share per team,
-  ``weightFactor = max entitlement / entitlement``, lower gets more) or a quota-share policy and one
-  quota share per team (limits = the team's entitlement per instance type);
+- the GPU job queue over those environments, with a fair-share scheduling policy (one exact entry per
+  share identifier: per team, or per team and tier in the ``team_tier`` layout, weighted by
+  ``SharesConfig.share_weight_factor``, lower gets more) or a quota-share policy and one quota share
+  per team (limits = the team's entitlement per instance type; in-share preemption by priority);
 - a FIFO queue for CPU jobs with its own service environment (no scheduling policy: FIFO is what a
   queue created without one is, for good);
 - ``jobStateTimeLimitActions`` so a head job stuck RUNNABLE does not block its queue forever;
@@ -32,7 +33,6 @@ from typing import Any
 import yaml
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.rebalance import WEIGHT_FACTOR_MAX, WEIGHT_FACTOR_MIN
 
 #: The condition that guards every generated Batch resource.
 CONDITION = "CreateQueues"
@@ -49,7 +49,6 @@ REASON_QUOTA_LIMIT = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
 #: AWS Batch limits on quota management (quota-shares.html).
 MAX_QUOTA_SHARES_PER_QUEUE = 20
 MAX_CAPACITY_LIMITS_PER_SHARE = 5
-_WEIGHT_DECIMALS = 4
 QUEUE_ARN_PATTERN = r"^$|^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:job-queue/[A-Za-z0-9_-]{1,128}$"
 POLICY_ARN_PATTERN = r"^$|^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:scheduling-policy/[A-Za-z0-9_-]{1,128}$"
 
@@ -175,36 +174,8 @@ def families(config: SharesConfig) -> dict[str, dict[str, int]]:
 
 
 def _teams_by_share(config: SharesConfig) -> dict[str, str]:
-    """Share -> team, sorted by share; two teams on one share would make one share count twice."""
-    seen: dict[str, str] = {}
-    for name in sorted(config.teams):
-        share = config.teams[name].share
-        if share in seen:
-            raise ConfigError(
-                f"teams.{name}.share",
-                f"is {share}, the share of team {seen[share]} too",
-                "give every team its own share",
-            )
-        seen[share] = name
-    return dict(sorted(seen.items()))
-
-
-def entitlement_weights(config: SharesConfig) -> dict[str, float]:
-    """Share -> weightFactor from entitlements: ``max entitlement / entitlement``, lower gets more.
-
-    The best-entitled share gets 1.0; a share entitled to nothing gets the API's largest weight (it
-    still runs on idle capacity). Entitlements are summed over instance types, in instances: the unit
-    Batch counts fair-share usage in for service jobs. The rebalancer moves these at run time.
-    """
-    totals = {
-        share: sum(config.teams[team].entitlement.values()) for share, team in _teams_by_share(config).items()
-    }
-    top = max(totals.values(), default=0)
-    weights: dict[str, float] = {}
-    for share, total in totals.items():
-        raw = WEIGHT_FACTOR_MAX if total == 0 else (1.0 if top == 0 else top / total)
-        weights[share] = min(WEIGHT_FACTOR_MAX, max(WEIGHT_FACTOR_MIN, round(raw, _WEIGHT_DECIMALS)))
-    return weights
+    """Share identifier (or quota share name) -> team, sorted; the config refuses two owners of one."""
+    return {share: config.share_keys[share].team for share in sorted(config.share_keys)}
 
 
 def _names(config: SharesConfig) -> dict[str, str]:
@@ -316,17 +287,19 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         policy: dict[str, Any] = {"QuotaSharePolicy": {"IdleResourceAssignmentStrategy": "FIFO"}}
         why = "Quota shares: each team's entitlement is its limit; idle capacity is lent in FIFO order."
     else:
-        weights = entitlement_weights(config)
         policy = {
             "FairsharePolicy": {
                 "ShareDecaySeconds": config.fairshare.share_decay_seconds,
                 "ComputeReservation": config.fairshare.compute_reservation,
                 "ShareDistribution": [
-                    {"ShareIdentifier": share, "WeightFactor": weights[share]} for share in shares
+                    {"ShareIdentifier": share, "WeightFactor": config.share_weight_factor(share)}
+                    for share in shares
                 ],
             }
         }
         why = "Fair share: weightFactor = max entitlement / entitlement (lower gets more), rebalanced later."
+        if config.tiered_shares:
+            why = "Fair share per team and tier: weightFactor = top entitlement / entitlement x multiplier."
     entries.append(
         _Entry(
             "GpuSchedulingPolicy",

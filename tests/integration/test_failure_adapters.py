@@ -11,11 +11,12 @@ from moto import mock_aws
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.requeue_timer import QueueRequeueTimer
 from shareplane.adapters.sns_alerts import SnsAlerts
-from shareplane.domain.alerts import AlertKind, simple_alert
+from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
 from shareplane.domain.failure_rules import Severity
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table
+from tests.submit_fakes import shares_config
 
 REGION = "us-east-1"
 
@@ -58,28 +59,30 @@ def received(sqs: Any, url: str) -> list[dict[str, Any]]:
 
 
 def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
-    # GIVEN the alerts topic, one team subscribed with a filter on share, and an unfiltered audit queue
+    # GIVEN the alerts topic, one team subscribed with a filter on team, and an unfiltered audit queue
     sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
     topic = sns.create_topic(Name="alerts")["TopicArn"]
-    team = subscribe(
-        sns, sqs, topic, "prodexp1", {"share": ["ProdExp1"], "severity": ["warning", "critical"]}
-    )
+    team = subscribe(sns, sqs, topic, "prodexp1", {"team": ["ProdExp1"], "severity": ["warning", "critical"]})
     audit = subscribe(sns, sqs, topic, "audit", None)
     publisher = SnsAlerts(sns, topic)
-    # WHEN one alert per share goes out
-    for share in ("ProdExp1", "ProdExp2"):
-        alert = alert_for(share, job=f"arn:aws:batch:us-east-1:123456789012:service-job/{share}")
+    # WHEN one alert per share identifier goes out (team x tier: ProdExp1 has two of them here)
+    config = shares_config()
+    for share in ("ProdExp1HIGHPRI", "ProdExp1LOWPRI", "ProdExp2HIGHPRI"):
+        alert = owned_by(alert_for(share, job=f"arn:aws:batch:us-east-1:123456789012:service-job/{share}"), config)
         publisher.publish(alert.subject, dict(alert.body), alert.attributes)
-    # THEN the team sees its own, with every attribute as a String; the audit queue sees both
-    (mine,) = received(sqs, team)
-    assert json.loads(mine["Body"])["share"] == "ProdExp1"
-    assert {k: (v["DataType"], v["StringValue"]) for k, v in mine["MessageAttributes"].items()} == {
+    # THEN the team sees both of its identifiers' alerts, with every attribute as a String
+    mine = sorted(received(sqs, team), key=lambda m: json.loads(m["Body"])["share"])
+    assert [json.loads(m["Body"])["share"] for m in mine] == ["ProdExp1HIGHPRI", "ProdExp1LOWPRI"]
+    assert {k: (v["DataType"], v["StringValue"]) for k, v in mine[0]["MessageAttributes"].items()} == {
         "severity": ("String", "warning"),
-        "share": ("String", "ProdExp1"),
+        "team": ("String", "ProdExp1"),
+        "tier": ("String", "HIGHPRI"),
+        "share": ("String", "ProdExp1HIGHPRI"),
         "kind": ("String", "failure"),
         "queue": ("String", "search-p4d-queue"),
     }
-    assert sorted(json.loads(m["Body"])["share"] for m in received(sqs, audit)) == ["ProdExp1", "ProdExp2"]
+    # ... and the audit queue sees all three
+    assert len(received(sqs, audit)) == 3
 
 
 @pytest.fixture

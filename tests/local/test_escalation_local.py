@@ -167,7 +167,11 @@ def test_a_job_waiting_twice_its_slo_alerts_once_naming_where_escalation_stops(r
     assert len(waits) == len(by_job) == len(WAITING)
     for tier, job in WAITING.items():
         alert = by_job[run.described[job.name]["jobArn"]]
-        assert (alert["share"], alert["severity"]) == ("ProdExp2", "warning")
+        # the team x tier layout: the job's identifier, its team and tier beside it
+        share = run.config.share_for("ProdExp2", tier)
+        assert (alert["share"], alert["team"], alert["tier"], alert["severity"]) == (
+            share, "ProdExp2", tier.value, "warning"
+        )
         assert f"escalation stops at {ceiling(run.config, tier)}" in alert["body"]["reason"]
 
 

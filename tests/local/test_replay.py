@@ -36,6 +36,9 @@ def test_replaying_every_scenario_records_every_job(tmp_path: Path) -> None:
     assert by_name["asr-conformer-large"]["attempts"] == 2
     oom = by_name["llm13b-sft-bs64"]
     assert oom["status"] == "FAILED" and "CUDA out of memory" in oom["failureReason"]
+    # Each record names the team of its share (by the stack's config) beside the share identifier
+    owners = {(r["shareIdentifier"], r["team"]) for r in records if r["shareIdentifier"]}
+    assert owners and owners <= {("ProdExp1", "ProdExp1"), ("ProdExp2", "ProdExp2")}
     for record in records:
         assert set(record) >= {
             "jobId",

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from shareplane.domain.alerts import FAILURE_METRIC_DIMENSIONS
 from shareplane.domain.lifecycle import METRIC_DIMENSIONS
+from shareplane.domain.share_metrics import REBALANCE_METRIC_DIMENSIONS
 
 from tests.unit.service.failure_fakes import shares_config
 from tests.unit.test_template import raw_template, ref_target, resources
 
 #: Every metric the code emits in the shareplane namespace, with its dimensions.
-EMITTED = {**METRIC_DIMENSIONS, **FAILURE_METRIC_DIMENSIONS}
+EMITTED = {**METRIC_DIMENSIONS, **FAILURE_METRIC_DIMENSIONS, **REBALANCE_METRIC_DIMENSIONS}
 _SEARCH = re.compile(r"SEARCH\('\{shareplane,([^}]*)\}\s+MetricName=\"(\w+)\"")
 
 

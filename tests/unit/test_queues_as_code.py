@@ -137,10 +137,34 @@ def test_without_a_queue_name_the_gpu_queue_takes_the_cluster_default() -> None:
 # Fair share: weights from entitlements.
 # ---------------------------------------------------------------------------------------------------
 def test_prodexp1_entitled_to_60_gets_a_lower_weight_than_prodexp2_at_40_in_the_ratio_40_to_60() -> None:
-    w = weights(rendered(load_config(CONFIG)))
+    w = weights(rendered(config_with(share_layout="team")))
     assert w["ProdExp1"] < w["ProdExp2"]
     assert w["ProdExp1"] / w["ProdExp2"] == pytest.approx(40 / 60)
     assert w == {"ProdExp1": 1.0, "ProdExp2": 1.5}
+
+
+def test_the_team_tier_layout_renders_one_exact_entry_per_team_and_tier_weighted_by_the_multiplier() -> None:
+    # GIVEN the repository's config: team_tier, HIGHPRI x0.05, MIDPRI x0.5, LOWPRI x1.0
+    config = load_config(CONFIG)
+    w = weights(rendered(config))
+    # THEN every identifier has its own entry (no * prefix), weight = team weight x tier multiplier
+    assert w == {
+        "ProdExp1HIGHPRI": 0.05,
+        "ProdExp1MIDPRI": 0.5,
+        "ProdExp1LOWPRI": 1.0,
+        "ProdExp2HIGHPRI": 0.075,
+        "ProdExp2MIDPRI": 0.75,
+        "ProdExp2LOWPRI": 1.5,
+    }
+    assert w == {share: config.share_weight_factor(share) for share in config.share_keys}
+    # AND inside a tier the teams still split 60:40
+    assert w["ProdExp1HIGHPRI"] / w["ProdExp2HIGHPRI"] == pytest.approx(40 / 60)
+
+
+def test_quota_mode_keeps_one_quota_share_per_team_whatever_the_layout() -> None:
+    template = rendered(quota_config())
+    names = {s["Properties"]["QuotaShareName"] for s in of_type(template, "AWS::Batch::QuotaShare").values()}
+    assert names == {"ProdExp1", "ProdExp2"}
 
 
 def test_fair_share_policy_takes_decay_and_reservation_from_the_config() -> None:
@@ -154,10 +178,12 @@ def test_fair_share_policy_takes_decay_and_reservation_from_the_config() -> None
 def test_a_team_entitled_to_nothing_gets_the_largest_weight_the_api_allows() -> None:
     data = raw_config()
     data["teams"]["ProdExp2"]["entitlement"] = {P4D: 0}
+    data["share_layout"] = "team"
     assert weights(rendered(SharesConfig.model_validate(data))) == {"ProdExp1": 1.0, "ProdExp2": 999.9999}
 
 
 def test_two_teams_on_one_share_are_refused_naming_the_team() -> None:
+    # (the config refuses it now, so no rendering ever sees one share counted twice)
     data = raw_config()
     data["teams"]["ProdExp2"]["share"] = "ProdExp1"
     with pytest.raises(ConfigError) as err:
@@ -194,17 +220,17 @@ def test_quota_mode_uses_a_fifo_quota_share_policy_and_per_instance_type_environ
 @pytest.mark.parametrize(
     ("team_quota", "sharing", "preemption"),
     [
-        ({}, {"Strategy": "LEND_AND_BORROW", "BorrowLimit": -1}, "DISABLED"),
+        ({}, {"Strategy": "LEND_AND_BORROW", "BorrowLimit": -1}, "ENABLED"),
         (
-            {"borrow_limit": 50, "in_share_preemption": True},
+            {"borrow_limit": 50, "in_share_preemption": False},
             {"Strategy": "LEND_AND_BORROW", "BorrowLimit": 50},
-            "ENABLED",
+            "DISABLED",
         ),
-        ({"strategy": "LEND"}, {"Strategy": "LEND"}, "DISABLED"),
-        ({"strategy": "RESERVE"}, {"Strategy": "RESERVE"}, "DISABLED"),
+        ({"strategy": "LEND"}, {"Strategy": "LEND"}, "ENABLED"),
+        ({"strategy": "RESERVE"}, {"Strategy": "RESERVE"}, "ENABLED"),
     ],
     ids=[
-        "by default a share lends and borrows without limit and never preempts inside itself",
+        "by default a share lends and borrows without limit and a higher tier preempts inside it",
         "a borrow limit and in-share preemption are taken from the config",
         "a lending share has no borrow limit",
         "a reserving share has no borrow limit",
@@ -344,9 +370,10 @@ def test_wait_limits_outside_what_batch_accepts_are_refused(seconds: int) -> Non
 # ---------------------------------------------------------------------------------------------------
 # Several GPU families.
 # ---------------------------------------------------------------------------------------------------
-def _two_families(mode: str) -> SharesConfig:
+def _two_families(mode: str, share_layout: str = "team_tier") -> SharesConfig:
     data = raw_config()
     data["mode"] = mode
+    data["share_layout"] = share_layout
     data["instance_types"] = {
         "ml.p5.48xlarge": {"capacity": 8},
         P4D: {"capacity": 100},
@@ -357,7 +384,7 @@ def _two_families(mode: str) -> SharesConfig:
 
 
 def test_fair_share_mode_makes_one_num_instances_environment_per_family_in_the_queue() -> None:
-    template = rendered(_two_families("fairshare"))
+    template = rendered(_two_families("fairshare", share_layout="team"))
     envs = of_type(template, "AWS::Batch::ServiceEnvironment")
     assert {k: e["Properties"]["CapacityLimits"] for k, e in envs.items() if k.startswith("Gpu")} == {
         "GpuServiceEnvironmentP4d": [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 100}],
@@ -511,19 +538,22 @@ def test_render_does_not_depend_on_the_order_of_teams_or_instance_types(
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=configs())
-def test_weights_are_inverse_to_entitlements(data: dict[str, Any]) -> None:
-    data["mode"] = "fairshare"
+@given(data=configs(), layout=st.sampled_from(["team", "team_tier"]))
+def test_weights_are_inverse_to_entitlements(data: dict[str, Any], layout: str) -> None:
+    data.update(mode="fairshare", share_layout=layout)
     config = SharesConfig.model_validate(data)
-    w = render.entitlement_weights(config)
-    totals = {t.share: sum(t.entitlement.values()) for t in config.teams.values()}
+    w = weights(rendered(config))
+    assert set(w) == set(config.share_keys)
+    totals = {name: sum(t.entitlement.values()) for name, t in config.teams.items()}
     top = max(totals.values())
-    for share, total in totals.items():
-        # weight x entitlement is the top entitlement, up to the 4-decimal rounding of the weight
-        assert w[share] * total == pytest.approx(top, abs=0.00005 * total + 1e-9)
-    for a in totals:
-        for b in totals:
-            if totals[a] > totals[b]:
+    for share, key in config.share_keys.items():
+        multiplier = config.tiers[key.tier].weight_multiplier if key.tier else 1.0
+        total = totals[key.team]
+        # weight x entitlement is the top entitlement x the tier multiplier, up to the 4-decimal rounding
+        assert w[share] * total == pytest.approx(top * multiplier, abs=0.00005 * total + 1e-9)
+    for a, ka in config.share_keys.items():
+        for b, kb in config.share_keys.items():
+            if ka.tier == kb.tier and totals[ka.team] > totals[kb.team]:
                 assert w[a] <= w[b]
 
 
@@ -567,6 +597,7 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     stale = run_render(template, config, "--check")
     assert stale.exit_code == 1
     changed = {line.replace(" ", "") for line in stale.stdout.splitlines()}
+    # (ProdExp2's LOWPRI identifier: team weight 1.5 -> 2.0, times LOWPRI's multiplier 1.0)
     assert {"-WeightFactor:1.5", "+WeightFactor:2.0"} <= changed, stale.stdout
     assert template.read_text() == before, "--check must not write"
 
@@ -576,7 +607,8 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     # THEN the SharesConfig default follows the config too
     default = json.loads(json.dumps(cfn_yaml.load(str(template))))["Parameters"]["SharesConfig"]["Default"]
     assert default == render.shares_config_json(yaml.safe_load(config.read_text()))
-    assert weights(parse(render.read_blocks(template.read_text()))) == {"ProdExp1": 1.0, "ProdExp2": 2.0}
+    rendered_weights = weights(parse(render.read_blocks(template.read_text())))
+    assert (rendered_weights["ProdExp1LOWPRI"], rendered_weights["ProdExp2LOWPRI"]) == (1.0, 2.0)
 
 
 def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Path, Path]) -> None:

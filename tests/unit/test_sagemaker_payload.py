@@ -71,7 +71,8 @@ def sdk_request(monkeypatch: pytest.MonkeyPatch, image: str, role: str) -> dict[
             [InputData(channel_name="train", data_source="s3://search-ml-datasets/prodexp1/train/")],
             "ranker-ft-01",
             priority=90,
-            share_identifier="ProdExp1",
+            # The team x tier layout: an SDK user submits to the team's identifier of the tier.
+            share_identifier="ProdExp1HIGHPRI",
         )
     return captured
 

@@ -37,6 +37,8 @@ def alert_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "sentAt": item.get("sentAt"),
             "kind": item.get("kind"),
             "severity": item.get("severity"),
+            "team": item.get("team"),
+            "tier": item.get("tier"),
             "share": item.get("share"),
             "queue": item.get("queue"),
             "job": item.get("job"),
@@ -66,12 +68,13 @@ def alerts_command(
     def as_table() -> None:
         print_table(
             f"{len(rows)} alerts in the last {since}",
-            ["sent", "severity", "kind", "share", "subject"],
+            ["sent", "severity", "kind", "team", "share", "subject"],
             [
                 (
                     epoch_ms(int(r["sentAt"] * 1000)) if r["sentAt"] else None,
                     r["severity"],
                     r["kind"],
+                    r["team"],
                     r["share"],
                     r["subject"],
                 )

@@ -42,7 +42,7 @@ def demo_command(
     config = load_config(config_path)
     jobs = blog_workload()
     capacity = config.instance_types[INSTANCE_TYPE].capacity
-    entitlements = {team.share: team.entitlement[INSTANCE_TYPE] for team in config.teams.values()}
+    entitlements = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
     console = stderr_console()
     show = output is Output.TABLE and sys.stderr.isatty()
     with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
@@ -71,7 +71,7 @@ def demo_command(
             )
             for tier, w in summary["wait_seconds"].items()
         ],
-        *[(f"GPU-hours {share}", hours, "") for share, hours in summary["gpu_hours"].items()],
+        *[(f"GPU-hours {team}", hours, "") for team, hours in summary["gpu_hours"].items()],
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
         *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.errors import ConfigError
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.service.queries import job_records
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..config_file import load_config
 from ..main import app
-from ..output import Output, emit, epoch_ms, print_table
+from ..output import Output, emit, epoch_ms, print_error, print_table
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
@@ -25,6 +28,8 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
             (
                 r["jobName"],
                 r["status"],
+                r.get("team"),
+                r.get("tier"),
                 r["shareIdentifier"] or r["quotaShareName"],
                 r["schedulingPriority"],
                 r["attempts"],
@@ -40,6 +45,8 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
         columns = [
             "job",
             "status",
+            "team",
+            "tier",
             "share",
             "prio",
             "att",
@@ -61,6 +68,13 @@ def jobs_command(
     share: Annotated[
         str | None, typer.Option(help="Only jobs of this share identifier or quota share.")
     ] = None,
+    team: Annotated[
+        str | None, typer.Option(help="Only this team's jobs (all its share identifiers).")
+    ] = None,
+    tier: Annotated[Tier | None, typer.Option(help="Only jobs of this tier.")] = None,
+    config_path: Annotated[
+        Path, typer.Option("--config", help="The shares config: maps share identifiers to teams and tiers.")
+    ] = Path("config/shares.yaml"),
     output: OutputOption = Output.TABLE,
     profile: Profile = None,
     region: Region = None,
@@ -68,10 +82,29 @@ def jobs_command(
     stack_name: StackName = DEFAULT_STACK,
     table: TableName = None,
 ) -> None:
-    """List jobs with their state, counters and history."""
+    """List jobs with their team, tier, state, counters and history."""
+    config = _config_for(config_path, needed=bool(team or tier))
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    records = job_records(target.job_store(table), status.value if status else None, share)
+    records = job_records(
+        target.job_store(table),
+        status.value if status else None,
+        share,
+        config=config,
+        team=team,
+        tier=tier.value if tier else None,
+    )
     print_jobs(records, output)
+
+
+def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:
+    """The shares config if there is one; without it jobs show no team or tier (unless asked to filter)."""
+    if not needed and not path.exists():
+        return None
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print_error(exc)
+        raise typer.Exit(2) from exc
 
 
 @app.command("export")

@@ -89,7 +89,7 @@ def replay_command(
         else:
             wait_until_drained(stack)
         store = _store(stack)
-        print_jobs(job_records(store), output)
+        print_jobs(job_records(store, config=_stack_config(stack)), output)
     finally:
         stack.stop()
 
@@ -126,6 +126,17 @@ def up_command(
         err.print("stopping")
     finally:
         stack.stop()
+
+
+def _stack_config(stack: LocalStack) -> Any:
+    """The shares config the stack's functions run with (their SHAREPLANE_CONFIG), for teams and tiers."""
+    from shareplane.domain.config import SharesConfig
+
+    for function in stack.functions:
+        raw = stack.function_environment(function).get("SHAREPLANE_CONFIG")
+        if raw:
+            return SharesConfig.model_validate_json(raw)
+    return None
 
 
 def _store(stack: LocalStack) -> Any:

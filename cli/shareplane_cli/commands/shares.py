@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.adapters.share_store import DynamoShareStore
+from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import ShareplaneError
-from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings
+from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..config_file import load_config
 from ..main import app
 from ..output import Output, emit, print_error, print_json, print_table
 
@@ -29,11 +32,18 @@ def _setting_text(setting: Any) -> str:
     return "-" if setting is None else f"{float(setting):g}"
 
 
-def current_shares(batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] | None) -> dict[str, Any]:
-    """Every share's setting in Batch now, beside the rebalancer's latest target and actual."""
+def current_shares(
+    batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] | None, config: SharesConfig | None = None
+) -> dict[str, Any]:
+    """Every team's setting in Batch now, beside the rebalancer's latest target and actual.
+
+    The rebalancer plans per team, so a row is a team's share; in the team_tier layout its weight is
+    the team's (each identifier holds it times the tier multiplier, listed under ``identifiers``).
+    """
     policy_arn = batch.scheduling_policy_of(queue)
     policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else {}
     latest = (state or {}).get("latest") or {}
+    identifiers: dict[str, float] = {}
     targets, actual, waiting = latest.get("targets", {}), latest.get("actual", {}), latest.get("waiting", {})
     if "quotaSharePolicy" in policy:
         mode = "quota"
@@ -42,11 +52,16 @@ def current_shares(batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] 
         }
     else:
         mode = "fairshare"
-        settings = {w.share_identifier: w.weight_factor for w in current_weights(policy)}
+        weights = current_weights(policy)
+        settings = {w.share_identifier: w.weight_factor for w in weights}
+        if config is not None and config.tiered_shares:
+            identifiers = settings
+            settings = {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}
     names = sorted(set(settings) | set(targets))
     shares = [
         {
             "share": name,
+            "team": config.team_for_share(name) if config else None,
             "setting": settings.get(name),
             "target": targets.get(name),
             "actual": actual.get(name),
@@ -55,6 +70,12 @@ def current_shares(batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] 
         }
         for name in names
     ]
+    if identifiers:
+        for row in shares:
+            team = row["team"]
+            row["identifiers"] = {
+                i: w for i, w in sorted(identifiers.items()) if config and config.team_for_share(i) == team
+            }
     return {
         "queue": queue,
         "mode": mode,
@@ -74,7 +95,7 @@ def _print_current(view: dict[str, Any], output: Output) -> None:
         label = "weightFactor" if view["mode"] == "fairshare" else "quota"
         rows = [
             (
-                s["share"],
+                s.get("team") or s["share"],
                 _setting_text(s["setting"]),
                 s["target"],
                 s["actual"],
@@ -85,7 +106,7 @@ def _print_current(view: dict[str, Any], output: Output) -> None:
         ]
         last = view["lastRun"]
         title = f"{view['queue']} ({view['mode']}); last run {_when(last.get('at'))}: {last.get('reason')}"
-        print_table(title, ["share", label, "target", "actual", "waiting", "why"], rows)
+        print_table(title, ["team", label, "target", "actual", "waiting", "why"], rows)
 
     emit(view, output, table)
 
@@ -130,6 +151,9 @@ def shares_command(
     stack_name: StackName = DEFAULT_STACK,
     table: TableName = None,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the stack's output).")] = None,
+    config_path: Annotated[
+        Path, typer.Option("--config", help="The shares config: which share identifiers make up each team.")
+    ] = Path("config/shares.yaml"),
 ) -> None:
     """Show each share's weight or quota limits with target against actual; audit history; rollback."""
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
@@ -138,10 +162,13 @@ def shares_command(
     job_queue = queue or outputs["GpuJobQueueName"]
     batch = BatchPolicyAdapter(target.client("batch"))
     try:
+        config = load_config(config_path) if config_path.exists() else None
         if rollback_id:
             # A rollback is asked for by hand and has no schedule tick to date it: the one rebalancer
             # path the wall clock decides (its audit and the cooldown it starts are stamped now).
-            outcome = rollback(rollback_id, time.time(), RebalanceSettings(job_queue=job_queue), batch, store)
+            outcome = rollback(
+                rollback_id, time.time(), RebalanceSettings(job_queue=job_queue), batch, store, config
+            )
             result = {"action": outcome.action, "reason": outcome.reason, "planId": outcome.plan_id}
             if outcome.plan is not None:
                 result["changes"] = outcome.plan.to_audit()["changes"]
@@ -155,7 +182,7 @@ def shares_command(
         if history:
             _print_history(store.audits(), output)
             return
-        _print_current(current_shares(batch, job_queue, store.load_state()), output)
+        _print_current(current_shares(batch, job_queue, store.load_state(), config), output)
     except ShareplaneError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc

@@ -129,13 +129,18 @@ def cancel_command(
 def find_team_jobs(
     batch: BatchServiceJobs, client: Any, config: SharesConfig, teams: list[str]
 ) -> list[dict[str, Any]]:
-    """A team's queued and running jobs: by share on the GPU queue, by team tag on the CPU FIFO queue."""
+    """A team's queued and running jobs: by share identifier on the GPU queue, by team tag on CPU."""
     found: list[dict[str, Any]] = []
     quota = config.mode is SchedulingMode.QUOTA
     for team in teams:
-        share = config.teams[team].share
-        for job in batch.active_jobs(config.gpu_queue_name(), share, quota=quota):
-            found.append({"team": team, "queue": config.gpu_queue_name(), **_summary(job)})
+        # Every identifier of the team (one per tier in the team_tier layout), and its plain share:
+        # jobs queued before the stack moved to team_tier keep that identifier.
+        shares = sorted(
+            {s for s, key in config.share_keys.items() if key.team == team} | {config.teams[team].share}
+        )
+        for share in shares:
+            for job in batch.active_jobs(config.gpu_queue_name(), share, quota=quota):
+                found.append({"team": team, "queue": config.gpu_queue_name(), **_summary(job)})
     if config.queues.cpu_fifo:
         # A FIFO queue has no shares: ListServiceJobs cannot filter by team, the job's tags can.
         for status in ACTIVE_STATUSES:

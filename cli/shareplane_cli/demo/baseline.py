@@ -43,10 +43,16 @@ def run_static_partitions(jobs: list[DemoJob], config: SharesConfig) -> UsageTra
             serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": env}],
             schedulingPolicyArn=policy["arn"],
         )["jobQueueName"]
-    tracker = UsageTracker(lambda: model.engine.now, {j.name: j.instances for j in jobs})
+    tracker = UsageTracker(
+        lambda: model.engine.now,
+        {j.name: j.instances for j in jobs},
+        lambda share: config.team_for_share(share) or share,
+    )
     model.subscribe(tracker)
     for job in jobs:
-        request = {**submit_request(job, config), "jobQueue": queues[job.team]}
+        # The team's one share, whatever the layout: the baseline is the world before soft quotas.
+        share = config.teams[job.team].share
+        request = {**submit_request(job, config), "jobQueue": queues[job.team], "shareIdentifier": share}
         model.engine.schedule_at(job.submit_minute * 60, lambda _, r=request: api.submit_service_job(**r))
     model.run()
     return tracker

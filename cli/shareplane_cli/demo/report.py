@@ -121,7 +121,7 @@ def write_report(
     capacity: int,
 ) -> Path:
     """Write index.html (charts + the summary JSON) into ``directory``; returns its path."""
-    shares = sorted({j.share for j in live.jobs.values()})
+    shares = sorted({j.team for j in live.jobs.values()})
     end = max(summary["makespan_hours"], summary["static_partition_makespan_hours"]) * 3600
     waits = {
         tier: {
@@ -137,11 +137,10 @@ def write_report(
     for r in sorted(records, key=lambda r: r["createdAt"]):
         starts = [h["at"] for h in r["history"] if h["status"] in ("STARTING", "RUNNING")]
         if starts and r["stoppedAt"]:
-            share = r["shareIdentifier"] or r["quotaShareName"]
             rows.append(
                 (
                     r["jobName"],
-                    share,
+                    r["team"] or r["shareIdentifier"] or r["quotaShareName"],
                     (starts[0] - origin) / 1000,
                     (r["stoppedAt"] - origin) / 1000,
                     r["status"] == "FAILED",
@@ -154,9 +153,9 @@ def write_report(
             f"<b>{summary['static_partition_utilization']:.0%}</b> with hard partitions, same workload.</p>",
             '<div style="display:flex;flex-wrap:wrap;gap:16px">',
             stacked_usage(
-                f"Soft quotas ({summary['mode']}): instances in use by share", live, shares, capacity, end
+                f"Soft quotas ({summary['mode']}): instances in use by team", live, shares, capacity, end
             ),
-            stacked_usage("Hard partitions: instances in use by share", static, shares, capacity, end),
+            stacked_usage("Hard partitions: instances in use by team", static, shares, capacity, end),
             "</div>",
             grouped_bars("Queue wait by priority tier (bar labels in minutes)", waits, "s"),
             timeline("Job timeline (first start to stop; red outline: failed)", rows, shares, end),

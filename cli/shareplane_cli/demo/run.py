@@ -82,7 +82,11 @@ def _play(
 ) -> LiveRun:
     emulator = stack.emulator
     start = emulator.virtual_now()
-    tracker = UsageTracker(lambda: emulator.engine.now - start, {j.name: j.instances for j in jobs})
+    tracker = UsageTracker(
+        lambda: emulator.engine.now - start,
+        {j.name: j.instances for j in jobs},
+        lambda share: config.team_for_share(share) or share,
+    )
     emulator.model.subscribe(tracker)
     env = stack.environment()
     batch = boto3.client(
@@ -114,4 +118,4 @@ def _play(
             time.sleep(0.02)
     end = max(t for t, _ in tracker.timeline)
     store = DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"])
-    return LiveRun(tracker, job_records(store), submitted_at, end, len(runner.invocations))
+    return LiveRun(tracker, job_records(store, config=config), submitted_at, end, len(runner.invocations))

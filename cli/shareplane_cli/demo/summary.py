@@ -14,6 +14,7 @@ from .usage import UsageTracker, instance_seconds, utilization
 from .workload import INSTANCE_TYPE, DemoJob
 
 STARTED = ("STARTING", "RUNNING")
+DISPATCHED = ("SCHEDULED", "STARTING", "RUNNING")
 
 
 def first_start_ms(record: dict[str, Any]) -> int | None:
@@ -34,19 +35,26 @@ def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[s
 
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
     """The story's claims, each checked on what actually happened."""
-    entitled = {team.share: team.entitlement[INSTANCE_TYPE] for team in config.teams.values()}
-    peak = {share: max((u.get(share, 0) for _, u in run.tracker.timeline), default=0) for share in entitled}
+    entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
+    peak = {team: max((u.get(team, 0) for _, u in run.tracker.timeline), default=0) for team in entitled}
     starts = {r["jobName"]: first_start_ms(r) for r in run.records}
+    dispatched = {
+        r["jobName"]: next((h["at"] for h in r["history"] if h["status"] in DISPATCHED), None)
+        for r in run.records
+    }
     high = [j.name for j in jobs if j.tier is Tier.HIGHPRI]
     earlier = [
         j.name for j in jobs if j.team == "ProdExp1" and j.tier is not Tier.HIGHPRI and j.submit_minute > 0
     ]
     high_start = min(starts[n] or 0 for n in high)
+    high_created = min(r["createdAt"] for r in run.records if r["jobName"] in high)
+    # Work dispatched before the HIGHPRI job arrived was not queued behind it: in quota mode a MIDPRI
+    # job preempts its team's LOWPRI work at once (in-share preemption) and may start just after.
     return {
         "prodexp1_borrowed_beyond_entitlement": peak["ProdExp1"] > entitled["ProdExp1"],
         "prodexp2_reached_its_entitlement": peak["ProdExp2"] >= entitled["ProdExp2"],
         "highpri_started_before_earlier_queued_work": all(
-            starts[n] is None or starts[n] > high_start
+            starts[n] is None or (dispatched[n] or 0) < high_created or starts[n] > high_start
             for n in earlier  # type: ignore[operator]
         ),
     }
@@ -68,7 +76,7 @@ def summarize(
         "static_partition_makespan_hours": round(static_end / 3600, 2),
         "wait_seconds": waits_by_tier(run.records, config),
         "static_partition_wait_seconds": static_waits(static, jobs),
-        "gpu_hours": {share: round(s * gpus / 3600, 1) for share, s in sorted(used.items())},
+        "gpu_hours": {team: round(s * gpus / 3600, 1) for team, s in sorted(used.items())},
         "jobs": dict(sorted(Counter(r["status"] for r in run.records).items())),
         "preemptions": sum(r["preemptions"] for r in run.records),
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),

@@ -1,4 +1,4 @@
-"""Instances in use per share over virtual time, read off the emulator's own event stream.
+"""Instances in use per team over virtual time, read off the emulator's own event stream.
 
 The same tracker watches the live run (the emulator's model) and the static-partition baseline
 (a pure gpusim run), so both are measured the same way.
@@ -21,7 +21,7 @@ class JobView:
     """What the tracker knows of one job."""
 
     name: str
-    share: str
+    team: str
     instances: int
     status: str = "SUBMITTED"
     first_start: float | None = None
@@ -29,10 +29,13 @@ class JobView:
 
 @dataclass
 class UsageTracker:
-    """Listens to Batch service-job state changes; keeps a step function of instances per share."""
+    """Listens to Batch service-job state changes; keeps a step function of instances per team."""
 
     now: Callable[[], float]
     instances_by_name: dict[str, int]
+    #: Share identifier -> team (the config's mapping: a team has one identifier per tier in the
+    #: team_tier layout); identity when not given.
+    team_of: Callable[[str], str] = lambda share: share
     jobs: dict[str, JobView] = field(default_factory=dict)
     timeline: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     recent: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=8))
@@ -55,7 +58,7 @@ class UsageTracker:
             if job is None:
                 name = detail.get("jobName", arn)
                 share = detail.get("shareIdentifier") or detail.get("quotaShareName") or "none"
-                job = self.jobs[arn] = JobView(name, share, self.instances_by_name.get(name, 1))
+                job = self.jobs[arn] = JobView(name, self.team_of(share), self.instances_by_name.get(name, 1))
             job.status = detail["status"]
             if job.status in ("STARTING", "RUNNING") and job.first_start is None:
                 job.first_start = now
@@ -66,7 +69,7 @@ class UsageTracker:
         in_use: dict[str, int] = {}
         for job in self.jobs.values():
             if job.status in HOLDING:
-                in_use[job.share] = in_use.get(job.share, 0) + job.instances
+                in_use[job.team] = in_use.get(job.team, 0) + job.instances
         if self.timeline and self.timeline[-1][0] == now:
             self.timeline[-1] = (now, in_use)
         elif not self.timeline or self.timeline[-1][1] != in_use:
@@ -88,13 +91,13 @@ class UsageTracker:
 def instance_seconds(
     timeline: list[tuple[float, dict[str, int]]], start: float, end: float
 ) -> dict[str, float]:
-    """Integral of instances in use per share over [start, end] of a step-function timeline."""
+    """Integral of instances in use per team over [start, end] of a step-function timeline."""
     totals: dict[str, float] = {}
     for (t, in_use), (t_next, _) in zip(timeline, [*timeline[1:], (end, {})], strict=True):
         lo, hi = max(t, start), min(t_next, end)
         if hi > lo:
-            for share, count in in_use.items():
-                totals[share] = totals.get(share, 0.0) + count * (hi - lo)
+            for team, count in in_use.items():
+                totals[team] = totals.get(team, 0.0) + count * (hi - lo)
     return totals
 
 

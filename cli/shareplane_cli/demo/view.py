@@ -1,4 +1,4 @@
-"""The live terminal view: per-share instances against entitlement, utilization, latest transitions."""
+"""The live terminal view: per-team instances against entitlement, utilization, latest transitions."""
 
 from __future__ import annotations
 
@@ -31,15 +31,15 @@ class LiveView:
             return
         self._shown = time.monotonic()
         jobs, timeline, recent = tracker.snapshot()
-        table = Table(title="instances by share", expand=False)
-        for column in ("share", "running", "queued", "entitled"):
-            table.add_column(column, justify="right" if column != "share" else "left")
-        for share, entitled in self.entitlements.items():
-            running = sum(j.instances for j in jobs if j.share == share and j.status in HOLDING)
+        table = Table(title="instances by team", expand=False)
+        for column in ("team", "running", "queued", "entitled"):
+            table.add_column(column, justify="right" if column != "team" else "left")
+        for team, entitled in self.entitlements.items():
+            running = sum(j.instances for j in jobs if j.team == team and j.status in HOLDING)
             queued = sum(
-                j.instances for j in jobs if j.share == share and j.status in ("SUBMITTED", "RUNNABLE")
+                j.instances for j in jobs if j.team == team and j.status in ("SUBMITTED", "RUNNABLE")
             )
-            table.add_row(share, str(running), str(queued), str(entitled))
+            table.add_row(team, str(running), str(queued), str(entitled))
         in_use = sum(timeline[-1][1].values()) if timeline else 0
         transitions = Table(title="latest transitions", show_header=False)
         for at, name, status in recent[-6:]:

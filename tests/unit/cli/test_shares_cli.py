@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from moto import mock_aws
 from shareplane.service.rebalance_shares import RebalanceSettings
 from shareplane_cli.main import app
@@ -25,11 +26,18 @@ from tests.rebalance_fakes import shares_config
 
 TABLE = "shareplane-jobs"
 runner = CliRunner()
+#: The cluster's own config (one share per team), written for the CLI's --config.
+CONFIG_FILE: list[str] = []
 
 
 @pytest.fixture
-def applied(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, str, str]]:
+def applied(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> Iterator[tuple[Cluster, str, str]]:
     """A queue whose rebalancer applied one plan: ProdExp2's weight 1.0 -> 1.25."""
+    path = tmp_path / "shares.yaml"
+    path.write_text(yaml.safe_dump(shares_config().model_dump(mode="json", exclude_none=True)))
+    CONFIG_FILE[:] = [str(path)]
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         create_jobs_table(dynamodb, TABLE)
@@ -46,7 +54,7 @@ def applied(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 def shares(*args: str) -> Any:
     """Run `shareplane shares ARGS` against the test table and queue."""
-    return runner.invoke(app, ["shares", "--table", TABLE, "--queue", QUEUE, *args])
+    return runner.invoke(app, ["shares", "--table", TABLE, "--queue", QUEUE, "--config", *CONFIG_FILE, *args])
 
 
 def test_shares_show_each_weight_with_target_and_actual(applied: tuple[Cluster, str, str]) -> None:

@@ -155,15 +155,19 @@ def summary(job_id: str, status: str) -> dict[str, Any]:
 def test_cleanup_finds_a_teams_jobs_by_share_and_by_tag(stubbed_batch: Stubber, dry_run: bool) -> None:
     # GIVEN ProdExp1 has 60 RUNNABLE jobs on the GPU queue and one RUNNING CPU job (ProdExp2 has one too)
     gpu = [summary(f"g{i}", "RUNNABLE") for i in range(60)]
-    for status in ACTIVE_STATUSES:
-        params = {
-            "jobQueue": "search-p4d-queue",
-            "jobStatus": status,
-            "filters": [{"name": "SHARE_IDENTIFIER", "values": ["ProdExp1"]}],
-        }
-        stubbed_batch.add_response(
-            "list_service_jobs", {"jobSummaryList": gpu if status == "RUNNABLE" else []}, params
-        )
+    # (team x tier layout: every identifier of the team is listed, and its plain share, which jobs
+    # queued before the layout changed still carry; here 40 are LOWPRI and 20 from before)
+    by_share = {"ProdExp1": gpu[40:], "ProdExp1HIGHPRI": [], "ProdExp1LOWPRI": gpu[:40], "ProdExp1MIDPRI": []}
+    for share, jobs in by_share.items():
+        for status in ACTIVE_STATUSES:
+            params = {
+                "jobQueue": "search-p4d-queue",
+                "jobStatus": status,
+                "filters": [{"name": "SHARE_IDENTIFIER", "values": [share]}],
+            }
+            stubbed_batch.add_response(
+                "list_service_jobs", {"jobSummaryList": jobs if status == "RUNNABLE" else []}, params
+            )
     for status in ACTIVE_STATUSES:
         jobs = [summary("c1", "RUNNING"), summary("c2", "RUNNING")] if status == "RUNNING" else []
         stubbed_batch.add_response(
@@ -182,7 +186,7 @@ def test_cleanup_finds_a_teams_jobs_by_share_and_by_tag(stubbed_batch: Stubber, 
                 },
                 {"jobId": job_id},
             )
-    wanted = [j["jobId"] for j in gpu] + ["c1"]
+    wanted = [j["jobId"] for share_jobs in by_share.values() for j in share_jobs] + ["c1"]
     if not dry_run:
         stubbed_batch.add_response(
             "terminate_service_jobs",

@@ -32,7 +32,7 @@ TABLE = "shareplane-jobs"
 def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Cluster, str]]:
     import yaml
 
-    config = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    config = {**yaml.safe_load((REPO / "config" / "shares.yaml").read_text()), "share_layout": "team"}
     monkeypatch.setenv("TABLE_NAME", TABLE)
     monkeypatch.setenv("SHAREPLANE_CONFIG", json.dumps(config))
     monkeypatch.setenv("GPU_JOB_QUEUE", "")  # the stack created the queue the config names

@@ -53,6 +53,9 @@ def dropped_event(key: str, body: bytes) -> dict[str, Any]:
     return event
 
 
+SHARES = {"bert-large-ranker-ft-01": "ProdExp1HIGHPRI", "ranker-lr-sweep-07": "ProdExp1LOWPRI"}
+
+
 def stub_submissions(names: list[str]) -> Stubber:
     """Expect one SubmitServiceJob per name, validated against botocore's model of the request."""
     stubber = Stubber(bootstrap.dependencies().batch_jobs._client)  # noqa: SLF001 - the handler's client
@@ -69,7 +72,8 @@ def stub_submissions(names: list[str]) -> Stubber:
             "clientToken": ANY,
         }
         if name != "ranker-tokenize-v7":  # the CPU FIFO job carries no share
-            expected |= {"shareIdentifier": "ProdExp1", "schedulingPriority": ANY}
+            # The team x tier layout: the team's identifier of the job's tier.
+            expected |= {"shareIdentifier": SHARES[name], "schedulingPriority": ANY}
         stubber.add_response(
             "submit_service_job",
             {"jobArn": JOB_ARN.format(job_id), "jobName": name, "jobId": job_id},

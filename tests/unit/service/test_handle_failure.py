@@ -100,12 +100,9 @@ def test_the_budget_carries_over_the_chain_and_ends_in_one_alert() -> None:
     assert outcome.decision == "alert" and world.batch.submits == [] and world.timer.pending == []
     ((subject, body, attributes),) = world.alerts.sent
     assert body["class"] == "internal_error" and body["attempt"] == 4 and "budget" in body["why"]
-    assert attributes == {
-        "severity": "critical",
-        "share": "ProdExp1",
-        "kind": "failure",
-        "queue": "search-p4d-queue",
-    }
+    # team and tier from the config's mapping of the job's share (tier: its priority, on a team share)
+    assert attributes == {"severity": "critical", "team": "ProdExp1", "tier": "MIDPRI", "share": "ProdExp1",
+                          "kind": "failure", "queue": "search-p4d-queue"}
     assert len(subject) <= 100 and subject.isascii()
 
 

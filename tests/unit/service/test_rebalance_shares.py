@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -225,13 +226,13 @@ def test_a_plan_is_applied_once_with_an_audit_record_of_before_after_and_why() -
     assert record["plan"]["targets"] == {"ProdExp1": 60.0, "ProdExp2": 40.0}
     assert record["actual"] == {"ProdExp1": 70.0, "ProdExp2": 30.0}
     assert store.state["lastAppliedAt"] == NOW and store.state["lastPlan"]["planId"] == outcome.plan_id
-    # ... and the metrics show target against actual, the weight in force, and one applied plan
-    assert sorted(metrics.named("TargetInstances"), key=lambda m: m[1]["Share"]) == [
-        (60.0, {"Queue": "search-p4d-queue", "Share": "ProdExp1"}),
-        (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}),
+    # ... and the metrics show target against actual, the weight in force, and one applied plan (per team)
+    assert sorted(metrics.named("TargetInstances"), key=lambda m: m[1]["Team"]) == [
+        (60.0, {"Queue": "search-p4d-queue", "Team": "ProdExp1"}),
+        (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}),
     ]
-    assert (30.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("ActualInstances")
-    assert (1.25, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (30.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("ActualInstances")
+    assert (1.25, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
     assert metrics.named("PlansApplied") == [(1, {"Queue": "search-p4d-queue"})]
 
 
@@ -246,8 +247,8 @@ def test_dry_run_applies_nothing_but_records_and_measures_the_plan() -> None:
     assert "lastAppliedAt" not in store.state and store.state["latest"]["dryRun"] is True
     assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": "dry_run"})]
     # The weight metric shows what is in force (nothing was applied), the target what the plan wants.
-    assert (1.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("WeightFactor")
-    assert (40.0, {"Queue": "search-p4d-queue", "Share": "ProdExp2"}) in metrics.named("TargetInstances")
+    assert (1.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("TargetInstances")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -385,3 +386,89 @@ def test_rollback_of_an_unknown_plan_names_the_option_and_the_fix() -> None:
 
 def test_the_mode_in_the_config_decides_which_api_the_plan_uses() -> None:
     assert shares_config(mode="quota").mode is SchedulingMode.QUOTA
+
+
+# ---------------------------------------------------------------------------------------------------
+# The team x tier layout: the plan stays per team, each identifier gets the team's weight x multiplier
+# ---------------------------------------------------------------------------------------------------
+MULTIPLIER = {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}
+TIER_OF_PRIORITY = {90: "HIGHPRI", 50: "MIDPRI", 10: "LOWPRI"}
+
+
+def tiered_world(team_weights: dict[str, float]) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+    """busy_jobs() submitted under the team x tier identifiers, and a policy rendered from team weights."""
+    jobs = [
+        replace(
+            j, share_identifier=j.share_identifier + TIER_OF_PRIORITY.get(j.scheduling_priority, "LOWPRI")
+        )
+        if j.share_identifier in team_weights
+        else j
+        for j in busy_jobs()
+    ]
+    policy = {
+        team + tier: round(weight * MULTIPLIER[tier], 4)
+        for team, weight in team_weights.items()
+        for tier in ("HIGHPRI", "LOWPRI", "MIDPRI")
+    }
+    held = {"ProdExp1MIDPRI": 40, "ProdExp1LOWPRI": 30, "ProdExp2HIGHPRI": 30}
+    batch = FakeBatch(policy=fairshare_policy(policy), snapshot=fairshare_snapshot(held))
+    return batch, FakeStore(jobs=jobs), FakeMetrics()
+
+
+def test_in_the_team_tier_layout_the_snapshot_is_per_team() -> None:
+    # GIVEN ProdExp1 holding 70 over two identifiers and waiting 10 under a third; ProdExp2 30 and 20
+    config = shares_config(share_layout="team_tier")
+    batch, store, _ = tiered_world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+    snap = observe(config, SETTINGS, batch, store, None, NOW).snapshot
+    p4d = "ml.p4d.24xlarge"
+    # THEN the rebalancer sees two teams, with the same numbers as under one share per team
+    assert snap.names == ["ProdExp1", "ProdExp2"]
+    p1, p2 = snap.share("ProdExp1"), snap.share("ProdExp2")
+    assert (p1.in_use, p1.demand, p2.in_use, p2.demand) == ({p4d: 70}, {p4d: 80}, {p4d: 30}, {p4d: 50})
+    assert p1.waiting_by_tier == {Tier.LOWPRI: 10} and p2.waiting_by_tier == {Tier.HIGHPRI: 20}
+    # ... and each team's weight is its identifiers' folded back (LOWPRI's, multiplier 1.0)
+    assert (p1.weight_factor, p2.weight_factor) == (1.0, 1.5)
+    batch_team, store_team, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+    team_snap = observe(shares_config(), SETTINGS, batch_team, store_team, None, NOW).snapshot
+    assert [replace(s, usage_history=0.0) for s in snap.shares] == [
+        replace(s, usage_history=0.0) for s in team_snap.shares
+    ]
+
+
+def test_in_the_team_tier_layout_a_teams_new_weight_goes_to_each_identifier_times_its_multiplier() -> None:
+    # GIVEN equal team weights while ProdExp2 (entitled to 40) is held to 30 and waits
+    config = shares_config(share_layout="team_tier")
+    batch, store, metrics = tiered_world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    # WHEN the tick runs
+    outcome = run(batch, store, metrics, config=config)
+    # THEN the plan and its audit are per team (1.0 -> 1.25, as with one share per team) ...
+    assert outcome.action == "applied"
+    (record,) = store.records.values()
+    assert record["before"] == {"ProdExp2": 1.0} and record["after"] == {"ProdExp2": 1.25}
+    # ... and ONE policy update writes ProdExp2's three identifiers, ProdExp1's left as they were
+    ((call, request),) = batch.updates
+    assert call == "UpdateSchedulingPolicy"
+    written = {
+        e["shareIdentifier"]: e["weightFactor"] for e in request["fairsharePolicy"]["shareDistribution"]
+    }
+    assert written == {
+        "ProdExp1HIGHPRI": 0.05,
+        "ProdExp1LOWPRI": 1.0,
+        "ProdExp1MIDPRI": 0.5,
+        "ProdExp2HIGHPRI": 0.0625,
+        "ProdExp2LOWPRI": 1.25,
+        "ProdExp2MIDPRI": 0.625,
+    }
+    # ... the metrics name the team
+    assert (1.25, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
+    # AND a rollback restores each identifier, through the same expansion
+    rollback(outcome.plan_id, NOW + 100, SETTINGS, batch, store, config)
+    restored = batch.updates[-1][1]["fairsharePolicy"]["shareDistribution"]
+    assert {e["shareIdentifier"]: e["weightFactor"] for e in restored} == {
+        "ProdExp1HIGHPRI": 0.05,
+        "ProdExp1LOWPRI": 1.0,
+        "ProdExp1MIDPRI": 0.5,
+        "ProdExp2HIGHPRI": 0.05,
+        "ProdExp2LOWPRI": 1.0,
+        "ProdExp2MIDPRI": 0.5,
+    }

@@ -48,9 +48,10 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     # THEN the job is submitted once, to the GPU queue, on the team's share, at its tier's priority
     assert outcome.status == "accepted"
     (request,) = world.batch.calls
+    # (the team x tier layout: the team's HIGHPRI identifier)
     assert (request["jobQueue"], request["shareIdentifier"], request["schedulingPriority"]) == (
         "search-p4d-queue",
-        "ProdExp1",
+        "ProdExp1HIGHPRI",
         90,
     )
     # AND the original moved (copy, then delete) with a receipt beside it
@@ -61,13 +62,18 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     assert receipt["outcome"] == "accepted" and receipt["source"]["versionId"] == obj.version_id
     assert (
         entry["queue"] == "search-p4d-queue"
-        and entry["share"] == "ProdExp1"
+        and entry["share"] == "ProdExp1HIGHPRI"
         and entry["priority"] == "HIGHPRI"
+        and (entry["team"], entry["tier"]) == ("ProdExp1", "HIGHPRI")
     )
     assert entry["clientToken"] == request["clientToken"] and len(entry["payloadDigest"]) == 64
     # AND the job's first record is SUBMITTED, with the payload kept for requeue
     state = world.store.load_job(entry["jobArn"])
-    assert state is not None and state.status is JobStatus.SUBMITTED and state.share_identifier == "ProdExp1"
+    assert (
+        state is not None
+        and state.status is JobStatus.SUBMITTED
+        and state.share_identifier == "ProdExp1HIGHPRI"
+    )
     (history,) = world.store.job_history(entry["jobArn"])
     assert history.kind is ObservationKind.SUBMITTED
     payload = world.store.load_payload(entry["jobArn"])
@@ -215,10 +221,12 @@ def test_bad_input_is_rejected_beside_its_original_with_a_problem_naming_path_an
     (alert,) = world.alerts()
     attributes = {k: v["Value"] for k, v in alert["MessageAttributes"].items()}
     assert attributes["kind"] == "spec_rejected" and attributes["severity"] == "warning"
-    # the team is told on its share; a key that names no known team has no share to filter on
+    # the team is told on its team attribute; a key that names no known team has no team to filter on.
+    # Nothing was submitted, so no share identifier is known (a team has one per tier).
     team = key.split("/")[1]
     known = team in world.config.teams and key.count("/") == 2 and key.endswith(".yaml")
-    assert attributes["share"] == (world.config.teams[team].share if known else "none")
+    assert attributes["team"] == (team if known else "none")
+    assert attributes["share"] == "none"
 
 
 def test_a_file_over_256_kb_is_rejected_without_being_read(world: DropWorld, monkeypatch: Any) -> None:
@@ -247,7 +255,9 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
     (alert,) = world.alerts()
     assert {k: v["Value"] for k, v in alert["MessageAttributes"].items()} == {
         "severity": "warning",
-        "share": "ProdExp1",
+        "team": "ProdExp1",
+        "tier": "HIGHPRI",
+        "share": "ProdExp1HIGHPRI",
         "kind": "spec_rejected",
         "queue": "search-p4d-queue",
     }

@@ -158,6 +158,8 @@ class DynamoFailureLedger:
             "entity": "alert",
             "kind": alert.kind.value,
             "severity": alert.severity.value,
+            "team": alert.team or "none",
+            "tier": alert.tier or "none",
             "share": alert.share,
             "queue": alert.queue,
             "job": alert.job_arn,

@@ -1,21 +1,24 @@
 """Alerts and failure-path metrics, decided purely: what an alert says, where it routes, what is counted.
 
-An ``Alert`` is the whole message: SNS message attributes (severity, share, kind, queue) so teams
-can subscribe with a filter policy, a readable ASCII subject of at most 100 characters (SNS rejects
-anything else) and a JSON body with the job, the failure class and rule, a short reason, the
-decision, a link to the training job's CloudWatch logs and the suggested fix. ``dedupe_key`` names
-the ``ALERT#<job>#<kind>`` item that keeps one job from alerting twice for the same thing.
+An ``Alert`` is the whole message: SNS message attributes (severity, team, tier, share, kind, queue)
+so teams can subscribe with a filter policy (``{"team": ["ProdExp1"]}``: in the team_tier layout a
+team has one share identifier per tier, so ``share`` alone would not find all its alerts), a
+readable ASCII subject of at most 100 characters (SNS rejects anything else) and a JSON body with
+the job, the failure class and rule, a short reason, the decision, a link to the training job's
+CloudWatch logs and the suggested fix. ``dedupe_key`` names the ``ALERT#<job>#<kind>`` item that
+keeps one job from alerting twice for the same thing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote
 
+from .config import SharesConfig
 from .errors import InvalidInputError
 from .failure_rules import Severity
 from .failures import FailureDecision
@@ -28,6 +31,7 @@ __all__ = [
     "FailureMetricEvent",
     "failure_alert",
     "logs_link",
+    "owned_by",
     "simple_alert",
     "storm_digest",
     "subject_line",
@@ -66,6 +70,9 @@ class Alert:
     #: ``<job arn>`` or ``share:<share>``: with ``kind``, what must not alert twice within the window.
     subject_key: str
     job_arn: str | None = None
+    #: Who the share belongs to, from the config's mapping (``owned_by``); None: not known.
+    team: str | None = None
+    tier: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "body", MappingProxyType(dict(self.body)))
@@ -80,10 +87,20 @@ class Alert:
         """SNS message attributes, all String, for subscription filter policies."""
         return {
             "severity": self.severity.value,
+            "team": self.team or "none",
+            "tier": self.tier or "none",
             "share": self.share or "none",
             "kind": self.kind.value,
             "queue": self.queue or "unknown",
         }
+
+
+def owned_by(alert: Alert, config: SharesConfig) -> Alert:
+    """The alert with the team and tier its share belongs to (attributes and body), from the config."""
+    team = alert.team or config.team_for_share(alert.share)
+    tier = alert.tier or (tier.value if (tier := config.tier_for_share(alert.share)) else None)
+    body = {"team": team, "tier": tier, **alert.body}
+    return replace(alert, team=team, tier=tier, body=body)
 
 
 def subject_line(*parts: str) -> str:
@@ -211,17 +228,17 @@ def simple_alert(
 #: Dimensions of each failure-path metric, the same way as ``lifecycle.METRIC_DIMENSIONS``: low
 #: cardinality only (job ids ride along as EMF properties).
 FAILURE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
-    "FailuresByClass": ("Queue", "Share", "Class"),
-    "Requeues": ("Queue", "Share"),
-    "RequeuesRefused": ("Queue", "Share"),
+    "FailuresByClass": ("Queue", "Team", "Class"),
+    "Requeues": ("Queue", "Team"),
+    "RequeuesRefused": ("Queue", "Team"),
     "Alerts": ("Kind", "Severity"),
     "PriorityEscalations": ("Queue", "Tier"),
     "ReconcileRepairs": ("Queue",),
     "UnknownToBatch": ("Queue",),
     "RunnableJobs": ("Queue", "Tier"),
     "OldestWaitSeconds": ("Queue", "Tier"),
-    "InstancesInUse": ("Queue", "Share"),
-    "InstancesEntitled": ("Queue", "Share"),
+    "InstancesInUse": ("Queue", "Team"),
+    "InstancesEntitled": ("Queue", "Team"),
     "InstanceCapacity": ("Queue",),
     "Utilization": ("Queue",),
     # Reclaim: per beneficiary (Reclaims) or victim (the others) team and tier; teams x tiers stay few.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +28,12 @@ class Tier(StrEnum):
     HIGHPRI = "HIGHPRI"
     MIDPRI = "MIDPRI"
     LOWPRI = "LOWPRI"
+
+
+#: AWS Batch limits on fair-share identifiers (share-identifiers.html, FairsharePolicy).
+SHARE_IDENTIFIER_MAX_LENGTH = 255
+MAX_SHARE_IDENTIFIERS_PER_QUEUE = 500
+_SHARE_IDENTIFIER = re.compile(r"[A-Za-z0-9]{1,255}")
 
 
 class _Strict(BaseModel):
@@ -100,8 +107,13 @@ class TeamQuotaConfig(_Strict):
     strategy: Literal["RESERVE", "LEND", "LEND_AND_BORROW"] = "LEND_AND_BORROW"
     #: Percent of the share's own limits it may borrow on top (LEND_AND_BORROW only); -1: unlimited.
     borrow_limit: Annotated[int, Field(ge=-1)] = -1
-    #: Off by default: preempting a running job costs its progress unless the trainer checkpoints.
-    in_share_preemption: bool = False
+    #: A higher-priority RUNNABLE job preempts a lower-priority one of the same team: quota mode keeps
+    #: one share per team, so this is what lets HIGHPRI overtake the team's own LOWPRI work at once.
+    in_share_preemption: bool = True
+    #: Submitted as the job's preemptionConfiguration.preemptionRetriesBeforeTermination: Batch requeues
+    #: a preempted job this many times, then fails it and handle_failure requeues it with backoff (no
+    #: budget spent), so a job that keeps losing its instances slows down and is alerted on. None: unlimited.
+    preemption_retries_before_termination: Annotated[int, Field(ge=0, le=100)] | None = 5
 
     @model_validator(mode="after")
     def _borrow_needs_borrowing(self) -> TeamQuotaConfig:
@@ -333,6 +345,7 @@ class SharesConfig(_Strict):
                     "raise the capacity or lower the entitlements",
                 )
         shares = {team.share for team in self.teams.values()}
+        # Bounds are per team (the rebalancer plans per team), so they name the team's share.
         for share in self.rebalance.shares:
             if share not in shares:
                 raise ConfigError(
@@ -341,6 +354,50 @@ class SharesConfig(_Strict):
         missing = [tier.value for tier in Tier if tier not in self.tiers]
         if missing:
             raise ConfigError("tiers", f"missing {missing}", "define HIGHPRI, MIDPRI and LOWPRI")
+        return self
+
+    @model_validator(mode="after")
+    def _share_identifiers(self) -> SharesConfig:
+        # Every identifier the queue can see: each team's share (jobs of the tiers without one of their
+        # own, and jobs queued before a stack moved to the layout), plus its tiers' own identifiers.
+        own_tiers = tuple(t for t, c in self.tiers.items() if c.own_share) if self.tiered_shares else ()
+        owners: dict[str, tuple[str, Tier | None]] = {}
+        for name in sorted(self.teams):
+            share = self.teams[name].share
+            for tier in (None, *own_tiers):
+                identifier = share + (tier.value if tier else "")
+                if len(identifier) > SHARE_IDENTIFIER_MAX_LENGTH or not _SHARE_IDENTIFIER.fullmatch(
+                    identifier
+                ):
+                    longest = SHARE_IDENTIFIER_MAX_LENGTH - max(len(t.value) for t in Tier)
+                    raise ConfigError(
+                        f"teams.{name}.share",
+                        f"makes the share identifier {identifier[:40]}... ({len(identifier)} characters); "
+                        f"AWS Batch takes at most {SHARE_IDENTIFIER_MAX_LENGTH} letters and digits",
+                        f"shorten the share to at most {longest} characters (the tier name is appended)",
+                    )
+                if identifier in owners:
+                    other, other_tier = owners[identifier]
+                    whose = (
+                        f"team {other}'s {other_tier.value} identifier"
+                        if other_tier
+                        else f"team {other}'s share"
+                    )
+                    raise ConfigError(
+                        f"teams.{name}.share",
+                        f"makes the share identifier {identifier}, which is also {whose}",
+                        "give every team its own share, one no other team's share plus a tier name spells",
+                    )
+                owners[identifier] = (name, tier)
+        if len(owners) > MAX_SHARE_IDENTIFIERS_PER_QUEUE:
+            per_team = 1 + len(own_tiers)
+            raise ConfigError(
+                "share_layout" if own_tiers else "teams",
+                f"gives {len(self.teams)} teams x {per_team} = {len(owners)} share identifiers; a fair-share "
+                f"queue takes at most {MAX_SHARE_IDENTIFIERS_PER_QUEUE} active ones",
+                f"use at most {MAX_SHARE_IDENTIFIERS_PER_QUEUE // per_team} teams"
+                + (", or fewer tiers with own_share" if own_tiers else ""),
+            )
         return self
 
     def tier_for_priority(self, scheduling_priority: int | None) -> Tier | None:
@@ -352,7 +409,7 @@ class SharesConfig(_Strict):
 
     @property
     def tiered_shares(self) -> bool:
-        """Whether GPU jobs go to one share identifier per team and tier (fair-share team_tier layout)."""
+        """Whether tiers with ``own_share`` get identifiers of their own (fair-share team_tier layout)."""
         return self.mode is SchedulingMode.FAIRSHARE and self.share_layout is ShareLayout.TEAM_TIER
 
     def share_for(self, team: str, tier: Tier | None) -> str:
@@ -374,15 +431,30 @@ class SharesConfig(_Strict):
                         keys[team.share + tier.value] = ShareKey(name, tier)
         return keys
 
+    def share_key(self, share: str | None) -> ShareKey | None:
+        """The team (and tier) of a share identifier, or of a team's own ``share`` in any layout.
+
+        A team's plain share still names the team in the team_tier layout: jobs queued before a stack
+        moved to the layout keep that identifier, and the rebalancer plans under it.
+        """
+        return self.share_keys.get(share or "")
+
     def team_for_share(self, share: str | None) -> str | None:
         """The team that owns a share identifier or quota share name (from the config, never the name)."""
-        key = self.share_keys.get(share or "")
+        key = self.share_key(share)
         return key.team if key else None
 
     def tier_for_share(self, share: str | None) -> Tier | None:
         """The tier a share identifier serves alone (a tier's own identifier), else None."""
-        key = self.share_keys.get(share or "")
+        key = self.share_key(share)
         return key.tier if key else None
+
+    def job_tier(self, share: str | None, scheduling_priority: int | None) -> Tier | None:
+        """A job's tier: its identifier's in the team_tier layout, else the one its priority reaches.
+
+        The identifier is the tier the job was submitted in, which a priority escalation never changes.
+        """
+        return self.tier_for_share(share) or self.tier_for_priority(scheduling_priority)
 
     def share_weight_factor(self, share: str) -> float:
         """A share identifier's fixed weightFactor: best-entitled team 1.0, times the tier's multiplier."""

@@ -892,11 +892,16 @@ def _to_request(
         "clientToken": client_token(ctx.bucket, ctx.key, ctx.version_id, index),
     }
     if not is_cpu:
+        tier = Tier(spec.priority)
         # The share fields are required on fair-share / quota-share queues and refused on a FIFO queue;
         # priority 0 is kept (the SageMaker SDK drops it by testing truthiness).
-        share_field = "quotaShareName" if config.mode is SchedulingMode.QUOTA else "shareIdentifier"
-        request[share_field] = team.share
-        request["schedulingPriority"] = config.tiers[Tier(spec.priority)].scheduling_priority
+        quota = config.mode is SchedulingMode.QUOTA
+        request["quotaShareName" if quota else "shareIdentifier"] = config.share_for(ctx.team_name, tier)
+        request["schedulingPriority"] = config.tiers[tier].scheduling_priority
+        retries = team.quota.preemption_retries_before_termination
+        if quota and retries is not None:
+            # Only quota shares preempt; unset, Batch would requeue a preempted job forever.
+            request["preemptionConfiguration"] = {"preemptionRetriesBeforeTermination": retries}
     return request, payload_digest(payload_json)
 
 

@@ -291,13 +291,13 @@ class JobState:
 #: Dimensions of each job metric. Low cardinality only: the job id is an EMF property, never a
 #: dimension (a dimension per job would multiply the custom-metric bill by the job count).
 METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
-    "Transitions": ("Queue", "Share", "Tier", "Status"),
-    "QueueWaitSeconds": ("Queue", "Share", "Tier"),
-    "RunSeconds": ("Queue", "Share", "Tier"),
-    "InstanceSeconds": ("Queue", "Share"),
-    "GPUSeconds": ("Queue", "Share"),
-    "CapacityRequeues": ("Queue", "Share"),
-    "Preemptions": ("Queue", "Share"),
+    "Transitions": ("Queue", "Team", "Tier", "Status"),
+    "QueueWaitSeconds": ("Queue", "Team", "Tier"),
+    "RunSeconds": ("Queue", "Team", "Tier"),
+    "InstanceSeconds": ("Queue", "Team"),
+    "GPUSeconds": ("Queue", "Team"),
+    "CapacityRequeues": ("Queue", "Team"),
+    "Preemptions": ("Queue", "Team"),
     # One of the two per job, at its first start: was its wait within its tier's wait SLO?
     "SloAttained": ("Queue", "Tier"),
     "SloMissed": ("Queue", "Tier"),

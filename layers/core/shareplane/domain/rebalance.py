@@ -52,6 +52,7 @@ from typing import Any
 
 from .config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from .errors import InvalidInputError
+from .fairshare import ShareWeight, weight_for
 
 WEIGHT_FACTOR_MIN = 0.0001
 WEIGHT_FACTOR_MAX = 999.9999
@@ -764,6 +765,70 @@ def plan_rebalance(snapshot: ShareSnapshot, config: RebalanceConfig | SharesConf
 
 # ---------------------------------------------------------------------------------------------
 # Request shapes and rollback
+
+
+def _api_weight(value: float) -> float:
+    return min(WEIGHT_FACTOR_MAX, max(WEIGHT_FACTOR_MIN, round(value, _WEIGHT_DECIMALS)))
+
+
+def _team_identifiers(config: SharesConfig) -> dict[str, list[tuple[str, float]]]:
+    """Team share -> [(identifier, tier multiplier)], largest multiplier first (team_tier layout)."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for identifier, key in sorted(config.share_keys.items()):
+        multiplier = config.tiers[key.tier].weight_multiplier if key.tier else 1.0
+        out.setdefault(config.teams[key.team].share, []).append((identifier, multiplier))
+    for pairs in out.values():
+        pairs.sort(key=lambda pair: -pair[1])
+    return out
+
+
+def team_weights(config: SharesConfig, weights: Sequence[ShareWeight]) -> list[ShareWeight]:
+    """A policy's weights as one weightFactor per team share, the unit the rebalancer plans in.
+
+    In the team_tier layout a team's weight is its identifiers' weight divided by the tier's
+    multiplier, read from the tier with the largest multiplier (its 4-decimal weight lost least to
+    rounding). A team with no entry for that identifier yet (a queue not migrated) keeps the weight of
+    its team share's entry. In the team layout the weights are the teams' already.
+    """
+    if not config.tiered_shares:
+        return list(weights)
+    out = []
+    for share, identifiers in sorted(_team_identifiers(config).items()):
+        identifier, multiplier = identifiers[0]
+        if any(w.matches(identifier) for w in weights):
+            value = weight_for(identifier, weights) / multiplier
+        else:
+            value = weight_for(share, weights)
+        out.append(ShareWeight(share, _api_weight(value)))
+    return out
+
+
+def identifier_plan(plan: RebalancePlan, config: SharesConfig) -> RebalancePlan:
+    """A fair-share plan over teams as one over share identifiers: team weight x tier multiplier.
+
+    The rebalancer plans per team; in the team_tier layout each of a team's identifiers gets the
+    team's new weight times its tier's ``weight_multiplier`` (the team's bounds held already, the
+    API's range is held here). Any other plan, or a change that names no team's share, is unchanged.
+    """
+    if plan.mode is not SchedulingMode.FAIRSHARE or not config.tiered_shares:
+        return plan
+    identifiers = _team_identifiers(config)
+    changes: list[ShareChange] = []
+    for change in plan.changes:
+        if change.share not in identifiers:
+            changes.append(change)
+            continue
+        for identifier, multiplier in sorted(identifiers[change.share]):
+            before, after = float(change.before), float(change.after)  # type: ignore[arg-type]
+            changes.append(
+                replace(
+                    change,
+                    share=identifier,
+                    before=_api_weight(before * multiplier),
+                    after=_api_weight(after * multiplier),
+                )
+            )
+    return replace(plan, changes=tuple(changes))
 
 
 def plan_to_update_scheduling_policy(

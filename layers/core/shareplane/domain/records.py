@@ -5,18 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .config import SharesConfig
 from .lifecycle import HistoryEntry, JobState, ObservationKind
 from .training import TrainingJobState
 
 
 def job_record(
-    state: JobState, history: Sequence[HistoryEntry], training_job: TrainingJobState | None = None
+    state: JobState,
+    history: Sequence[HistoryEntry],
+    training_job: TrainingJobState | None = None,
+    config: SharesConfig | None = None,
 ) -> dict[str, Any]:
     """A job as JSON: identity, current state, counters and its history in the order it happened.
 
     Only order-independent facts appear (no write version), so any delivery order of the same
-    events yields the same record.
+    events yields the same record. With the shares config, the job's team and tier stand beside its
+    share identifier (from the config's mapping; None for a share the config does not name).
     """
+    share = state.share_identifier or state.quota_share_name
+    tier = config.job_tier(share, state.scheduling_priority) if config else None
     return {
         "jobId": state.job_id,
         "jobArn": state.job_arn,
@@ -26,6 +33,8 @@ def job_record(
         "statusReason": state.status_reason,
         "shareIdentifier": state.share_identifier,
         "quotaShareName": state.quota_share_name,
+        "team": config.team_for_share(share) if config else None,
+        "tier": tier.value if tier else None,
         "schedulingPriority": state.scheduling_priority,
         "createdAt": state.created_at,
         "startedAt": state.started_at,

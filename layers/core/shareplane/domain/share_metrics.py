@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-#: Dimensions of each rebalancer metric. Low cardinality only: shares are few (at most 20 quota
-#: shares, a handful of teams) and Reason takes one of ``SKIP_REASON_VALUES``; plan ids are EMF
+#: Dimensions of each rebalancer metric. Low cardinality only: the rebalancer plans per team (a
+#: handful; at most 20 in quota mode), and WeightFactor is the team's (its identifiers' is this
+#: times the tier multiplier) and Reason takes one of ``SKIP_REASON_VALUES``; plan ids are EMF
 #: properties, never dimensions.
 REBALANCE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
-    "TargetInstances": ("Queue", "Share"),
-    "ActualInstances": ("Queue", "Share"),
-    "WeightFactor": ("Queue", "Share"),
-    "BorrowLimit": ("Queue", "Share"),
+    "TargetInstances": ("Queue", "Team"),
+    "ActualInstances": ("Queue", "Team"),
+    "WeightFactor": ("Queue", "Team"),
+    "BorrowLimit": ("Queue", "Team"),
     "PlansApplied": ("Queue",),
     "PlansSkipped": ("Queue", "Reason"),
 }

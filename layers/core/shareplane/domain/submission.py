@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from .jobspec import SUBMIT_PREFIX, TIER_TAG, JobResult, Problem, SpecResult
+from .jobspec import SUBMIT_PREFIX, TEAM_TAG, TIER_TAG, JobResult, Problem, SpecResult
 
 ACCEPTED_PREFIX = "accepted/"
 REJECTED_PREFIX = "rejected/"
@@ -77,6 +77,8 @@ class SubmittedJob:
     scheduling_priority: int | None
     payload_digest: str
     client_token: str
+    #: Who the job runs for: the team (the key's folder) and the tier, beside the share identifier.
+    team: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The job as the receipt lists it."""
@@ -86,6 +88,8 @@ class SubmittedJob:
             "jobId": self.job_id,
             "jobArn": self.job_arn,
             "queue": self.queue,
+            "team": self.team,
+            "tier": self.priority,
             "share": self.share,
             "priority": self.priority,
             "schedulingPriority": self.scheduling_priority,
@@ -105,6 +109,7 @@ def submitted_job(job: JobResult, queue: str, job_arn: str, job_id: str) -> Subm
         queue=queue,
         share=request.get("shareIdentifier") or request.get("quotaShareName"),
         priority=(request.get("tags") or {}).get(TIER_TAG),
+        team=(request.get("tags") or {}).get(TEAM_TAG),
         scheduling_priority=request.get("schedulingPriority"),
         payload_digest=job.payload_digest or "",
         client_token=str(request.get("clientToken", "")),
@@ -216,10 +221,14 @@ def answers(document: Any, obj: DroppedObject) -> bool:
     )
 
 
-def alert_attributes(share: str | None, queue: str | None) -> dict[str, str]:
-    """SNS message attributes of a rejection: teams subscribe with a filter on share (and kind)."""
+def alert_attributes(
+    share: str | None, queue: str | None, team: str | None = None, tier: str | None = None
+) -> dict[str, str]:
+    """SNS message attributes of a rejection: teams subscribe with a filter on team (and kind)."""
     return {
         "severity": "warning",
+        "team": team or UNKNOWN,
+        "tier": tier or UNKNOWN,
         "share": share or UNKNOWN,
         "kind": ALERT_KIND_REJECTED,
         "queue": queue or UNKNOWN,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..domain.alerts import (
@@ -37,6 +37,7 @@ from ..domain.alerts import (
     FailureMetricEvent,
     failure_alert,
     logs_link,
+    owned_by,
     simple_alert,
 )
 from ..domain.config import SharesConfig, Tier
@@ -192,7 +193,7 @@ def handle_failed_job(
         was_terminated=bool(described.get("isTerminated")),
     )
     share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
-    tier = config.tier_for_priority(described.get("schedulingPriority")) or Tier.LOWPRI
+    tier = config.job_tier(share, described.get("schedulingPriority")) or Tier.LOWPRI
     chain = ChainState.from_tags(described.get("tags"))
     summary = described.get("preemptionSummary") or {}
     preemptions = int(summary.get("preemptedAttemptCount") or 0)
@@ -228,7 +229,7 @@ def handle_failed_job(
     if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
         # The requeued job carries whom it was stopped for, so it never reclaims from that job.
         new_chain = new_chain.displaced(beneficiary, now)
-    record = decision_record(decision, described, training, new_chain, now)
+    record = {**decision_record(decision, described, training, new_chain, now), "tier": tier.value}
     history = _history(described, decision, key, now)
     share_failure = (
         {
@@ -248,7 +249,7 @@ def handle_failed_job(
     _count(
         ports,
         "FailuresByClass",
-        {"Queue": _queue(described), "Share": share, "Class": decision.failure_class.value},
+        {"Queue": _queue(described), "Team": _team(ports, share), "Class": decision.failure_class.value},
         job_arn,
     )
     logger.info(
@@ -393,7 +394,7 @@ def _requeue(
 ) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
-    dims = {"Queue": _queue(record), "Share": record.get("share") or "none"}
+    dims = {"Queue": _queue(record), "Team": _team(ports, record.get("share"))}
     if described is None:
         return _refused(
             key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
@@ -443,7 +444,7 @@ def _refused(
             "logs": logs_link(ports.region, record.get("trainingJobName")),
         },
     )
-    send_alert(alert, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
+    send_alert(replace(alert, tier=record.get("tier")), ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
     ports.ledger.mark_applied(key, {"refused": message[:500]})
     return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
@@ -460,7 +461,7 @@ def _failure_alert(
             {k: f.get(k) for k in ("at", "job", "jobName", "class", "reason")}
             for f in ports.ledger.share_failures(share, since)
         ]
-    return failure_alert(
+    alert = failure_alert(
         decision,
         job_arn=record["jobArn"],
         job_name=record.get("jobName"),
@@ -469,6 +470,8 @@ def _failure_alert(
         logs=logs_link(ports.region, record.get("trainingJobName")),
         recent=recent,
     )
+    # A storm is the share's, not one job's: its tier is the share's (owned_by), if it has one.
+    return alert if decision.storm else replace(alert, tier=record.get("tier"))
 
 
 def _quiet(alert: Alert, ports: FailurePorts) -> float:
@@ -502,9 +505,18 @@ class AlertSender(Protocol):
     @property
     def clock(self) -> Callable[[], float]: ...
 
+    @property
+    def config(self) -> SharesConfig: ...
+
+
+def _team(ports: AlertSender, share: str | None) -> str:
+    """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
+    return ports.config.team_for_share(share) or "none"
+
 
 def send_alert(alert: Alert, ports: AlertSender, *, quiet_seconds: float, now: float) -> bool:
     """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
+    alert = owned_by(alert, ports.config)
     # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
     # died before confirming) is processing time, which only the clock knows.
     if not ports.ledger.claim_alert(alert, now, quiet_seconds, claimed_at=ports.clock()):
@@ -519,9 +531,7 @@ def send_alert(alert: Alert, ports: AlertSender, *, quiet_seconds: float, now: f
     return True
 
 
-def _unknown_failed(
-    job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float
-) -> FailureOutcome:
+def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float) -> FailureOutcome:
     job_arn = str(hint.get("jobArn") or job_id)
     alert = simple_alert(
         AlertKind.UNKNOWN_TO_BATCH,

@@ -52,10 +52,12 @@ from ..domain.rebalance import (
     ShareChange,
     ShareSnapshot,
     TierWait,
+    identifier_plan,
     plan_rebalance,
     plan_to_update_quota_share_requests,
     plan_to_update_scheduling_policy,
     rollback_plan,
+    team_weights,
 )
 from ..domain.share_metrics import ShareMetricEvent
 from ..domain.share_observation import (
@@ -154,8 +156,15 @@ def _instances(job: JobState) -> int:
     return max(1, math.ceil(job.instance_count)) if job.instance_count else 1
 
 
-def _share_of(job: JobState) -> str | None:
-    return job.share_identifier or job.quota_share_name
+def _share_of(job: JobState, config: SharesConfig) -> str | None:
+    """The team share a job counts against: the rebalancer plans per team, whatever the layout."""
+    return _team_share(config, job.share_identifier or job.quota_share_name)
+
+
+def _team_share(config: SharesConfig, identifier: str | None) -> str | None:
+    # team_tier: ProdExp1HIGHPRI -> ProdExp1, by the config's mapping (never by parsing the name).
+    team = config.teams.get(config.team_for_share(identifier) or "")
+    return team.share if team else identifier
 
 
 def _in_queue(job: JobState, queue: str) -> bool:
@@ -214,10 +223,13 @@ def _snapshot_in_use(
         top = (utilization.get("quotaShareUtilization") or {}).get("topCapacityUtilization") or []
         key = "quotaShareName"
     held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    listed: dict[str, set[str]] = defaultdict(set)
     for entry in top:
-        share = entry.get(key)
+        identifier = entry.get(key)
+        share = _team_share(config, identifier)
         if not share:
             continue
+        listed[share].add(identifier)
         for usage in entry.get("capacityUsage") or []:
             unit = usage.get("capacityUnit")
             if unit not in config.instance_types:
@@ -225,7 +237,14 @@ def _snapshot_in_use(
                     continue  # a CPU type or an instance type the config does not manage
                 unit = _main_type(share, config)
             held[share][unit] += float(usage.get("quantity") or 0)
-    return {s: dict(u) for s, u in held.items()}, len(top) >= SNAPSHOT_TOP_SHARES
+    cut = len(top) >= SNAPSHOT_TOP_SHARES
+    if cut and config.tiered_shares:
+        # A team with some identifiers below the top 20 would be undercounted: the table counts it whole.
+        for name, team in config.teams.items():
+            mine = {i for i, k in config.share_keys.items() if k.team == name}
+            if listed.get(team.share) and not mine <= listed[team.share]:
+                held.pop(team.share, None)
+    return {s: dict(u) for s, u in held.items()}, cut
 
 
 def current_weights(policy: Mapping[str, Any]) -> list[fairshare.ShareWeight]:
@@ -257,7 +276,7 @@ def observe(
     if cut:
         # Shares below the snapshot's top 20 are missing from it; the table knows what they run.
         for job in dispatched:
-            share = _share_of(job)
+            share = _share_of(job, config)
             if share in shares and share not in in_use_from_batch:
                 unit = _unit_of(job, share, config)
                 in_use.setdefault(share, {})
@@ -266,7 +285,7 @@ def observe(
     waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
     for job in runnable:
-        share = _share_of(job)
+        share = _share_of(job, config)
         if share not in shares:
             continue
         waiting[share][_unit_of(job, share, config)] += _instances(job)
@@ -294,7 +313,7 @@ def observe(
             raise InvalidInputError(
                 "JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue"
             )
-        weights = current_weights(batch.describe_scheduling_policy(arn))
+        weights = team_weights(config, current_weights(batch.describe_scheduling_policy(arn)))
     else:
         quota = {q["quotaShareName"]: q for q in batch.list_quota_shares(queue)}
         missing = [s for s in shares if s not in quota]
@@ -362,16 +381,23 @@ def plan_id_for(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def apply_plan(plan: RebalancePlan, batch: SharesBatch, settings: RebalanceSettings) -> int:
-    """Send a plan to Batch; returns the number of update calls (0 for an empty plan)."""
+def apply_plan(
+    plan: RebalancePlan, batch: SharesBatch, settings: RebalanceSettings, config: SharesConfig | None = None
+) -> int:
+    """Send a plan to Batch; returns the number of update calls (0 for an empty plan).
+
+    With a team_tier ``config``, each team's weight goes to every identifier of the team, times its
+    tier's multiplier.
+    """
     if plan.is_empty:
         return 0
     if plan.mode is SchedulingMode.FAIRSHARE:
         arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(settings.job_queue)
         if not arn:
             raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
+        per_identifier = identifier_plan(plan, config) if config is not None else plan
         batch.update_scheduling_policy(
-            plan_to_update_scheduling_policy(plan, batch.describe_scheduling_policy(arn))
+            plan_to_update_scheduling_policy(per_identifier, batch.describe_scheduling_policy(arn))
         )
         return 1
     requests = plan_to_update_quota_share_requests(plan)
@@ -495,6 +521,7 @@ def _emit(
     applied: bool,
     skip_reason: str | None,
     plan_id: str | None,
+    config: SharesConfig | None = None,
 ) -> None:
     name = queue_name(queue)
     properties = {"planId": plan_id} if plan_id else {}
@@ -509,7 +536,8 @@ def _emit(
                 events.append(ShareMetricEvent("BorrowLimit", float(setting.borrow_limit), "None"))
             else:
                 events.append(ShareMetricEvent("WeightFactor", float(setting), "None"))
-            metrics.emit(events, {"Queue": name, "Share": change.share}, properties)
+            team = (config.team_for_share(change.share) if config else None) or change.share
+            metrics.emit(events, {"Queue": name, "Team": team}, properties)
     if applied:
         metrics.emit([ShareMetricEvent("PlansApplied", 1, "Count")], {"Queue": name}, properties)
     elif skip_reason:
@@ -545,14 +573,14 @@ def rebalance_shares(
         version = int(state["version"]) if state and "version" in state else None
         last_tick = (state or {}).get("lastTick")
         if last_tick is not None and tick_id <= str(last_tick):
-            return _redelivered(tick_id, state or {}, batch, store, metrics, settings)
+            return _redelivered(tick_id, state or {}, batch, store, metrics, settings, config)
 
         observed = observe(config, settings, batch, store, state, now)
         plan = plan_rebalance(observed.snapshot, config)
         try:
             if plan.is_empty or settings.dry_run:
                 return _record_only(
-                    tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics
+                    tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics, config
                 )
             audit = audit_record(
                 plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="PENDING", observed=observed
@@ -574,9 +602,9 @@ def rebalance_shares(
         except ConcurrentUpdateError:
             logger.info("shares state changed during the run; re-reading", extra={"tick": tick_id})
             continue
-        calls = apply_plan(plan, batch, settings)
+        calls = apply_plan(plan, batch, settings, config)
         store.mark_applied(audit, now)
-        _emit(metrics, queue, observed, plan, True, None, plan_id)
+        _emit(metrics, queue, observed, plan, True, None, plan_id, config)
         logger.info(
             "plan applied",
             extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit["why"]},
@@ -596,6 +624,7 @@ def _record_only(
     settings: RebalanceSettings,
     store: ShareStore,
     metrics: MetricsSink,
+    config: SharesConfig | None = None,
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
@@ -624,7 +653,7 @@ def _record_only(
     else:
         store.save_state(new_state, version)
         reason = skip_reason(plan)
-    _emit(metrics, queue, observed, plan, False, reason, plan_id)
+    _emit(metrics, queue, observed, plan, False, reason, plan_id, config)
     return RebalanceOutcome(tick_id, SKIP_DRY_RUN if dry else "skipped", plan.reason, plan_id, plan)
 
 
@@ -635,6 +664,7 @@ def _redelivered(
     store: ShareStore,
     metrics: MetricsSink,
     settings: RebalanceSettings,
+    config: SharesConfig | None = None,
 ) -> RebalanceOutcome:
     """A tick seen before: finish its plan if the Batch call never happened, else do nothing."""
     last = state.get("lastPlan") or {}
@@ -642,7 +672,7 @@ def _redelivered(
         record = store.audit_at(float(last["createdAt"]), str(last["planId"]))
         if record is not None and record.get("status") == "PENDING":
             plan = plan_from_audit(record)
-            apply_plan(plan, batch, settings)
+            apply_plan(plan, batch, settings, config)
             store.mark_applied(record, float(state.get("usageAsOf") or plan.created_at))
             metrics.emit(
                 [ShareMetricEvent("PlansApplied", 1, "Count")],
@@ -677,8 +707,13 @@ def rollback(
     settings: RebalanceSettings,
     batch: SharesBatch,
     store: ShareStore,
+    config: SharesConfig | None = None,
 ) -> RebalanceOutcome:
-    """Restore the ``before`` values of an audited plan, through the same adapter, with its own audit."""
+    """Restore the ``before`` values of an audited plan, through the same adapter, with its own audit.
+
+    Plans are per team; with a team_tier ``config`` the team weights are read from and written to the
+    team's identifiers.
+    """
     record = store.audit(plan_id)
     if record is None:
         raise InvalidInputError(
@@ -694,6 +729,8 @@ def rollback(
         if mode is SchedulingMode.FAIRSHARE
         else []
     )
+    if config is not None and mode is SchedulingMode.FAIRSHARE:
+        fairshare_weights = team_weights(config, fairshare_weights)
 
     def now_value(change: ShareChange) -> float | QuotaSettings:
         if mode is SchedulingMode.FAIRSHARE:
@@ -727,6 +764,6 @@ def rollback(
             "lastPlan": {"createdAt": plan.created_at, "planId": rollback_id},
         }
     store.begin_plan(audit, new_state, version)
-    apply_plan(plan, batch, settings)
+    apply_plan(plan, batch, settings, config)
     store.mark_applied(audit, now)
     return RebalanceOutcome("rollback", "applied", plan.reason, rollback_id, plan)

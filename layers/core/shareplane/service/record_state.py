@@ -92,11 +92,17 @@ def slo_metric(
 
 
 def metric_dimensions(state: JobState, config: SharesConfig | None) -> dict[str, str]:
-    """Queue, share, tier and status of a job: low-cardinality dimensions, never the job id."""
-    tier = config.tier_for_priority(state.scheduling_priority) if config else None
+    """Queue, team, tier and status of a job: low-cardinality dimensions, never the job id.
+
+    The team comes from the config's mapping of the job's share identifier (or quota share); the tier
+    from the identifier in the team_tier layout, else from the job's schedulingPriority.
+    """
+    share = state.share_identifier or state.quota_share_name
+    tier = config.job_tier(share, state.scheduling_priority) if config else None
+    team = config.team_for_share(share) if config else None
     return {
         "Queue": queue_name(state.job_queue),
-        "Share": state.share_identifier or state.quota_share_name or "none",
+        "Team": team or "none",
         "Tier": tier.value if tier else "none",
         "Status": state.status.value,
     }

@@ -48,7 +48,6 @@ from .record_state import record_observation
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class SubmitPorts:
     """What the submit use case talks through."""
@@ -105,7 +104,6 @@ def submit_dropped_spec(
     version = obj.version_id or head.version_id
     obj = DroppedObject(obj.bucket, obj.key, version, head.size, head.etag or obj.etag, obj.sequencer)
     result = _read_and_parse(obj, ports, config)
-    share = _team_share(config, result.team)
     submitted: list[SubmittedJob] = []
     refused: dict[int, Problem] = {}
     for job in result.jobs:
@@ -121,6 +119,7 @@ def submit_dropped_spec(
                 f"AWS Batch refused the job: {exc.problem}",
                 exc.fix,
             )
+    share, tier = _file_share(config, result.team, submitted)
     outcome, dest, answer_at, document = build_answer(obj, result, submitted, refused, share, now_ms)
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
@@ -137,7 +136,7 @@ def submit_dropped_spec(
                 for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")
             }
             | {"answer": f"s3://{obj.bucket}/{answer_at}"},
-            alert_attributes(share, queue),
+            alert_attributes(share, queue, result.team if result.team in config.teams else None, tier),
         )
     if movable:
         ports.bucket.delete(obj.bucket, obj.key, obj.version_id)
@@ -148,9 +147,23 @@ def submit_dropped_spec(
     return SubmitOutcome(obj.key, outcome.value, dest if movable else obj.key, answer_at, tuple(submitted))
 
 
-def _team_share(config: SharesConfig, team: str | None) -> str | None:
+def _file_share(
+    config: SharesConfig, team: str | None, submitted: list[SubmittedJob]
+) -> tuple[str | None, str | None]:
+    """The share identifier and tier a whole file went to, when it is one; else the team's share, no tier.
+
+    In the team_tier layout a file's jobs may go to several identifiers (one per tier), so the answer's
+    ``share`` is set only when all of them went to one; the ``team`` beside it always routes.
+    """
     team_config = config.teams.get(team) if team else None
-    return team_config.share if team_config else None
+    if team_config is None:
+        return None, None
+    identifiers = {job.share for job in submitted if job.share}
+    tiers = {job.priority for job in submitted if job.priority}
+    tier = next(iter(tiers)) if len(tiers) == 1 else None
+    if not config.tiered_shares:
+        return team_config.share, tier
+    return (next(iter(identifiers)) if len(identifiers) == 1 else None), tier
 
 
 def _gone(obj: DroppedObject, ports: SubmitPorts) -> SubmitOutcome:

@@ -227,30 +227,33 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
 
 
 def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts, now: float) -> None:
-    """Runnable jobs and oldest wait per tier; instances in use per share against entitlement and capacity."""
+    """Runnable jobs and oldest wait per tier; instances in use per team against entitlement and capacity."""
     config = ports.config
     queue = ports.gpu_queue or config.gpu_queue_name()
     waiting: dict[tuple[str, Tier], list[float]] = defaultdict(list)
     for job in jobs.get(JobStatus.RUNNABLE, []):
-        tier = config.tier_for_priority(job.scheduling_priority) or Tier.LOWPRI
+        share = job.share_identifier or job.quota_share_name
+        tier = config.job_tier(share, job.scheduling_priority) or Tier.LOWPRI
         waiting[(queue_name(job.job_queue), tier)].append(now - (job.created_at or now * 1000) / 1000)
     for tier in Tier:
         waits = waiting.get((queue, tier), [])
         dims = {"Queue": queue, "Tier": tier.value}
         _gauge(ports, "RunnableJobs", len(waits), "Count", dims)
         _gauge(ports, "OldestWaitSeconds", max(waits, default=0.0), "Seconds", dims)
+    # Per team: in the team_tier layout a team holds instances under one identifier per tier.
     in_use: dict[str, float] = defaultdict(float)
     for status in _HOLDING:
         for job in jobs.get(status, []):
             if queue_name(job.job_queue) == queue:
-                in_use[job.share_identifier or job.quota_share_name or "none"] += job.instance_count
+                share = job.share_identifier or job.quota_share_name
+                in_use[config.team_for_share(share) or "none"] += job.instance_count
     capacity = sum(t.capacity for t in config.instance_types.values())
-    for team in config.teams.values():
-        dims = {"Queue": queue, "Share": team.share}
-        _gauge(ports, "InstancesInUse", in_use.pop(team.share, 0.0), "Count", dims)
+    for name, team in config.teams.items():
+        dims = {"Queue": queue, "Team": name}
+        _gauge(ports, "InstancesInUse", in_use.pop(name, 0.0), "Count", dims)
         _gauge(ports, "InstancesEntitled", sum(team.entitlement.values()), "Count", dims)
-    for share, count in in_use.items():  # shares the config does not name still hold instances
-        _gauge(ports, "InstancesInUse", count, "Count", {"Queue": queue, "Share": share})
+    for other, count in in_use.items():  # shares the config does not name still hold instances
+        _gauge(ports, "InstancesInUse", count, "Count", {"Queue": queue, "Team": other})
     total = sum(
         j.instance_count for s in _HOLDING for j in jobs.get(s, []) if queue_name(j.job_queue) == queue
     )

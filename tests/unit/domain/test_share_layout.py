@@ -1,0 +1,255 @@
+"""The team x tier share layout: which identifiers a config makes, who owns them, and their weights."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
+from shareplane.domain.config import SchedulingMode, ShareKey, SharesConfig, Tier
+from shareplane.domain.errors import ConfigError
+from shareplane.domain.failure_rules import Severity
+from shareplane.domain.fairshare import ShareWeight
+from shareplane.domain.jobspec import parse_spec_file
+from shareplane.domain.rebalance import RebalancePlan, ShareChange, identifier_plan, team_weights
+
+from tests.unit.domain.test_jobspec import config_dict, good_job
+
+MULTIPLIERS = {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}
+
+
+def tiered(**overrides: Any) -> dict[str, Any]:
+    """The blog-like cluster in the team_tier layout with the repository's tier multipliers."""
+    raw = config_dict(share_layout="team_tier", **overrides)
+    for tier, multiplier in MULTIPLIERS.items():
+        raw["tiers"][tier]["weight_multiplier"] = multiplier
+    return raw
+
+
+CONFIG = SharesConfig.model_validate(tiered())
+
+
+def _teams(n: int, share: str = "Team{i}") -> dict[str, Any]:
+    return {f"T{i}": {"share": share.format(i=i), "entitlement": {"ml.p4d.24xlarge": 0}} for i in range(n)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Validation: what AWS Batch would refuse is refused in the config, naming field and fix.
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        (
+            lambda r: r["teams"].update(
+                A={"share": "A", "entitlement": {}}, B={"share": "AHIGHPRI", "entitlement": {}}
+            ),
+            "teams.B.share",
+            "team A's HIGHPRI identifier",
+        ),
+        (
+            lambda r: r["teams"]["ProdExp2"].update(share="ProdExp1"),
+            "teams.ProdExp2.share",
+            "ProdExp1HIGHPRI",
+        ),
+        (
+            lambda r: r["teams"]["ProdExp2"].update(share="P" * 250),
+            "teams.ProdExp2.share",
+            "at most 255 letters and digits",
+        ),
+        (lambda r: r.update(teams=_teams(167)), "share_layout", "167 teams x 3 = 501 share identifiers"),
+        (
+            lambda r: r.update(share_layout="team", teams=_teams(2, "Same")),
+            "teams.T1.share",
+            "team T0's share",
+        ),
+    ],
+    ids=[
+        "a team share that spells another team's share plus a tier collides with that identifier",
+        "two teams on one share collide on every tier",
+        "an identifier over 255 characters once the tier is appended is refused",
+        "more than 500 identifiers on one queue is refused, naming the layout",
+        "in the team layout two teams on one share are refused too",
+    ],
+)
+def test_identifiers_batch_would_refuse_are_config_errors(change: Any, field: str, problem: str) -> None:
+    raw = tiered()
+    change(raw)
+    with pytest.raises(ConfigError) as err:
+        SharesConfig.model_validate(raw)
+    assert err.value.field == field and problem in err.value.problem and err.value.fix
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(tiered(teams=_teams(166)), id="166 teams x 3 tiers = 498 identifiers fit a queue"),
+        pytest.param(config_dict(teams=_teams(500)), id="500 teams fit in the team layout"),
+        pytest.param(tiered(mode="quota", teams=_teams(2)), id="quota mode makes one share per team"),
+    ],
+)
+def test_layouts_within_the_limits_are_accepted(raw: dict[str, Any]) -> None:
+    config = SharesConfig.model_validate(raw)
+    per_team = 3 if config.tiered_shares else 1
+    assert len(config.share_keys) == per_team * len(config.teams)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Who owns an identifier: the config's mapping, never the name.
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("share", "priority", "key", "tier"),
+    [
+        ("ProdExp1HIGHPRI", 0, ShareKey("ProdExp1", Tier.HIGHPRI), Tier.HIGHPRI),
+        ("ProdExp2LOWPRI", 90, ShareKey("ProdExp2", Tier.LOWPRI), Tier.LOWPRI),
+        ("ProdExp1", 50, ShareKey("ProdExp1"), Tier.MIDPRI),
+        ("ProdExp3HIGHPRI", 90, None, Tier.HIGHPRI),
+        (None, None, None, None),
+    ],
+    ids=[
+        "an identifier names its team and tier, whatever the job's priority",
+        "an escalated LOWPRI job stays LOWPRI",
+        "a team's plain share (a job queued before the layout changed) still names the team",
+        "a name that looks like a team's identifier but is not in the config belongs to no team",
+        "no share, no team",
+    ],
+)
+def test_team_and_tier_come_from_the_configs_mapping(
+    share: str | None, priority: int | None, key: ShareKey | None, tier: Tier | None
+) -> None:
+    assert CONFIG.share_key(share) == key
+    assert CONFIG.team_for_share(share) == (key.team if key else None)
+    assert CONFIG.job_tier(share, priority) == tier
+
+
+def test_submissions_go_to_the_teams_identifier_of_the_jobs_tier() -> None:
+    jobs = [good_job(name=f"j-{t.value.lower()}", priority=t.value) for t in Tier]
+    result = parse_spec_file(json.dumps(jobs).encode(), "submit/ProdExp1/x.json", CONFIG)
+    assert [(j.request or {})["shareIdentifier"] for j in result.jobs] == [
+        "ProdExp1HIGHPRI",
+        "ProdExp1MIDPRI",
+        "ProdExp1LOWPRI",
+    ]
+    assert all("preemptionConfiguration" not in (j.request or {}) for j in result.jobs)
+
+
+@pytest.mark.parametrize(
+    ("quota", "expected"),
+    [
+        ({}, {"preemptionRetriesBeforeTermination": 5}),
+        ({"preemption_retries_before_termination": 0}, {"preemptionRetriesBeforeTermination": 0}),
+        ({"preemption_retries_before_termination": None}, None),
+    ],
+    ids=[
+        "a quota submission caps Batch's requeues after preemption at 5 by default",
+        "0 fails a job at its first preemption, as Batch defines it",
+        "None leaves Batch's unlimited requeues",
+    ],
+)
+def test_quota_submissions_carry_the_teams_preemption_retries(
+    quota: dict[str, Any], expected: dict[str, int] | None
+) -> None:
+    raw = tiered(mode="quota")
+    raw["teams"]["ProdExp1"]["quota"] = quota
+    config = SharesConfig.model_validate(raw)
+    (job,) = parse_spec_file(json.dumps([good_job()]).encode(), "submit/ProdExp1/x.json", config).jobs
+    request = job.request or {}
+    # quota mode keeps one share per team: in-share preemption orders the tiers inside it
+    assert request["quotaShareName"] == "ProdExp1" and "shareIdentifier" not in request
+    assert request.get("preemptionConfiguration") == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# Weights: identifiers are the team's weight times the tier multiplier, and fold back to it.
+# ---------------------------------------------------------------------------------------------------
+def test_a_team_plan_is_written_to_each_identifier_times_its_tier_multiplier() -> None:
+    plan = RebalancePlan(
+        created_at=0.0,
+        mode=SchedulingMode.FAIRSHARE,
+        changes=(ShareChange("ProdExp2", 1.5, 1.2, "target 45"), ShareChange("Stray", 1.0, 2.0, "x")),
+        reason="rebalanced",
+    )
+    expanded = identifier_plan(plan, CONFIG)
+    assert {c.share: (c.before, c.after) for c in expanded.changes} == {
+        "ProdExp2HIGHPRI": (0.075, 0.06),
+        "ProdExp2LOWPRI": (1.5, 1.2),
+        "ProdExp2MIDPRI": (0.75, 0.6),
+        "Stray": (1.0, 2.0),  # names no team: left as it is
+    }
+    assert {c.why for c in expanded.changes if c.share.startswith("ProdExp2")} == {"target 45"}
+    assert plan.changes[0].share == "ProdExp2", "the plan is not modified"
+
+
+def test_in_the_team_layout_the_plan_and_weights_pass_through() -> None:
+    config = SharesConfig.model_validate(config_dict())
+    plan = RebalancePlan(
+        0.0, SchedulingMode.FAIRSHARE, (ShareChange("ProdExp2", 1.5, 1.2, "w"),), "rebalanced"
+    )
+    weights = [ShareWeight("ProdExp1", 1.0), ShareWeight("ProdExp2", 1.5)]
+    assert identifier_plan(plan, config) == plan
+    assert team_weights(config, weights) == weights
+
+
+def test_a_queue_not_yet_migrated_reads_the_teams_plain_entry() -> None:
+    weights = [ShareWeight("ProdExp1", 1.0), ShareWeight("ProdExp2", 1.5)]
+    assert team_weights(CONFIG, weights) == weights
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    team_weight=st.floats(0.0001, 999.9999),
+    multipliers=st.tuples(*[st.floats(0.01, 1.0) for _ in Tier]),
+)
+def test_expanded_team_weights_fold_back_to_the_team_weight(team_weight: float, multipliers: tuple) -> None:
+    raw = tiered()
+    for tier, multiplier in zip(Tier, multipliers, strict=True):
+        raw["tiers"][tier.value]["weight_multiplier"] = multiplier
+    config = SharesConfig.model_validate(raw)
+    plan = RebalancePlan(
+        0.0, SchedulingMode.FAIRSHARE, (ShareChange("ProdExp1", 1.0, team_weight, "w"),), "r"
+    )
+    written = [ShareWeight(c.share, float(c.after)) for c in identifier_plan(plan, config).changes]
+    # every identifier is in the API's range, and ordered by its tier's multiplier
+    assert all(0.0001 <= w.weight_factor <= 999.9999 for w in written)
+    (folded,) = [w for w in team_weights(config, written) if w.share_identifier == "ProdExp1"]
+    # read back from the tier with the largest multiplier: only the 4-decimal rounding and the API's
+    # range lose anything
+    largest = max(multipliers)
+    if 0.0001 <= team_weight * largest <= 999.9999:
+        assert folded.weight_factor == pytest.approx(team_weight, abs=0.00005 / largest + 0.00005 + 1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Alerts route by team.
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("share", "attributes"),
+    [
+        ("ProdExp1HIGHPRI", {"team": "ProdExp1", "tier": "HIGHPRI", "share": "ProdExp1HIGHPRI"}),
+        ("ProdExp1", {"team": "ProdExp1", "tier": "none", "share": "ProdExp1"}),
+        ("Intern", {"team": "none", "tier": "none", "share": "Intern"}),
+    ],
+    ids=[
+        "an identifier's alert carries its team and tier beside the identifier",
+        "a team's plain share still routes to the team",
+        "a share no team owns routes to no team",
+    ],
+)
+def test_alerts_carry_the_team_and_tier_of_their_share(share: str, attributes: dict[str, str]) -> None:
+    alert = simple_alert(
+        AlertKind.QUEUE_BLOCKED,
+        Severity.WARNING,
+        share=share,
+        queue="q",
+        job_arn="arn:job",
+        job_name="j",
+        headline="blocked",
+        reason="r",
+        fix="f",
+    )
+    owned = owned_by(alert, CONFIG)
+    assert {k: owned.attributes[k] for k in attributes} == attributes
+    assert owned.body["team"] == (None if attributes["team"] == "none" else attributes["team"])
+    assert owned.dedupe_key == alert.dedupe_key
