@@ -39,7 +39,7 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
             Endpoint=inbox_arn,
             Attributes={
                 "RawMessageDelivery": "true",
-                "FilterPolicy": json.dumps({"share": ["ProdExp2LOWPRI"], "kind": ["reclaim"]}),
+                "FilterPolicy": json.dumps({"share": ["ProdExp2"], "kind": ["reclaim"]}),
             },
         )
         fakes = ReclaimWorld()

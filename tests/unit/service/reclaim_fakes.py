@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 from shareplane.domain.alerts import Alert
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.lifecycle import HistoryEntry
 from shareplane.service.reclaim_capacity import ReclaimPorts, ReclaimSettings
@@ -40,6 +40,15 @@ def reclaim_config(**reclaim: Any) -> SharesConfig:
     return SharesConfig.model_validate(data)
 
 
+#: The layout every scenario's jobs are submitted in (the reclaim rules do not change identifiers).
+LAYOUT = reclaim_config()
+
+
+def share_of(team: str, tier: str) -> str:
+    """The identifier a team's job of ``tier`` carries: HIGHPRI its own (ProdExp1HIGHPRI), else the team's."""
+    return LAYOUT.share_for(team, Tier(tier))
+
+
 def service_job(
     job_id: str,
     team: str,
@@ -52,7 +61,7 @@ def service_job(
     checkpoint: bool = True,
     tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """DescribeServiceJob of a job in the GPU queue (team x tier share identifier)."""
+    """DescribeServiceJob of a job in the GPU queue (the team x tier layout's share identifier)."""
     payload: dict[str, Any] = {
         "TrainingJobName": job_id,
         "ResourceConfig": {"InstanceType": P4, "InstanceCount": instances, "VolumeSizeInGB": 100},
@@ -65,7 +74,7 @@ def service_job(
         "jobName": f"name-{job_id}",
         "jobQueue": QUEUE_ARN,
         "status": status,
-        "shareIdentifier": f"{team}{tier}",
+        "shareIdentifier": share_of(team, tier),
         "schedulingPriority": PRIORITY[tier],
         "createdAt": int(created * 1000),
         "serviceRequestPayload": json.dumps(payload),

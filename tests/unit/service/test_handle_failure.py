@@ -101,8 +101,14 @@ def test_the_budget_carries_over_the_chain_and_ends_in_one_alert() -> None:
     ((subject, body, attributes),) = world.alerts.sent
     assert body["class"] == "internal_error" and body["attempt"] == 4 and "budget" in body["why"]
     # team and tier from the config's mapping of the job's share (tier: its priority, on a team share)
-    assert attributes == {"severity": "critical", "team": "ProdExp1", "tier": "MIDPRI", "share": "ProdExp1",
-                          "kind": "failure", "queue": "search-p4d-queue"}
+    assert attributes == {
+        "severity": "critical",
+        "team": "ProdExp1",
+        "tier": "MIDPRI",
+        "share": "ProdExp1",
+        "kind": "failure",
+        "queue": "search-p4d-queue",
+    }
     assert len(subject) <= 100 and subject.isascii()
 
 
@@ -496,5 +502,11 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
     )
     assert len(world.alerts.sent) == alerts
     if alerts:
-        body = world.alerts.sent[0][1]
+        _, body, attributes = world.alerts.sent[0]
         assert f"schedulingPriority {in_batch} (escalation stops at 89 for MIDPRI)" in body["reason"]
+        # on the team's plain share the alert still names the job's tier, for routing
+        assert (attributes["team"], attributes["tier"], attributes["share"]) == (
+            "ProdExp2",
+            "MIDPRI",
+            "ProdExp2",
+        )

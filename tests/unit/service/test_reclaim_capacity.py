@@ -74,11 +74,13 @@ def test_a_highpri_job_past_its_threshold_stops_the_borrowed_victim_that_loses_l
     # AND the waiting job's and the victim's histories say so
     kinds = {(key.split("|")[0].rsplit("/", 1)[-1], e.kind) for key, e in w.ledger.history.items()}
     assert kinds == {("hi", ObservationKind.RECLAIM), ("p2-5", ObservationKind.RECLAIMED)}
-    # AND the victim's team (its share) is alerted, with why
+    # AND the victim's team is alerted, with why; the routing attributes name its team and tier
     ((subject, body, attributes),) = w.alerts.sent
     assert attributes == {
         "severity": "warning",
-        "share": "ProdExp2LOWPRI",
+        "team": "ProdExp2",
+        "tier": "LOWPRI",
+        "share": "ProdExp2",
         "kind": "reclaim",
         "queue": "search-p4d-queue",
     }
@@ -280,7 +282,7 @@ def test_duplicated_and_reordered_triggers_converge_to_the_same_victims_audits_a
     assert stopped(w) == ["p2-5"]
     ((record),) = w.ledger.decisions.values()
     assert [v["jobId"] for v in record["victims"]] == ["p2-5"] and record["applied"]
-    assert [a[2]["share"] for a in w.alerts.sent] == ["ProdExp2LOWPRI"]
+    assert [a[2]["share"] for a in w.alerts.sent] == ["ProdExp2"]
     assert sum(1 for e in w.ledger.history.values() if e.kind is ObservationKind.RECLAIMED) == 1
 
 

@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
@@ -590,6 +590,9 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
                 "lostInstanceMinutes": v["lostInstanceMinutes"],
             },
         )
+        # The victim's tier is known (its identifier's, else its priority's): the routing attributes
+        # carry it, as the body does, even when the victim's share is its team's plain one.
+        alert = replace(alert, team=v["team"], tier=v["tier"])
         sent += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return sent
 

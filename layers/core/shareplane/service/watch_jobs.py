@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
@@ -154,6 +154,8 @@ def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: 
                 fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
                 "what holds the instances, or raise the share's weight",
             )
+            # The job's tier, also on a team's plain share (where the share alone names no tier).
+            alert = replace(alert, tier=tier.value)
             report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
