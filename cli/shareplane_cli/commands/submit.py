@@ -133,8 +133,8 @@ def find_team_jobs(
     found: list[dict[str, Any]] = []
     quota = config.mode is SchedulingMode.QUOTA
     for team in teams:
-        # Every identifier of the team (one per tier in the team_tier layout), and its plain share:
-        # jobs queued before the stack moved to team_tier keep that identifier.
+        # Every identifier of the team: its plain share (the jobs of tiers without an identifier of
+        # their own, and jobs queued before the stack moved to team_tier) and its own-share tiers'.
         shares = sorted(
             {s for s, key in config.share_keys.items() if key.team == team} | {config.teams[team].share}
         )

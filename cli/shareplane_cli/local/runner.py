@@ -46,8 +46,10 @@ class _InvocationStdout(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        # Outside an invocation, sys.stdout is no longer this object: write where it points now.
-        target = self.target if self.target is not None else sys.stdout
+        # Outside an invocation (a service called in-process, after the runner repointed the shared
+        # Powertools handler) log lines go to stderr: stdout is the command's output, which
+        # `--output json` and a Click test runner parse.
+        target = self.target if self.target is not None else sys.stderr
         return target.write(text) if target is not self else len(text)
 
 

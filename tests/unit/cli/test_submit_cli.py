@@ -155,9 +155,9 @@ def summary(job_id: str, status: str) -> dict[str, Any]:
 def test_cleanup_finds_a_teams_jobs_by_share_and_by_tag(stubbed_batch: Stubber, dry_run: bool) -> None:
     # GIVEN ProdExp1 has 60 RUNNABLE jobs on the GPU queue and one RUNNING CPU job (ProdExp2 has one too)
     gpu = [summary(f"g{i}", "RUNNABLE") for i in range(60)]
-    # (team x tier layout: every identifier of the team is listed, and its plain share, which jobs
-    # queued before the layout changed still carry; here 40 are LOWPRI and 20 from before)
-    by_share = {"ProdExp1": gpu[40:], "ProdExp1HIGHPRI": [], "ProdExp1LOWPRI": gpu[:40], "ProdExp1MIDPRI": []}
+    # (team x tier layout: every identifier of the team is listed: its share, where its MIDPRI and
+    # LOWPRI jobs go, here 40 of them, and its HIGHPRI identifier, here 20)
+    by_share = {"ProdExp1": gpu[:40], "ProdExp1HIGHPRI": gpu[40:]}
     for share, jobs in by_share.items():
         for status in ACTIVE_STATUSES:
             params = {
