@@ -65,15 +65,18 @@ def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
     team = subscribe(sns, sqs, topic, "prodexp1", {"team": ["ProdExp1"], "severity": ["warning", "critical"]})
     audit = subscribe(sns, sqs, topic, "audit", None)
     publisher = SnsAlerts(sns, topic)
-    # WHEN one alert per share identifier goes out (team x tier: ProdExp1 has two of them here)
+    # WHEN one alert per share identifier goes out (team x tier: ProdExp1 has two, its share and HIGHPRI's)
     config = shares_config()
-    for share in ("ProdExp1HIGHPRI", "ProdExp1LOWPRI", "ProdExp2HIGHPRI"):
-        alert = owned_by(alert_for(share, job=f"arn:aws:batch:us-east-1:123456789012:service-job/{share}"), config)
+    for share in ("ProdExp1HIGHPRI", "ProdExp1", "ProdExp2HIGHPRI"):
+        alert = owned_by(
+            alert_for(share, job=f"arn:aws:batch:us-east-1:123456789012:service-job/{share}"), config
+        )
         publisher.publish(alert.subject, dict(alert.body), alert.attributes)
     # THEN the team sees both of its identifiers' alerts, with every attribute as a String
     mine = sorted(received(sqs, team), key=lambda m: json.loads(m["Body"])["share"])
-    assert [json.loads(m["Body"])["share"] for m in mine] == ["ProdExp1HIGHPRI", "ProdExp1LOWPRI"]
-    assert {k: (v["DataType"], v["StringValue"]) for k, v in mine[0]["MessageAttributes"].items()} == {
+    assert [json.loads(m["Body"])["share"] for m in mine] == ["ProdExp1", "ProdExp1HIGHPRI"]
+    assert mine[0]["MessageAttributes"]["team"]["StringValue"] == "ProdExp1"
+    assert {k: (v["DataType"], v["StringValue"]) for k, v in mine[1]["MessageAttributes"].items()} == {
         "severity": ("String", "warning"),
         "team": ("String", "ProdExp1"),
         "tier": ("String", "HIGHPRI"),

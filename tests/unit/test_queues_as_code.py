@@ -144,21 +144,43 @@ def test_prodexp1_entitled_to_60_gets_a_lower_weight_than_prodexp2_at_40_in_the_
 
 
 def test_the_team_tier_layout_renders_one_exact_entry_per_team_and_tier_weighted_by_the_multiplier() -> None:
-    # GIVEN the repository's config: team_tier, HIGHPRI x0.05, MIDPRI x0.5, LOWPRI x1.0
+    # GIVEN the repository's config: team_tier, HIGHPRI its own identifier x0.05, MIDPRI and LOWPRI on
+    # the team's
     config = load_config(CONFIG)
     w = weights(rendered(config))
-    # THEN every identifier has its own entry (no * prefix), weight = team weight x tier multiplier
+    # THEN every identifier has its own entry (no * prefix): the team's share at the team's weight, the
+    # HIGHPRI identifier at the team weight x its multiplier
     assert w == {
+        "ProdExp1": 1.0,
+        "ProdExp1HIGHPRI": 0.05,
+        "ProdExp2": 1.5,
+        "ProdExp2HIGHPRI": 0.075,
+    }
+    assert w == {share: config.share_weight_factor(share) for share in config.share_keys}
+    # AND inside a tier the teams still split 60:40
+    assert w["ProdExp1HIGHPRI"] / w["ProdExp2HIGHPRI"] == pytest.approx(40 / 60)
+
+
+def test_with_every_tier_marked_own_share_each_tier_renders_its_own_entry() -> None:
+    # GIVEN the repository's config with every tier its own identifier, HIGHPRI x0.05, MIDPRI x0.5, LOWPRI x1.0
+    data = raw_config()
+    for tier, multiplier in {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}.items():
+        data["tiers"][tier].update(own_share=True, weight_multiplier=multiplier)
+    config = SharesConfig.model_validate(data)
+    w = weights(rendered(config))
+    # THEN each team has its share's entry and one per tier, weight = team weight x tier multiplier
+    assert w == {
+        "ProdExp1": 1.0,
         "ProdExp1HIGHPRI": 0.05,
         "ProdExp1MIDPRI": 0.5,
         "ProdExp1LOWPRI": 1.0,
+        "ProdExp2": 1.5,
         "ProdExp2HIGHPRI": 0.075,
         "ProdExp2MIDPRI": 0.75,
         "ProdExp2LOWPRI": 1.5,
     }
     assert w == {share: config.share_weight_factor(share) for share in config.share_keys}
-    # AND inside a tier the teams still split 60:40
-    assert w["ProdExp1HIGHPRI"] / w["ProdExp2HIGHPRI"] == pytest.approx(40 / 60)
+    assert w["ProdExp1MIDPRI"] / w["ProdExp2MIDPRI"] == pytest.approx(40 / 60)
 
 
 def test_quota_mode_keeps_one_quota_share_per_team_whatever_the_layout() -> None:
@@ -597,7 +619,7 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     stale = run_render(template, config, "--check")
     assert stale.exit_code == 1
     changed = {line.replace(" ", "") for line in stale.stdout.splitlines()}
-    # (ProdExp2's LOWPRI identifier: team weight 1.5 -> 2.0, times LOWPRI's multiplier 1.0)
+    # (ProdExp2's share, where its MIDPRI and LOWPRI jobs go: team weight 1.5 -> 2.0)
     assert {"-WeightFactor:1.5", "+WeightFactor:2.0"} <= changed, stale.stdout
     assert template.read_text() == before, "--check must not write"
 
@@ -608,7 +630,8 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     default = json.loads(json.dumps(cfn_yaml.load(str(template))))["Parameters"]["SharesConfig"]["Default"]
     assert default == render.shares_config_json(yaml.safe_load(config.read_text()))
     rendered_weights = weights(parse(render.read_blocks(template.read_text())))
-    assert (rendered_weights["ProdExp1LOWPRI"], rendered_weights["ProdExp2LOWPRI"]) == (1.0, 2.0)
+    assert (rendered_weights["ProdExp1"], rendered_weights["ProdExp2"]) == (1.0, 2.0)
+    assert (rendered_weights["ProdExp1HIGHPRI"], rendered_weights["ProdExp2HIGHPRI"]) == (0.05, 0.1)
 
 
 def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Path, Path]) -> None:

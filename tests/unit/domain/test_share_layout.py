@@ -21,15 +21,21 @@ from tests.unit.domain.test_jobspec import config_dict, good_job
 MULTIPLIERS = {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}
 
 
-def tiered(**overrides: Any) -> dict[str, Any]:
-    """The blog-like cluster in the team_tier layout with the repository's tier multipliers."""
+def tiered(own: tuple[str, ...] = ("HIGHPRI",), **overrides: Any) -> dict[str, Any]:
+    """The blog-like cluster in the team_tier layout, ``own`` tiers with identifiers of their own.
+
+    The default is the repository's: HIGHPRI its own identifier, MIDPRI and LOWPRI on the team's.
+    """
     raw = config_dict(share_layout="team_tier", **overrides)
     for tier, multiplier in MULTIPLIERS.items():
         raw["tiers"][tier]["weight_multiplier"] = multiplier
+        raw["tiers"][tier]["own_share"] = tier in own
     return raw
 
 
 CONFIG = SharesConfig.model_validate(tiered())
+#: Every tier with an identifier of its own: the layout's mechanism for more than one tier.
+ALL_OWN = SharesConfig.model_validate(tiered(own=tuple(MULTIPLIERS)))
 
 
 def _teams(n: int, share: str = "Team{i}") -> dict[str, Any]:
@@ -52,14 +58,29 @@ def _teams(n: int, share: str = "Team{i}") -> dict[str, Any]:
         (
             lambda r: r["teams"]["ProdExp2"].update(share="ProdExp1"),
             "teams.ProdExp2.share",
-            "ProdExp1HIGHPRI",
+            "team ProdExp1's share",
+        ),
+        (
+            lambda r: (
+                r["teams"].update(
+                    A={"share": "A", "entitlement": {}}, B={"share": "ALOWPRI", "entitlement": {}}
+                ),
+                r["tiers"]["LOWPRI"].update(own_share=True),
+            ),
+            "teams.B.share",
+            "team A's LOWPRI identifier",
         ),
         (
             lambda r: r["teams"]["ProdExp2"].update(share="P" * 250),
             "teams.ProdExp2.share",
             "at most 255 letters and digits",
         ),
-        (lambda r: r.update(teams=_teams(167)), "share_layout", "167 teams x 3 = 501 share identifiers"),
+        (lambda r: r.update(teams=_teams(251)), "share_layout", "251 teams x 2 = 502 share identifiers"),
+        (
+            lambda r: (r.update(teams=_teams(126)), [t.update(own_share=True) for t in r["tiers"].values()]),
+            "share_layout",
+            "126 teams x 4 = 504 share identifiers",
+        ),
         (
             lambda r: r.update(share_layout="team", teams=_teams(2, "Same")),
             "teams.T1.share",
@@ -68,9 +89,11 @@ def _teams(n: int, share: str = "Team{i}") -> dict[str, Any]:
     ],
     ids=[
         "a team share that spells another team's share plus a tier collides with that identifier",
-        "two teams on one share collide on every tier",
+        "two teams on one share collide",
+        "a tier marked own_share has identifiers a team share may not spell",
         "an identifier over 255 characters once the tier is appended is refused",
         "more than 500 identifiers on one queue is refused, naming the layout",
+        "with every tier its own identifier, 4 per team count against the 500",
         "in the team layout two teams on one share are refused too",
     ],
 )
@@ -85,14 +108,22 @@ def test_identifiers_batch_would_refuse_are_config_errors(change: Any, field: st
 @pytest.mark.parametrize(
     "raw",
     [
-        pytest.param(tiered(teams=_teams(166)), id="166 teams x 3 tiers = 498 identifiers fit a queue"),
+        pytest.param(
+            tiered(teams=_teams(250)), id="250 teams x (share + HIGHPRI) = 500 identifiers fit a queue"
+        ),
+        pytest.param(
+            tiered(own=tuple(MULTIPLIERS), teams=_teams(125)),
+            id="125 teams x (share + 3 tiers) = 500 identifiers fit a queue",
+        ),
+        pytest.param(tiered(own=(), teams=_teams(500)), id="no tier with own_share: one identifier per team"),
         pytest.param(config_dict(teams=_teams(500)), id="500 teams fit in the team layout"),
         pytest.param(tiered(mode="quota", teams=_teams(2)), id="quota mode makes one share per team"),
     ],
 )
 def test_layouts_within_the_limits_are_accepted(raw: dict[str, Any]) -> None:
     config = SharesConfig.model_validate(raw)
-    per_team = 3 if config.tiered_shares else 1
+    own = sum(1 for t in config.tiers.values() if t.own_share) if config.tiered_shares else 0
+    per_team = 1 + own
     assert len(config.share_keys) == per_team * len(config.teams)
 
 
@@ -100,38 +131,67 @@ def test_layouts_within_the_limits_are_accepted(raw: dict[str, Any]) -> None:
 # Who owns an identifier: the config's mapping, never the name.
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("share", "priority", "key", "tier"),
+    ("config", "share", "priority", "key", "tier"),
     [
-        ("ProdExp1HIGHPRI", 0, ShareKey("ProdExp1", Tier.HIGHPRI), Tier.HIGHPRI),
-        ("ProdExp2LOWPRI", 90, ShareKey("ProdExp2", Tier.LOWPRI), Tier.LOWPRI),
-        ("ProdExp1", 50, ShareKey("ProdExp1"), Tier.MIDPRI),
-        ("ProdExp3HIGHPRI", 90, None, Tier.HIGHPRI),
-        (None, None, None, None),
+        (CONFIG, "ProdExp1HIGHPRI", 0, ShareKey("ProdExp1", Tier.HIGHPRI), Tier.HIGHPRI),
+        (CONFIG, "ProdExp1", 50, ShareKey("ProdExp1"), Tier.MIDPRI),
+        (CONFIG, "ProdExp2", 10, ShareKey("ProdExp2"), Tier.LOWPRI),
+        (CONFIG, "ProdExp2LOWPRI", 10, None, Tier.LOWPRI),
+        (ALL_OWN, "ProdExp2LOWPRI", 90, ShareKey("ProdExp2", Tier.LOWPRI), Tier.LOWPRI),
+        (ALL_OWN, "ProdExp1", 50, ShareKey("ProdExp1"), Tier.MIDPRI),
+        (CONFIG, "ProdExp3HIGHPRI", 90, None, Tier.HIGHPRI),
+        (CONFIG, None, None, None, None),
     ],
     ids=[
         "an identifier names its team and tier, whatever the job's priority",
-        "an escalated LOWPRI job stays LOWPRI",
-        "a team's plain share (a job queued before the layout changed) still names the team",
+        "a team's plain share names the team; the job's priority gives the tier",
+        "a LOWPRI job on the team's plain share is LOWPRI by its priority",
+        "a tier without own_share has no identifier: its name belongs to no team",
+        "with every tier its own identifier, an escalated LOWPRI job stays LOWPRI",
+        "with every tier its own identifier, the plain share (a job queued before) still names the team",
         "a name that looks like a team's identifier but is not in the config belongs to no team",
         "no share, no team",
     ],
 )
 def test_team_and_tier_come_from_the_configs_mapping(
-    share: str | None, priority: int | None, key: ShareKey | None, tier: Tier | None
+    config: SharesConfig, share: str | None, priority: int | None, key: ShareKey | None, tier: Tier | None
 ) -> None:
-    assert CONFIG.share_key(share) == key
-    assert CONFIG.team_for_share(share) == (key.team if key else None)
-    assert CONFIG.job_tier(share, priority) == tier
+    assert config.share_key(share) == key
+    assert config.team_for_share(share) == (key.team if key else None)
+    assert config.tier_for_share(share) == (key.tier if key else None)
+    assert config.job_tier(share, priority) == tier
 
 
-def test_submissions_go_to_the_teams_identifier_of_the_jobs_tier() -> None:
+def test_share_keys_are_each_teams_share_and_its_own_share_tiers_identifiers() -> None:
+    assert dict(CONFIG.share_keys) == {
+        "ProdExp1": ShareKey("ProdExp1"),
+        "ProdExp1HIGHPRI": ShareKey("ProdExp1", Tier.HIGHPRI),
+        "ProdExp2": ShareKey("ProdExp2"),
+        "ProdExp2HIGHPRI": ShareKey("ProdExp2", Tier.HIGHPRI),
+    }
+    assert set(ALL_OWN.share_keys) == {f"ProdExp{n}{t}" for n in (1, 2) for t in ("", *MULTIPLIERS)}
+    # weightFactor: the best-entitled team 1.0 (ProdExp2 60/40), times the tier's multiplier
+    assert [CONFIG.share_weight_factor(s) for s in sorted(CONFIG.share_keys)] == [1.0, 0.05, 1.5, 0.075]
+    assert ALL_OWN.share_weight_factor("ProdExp2MIDPRI") == 0.75
+
+
+@pytest.mark.parametrize(
+    ("config", "identifiers"),
+    [
+        (CONFIG, ["ProdExp1HIGHPRI", "ProdExp1", "ProdExp1"]),
+        (ALL_OWN, ["ProdExp1HIGHPRI", "ProdExp1MIDPRI", "ProdExp1LOWPRI"]),
+    ],
+    ids=[
+        "HIGHPRI goes to its own identifier, MIDPRI and LOWPRI to the team's",
+        "with every tier its own identifier, each tier goes to its own",
+    ],
+)
+def test_submissions_go_to_the_teams_identifier_of_the_jobs_tier(
+    config: SharesConfig, identifiers: list[str]
+) -> None:
     jobs = [good_job(name=f"j-{t.value.lower()}", priority=t.value) for t in Tier]
-    result = parse_spec_file(json.dumps(jobs).encode(), "submit/ProdExp1/x.json", CONFIG)
-    assert [(j.request or {})["shareIdentifier"] for j in result.jobs] == [
-        "ProdExp1HIGHPRI",
-        "ProdExp1MIDPRI",
-        "ProdExp1LOWPRI",
-    ]
+    result = parse_spec_file(json.dumps(jobs).encode(), "submit/ProdExp1/x.json", config)
+    assert [(j.request or {})["shareIdentifier"] for j in result.jobs] == identifiers
     assert all("preemptionConfiguration" not in (j.request or {}) for j in result.jobs)
 
 
@@ -164,18 +224,27 @@ def test_quota_submissions_carry_the_teams_preemption_retries(
 # ---------------------------------------------------------------------------------------------------
 # Weights: identifiers are the team's weight times the tier multiplier, and fold back to it.
 # ---------------------------------------------------------------------------------------------------
-def test_a_team_plan_is_written_to_each_identifier_times_its_tier_multiplier() -> None:
+@pytest.mark.parametrize(
+    ("config", "tiers"),
+    [
+        (CONFIG, {"HIGHPRI": (0.075, 0.06)}),
+        (ALL_OWN, {"HIGHPRI": (0.075, 0.06), "LOWPRI": (1.5, 1.2), "MIDPRI": (0.75, 0.6)}),
+    ],
+    ids=["the team's share and its HIGHPRI identifier", "the team's share and every tier's identifier"],
+)
+def test_a_team_plan_is_written_to_each_identifier_times_its_tier_multiplier(
+    config: SharesConfig, tiers: dict[str, tuple[float, float]]
+) -> None:
     plan = RebalancePlan(
         created_at=0.0,
         mode=SchedulingMode.FAIRSHARE,
         changes=(ShareChange("ProdExp2", 1.5, 1.2, "target 45"), ShareChange("Stray", 1.0, 2.0, "x")),
         reason="rebalanced",
     )
-    expanded = identifier_plan(plan, CONFIG)
+    expanded = identifier_plan(plan, config)
     assert {c.share: (c.before, c.after) for c in expanded.changes} == {
-        "ProdExp2HIGHPRI": (0.075, 0.06),
-        "ProdExp2LOWPRI": (1.5, 1.2),
-        "ProdExp2MIDPRI": (0.75, 0.6),
+        "ProdExp2": (1.5, 1.2),  # the team's share: its jobs of the tiers without their own
+        **{f"ProdExp2{tier}": weights for tier, weights in tiers.items()},
         "Stray": (1.0, 2.0),  # names no team: left as it is
     }
     assert {c.why for c in expanded.changes if c.share.startswith("ProdExp2")} == {"target 45"}
@@ -203,7 +272,7 @@ def test_a_queue_not_yet_migrated_reads_the_teams_plain_entry() -> None:
     multipliers=st.tuples(*[st.floats(0.01, 1.0) for _ in Tier]),
 )
 def test_expanded_team_weights_fold_back_to_the_team_weight(team_weight: float, multipliers: tuple) -> None:
-    raw = tiered()
+    raw = tiered(own=tuple(MULTIPLIERS))
     for tier, multiplier in zip(Tier, multipliers, strict=True):
         raw["tiers"][tier.value]["weight_multiplier"] = multiplier
     config = SharesConfig.model_validate(raw)

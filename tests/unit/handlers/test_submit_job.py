@@ -53,7 +53,8 @@ def dropped_event(key: str, body: bytes) -> dict[str, Any]:
     return event
 
 
-SHARES = {"bert-large-ranker-ft-01": "ProdExp1HIGHPRI", "ranker-lr-sweep-07": "ProdExp1LOWPRI"}
+#: The team x tier layout: HIGHPRI has an identifier of its own, LOWPRI goes to the team's.
+SHARES = {"bert-large-ranker-ft-01": "ProdExp1HIGHPRI", "ranker-lr-sweep-07": "ProdExp1"}
 
 
 def stub_submissions(names: list[str]) -> Stubber:
@@ -72,7 +73,7 @@ def stub_submissions(names: list[str]) -> Stubber:
             "clientToken": ANY,
         }
         if name != "ranker-tokenize-v7":  # the CPU FIFO job carries no share
-            # The team x tier layout: the team's identifier of the job's tier.
+            # The team x tier layout: the job's tier's own identifier, else the team's.
             expected |= {"shareIdentifier": SHARES[name], "schedulingPriority": ANY}
         stubber.add_response(
             "submit_service_job",

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SchedulingMode, Tier
+from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.rebalance import QuotaSettings, SharingStrategy
@@ -392,33 +392,64 @@ def test_the_mode_in_the_config_decides_which_api_the_plan_uses() -> None:
 # The team x tier layout: the plan stays per team, each identifier gets the team's weight x multiplier
 # ---------------------------------------------------------------------------------------------------
 MULTIPLIER = {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}
-TIER_OF_PRIORITY = {90: "HIGHPRI", 50: "MIDPRI", 10: "LOWPRI"}
+TIER_OF_PRIORITY = {90: Tier.HIGHPRI, 50: Tier.MIDPRI, 10: Tier.LOWPRI}
+#: The layouts the rebalancer must plan per team in: the repository's (HIGHPRI's own identifier, the
+#: other tiers on the team's) and one where every tier has its own identifier.
+LAYOUTS = ["own HIGHPRI identifier", "every tier its own identifier"]
 
 
-def tiered_world(team_weights: dict[str, float]) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
-    """busy_jobs() submitted under the team x tier identifiers, and a policy rendered from team weights."""
+def tiered_config(layout: str) -> SharesConfig:
+    """config/shares.yaml in the team_tier layout; the second layout marks every tier own_share."""
+    config = shares_config(share_layout="team_tier")
+    if layout == LAYOUTS[0]:
+        return config
+    tiers = {
+        tier.value: {**c.model_dump(), "own_share": True, "weight_multiplier": MULTIPLIER[tier.value]}
+        for tier, c in config.tiers.items()
+    }
+    return shares_config(share_layout="team_tier", tiers=tiers)
+
+
+def tiered_world(
+    config: SharesConfig, team_weights: dict[str, float]
+) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+    """busy_jobs() submitted under the layout's identifiers, and a policy rendered from team weights."""
     jobs = [
         replace(
-            j, share_identifier=j.share_identifier + TIER_OF_PRIORITY.get(j.scheduling_priority, "LOWPRI")
+            j,
+            share_identifier=config.share_for(
+                j.share_identifier, TIER_OF_PRIORITY.get(j.scheduling_priority, Tier.LOWPRI)
+            ),
         )
         if j.share_identifier in team_weights
         else j
         for j in busy_jobs()
     ]
     policy = {
-        team + tier: round(weight * MULTIPLIER[tier], 4)
-        for team, weight in team_weights.items()
-        for tier in ("HIGHPRI", "LOWPRI", "MIDPRI")
+        identifier: round(
+            team_weights[key.team] * (config.tiers[key.tier].weight_multiplier if key.tier else 1.0), 4
+        )
+        for identifier, key in sorted(config.share_keys.items())
     }
-    held = {"ProdExp1MIDPRI": 40, "ProdExp1LOWPRI": 30, "ProdExp2HIGHPRI": 30}
+    # What busy_jobs() run holds: ProdExp1's MIDPRI 40 and LOWPRI 30, ProdExp2's HIGHPRI 30.
+    held: dict[str, float] = {}
+    for team, tier, instances in (
+        ("ProdExp1", Tier.MIDPRI, 40),
+        ("ProdExp1", Tier.LOWPRI, 30),
+        ("ProdExp2", Tier.HIGHPRI, 30),
+    ):
+        share = config.share_for(team, tier)
+        held[share] = held.get(share, 0) + instances
     batch = FakeBatch(policy=fairshare_policy(policy), snapshot=fairshare_snapshot(held))
     return batch, FakeStore(jobs=jobs), FakeMetrics()
 
 
-def test_in_the_team_tier_layout_the_snapshot_is_per_team() -> None:
-    # GIVEN ProdExp1 holding 70 over two identifiers and waiting 10 under a third; ProdExp2 30 and 20
-    config = shares_config(share_layout="team_tier")
-    batch, store, _ = tiered_world({"ProdExp1": 1.0, "ProdExp2": 1.5})
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_in_the_team_tier_layout_the_snapshot_is_per_team(layout: str) -> None:
+    # GIVEN ProdExp1 holding 70 (over two identifiers when every tier has its own) and waiting 10;
+    # ProdExp2 holding 30 and waiting 20 under its HIGHPRI identifier
+    config = tiered_config(layout)
+    batch, store, _ = tiered_world(config, {"ProdExp1": 1.0, "ProdExp2": 1.5})
     snap = observe(config, SETTINGS, batch, store, None, NOW).snapshot
     p4d = "ml.p4d.24xlarge"
     # THEN the rebalancer sees two teams, with the same numbers as under one share per team
@@ -426,7 +457,7 @@ def test_in_the_team_tier_layout_the_snapshot_is_per_team() -> None:
     p1, p2 = snap.share("ProdExp1"), snap.share("ProdExp2")
     assert (p1.in_use, p1.demand, p2.in_use, p2.demand) == ({p4d: 70}, {p4d: 80}, {p4d: 30}, {p4d: 50})
     assert p1.waiting_by_tier == {Tier.LOWPRI: 10} and p2.waiting_by_tier == {Tier.HIGHPRI: 20}
-    # ... and each team's weight is its identifiers' folded back (LOWPRI's, multiplier 1.0)
+    # ... and each team's weight is its identifiers' folded back (the team share's, multiplier 1.0)
     assert (p1.weight_factor, p2.weight_factor) == (1.0, 1.5)
     batch_team, store_team, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5})
     team_snap = observe(shares_config(), SETTINGS, batch_team, store_team, None, NOW).snapshot
@@ -435,40 +466,43 @@ def test_in_the_team_tier_layout_the_snapshot_is_per_team() -> None:
     ]
 
 
-def test_in_the_team_tier_layout_a_teams_new_weight_goes_to_each_identifier_times_its_multiplier() -> None:
+@pytest.mark.parametrize(
+    ("layout", "tier_weights"),
+    [
+        (LAYOUTS[0], {"": 1.0, "HIGHPRI": 0.05}),
+        (LAYOUTS[1], {"": 1.0, "HIGHPRI": 0.05, "LOWPRI": 1.0, "MIDPRI": 0.5}),
+    ],
+    ids=LAYOUTS,
+)
+def test_in_the_team_tier_layout_a_teams_new_weight_goes_to_each_identifier_times_its_multiplier(
+    layout: str, tier_weights: dict[str, float]
+) -> None:
     # GIVEN equal team weights while ProdExp2 (entitled to 40) is held to 30 and waits
-    config = shares_config(share_layout="team_tier")
-    batch, store, metrics = tiered_world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    config = tiered_config(layout)
+    batch, store, metrics = tiered_world(config, {"ProdExp1": 1.0, "ProdExp2": 1.0})
     # WHEN the tick runs
     outcome = run(batch, store, metrics, config=config)
     # THEN the plan and its audit are per team (1.0 -> 1.25, as with one share per team) ...
     assert outcome.action == "applied"
     (record,) = store.records.values()
     assert record["before"] == {"ProdExp2": 1.0} and record["after"] == {"ProdExp2": 1.25}
-    # ... and ONE policy update writes ProdExp2's three identifiers, ProdExp1's left as they were
+    # ... and ONE policy update writes each of ProdExp2's identifiers (its team share at the team's
+    # weight, its tiers' own at the weight x the multiplier), ProdExp1's left as they were
     ((call, request),) = batch.updates
     assert call == "UpdateSchedulingPolicy"
     written = {
         e["shareIdentifier"]: e["weightFactor"] for e in request["fairsharePolicy"]["shareDistribution"]
     }
     assert written == {
-        "ProdExp1HIGHPRI": 0.05,
-        "ProdExp1LOWPRI": 1.0,
-        "ProdExp1MIDPRI": 0.5,
-        "ProdExp2HIGHPRI": 0.0625,
-        "ProdExp2LOWPRI": 1.25,
-        "ProdExp2MIDPRI": 0.625,
+        **{f"ProdExp1{tier}": weight for tier, weight in tier_weights.items()},
+        **{f"ProdExp2{tier}": round(1.25 * weight, 4) for tier, weight in tier_weights.items()},
     }
+    assert written["ProdExp2"] == 1.25 and written["ProdExp2HIGHPRI"] == 0.0625
     # ... the metrics name the team
     assert (1.25, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
     # AND a rollback restores each identifier, through the same expansion
     rollback(outcome.plan_id, NOW + 100, SETTINGS, batch, store, config)
     restored = batch.updates[-1][1]["fairsharePolicy"]["shareDistribution"]
     assert {e["shareIdentifier"]: e["weightFactor"] for e in restored} == {
-        "ProdExp1HIGHPRI": 0.05,
-        "ProdExp1LOWPRI": 1.0,
-        "ProdExp1MIDPRI": 0.5,
-        "ProdExp2HIGHPRI": 0.05,
-        "ProdExp2LOWPRI": 1.0,
-        "ProdExp2MIDPRI": 0.5,
+        f"{team}{tier}": weight for team in ("ProdExp1", "ProdExp2") for tier, weight in tier_weights.items()
     }

@@ -26,11 +26,12 @@ def job(n: int, share: str | None, status: JobStatus, instances: int = 4, priori
     )
 
 
+# config/shares.yaml: HIGHPRI has an identifier of its own per team; MIDPRI and LOWPRI go to the team's.
 JOBS = [
     job(1, "ProdExp1HIGHPRI", JobStatus.RUNNING, 8, priority=90),
-    job(2, "ProdExp1LOWPRI", JobStatus.RUNNING, 16, priority=10),
-    job(3, "ProdExp1", JobStatus.STARTING, 4),  # queued before the layout changed
-    job(4, "ProdExp2MIDPRI", JobStatus.RUNNING, 10, priority=50),
+    job(2, "ProdExp1", JobStatus.RUNNING, 16, priority=10),
+    job(3, "ProdExp1", JobStatus.STARTING, 4),
+    job(4, "ProdExp2", JobStatus.RUNNING, 10, priority=50),
     job(5, "ProdExp2HIGHPRI", JobStatus.RUNNABLE, 2, priority=90),
     job(6, "Intern", JobStatus.RUNNING, 1),
 ]
@@ -68,12 +69,16 @@ def test_instances_in_use_are_gauged_per_team_summing_its_identifiers() -> None:
     [
         ("ProdExp1", None, ["j1", "j2", "j3"]),
         (None, "HIGHPRI", ["j1", "j5"]),
+        ("ProdExp1", "HIGHPRI", ["j1"]),
+        ("ProdExp1", "LOWPRI", ["j2"]),
         ("ProdExp2", "MIDPRI", ["j4"]),
     ],
     ids=[
-        "a team's jobs are found under every one of its identifiers and its plain share",
+        "a team's jobs are found under its tier's own identifier and its plain share",
         "a tier's jobs are found across teams",
-        "team and tier together narrow to one identifier",
+        "team and tier together narrow to the tier's own identifier",
+        "on the team's plain share the tier is the one the job's priority reaches",
+        "team and tier together narrow to the team's jobs of that tier",
     ],
 )
 def test_job_records_filter_by_team_and_tier(team: str | None, tier: str | None, names: list[str]) -> None:
