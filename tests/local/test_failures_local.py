@@ -290,7 +290,7 @@ def test_the_run_ends_with_nothing_dead_lettered_and_only_two_alerts(run: Failur
     # The CUDA OOM's alert and the storm's digest; the capacity error, the retried and the spot
     # interruption raise none, and the storm's other failures are folded into its digest.
     # (team x tier: each alert names the job's identifier and, beside it, the team)
-    expected = [("failure", "ProdExp1", "ProdExp1LOWPRI"), ("storm", "ProdExp2", "ProdExp2MIDPRI")]
+    expected = [("failure", "ProdExp1", "ProdExp1"), ("storm", "ProdExp2", "ProdExp2")]
     assert sorted((a["kind"], a["team"], a["share"]) for a in run.alerts) == expected
     assert sorted((n["kind"], n["team"], n["share"]) for n in run.sns) == expected
 
@@ -372,10 +372,10 @@ def test_a_cuda_oom_raises_exactly_one_alert_and_is_not_requeued(run: FailureRun
     assert requeues_of(run, CUDA_OOM.name) == []
     # AND exactly one alert, in `shareplane alerts` and on the topic, saying what to do
     (listed,) = [a for a in run.alerts if a["job"] == job["jobArn"]]
-    assert (listed["kind"], listed["share"], listed["severity"]) == ("failure", "ProdExp1LOWPRI", "warning")
+    assert (listed["kind"], listed["share"], listed["severity"]) == ("failure", "ProdExp1", "warning")
     assert listed["body"]["class"] == "gpu_oom" and "batch size" in listed["body"]["fix"]
     (sent,) = [n for n in run.sns if n["message"].get("job") == job["jobArn"]]
-    assert (sent["kind"], sent["share"], sent["severity"]) == ("failure", "ProdExp1LOWPRI", "warning")
+    assert (sent["kind"], sent["share"], sent["severity"]) == ("failure", "ProdExp1", "warning")
     assert (sent["team"], sent["tier"]) == ("ProdExp1", "LOWPRI")
     assert sent["subject"] == listed["subject"] and CUDA_OOM.name in sent["subject"]
 
@@ -398,15 +398,15 @@ def test_a_failure_storm_stops_requeueing_for_the_share_with_one_storm_alert(run
     assert {n for n, d in decisions.items() if d["action"] == "requeue"} == set(requeued)
     # AND exactly one storm alert went out, for the share, listing its failures
     (storm,) = alerts_of(run, "storm")
-    # (the storm guard counts per share identifier: in team x tier, the team's MIDPRI identifier)
-    assert (storm["share"], storm["team"], storm["severity"]) == ("ProdExp2MIDPRI", "ProdExp2", "critical")
+    # (the storm guard counts per share identifier: in team x tier, the team's share, where MIDPRI runs)
+    assert (storm["share"], storm["team"], storm["severity"]) == ("ProdExp2", "ProdExp2", "critical")
     assert storm["body"]["failureCount"] == STORM_MAX_FAILURES + 1
     (delivered,) = [n for n in run.sns if n["kind"] == "storm"]
-    assert (delivered["share"], delivered["team"], delivered["severity"]) == ("ProdExp2MIDPRI", "ProdExp2", "critical")
+    assert (delivered["share"], delivered["team"], delivered["severity"]) == ("ProdExp2", "ProdExp2", "critical")
     assert delivered["subject"] == storm["subject"]
     assert len(delivered["message"]["failures"]) == STORM_MAX_FAILURES + 1
     # AND no per-job failure alert for the share's stormed jobs
-    assert alerts_of(run, "failure", "ProdExp2MIDPRI") == []
+    assert alerts_of(run, "failure", "ProdExp2") == []
 
 
 def test_failure_decisions_show_in_the_job_history_with_class_rule_and_action(run: FailureRun) -> None:
