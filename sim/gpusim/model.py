@@ -10,6 +10,10 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   scheduler skips it and tries the next share or job.
 - ``usage_by_instances`` (on): fair-share usage accrues ``InstanceCount x weightFactor`` per second;
   off, every job counts as one instance whatever its InstanceCount.
+- ``fairshare_ties_by_weight`` (on): shares whose standing ties (in practice: shares with no usage
+  yet, such as a team's first job or a tier's own identifier) are served lowest weightFactor first,
+  the share entitled to the most being furthest below its entitlement; then the oldest head job.
+  Off, the oldest head job alone breaks the tie.
 - A share is *active* while it has a job in RUNNABLE..RUNNING (the decay tail is not counted).
 - ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
   blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
@@ -119,6 +123,7 @@ class ModelOptions:
     epoch_ms: int = 1773619200000  # 2026-03-16T00:00:00Z: virtual time 0
     head_of_line_blocking: bool = True
     usage_by_instances: bool = True
+    fairshare_ties_by_weight: bool = True
     time_limit_on_blocked_only: bool = True
     recent_preemptions: int = 5
     account_instance_limits: Mapping[str, int] = field(default_factory=dict)
@@ -645,6 +650,9 @@ class BatchModel:
                     job.qver += 1  # its heap entry is now stale
                     self._dispatch(job, env)
 
+    def _tie_break(self, sh: FairShare) -> float:
+        return sh.weight if self.options.fairshare_ties_by_weight else 0.0
+
     def _share_usage(self, sh: FairShare, now: float, window: float) -> float:
         if sh.t0 != now:
             sh.usage = fairshare.accrue(sh.usage, sh.rate, now - sh.t0, window)
@@ -657,18 +665,19 @@ class BatchModel:
         cr = policy.compute_reservation
         now = self.engine.now
         hol = self.options.head_of_line_blocking
+        tie = self._tie_break
         skipped: set[str] = set()
         head = self._head
         while True:
             best: FairShare | None = None
-            best_key: tuple[float, int] | None = None
+            best_key: tuple[float, float, int] | None = None
             for sh in queue.shares.values():
                 if not sh.heap or sh.name in skipped:
                     continue
                 job = head(sh.heap)
                 if job is None:
                     continue
-                key = (standing(self._share_usage(sh, now, window), sh.rate, window), job.seq)
+                key = (standing(self._share_usage(sh, now, window), sh.rate, window), tie(sh), job.seq)
                 if best_key is None or key < best_key:
                     best, best_key = sh, key
             if best is None:
@@ -1269,11 +1278,12 @@ class BatchModel:
             return [j for s in queue.quota_shares.values() if (j := self._head(s.heap)) is not None]
         now = self.engine.now
         window = queue.policy.decay_window
+        tie = self._tie_break
         best = None
         for sh in queue.shares.values():
             job = self._head(sh.heap)
             if job is not None:
-                key = (standing(self._share_usage(sh, now, window), sh.rate, window), job.seq)
+                key = (standing(self._share_usage(sh, now, window), sh.rate, window), tie(sh), job.seq)
                 if best is None or key < best[0]:
                     best = (key, job)
         return [best[1]] if best else []

@@ -59,8 +59,8 @@ def demo_command(
     rows = [
         (
             "GPU utilization",
-            f"{summary['utilization']:.0%}",
-            f"{summary['static_partition_utilization']:.0%}",
+            f"{summary['utilization']:.1%}",
+            f"{summary['static_partition_utilization']:.1%}",
         ),
         ("makespan (h)", summary["makespan_hours"], summary["static_partition_makespan_hours"]),
         *[
@@ -74,6 +74,16 @@ def demo_command(
         *[(f"GPU-hours {team}", hours, "") for team, hours in summary["gpu_hours"].items()],
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
+        *[
+            (
+                f"reclaim for {r['job']} (waited {r['waited_seconds'] / 60:.1f} min)",
+                f"stopped {v['job']}: checkpoint {_age(v['checkpoint_age_seconds'])} old, "
+                f"{v['minutes_lost']:.1f} min lost",
+                "",
+            )
+            for r in summary["reclaims"]
+            for v in r["victims"]
+        ],
         *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     ]
     print_table(
@@ -84,5 +94,9 @@ def demo_command(
     Console().print(f"report: {path}")
 
 
+def _age(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds / 60:.1f} min"
+
+
 def _minutes(wait: dict[str, float | None]) -> str:
-    return " / ".join("-" if v is None else f"{v / 60:.0f}" for v in (wait["p50"], wait["p95"]))
+    return " / ".join("-" if v is None else f"{v / 60:.1f}" for v in (wait["p50"], wait["p95"]))

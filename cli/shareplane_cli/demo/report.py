@@ -112,6 +112,33 @@ def timeline(
     return _svg(title, "".join(parts) + _legend(shares), height)
 
 
+def reclaim_table(reclaims: Sequence[Mapping[str, Any]]) -> str:
+    """One row per victim: which waiting job it was stopped for, its checkpoint's age, the work lost."""
+    if not reclaims:
+        return "<h2>Reclaims</h2><p>None: no job waited past its tier's reclaim threshold.</p>"
+    cells = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(c))}</td>"
+            for c in (
+                f"{r['job']} ({r['team']}, {r['tier']})",
+                f"{r['waited_seconds'] / 60:.1f}",
+                f"{v['job']} ({v['team']}, {v['tier']}, {v['instances']} instances)",
+                "-" if v["checkpoint_age_seconds"] is None else f"{v['checkpoint_age_seconds'] / 60:.1f}",
+                f"{v['minutes_lost']:.1f}",
+            )
+        )
+        + "</tr>"
+        for r in reclaims
+        for v in r["victims"]
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("waiting job", "waited (min)", "victim", "checkpoint age (min)", "minutes lost")
+    )
+    return f"<h2>Reclaims</h2><table border=1 cellpadding=4><tr>{head}</tr>{cells}</table>"
+
+
 def write_report(
     directory: Path,
     summary: Mapping[str, Any],
@@ -149,8 +176,8 @@ def write_report(
     body = "".join(
         [
             f"<h1>shareplane demo: {html.escape(summary['mode'])} on {capacity} instances</h1>",
-            f"<p>GPU utilization <b>{summary['utilization']:.0%}</b> with soft quotas against "
-            f"<b>{summary['static_partition_utilization']:.0%}</b> with hard partitions, same workload.</p>",
+            f"<p>GPU utilization <b>{summary['utilization']:.1%}</b> with soft quotas against "
+            f"<b>{summary['static_partition_utilization']:.1%}</b> with hard partitions, same workload.</p>",
             '<div style="display:flex;flex-wrap:wrap;gap:16px">',
             stacked_usage(
                 f"Soft quotas ({summary['mode']}): instances in use by team", live, shares, capacity, end
@@ -159,6 +186,7 @@ def write_report(
             "</div>",
             grouped_bars("Queue wait by priority tier (bar labels in minutes)", waits, "s"),
             timeline("Job timeline (first start to stop; red outline: failed)", rows, shares, end),
+            reclaim_table(summary.get("reclaims", [])),
             f"<h2>Summary</h2><pre>{html.escape(json.dumps(summary, indent=2))}</pre>",
         ]
     )

@@ -13,51 +13,90 @@ from .run import LiveRun
 from .usage import UsageTracker, instance_seconds, utilization
 from .workload import INSTANCE_TYPE, DemoJob
 
-STARTED = ("STARTING", "RUNNING")
 DISPATCHED = ("SCHEDULED", "STARTING", "RUNNING")
 
 
-def first_start_ms(record: dict[str, Any]) -> int | None:
-    """When the job first had its instances (first STARTING or RUNNING in its history)."""
-    return next((h["at"] for h in record["history"] if h["status"] in STARTED), None)
+def first_dispatch_ms(record: dict[str, Any]) -> int | None:
+    """When the job was first dispatched (its first SCHEDULED): the end of its wait."""
+    return next((h["at"] for h in record["history"] if h["status"] in DISPATCHED), None)
+
+
+def job_tier(record: dict[str, Any], config: SharesConfig) -> Tier | None:
+    """The tier the job was submitted in (its identifier's, else its priority's)."""
+    return config.job_tier(record.get("shareIdentifier"), record.get("schedulingPriority"))
 
 
 def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[str, dict[str, float | None]]:
-    """Queue wait (createdAt -> first start) p50 / p95 in seconds, per tier, from the job records."""
+    """Queue wait (createdAt -> first dispatch) p50 / p95 in seconds, per tier, from the job records."""
     waits: dict[str, list[float]] = {tier.value: [] for tier in Tier}
     for record in records:
-        tier = config.tier_for_priority(record["schedulingPriority"])
-        start = first_start_ms(record)
+        tier = job_tier(record, config)
+        start = first_dispatch_ms(record)
         if tier is not None and start is not None and record["createdAt"] is not None:
             waits[tier.value].append((start - record["createdAt"]) / 1000)
     return {tier: {"p50": percentile(w, 0.5), "p95": percentile(w, 0.95)} for tier, w in waits.items()}
 
 
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
-    """The story's claims, each checked on what actually happened."""
+    """The story's claims, each checked on what actually happened (start = first dispatch)."""
     entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
     peak = {team: max((u.get(team, 0) for _, u in run.tracker.timeline), default=0) for team in entitled}
-    starts = {r["jobName"]: first_start_ms(r) for r in run.records}
-    dispatched = {
-        r["jobName"]: next((h["at"] for h in r["history"] if h["status"] in DISPATCHED), None)
-        for r in run.records
-    }
-    high = [j.name for j in jobs if j.tier is Tier.HIGHPRI]
-    earlier = [
-        j.name for j in jobs if j.team == "ProdExp1" and j.tier is not Tier.HIGHPRI and j.submit_minute > 0
-    ]
-    high_start = min(starts[n] or 0 for n in high)
-    high_created = min(r["createdAt"] for r in run.records if r["jobName"] in high)
-    # Work dispatched before the HIGHPRI job arrived was not queued behind it: in quota mode a MIDPRI
-    # job preempts its team's LOWPRI work at once (in-share preemption) and may start just after.
+    by_name = {r["jobName"]: r for r in run.records}
+    team_of = {j.name: j.team for j in jobs}
+    (high,) = [j for j in jobs if j.tier is Tier.HIGHPRI]
+    high_created = by_name[high.name]["createdAt"]
+    high_start = first_dispatch_ms(by_name[high.name])
+    slo = config.tiers[Tier.HIGHPRI].wait_slo_seconds
+
+    def queued_behind(name: str) -> bool:
+        # Submitted before the HIGHPRI job and still waiting when it arrived.
+        record = by_name[name]
+        dispatched = first_dispatch_ms(record)
+        return record["createdAt"] < high_created and (dispatched is None or dispatched >= high_created)
+
+    def started_after_high(name: str) -> bool:
+        dispatched = first_dispatch_ms(by_name[name])
+        return high_start is not None and (dispatched is None or dispatched > high_start)
+
+    earlier = [n for n in by_name if n != high.name and n in team_of and queued_behind(n)]
     return {
         "prodexp1_borrowed_beyond_entitlement": peak["ProdExp1"] > entitled["ProdExp1"],
         "prodexp2_reached_its_entitlement": peak["ProdExp2"] >= entitled["ProdExp2"],
+        "highpri_started_within_its_slo": high_start is not None
+        and (high_start - high_created) / 1000 <= slo,
         "highpri_started_before_earlier_queued_work": all(
-            starts[n] is None or (dispatched[n] or 0) < high_created or starts[n] > high_start
-            for n in earlier  # type: ignore[operator]
+            started_after_high(n) for n in earlier if team_of[n] == high.team
+        ),
+        "highpri_started_before_other_teams_earlier_queued_work": all(
+            started_after_high(n) for n in earlier if team_of[n] != high.team
         ),
     }
+
+
+def reclaim_summary(run: LiveRun) -> list[dict[str, Any]]:
+    """Each reclaim: the waiting job, how long it had waited, and each victim's checkpoint age and loss."""
+    return [
+        {
+            "job": r.get("jobName") or r["jobId"],
+            "team": r["team"],
+            "tier": r["tier"],
+            "waited_seconds": r["waitedSeconds"],
+            "dry_run": r.get("dryRun", False),
+            "victims": [
+                {
+                    "job": v.get("jobName") or v["jobId"],
+                    "team": v["team"],
+                    "tier": v["tier"],
+                    "instances": v["instances"],
+                    "checkpoint_age_seconds": v["checkpointAgeSeconds"],
+                    "minutes_lost": round(v["lostInstanceMinutes"] / max(v["instances"], 1), 1),
+                    "instance_minutes_lost": v["lostInstanceMinutes"],
+                }
+                for v in r["victims"]
+            ],
+        }
+        for r in run.reclaims
+    ]
 
 
 def summarize(
@@ -80,16 +119,17 @@ def summarize(
         "jobs": dict(sorted(Counter(r["status"] for r in run.records).items())),
         "preemptions": sum(r["preemptions"] for r in run.records),
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),
+        "reclaims": reclaim_summary(run),
         "checks": checks(run, jobs, config),
     }
 
 
 def static_waits(static: UsageTracker, jobs: list[DemoJob]) -> dict[str, dict[str, float | None]]:
-    """Queue wait p50 / p95 by tier on the hard-partition baseline (submission -> first start)."""
+    """Queue wait p50 / p95 by tier on the hard-partition baseline (submission -> first dispatch)."""
     submitted = {j.name: (j.tier.value, j.submit_minute * 60) for j in jobs}
     waits: dict[str, list[float]] = {tier.value: [] for tier in Tier}
     for view in static.jobs.values():
-        if view.name in submitted and view.first_start is not None:
+        if view.name in submitted and view.first_dispatch is not None:
             tier, at = submitted[view.name]
-            waits[tier].append(view.first_start - at)
+            waits[tier].append(view.first_dispatch - at)
     return {tier: {"p50": percentile(w, 0.5), "p95": percentile(w, 0.95)} for tier, w in waits.items()}

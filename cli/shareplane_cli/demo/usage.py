@@ -24,7 +24,7 @@ class JobView:
     team: str
     instances: int
     status: str = "SUBMITTED"
-    first_start: float | None = None
+    first_dispatch: float | None = None
 
 
 @dataclass
@@ -60,8 +60,8 @@ class UsageTracker:
                 share = detail.get("shareIdentifier") or detail.get("quotaShareName") or "none"
                 job = self.jobs[arn] = JobView(name, self.team_of(share), self.instances_by_name.get(name, 1))
             job.status = detail["status"]
-            if job.status in ("STARTING", "RUNNING") and job.first_start is None:
-                job.first_start = now
+            if job.status in HOLDING and job.first_dispatch is None:
+                job.first_dispatch = now
             self.recent.append((now, job.name, job.status))
             self._record(now)
 

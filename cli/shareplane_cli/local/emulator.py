@@ -546,6 +546,7 @@ def attach_emulator(
     speed: float = DEFAULT_SPEED,
     faults: Faults | None = None,
     checkpoint_writer: CheckpointWriter | None = None,
+    wall_clock: Callable[[], float] = time.monotonic,
 ) -> Emulator:
     """Start an emulator for a started ``LocalStack`` and create the template's Batch resources in it.
 
@@ -562,7 +563,11 @@ def attach_emulator(
         account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=faults or Faults()
     )
     emulator = Emulator(
-        speed, options, put_events=put_events_via(stack.client("events")), checkpoint_writer=checkpoint_writer
+        speed,
+        options,
+        put_events=put_events_via(stack.client("events")),
+        wall_clock=wall_clock,
+        checkpoint_writer=checkpoint_writer,
     ).start()
     try:
         translated = stack.translated

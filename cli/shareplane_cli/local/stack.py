@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
+from gpusim.engine import HoldableClock
 
 from .template import FunctionSpec, TranslatedTemplate, translate
 
@@ -66,6 +67,8 @@ class LocalStack:
         self.emulate = endpoint is None if emulate is None else emulate
         self.speed = speed
         self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
+        # The emulator's wall clock: held while the handlers work (see gpusim.engine.HoldableClock).
+        self.clock = HoldableClock()
         self.emulator: Any = None
         self.emulated: Any = None
         self.attributes: dict[tuple[str, str], str] = {}
@@ -97,7 +100,11 @@ class LocalStack:
             from .emulator import DEFAULT_SPEED, attach_emulator
 
             self.emulator = attach_emulator(
-                self, self.speed or DEFAULT_SPEED, self.faults, checkpoint_writer=self.write_checkpoint
+                self,
+                self.speed or DEFAULT_SPEED,
+                self.faults,
+                checkpoint_writer=self.write_checkpoint,
+                wall_clock=self.clock,
             )
         return self
 
