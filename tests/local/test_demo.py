@@ -36,8 +36,15 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
     summary = json.loads(result.stdout)
     # GIVEN the blog's workload WHEN it runs through the emulated cluster and the real handlers
     assert summary["mode"] == mode
-    # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, HIGHPRI jumps its team's earlier queued work
+    # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, and the HIGHPRI job submitted last starts
+    # within its SLO, before its own team's and the other team's earlier queued work
     assert all(summary["checks"].values()), summary["checks"]
+    assert set(summary["checks"]) >= {
+        "highpri_started_within_its_slo",
+        "highpri_started_before_earlier_queued_work",
+        "highpri_started_before_other_teams_earlier_queued_work",
+    }
+    assert summary["wait_seconds"]["HIGHPRI"]["p95"] <= 900
     # and soft quotas use the cluster better than hard 60/40 partitions
     assert summary["utilization"] > summary["static_partition_utilization"] + 0.05
     # every job reached DynamoDB and ended; the scripted failures happened
@@ -47,6 +54,17 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"
     else:
         assert summary["preemptions"] == 0, "fair-share never preempts"
+        # the control plane reclaimed for the HIGHPRI job: a checkpointing LOWPRI victim, audited
+        (reclaim,) = summary["reclaims"]
+        assert reclaim["tier"] == "HIGHPRI" and reclaim["victims"]
+        for victim in reclaim["victims"]:
+            assert victim["tier"] == "LOWPRI" and victim["checkpoint_age_seconds"] is not None
+            assert 0 <= victim["minutes_lost"] <= 15 + 3, "since its last 15-minute checkpoint, plus start-up"
+        assert "Reclaims" in html_of(tmp_path)
     assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
-    html = (tmp_path / "report" / "index.html").read_text()
+    html = html_of(tmp_path)
     assert "<svg" in html and "hard partitions" in html.lower()
+
+
+def html_of(tmp_path: Path) -> str:
+    return (tmp_path / "report" / "index.html").read_text()

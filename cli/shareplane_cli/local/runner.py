@@ -15,6 +15,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -111,8 +112,10 @@ class FunctionRunner:
                 return processed
         raise RuntimeError(f"queues still busy after {max_rounds} rounds")
 
-    def poll_once(self, function: FunctionSpec) -> int:
-        """Receive one batch for a function and invoke it; returns the number of records."""
+    def poll_once(
+        self, function: FunctionSpec, hold: Callable[[], AbstractContextManager[None]] = nullcontext
+    ) -> int:
+        """Receive one batch for a function and invoke it (inside ``hold()``); returns the record count."""
         sqs = self.stack.client("sqs")
         url = self.stack.queue_url(function.queue_logical_id or "")
         messages = sqs.receive_message(
@@ -123,24 +126,29 @@ class FunctionRunner:
         ).get("Messages", [])
         if not messages:
             return 0
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        event = {"Records": [_sqs_record(m, arn) for m in messages]}
-        try:
-            response, output = self.invoke(function, event)
-            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
-        except Exception as exc:  # noqa: BLE001 - as in Lambda, a raising invocation fails the whole batch
-            failed, output = {m["MessageId"] for m in messages}, f"invocation failed: {exc!r}"
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
-                QueueUrl=url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
-        for message in messages:
-            if message["MessageId"] in failed:  # back on the queue now; the redrive policy counts receives
-                sqs.change_message_visibility(
-                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        with hold():
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+            event = {"Records": [_sqs_record(m, arn) for m in messages]}
+            try:
+                response, output = self.invoke(function, event)
+                failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+            except Exception as exc:  # noqa: BLE001 - as in Lambda, a raising invocation fails the whole batch
+                failed, output = {m["MessageId"] for m in messages}, f"invocation failed: {exc!r}"
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
                 )
+            for message in messages:
+                if (
+                    message["MessageId"] in failed
+                ):  # back on the queue now; the redrive policy counts receives
+                    sqs.change_message_visibility(
+                        QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                    )
         invocation = Invocation(function.logical_id, len(messages), len(failed), output)
         self.invocations.append(invocation)
         if self.on_invocation:
