@@ -956,23 +956,13 @@ class _ReclaimRun:
     def _due(self, _: Any = None) -> None:
         self.plan()
 
-    def plan(self) -> None:
-        """Snapshot, decide with ``plan_reclaim``, stop the victims."""
-        if not self.waiting:
-            return
+    def snapshot(self) -> ReclaimSnapshot:
+        """The reclaim planner's view of the model now: what the Lambda reads from Batch and S3."""
         model, sc = self.run.model, self.run.scenario
         now = model.engine.now
-        if not any(
-            now - j.submit >= (self.tiers[TIERS[j.tier]].reclaim_after_seconds or 0)
-            for j in self.waiting.values()
-        ):
-            return
-        day = int(now // 86400)
-        if day != self.day:
-            self.day, self.today = day, 0
         unit = sc.config.instance_type
         none: frozenset[str] = frozenset()
-        snapshot = ReclaimSnapshot(
+        return ReclaimSnapshot(
             now=now,
             capacity={unit: sc.capacity_units},
             entitlements=self.entitlements,
@@ -1006,7 +996,22 @@ class _ReclaimRun:
             ),
             victims_today=self.today,
         )
-        plan = plan_reclaim(snapshot, self.tiers, self.rules)
+
+    def plan(self) -> None:
+        """Snapshot, decide with ``plan_reclaim``, stop the victims."""
+        if not self.waiting:
+            return
+        model = self.run.model
+        now = model.engine.now
+        if not any(
+            now - j.submit >= (self.tiers[TIERS[j.tier]].reclaim_after_seconds or 0)
+            for j in self.waiting.values()
+        ):
+            return
+        day = int(now // 86400)
+        if day != self.day:
+            self.day, self.today = day, 0
+        plan = plan_reclaim(self.snapshot(), self.tiers, self.rules)
         for reclaim in plan.reclaims:
             self.reclaims += 1
             self.victims_for[reclaim.job_id] = self.victims_for.get(reclaim.job_id, 0) + len(reclaim.victims)
@@ -1014,7 +1019,9 @@ class _ReclaimRun:
                 self.victims += 1
                 self.today += 1
                 self.last_stopped[victim.job_id] = now
-                self.displaced[victim.job_id] = self.displaced.get(victim.job_id, none) | {reclaim.job_id}
+                self.displaced[victim.job_id] = self.displaced.get(victim.job_id, frozenset()) | {
+                    reclaim.job_id
+                }
                 model.requeue_from_checkpoint(
                     self.running[victim.job_id], f"shareplane reclaim: stopped for {reclaim.job_id}"
                 )
