@@ -322,3 +322,22 @@ def test_alerts_carry_the_team_and_tier_of_their_share(share: str, attributes: d
     assert {k: owned.attributes[k] for k in attributes} == attributes
     assert owned.body["team"] == (None if attributes["team"] == "none" else attributes["team"])
     assert owned.dedupe_key == alert.dedupe_key
+
+
+@pytest.mark.parametrize(
+    ("priority", "expected"),
+    [(10, 11), (11, 12), (49, 49), (50, 51), (89, 89), (90, 91), (9999, 9999)],
+    ids=[
+        "a LOWPRI victim resumes one above its tier's queued work",
+        "a victim stopped twice climbs once more",
+        "it never reaches the next tier's priority",
+        "a MIDPRI victim climbs inside MIDPRI",
+        "the top of MIDPRI's band stays put",
+        "HIGHPRI climbs inside its open band",
+        "the API's largest priority stays put",
+    ],
+)
+def test_a_reclaimed_job_resumes_ahead_of_its_tier_but_inside_it(priority: int, expected: int) -> None:
+    config = SharesConfig.model_validate(config_dict())
+    assert config.resume_priority(priority) == expected
+    assert config.tier_for_priority(expected) == config.tier_for_priority(priority)

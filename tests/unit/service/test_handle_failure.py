@@ -510,3 +510,21 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
             "MIDPRI",
             "ProdExp2",
         )
+
+
+def test_a_reclaimed_job_is_requeued_at_once_ahead_of_its_tiers_queued_work() -> None:
+    # GIVEN a LOWPRI job terminated by reclaim for a HIGHPRI job
+    from shareplane.domain.config import Tier
+    from shareplane.domain.reclaim import stop_reason
+
+    world = World()
+    reason = stop_reason("hi-1", "launch", Tier.HIGHPRI, 312)
+    job = world.batch.add(failed_job(priority=10, share="ProdExp2", reason=reason, terminated=True))
+    # WHEN its FAILED event arrives
+    outcome = handle_message(failed_event(job), world.ports)
+    # THEN it is resubmitted at once, same payload (its checkpoint), one priority step up inside LOWPRI
+    assert outcome.result == "requeued" and world.timer.pending == []
+    (params,) = world.batch.submits
+    assert json.loads(params["serviceRequestPayload"]) == PAYLOAD
+    assert params["schedulingPriority"] == 11 and params["shareIdentifier"] == "ProdExp2"
+    assert "hi-1" in params["tags"]["shareplane:displaced-by"]

@@ -72,9 +72,7 @@ class DynamoShareStore:
         actions = [put_new_action(self._table, record)]
         if state is not None:
             actions.append({"Put": self._versioned_put(state, previous_version)})
-        return transact_new_and_versioned(
-            self._client, actions, "the shares state changed since it was read"
-        )
+        return transact_new_and_versioned(self._client, actions, "the shares state changed since it was read")
 
     def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
         """Turn a PENDING record APPLIED; False when it was not pending (already marked)."""

@@ -155,10 +155,12 @@ def build_requeue(
     attempt: str,
     mutations: Mapping[str, object],
     chain: ChainState,
+    scheduling_priority: int | None = None,
 ) -> RequeueRequest:
     """SubmitServiceJob arguments that resubmit the DescribeServiceJob result ``described``.
 
-    ``chain`` is the state the new job starts with (already counting this failure).
+    ``chain`` is the state the new job starts with (already counting this failure);
+    ``scheduling_priority`` replaces the job's own when given.
     """
     raw = described.get("serviceRequestPayload")
     if not raw:
@@ -199,7 +201,9 @@ def build_requeue(
         "tags": tags,
         "clientToken": token,
     }
-    if described.get("schedulingPriority") is not None:
+    if scheduling_priority is not None:
+        params["schedulingPriority"] = scheduling_priority
+    elif described.get("schedulingPriority") is not None:
         params["schedulingPriority"] = described["schedulingPriority"]
     for key in _CARRIED:
         if described.get(key) is not None:

@@ -412,6 +412,14 @@ def _requeue(
             tuple(chain.get("displacedBy") or ()),
             int(chain["reclaimedAt"]) if chain.get("reclaimedAt") is not None else None,
         ),
+        # A job stopped for a higher tier had waited its turn already: it resumes ahead of its
+        # tier's queued work, as a preempted job keeps its place in Batch's own queue.
+        scheduling_priority=(
+            ports.config.resume_priority(described["schedulingPriority"])
+            if decision.failure_class is FailureClass.RECLAIMED
+            and described.get("schedulingPriority") is not None
+            else None
+        ),
     )
     try:
         new_arn = ports.batch.submit(request.params).job_arn
