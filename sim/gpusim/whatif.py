@@ -164,7 +164,14 @@ class WhatIfConfig(_Strict):
     shares: SharesMapping = SharesMapping()
     tiers: Mapping[Tier, TierMix] = Field(
         default_factory=lambda: {
-            Tier.HIGHPRI: TierMix(fraction=0.1, scheduling_priority=90, wait_slo_seconds=900),
+            Tier.HIGHPRI: TierMix(
+                fraction=0.1,
+                scheduling_priority=90,
+                wait_slo_seconds=900,
+                own_share=True,
+                weight_multiplier=0.05,
+                reclaim_after_seconds=300,
+            ),
             Tier.MIDPRI: TierMix(fraction=0.3, scheduling_priority=50, wait_slo_seconds=3600),
             Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
         }
