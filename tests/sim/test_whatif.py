@@ -14,7 +14,6 @@ from gpusim.whatif import (
     Policy,
     PolicyRun,
     SharesMapping,
-    TierMix,
     TraceJob,
     WhatIfConfig,
     build_scenario,
@@ -28,7 +27,6 @@ from gpusim.whatif import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
@@ -72,21 +70,9 @@ def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
     return jobs
 
 
-SMALL_CONFIG = WhatIfConfig(
-    shares=SharesMapping(top_k=3),
-    tiers={
-        Tier.HIGHPRI: TierMix(
-            fraction=0.1,
-            scheduling_priority=90,
-            wait_slo_seconds=900,
-            own_share=True,
-            weight_multiplier=0.05,
-            reclaim_after_seconds=300,
-        ),
-        Tier.MIDPRI: TierMix(fraction=0.3, scheduling_priority=50, wait_slo_seconds=3600),
-        Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
-    },
-)
+# The defaults: HIGHPRI has its own identifier per team and reclaims after 300 s (fairshare+tiers,
+# fairshare+reclaim), as config/whatif.yaml has it.
+SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ from gpusim.whatif import (
     PolicyRun,
     ScenarioJob,
     SharesMapping,
-    TierMix,
     WhatIfConfig,
     build_scenario,
     run_policy,
 )
-from shareplane.domain.config import Tier
 
 from tests.sim.test_whatif import SMALL_CONFIG, synthetic_trace
 
@@ -21,19 +19,8 @@ HIGH, MID, LOW = 0, 1, 2  # indexes into the what-if's tiers
 
 
 def config(**overrides) -> WhatIfConfig:
-    tiers = {
-        Tier.HIGHPRI: TierMix(
-            fraction=0.1,
-            scheduling_priority=90,
-            wait_slo_seconds=900,
-            own_share=True,
-            weight_multiplier=0.05,
-            reclaim_after_seconds=300,
-        ),
-        Tier.MIDPRI: TierMix(fraction=0.3, scheduling_priority=50, wait_slo_seconds=3600),
-        Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
-    }
-    return WhatIfConfig(shares=SharesMapping(top_k=3), tiers=tiers, **overrides)
+    """The defaults: HIGHPRI has its own identifier per team and reclaims after 300 s."""
+    return WhatIfConfig(shares=SharesMapping(top_k=3), **overrides)
 
 
 def crafted(jobs: list[ScenarioJob], capacity: int = 8):
