@@ -81,25 +81,27 @@ class HoldableClock:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._held_at: float | None = None
-        self._held_for = 0.0
+        # (held since, total held before): one tuple, read and replaced at once, because the
+        # emulator's threads read the clock while the loop holds and releases it.
+        self._state: tuple[float | None, float] = (None, 0.0)
 
     def __call__(self) -> float:
-        now = self._clock() if self._held_at is None else self._held_at
-        return now - self._held_for
+        held_at, held_for = self._state
+        return (self._clock() if held_at is None else held_at) - held_for
 
     @contextmanager
     def held(self) -> Iterator[None]:
         """Hold the clock for the duration of the block (nested holds are one hold)."""
-        if self._held_at is not None:
+        held_at, held_for = self._state
+        if held_at is not None:
             yield
             return
-        self._held_at = self._clock()
+        since = self._clock()
+        self._state = (since, held_for)
         try:
             yield
         finally:
-            self._held_for += self._clock() - self._held_at
-            self._held_at = None
+            self._state = (None, held_for + self._clock() - since)
 
 
 class RealtimeEngine(Engine):

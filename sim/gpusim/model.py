@@ -1192,12 +1192,13 @@ class BatchModel:
         saves = (self.engine.now - job.training_since) // interval
         return job.training_since + saves * interval if saves >= 1 else None
 
-    def requeue_from_checkpoint(self, job: Job, reason: str) -> None:
+    def requeue_from_checkpoint(self, job: Job, reason: str, priority: int | None = None) -> None:
         """What the control plane's reclaim does to a victim: TerminateServiceJob, then resubmit its payload.
 
         Modelled as one job that keeps its identity (a what-if counts its wait once) and the progress
-        its checkpoints kept, queued behind the jobs already waiting in its share as a new submission
-        would be. A job that is not dispatched is left alone.
+        its checkpoints kept, queued as a new submission would be (after the jobs of its share with
+        the same priority), at ``priority`` when given (the requeue path's). A job that is not
+        dispatched is left alone.
         """
         if job.status not in DISPATCHED:
             return
@@ -1213,6 +1214,8 @@ class BatchModel:
         job.attempts.append(self._attempt(job, now, reason))
         self._job_seq += 1
         job.seq = self._job_seq
+        if priority is not None:
+            job.priority = priority
         job.status = RUNNABLE
         job.reason = reason
         job.wait_since = now

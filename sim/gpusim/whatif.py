@@ -58,7 +58,14 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from shareplane.domain.config import RebalanceConfig, ReclaimConfig, SchedulingMode, Tier, TierConfig
+from shareplane.domain.config import (
+    RebalanceConfig,
+    ReclaimConfig,
+    SchedulingMode,
+    Tier,
+    TierConfig,
+    resume_priority,
+)
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
 from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
@@ -1029,8 +1036,11 @@ class _ReclaimRun:
                 self.displaced[victim.job_id] = self.displaced.get(victim.job_id, frozenset()) | {
                     reclaim.job_id
                 }
+                job = self.running[victim.job_id]
                 model.requeue_from_checkpoint(
-                    self.running[victim.job_id], f"shareplane reclaim: stopped for {reclaim.job_id}"
+                    job,
+                    f"shareplane reclaim: stopped for {reclaim.job_id}",
+                    resume_priority(self.tiers, job.priority),
                 )
 
 

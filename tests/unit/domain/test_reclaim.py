@@ -184,6 +184,17 @@ def test_higher_tier_and_older_waiters_are_served_first_within_the_run_budget():
     assert plan.skipped[0].job_id == "young"
 
 
+def test_capacity_released_for_a_skipped_waiter_is_counted_for_no_other():
+    # GIVEN one instance being released for "hi", whose victim budget is spent, and a second waiter
+    running = [runner("s", stopping_for="hi")] + [runner(f"a{i}", team="A", ran=9000 - i) for i in range(3)]
+    hi = waiter("hi", instances=3, victims_so_far=4, waited=900)
+    hi2 = waiter("hi2", instances=1, waited=600)
+    plan = plan_reclaim(ReclaimSnapshot(NOW, {P4: 4}, ENTITLED, (hi, hi2), tuple(running)), TIERS, RULES)
+    # THEN hi2 does not count hi's instance as free: it needs a victim of its own
+    assert [s.job_id for s in plan.skipped] == ["hi"]
+    assert [r.job_id for r in plan.reclaims] == ["hi2"] and len(plan.victim_ids) == 1
+
+
 def test_borrowed_jobs_are_the_most_recently_dispatched():
     jobs = [runner(f"b{i}", ran=1000 - i) for i in range(6)]
     assert borrowed_jobs(jobs, ENTITLED) == {"b4", "b5"}
@@ -276,12 +287,23 @@ def test_property_no_over_reclaim_and_fewest_victims(snapshot):
         # No over-reclaim: without any one victim the shortfall would not be covered.
         assert all(sum(sizes) - s < reclaim.short_instances for s in sizes)
     if len(plan.reclaims) == 1 and len(snapshot.waiting) == 1:
-        # Fewest victims: no smaller set of the same pool covers the shortfall (brute force).
+        # Fewest victims: no smaller set of the waiter's eligible candidates covers the shortfall
+        # (brute force over the whole pool the planner could choose from).
         (reclaim,) = plan.reclaims
-        pool = [v.instances for v in reclaim.victims]
-        for k in range(1, len(pool)):
+        (waiter,) = snapshot.waiting
+        borrowed = borrowed_jobs(snapshot.running, snapshot.entitlements)
+        rank = list(Tier).index
+        pool = [
+            j.instances
+            for j in _eligible(snapshot, RULES)
+            if rank(j.tier) > rank(waiter.tier)
+            and (j.team == waiter.team or j.job_id in borrowed)
+            and j.job_id not in waiter.displaced_by
+            and waiter.job_id not in j.displaced_by
+        ]
+        for k in range(1, len(reclaim.victims)):
             for combo in combinations(pool, k):
-                assert sum(combo) < reclaim.short_instances
+                assert sum(combo) < reclaim.short_instances, "a smaller set would do"
 
 
 @settings(max_examples=200, deadline=None)

@@ -87,6 +87,17 @@ class ReclaimConfig(_Strict):
     allow_no_checkpoint_victims: bool = False
 
 
+def resume_priority(tiers: Mapping[Tier, TierConfig], scheduling_priority: int) -> int:
+    """A reclaimed job's schedulingPriority when requeued: one above its own, inside its tier's band.
+
+    It ranks first among its tier's queued work (it had already waited its turn) and never reaches
+    the next tier's priority, so it stays in its tier.
+    """
+    higher = [c.scheduling_priority for c in tiers.values() if c.scheduling_priority > scheduling_priority]
+    ceiling = min(higher) - 1 if higher else 9999
+    return max(scheduling_priority, min(scheduling_priority + 1, ceiling))
+
+
 @dataclass(frozen=True)
 class ShareKey:
     """Who a share identifier (or quota share name) belongs to: a team, and a tier in the team_tier layout."""
@@ -440,16 +451,8 @@ class SharesConfig(_Strict):
         return self.share_keys.get(share or "")
 
     def resume_priority(self, scheduling_priority: int) -> int:
-        """A reclaimed job's schedulingPriority when requeued: one above its own, inside its tier's band.
-
-        It ranks first among its tier's queued work (it had already waited its turn) and never
-        reaches the next tier's priority, so it stays in its tier.
-        """
-        higher = [
-            c.scheduling_priority for c in self.tiers.values() if c.scheduling_priority > scheduling_priority
-        ]
-        ceiling = min(higher) - 1 if higher else 9999
-        return max(scheduling_priority, min(scheduling_priority + 1, ceiling))
+        """A reclaimed job's schedulingPriority when requeued (see ``resume_priority``)."""
+        return resume_priority(self.tiers, scheduling_priority)
 
     def team_for_share(self, share: str | None) -> str | None:
         """The team that owns a share identifier or quota share name (from the config, never the name)."""

@@ -272,10 +272,10 @@ def plan_reclaim(
     skipped: list[Skip] = []
     for waiter in due:
         unit = waiter.instance_type
-        free[unit] = free.get(unit, 0) + reserved.get(waiter.job_id, 0)
-        short = waiter.instances - free[unit]
+        own = reserved.get(waiter.job_id, 0)
+        short = waiter.instances - free.get(unit, 0) - own
         if short <= 0:
-            free[unit] -= waiter.instances
+            free[unit] = free.get(unit, 0) + own - waiter.instances
             skipped.append(Skip(waiter.job_id, SKIP_FITS))
             continue
         job_budget = rules.max_victims_per_job - waiter.victims_so_far
@@ -311,7 +311,7 @@ def plan_reclaim(
             c.taken = True
         run_budget -= len(chosen)
         freed = sum(c.job.instances for c in chosen)
-        free[unit] += freed - waiter.instances
+        free[unit] = free.get(unit, 0) + own + freed - waiter.instances
         victims = tuple(
             Victim(
                 job_id=c.job.job_id,
