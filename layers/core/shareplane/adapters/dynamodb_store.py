@@ -84,6 +84,19 @@ def _unmarshal(item: Mapping[str, Any]) -> dict[str, Any]:
 _NEW_KEY = "attribute_not_exists(pk)"
 
 
+def index_items_since(client: Any, table: str, index_pk: str, since: float) -> list[dict[str, Any]]:
+    """Items of one ByStatus index partition whose sort key (epoch ms, 13 digits) is at ``since`` or later."""
+    items: list[dict[str, Any]] = []
+    for page in client.get_paginator("query").paginate(
+        TableName=table,
+        IndexName="ByStatus",
+        KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
+        ExpressionAttributeValues={":p": {"S": index_pk}, ":s": {"S": f"{int(since * 1000):013d}"}},
+    ):
+        items += [_unmarshal(i) for i in page.get("Items", [])]
+    return items
+
+
 def put_new_action(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
     """A TransactWriteItems action that puts an item only if its key is new."""
     return {"Put": {"TableName": table, "Item": _marshal(item), "ConditionExpression": _NEW_KEY}}

@@ -26,6 +26,7 @@ from .dynamodb_store import (
     _marshal,
     _unmarshal,
     history_item,
+    index_items_since,
     put_new,
     put_new_action,
 )
@@ -218,18 +219,7 @@ class DynamoFailureLedger:
 
     def alerts(self, since: float) -> list[dict[str, Any]]:
         """Alerts sent after ``since`` (epoch seconds), oldest first."""
-        paginator = self._client.get_paginator("query")
-        items: list[dict[str, Any]] = []
-        for page in paginator.paginate(
-            TableName=self._table,
-            IndexName="ByStatus",
-            KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
-            ExpressionAttributeValues={
-                ":p": {"S": ALERTS_INDEX_PK},
-                ":s": {"S": f"{int(since * 1000):013d}"},
-            },
-        ):
-            items += [_unmarshal(i) for i in page.get("Items", [])]
+        items = index_items_since(self._client, self._table, ALERTS_INDEX_PK, since)
         sent = [i for i in items if "sentAt" in i]
         for item in sent:
             item["body"] = json.loads(item.get("body") or "{}")

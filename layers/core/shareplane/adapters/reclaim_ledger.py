@@ -26,6 +26,7 @@ from .dynamodb_store import (
     _marshal,
     _unmarshal,
     history_item,
+    index_items_since,
     put_new,
     put_new_action,
 )
@@ -115,18 +116,7 @@ class DynamoReclaimLedger:
 
     def reclaims(self, since: float) -> list[dict[str, Any]]:
         """Reclaim decisions made after ``since`` (epoch seconds), oldest first."""
-        paginator = self._client.get_paginator("query")
-        items: list[dict[str, Any]] = []
-        for page in paginator.paginate(
-            TableName=self._table,
-            IndexName="ByStatus",
-            KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
-            ExpressionAttributeValues={
-                ":p": {"S": RECLAIMS_INDEX_PK},
-                ":s": {"S": f"{int(since * 1000):013d}"},
-            },
-        ):
-            items += [_unmarshal(i) for i in page.get("Items", [])]
+        items = index_items_since(self._client, self._table, RECLAIMS_INDEX_PK, since)
         return sorted(items, key=lambda i: (i["decidedAt"], i["decisionId"]))
 
     # -- writes ---------------------------------------------------------------------------
