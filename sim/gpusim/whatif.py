@@ -67,6 +67,7 @@ from shareplane.domain.config import (
     resume_priority,
 )
 from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane.domain.fairshare import decay_window
 from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
 from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
 from shareplane.domain.share_observation import (
@@ -76,6 +77,7 @@ from shareplane.domain.share_observation import (
     percentile,
     snapshot_from_observation,
 )
+from shareplane.domain.tier_charge import TeamTierUsage, charged_plain_weights
 
 from .api import BatchApi
 from .engine import Engine
@@ -620,6 +622,7 @@ class PolicyResult:
     waits_by_tier: dict[str, list[float]] = field(default_factory=dict)
     gpu_hours: dict[str, float] = field(default_factory=dict)
     entitled_gpu_hours: dict[str, float] = field(default_factory=dict)
+    #: Each team's plain identifier's weightFactor at the end (tiered policies: with the tier charge).
     final_weights: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
@@ -688,6 +691,11 @@ class PolicyRun:
         self.ledger: Mapping[str, LedgerEntry] = {}
         self.ledger_as_of: float | None = None
         self.reclaim = _ReclaimRun(self) if policy is Policy.RECLAIM else None
+        # Tiered policies: each team's plain identifier carries the tier charge, as the rebalance
+        # Lambda sets it on its schedule (``shareplane.domain.tier_charge``).
+        self.plain_weights = dict(self.weights)
+        self.tier_usage = {s: TeamTierUsage() for s in scenario.shares}
+        self.charged_at = 0.0
         self.queue: JobQueue = self._build()
         self._next = 0
 
@@ -777,6 +785,8 @@ class PolicyRun:
             self.model.engine.schedule_at(self.scenario.jobs[0].submit, self._arrive)
         if self.policy is Policy.REBALANCE:
             self.model.engine.schedule(self._interval, self._tick)
+        if self.policy.tiered:
+            self.model.engine.schedule(self._interval, self._charge)
         if self.reclaim is not None:
             self.reclaim.start()
 
@@ -864,6 +874,27 @@ class PolicyRun:
         if not self.done:
             self.model.engine.schedule(self._interval, self._tick)
 
+    def _charge(self, _: Any = None) -> None:
+        """Charge each team's own-tier usage to its plain identifier, by the Lambda's rule and data.
+
+        As the Lambda does, the instances held now count for the whole interval since the last run.
+        """
+        sc, m, now = self.scenario, self.meter, self.model.engine.now
+        elapsed, self.charged_at = now - self.charged_at, now
+        window = decay_window(sc.config.share_decay_seconds)
+        own_tiers = [k for k, t in enumerate(TIERS) if sc.config.tiers[t].own_share]
+        for i, share in enumerate(sc.shares):
+            own = sum(m.held_tier[i][k] for k in own_tiers)
+            self.tier_usage[share] = self.tier_usage[share].accrue(own, m.held[i] - own, elapsed, window)
+        moved = charged_plain_weights(
+            self.weights, self.plain_weights, self.tier_usage, sc.config.rebalance.rules.deadband
+        )
+        if moved:
+            self.plain_weights.update(moved)
+            self.model.reweigh(self.queue, moved)
+        if not self.done:
+            self.model.engine.schedule(self._interval, self._charge)
+
     def result(self, wall_seconds: float = 0.0) -> PolicyResult:
         """Close the meter at the end of the run and compute the metrics."""
         sc, m = self.scenario, self.meter
@@ -908,7 +939,9 @@ class PolicyRun:
             waits_by_tier={t.value: sorted(m.waits[k]) for k, t in enumerate(TIERS)},
             gpu_hours={s: m.received[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
             entitled_gpu_hours={s: m.owed[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
-            final_weights=dict(self.weights) if self.policy is not Policy.STATIC else {},
+            final_weights={}
+            if self.policy is Policy.STATIC
+            else dict(self.plain_weights if self.policy.tiered else self.weights),
         )
 
 

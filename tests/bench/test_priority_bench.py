@@ -4,11 +4,9 @@ Measured side by side in one run, on the whole trace and on each half by job cou
 the reclaim settings in config/whatif.yaml were chosen before any run, not tuned; the halves show
 they hold on data they were not looked at on). The targets: HIGHPRI wait p95 at most 900 s, MIDPRI
 p95 no worse, utilization at least 0.97 of the work-conserving bound, GPU-hours lost to reclaim at
-most 2% of GPU-hours used, and the worst team's entitlement ratio at most 0.02 below fairshare's.
-The last one is missed on the whole trace with seed 0 (0.889 against 0.970: the seeded draw gave
-one team 26% of its GPU-hours at HIGHPRI; seeds 1 and 2 and both halves meet it, see the README):
-the assertion below holds the measured level so a change that makes it worse fails, and the
-printout says MISSED.
+most 2% of GPU-hours used, and the worst team's entitlement ratio at most 0.02 below fairshare's
+(held by the tier charge, ``shareplane.domain.tier_charge``: without it the whole trace measured
+0.889 against 0.970).
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ def test_highpri_starts_within_its_slo_at_full_utilization() -> None:
         f"\n{'part':<7} {'policy':<18} {'u/bound':>7} {'HI p95 s':>9} {'HI p99 s':>9} {'HI SLO':>6} "
         f"{'MID p95 s':>9} {'worst':>6} {'GPU-h':>9} {'victim':>6} {'lostRC':>7} {'lostPRE':>8}"
     )
-    misses = []
     for name, jobs in parts.items():
         # Each part is sized for the target load on its own, as a cluster replaying it would be.
         scenario = build_scenario(jobs, config, None, SEED)
@@ -60,12 +57,4 @@ def test_highpri_starts_within_its_slo_at_full_utilization() -> None:
         assert reclaim.utilization >= 0.97 * reclaim.work_conserving_bound, name
         assert reclaim.reclaim_gpu_hours_lost <= 0.02 * reclaim.gpu_hours_used, name
         gap = fair.worst_team_entitlement_ratio - reclaim.worst_team_entitlement_ratio
-        if gap > 0.02:
-            misses.append(
-                f"{name}: worst team ratio {reclaim.worst_team_entitlement_ratio:.3f} vs "
-                f"fairshare {fair.worst_team_entitlement_ratio:.3f} (target: at most 0.02 below)"
-            )
-        # The measured level (whole trace 0.889 vs 0.970): a change that widens the gap fails.
-        assert gap <= 0.12, name
-    for miss in misses:
-        print(f"MISSED {miss}")
+        assert gap <= 0.02, name

@@ -8,13 +8,15 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shareplane.domain import fairshare
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
 from shareplane.domain.lifecycle import JobStatus
-from shareplane.domain.rebalance import QuotaSettings, SharingStrategy
+from shareplane.domain.rebalance import QuotaSettings, SharingStrategy, team_weights
 from shareplane.domain.share_metrics import SKIP_REASON_VALUES
 from shareplane.service.rebalance_shares import (
     RebalanceSettings,
+    current_weights,
     observe,
     rebalance_shares,
     rollback,
@@ -506,3 +508,60 @@ def test_in_the_team_tier_layout_a_teams_new_weight_goes_to_each_identifier_time
     assert {e["shareIdentifier"]: e["weightFactor"] for e in restored} == {
         f"{team}{tier}": weight for team in ("ProdExp1", "ProdExp2") for tier, weight in tier_weights.items()
     }
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tier charge: a team's plain identifier pays for its own-tier (HIGHPRI) usage
+# ---------------------------------------------------------------------------------------------------
+def test_the_tier_charge_weighs_a_teams_plain_identifier_by_all_its_usage_over_its_plain_usage() -> None:
+    # GIVEN ProdExp2 whose decayed usage so far is as much HIGHPRI as plain, at a balanced plan (1.0, 1.0
+    # would move; 1.0 and 1.5 are held by the deadband), one hour after the last run
+    config = tiered_config(LAYOUTS[0])
+    batch, store, metrics = tiered_world(config, {"ProdExp1": 1.0, "ProdExp2": 1.0})
+    store.state = {
+        "version": 1,
+        "usageAsOf": NOW - HOUR,
+        "shares": {"ProdExp2": {"ownTierUsage": 36000.0, "plainUsage": 36000.0}},
+    }
+    # WHEN the tick runs
+    run(batch, store, metrics, config=config)
+    # THEN the state carries both usages forward, accrued over the hour by Batch's decay (ProdExp2
+    # held 30 instances on its HIGHPRI identifier, none on its plain one) ...
+    window = config.fairshare.share_decay_seconds
+    usage = store.state["shares"]["ProdExp2"]
+    assert usage["ownTierUsage"] == pytest.approx(fairshare.accrue(36000.0, 30, HOUR, window))
+    assert usage["plainUsage"] == pytest.approx(fairshare.accrue(36000.0, 0, HOUR, window))
+    charge = (usage["ownTierUsage"] + usage["plainUsage"]) / usage["plainUsage"]
+    # ... and the last policy update sets ProdExp2's plain identifier to its team weight x the charge,
+    # leaving its HIGHPRI identifier (the team weight's source) and ProdExp1 alone
+    written = {
+        e["shareIdentifier"]: e["weightFactor"]
+        for e in batch.updates[-1][1]["fairsharePolicy"]["shareDistribution"]
+    }
+    team_weight = round(written["ProdExp2HIGHPRI"] / 0.05, 4)
+    assert written["ProdExp2"] == round(team_weight * charge, 4) and charge > 2
+    assert (written["ProdExp1"], written["ProdExp1HIGHPRI"]) == (1.0, 0.05)
+    # AND the team's weight read back from the policy is not inflated by the charge
+    weights = current_weights(batch.policy)
+    assert {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}["ProdExp2"] == (
+        team_weight
+    )
+
+
+def test_the_tier_charge_writes_nothing_in_a_dry_run_or_outside_the_team_tier_layout() -> None:
+    state = {
+        "version": 1,
+        "usageAsOf": NOW - HOUR,
+        "shares": {"ProdExp2": {"ownTierUsage": 1e5, "plainUsage": 1e4}},
+    }
+    config = tiered_config(LAYOUTS[0])
+    batch, store, metrics = tiered_world(config, {"ProdExp1": 1.0, "ProdExp2": 1.5})
+    store.state = dict(state)
+    run(batch, store, metrics, config=config, settings=replace(SETTINGS, dry_run=True))
+    assert batch.updates == []
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.5}, state=dict(state))
+    run(batch, store, metrics)
+    assert (
+        all("ProdExp2HIGHPRI" not in str(request) for _, request in batch.updates)
+        and "ownTierUsage" not in store.state["shares"]["ProdExp2"]
+    )

@@ -772,23 +772,30 @@ def _api_weight(value: float) -> float:
 
 
 def _team_identifiers(config: SharesConfig) -> dict[str, list[tuple[str, float]]]:
-    """Team share -> [(identifier, tier multiplier)], largest multiplier first (team_tier layout)."""
+    """Team share -> [(identifier, tier multiplier)] (team_tier layout).
+
+    Own-tier identifiers come first, largest multiplier first, the team's plain identifier last: the
+    plain identifier's weight carries the tier charge (``domain.tier_charge``), so the team's weight
+    is read from an own-tier identifier.
+    """
     out: dict[str, list[tuple[str, float]]] = {}
     for identifier, key in sorted(config.share_keys.items()):
         multiplier = config.tiers[key.tier].weight_multiplier if key.tier else 1.0
         out.setdefault(config.teams[key.team].share, []).append((identifier, multiplier))
+    plain = {team.share for team in config.teams.values()}
     for pairs in out.values():
-        pairs.sort(key=lambda pair: -pair[1])
+        pairs.sort(key=lambda pair: (pair[0] in plain, -pair[1]))
     return out
 
 
 def team_weights(config: SharesConfig, weights: Sequence[ShareWeight]) -> list[ShareWeight]:
     """A policy's weights as one weightFactor per team share, the unit the rebalancer plans in.
 
-    In the team_tier layout a team's weight is its identifiers' weight divided by the tier's
-    multiplier, read from the tier with the largest multiplier (its 4-decimal weight lost least to
-    rounding). A team with no entry for that identifier yet (a queue not migrated) keeps the weight of
-    its team share's entry. In the team layout the weights are the teams' already.
+    In the team_tier layout a team's weight is an own-tier identifier's weight divided by the tier's
+    multiplier, read from the own tier with the largest multiplier (its 4-decimal weight lost least
+    to rounding; the plain identifier carries the tier charge). A team with no entry for that
+    identifier yet (a queue not migrated) keeps the weight of its team share's entry. In the team
+    layout the weights are the teams' already.
     """
     if not config.tiered_shares:
         return list(weights)

@@ -68,6 +68,7 @@ from ..domain.share_observation import (
     snapshot_from_observation,
     tier_wait,
 )
+from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
 from .ports import MetricsSink, SharesBatch, ShareStore
 from .record_state import queue_name
 
@@ -122,6 +123,7 @@ class Observed:
     actual: Mapping[str, float]
     waiting: Mapping[str, float]
     settings: Mapping[str, Any] = field(default_factory=dict)  # share -> current audit-shaped setting
+    tier_usage: Mapping[str, TeamTierUsage] = field(default_factory=dict)  # team_tier layout only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,6 +171,17 @@ def _team_share(config: SharesConfig, identifier: str | None) -> str | None:
 
 def _in_queue(job: JobState, queue: str) -> bool:
     return job.job_queue is not None and queue_name(job.job_queue) == queue_name(queue)
+
+
+def tier_in_use(config: SharesConfig, dispatched: Iterable[JobState]) -> dict[str, tuple[float, float]]:
+    """Per team share: instances its jobs hold now on own-tier identifiers, and on its plain identifier."""
+    held: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for job in dispatched:
+        key = config.share_key(job.share_identifier)
+        if key is None:
+            continue
+        held[config.teams[key.team].share][0 if key.tier else 1] += _instances(job)
+    return {share: (own, plain) for share, (own, plain) in held.items()}
 
 
 def tier_observations(
@@ -324,6 +337,15 @@ def observe(
     previous = (state or {}).get("shares") or {}
     elapsed = now - float((state or {}).get("usageAsOf") or now)
     window = fairshare.decay_window(config.fairshare.share_decay_seconds)
+    tier_usage: dict[str, TeamTierUsage] = {}
+    if config.tiered_shares:
+        held_by_tier = tier_in_use(config, dispatched)
+        for share in shares:
+            before = previous.get(share, {})
+            own, plain = held_by_tier.get(share, (0.0, 0.0))
+            tier_usage[share] = TeamTierUsage(
+                float(before.get("ownTierUsage", 0.0)), float(before.get("plainUsage", 0.0))
+            ).accrue(own, plain, elapsed, window)
     observed = []
     settings_now: dict[str, Any] = {}
     for share in shares:
@@ -365,6 +387,7 @@ def observe(
         actual={s.name: float(sum(s.in_use.values())) for s in snapshot.shares},
         waiting={s.name: float(sum(waiting[s.name].values())) for s in snapshot.shares},
         settings=settings_now,
+        tier_usage=tier_usage,
     )
 
 
@@ -490,6 +513,7 @@ def next_state(
             s.name: {
                 "balance": plan.ledger[s.name].balance if s.name in plan.ledger else s.ledger_balance,
                 "usage": s.usage_history,
+                **_tier_usage_item(observed.tier_usage.get(s.name)),
             }
             for s in snapshot.shares
         },
@@ -511,6 +535,39 @@ def next_state(
         new["lastAppliedAt"] = now
         new["lastPlan"] = {"createdAt": plan.created_at, "planId": plan_id}
     return new
+
+
+def _tier_usage_item(usage: TeamTierUsage | None) -> dict[str, float]:
+    return {} if usage is None else {"ownTierUsage": usage.own, "plainUsage": usage.plain}
+
+
+def apply_tier_charge(
+    config: SharesConfig, settings: RebalanceSettings, batch: SharesBatch, observed: Observed
+) -> dict[str, float]:
+    """Re-weigh each team's plain identifier to team weight x its tier charge; returns what moved.
+
+    Runs after the plan (which writes team weight x tier multiplier to every identifier), on the
+    policy as it is now. Nothing happens in a dry run, or outside the team_tier layout.
+    """
+    if not observed.tier_usage or settings.dry_run:
+        return {}
+    arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(settings.job_queue)
+    if not arn:
+        raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
+    policy = batch.describe_scheduling_policy(arn)
+    live = current_weights(policy)
+    teams = {w.share_identifier: w.weight_factor for w in team_weights(config, live)}
+    plain = {share: fairshare.weight_for(share, live) for share in observed.tier_usage}
+    moved = charged_plain_weights(teams, plain, observed.tier_usage, config.rebalance.deadband)
+    if moved:
+        changes = tuple(
+            ShareChange(share, plain[share], after, f"tier charge x{observed.tier_usage[share].charge:.3f}")
+            for share, after in moved.items()
+        )
+        plan = RebalancePlan(observed.snapshot.now, SchedulingMode.FAIRSHARE, changes, "tier charge")
+        batch.update_scheduling_policy(plan_to_update_scheduling_policy(plan, policy))
+        logger.info("tier charge applied", extra={"weights": moved})
+    return moved
 
 
 def _emit(
@@ -579,9 +636,12 @@ def rebalance_shares(
         plan = plan_rebalance(observed.snapshot, config)
         try:
             if plan.is_empty or settings.dry_run:
-                return _record_only(
+                outcome = _record_only(
                     tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics, config
                 )
+                if outcome.action == "skipped":
+                    apply_tier_charge(config, settings, batch, observed)
+                return outcome
             audit = audit_record(
                 plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="PENDING", observed=observed
             )
@@ -604,6 +664,7 @@ def rebalance_shares(
             continue
         calls = apply_plan(plan, batch, settings, config)
         store.mark_applied(audit, now)
+        apply_tier_charge(config, settings, batch, observed)
         _emit(metrics, queue, observed, plan, True, None, plan_id, config)
         logger.info(
             "plan applied",
@@ -624,7 +685,7 @@ def _record_only(
     settings: RebalanceSettings,
     store: ShareStore,
     metrics: MetricsSink,
-    config: SharesConfig | None = None,
+    config: SharesConfig,
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
