@@ -886,9 +886,7 @@ class PolicyRun:
         for i, share in enumerate(sc.shares):
             own = sum(m.held_tier[i][k] for k in own_tiers)
             self.tier_usage[share] = self.tier_usage[share].accrue(own, m.held[i] - own, elapsed, window)
-        moved = charged_plain_weights(
-            self.weights, self.plain_weights, self.tier_usage, sc.config.rebalance.rules.deadband
-        )
+        moved = charged_plain_weights(self.weights, self.plain_weights, self.tier_usage)
         if moved:
             self.plain_weights.update(moved)
             self.model.reweigh(self.queue, moved)

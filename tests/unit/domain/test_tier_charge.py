@@ -55,20 +55,21 @@ def test_a_bad_usage_names_the_field(own: float, plain: float) -> None:
     assert err.value.field.startswith("tier_usage.")
 
 
-def test_only_plain_identifiers_that_moved_beyond_the_deadband_are_reweighed() -> None:
+def test_only_plain_identifiers_whose_charged_weight_changed_are_reweighed() -> None:
     usage = {
         "A": TeamTierUsage(own=50.0, plain=100.0),  # x1.5: 1.0 -> 1.5
-        "B": TeamTierUsage(own=1.0, plain=100.0),  # x1.01 of 2.0: within a 5% deadband of 2.0
+        "B": TeamTierUsage(own=1.0, plain=100.0),  # x1.01 of 2.0: 2.02 is set already
         "C": TeamTierUsage(own=0.0, plain=100.0),  # x1.0, but the live 1.2 carries an old charge
         "D": TeamTierUsage(own=5.0, plain=1.0),  # no team weight: not a team in the policy
+        "E": TeamTierUsage(own=1e-9, plain=100.0),  # a change below the API's 4 decimals
     }
     moved = charged_plain_weights(
-        {"A": 1.0, "B": 2.0, "C": 1.0}, {"A": 1.0, "B": 2.0, "C": 1.2, "D": 1.0}, usage, deadband=0.05
+        {"A": 1.0, "B": 2.0, "C": 1.0, "E": 3.0}, {"A": 1.0, "B": 2.02, "C": 1.2, "D": 1.0, "E": 3.0}, usage
     )
     assert moved == {"A": 1.5, "C": 1.0}
 
 
 @given(st.floats(0.0001, 999.9999), usages, usages)
 def test_charged_weights_stay_in_the_apis_range(team_weight: float, own: float, plain: float) -> None:
-    moved = charged_plain_weights({"A": team_weight}, {"A": 0.0001}, {"A": TeamTierUsage(own, plain)}, 0.0)
+    moved = charged_plain_weights({"A": team_weight}, {"A": 0.0001}, {"A": TeamTierUsage(own, plain)})
     assert all(0.0001 <= w <= 999.9999 for w in moved.values())

