@@ -170,10 +170,7 @@ def test_a_job_waiting_twice_its_slo_alerts_once_naming_where_escalation_stops(r
         # the team x tier layout: the job's identifier, its team and tier beside it
         share = run.config.share_for("ProdExp2", tier)
         assert (alert["share"], alert["team"], alert["tier"], alert["severity"]) == (
-            share,
-            "ProdExp2",
-            tier.value,
-            "warning",
+            share, "ProdExp2", tier.value, "warning"
         )
         assert f"escalation stops at {ceiling(run.config, tier)}" in alert["body"]["reason"]
 

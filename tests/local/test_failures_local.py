@@ -402,11 +402,7 @@ def test_a_failure_storm_stops_requeueing_for_the_share_with_one_storm_alert(run
     assert (storm["share"], storm["team"], storm["severity"]) == ("ProdExp2", "ProdExp2", "critical")
     assert storm["body"]["failureCount"] == STORM_MAX_FAILURES + 1
     (delivered,) = [n for n in run.sns if n["kind"] == "storm"]
-    assert (delivered["share"], delivered["team"], delivered["severity"]) == (
-        "ProdExp2",
-        "ProdExp2",
-        "critical",
-    )
+    assert (delivered["share"], delivered["team"], delivered["severity"]) == ("ProdExp2", "ProdExp2", "critical")
     assert delivered["subject"] == storm["subject"]
     assert len(delivered["message"]["failures"]) == STORM_MAX_FAILURES + 1
     # AND no per-job failure alert for the share's stormed jobs

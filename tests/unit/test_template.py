@@ -403,10 +403,7 @@ def test_every_rule_matches_at_least_one_sample(rule: str) -> None:
 
 def test_rules_named_in_this_test_exist_in_the_template() -> None:
     named = (
-        set(RULE_FOR_DETAIL_TYPE.values())
-        | set(SCHEDULE_RULE_FOR_SAMPLE.values())
-        | FAILURE_RULES
-        | RECLAIM_RULES
+        set(RULE_FOR_DETAIL_TYPE.values()) | set(SCHEDULE_RULE_FOR_SAMPLE.values()) | FAILURE_RULES | RECLAIM_RULES
     )
     assert named == set(rule_patterns())
 

@@ -85,7 +85,9 @@ def test_metrics_are_emf_with_low_cardinality_dimensions(
     transitions = [
         d for d in documents if d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Transitions"
     ]
-    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Team"] for d in transitions} == {"ProdExp1"}
+    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Team"] for d in transitions} == {
+        "ProdExp1"
+    }
 
 
 def deliver_until_settled(
