@@ -206,3 +206,10 @@ def test_the_readme_documents_every_exit_code() -> None:
     section = readme[readme.index("### Exit codes") :]
     for code in ExitCode:
         assert f"| {int(code)} |" in section, code
+
+
+def test_a_whatif_config_that_is_an_endless_stream_is_read_with_a_bound(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("")
+    code, _, err = run("simulate", "--trace", str(trace), "--config", "/dev/zero")
+    assert code == ExitCode.BAD_INPUT and "larger than" in err and "Traceback" not in err
