@@ -595,3 +595,13 @@ def test_the_storm_guard_counts_each_teams_shareless_failures_alone(teams: list[
         expected = ["requeue"] * 10 + ["alert"] + ["ignore"] * (len(made) - 11)
         assert made == expected[: len(made)]
     assert all(a[2]["team"] in ("ProdExp1", "ProdExp2") for a in world.alerts.sent)
+
+
+def test_a_team_tag_on_a_job_with_a_share_no_team_owns_is_not_trusted() -> None:
+    world = World()
+    job = world.batch.add(
+        failed_job("j-x", share="Intern", reason=UNKNOWN_TEXT, tags={"shareplane:team": "ProdExp1"})
+    )
+    handle_message(failed_event(job), world.ports)
+    ((_, _, attributes),) = world.alerts.sent
+    assert attributes["team"] == "none"

@@ -278,10 +278,13 @@ def job_team(config: SharesConfig, share: str | None, tags: Mapping[str, Any] | 
     """The team a job belongs to: its share's, by the config's mapping, else its team tag's.
 
     A CPU FIFO job has no share, so its team comes from the ``shareplane:team`` tag the submit path
-    sets (a spec cannot set it: reserved tags are refused). Only a team the config names counts.
+    sets (a spec cannot set it: reserved tags are refused). Only a job without a share is read from
+    its tag (a share the config does not name stays no team's), and only a team the config names counts.
     """
-    team = config.team_for_share(share)
-    if team is None and isinstance(tags, Mapping):
+    if share and share != "none":
+        return config.team_for_share(share)
+    team = None
+    if isinstance(tags, Mapping):
         tagged = tags.get(TEAM_TAG)
         team = tagged if isinstance(tagged, str) and tagged in config.teams else None
     return team
