@@ -148,3 +148,21 @@ def test_poison_items_never_change_what_happens_to_the_healthy_ones(
     # AND each poisoned item is named once per step that failed on it, and counted
     assert world.metrics.count("WatchItemsFailed") == len(report.failed)
     assert sum(f.startswith("reconcile:") for f in report.failed) == len({i for i in broken if i < healthy})
+
+
+def test_a_cpu_fifo_jobs_wait_alert_carries_its_team_from_the_tag() -> None:
+    # GIVEN a CPU FIFO job of ProdExp2 (no share) waiting three LOWPRI SLOs at its escalation ceiling
+    world, _ = build(healthy=0, poisoned_queue=False, broken=set())
+    fifo = QUEUE_ARN.replace("search-p4d-queue", "search-cpu-fifo")
+    state, described = waiting_job("cpu-1", fifo, waited=3 * 14400 + 60)
+    state = JobState(**{**state.__dict__, "share_identifier": None, "scheduling_priority": 49})
+    described |= {"shareIdentifier": None, "schedulingPriority": 49, "tags": {"shareplane:team": "ProdExp2"}}
+    world.batch.add(described)
+    world.batch.listed[(fifo, "RUNNABLE")] = [{"jobArn": state.job_arn, "jobId": state.job_id}]
+    world.store.states["RUNNABLE"] = [state]
+    # WHEN the watch runs
+    report = watch(world.ports, NOW)
+    # THEN its wait alert is filed under ProdExp2
+    ((_, body, attributes),) = world.alerts.sent
+    assert report.alerts == 1 and attributes["kind"] == "wait_slo"
+    assert attributes["team"] == "ProdExp2" and body["team"] == "ProdExp2"
