@@ -846,3 +846,13 @@ def test_repeated_preemption_detector(count: int, already: bool, alerts: bool) -
     assert (text is not None) is alerts
     if text:
         assert f"preempted {count} times" in text
+
+
+def test_on_a_quota_queue_an_upsize_skips_types_the_teams_quota_share_has_no_capacity_for() -> None:
+    # GIVEN quota mode where ProdExp1 is entitled to g5.xlarge and g5.8xlarge, not g5.2xlarge
+    entitled = {"ml.p4d.24xlarge": 60, "ml.g5.xlarge": 4, "ml.g5.8xlarge": 4}
+    teams = {**BASE_CONFIG["teams"], "ProdExp1": {"share": "ProdExp1", "entitlement": entitled}}  # type: ignore[dict-item]
+    config = SharesConfig.model_validate(BASE_CONFIG | {"mode": "quota", "teams": teams})
+    signal = FailureSignal(failure_reason=HOST_OOM_1)
+    decision = decide(ctx(signal, instance_type="ml.g5.xlarge", team="ProdExp1"), config)
+    assert dict(decision.mutations) == {"ResourceConfig.InstanceType": "ml.g5.8xlarge"}

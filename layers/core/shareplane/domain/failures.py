@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
-from .config import SharesConfig, TeamConfig, Tier
+from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
 from .errors import InvalidInputError
 from .failure_rules import (
     BackoffConfig,
@@ -519,14 +519,19 @@ def _plan(
 def _upsize_choices(config: SharesConfig, team: str | None) -> tuple[list[str], str]:
     """The instance types an upsize may pick, and who allows them (for the alert's why).
 
-    A team's allowed_instance_types bound a requeue as they bound its specs: an upsize never moves a
-    job onto a type its team could not have submitted. A job whose team is not known may only use
-    what every team may, so it can never escape a team's allowlist either.
+    A team's allowed_instance_types (and, on a quota-share queue, its entitlement) bound a requeue as
+    they bound its specs: an upsize never moves a job onto a type its team could not have submitted.
+    A job whose team is not known may only use what every team may, so it can never escape a team's
+    allowlist either.
     """
     cluster = [*config.instance_types, *config.queues.cpu_instance_types]
 
     def may_use(settings: TeamConfig, instance_type: str) -> bool:
-        return not settings.allowed_instance_types or instance_type in settings.allowed_instance_types
+        if settings.allowed_instance_types and instance_type not in settings.allowed_instance_types:
+            return False
+        # As admission does: a quota share with no capacity for a GPU type would never run the job.
+        quota = config.mode is SchedulingMode.QUOTA and instance_type in config.instance_types
+        return not quota or bool(settings.entitlement.get(instance_type))
 
     settings = config.teams.get(team) if team else None
     if settings is not None:
