@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import boto3
 import typer
 from botocore.config import Config
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+
+from .errors import CliError, ExitCode
 
 DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", "shareplane-dev")
 
@@ -41,13 +44,43 @@ class Target:
         """
         session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
         endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or self.endpoint
-        return session.client(service, endpoint_url=endpoint, config=_CONFIG)
+        return session.client(service, endpoint_url=_checked_endpoint(endpoint), config=_CONFIG)
 
     def outputs(self) -> dict[str, str]:
         """The stack's outputs (names of its table, queues, bucket ...)."""
         stacks = self.client("cloudformation").describe_stacks(StackName=self.stack_name)["Stacks"]
         return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
+    def output(self, key: str) -> str:
+        """One output of the stack; a clear error when the stack does not have it."""
+        outputs = self.outputs()
+        if key not in outputs:
+            raise CliError(
+                f"stack {self.stack_name} has no output {key}",
+                "pass --stack-name of a shareplane stack, or name the resource with its own option",
+                ExitCode.NOT_FOUND,
+            )
+        return outputs[key]
+
     def job_store(self, table: str | None = None) -> DynamoJobStore:
         """The jobs table of the stack (or the one named)."""
-        return DynamoJobStore(self.client("dynamodb"), table or self.outputs()["JobsTableName"])
+        return DynamoJobStore(self.client("dynamodb"), table or self.output("JobsTableName"))
+
+
+def _checked_endpoint(endpoint: str | None) -> str | None:
+    """The endpoint URL, or a clear error when it is not one (botocore's is a bare ValueError)."""
+    if endpoint is None:
+        return None
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(
+            f"--endpoint {endpoint!r} is not an http(s) URL",
+            "pass a URL such as http://127.0.0.1:4566 (the one `shareplane up` prints)",
+            ExitCode.BAD_INPUT,
+        )
+    try:
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError as exc:
+        problem = f"--endpoint {endpoint!r} has a bad port ({exc})"
+        raise CliError(problem, "use a port 1-65535", ExitCode.BAD_INPUT) from exc
+    return endpoint

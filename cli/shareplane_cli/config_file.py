@@ -9,6 +9,10 @@ from pydantic import ValidationError
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import ConfigError
 
+#: The largest shares config the CLI reads. The deployed config travels in a Lambda environment
+#: variable (4 KB for all of them), so a real one is far smaller; this only stops runaway reads.
+MAX_CONFIG_BYTES = 1024 * 1024
+
 
 def _loc(parts: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in parts) or "(root)"
@@ -18,10 +22,24 @@ def load_config(path: str | Path) -> SharesConfig:
     """Read and validate a shares config; raise ConfigError naming the file and the field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        # Read with a bound: --config may name an endless stream (/dev/zero, a pipe) or a huge file.
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
         raise ConfigError(
-            str(path), f"cannot be read ({exc})", "pass --config with a readable YAML file"
+            str(path), f"cannot be read ({exc.strerror or exc})", "pass --config with a readable YAML file"
+        ) from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            str(path),
+            f"is larger than {MAX_CONFIG_BYTES} bytes (or an endless stream)",
+            "pass --config with the shares config file (config/shares.yaml is a few KB)",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
         ) from exc
     try:
         raw = yaml.safe_load(text)

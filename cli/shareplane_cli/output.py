@@ -37,10 +37,13 @@ def print_table(
 
 
 def epoch_ms(value: int | None) -> str | None:
-    """Epoch milliseconds as a UTC timestamp for tables."""
+    """Epoch milliseconds as a UTC timestamp for tables; a value no date can show is printed as is."""
     if value is None:
         return None
-    return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError, TypeError):  # a row stored before times were bounded
+        return f"{value} ms (out of range)"
 
 
 def emit(data: Any, output: Output, table: Callable[[], None]) -> None:
@@ -56,8 +59,11 @@ def stderr_console() -> Console:
     return Console(stderr=True, soft_wrap=True)
 
 
-def print_error(message: object) -> None:
-    """One error line on stderr."""
+def print_error(message: object, fix: str | None = None) -> None:
+    """One error line on stderr, and the fix on the next when there is one."""
     from rich.markup import escape
 
-    stderr_console().print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+    console = stderr_console()
+    console.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+    if fix:
+        console.print(f"  fix: {escape(fix)}", highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -40,6 +41,8 @@ def record_handler(record: SQSRecord) -> None:
         deps.batch_policy,
         deps.share_store,
         deps.metrics,
+        # The clock only bounds how far ahead of it a tick may be dated; decisions use the tick's time.
+        clock_now=time.time(),
     )
     logger.info(
         "rebalanced", extra={"action": outcome.action, "reason": outcome.reason, "plan_id": outcome.plan_id}

@@ -217,13 +217,26 @@ class WhatIfConfig(_Strict):
         return self
 
 
+#: The largest what-if config read (a real one is a few KB).
+MAX_WHATIF_CONFIG_BYTES = 1024 * 1024
+
+
 def load_whatif_config(path: Path | str | None) -> WhatIfConfig:
     """Read and validate a what-if config (None: the defaults); errors name the file and the field."""
     if path is None:
         return WhatIfConfig()
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # Read with a bound: --config may name an endless stream (/dev/zero, a pipe).
+        with path.open("rb") as handle:
+            data = handle.read(MAX_WHATIF_CONFIG_BYTES + 1)
+        if len(data) > MAX_WHATIF_CONFIG_BYTES:
+            raise ConfigError(
+                str(path),
+                f"is larger than {MAX_WHATIF_CONFIG_BYTES} bytes (or an endless stream)",
+                "pass --config with the what-if config file",
+            )
+        raw = yaml.safe_load(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(
             str(path), f"cannot be read ({exc})", "pass --config with a readable YAML file"

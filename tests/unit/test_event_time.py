@@ -100,3 +100,10 @@ def _shuffle(node: Any, rng: random.Random) -> Any:
         rng.shuffle(items)
         return items
     return node
+
+
+@pytest.mark.parametrize("value", [10**15, 10**30, float("inf"), "1000000000000000"])
+def test_a_time_past_the_schemas_bound_dates_nothing(value: object) -> None:
+    # A failure event with one absurd time is decided at its other times, never decades ahead.
+    event = {"time": "2026-03-17T05:02:44Z", "detail": {"createdAt": 1773720000000, "stoppedAt": value}}
+    assert event_time(event) == 1773720000.0

@@ -62,7 +62,7 @@ def alerts_command(
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    name = table or target.outputs()["JobsTableName"]
+    name = table or target.output("JobsTableName")
     rows = alert_rows(DynamoFailureLedger(target.client("dynamodb"), name).alerts(time.time() - window))
 
     def as_table() -> None:

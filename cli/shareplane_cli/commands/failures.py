@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.errors import ConfigError, ShareplaneError
 from shareplane.domain.failures import Action, FailureContext, FailureDecision, FailureSignal, decide
 
 from ..config_file import load_config
@@ -24,9 +24,13 @@ _RETRIED = (Action.REQUEUE, Action.LEFT_TO_BATCH)
 
 
 def first_failure_decisions(
-    reason: str, config: SharesConfig, tiers: list[Tier], instance_type: str | None
+    reason: str,
+    config: SharesConfig,
+    tiers: list[Tier],
+    instance_type: str | None,
+    team: str | None = None,
 ) -> dict[Tier, FailureDecision]:
-    """What each tier's job would get for its first failure with ``reason``, nothing else known."""
+    """What each tier's job (of ``team``, if given) would get for its first failure with ``reason``."""
     # The text may be a Batch statusReason, a SageMaker FailureReason or a SecondaryStatus, so it
     # fills all three; the status rules match whole values only, so a long reason cannot hit them.
     signal = FailureSignal(status_reason=reason, failure_reason=reason, secondary_status=reason)
@@ -41,6 +45,7 @@ def first_failure_decisions(
                 instance_type=instance_type,
                 preemption_count=1,
                 spot_interruptions=1,
+                team=team,
             ),
             config,
         )
@@ -62,13 +67,24 @@ def classify_command(
         str | None,
         typer.Option("--instance-type", help="The failed job's instance type (default: the config's first)."),
     ] = None,
+    team: Annotated[
+        str | None,
+        typer.Option(
+            help="The job's team: an upsize stays within its allowed_instance_types (default: "
+            "what every team may use)."
+        ),
+    ] = None,
 ) -> None:
     """Print the class of REASON, the rule that matched and the decision each tier gets first time."""
     try:
         config = load_config(config_path)
         tiers = [tier] if tier else list(Tier)
         chosen_type = instance_type or next(iter(config.instance_types), None)
-        decisions = first_failure_decisions(reason, config, tiers, chosen_type)
+        if team is not None and team not in config.teams:
+            raise ConfigError(
+                "--team", f"{team!r} is not in the shares config", f"use one of {sorted(config.teams)}"
+            )
+        decisions = first_failure_decisions(reason, config, tiers, chosen_type, team)
     except ShareplaneError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc

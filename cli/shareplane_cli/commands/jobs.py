@@ -8,14 +8,13 @@ from typing import Annotated, Any
 
 import typer
 from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.errors import ConfigError
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.service.queries import job_records
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
 from ..main import app
-from ..output import Output, emit, epoch_ms, print_error, print_table
+from ..output import Output, emit, epoch_ms, print_table
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
@@ -100,11 +99,7 @@ def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:
     """The shares config if there is one; without it jobs show no team or tier (unless asked to filter)."""
     if not needed and not path.exists():
         return None
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from exc
+    return load_config(path)  # a ConfigError takes the CLI's error path (exit 2)
 
 
 @app.command("export")

@@ -50,7 +50,13 @@ def put_events(stack: LocalStack, events: list[dict[str, Any]]) -> None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """One EventBridge event per line; blank lines are skipped, a bad line is named."""
     events = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise typer.BadParameter(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8"
+        ) from exc
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

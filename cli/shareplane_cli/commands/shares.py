@@ -11,7 +11,7 @@ from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.adapters.share_store import DynamoShareStore
 from shareplane.domain.config import SharesConfig
-from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
@@ -183,6 +183,8 @@ def shares_command(
             _print_history(store.audits(), output)
             return
         _print_current(current_shares(batch, job_queue, store.load_state(), config), output)
+    except RejectedByServiceError:
+        raise  # AWS refused a call: the CLI's error path gives that its own exit code
     except ShareplaneError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc

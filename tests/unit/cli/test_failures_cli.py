@@ -145,28 +145,39 @@ def test_classify_table_shows_class_rule_every_tier_and_the_fix() -> None:
     assert "reduce per-GPU batch size" in out
 
 
-def test_host_oom_upsizes_to_the_instance_type_the_config_allows(tmp_path: Path) -> None:
+def test_host_oom_upsizes_to_the_instance_type_the_team_is_allowed(tmp_path: Path) -> None:
     # GIVEN a cluster with two g5 sizes
     config = yaml.safe_load(SHARES.read_text())
     config["instance_types"] |= {"ml.g5.xlarge": {"capacity": 4}, "ml.g5.4xlarge": {"capacity": 4}}
+    config["teams"]["ProdExp1"]["allowed_instance_types"] += ["ml.g5.xlarge", "ml.g5.4xlarge"]
     path = tmp_path / "shares.yaml"
     path.write_text(yaml.safe_dump(config))
-    # WHEN a host OOM on g5.xlarge is classified
-    code, out, _ = classify(
-        "ClientError: Please use an instance type with more memory, or reduce the size of job data "
-        "processed on an instance.",
-        "--config",
-        str(path),
-        "--instance-type",
-        "ml.g5.xlarge",
-        "--tier",
-        "MIDPRI",
-        "--output",
-        "json",
-    )
-    # THEN the retry goes to the next allowed size, skipping 2xlarge which the cluster lacks
-    assert code == 0
-    assert json.loads(out)["decisions"]["MIDPRI"].endswith("ResourceConfig.InstanceType=ml.g5.4xlarge)")
+
+    def decision(*team: str) -> str:
+        code, out, _ = classify(
+            "ClientError: Please use an instance type with more memory, or reduce the size of job data "
+            "processed on an instance.",
+            *(
+                "--config",
+                str(path),
+                "--instance-type",
+                "ml.g5.xlarge",
+                "--tier",
+                "MIDPRI",
+                "--output",
+                "json",
+            ),
+            *team,
+        )
+        assert code == 0
+        return json.loads(out)["decisions"]["MIDPRI"]
+
+    # WHEN a host OOM on g5.xlarge of ProdExp1 is classified
+    # THEN the retry goes to the next size the team may use, skipping 2xlarge which the cluster lacks
+    assert decision("--team", "ProdExp1").endswith("ResourceConfig.InstanceType=ml.g5.4xlarge)")
+    # AND a job of ProdExp2 (not allowed g5) or of no known team is not upsized at all
+    assert decision("--team", "ProdExp2").startswith("alert")
+    assert decision().startswith("alert")
 
 
 def test_config_defaults_to_config_shares_yaml_in_the_current_directory(tmp_path: Path) -> None:

@@ -562,9 +562,71 @@ def test_host_oom_upsizes_within_the_family(
     assert decision.action is action
     assert dict(decision.mutations) == ({"ResourceConfig.InstanceType": larger} if larger else {})
     if action is Action.ALERT:
-        assert "no larger allowed instance type" in decision.why and decision.severity is Severity.WARNING
+        assert "not requeued: no larger instance type" in decision.why
+        assert decision.severity is Severity.WARNING
     else:
         assert decision.budget_left == 2
+
+
+def with_allowed(**allowed: list[str]) -> SharesConfig:
+    """CONFIG with teams' allowed_instance_types set."""
+    teams = {
+        name: team | {"allowed_instance_types": allowed.get(name, [])}
+        for name, team in BASE_CONFIG["teams"].items()
+    }  # type: ignore[attr-defined]
+    return SharesConfig.model_validate(BASE_CONFIG | {"teams": teams})
+
+
+def test_a_host_oom_upsizes_to_the_next_type_the_team_is_allowed() -> None:
+    # GIVEN ProdExp1 may use g5.xlarge and g5.8xlarge, not the g5.2xlarge the cluster has between them
+    config = with_allowed(ProdExp1=["ml.g5.xlarge", "ml.g5.8xlarge"])
+    signal = FailureSignal(failure_reason=HOST_OOM_1)
+    decision = decide(ctx(signal, instance_type="ml.g5.xlarge", team="ProdExp1"), config)
+    assert decision.action is Action.REQUEUE
+    assert dict(decision.mutations) == {"ResourceConfig.InstanceType": "ml.g5.8xlarge"}
+
+
+def test_a_host_oom_is_not_mutated_past_the_teams_allowlist_and_the_alert_says_so() -> None:
+    config = with_allowed(ProdExp1=["ml.g5.xlarge"])
+    signal = FailureSignal(failure_reason=HOST_OOM_1)
+    decision = decide(ctx(signal, instance_type="ml.g5.xlarge", team="ProdExp1"), config)
+    assert decision.action is Action.ALERT and dict(decision.mutations) == {}
+    assert "not requeued: no larger instance type team ProdExp1 is allowed than ml.g5.xlarge" in decision.why
+
+
+def test_a_job_of_unknown_team_is_only_upsized_to_what_every_team_may_use() -> None:
+    config = with_allowed(
+        ProdExp1=["ml.g5.xlarge", "ml.g5.2xlarge"], ProdExp2=["ml.g5.xlarge", "ml.g5.8xlarge"]
+    )
+    decision = decide(ctx(FailureSignal(failure_reason=HOST_OOM_1), instance_type="ml.g5.xlarge"), config)
+    assert decision.action is Action.ALERT and "every team is allowed" in decision.why
+
+
+G5 = ["ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.8xlarge"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    allowed=st.lists(st.sampled_from([*G5, "ml.p4d.24xlarge"]), unique=True),
+    current=st.sampled_from(G5),
+    team=st.sampled_from(["ProdExp1", "ProdExp2", None]),
+)
+def test_an_upsize_never_leaves_the_teams_allowlist(
+    allowed: list[str], current: str, team: str | None
+) -> None:
+    # GIVEN any allowlist for ProdExp1 (empty: every cluster type) and a host OOM on a g5 size
+    config = with_allowed(ProdExp1=allowed)
+    decision = decide(ctx(FailureSignal(failure_reason=HOST_OOM_1), instance_type=current, team=team), config)
+    target = decision.mutations.get("ResourceConfig.InstanceType")
+    # A job of unknown team may use only what every team may (ProdExp2 may use every type).
+    bound = team in ("ProdExp1", None) and allowed
+    permitted = [t for t in G5 if t in allowed] if bound else G5
+    larger = [t for t in G5[G5.index(current) + 1 :] if t in permitted]
+    # THEN the job moves to the smallest larger type its team may use, else it is not mutated and alerts
+    if larger:
+        assert decision.action is Action.REQUEUE and target == larger[0]
+    else:
+        assert decision.action is Action.ALERT and target is None and "not requeued" in decision.why
 
 
 def test_gpu_oom_alerts_with_the_fix_by_default() -> None:
@@ -784,3 +846,13 @@ def test_repeated_preemption_detector(count: int, already: bool, alerts: bool) -
     assert (text is not None) is alerts
     if text:
         assert f"preempted {count} times" in text
+
+
+def test_on_a_quota_queue_an_upsize_skips_types_the_teams_quota_share_has_no_capacity_for() -> None:
+    # GIVEN quota mode where ProdExp1 is entitled to g5.xlarge and g5.8xlarge, not g5.2xlarge
+    entitled = {"ml.p4d.24xlarge": 60, "ml.g5.xlarge": 4, "ml.g5.8xlarge": 4}
+    teams = {**BASE_CONFIG["teams"], "ProdExp1": {"share": "ProdExp1", "entitlement": entitled}}  # type: ignore[dict-item]
+    config = SharesConfig.model_validate(BASE_CONFIG | {"mode": "quota", "teams": teams})
+    signal = FailureSignal(failure_reason=HOST_OOM_1)
+    decision = decide(ctx(signal, instance_type="ml.g5.xlarge", team="ProdExp1"), config)
+    assert dict(decision.mutations) == {"ResourceConfig.InstanceType": "ml.g5.8xlarge"}

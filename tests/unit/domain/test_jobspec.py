@@ -690,7 +690,28 @@ def test_policy_problems_refuse_the_job_with_the_reason(
 
 
 def test_an_input_exactly_at_the_prefix_is_allowed() -> None:
-    assert parse([good_job(inputs={"train": "s3://datasets/prodexp1"})]).ok
+    assert parse([good_job(inputs={"train": "s3://datasets/prodexp1/"})]).ok
+
+
+@pytest.mark.parametrize(
+    "field", ["inputs", "output_path", "checkpoint_path"], ids=["input", "output", "checkpoint"]
+)
+def test_a_uri_that_stops_at_an_allowed_prefix_without_its_slash_is_refused_with_the_fix(field: str) -> None:
+    # GIVEN a URI naming an allowed prefix without its slash: SageMaker would read "prodexp1-x/..." too
+    bare = "s3://datasets/prodexp1" if field == "inputs" else "s3://training/prodexp1"
+    change: dict[str, Any] = {"inputs": {"train": bare}} if field == "inputs" else {field: bare}
+    job = only_job(parse([good_job(**change)]))
+    # THEN it is refused, and the fix is the prefix with its slash
+    assert job.request is None
+    path = "jobs[0].inputs.train" if field == "inputs" else f"jobs[0].{field}"
+    problem = next(p for p in job.problems if p.path == path)
+    assert "no trailing slash" in problem.message and problem.fix == f"end it with /: {bare}/"
+
+
+def test_a_uri_extending_the_last_segment_of_an_allowed_prefix_is_refused() -> None:
+    job = only_job(parse([good_job(inputs={"train": "s3://shared/corpora-restricted/x/"})]))
+    assert job.request is None
+    assert any(p.path == "jobs[0].inputs.train" and "outside" in p.message for p in job.problems)
 
 
 def test_a_job_without_team_takes_the_team_of_the_key() -> None:
@@ -1163,3 +1184,29 @@ def test_the_libyaml_and_pure_python_loaders_agree(document: Any, extra: str) ->
         except jobspec._Refused as exc:
             outcomes.append(("refused", str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+_SEGMENT = st.text(alphabet="abcdefgh-_.0", min_size=1, max_size=6).filter(lambda s: s not in (".", ".."))
+
+
+@FUZZ
+@given(
+    head=st.sampled_from(
+        ["s3://datasets/prodexp1", "s3://shared/corpora", "s3://shared/corpor", "s3://datasets"]
+    ),
+    tail=st.lists(_SEGMENT, max_size=3).map("/".join),
+    sep=st.sampled_from(["", "/", "-"]),
+    slash=st.booleans(),
+)
+def test_an_accepted_input_uri_only_reads_keys_under_an_allowed_prefix(
+    head: str, tail: str, sep: str, slash: bool
+) -> None:
+    # GIVEN an input URI near the team's prefixes (at one, inside it, extending its last segment)
+    uri = head + sep + tail + ("/" if slash and tail else "")
+    job = only_job(parse([good_job(inputs={"train": uri})]))
+    reads_only_allowed = any(uri.startswith(p) for p in ("s3://datasets/prodexp1/", "s3://shared/corpora/"))
+    # THEN it is accepted exactly when every key SageMaker reads under it (keys starting with the URI)
+    # lies under an allowed prefix; a refusal names the input and a fix
+    on_input = [p for p in job.problems if p.path == "jobs[0].inputs.train"]
+    assert (not on_input) is reads_only_allowed, (uri, on_input)
+    assert all(p.fix for p in on_input)

@@ -528,3 +528,80 @@ def test_a_reclaimed_job_is_requeued_at_once_ahead_of_its_tiers_queued_work() ->
     assert json.loads(params["serviceRequestPayload"]) == PAYLOAD
     assert params["schedulingPriority"] == 11 and params["shareIdentifier"] == "ProdExp2"
     assert "hi-1" in params["tags"]["shareplane:displaced-by"]
+
+
+UNKNOWN_TEXT = "Received status from SageMaker: Quantum flux misaligned"
+
+
+def cpu_fifo_job(job_id: str, team: str, **fields: Any) -> dict[str, Any]:
+    """A FAILED job of the CPU FIFO queue: no share identifier; its team only in the submit path's tag."""
+    job = failed_job(job_id, tags={"shareplane:team": team}, **fields)
+    return {
+        **job,
+        "shareIdentifier": None,
+        "jobQueue": QUEUE_ARN.replace("search-p4d-queue", "search-cpu-fifo"),
+    }
+
+
+def test_a_cpu_fifo_failure_alert_carries_its_team_from_the_job_tag() -> None:
+    # GIVEN a CPU FIFO job (no share) of ProdExp2 fails with an unknown reason
+    world = World()
+    job = world.batch.add(cpu_fifo_job("cpu-1", "ProdExp2", reason=UNKNOWN_TEXT))
+    handle_message(failed_event(job), world.ports)
+    # THEN its alert is filed under ProdExp2 (attribute and body), so the team's filter policy finds it
+    ((_, body, attributes),) = world.alerts.sent
+    assert attributes["team"] == "ProdExp2" and body["team"] == "ProdExp2"
+    assert [d["Team"] for n, _, d in world.metrics.emitted if n == "FailuresByClass"] == ["ProdExp2"]
+
+
+def test_a_team_tag_naming_no_configured_team_is_not_trusted() -> None:
+    world = World()
+    job = world.batch.add(cpu_fifo_job("cpu-1", "Mallory", reason=UNKNOWN_TEXT))
+    handle_message(failed_event(job), world.ports)
+    ((_, _, attributes),) = world.alerts.sent
+    assert attributes["team"] == "none"
+
+
+def test_one_teams_cpu_failures_never_trip_another_teams_storm_guard() -> None:
+    # GIVEN ProdExp1's CPU jobs fail fast enough to storm (the guard allows 10 per 600 s)
+    world = World()
+    for i in range(12):
+        job = world.batch.add({**cpu_fifo_job(f"a-{i}", "ProdExp1"), "stoppedAt": STOPPED_AT_MS + 1000 * i})
+        handle_message(failed_event(job), world.ports)
+    storms = [a for a in world.alerts.sent if a[2]["kind"] == "storm"]
+    assert len(storms) == 1 and storms[0][2]["team"] == "ProdExp1"
+    # WHEN a CPU job of ProdExp2 fails inside the same window
+    job = world.batch.add({**cpu_fifo_job("b-0", "ProdExp2"), "stoppedAt": STOPPED_AT_MS + 12_000})
+    outcome = handle_message(failed_event(job), world.ports)
+    # THEN it is requeued as usual: ProdExp1's storm is not ProdExp2's
+    assert outcome.decision == "requeue"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    teams=st.lists(st.sampled_from(["ProdExp1", "ProdExp2"]), min_size=1, max_size=24),
+    shared=st.booleans(),
+)
+def test_the_storm_guard_counts_each_teams_shareless_failures_alone(teams: list[str], shared: bool) -> None:
+    # GIVEN any interleaving of two teams' failures (CPU FIFO jobs, or jobs on the teams' own shares)
+    world = World()
+    decisions: dict[str, list[str | None]] = {"ProdExp1": [], "ProdExp2": []}
+    for i, team in enumerate(teams):
+        job = cpu_fifo_job(f"j-{i}", team) if not shared else failed_job(f"j-{i}", share=team)
+        job = world.batch.add({**job, "stoppedAt": STOPPED_AT_MS + 1000 * i})
+        decisions[team].append(handle_message(failed_event(job), world.ports).decision)
+    # THEN each team's decisions are those it would get alone: requeues until its own eleventh failure
+    for made in decisions.values():
+        expected = ["requeue"] * 10 + ["alert"] + ["ignore"] * (len(made) - 11)
+        assert made == expected[: len(made)]
+    assert all(a[2]["team"] in ("ProdExp1", "ProdExp2") for a in world.alerts.sent)
+
+
+def test_a_team_tag_on_a_job_with_a_share_no_team_owns_is_not_trusted() -> None:
+    world = World()
+    job = world.batch.add(
+        failed_job("j-x", share="Intern", reason=UNKNOWN_TEXT, tags={"shareplane:team": "ProdExp1"})
+    )
+    handle_message(failed_event(job), world.ports)
+    ((_, _, attributes),) = world.alerts.sent
+    assert attributes["team"] == "none"

@@ -19,6 +19,7 @@ training-job links.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from decimal import Decimal
@@ -30,6 +31,8 @@ from botocore.exceptions import ClientError
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
+
+logger = logging.getLogger(__name__)
 
 STATE_SK = "STATE"
 LINK_SK = "JOB"
@@ -171,6 +174,11 @@ def job_state_from_item(item: Mapping[str, Any]) -> JobState:
     return JobState(**fields)
 
 
+def _listing_order(state: JobState) -> tuple[int, str]:
+    created = state.created_at if isinstance(state.created_at, int) else 0
+    return (created, state.job_arn)
+
+
 def history_item(job_arn: str, entry: HistoryEntry) -> dict[str, Any]:
     """One history item of a job."""
     return {
@@ -288,7 +296,14 @@ class DynamoJobStore:
                 FilterExpression="sk = :s AND entity = :e",
                 ExpressionAttributeValues={":s": {"S": STATE_SK}, ":e": {"S": "job"}},
             )
-        return sorted((job_state_from_item(i) for i in items), key=lambda s: (s.created_at or 0, s.job_arn))
+        states = []
+        for item in items:
+            try:
+                states.append(job_state_from_item(item))
+            except (KeyError, TypeError, ValueError) as exc:
+                # One row written before its fields were bounded, or by hand, must not hide every job.
+                logger.warning("unreadable job row %s skipped: %r", item.get("pk"), exc)
+        return sorted(states, key=_listing_order)
 
     def job_for_training_job(self, training_job_arn: str) -> str | None:
         """The Batch job a training job belongs to, when a Batch event has linked them."""

@@ -246,6 +246,8 @@ FAILURE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "ReclaimVictims": ("Queue", "Team", "Tier"),
     "ReclaimGpuHoursLost": ("Queue", "Team", "Tier"),
     "ReclaimsSkipped": ("Queue", "Reason"),
+    # One item a scheduled run could not handle (a deleted queue, an unreadable job), by the run's step.
+    "WatchItemsFailed": ("Step",),
 }
 
 

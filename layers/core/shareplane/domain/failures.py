@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
-from .config import SharesConfig, Tier
+from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
 from .errors import InvalidInputError
 from .failure_rules import (
     BackoffConfig,
@@ -300,6 +300,8 @@ class FailureContext:
     share_storm_alerted_at: float | None = None
     #: Classes this job has already alerted on: each alerts once per job.
     alerted_classes: frozenset[FailureClass] = frozenset()
+    #: The team the job belongs to (config's mapping of its share, or its team tag); None: not known.
+    team: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("budget_used", "preemption_count", "spot_interruptions"):
@@ -483,13 +485,14 @@ def _plan(
     whys: list[str] = []
     if policy.upsize:
         ladders = failures.gpu_memory_ladders if cls is FailureClass.GPU_OOM else failures.host_memory_ladders
-        allowed = [*config.instance_types, *config.queues.cpu_instance_types]
+        allowed, whose = _upsize_choices(config, ctx.team)
         larger = next_larger_instance_type(ctx.instance_type, ladders, allowed)
         if larger is None:
             return make(
                 Action.ALERT,
                 attempt=attempt,
-                why=f"no larger allowed instance type than {ctx.instance_type or 'the unknown current one'}",
+                why=f"not requeued: no larger instance type {whose} than "
+                f"{ctx.instance_type or 'the unknown current one'}",
             )
         mutations["ResourceConfig.InstanceType"] = larger
         whys.append(f"upsized {ctx.instance_type} -> {larger}")
@@ -511,6 +514,30 @@ def _plan(
         mutations=mutations,
         why="; ".join(whys) or f"{cls} is retried",
     )
+
+
+def _upsize_choices(config: SharesConfig, team: str | None) -> tuple[list[str], str]:
+    """The instance types an upsize may pick, and who allows them (for the alert's why).
+
+    A team's allowed_instance_types (and, on a quota-share queue, its entitlement) bound a requeue as
+    they bound its specs: an upsize never moves a job onto a type its team could not have submitted.
+    A job whose team is not known may only use what every team may, so it can never escape a team's
+    allowlist either.
+    """
+    cluster = [*config.instance_types, *config.queues.cpu_instance_types]
+
+    def may_use(settings: TeamConfig, instance_type: str) -> bool:
+        if settings.allowed_instance_types and instance_type not in settings.allowed_instance_types:
+            return False
+        # As admission does: a quota share with no capacity for a GPU type would never run the job.
+        quota = config.mode is SchedulingMode.QUOTA and instance_type in config.instance_types
+        return not quota or bool(settings.entitlement.get(instance_type))
+
+    settings = config.teams.get(team) if team else None
+    if settings is not None:
+        return [t for t in cluster if may_use(settings, t)], f"team {team} is allowed"
+    everyone = [t for t in cluster if all(may_use(s, t) for s in config.teams.values())]
+    return everyone, "every team is allowed (the job's team is not known)"
 
 
 def priority_escalation(

@@ -622,9 +622,18 @@ def payload_digest(payload_json: str) -> str:
 
 
 def _under(uri: str, prefixes: Sequence[str]) -> bool:
-    # Prefixes end in "/", so "s3://b/team1/" never admits "s3://b/team10/..."; the prefix itself counts.
-    candidate = uri if uri.endswith("/") else uri + "/"
-    return any(candidate.startswith(prefix) for prefix in prefixes)
+    """Whether ``uri`` lies under one of ``prefixes``, compared as paths.
+
+    SageMaker reads an S3Prefix URI as a key prefix: "s3://b/corpora" reads "corpora-restricted/..."
+    too. So a URI is allowed only when it starts with a whole allowed prefix, slash included (config
+    prefixes always end in "/"); "s3://b/corpora" is refused even when "s3://b/corpora/" is allowed.
+    """
+    return any(uri.startswith(prefix) for prefix in prefixes)
+
+
+def _stops_at_prefix(uri: str, prefixes: Sequence[str]) -> str | None:
+    """The allowed prefix ``uri`` names without its trailing slash, if it does."""
+    return next((prefix for prefix in prefixes if uri + "/" == prefix), None)
 
 
 @dataclass(frozen=True)
@@ -779,6 +788,13 @@ def _outside(uri: str, team_name: str, kind: str, prefixes: Sequence[str]) -> tu
         return (
             f"team {team_name} has no {kind} prefixes in the shares config",
             f"ask the platform team to set teams.{team_name}.{kind}_prefixes",
+        )
+    stopped = _stops_at_prefix(uri, prefixes)
+    if stopped is not None:
+        return (
+            f"{uri[:160]} has no trailing slash, so it also names every key that starts with it "
+            f"(e.g. {uri[:160]}-other/), outside team {team_name}'s {kind} prefix {stopped}",
+            f"end it with /: {stopped}",
         )
     return (
         f"{uri[:160]} is outside team {team_name}'s {kind} prefixes",

@@ -6,7 +6,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from .common import Detail, Envelope, EpochMillis
+from .common import MAX_COUNT, Count, Detail, Envelope, EpochMillis
+
+#: AWS Batch accepts schedulingPriority 0-9999 (SubmitServiceJob / SubmitJob API references).
+SchedulingPriority = Count
+#: Attempt counts are written with three digits in the stored ordering key (Batch allows 10 attempts).
+MAX_ATTEMPTS = 999
 
 
 class ServiceResourceId(Detail):
@@ -35,14 +40,14 @@ class CapacityUsageDetail(Detail):
     """Instances a job holds, by capacity unit."""
 
     capacityUnit: str
-    quantity: float
+    quantity: float = Field(ge=0, le=MAX_COUNT, allow_inf_nan=False)
 
 
 class PreemptionSummary(Detail):
     """Sliding window of a job's preempted attempts."""
 
-    preemptedAttemptCount: int | None = None
-    recentPreemptedAttempts: list[ServiceJobAttempt] = Field(default_factory=list)
+    preemptedAttemptCount: Count | None = None
+    recentPreemptedAttempts: list[ServiceJobAttempt] = Field(default_factory=list, max_length=MAX_COUNT)
 
 
 class ServiceJobDetail(Detail):
@@ -57,15 +62,15 @@ class ServiceJobDetail(Detail):
     serviceJobType: str | None = None
     shareIdentifier: str | None = None
     quotaShareName: str | None = None
-    schedulingPriority: int | None = None
+    schedulingPriority: SchedulingPriority | None = None
     createdAt: EpochMillis | None = None
     scheduledAt: EpochMillis | None = None
     startedAt: EpochMillis | None = None
     stoppedAt: EpochMillis | None = None
     isTerminated: bool | None = None
-    attempts: list[ServiceJobAttempt] | None = None
+    attempts: list[ServiceJobAttempt] | None = Field(default=None, max_length=MAX_ATTEMPTS)
     latestAttempt: LatestAttempt | None = None
-    capacityUsage: list[CapacityUsageDetail] | None = None
+    capacityUsage: list[CapacityUsageDetail] | None = Field(default=None, max_length=MAX_COUNT)
     preemptionSummary: PreemptionSummary | None = None
 
 
@@ -87,11 +92,11 @@ class ContainerJobDetail(Detail):
     status: str
     statusReason: str | None = None
     shareIdentifier: str | None = None
-    schedulingPriority: int | None = None
+    schedulingPriority: SchedulingPriority | None = None
     createdAt: EpochMillis | None = None
     startedAt: EpochMillis | None = None
     stoppedAt: EpochMillis | None = None
-    attempts: list[ContainerAttempt] | None = None
+    attempts: list[ContainerAttempt] | None = Field(default=None, max_length=MAX_ATTEMPTS)
 
 
 class PreemptionDetail(Detail):

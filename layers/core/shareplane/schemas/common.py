@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 
 def _epoch_ms(value: Any) -> Any:
@@ -17,7 +17,35 @@ def _epoch_ms(value: Any) -> Any:
     return value
 
 
-EpochMillis = Annotated[int, BeforeValidator(_epoch_ms)]
+#: The largest epoch-millisecond time accepted (2286-11-20): stored ordering keys write times as 13
+#: zero-padded digits, so a larger (or negative) time would sort out of order and poison the job.
+MAX_EPOCH_MS = 9_999_999_999_999
+#: Counts that stored ordering keys write with four digits (preemptions, priorities, transitions).
+MAX_COUNT = 9999
+
+EpochMillis = Annotated[int, BeforeValidator(_epoch_ms), Field(ge=0, le=MAX_EPOCH_MS)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def bounds_fix(error_type: str, default: str) -> str:
+    """The fix for a validation error: the accepted range when a number was out of it."""
+    if error_type in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"send times as epoch milliseconds in 0..{MAX_EPOCH_MS} and counts in 0..{MAX_COUNT}"
+    if error_type == "too_long":
+        return f"send at most {MAX_COUNT} items"
+    return default
+
+
+def _in_epoch_range(value: datetime) -> datetime:
+    # A time without a zone is UTC, as EventBridge writes it.
+    at = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not 0 <= at.timestamp() * 1000 <= MAX_EPOCH_MS:
+        raise ValueError(f"is {value.isoformat()}, outside 1970-01-01..2286-11-20")
+    return value
+
+
+#: The envelope's ``time``: the same range as EpochMillis, since some paths order by it.
+EnvelopeTime = Annotated[datetime, AfterValidator(_in_epoch_range)]
 
 
 class Detail(BaseModel):
@@ -40,7 +68,7 @@ class Envelope(BaseModel):
     id: str
     source: str
     account: str | None = None
-    time: datetime
+    time: EnvelopeTime
     region: str | None = None
     resources: list[str] = Field(default_factory=list)
     replay_name: str | None = Field(default=None, alias="replay-name")

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from .common import MAX_EPOCH_MS
+
 #: Free-form maps inside a detail whose keys are the user's, not AWS's (a hyperparameter named
 #: ``startTime`` is no event time).
 _FREE_FORM = frozenset({"HyperParameters", "Environment", "Tags", "tags", "serviceRequestPayload"})
@@ -72,6 +74,8 @@ def _epoch_ms(value: Any) -> int | None:
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    if isinstance(value, (int, float)) and value >= _MIN_EPOCH_MS:
+    # Above MAX_EPOCH_MS (2286) a number is no time the schemas accept: a decision dated by it would
+    # push quiet windows and storm guards out of reach of every later event.
+    if isinstance(value, (int, float)) and _MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
         return int(value)
     return None

@@ -21,6 +21,7 @@ from .batch import (
     PreemptionDetail,
     ServiceJobDetail,
 )
+from .common import bounds_fix
 from .sagemaker import SageMakerTrainingJobStateChange
 
 StateEvent = Annotated[
@@ -68,7 +69,8 @@ def parse_state_event(raw: Any) -> JobObservation | TrainingJobObservation:
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(str(p) for p in first["loc"][1:]) or "event"  # drop the union tag
-        raise InvalidInputError(path, first["msg"], "send the event as AWS documents it") from exc
+        fix = bounds_fix(first["type"], "send the event as AWS documents it")
+        raise InvalidInputError(path, first["msg"], fix) from exc
     return _observe(event)
 
 
@@ -212,5 +214,6 @@ def reconciled_observation(described: dict[str, Any]) -> JobObservation:
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(str(p) for p in first["loc"]) or "job"
-        raise InvalidInputError(path, first["msg"], "pass DescribeServiceJob's result unchanged") from exc
+        fix = bounds_fix(first["type"], "pass DescribeServiceJob's result unchanged")
+        raise InvalidInputError(path, first["msg"], fix) from exc
     return _service_job(detail, ObservationKind.RECONCILED)

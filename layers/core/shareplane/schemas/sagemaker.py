@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from .common import Detail, Envelope, EpochMillis
+from .common import MAX_COUNT, Count, Detail, Envelope, EpochMillis
 
 
 class SecondaryStatusTransition(Detail):
@@ -22,7 +22,7 @@ class TrainingResources(Detail):
     """Instances the training job asked for."""
 
     InstanceType: str | None = None
-    InstanceCount: int | None = None
+    InstanceCount: Count | None = None
 
 
 class TrainingJobDetail(Detail):
@@ -38,7 +38,10 @@ class TrainingJobDetail(Detail):
     TrainingStartTime: EpochMillis | None = None
     TrainingEndTime: EpochMillis | None = None
     LastModifiedTime: EpochMillis | None = None
-    SecondaryStatusTransitions: list[SecondaryStatusTransition] = Field(default_factory=list)
+    # Its length is the transition count the stored ordering key writes with four digits.
+    SecondaryStatusTransitions: list[SecondaryStatusTransition] = Field(
+        default_factory=list, max_length=MAX_COUNT
+    )
     Tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("Tags", mode="before")

@@ -52,6 +52,7 @@ from ..domain.failures import (
     decide,
     repeated_preemption_alert,
 )
+from ..domain.jobspec import TEAM_TAG
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
@@ -193,6 +194,8 @@ def handle_failed_job(
         was_terminated=bool(described.get("isTerminated")),
     )
     share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
+    team = job_team(config, share, described.get("tags"))
+    scope = storm_scope(share, team)
     tier = config.job_tier(share, described.get("schedulingPriority")) or Tier.LOWPRI
     chain = ChainState.from_tags(described.get("tags"))
     summary = described.get("preemptionSummary") or {}
@@ -200,12 +203,12 @@ def handle_failed_job(
     found = classify(signal, config.failures.ordered_rules)
     spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
     storm_window = config.failures.storm.window_seconds
-    recent = ports.ledger.share_failures(share, now - storm_window)
+    recent = ports.ledger.share_failures(scope, now - storm_window)
     cap = (described.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
     ctx = FailureContext(
         signal=signal,
         job_id=described.get("jobId") or job_id,
-        share=share,
+        share=scope,
         tier=tier,
         now=now,
         instance_type=_payload_instance_type(described),
@@ -214,7 +217,8 @@ def handle_failed_job(
         preemption_retries_before_termination=cap,
         spot_interruptions=spot,
         share_recent_failures=tuple(float(f["at"]) for f in recent),
-        share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{share}#{AlertKind.STORM.value}"),
+        share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{scope}#{AlertKind.STORM.value}"),
+        team=team,
     )
     decision = decide(ctx, config)
     new_chain = ChainState(
@@ -229,11 +233,16 @@ def handle_failed_job(
     if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
         # The requeued job carries whom it was stopped for, so it never reclaims from that job.
         new_chain = new_chain.displaced(beneficiary, now)
-    record = {**decision_record(decision, described, training, new_chain, now), "tier": tier.value}
+    record = {
+        **decision_record(decision, described, training, new_chain, now),
+        "tier": tier.value,
+        "team": team,
+        "stormScope": scope,
+    }
     history = _history(described, decision, key, now)
     share_failure = (
         {
-            "share": share,
+            "share": scope,
             "at": now,
             "job": job_arn,
             "jobName": described.get("jobName"),
@@ -249,7 +258,7 @@ def handle_failed_job(
     _count(
         ports,
         "FailuresByClass",
-        {"Queue": _queue(described), "Team": _team(ports, share), "Class": decision.failure_class.value},
+        {"Queue": _queue(described), "Team": team or "none", "Class": decision.failure_class.value},
         job_arn,
     )
     logger.info(
@@ -263,6 +272,33 @@ def handle_failed_job(
         },
     )
     return _apply(key, record, ports, now)
+
+
+def job_team(config: SharesConfig, share: str | None, tags: Mapping[str, Any] | None) -> str | None:
+    """The team a job belongs to: its share's, by the config's mapping, else its team tag's.
+
+    A CPU FIFO job has no share, so its team comes from the ``shareplane:team`` tag the submit path
+    sets (a spec cannot set it: reserved tags are refused). Only a job without a share is read from
+    its tag (a share the config does not name stays no team's), and only a team the config names counts.
+    """
+    if share and share != "none":
+        return config.team_for_share(share)
+    team = None
+    if isinstance(tags, Mapping):
+        tagged = tags.get(TEAM_TAG)
+        team = tagged if isinstance(tagged, str) and tagged in config.teams else None
+    return team
+
+
+def storm_scope(share: str, team: str | None) -> str:
+    """What the storm guard counts a failure under: the job's share, else its team (CPU FIFO jobs).
+
+    Jobs without a share are grouped per team, so one team's CPU failures never trip another's guard;
+    only jobs of no known team share the ``none`` scope.
+    """
+    if share != "none" or team is None:
+        return share
+    return f"team:{team}"
 
 
 def decision_key(described: Mapping[str, Any]) -> str:
@@ -394,7 +430,7 @@ def _requeue(
 ) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
-    dims = {"Queue": _queue(record), "Team": _team(ports, record.get("share"))}
+    dims = {"Queue": _queue(record), "Team": record.get("team") or _team(ports, record.get("share"))}
     if described is None:
         return _refused(
             key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
@@ -452,7 +488,8 @@ def _refused(
             "logs": logs_link(ports.region, record.get("trainingJobName")),
         },
     )
-    send_alert(replace(alert, tier=record.get("tier")), ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
+    owner = replace(alert, tier=record.get("tier"), team=record.get("team"))
+    send_alert(owner, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
     ports.ledger.mark_applied(key, {"refused": message[:500]})
     return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
@@ -463,6 +500,8 @@ def _failure_alert(
     share = record.get("share") or "none"
     recent: list[dict[str, Any]] = []
     if decision.storm:
+        # The storm is its scope's (the share, or a shareless job's team): the digest keys and lists by it.
+        share = record.get("stormScope") or share
         # The digest lists the failures the storm was decided on, whichever delivery applies it.
         since = float(record.get("decidedAt") or now) - ports.config.failures.storm.window_seconds
         recent = [
@@ -478,6 +517,8 @@ def _failure_alert(
         logs=logs_link(ports.region, record.get("trainingJobName")),
         recent=recent,
     )
+    # Every alert carries the team, so the team's filter policy finds it (a CPU FIFO job has no share).
+    alert = replace(alert, team=record.get("team"))
     # A storm is the share's, not one job's: its tier is the share's (owned_by), if it has one.
     return alert if decision.storm else replace(alert, tier=record.get("tier"))
 
@@ -552,6 +593,7 @@ def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], n
         reason=str(hint.get("statusReason") or "no reason given"),
         fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
     )
+    alert = replace(alert, team=job_team(ports.config, alert.share, hint.get("tags")))
     send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
 
@@ -597,6 +639,7 @@ def _preempted(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> Fa
         "reserved capacity",
         extra={"preemptions": count},
     )
+    alert = replace(alert, team=job_team(ports.config, alert.share, source.get("tags")))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
@@ -616,6 +659,7 @@ def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts, now: float) -
         fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
         "raise the service environment's limits, or terminate it",
     )
+    alert = replace(alert, team=job_team(ports.config, alert.share, detail.get("tags")))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ..domain.config import SharesConfig
 from ..domain.records import job_record
 from .ports import JobStore
+
+logger = logging.getLogger(__name__)
 
 
 def job_records(
@@ -27,10 +30,17 @@ def job_records(
     for state in reader.jobs(status):
         if share and share not in (state.share_identifier, state.quota_share_name):
             continue
-        training = (
-            reader.load_training_job(state.latest_training_job_arn) if state.latest_training_job_arn else None
-        )
-        record = job_record(state, reader.job_history(state.job_arn), training, config)
+        try:
+            training = (
+                reader.load_training_job(state.latest_training_job_arn)
+                if state.latest_training_job_arn
+                else None
+            )
+            record = job_record(state, reader.job_history(state.job_arn), training, config)
+        except (KeyError, TypeError, ValueError) as exc:
+            # One job whose stored history or training job cannot be read still leaves the others listed.
+            logger.warning("job %s: unreadable stored rows skipped: %r", state.job_arn, exc)
+            record = job_record(state, (), None, config)
         if (team and record["team"] != team) or (tier and record["tier"] != tier):
             continue
         records.append(record)

@@ -69,6 +69,7 @@ from ..domain.share_observation import (
     tier_wait,
 )
 from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
+from ..schemas.scheduled import check_tick_lead
 from .ports import MetricsSink, SharesBatch, ShareStore
 from .record_state import queue_name
 
@@ -621,14 +622,22 @@ def rebalance_shares(
     batch: SharesBatch,
     store: ShareStore,
     metrics: MetricsSink,
+    *,
+    clock_now: float | None = None,
 ) -> RebalanceOutcome:
-    """One scheduled run at ``now`` (its tick's time): snapshot, decide, apply once per tick (or record)."""
+    """One scheduled run at ``now`` (its tick's time): snapshot, decide, apply once per tick (or record).
+
+    With ``clock_now`` (the receiving Lambda's clock), a tick dated far ahead of both it and the last
+    tick handled is refused before it can move the watermark (``check_tick_lead``).
+    """
     queue = settings.job_queue
     plan_id = plan_id_for(queue_name(queue), tick_id)
     for _ in range(MAX_CONFLICT_RETRIES):
         state = store.load_state()
         version = int(state["version"]) if state and "version" in state else None
         last_tick = (state or {}).get("lastTick")
+        if clock_now is not None:
+            check_tick_lead(now, clock_now, str(last_tick) if last_tick is not None else None)
         if last_tick is not None and tick_id <= str(last_tick):
             return _redelivered(tick_id, state or {}, batch, store, metrics, settings, config)
 

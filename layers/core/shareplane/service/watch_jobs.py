@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.config import Tier
@@ -36,7 +36,7 @@ from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, Obse
 from ..schemas.event_time import detail_time
 from ..schemas.parse import reconciled_observation
 from ..schemas.scheduled import parse_scheduled_event, tick_id
-from .handle_failure import ONCE_PER_JOB_SECONDS, FailurePorts, handle_failed_job, send_alert
+from .handle_failure import ONCE_PER_JOB_SECONDS, FailurePorts, handle_failed_job, job_team, send_alert
 from .record_state import queue_name, record_observation
 
 logger = logging.getLogger(__name__)
@@ -68,6 +68,39 @@ class WatchReport:
     failures_handled: int = 0
     #: schedulingPriority by job ARN, as DescribeServiceJob gave it during this run's reconcile.
     batch_priorities: dict[str, int] = field(default_factory=dict)
+    #: The team of each job this run described (its share's, else its team tag's), for its alerts.
+    teams: dict[str, str] = field(default_factory=dict)
+    #: ``<step>:<item>`` of each item this run could not handle; the others were handled regardless.
+    failed: list[str] = field(default_factory=list)
+
+
+_T = TypeVar("_T")
+
+
+def isolated(
+    ports: FailurePorts, report: WatchReport, step: str, item: str, work: Callable[[], _T]
+) -> _T | None:
+    """Run one item's work; if it fails, log and count it, and go on with the next item.
+
+    A run covers every queue and every active job at once, so one poison item (a job row whose
+    queue was deleted, a job Batch describes in a shape no parser accepts) would otherwise fail each
+    tick, and reconcile, escalation, wait alerts and gauges would stop for every team. Failures are
+    not retried here: the next tick (minutes later) tries the item again, and the WatchItemsFailed
+    metric and the log line say which item keeps failing.
+    """
+    try:
+        return work()
+    except Exception as exc:  # noqa: BLE001 (any failure of one item is that item's alone)
+        logger.warning(
+            "watch item failed", extra={"step": step, "item": item, "error": f"{type(exc).__name__}: {exc}"}
+        )
+        report.failed.append(f"{step}:{item}")
+        ports.metrics.emit(
+            [FailureMetricEvent("WatchItemsFailed", 1)],  # type: ignore[list-item]
+            {"Step": step},
+            {"item": item},
+        )
+        return None
 
 
 @dataclass(frozen=True)
@@ -94,69 +127,76 @@ def watch(ports: FailurePorts, now: float) -> WatchReport:
     reconcile(ports, report, now)
     jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
     escalate(jobs[JobStatus.RUNNABLE], ports, now, report)
-    publish_gauges(jobs, ports, now)
+    isolated(ports, report, "gauges", "all", lambda: publish_gauges(jobs, ports, now))
     return report
 
 
 def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:
     """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
-    config = ports.config
     for job in runnable:
-        # Batch's own value when this run described the job: the table's can lag it, since a new
-        # priority alone carries no newer time to order it by, and a lagging one would re-raise a job
-        # already at its ceiling every run instead of letting it reach its wait alert.
-        current = report.batch_priorities.get(job.job_arn, job.scheduling_priority)
-        if not _is_service_job(job) or current is None or not job.job_id:
-            continue
-        tier = config.tier_for_priority(current)
-        if tier is None:
-            continue
-        waited = now - (job.created_at or now * 1000) / 1000
-        target = priority_escalation(current, tier, waited, config)
-        if target > current:
-            try:
-                ports.batch.update_priority(job.job_id, target)
-            except RejectedByServiceError as exc:  # finished meanwhile: the reconciler catches up
-                logger.info("priority not raised", extra={"job_arn": job.job_arn, "why": exc.problem})
-                continue
-            report.escalated[job.job_arn] = target
-            at = int(now * 1000)
-            ports.ledger.add_history(
-                job.job_arn,
-                HistoryEntry(
-                    key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
-                    status=JobStatus.RUNNABLE,
-                    at=at,
-                    reason=f"schedulingPriority {current} -> {target}: waited {waited:.0f}s, "
-                    f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
-                    kind=ObservationKind.PRIORITY_ESCALATED,
-                    digest=f"escalate:{target}",
-                ),
-                {"fromPriority": current, "toPriority": target},
-            )
-            ports.metrics.emit(
-                [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
-                {"Queue": queue_name(job.job_queue), "Tier": tier.value},
-                {"jobArn": job.job_arn},
-            )
-        elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
-            alert = simple_alert(
-                AlertKind.WAIT_SLO,
-                Severity.WARNING,
-                share=job.share_identifier or job.quota_share_name or "none",
-                queue=queue_name(job.job_queue),
-                job_arn=job.job_arn,
-                job_name=job.job_name,
-                headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
-                reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
-                f"{escalation_ceiling(tier, config)} for {tier.value}): "
-                f"{job.status_reason or 'no reason given'}",
-                fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
-                "what holds the instances, or raise the share's weight",
-            )
-            # The job's tier, also on a team's plain share (where the share alone names no tier).
-            alert = replace(alert, tier=tier.value)
-            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        isolated(
+            ports, report, "escalate", job.job_arn, lambda job=job: _escalate_one(job, ports, now, report)
+        )
+
+
+def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchReport) -> None:
+    config = ports.config
+    # Batch's own value when this run described the job: the table's can lag it, since a new
+    # priority alone carries no newer time to order it by, and a lagging one would re-raise a job
+    # already at its ceiling every run instead of letting it reach its wait alert.
+    current = report.batch_priorities.get(job.job_arn, job.scheduling_priority)
+    if not _is_service_job(job) or current is None or not job.job_id:
+        return
+    tier = config.tier_for_priority(current)
+    if tier is None:
+        return
+    waited = now - (job.created_at or now * 1000) / 1000
+    target = priority_escalation(current, tier, waited, config)
+    if target > current:
+        try:
+            ports.batch.update_priority(job.job_id, target)
+        except RejectedByServiceError as exc:  # finished meanwhile: the reconciler catches up
+            logger.info("priority not raised", extra={"job_arn": job.job_arn, "why": exc.problem})
+            return
+        report.escalated[job.job_arn] = target
+        at = int(now * 1000)
+        ports.ledger.add_history(
+            job.job_arn,
+            HistoryEntry(
+                key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
+                status=JobStatus.RUNNABLE,
+                at=at,
+                reason=f"schedulingPriority {current} -> {target}: waited {waited:.0f}s, "
+                f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
+                kind=ObservationKind.PRIORITY_ESCALATED,
+                digest=f"escalate:{target}",
+            ),
+            {"fromPriority": current, "toPriority": target},
+        )
+        ports.metrics.emit(
+            [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
+            {"Queue": queue_name(job.job_queue), "Tier": tier.value},
+            {"jobArn": job.job_arn},
+        )
+    elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
+        alert = simple_alert(
+            AlertKind.WAIT_SLO,
+            Severity.WARNING,
+            share=job.share_identifier or job.quota_share_name or "none",
+            queue=queue_name(job.job_queue),
+            job_arn=job.job_arn,
+            job_name=job.job_name,
+            headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
+            reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
+            f"{escalation_ceiling(tier, config)} for {tier.value}): "
+            f"{job.status_reason or 'no reason given'}",
+            fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
+            "what holds the instances, or raise the share's weight",
+        )
+        # The job's tier, also on a team's plain share (where the share alone names no tier), and its
+        # team also when it has no share (a CPU FIFO job: its team tag, as the reconcile described it).
+        alert = replace(alert, tier=tier.value, team=report.teams.get(job.job_arn))
+        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
 def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
@@ -172,32 +212,61 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
     seen: set[str] = set()
     for queue in sorted(queues):
         for status in ACTIVE_STATUSES:
-            for summary in ports.batch.list_jobs(queue, status.value):
+            summaries = isolated(
+                ports,
+                report,
+                "list",
+                f"{queue_name(queue)}/{status.value}",
+                lambda q=queue, s=status: ports.batch.list_jobs(q, s.value),
+            )
+            if summaries is None:  # not listed (a deleted queue, say): its table jobs are described below
+                continue
+            for summary in summaries:
                 seen.add(summary["jobArn"])
-                _record(summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1], ports, report, now)
+                job_id = summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1]
+                isolated(
+                    ports,
+                    report,
+                    "reconcile",
+                    summary["jobArn"],
+                    lambda j=job_id: _record(j, ports, report, now),
+                )
     # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
     for job_arn, job in known.items():
         if job_arn in seen:
             continue
-        if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
-            report.unknown_to_batch.append(job_arn)
-            ports.metrics.emit(
-                [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
-                {"Queue": queue_name(job.job_queue)},
-                {"jobArn": job_arn},
-            )
-            alert = simple_alert(
-                AlertKind.UNKNOWN_TO_BATCH,
-                Severity.WARNING,
-                share=job.share_identifier or job.quota_share_name or "none",
-                queue=queue_name(job.job_queue),
-                job_arn=job_arn,
-                job_name=job.job_name,
-                headline=f"is {job.status.value} here but unknown to AWS Batch",
-                reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
-                fix="check the job in the AWS Batch console; resubmit it if it is lost",
-            )
-            report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        isolated(
+            ports,
+            report,
+            "reconcile",
+            job_arn,
+            lambda a=job_arn, j=job: _reconcile_unlisted(a, j, ports, report, now),
+        )
+
+
+def _reconcile_unlisted(
+    job_arn: str, job: JobState, ports: FailurePorts, report: WatchReport, now: float
+) -> None:
+    """A job the table has active that no listing returned: record what Batch says, or alert it is gone."""
+    if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
+        report.unknown_to_batch.append(job_arn)
+        ports.metrics.emit(
+            [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
+            {"Queue": queue_name(job.job_queue)},
+            {"jobArn": job_arn},
+        )
+        alert = simple_alert(
+            AlertKind.UNKNOWN_TO_BATCH,
+            Severity.WARNING,
+            share=job.share_identifier or job.quota_share_name or "none",
+            queue=queue_name(job.job_queue),
+            job_arn=job_arn,
+            job_name=job.job_name,
+            headline=f"is {job.status.value} here but unknown to AWS Batch",
+            reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
+            fix="check the job in the AWS Batch console; resubmit it if it is lost",
+        )
+        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
 def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -> bool:
@@ -206,6 +275,10 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
         return False
     if isinstance(described.get("schedulingPriority"), int):
         report.batch_priorities[described["jobArn"]] = described["schedulingPriority"]
+    share = described.get("shareIdentifier") or described.get("quotaShareName")
+    team = job_team(ports.config, share, described.get("tags"))
+    if team is not None:
+        report.teams[described["jobArn"]] = team
     try:
         observation = reconciled_observation(described)
     except InvalidInputError as exc:

@@ -1,0 +1,76 @@
+"""A scheduled tick dated far ahead cannot move the rebalancer's watermark and silence later ticks."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shareplane.domain.errors import InvalidInputError
+from shareplane.schemas.scheduled import MAX_TICK_LEAD_SECONDS, check_tick_lead
+from shareplane.service.rebalance_shares import SKIP_DUPLICATE_TICK, rebalance_shares
+
+from tests.rebalance_fakes import NOW, FakeBatch, FakeMetrics, FakeStore, shares_config
+from tests.unit.service.test_rebalance_shares import SETTINGS, world
+
+YEAR = 365 * 86400.0
+
+
+def tick_id(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def tick(batch: FakeBatch, store: FakeStore, metrics: FakeMetrics, at: float, clock: float) -> str:
+    """Deliver the tick dated ``at`` while the Lambda's clock reads ``clock``; its outcome's action."""
+    outcome = rebalance_shares(
+        tick_id(at), at, shares_config(), SETTINGS, batch, store, metrics, clock_now=clock
+    )
+    return outcome.action
+
+
+def test_a_tick_dated_far_ahead_is_refused_and_later_ticks_still_run() -> None:
+    # GIVEN a running rebalancer (one tick handled)
+    batch, store, metrics = world({"ProdExp1": 0.5, "ProdExp2": 0.5})
+    tick(batch, store, metrics, NOW, NOW)
+    before = copy.deepcopy(store.state)
+    # WHEN a tick dated 74 years ahead arrives
+    with pytest.raises(InvalidInputError) as refused:
+        tick(batch, store, metrics, NOW + 74 * YEAR, NOW + 1)
+    # THEN it is refused naming the time and the fix (to the DLQ alone), and the state is untouched
+    assert refused.value.field == "time" and "ahead of the clock" in refused.value.problem
+    assert store.state == before
+    # AND the next genuine tick is handled, not skipped as a redelivery
+    assert tick(batch, store, metrics, NOW + 300, NOW + 300) != SKIP_DUPLICATE_TICK
+
+
+def test_ticks_ahead_of_the_clock_but_a_period_after_the_watermark_are_admitted() -> None:
+    # The local stack's virtual clock runs far ahead of the wall clock; its ticks are minutes apart.
+    batch, store, metrics = world({"ProdExp1": 0.5, "ProdExp2": 0.5})
+    virtual = NOW + 30 * 86400
+    tick(batch, store, metrics, NOW, NOW)
+    for step in range(1, 400):  # 400 ticks five virtual minutes apart walk the watermark 33 h ahead
+        at = NOW + step * 300.0
+        assert tick(batch, store, metrics, at, NOW) != SKIP_DUPLICATE_TICK
+    check_tick_lead(virtual, NOW, tick_id(virtual - 300))  # a month ahead of the clock, a tick later
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    offsets=st.lists(
+        st.one_of(st.floats(-3600, 3600), st.floats(2 * 86400, 100 * YEAR)), min_size=1, max_size=6
+    )
+)
+def test_no_sequence_of_ticks_silences_the_next_genuine_one(offsets: list[float]) -> None:
+    # GIVEN ticks dated anywhere from an hour behind the clock to a century ahead, delivered in turn
+    batch, store, metrics = world({"ProdExp1": 0.5, "ProdExp2": 0.5})
+    clock = NOW
+    for offset in offsets:
+        clock += 60
+        try:
+            tick(batch, store, metrics, round(clock + offset), clock)
+        except InvalidInputError:
+            assert offset > MAX_TICK_LEAD_SECONDS - 60
+    # THEN a genuine tick well after the last one (at the clock, an hour on) is handled, never skipped
+    assert tick(batch, store, metrics, round(clock + 2 * 3600), clock + 2 * 3600) != SKIP_DUPLICATE_TICK
