@@ -57,7 +57,7 @@ def test_submit_spec_uploads_and_returns_the_receipt_for_this_upload(world: Drop
         GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=lambda_standing_in(world), poll_seconds=0
     )
     assert result.outcome == "accepted" and result.key == "submit/ProdExp1/prodexp1-bert.yaml"
-    assert result.answer_key == "accepted/ProdExp1/prodexp1-bert.yaml.receipt.json"
+    assert result.answer_key == f"answers/ProdExp1/prodexp1-bert.yaml/{result.version_id}.json"
     assert len(result.job_arns) == 3 and result.answer["source"]["versionId"] == result.version_id
 
 
