@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
@@ -272,3 +273,63 @@ def test_generated_drops_are_each_answered_to_their_team_and_no_answer_is_overwr
     # every answer still answers its own drop: none was overwritten by a later one
     for obj, at in answered:
         assert answers(world.json(at), obj), at
+
+
+# -- `shareplane validate` and the Lambda agree -----------------------------------------------------
+
+FIELD_VALUES = {
+    "instance_type": st.sampled_from(["ml.p4d.24xlarge", "ml.c5.xlarge", "ml.p5.48xlarge", "p4d"]),
+    "instance_count": st.sampled_from([1, 2, 0, 33, 101, "2"]),
+    "name": st.sampled_from(["ok-name", "-bad", "x" * 64, "dup"]),
+    "team": st.sampled_from(["ProdExp1", "ProdExp2"]),
+    "hyperparameters": st.dictionaries(
+        st.sampled_from(["lr", "note", "q"]),
+        st.one_of(st.text(max_size=30), st.integers(), st.just('"' * 40)),
+    ),
+    "output_path": st.sampled_from(
+        ["s3://search-ml-training/prodexp1/out/", "s3://search-ml-training/prodexp2/", "s3://x/y"]
+    ),
+    "retry_attempts": st.sampled_from([1, 3, 4, 11]),
+    "tags": st.dictionaries(st.sampled_from(["p", "shareplane:team", "aws:x"]), st.sampled_from(["v", ""])),
+    "rolearn": st.just("arn:aws:iam::1:role/Admin"),
+}
+BASE_JOB = {
+    "name": "ok-name",
+    "instance_type": "ml.p4d.24xlarge",
+    "framework": "pytorch",
+    "framework_version": "2.6.0",
+    "output_path": "s3://search-ml-training/prodexp1/out/",
+}
+SPECS = st.lists(
+    st.fixed_dictionaries({}, optional=FIELD_VALUES).map(lambda changes: {**BASE_JOB, **changes}),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    jobs=SPECS,
+    name=st.sampled_from(["a.yaml", "a.json", "a.txt", ".a.yaml", "a b.yml"]),
+    as_json=st.booleans(),
+)
+def test_validate_and_the_lambda_give_the_same_verdict_and_problems(
+    world: DropWorld, jobs: list[dict[str, Any]], name: str, as_json: bool
+) -> None:
+    from shareplane.domain.jobspec import parse_local_spec
+
+    data = (json.dumps(jobs) if as_json else yaml.safe_dump(jobs)).encode()
+    local = parse_local_spec(data, name, world.config, "ProdExp1")
+    outcome = world.handle(world.drop(f"submit/ProdExp1/{name}", data))
+    answer = world.json(outcome.answer or "")
+    expected = (
+        "accepted"
+        if local.ok
+        else ("rejected" if not any(j.ok for j in local.jobs) else "partially_accepted")
+    )
+    assert outcome.status == expected
+    local_problems = [p.as_dict() for p in local.problems] + [
+        p.as_dict() for j in local.jobs for p in j.problems
+    ]
+    assert answer["problems"] == local_problems
+    assert [j["name"] for j in answer["jobs"]] == [j.name for j in local.jobs if j.ok]

@@ -1018,24 +1018,22 @@ def parse_local_spec(
     """Check a local spec file exactly as if it were dropped at ``submit/<team>/<filename>``.
 
     Without ``team``, the team comes from the spec's own ``team`` field (the first job naming one).
+    The check itself is ``parse_spec_file``, the submit path's, so `shareplane validate` and the
+    Lambda agree on everything that needs no live state (only the uploader check needs the event).
     """
-    raw_jobs, problems = _load(data, filename)
-    if raw_jobs is None:
-        return SpecResult(filename, team, problems)
-    team = team if team is not None else _team_of(raw_jobs)
     if team is None:
-        return SpecResult(
-            filename,
-            None,
-            (
-                Problem(
-                    "team", "the spec names no team", "pass --team TEAM or add team: <your team> to the job"
+        raw_jobs, problems = _load(data, filename)
+        if raw_jobs is None:
+            return SpecResult(filename, None, problems)
+        team = _team_of(raw_jobs)
+        if team is None:
+            return SpecResult(
+                filename,
+                None,
+                (
+                    Problem(
+                        "team", "the spec names no team", "pass --team TEAM or add team: <your team> to the job"
+                    ),
                 ),
-            ),
-        )
-    key = f"{SUBMIT_PREFIX}{team}/{filename}"
-    try:
-        team_from_key(key)
-    except InvalidInputError as exc:
-        return SpecResult(key, team, (Problem(exc.field, exc.problem, exc.fix),))
-    return _finish(raw_jobs, key, team, config, bucket, None)
+            )
+    return parse_spec_file(data, f"{SUBMIT_PREFIX}{team}/{filename}", config, bucket=bucket)
