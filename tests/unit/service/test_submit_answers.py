@@ -227,12 +227,15 @@ def test_the_uploaders_account_is_checked_against_the_teams_submitters(
     world: DropWorld, requester: str | None, status: str
 ) -> None:
     obj = replace(
-        world.drop("submit/ProdExp1/who.yaml", job().encode()), requester=requester, bucket_owner=OWNER
+        world.drop("submit/ProdExp1/who.yaml", job().encode()),
+        requester=requester,
+        bucket_owner=OWNER,
+        request_id="N4N7GDK58NMKJ12R",
     )
     outcome = world.handle(obj)
     assert outcome.status == status
     answer = world.json(outcome.answer or "")
-    assert answer["uploader"] == {"account": requester}
+    assert answer["uploader"] == {"account": requester, "requestId": "N4N7GDK58NMKJ12R"}
     if status == "rejected":
         (problem,) = answer["problems"]
         assert problem["path"] == "key" and "submitters" in problem["message"]

@@ -1027,13 +1027,6 @@ def parse_local_spec(
             return SpecResult(filename, None, problems)
         team = _team_of(raw_jobs)
         if team is None:
-            return SpecResult(
-                filename,
-                None,
-                (
-                    Problem(
-                        "team", "the spec names no team", "pass --team TEAM or add team: <your team> to the job"
-                    ),
-                ),
-            )
+            fix = "pass --team TEAM or add team: <your team> to the job"
+            return SpecResult(filename, None, (Problem("team", "the spec names no team", fix),))
     return parse_spec_file(data, f"{SUBMIT_PREFIX}{team}/{filename}", config, bucket=bucket)

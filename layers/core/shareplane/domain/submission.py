@@ -70,6 +70,13 @@ class DroppedObject:
     requester: str | None = None
     #: The account that owns the bucket (the event's ``account``).
     bucket_owner: str | None = None
+    #: S3's request id of the upload: the key to its CloudTrail data event, which names the principal.
+    request_id: str | None = None
+
+    @property
+    def uploader(self) -> dict[str, str | None]:
+        """Who uploaded it, as far as the event tells: the account, and the request that names the principal."""
+        return {"account": self.requester, "requestId": self.request_id}
 
     def as_source(self) -> dict[str, Any]:
         """The object's identity as receipts and reports record it."""
@@ -273,8 +280,9 @@ def payload_item(
         "payloadDigest": entry.payload_digest,
         "clientToken": entry.client_token,
         "source": obj.as_source(),
-        # Cost reports by uploader: the account S3 names (the event carries no principal).
-        "uploader": {"account": obj.requester},
+        # Cost reports by uploader: the account S3 names (the event carries no principal ARN; the
+        # request id finds it in CloudTrail's data events).
+        "uploader": obj.uploader,
         "submittedAt": landed_at_ms,
     }
 

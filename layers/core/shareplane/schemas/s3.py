@@ -128,6 +128,7 @@ def parse_object_created(raw: Any) -> list[DroppedObject]:
                 obj.sequencer,
                 requester=event.detail.requester,
                 bucket_owner=event.account,
+                request_id=event.detail.request_id,
             )
         ]
     if raw.get("Event") == "s3:TestEvent":

@@ -141,7 +141,7 @@ def submit_dropped_spec(
     share, tier = _file_share(config, team, submitted)
     outcome, dest, answer_at, document = build_answer(obj, result, submitted, refused, share, now_ms)
     document["team"] = result.team or team
-    document["uploader"] = {"account": obj.requester}
+    document["uploader"] = obj.uploader
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
         ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
