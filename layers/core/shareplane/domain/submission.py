@@ -75,7 +75,7 @@ class DroppedObject:
 
     @property
     def uploader(self) -> dict[str, str | None]:
-        """Who uploaded it, as far as the event tells: the account, and the request that names the principal."""
+        """Who uploaded it, as the event tells: the account, and the request that names the principal."""
         return {"account": self.requester, "requestId": self.request_id}
 
     def as_source(self) -> dict[str, Any]:
