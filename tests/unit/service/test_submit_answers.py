@@ -75,6 +75,27 @@ def test_a_request_that_fits_stays_in_the_item(world: DropWorld) -> None:
     assert not any(k.startswith("payloads/") for k in world.keys())
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    # sizes in bands, so the few examples reach both sides of the item limit
+    count=st.sampled_from([0, 10, 60, 100]),
+    length=st.sampled_from([1, 900, 1700, 2400]),
+    char=st.sampled_from(['"', "\\", "\u00e9", "a", "\u2603"]),
+)
+def test_whatever_a_spec_under_the_file_cap_grows_to_its_payload_is_kept_and_read_back(
+    world: DropWorld, count: int, length: int, char: str
+) -> None:
+    # moto refuses items over 400 KB as DynamoDB does, so a wrong threshold fails the write here
+    hypers = {f"h{i}": char * length for i in range(count)}
+    body = yaml.safe_dump([{**BASE_JOB, "hyperparameters": hypers}], allow_unicode=True)
+    if len(body.encode()) > MAX_SPEC_BYTES:
+        return  # over the file cap: refused before it is read (tested elsewhere)
+    outcome = world.handle(world.drop(f"submit/ProdExp1/p{count}-{length}.yaml", body.encode()))
+    assert outcome.status == "accepted"
+    item = world.store.load_payload(outcome.jobs[0].job_arn)
+    assert item is not None and payload_request(item, world.ports.bucket) == world.batch.calls[-1]
+
+
 # -- SNS subjects -----------------------------------------------------------------------------------
 
 
