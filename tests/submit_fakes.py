@@ -1,7 +1,9 @@
 """The submit path on moto (S3 with versioning, DynamoDB, SNS -> SQS) with a fake AWS Batch.
 
 moto has no service jobs, so Batch is a fake port that behaves like SubmitServiceJob: one job per
-clientToken, a repeat returns the same job, and a request it calls invalid raises.
+clientToken, a repeat of the same request is rejected as the API reference says
+(https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), and a request it
+calls invalid raises.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class FakeBatch:
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[str, Submitted] = field(default_factory=dict)
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)
     refuse: set[str] = field(default_factory=set)
     fail_next: int = 0
 
@@ -64,12 +67,24 @@ class FakeBatch:
                 "request", "shareIdentifier is not allowed on this queue", "fix the queue"
             )
         token = request["clientToken"]
-        if token not in self.jobs:
-            job_id = str(uuid.UUID(token[:32]))
-            self.jobs[token] = Submitted(
-                f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}", job_id, request["jobName"]
-            )
+        if token in self.jobs:
+            raise RejectedByServiceError("request", "Idempotent request already processed", "none")
+        job_id = str(uuid.UUID(token[:32]))
+        self.jobs[token] = Submitted(
+            f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}", job_id, request["jobName"]
+        )
+        self.tags[job_id] = dict(request.get("tags") or {})
         return self.jobs[token]
+
+    def find_submitted(self, job_queue: str, job_name: str, tag: str, value: str) -> Submitted | None:
+        return next(
+            (
+                j
+                for j in self.jobs.values()
+                if j.job_name == job_name and self.tags[j.job_id].get(tag) == value
+            ),
+            None,
+        )
 
     @property
     def distinct_jobs(self) -> int:

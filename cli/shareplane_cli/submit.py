@@ -2,8 +2,8 @@
 
 ``submit_spec`` is what ``shareplane submit`` runs; it uses the same jobspec rules as the submit_job
 Lambda, so a spec that fails here is never uploaded. The answer is the receipt (accepted) or the
-error report (rejected) the Lambda writes beside the moved original; it is matched to this upload by
-bucket, key and version id, so an older answer for the same file name is never taken for it.
+error report (rejected) the Lambda writes under answers/, one per object version; it is matched to
+this upload by bucket, key and version id, so another upload of the same file name never answers it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
 from shareplane.domain.lifecycle import JobState
-from shareplane.domain.submission import RECEIPT_KIND, DroppedObject, answer_keys_for, answers
+from shareplane.domain.submission import RECEIPT_KIND, DroppedObject, answer_key, answers
 
 from .aws import Target
 from .config_file import load_config
@@ -38,6 +38,8 @@ class SubmitResult:
     answer_key: str | None = None
     answer: Mapping[str, Any] | None = None
     final_states: Mapping[str, JobState] = field(default_factory=dict)
+    #: Where the team folder came from: "--team", or "spec" (the jobs' own team: field, all agreeing).
+    team_from: str = "--team"
 
     @property
     def uploaded(self) -> bool:
@@ -69,6 +71,8 @@ class SubmitResult:
             "versionId": self.version_id,
             "answerKey": self.answer_key,
             "answer": dict(self.answer) if self.answer else None,
+            "team": self.local.team,
+            "teamFrom": self.team_from,
             "local": None if self.uploaded else self.local.as_dict(),
             "finalStates": {arn: s.status.value for arn, s in self.final_states.items()},
         }
@@ -99,9 +103,13 @@ def submit_spec(
     spec = Path(spec)
     shares = config if isinstance(config, SharesConfig) else load_config(config)
     data = _read_spec(spec)
+    # Without --team the folder is the spec's own team: field, and every job naming a team must name
+    # that one (a job naming another is refused, never dropped under the wrong folder); the bucket
+    # policy then decides whether this caller may write there.
+    team_from = "--team" if team is not None else "spec"
     local = parse_local_spec(data, spec.name, shares, team)
     if not local.ok:
-        return SubmitResult(local)
+        return SubmitResult(local, team_from=team_from)
     target = target or Target()
     bucket = bucket or target.outputs()[DROP_BUCKET_OUTPUT]
     s3 = s3 or target.client("s3")
@@ -110,9 +118,10 @@ def submit_spec(
         raise InvalidInputError("key", f"{key} is not under {SUBMIT_PREFIX}", "pass --team")
     response = s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=_content_type(spec.name))
     version_id = response.get("VersionId")
-    found = wait_for_answer(s3, bucket, key, version_id, local.team, timeout, poll_seconds, sleep)
+    etag = (response.get("ETag") or "").strip('"') or None
+    found = wait_for_answer(s3, bucket, key, version_id, local.team, timeout, poll_seconds, sleep, etag)
     answer_key, answer = found if found else (None, None)
-    return SubmitResult(local, bucket, key, version_id, answer_key, answer)
+    return SubmitResult(local, bucket, key, version_id, answer_key, answer, team_from=team_from)
 
 
 def _content_type(name: str) -> str:
@@ -128,17 +137,18 @@ def wait_for_answer(
     timeout: float,
     poll_seconds: float,
     sleep: Callable[[float], None] | None = None,
+    etag: str | None = None,
 ) -> tuple[str, Mapping[str, Any]] | None:
     """(answer key, answer) for exactly this upload, or None after ``timeout`` seconds."""
     reader = S3SpecBucket(s3)
-    dropped = DroppedObject(bucket, key, version_id)
+    dropped = DroppedObject(bucket, key, version_id, etag=etag)
+    at = answer_key(dropped, team)
     deadline = time.monotonic() + timeout
     while True:
-        for answer_key in answer_keys_for(key, team):
-            document = reader.get_json(bucket, answer_key)
-            if answers(document, dropped):
-                assert isinstance(document, Mapping)
-                return answer_key, document
+        document = reader.get_json(bucket, at)
+        if answers(document, dropped):
+            assert isinstance(document, Mapping)
+            return at, document
         if time.monotonic() >= deadline:
             return None
         (sleep or time.sleep)(poll_seconds)

@@ -9,7 +9,10 @@ Batch, ``ValidationException`` (400) for SageMaker.
 Where AWS is silent we chose: ListServiceJobs applies its RUNNING default whenever ``jobStatus`` is
 honoured (no filter, or a SHARE_IDENTIFIER / QUOTA_SHARE_NAME filter); a quota-share queue has exactly
 one service environment whose limits are per instance type; deleting a queue or a service environment
-requires it to be DISABLED first.
+requires it to be DISABLED first; a repeated SubmitServiceJob (same clientToken, identical request)
+is refused with ClientException, the code Batch uses for requests it refuses (the API reference says
+only that "the second request is rejected"; ``BatchApi(repeat_token_returns_job=True)`` answers with
+the first job instead, as an idempotent API usually would).
 """
 
 from __future__ import annotations
@@ -123,9 +126,10 @@ class BatchApi(_Facade):
 
     service = "batch"
 
-    def __init__(self, model: BatchModel) -> None:
+    def __init__(self, model: BatchModel, *, repeat_token_returns_job: bool = False) -> None:
         super().__init__(model)
         self._tokens: dict[str, tuple[str, Job]] = {}
+        self.repeat_token_returns_job = repeat_token_returns_job
 
     # ------------------------------------------------------------------------------ lookups
     def _env(self, ref: str) -> ServiceEnvironment:
@@ -625,7 +629,12 @@ class BatchApi(_Facade):
                 raise client_error("evaluateOnExit onStatusReason is at most 512 characters")
 
     def submit_service_job(self, **p: Any) -> dict[str, Any]:
-        """SubmitServiceJob, idempotent on clientToken."""
+        """SubmitServiceJob; one job per clientToken.
+
+        "If this parameter is specified and two submit requests with identical payloads and
+        clientTokens are received, these requests are considered the same request and the second
+        request is rejected." (https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html)
+        """
         self._check("SubmitServiceJob", p)
         token = p.get("clientToken")
         if token:
@@ -635,6 +644,9 @@ class BatchApi(_Facade):
                 if seen[0] != fingerprint:
                     raise client_error(f"clientToken {token} was already used with a different request")
                 job = seen[1]
+                if not self.repeat_token_returns_job:
+                    # No job id in the message: AWS documents none, so no caller may rely on one.
+                    raise client_error(f"clientToken {token} was already used by an identical request")
                 return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
         queue = self._queue(p["jobQueue"])
         if p["serviceJobType"] != "SAGEMAKER_TRAINING":

@@ -129,16 +129,28 @@ def test_submit_describe_list_update_terminate(make_sim) -> None:
     assert sim.job(a)["isTerminated"] is True
 
 
-def test_client_token_makes_submission_idempotent(make_sim) -> None:
+def test_a_client_token_makes_one_job_and_a_repeat_is_rejected(make_sim) -> None:
+    # https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html: two requests with
+    # identical payloads and clientTokens "are considered the same request and the second request is
+    # rejected".
     sim = make_sim()
     sim.env()
     sim.queue()
-    first = sim.submit("j", clientToken="tok-1")
-    assert sim.submit("j", clientToken="tok-1") == first
-    with pytest.raises(ApiError) as err:
-        sim.submit("other", clientToken="tok-1")
-    assert (err.value.status, err.value.code) == (400, "ClientException")
+    sim.submit("j", clientToken="tok-1")
+    for name in ("j", "other"):  # the identical repeat, and a different request under the same token
+        with pytest.raises(ApiError) as err:
+            sim.submit(name, clientToken="tok-1")
+        assert (err.value.status, err.value.code) == (400, "ClientException")
     assert len(sim.model.jobs) == 1
+
+
+def test_the_repeat_rule_is_switchable_to_answering_with_the_first_job(make_sim) -> None:
+    sim = make_sim()
+    sim.batch.repeat_token_returns_job = True
+    sim.env()
+    sim.queue()
+    first = sim.submit("j", clientToken="tok-1")
+    assert sim.submit("j", clientToken="tok-1") == first and len(sim.model.jobs) == 1
 
 
 def test_get_job_queue_snapshot(make_sim) -> None:

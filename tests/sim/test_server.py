@@ -223,12 +223,17 @@ def test_a_submitted_job_runs_to_success_as_the_clock_advances(served: Served) -
     assert described["latestAttempt"]["serviceResourceId"]["name"] == "TrainingJobArn"
 
 
-def test_a_client_token_makes_submission_idempotent_and_rejects_a_different_request(served: Served) -> None:
+def test_a_client_token_makes_one_job_and_rejects_a_repeat_or_a_different_request(served: Served) -> None:
     served.env()
     served.queue()
-    first = served.submit("same", clientToken="tok-1")
-    again = served.submit("same", clientToken="tok-1")
-    assert first == again
+    served.submit("same", clientToken="tok-1")
+    # the second identical request is rejected (API_SubmitServiceJob.html, clientToken)
+    status, code, message = error_of(served.submit, name="same", clientToken="tok-1")
+    assert (status, code, message) == (
+        400,
+        "ClientException",
+        "clientToken tok-1 was already used by an identical request",
+    )
     status, code, message = error_of(
         served.batch.submit_service_job,
         jobName="other",

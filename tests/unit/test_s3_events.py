@@ -73,6 +73,9 @@ def test_the_sample_event_reads_with_its_version_and_etag() -> None:
         "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e",
         1342,
     )
+    # who uploaded it, as far as S3 tells: the account, and the request that finds the principal in CloudTrail
+    assert (obj.requester, obj.bucket_owner) == ("123456789012", "123456789012")
+    assert obj.uploader == {"account": "123456789012", "requestId": "N4N7GDK58NMKJ12R"}
 
 
 def test_motos_etag_spelling_is_accepted() -> None:

@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 from shareplane.domain.errors import ShareplaneError
 
-from .. import render
+from .. import drop_policy, render
 from ..config_file import load_config
 from ..main import app
 from ..output import print_error
@@ -44,6 +44,7 @@ def render_command(
         # The default is the file itself as JSON (what the Lambdas read), not the model's dump.
         shares_json = render.shares_config_json(yaml.safe_load(config_path.read_text(encoding="utf-8")))
         blocks = render.render(config)
+        team_folders = drop_policy.render_statements(config)
     except ShareplaneError as exc:
         raise _fail(str(exc)) from exc
     try:
@@ -51,7 +52,7 @@ def render_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {template_path}: {exc}") from exc
     try:
-        after = render.apply(before, blocks, shares_json)
+        after = drop_policy.apply_statements(render.apply(before, blocks, shares_json), team_folders)
     except ShareplaneError as exc:
         raise _fail(f"{template_path}: {exc}") from exc
 

@@ -45,6 +45,8 @@ def _print_answer(result: SubmitResult) -> None:
             "not uploaded: the spec fails the submit rules", ["job", "path", "problem", "fix"], rows, console
         )
         return
+    origin = "--team" if result.team_from == "--team" else "the spec's team: field"
+    console.print(f"submitted as team {result.local.team} (from {origin})", markup=False, highlight=False)
     if result.answer is None:
         console.print(f"uploaded s3://{result.bucket}/{result.key}; no answer yet", markup=False)
         return

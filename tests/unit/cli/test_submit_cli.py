@@ -57,7 +57,7 @@ def test_submit_spec_uploads_and_returns_the_receipt_for_this_upload(world: Drop
         GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=lambda_standing_in(world), poll_seconds=0
     )
     assert result.outcome == "accepted" and result.key == "submit/ProdExp1/prodexp1-bert.yaml"
-    assert result.answer_key == "accepted/ProdExp1/prodexp1-bert.yaml.receipt.json"
+    assert result.answer_key == f"answers/ProdExp1/prodexp1-bert.yaml/{result.version_id}.json"
     assert len(result.job_arns) == 3 and result.answer["source"]["versionId"] == result.version_id
 
 
@@ -209,3 +209,52 @@ def test_cleanup_finds_a_teams_jobs_by_share_and_by_tag(stubbed_batch: Stubber, 
 def test_cleanup_refuses_an_unknown_team(stubbed_batch: Stubber) -> None:
     result = CliRunner().invoke(app, ["cleanup", "--team", "Nobody", "--config", str(CONFIG)])
     assert result.exit_code == 2 and "not in the shares config" in result.output
+
+
+def test_a_second_upload_of_the_same_name_does_not_leave_the_first_pending(world: DropWorld) -> None:
+    # the function answers both uploads before the first submit looks: each finds its own answer
+    def both_answered(seconds: float) -> None:
+        world.s3.put_object(Bucket=BUCKET, Key="submit/ProdExp1/prodexp1-bert.yaml", Body=GOOD.read_bytes())
+        lambda_standing_in(world)(seconds)
+
+    first = submit_spec(
+        GOOD, bucket=BUCKET, config=CONFIG, s3=world.s3, sleep=both_answered, poll_seconds=0, timeout=5
+    )
+    assert first.outcome == "accepted" and first.answer["source"]["versionId"] == first.version_id
+
+
+def test_a_spec_naming_another_team_than_the_folder_is_refused_before_upload(
+    world: DropWorld, tmp_path: Any
+) -> None:
+    spec = tmp_path / "mine.yaml"
+    spec.write_text(GOOD.read_text())  # its jobs say team: ProdExp1
+    result = submit_spec(spec, team="ProdExp2", bucket=BUCKET, config=CONFIG, s3=world.s3)
+    assert result.outcome == "invalid" and world.keys() == set()
+    problems = [p for j in result.local.jobs for p in j.problems]
+    assert problems and all(p.path.endswith(".team") for p in problems if "names team" in p.message)
+    assert any("names team 'ProdExp1'" in p.message and "submit/ProdExp1/" in p.fix for p in problems)
+
+
+def test_the_command_says_which_team_folder_it_used_and_why(
+    world: DropWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    result = CliRunner().invoke(app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG)])
+    assert result.exit_code == 0, result.output
+    assert "submitted as team ProdExp1 (from the spec's team: field)" in result.stdout
+    printed = CliRunner().invoke(
+        app,
+        [
+            "submit",
+            str(GOOD),
+            "--team",
+            "ProdExp1",
+            "--bucket",
+            BUCKET,
+            "--config",
+            str(CONFIG),
+            "-o",
+            "json",
+        ],
+    )
+    assert json.loads(printed.stdout)["teamFrom"] == "--team"

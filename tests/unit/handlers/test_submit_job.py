@@ -88,6 +88,7 @@ def test_the_sample_event_submits_every_job_of_the_dropped_file(handler: Any, la
     # GIVEN the example spec dropped under a key with a space and a plus sign (raw in EventBridge)
     key = "submit/ProdExp1/ranker sweep+v2.yaml"
     event = dropped_event(key, SPEC)
+    version = event["detail"]["object"]["version-id"]
     stubber = stub_submissions(["bert-large-ranker-ft-01", "ranker-lr-sweep-07", "ranker-tokenize-v7"])
     # WHEN the handler gets it from SQS
     response = handler.lambda_handler(sqs_batch([event]), lambda_context)
@@ -96,7 +97,9 @@ def test_the_sample_event_submits_every_job_of_the_dropped_file(handler: Any, la
     stubber.assert_no_pending_responses()
     s3 = boto3.client("s3", region_name="us-east-1")
     receipt = json.loads(
-        s3.get_object(Bucket=BUCKET, Key="accepted/ProdExp1/ranker sweep+v2.yaml.receipt.json")["Body"].read()
+        s3.get_object(Bucket=BUCKET, Key=f"answers/ProdExp1/ranker sweep+v2.yaml/{version}.json")[
+            "Body"
+        ].read()
     )
     assert receipt["outcome"] == "accepted" and len(receipt["jobs"]) == 3
     assert [j.status.value for j in bootstrap.dependencies().store.jobs()] == ["SUBMITTED"] * 3
@@ -121,4 +124,5 @@ def test_a_bad_record_fails_alone(handler: Any, lambda_context: Any) -> None:
         o["Key"]
         for o in boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET)["Contents"]
     }
-    assert keys == {"rejected/ProdExp1/bad.yaml", "rejected/ProdExp1/bad.yaml.error.json"}
+    version = good["detail"]["object"]["version-id"]
+    assert keys == {"rejected/ProdExp1/bad.yaml", f"answers/ProdExp1/bad.yaml/{version}.json"}

@@ -54,10 +54,11 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
         "ProdExp1HIGHPRI",
         90,
     )
-    # AND the original moved (copy, then delete) with a receipt beside it
-    assert world.keys() == {"accepted/ProdExp1/ranker.yaml", "accepted/ProdExp1/ranker.yaml.receipt.json"}
+    # AND the original moved (copy, then delete), its receipt under answers/ keyed by the version
+    receipt_key = f"answers/ProdExp1/ranker.yaml/{obj.version_id}.json"
+    assert world.keys() == {"accepted/ProdExp1/ranker.yaml", receipt_key} and outcome.answer == receipt_key
     assert world.body("accepted/ProdExp1/ranker.yaml") == job().encode()
-    receipt = world.json("accepted/ProdExp1/ranker.yaml.receipt.json")
+    receipt = world.json(receipt_key)
     (entry,) = receipt["jobs"]
     assert receipt["outcome"] == "accepted" and receipt["source"]["versionId"] == obj.version_id
     assert (
@@ -214,18 +215,20 @@ def test_bad_input_is_rejected_beside_its_original_with_a_problem_naming_path_an
     assert outcome.status == "rejected" and world.batch.calls == []
     report = world.json(outcome.answer or "")
     assert any(p["path"] == path and message in p["message"] and p["fix"] for p in report["problems"]), report
-    # the original is moved, byte for byte, beside its report; nothing stays under submit/
+    # the original is moved, byte for byte; nothing stays under submit/
     assert outcome.destination and outcome.destination.startswith("rejected/")
     assert world.body(outcome.destination) == body
     assert not any(k.startswith("submit/") for k in world.keys())
     (alert,) = world.alerts()
     attributes = {k: v["Value"] for k, v in alert["MessageAttributes"].items()}
     assert attributes["kind"] == "spec_rejected" and attributes["severity"] == "warning"
-    # the team is told on its team attribute; a key that names no known team has no team to filter on.
-    # Nothing was submitted, so no share identifier is known (a team has one per tier).
-    team = key.split("/")[1]
-    known = team in world.config.teams and key.count("/") == 2 and key.endswith(".yaml")
-    assert attributes["team"] == (team if known else "none")
+    # the team whose folder the key lies under is told, however bad the rest of the name; a key under
+    # no known team folder has no team to filter on. Nothing was submitted, so no share identifier is
+    # known (a team has one per tier).
+    parts = key.split("/")
+    known = parts[0] == "submit" and len(parts) >= 3 and parts[1] in world.config.teams
+    assert attributes["team"] == (parts[1] if known else "none")
+    assert not known or report["team"] == parts[1]
     assert attributes["share"] == "none"
 
 
@@ -248,7 +251,7 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
     outcome = world.handle(world.drop("submit/ProdExp1/mixed.yaml", body))
     assert outcome.status == "partially_accepted"
     assert [c["jobName"] for c in world.batch.calls] == ["good-one", "good-two"]
-    receipt = world.json("accepted/ProdExp1/mixed.yaml.receipt.json")
+    receipt = world.json(outcome.answer or "")
     assert [j["name"] for j in receipt["jobs"]] == ["good-one", "good-two"]
     assert [r["index"] for r in receipt["rejected"]] == [1] and "accepted/" in receipt["note"]
     assert all(p["path"].startswith("jobs[1].") for p in receipt["problems"])
@@ -277,9 +280,7 @@ def test_a_key_outside_submit_gets_a_report_and_is_left_where_it_is(world: DropW
     obj = world.drop("incoming/ProdExp1/a.yaml", job().encode())
     outcome = world.handle(obj)
     assert (
-        outcome.status == "rejected"
-        and outcome.answer
-        and outcome.answer.startswith("rejected/_invalid-key/")
+        outcome.status == "rejected" and outcome.answer and outcome.answer.startswith("answers/_invalid-key/")
     )
     assert "incoming/ProdExp1/a.yaml" in world.keys()
     assert world.json(outcome.answer)["problems"][0]["path"] == "key"
@@ -318,14 +319,20 @@ def test_a_retry_after_a_transient_failure_submits_each_job_once(world: DropWorl
         return original_submit(request)
 
     world.ports = type(world.ports)(
-        **{**world.ports.__dict__, "batch": type("B", (), {"submit": staticmethod(flaky)})()}
+        **{
+            **world.ports.__dict__,
+            "batch": type(
+                "B", (), {"submit": staticmethod(flaky), "find_submitted": world.batch.find_submitted}
+            )(),
+        }
     )
     with pytest.raises(ConnectionError):
         world.handle(obj)
     assert "submit/ProdExp1/retry.yaml" in world.keys(), "the original stays until it is answered"
     # WHEN the event comes again
     outcome = world.handle(obj)
-    # THEN r-1 was sent twice with one token (one job), r-2 once more, and one SUBMITTED record each
+    # THEN r-1 was sent twice with one token: Batch rejected the repeat and the job it created was
+    # found by its submission tag (one job); r-2 once more, and one SUBMITTED record each
     assert outcome.status == "accepted" and world.batch.distinct_jobs == 2
     for entry in outcome.jobs:
         assert len(world.store.job_history(entry.job_arn)) == 1

@@ -71,6 +71,36 @@ class BatchServiceJobs:
             job_arn=response.get("jobArn") or job_id, job_id=job_id, job_name=response["jobName"]
         )
 
+    def find_submitted(
+        self, job_queue: str, job_name: str, tag: str, value: str
+    ) -> SubmittedServiceJob | None:
+        """The oldest job of ``job_queue`` named ``job_name`` whose tag ``tag`` is ``value``, if any.
+
+        How a retried submit finds the job its first try created: Batch rejects a second identical
+        request with the same clientToken (API_SubmitServiceJob.html) and describes no token, so the
+        token travels as a tag. ListServiceJobs' JOB_NAME filter ignores jobStatus, so one listing
+        covers every state; summaries carry no tags, hence one DescribeServiceJob per namesake.
+        """
+        summaries = follow_pages(
+            self._client.list_service_jobs,
+            "jobSummaryList",
+            jobQueue=job_queue,
+            filters=[{"name": "JOB_NAME", "values": [job_name]}],
+        )
+        found: list[dict[str, Any]] = []
+        for summary in summaries:
+            if summary.get("jobName") != job_name:
+                continue  # the filter also matches by prefix and case-insensitively
+            described = self.describe(summary["jobId"])
+            if described is not None and (described.get("tags") or {}).get(tag) == value:
+                found.append(described)
+        if not found:
+            return None
+        oldest = min(found, key=lambda job: (job.get("createdAt") or 0, job["jobId"]))
+        return SubmittedServiceJob(
+            job_arn=oldest.get("jobArn") or oldest["jobId"], job_id=oldest["jobId"], job_name=job_name
+        )
+
     def describe(self, job_id: str) -> dict[str, Any] | None:
         """DescribeServiceJob; None when Batch refuses it (the only input is the id: the job is unknown)."""
         try:

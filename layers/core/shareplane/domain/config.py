@@ -139,6 +139,8 @@ class TeamQuotaConfig(_Strict):
 
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^/]+/)*$"
 ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
+#: An IAM role or user, as S3 sees it in aws:PrincipalArn (a role session is its role's ARN).
+PRINCIPAL_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 
 class TeamConfig(_Strict):
@@ -162,6 +164,10 @@ class TeamConfig(_Strict):
     # Output and checkpoint URIs must lie under one of these.
     output_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
     execution_role_arn: Annotated[str, Field(pattern=ROLE_ARN_PATTERN)] | None = None
+    # Who may drop specs under submit/<team>/: the drop bucket's policy denies everyone else, and the
+    # submit path refuses a drop from an account none of them is in. Empty: the folder is open to
+    # whoever the bucket's IAM lets write (no per-team isolation).
+    submitters: tuple[Annotated[str, Field(pattern=PRINCIPAL_ARN_PATTERN)], ...] = ()
     default_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
     max_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     quota: TeamQuotaConfig = TeamQuotaConfig()

@@ -58,6 +58,11 @@ EVALUATE_ON_EXIT = (
 RESERVED_TAG_PREFIXES = ("aws:", "shareplane:")
 TEAM_TAG = "shareplane:team"
 TIER_TAG = "shareplane:tier"
+#: The job's clientToken, so a retried submit can find the job it created: SubmitServiceJob rejects a
+#: second identical request with the same token, and DescribeServiceJob does not return the token.
+SUBMISSION_TAG = "shareplane:submission"
+#: Batch and SageMaker take 50 tags; three are ours (team, tier, submission).
+MAX_SPEC_TAGS = 47
 # Keys people reach for when they want to pick a role; the role always comes from config.
 _ROLE_FIELDS = frozenset({"role", "rolearn", "role_arn", "execution_role", "execution_role_arn", "iam_role"})
 # Likewise for the share: it is the team's, and the team is the key's folder.
@@ -236,8 +241,7 @@ class JobSpec(BaseModel):
     environment: Annotated[dict[EnvName, Annotated[str, Field(max_length=512)]], Field(max_length=100)] = (
         Field(default_factory=dict)
     )
-    # Two of Batch's and SageMaker's 50 tags are ours (team, tier).
-    tags: Annotated[dict[TagKey, TagValue], Field(max_length=48)] = Field(default_factory=dict)
+    tags: Annotated[dict[TagKey, TagValue], Field(max_length=MAX_SPEC_TAGS)] = Field(default_factory=dict)
     retry_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
 
 
@@ -850,6 +854,7 @@ def _to_request(
 ) -> tuple[dict[str, Any], str]:
     """The SubmitServiceJob request and payload digest of an accepted job."""
     config, team = ctx.config, ctx.team
+    token = client_token(ctx.bucket, ctx.key, ctx.version_id, index)
     tags = {**spec.tags, TEAM_TAG: ctx.team_name, TIER_TAG: spec.priority}
     algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": TRAINING_INPUT_MODE}
     if spec.entry_point is not None:
@@ -893,6 +898,8 @@ def _to_request(
     if spec.checkpoint_path is not None:
         payload["CheckpointConfig"] = {"S3Uri": spec.checkpoint_path, "LocalPath": CHECKPOINT_LOCAL_PATH}
     payload_json = canonical_json(payload)
+    # Batch's tags only: the payload (and so its digest) stays the same for every upload of a spec.
+    tags = {**tags, SUBMISSION_TAG: token}
     attempts = spec.retry_attempts if spec.retry_attempts is not None else team.default_retry_attempts
     request: dict[str, Any] = {
         "jobName": spec.name,
@@ -905,7 +912,7 @@ def _to_request(
             "attemptDurationSeconds": stopping.get("MaxWaitTimeInSeconds", spec.max_runtime_seconds)
         },
         "tags": tags,
-        "clientToken": client_token(ctx.bucket, ctx.key, ctx.version_id, index),
+        "clientToken": token,
     }
     if not is_cpu:
         tier = Tier(spec.priority)
@@ -1027,24 +1034,15 @@ def parse_local_spec(
     """Check a local spec file exactly as if it were dropped at ``submit/<team>/<filename>``.
 
     Without ``team``, the team comes from the spec's own ``team`` field (the first job naming one).
+    The check itself is ``parse_spec_file``, the submit path's, so `shareplane validate` and the
+    Lambda agree on everything that needs no live state (only the uploader check needs the event).
     """
-    raw_jobs, problems = _load(data, filename)
-    if raw_jobs is None:
-        return SpecResult(filename, team, problems)
-    team = team if team is not None else _team_of(raw_jobs)
     if team is None:
-        return SpecResult(
-            filename,
-            None,
-            (
-                Problem(
-                    "team", "the spec names no team", "pass --team TEAM or add team: <your team> to the job"
-                ),
-            ),
-        )
-    key = f"{SUBMIT_PREFIX}{team}/{filename}"
-    try:
-        team_from_key(key)
-    except InvalidInputError as exc:
-        return SpecResult(key, team, (Problem(exc.field, exc.problem, exc.fix),))
-    return _finish(raw_jobs, key, team, config, bucket, None)
+        raw_jobs, problems = _load(data, filename)
+        if raw_jobs is None:
+            return SpecResult(filename, None, problems)
+        team = _team_of(raw_jobs)
+        if team is None:
+            fix = "pass --team TEAM or add team: <your team> to the job"
+            return SpecResult(filename, None, (Problem("team", "the spec names no team", fix),))
+    return parse_spec_file(data, f"{SUBMIT_PREFIX}{team}/{filename}", config, bucket=bucket)

@@ -3,10 +3,15 @@
 Pure functions of the dropped object, the parse result and what Batch answered. A file ends in one
 of two places, always as a copy of the exact version that was read:
 
-- ``accepted/<team>/<file>`` with ``<file>.receipt.json`` when at least one job was submitted. A file
-  with some good and some bad jobs is *partially accepted*: the good jobs are submitted, the receipt
-  lists them and also lists every refused job with its problems (``outcome: partially_accepted``).
-- ``rejected/<team>/<file>`` with ``<file>.error.json`` when nothing was submitted.
+- ``accepted/<team>/<file>`` when at least one job was submitted. A file with some good and some bad
+  jobs is *partially accepted*: the good jobs are submitted, the receipt lists them and also lists
+  every refused job with its problems (``outcome: partially_accepted``).
+- ``rejected/<team>/<file>`` when nothing was submitted.
+
+The answer (a receipt, or an error report when nothing was submitted) is written under its own
+prefix, one per object version: ``answers/<team>/<file>/<version>.json``. Drops never land there (a
+file is moved to accepted/ or rejected/ only), so no drop, whatever its name, can overwrite an
+answer, and two uploads of the same name each keep their own.
 
 Keys that do not name a team folder and a spec file land under ``rejected/_invalid-key/`` with a
 digest of the key in front of the name, so two bad keys never collide.
@@ -15,6 +20,7 @@ digest of the key in front of the name, so two bad keys never collide.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,10 +32,12 @@ from .jobspec import SUBMIT_PREFIX, TEAM_TAG, TIER_TAG, JobResult, Problem, Spec
 
 ACCEPTED_PREFIX = "accepted/"
 REJECTED_PREFIX = "rejected/"
-#: Prefixes the submit path writes to; objects there are answers, never specs to read.
-OUTPUT_PREFIXES = (ACCEPTED_PREFIX, REJECTED_PREFIX)
-RECEIPT_SUFFIX = ".receipt.json"
-ERROR_SUFFIX = ".error.json"
+ANSWERS_PREFIX = "answers/"
+#: Payloads too large for a DynamoDB item are kept here (see payload_item).
+PAYLOADS_PREFIX = "payloads/"
+#: Prefixes the submit path writes to; objects there are its own outputs, never specs to read.
+OUTPUT_PREFIXES = (ACCEPTED_PREFIX, REJECTED_PREFIX, ANSWERS_PREFIX, PAYLOADS_PREFIX)
+ANSWER_SUFFIX = ".json"
 INVALID_KEY_FOLDER = "_invalid-key"
 RECEIPT_KIND = "shareplane.submission-receipt"
 ERROR_KIND = "shareplane.submission-error"
@@ -58,9 +66,26 @@ class DroppedObject:
     etag: str | None = None
     sequencer: str | None = None
 
+    #: Who uploaded it, as the S3 event names them: an AWS account id (or an AWS service principal).
+    requester: str | None = None
+    #: The account that owns the bucket (the event's ``account``).
+    bucket_owner: str | None = None
+    #: S3's request id of the upload: the key to its CloudTrail data event, which names the principal.
+    request_id: str | None = None
+
+    @property
+    def uploader(self) -> dict[str, str | None]:
+        """Who uploaded it, as the event tells: the account, and the request that names the principal."""
+        return {"account": self.requester, "requestId": self.request_id}
+
     def as_source(self) -> dict[str, Any]:
         """The object's identity as receipts and reports record it."""
         return {"bucket": self.bucket, "key": self.key, "versionId": self.version_id, "etag": self.etag}
+
+    @property
+    def answer_id(self) -> str:
+        """What tells this upload from others of the same key: its version id, else its ETag."""
+        return _safe_name(self.version_id or self.etag or "unversioned")
 
 
 @dataclass(frozen=True)
@@ -117,8 +142,24 @@ def submitted_job(job: JobResult, queue: str, job_arn: str, job_id: str) -> Subm
 
 
 def is_output_key(key: str) -> bool:
-    """True for the submit path's own outputs (accepted/, rejected/): never read as specs."""
+    """True for the submit path's own outputs (accepted/, rejected/, answers/, payloads/): never specs."""
     return key.startswith(OUTPUT_PREFIXES)
+
+
+def is_folder_marker(key: str, size: int | None) -> bool:
+    """The empty object the S3 console creates for "Create folder": not a drop, left alone."""
+    return key.endswith("/") and size == 0
+
+
+def folder_team(key: str, teams: Sequence[str] | Mapping[str, Any]) -> str | None:
+    """The configured team whose folder a key lies under (``submit/<team>/...``), however bad the rest.
+
+    Lets a drop with a bad name (nested path, wrong suffix, hidden file) be answered to its team.
+    """
+    parts = key.split("/")
+    if len(parts) >= 3 and f"{parts[0]}/" == SUBMIT_PREFIX and parts[1] in teams:
+        return parts[1]
+    return None
 
 
 def _safe_name(name: str) -> str:
@@ -136,17 +177,14 @@ def destination(key: str, team: str | None, outcome: Outcome) -> str:
     return f"{REJECTED_PREFIX}{INVALID_KEY_FOLDER}/{digest}-{_safe_name(parts[-1])}"
 
 
-def answer_key(dest: str, outcome: Outcome) -> str:
-    """The receipt (accepted) or error report (rejected) beside a moved file."""
-    return dest + (ERROR_SUFFIX if outcome is Outcome.REJECTED else RECEIPT_SUFFIX)
+def answer_key(obj: DroppedObject, team: str | None) -> str:
+    """Where the answer to this object version goes: ``answers/<team>/<file>/<version>.json``.
 
-
-def answer_keys_for(key: str, team: str | None) -> tuple[str, str]:
-    """Both places an answer for ``key`` may be: (receipt, error report)."""
-    return (
-        answer_key(destination(key, team, Outcome.ACCEPTED), Outcome.ACCEPTED),
-        answer_key(destination(key, team, Outcome.REJECTED), Outcome.REJECTED),
-    )
+    The same for either outcome (the folder after accepted/ or rejected/ is the same), so whoever
+    waits for an answer reads one key.
+    """
+    folder = destination(obj.key, team, Outcome.REJECTED).removeprefix(REJECTED_PREFIX)
+    return f"{ANSWERS_PREFIX}{folder}/{obj.answer_id}{ANSWER_SUFFIX}"
 
 
 def outcome_of(submitted: Sequence[SubmittedJob], refused: bool) -> Outcome:
@@ -206,7 +244,7 @@ def build_answer(
         )
     elif outcome is Outcome.REJECTED:
         document["note"] = "nothing was submitted; fix every problem listed and drop the file again"
-    return outcome, dest, answer_key(dest, outcome), document
+    return outcome, dest, answer_key(obj, result.team), document
 
 
 def answers(document: Any, obj: DroppedObject) -> bool:
@@ -214,11 +252,49 @@ def answers(document: Any, obj: DroppedObject) -> bool:
     if not isinstance(document, Mapping) or document.get("kind") not in (RECEIPT_KIND, ERROR_KIND):
         return False
     source = document.get("source") or {}
-    return (
-        source.get("bucket") == obj.bucket
-        and source.get("key") == obj.key
-        and source.get("versionId") == obj.version_id
+    same_upload = (
+        source.get("versionId") == obj.version_id
+        if obj.version_id is not None
+        else source.get("versionId") is None and source.get("etag") == obj.etag
     )
+    return source.get("bucket") == obj.bucket and source.get("key") == obj.key and same_upload
+
+
+#: DynamoDB's item limit is 400 KB, names and values in UTF-8. The JSON text of an item is an upper
+#: bound of that (quotes, separators and escapes cost more than DynamoDB's per-element overhead);
+#: the margin keeps the attribute names of the key and the index out of the question.
+MAX_ITEM_JSON_BYTES = 350 * 1024
+
+
+def payload_item(
+    request: Mapping[str, Any], entry: SubmittedJob, obj: DroppedObject, team: str, landed_at_ms: int
+) -> dict[str, Any]:
+    """The PAYLOAD item: the exact request submitted, so a requeue can submit it again."""
+    return {
+        "entity": "payload",
+        "jobArn": entry.job_arn,
+        "jobId": entry.job_id,
+        "jobName": entry.name,
+        "team": team,
+        "request": dict(request),
+        "payloadDigest": entry.payload_digest,
+        "clientToken": entry.client_token,
+        "source": obj.as_source(),
+        # Cost reports by uploader: the account S3 names (the event carries no principal ARN; the
+        # request id finds it in CloudTrail's data events).
+        "uploader": obj.uploader,
+        "submittedAt": landed_at_ms,
+    }
+
+
+def too_large_for_an_item(item: Mapping[str, Any]) -> bool:
+    """True when ``item`` may outgrow a DynamoDB item (its request then goes to S3)."""
+    return len(json.dumps(item, ensure_ascii=False, default=str).encode("utf-8")) > MAX_ITEM_JSON_BYTES
+
+
+def payload_request_key(team: str, job_id: str) -> str:
+    """Where a request too large for its PAYLOAD item is kept in the drop bucket."""
+    return f"{PAYLOADS_PREFIX}{_safe_name(team or 'unknown')}/{_safe_name(job_id)}.json"
 
 
 def alert_attributes(

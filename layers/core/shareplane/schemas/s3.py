@@ -120,7 +120,15 @@ def parse_object_created(raw: Any) -> list[DroppedObject]:
         obj = event.detail.object
         return [
             DroppedObject(
-                event.detail.bucket.name, obj.key, obj.version_id, obj.size, obj.etag, obj.sequencer
+                event.detail.bucket.name,
+                obj.key,
+                obj.version_id,
+                obj.size,
+                obj.etag,
+                obj.sequencer,
+                requester=event.detail.requester,
+                bucket_owner=event.account,
+                request_id=event.detail.request_id,
             )
         ]
     if raw.get("Event") == "s3:TestEvent":

@@ -102,6 +102,10 @@ class ServiceJobs(Protocol):
         """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...
 
+    def find_submitted(self, job_queue: str, job_name: str, tag: str, value: str) -> SubmittedRef | None:
+        """The oldest job of a queue with this name and this tag value (a retried submit's first job)."""
+        ...
+
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
         """ListServiceJobs summaries of one queue in one status (every page)."""
         ...
@@ -221,6 +225,10 @@ class PayloadStore(Protocol):
 
     def save_payload(self, job_arn: str, item: Mapping[str, object]) -> bool:
         """Store a job's submitted payload once; False when it was stored already."""
+        ...
+
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        """The job's payload item as stored (its request may live in S3: see payload_request)."""
         ...
 
 

@@ -2,26 +2,34 @@
 
 Every step is idempotent, so a duplicated or re-delivered S3 event changes nothing:
 
-1. HEAD the exact object version (size cap before any read). Gone and answered: done.
-2. Parse with the jobspec rules (the same code as ``shareplane validate``).
-3. Per valid job: SubmitServiceJob with the job's clientToken (one job per token), then the job's
+1. HEAD the exact object version (size cap before any read). Gone and answered: done. The
+   console's folder marker (a key ending in ``/``, zero bytes) is no drop and is left alone.
+2. Parse with the jobspec rules (the same code as ``shareplane validate``), then check the uploader
+   against the team's submitters (drop_access: the one check that needs the event).
+3. Per valid job: SubmitServiceJob with the job's clientToken. Batch rejects a second identical
+   request with the same token (API_SubmitServiceJob.html), so a refused request is first looked
+   up by name and submission tag: a retry finds the job its first try created. Then the job's
    SUBMITTED record through record_state's rules (its time is the object's LastModified, so a
-   repeat is a content duplicate) and the payload item (conditional write).
-4. Copy the original to accepted/ or rejected/, write the receipt or error report beside it,
-   notify on any rejection, and only then delete the version that was read.
+   repeat is a content duplicate) and the payload item (conditional write; a request too large
+   for a DynamoDB item is kept in S3 under payloads/ and the item points at it).
+4. Copy the original to accepted/ or rejected/, write the answer under answers/ (keyed by the
+   object version), notify on any rejection (to the team whose folder it is, even for a bad
+   name), and only then delete the version that was read.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.config import SharesConfig
+from ..domain.drop_access import drop_refusal
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.jobspec import (
     MAX_SPEC_BYTES,
+    SUBMISSION_TAG,
     SUBMIT_PREFIX,
     JobResult,
     Problem,
@@ -36,13 +44,18 @@ from ..domain.submission import (
     SubmittedJob,
     alert_attributes,
     alert_subject,
-    answer_keys_for,
+    answer_key,
     answers,
     build_answer,
+    folder_team,
+    is_folder_marker,
     is_output_key,
+    payload_item,
+    payload_request_key,
     submitted_job,
+    too_large_for_an_item,
 )
-from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobs, SpecBucket
+from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobs, SpecBucket, SubmittedRef
 from .record_state import record_observation
 
 logger = logging.getLogger(__name__)
@@ -98,12 +111,16 @@ def submit_dropped_spec(
     if is_output_key(obj.key):
         # Our own answers: never specs (guards a notification configured on the whole bucket).
         return SubmitOutcome(obj.key, "ignored")
+    if is_folder_marker(obj.key, obj.size):
+        return SubmitOutcome(obj.key, "ignored")
     head = ports.bucket.head(obj.bucket, obj.key, obj.version_id)
     if head is None:
         return _gone(obj, ports)
+    if is_folder_marker(obj.key, head.size):
+        return SubmitOutcome(obj.key, "ignored")
     version = obj.version_id or head.version_id
-    obj = DroppedObject(obj.bucket, obj.key, version, head.size, head.etag or obj.etag, obj.sequencer)
-    result = _read_and_parse(obj, ports, config)
+    obj = replace(obj, version_id=version, size=head.size, etag=head.etag or obj.etag)
+    result = _refuse_foreign_uploader(_read_and_parse(obj, ports, config), obj, config)
     submitted: list[SubmittedJob] = []
     refused: dict[int, Problem] = {}
     for job in result.jobs:
@@ -119,8 +136,12 @@ def submit_dropped_spec(
                 f"AWS Batch refused the job: {exc.problem}",
                 exc.fix,
             )
-    share, tier = _file_share(config, result.team, submitted)
+    # A badly named drop under a real team folder is still that team's: its answer and alert say so.
+    team = result.team if result.team in config.teams else folder_team(obj.key, config.teams)
+    share, tier = _file_share(config, team, submitted)
     outcome, dest, answer_at, document = build_answer(obj, result, submitted, refused, share, now_ms)
+    document["team"] = result.team or team
+    document["uploader"] = obj.uploader
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
         ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
@@ -136,7 +157,7 @@ def submit_dropped_spec(
                 for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")
             }
             | {"answer": f"s3://{obj.bucket}/{answer_at}"},
-            alert_attributes(share, queue, result.team if result.team in config.teams else None, tier),
+            alert_attributes(share, queue, team, tier),
         )
     if movable:
         ports.bucket.delete(obj.bucket, obj.key, obj.version_id)
@@ -172,13 +193,22 @@ def _gone(obj: DroppedObject, ports: SubmitPorts) -> SubmitOutcome:
         team: str | None = team_from_key(obj.key)
     except InvalidInputError:
         team = None  # a bad key has its answer under rejected/_invalid-key/
-    for key in answer_keys_for(obj.key, team):
-        if answers(ports.bucket.get_json(obj.bucket, key), obj):
-            return SubmitOutcome(obj.key, "already_answered", answer=key)
+    key = answer_key(obj, team)
+    if answers(ports.bucket.get_json(obj.bucket, key), obj):
+        return SubmitOutcome(obj.key, "already_answered", answer=key)
     logger.warning(
         "object version gone before it was read", extra={"key": obj.key, "version": obj.version_id}
     )
     return SubmitOutcome(obj.key, "gone")
+
+
+def _refuse_foreign_uploader(result: SpecResult, obj: DroppedObject, config: SharesConfig) -> SpecResult:
+    """The parse result, or the whole file refused when its uploader may not drop for the team."""
+    team = config.teams.get(result.team or "")
+    if team is None:
+        return result
+    problem = drop_refusal(result.team or "", team, obj.requester, obj.bucket_owner)
+    return result if problem is None else SpecResult(result.key, result.team, (problem,))
 
 
 def _read_and_parse(obj: DroppedObject, ports: SubmitPorts, config: SharesConfig) -> SpecResult:
@@ -210,7 +240,7 @@ def _submit_one(
 ) -> SubmittedJob:
     request: dict[str, Any] = dict(job.request or {})
     request["jobQueue"] = queues.resolve(str(request["jobQueue"]), config)
-    answer = ports.batch.submit(request)
+    answer = _submit_once(request, ports)
     entry = submitted_job(job, str(request["jobQueue"]), answer.job_arn, answer.job_id)
     observation = JobObservation(
         job_arn=answer.job_arn,
@@ -226,23 +256,45 @@ def _submit_one(
         created_at=landed_at_ms,
     )
     record_observation(observation, ports.store, ports.metrics, config)
-    ports.payloads.save_payload(answer.job_arn, payload_item(request, entry, obj, team, landed_at_ms))
+    item = payload_item(request, entry, obj, team, landed_at_ms)
+    if too_large_for_an_item(item):
+        # DynamoDB refuses items over 400 KB; the request goes to S3 and the item points at it.
+        key = payload_request_key(team, entry.job_id)
+        ports.bucket.put_json(obj.bucket, key, {"request": item.pop("request")})
+        item["requestAt"] = {"bucket": obj.bucket, "key": key}
+    ports.payloads.save_payload(answer.job_arn, item)
     return entry
 
 
-def payload_item(
-    request: Mapping[str, Any], entry: SubmittedJob, obj: DroppedObject, team: str, landed_at_ms: int
-) -> dict[str, Any]:
-    """The PAYLOAD item: the exact request submitted, so a requeue can submit it again."""
-    return {
-        "entity": "payload",
-        "jobArn": entry.job_arn,
-        "jobId": entry.job_id,
-        "jobName": entry.name,
-        "team": team,
-        "request": dict(request),
-        "payloadDigest": entry.payload_digest,
-        "clientToken": entry.client_token,
-        "source": obj.as_source(),
-        "submittedAt": landed_at_ms,
-    }
+def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef:
+    """SubmitServiceJob, or the job an earlier try of this very request created.
+
+    Batch rejects a second identical request with the same clientToken ("the second request is
+    rejected", https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), so
+    a refusal is first checked against the jobs of that name carrying this token as a tag.
+    """
+    try:
+        return ports.batch.submit(request)
+    except RejectedByServiceError:
+        token = str(request.get("clientToken") or "")
+        earlier = (
+            ports.batch.find_submitted(
+                str(request["jobQueue"]), str(request["jobName"]), SUBMISSION_TAG, token
+            )
+            if token
+            else None
+        )
+        if earlier is None:
+            raise
+        logger.info("found the job an earlier try submitted", extra={"job_arn": earlier.job_arn})
+        return earlier
+
+
+def payload_request(item: Mapping[str, Any], bucket: SpecBucket) -> dict[str, Any] | None:
+    """The request a PAYLOAD item holds, read back from S3 when it was too large for the item."""
+    if "request" in item:
+        return dict(item["request"])
+    where = item.get("requestAt") or {}
+    document = bucket.get_json(str(where.get("bucket")), str(where.get("key")))
+    request = document.get("request") if isinstance(document, Mapping) else None
+    return dict(request) if isinstance(request, Mapping) else None

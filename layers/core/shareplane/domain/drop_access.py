@@ -1,0 +1,39 @@
+"""Who may drop specs for a team: the check the submit path makes on each S3 event.
+
+Two layers guard ``submit/<team>/``, both from ``teams.<team>.submitters`` in the shares config:
+
+1. The drop bucket's policy (rendered into template.yaml by ``shareplane config render``) denies
+   s3:PutObject under the folder to every principal that is not one of the team's submitters. S3
+   enforces it before the object exists, for principals of any account.
+2. This check, on the event: S3's Object Created event names the uploader only by account
+   (``detail.requester``: "the AWS account ID or AWS service principal of requester",
+   https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). A drop from another
+   account than the bucket owner's is refused unless one of the team's submitters is in that
+   account. Inside the owner's account the account says nothing more, and the policy decides.
+"""
+
+from __future__ import annotations
+
+from .config import TeamConfig
+from .jobspec import Problem
+
+
+def account_of(principal_arn: str) -> str:
+    """The 12-digit account of an IAM ARN (``arn:aws:iam::<account>:role/...``)."""
+    return principal_arn.split(":")[4]
+
+
+def drop_refusal(
+    team_name: str, team: TeamConfig, requester: str | None, bucket_owner: str | None
+) -> Problem | None:
+    """The problem that refuses a drop for ``team_name`` uploaded by ``requester``; None when allowed."""
+    if not team.submitters or requester is None or requester == bucket_owner:
+        return None
+    if requester in {account_of(arn) for arn in team.submitters}:
+        return None
+    return Problem(
+        "key",
+        f"was uploaded by {requester[:128]!r}, which is not an account of team {team_name}'s submitters",
+        f"drop it as one of {list(team.submitters)}, or ask the platform team to add your role to "
+        f"teams.{team_name}.submitters",
+    )
