@@ -51,6 +51,7 @@ def render_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {template_path}: {exc}") from exc
     try:
+        render.refuse_mode_switch(before, config)
         after = render.apply(before, blocks, shares_json)
     except ShareplaneError as exc:
         raise _fail(f"{template_path}: {exc}") from exc
