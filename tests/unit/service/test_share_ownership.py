@@ -183,3 +183,19 @@ def test_after_a_reset_one_reconcile_brings_back_every_override_and_a_second_fin
         now=NOW, mode=SchedulingMode.FAIRSHARE, overrides=first.overrides, live=after, baseline=baseline
     )
     assert second.restore.is_empty and second.overrides == overrides
+
+
+def test_overrides_recorded_in_the_other_mode_are_not_restored() -> None:
+    # GIVEN fair-share overrides in the state, then the config moved to quota mode on a new queue
+    config = shares_config()
+    batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    run(batch, store, config, TICK, NOW)
+    assert store.state["overrides"]
+    quota_batch, _, _ = quota_world()
+    stack_update_quota(quota_batch, shares_config(mode="quota"))
+    # THEN the quota run restores nothing from them, and records none of them again
+    outcome = run(quota_batch, store, shares_config(mode="quota"), LATER_TICK, LATER)
+    assert outcome.action != "restored"
+    assert store.state["overrides"] == {} or all(
+        isinstance(v["setting"], dict) for v in store.state["overrides"].values()
+    )

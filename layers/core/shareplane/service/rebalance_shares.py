@@ -529,10 +529,13 @@ def ownership(
         s.name: (s.quota if config.mode is SchedulingMode.QUOTA else s.weight_factor)
         for s in observed.snapshot.shares
     }
+    # Overrides recorded in the other mode belong to a queue that no longer exists (a queue's policy
+    # type is fixed, so a mode switch is a new queue): nothing of theirs is restored.
+    same_mode = (state or {}).get("mode", config.mode.value) == config.mode.value
     return reconcile(
         now=now,
         mode=config.mode,
-        overrides=(state or {}).get("overrides") or {},
+        overrides=((state or {}).get("overrides") or {}) if same_mode else {},
         live={share: value for share, value in live.items() if value is not None},
         baseline=baseline_settings(config),
         quota_share_arns={s.name: s.quota_share_arn for s in observed.snapshot.shares if s.quota_share_arn},
