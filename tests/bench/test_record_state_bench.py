@@ -143,14 +143,22 @@ def test_cold_import_of_each_handler_against_the_sdk_baseline(tmp_path: Path) ->
     assert rows
 
 
-def test_cold_import_of_boto3_from_the_layer_against_the_runtimes() -> None:
-    """What bundling boto3 costs at import: the layer's copy against the one already installed."""
+def test_cold_import_of_boto3_from_the_layer_against_the_runtimes(tmp_path: Path) -> None:
+    """What bundling boto3 costs at import: the layer's copy (with and without .pyc) and the installed one."""
+    import shutil
+
     site = _built_layer()
     if site is None:
-        pytest.fail("no sam build output: run `make template` first (the layer is what is measured)")
+        pytest.fail("no sam build output: run `make layer` first (the layer is what is measured)")
+    bare = tmp_path / "python"
+    shutil.copytree(site, bare, ignore=shutil.ignore_patterns("__pycache__"))
     code = "import boto3; boto3.client"
     rows = []
-    for label, env in (("layer boto3", _env(site)), ("installed boto3", _env())):
+    for label, env in (
+        ("layer boto3", _env(site)),
+        ("layer, no .pyc", _env(bare)),
+        ("installed boto3", _env()),
+    ):
         times = []
         for _ in range(7):
             times.append(_timed(code, env) - _timed("pass", env))

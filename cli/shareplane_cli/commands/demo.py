@@ -47,8 +47,7 @@ def demo_command(
     console = stderr_console()
     show = output is Output.TABLE and sys.stderr.isatty()
     with noise_to_log(report / "demo.log") as noise:
-        if output is Output.TABLE:
-            console.print(noise.where())
+        console.print(noise.where())
         with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
             view = (
                 LiveView(entitlements, capacity, len(jobs), live)

@@ -69,12 +69,16 @@ def baseline_settings(config: SharesConfig) -> dict[str, Setting]:
 
 
 def same_setting(a: Setting | None, b: Setting | None) -> bool:
-    """Equal as Batch holds them: weights to their 4 API decimals, quota settings field by field."""
+    """Equal as Batch holds them: quota settings field by field, weights within their rounding.
+
+    Batch keeps 4 decimals; a team weight read back from an identifier whose multiplier is below 1
+    (team_tier) carries that rounding divided by the multiplier, hence the relative tolerance.
+    """
     if isinstance(a, QuotaSettings) or isinstance(b, QuotaSettings):
         return a == b
     if a is None or b is None:
         return a is b
-    return math.isclose(float(a), float(b), rel_tol=0.0, abs_tol=0.00005 + 1e-9)
+    return math.isclose(float(a), float(b), rel_tol=1e-3, abs_tol=0.00005 + 1e-9)
 
 
 def setting_to_state(setting: Setting) -> Any:
