@@ -67,7 +67,8 @@ def noise_to_log(path: Path) -> Iterator[NoiseLog]:
 
     Python prints a log record that no handler takes (moto's, here) straight to stderr, and a
     warning through ``warnings.showwarning``; a handler on the root logger and ``captureWarnings``
-    take both. Each warning is written every time it happens, not once per place.
+    take both. A warning is written once per text and place (Python's default), so a library that
+    warns on every call does not grow the file without bound; log records are all written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     owner: list[NoiseLog] = []
@@ -80,7 +81,7 @@ def noise_to_log(path: Path) -> Iterator[NoiseLog]:
     logging.captureWarnings(True)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("always")
+            warnings.simplefilter("default")
             yield log
     finally:
         logging.captureWarnings(False)
