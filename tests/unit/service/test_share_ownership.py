@@ -87,6 +87,7 @@ def test_a_stack_update_that_resets_the_weights_is_undone_by_the_next_run(layout
     assert record["status"] == "APPLIED" and record["before"] == {"ProdExp2": 1.5}
     assert record["after"] == {"ProdExp2": 1.25}
     assert "stack update reset it to the template's baseline 1.5" in record["why"]["ProdExp2"]
+    assert store.state["latest"]["targets"] == {"ProdExp1": 60.0, "ProdExp2": 40.0}  # the last plan's
     # AND a later run finds nothing to restore (the values are in force)
     assert run(batch, store, config, LAST_TICK, LATER + 300).action != "restored"
 

@@ -612,7 +612,13 @@ def rebalance_shares(
         # A share a stack update put back to its baseline gets the rebalancer's value first; planning
         # resumes at the next tick, from the restored values.
         restoring = not owned.restore.is_empty
-        plan = owned.restore if restoring else plan_rebalance(observed.snapshot, config)
+        # A restore keeps the last plan's targets (its metrics and state show them, not zeros).
+        last_targets = ((state or {}).get("latest") or {}).get("targets") or {}
+        plan = (
+            replace(owned.restore, targets=dict(last_targets))
+            if restoring
+            else plan_rebalance(observed.snapshot, config)
+        )
         kind = "restore" if restoring else "plan"
         try:
             if plan.is_empty or settings.dry_run:
