@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN)$(if $(PY312_BIN),:$(PY312_BIN)):$(HOME)/.pyenv/s
 export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY ?= 0
 
-.PHONY: demo test unit lint template bench clean
+.PHONY: demo test unit lint template layer bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,11 @@ template: $(BIN)/.installed $(TOOLBIN)/.installed
 	$(TOOLBIN)/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 	$(TOOLBIN)/sam build --template template.yaml --build-dir .aws-sam/build
 
-bench: $(BIN)/.installed
+# The cold-start benchmark measures the CoreLayer as sam builds it (boto3 and bytecode included).
+layer: $(BIN)/.installed $(TOOLBIN)/.installed
+	$(TOOLBIN)/sam build CoreLayer --template template.yaml --build-dir .aws-sam/build
+
+bench: $(BIN)/.installed layer
 	$(BIN)/pytest -q -m bench tests/bench -p no:xdist -s
 
 clean:

@@ -255,6 +255,23 @@ def _quota_share(config: SharesConfig, share: str, team_name: str) -> dict[str, 
     }
 
 
+def fairshare_policy(config: SharesConfig) -> dict[str, Any]:
+    """The GPU scheduling policy's FairsharePolicy: one exact entry per share identifier, at its baseline."""
+    return {
+        "ShareDecaySeconds": config.fairshare.share_decay_seconds,
+        "ComputeReservation": config.fairshare.compute_reservation,
+        "ShareDistribution": [
+            {"ShareIdentifier": share, "WeightFactor": config.share_weight_factor(share)}
+            for share in _teams_by_share(config)
+        ],
+    }
+
+
+def quota_share(config: SharesConfig, share: str) -> dict[str, Any]:
+    """The AWS::Batch::QuotaShare resource of a team's quota share, at its baseline."""
+    return _quota_share(config, share, config.share_keys[share].team)
+
+
 def _resources(config: SharesConfig) -> list[_Entry]:
     names = _names(config)
     quota = config.mode is SchedulingMode.QUOTA
@@ -287,19 +304,16 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         policy: dict[str, Any] = {"QuotaSharePolicy": {"IdleResourceAssignmentStrategy": "FIFO"}}
         why = "Quota shares: each team's entitlement is its limit; idle capacity is lent in FIFO order."
     else:
-        policy = {
-            "FairsharePolicy": {
-                "ShareDecaySeconds": config.fairshare.share_decay_seconds,
-                "ComputeReservation": config.fairshare.compute_reservation,
-                "ShareDistribution": [
-                    {"ShareIdentifier": share, "WeightFactor": config.share_weight_factor(share)}
-                    for share in shares
-                ],
-            }
-        }
-        why = "Fair share: weightFactor = max entitlement / entitlement (lower gets more), rebalanced later."
+        policy = {"FairsharePolicy": fairshare_policy(config)}
+        why = (
+            "Fair share: weightFactor = max entitlement / entitlement (lower gets more). The baseline only:"
+            " the rebalancer restores its own weights after a stack update puts these back."
+        )
         if config.tiered_shares:
-            why = "Fair share per team and tier: weightFactor = top entitlement / entitlement x multiplier."
+            why = (
+                "Fair share per team and tier: weightFactor = top entitlement / entitlement x multiplier."
+                " The baseline only: the rebalancer restores its own weights after a stack update."
+            )
     entries.append(
         _Entry(
             "GpuSchedulingPolicy",
@@ -334,8 +348,8 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         )
     )
     if quota:
-        for share, team in shares.items():
-            entries.append(_Entry(f"GpuQuotaShare{_logical(share)}", _quota_share(config, share, team)))
+        for share in shares:
+            entries.append(_Entry(f"GpuQuotaShare{_logical(share)}", quota_share(config, share)))
 
     if config.queues.cpu_fifo:
         cpu_total = sum(c.capacity for c in config.queues.cpu_instance_types.values())
@@ -597,6 +611,46 @@ def apply(text: str, blocks: Mapping[str, str], shares_json: str | None = None) 
         quoted = "'" + shares_json.replace("'", "''") + "'"
         text = _DEFAULT_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
     return text
+
+
+class _TagIgnoringLoader(yaml.SafeLoader):
+    """Reads a generated block back: CloudFormation's short-form intrinsics become plain values."""
+
+
+_TagIgnoringLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def deployed_gpu_queue(text: str) -> tuple[SchedulingMode, str] | None:
+    """The GPU queue ``text``'s generated block creates now: its policy type and queue name."""
+    start, end, _ = _block_span(text, "Resources")
+    resources = yaml.load(text[start:end], Loader=_TagIgnoringLoader) or {}  # noqa: S506 (safe loader)
+    policy = (resources.get("GpuSchedulingPolicy") or {}).get("Properties") or {}
+    queue = (resources.get("GpuJobQueue") or {}).get("Properties") or {}
+    if not policy or not queue.get("JobQueueName"):
+        return None
+    mode = SchedulingMode.QUOTA if "QuotaSharePolicy" in policy else SchedulingMode.FAIRSHARE
+    return mode, str(queue["JobQueueName"])
+
+
+def refuse_mode_switch(text: str, config: SharesConfig) -> None:
+    """Raise when the config switches an existing GPU queue between fair-share and quota-share.
+
+    A scheduling policy's type is fixed once created (UpdateSchedulingPolicy: a fairsharePolicy
+    cannot be changed to a quotaSharePolicy, nor back), and a queue keeps its policy's type; so a
+    stack update could only fail half-way. A new queue (a new ``queues.gpu`` name) may have either.
+    """
+    deployed = deployed_gpu_queue(text)
+    if deployed is None:
+        return
+    mode, queue = deployed
+    if mode is not config.mode and queue == config.gpu_queue_name():
+        raise ConfigError(
+            "mode",
+            f"is {config.mode.value}, but the template's GPU queue {queue} was created with a "
+            f"{mode.value} scheduling policy, and a policy's type is fixed once created",
+            f"keep mode {mode.value}, or give the new mode a new queue: set queues.gpu to a new name "
+            "(README: Switching between fair-share and quota mode)",
+        )
 
 
 def diff(before: str, after: str, path: str) -> str:

@@ -34,6 +34,11 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
+    # moto's warnings are kept in the demo's log beside its report, not shown on the screen
+    log = tmp_path / "report" / "demo.log"
+    assert "No Moto CloudFormation support" not in result.output and "UserWarning" not in result.output
+    assert f"log: {log}" in result.stderr
+    assert "No Moto CloudFormation support for AWS::CloudWatch::Alarm" in log.read_text()
     # GIVEN the blog's workload WHEN it runs through the emulated cluster and the real handlers
     assert summary["mode"] == mode
     # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, and the HIGHPRI job submitted last starts

@@ -404,12 +404,31 @@ def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
     from shareplane_cli.commands import local as local_command
     from shareplane_cli.main import app
 
-    def interrupt(_: float) -> None:
-        raise KeyboardInterrupt
+    real_sleep, naps = time.sleep, []
+
+    def interrupt(seconds: float) -> None:
+        # Ctrl-C once the virtual clock has passed a few 5-minute schedules (at 250x, 1.2 s each)
+        naps.append(seconds)
+        if sum(naps) > 1.5:
+            raise KeyboardInterrupt
+        real_sleep(seconds)
 
     monkeypatch.setattr(local_command.time, "sleep", interrupt)
-    result = CliRunner().invoke(app, ["up", "--template", str(stack_template(tmp_path)), "--speed", "250"])
+    log = tmp_path / "up.log"
+    result = CliRunner().invoke(
+        app, ["up", "--template", str(stack_template(tmp_path)), "--speed", "250", "--log", str(log)]
+    )
     assert result.exit_code == 0, result.output
+    # The first screen is the exports, where the stack is, where the log is and a summary; moto's
+    # warnings and every schedule tick are in the log.
+    assert "No Moto CloudFormation support" not in result.output and "UserWarning" not in result.output
+    assert not [line for line in result.stderr.splitlines() if line.startswith("schedule ")]
+    assert f"log: {log}" in result.stderr
+    logged = log.read_text()
+    assert "No Moto CloudFormation support for AWS::CloudWatch::Alarm" in logged and "UserWarning" in logged
+    ticks = logged.count("schedule: schedule ")
+    assert ticks >= 3 and "schedule: schedule WatchJobsSchedule -> WatchJobsQueue" in logged
+    assert f"stopped: {ticks} schedule ticks" in result.stderr
     exports = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
     assert {
         "AWS_ENDPOINT_URL",
@@ -420,7 +439,7 @@ def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
         "AWS_SECRET_ACCESS_KEY",
         "SHAREPLANE_STACK",
     } <= set(exports)
-    assert "(250x)" in result.stderr and "stopping" in result.stderr
+    assert "(250x)" in result.stderr
     for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH"):
         endpoint = urllib.parse.urlsplit(exports[key])
         with pytest.raises(OSError), socket.create_connection((endpoint.hostname, endpoint.port), timeout=1):

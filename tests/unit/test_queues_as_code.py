@@ -13,7 +13,7 @@ import yaml
 from cfnlint.decode import cfn_yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli import render
 from shareplane_cli.config_file import load_config
@@ -634,9 +634,15 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     assert (rendered_weights["ProdExp1HIGHPRI"], rendered_weights["ProdExp2HIGHPRI"]) == (0.05, 0.1)
 
 
+def switched_to_quota(text: str, *, new_queue: bool) -> str:
+    """The config in quota mode, on a new GPU queue or (``new_queue=False``) on the one it has."""
+    text = text.replace("mode: fairshare", "mode: quota")
+    return text.replace("gpu: search-p4d-queue", "gpu: search-p4d-quota-queue") if new_queue else text
+
+
 def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Path, Path]) -> None:
     template, config = workdir
-    config.write_text(CONFIG.read_text().replace("mode: fairshare", "mode: quota"))
+    config.write_text(switched_to_quota(CONFIG.read_text(), new_queue=True))
     before = template.read_text()
     assert run_render(template, config).exit_code == 0
     after = template.read_text()
@@ -679,3 +685,32 @@ def test_marker_errors_are_input_errors_naming_the_fix() -> None:
     with pytest.raises(InvalidInputError) as err:
         render.read_blocks("Resources: {}\n")
     assert "shareplane config render" in err.value.fix
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["render", "render --check"])
+def test_a_mode_switch_on_the_queue_the_template_creates_is_refused_with_the_migration(
+    workdir: tuple[Path, Path], check: bool
+) -> None:
+    template, config = workdir
+    before = template.read_text()
+    # GIVEN the config switched to quota mode while the template creates the fair-share queue
+    config.write_text(switched_to_quota(CONFIG.read_text(), new_queue=False))
+    result = run_render(template, config, *(["--check"] if check else []))
+    # THEN render refuses, naming the field, why (a policy's type is fixed) and the migration
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "mode" in message and "search-p4d-queue" in message and "fixed once created" in message
+    assert (
+        "set queues.gpu to a new name" in message and "Switching between fair-share and quota mode" in message
+    )
+    assert template.read_text() == before, "a refused render writes nothing"
+    # AND the way back is refused the same way once the quota queue exists
+    config.write_text(switched_to_quota(CONFIG.read_text(), new_queue=True))
+    assert run_render(template, config).exit_code == 0
+    config.write_text(CONFIG.read_text().replace("gpu: search-p4d-queue", "gpu: search-p4d-quota-queue"))
+    back = run_render(template, config)
+    assert back.exit_code == 2 and "quota scheduling policy" in " ".join(back.output.split())
+
+
+def test_the_deployed_queue_is_read_back_from_the_generated_block() -> None:
+    assert render.deployed_gpu_queue(TEMPLATE.read_text()) == (SchedulingMode.FAIRSHARE, "search-p4d-queue")

@@ -82,10 +82,9 @@ ALLOWED_MANAGED_POLICIES = {"AWSXRayDaemonWriteAccess"}
 #: IAM verbs that only read; every other verb counts as a write.
 READ_VERBS = ("Get", "List", "Describe", "Query", "Scan", "BatchGet", "Receive", "Head")
 
-#: Packages a Lambda already has: boto3 from the python3.12 runtime, the rest from the Powertools layer.
+#: Packages a Lambda already has from the Powertools layer. boto3 and botocore are not counted: the
+#: runtime's own copy may predate the APIs the code calls, so CoreLayer ships the tested version.
 PROVIDED_PACKAGES = {
-    "boto3",
-    "botocore",
     "jmespath",
     "aws-lambda-powertools",
     "pydantic",
@@ -655,9 +654,15 @@ def test_functions_get_the_core_and_powertools_layers_for_their_runtime_and_arch
     function_globals = template["Globals"]["Function"]
     runtime, (arch,) = function_globals["Runtime"], function_globals["Architectures"]
     layer = resources(template, "AWS::Serverless::LayerVersion")["CoreLayer"]
+    # Built by layers/core/Makefile (bytecode included), with the functions' runtime.
     assert (
-        layer["Metadata"]["BuildMethod"] == runtime and runtime in layer["Properties"]["CompatibleRuntimes"]
+        layer["Metadata"]["BuildMethod"] == "makefile"
+        and runtime in layer["Properties"]["CompatibleRuntimes"]
     )
+    makefile = (REPO / layer["Properties"]["ContentUri"] / "Makefile").read_text()
+    assert "build-CoreLayer:" in makefile and f"PYTHON ?= {runtime}" in makefile
+    assert "compileall" in makefile and "--invalidation-mode unchecked-hash" in makefile
+    assert f"--python-version {runtime.removeprefix('python')}" in makefile
     assert arch in layer["Properties"]["CompatibleArchitectures"]
     assert (REPO / layer["Properties"]["ContentUri"] / "shareplane" / "bootstrap.py").is_file()
     core, powertools = function_globals["Layers"]
@@ -673,6 +678,23 @@ def test_functions_get_the_core_and_powertools_layers_for_their_runtime_and_arch
 
 def test_core_layer_requirements_add_nothing_lambda_already_has() -> None:
     assert not layer_requirements() & PROVIDED_PACKAGES, layer_requirements()
+
+
+@pytest.mark.parametrize("package", ["boto3", "botocore"])
+def test_core_layer_pins_the_aws_sdk_the_tests_run_with(package: str) -> None:
+    # The layer ships the SDK the code is tested with, not whatever the Lambda runtime bundles.
+    pins = {
+        name.strip().lower(): version.strip()
+        for name, _, version in (
+            line.split("#", 1)[0].partition("==")
+            for line in (CORE / "requirements.txt").read_text().splitlines()
+            if "==" in line.split("#", 1)[0]
+        )
+    }
+    assert pins.get(package) == importlib.metadata.version(package), (
+        f"layers/core/requirements.txt pins {package}=={pins.get(package)}, the tests run "
+        f"{importlib.metadata.version(package)}: pin the tested version"
+    )
 
 
 def top_level_imports(path: Path) -> set[str]:

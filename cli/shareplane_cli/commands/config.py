@@ -52,6 +52,7 @@ def render_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {template_path}: {exc}") from exc
     try:
+        render.refuse_mode_switch(before, config)
         after = drop_policy.apply_statements(render.apply(before, blocks, shares_json), team_folders)
     except ShareplaneError as exc:
         raise _fail(f"{template_path}: {exc}") from exc

@@ -19,6 +19,7 @@ from ..demo.run import DEMO_SPEED, run_live
 from ..demo.summary import summarize
 from ..demo.view import LiveView
 from ..demo.workload import INSTANCE_TYPE, blog_workload
+from ..local.noise_log import noise_to_log
 from ..main import app
 from ..output import Output, print_json, print_table, stderr_console
 
@@ -45,11 +46,15 @@ def demo_command(
     entitlements = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
     console = stderr_console()
     show = output is Output.TABLE and sys.stderr.isatty()
-    with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
-        view = (
-            LiveView(entitlements, capacity, len(jobs), live) if live is not None else (lambda _t, _n: None)
-        )
-        run = run_live(jobs, config, mode, template, speed=speed, on_tick=view)
+    with noise_to_log(report / "demo.log") as noise:
+        console.print(noise.where())
+        with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
+            view = (
+                LiveView(entitlements, capacity, len(jobs), live)
+                if live is not None
+                else (lambda _t, _n: None)
+            )
+            run = run_live(jobs, config, mode, template, speed=speed, on_tick=view)
     static = run_static_partitions(jobs, config)
     summary = summarize(mode, run, static, jobs, config)
     path = write_report(report, summary, run.tracker, static, run.records, capacity)
@@ -92,6 +97,7 @@ def demo_command(
         rows,
     )
     Console().print(f"report: {path}")
+    Console().print(f"log: {noise.path} ({noise.warnings} warnings from the local stack)")
 
 
 def _age(seconds: float | None) -> str:

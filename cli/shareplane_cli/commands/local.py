@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.live import Live
+from rich.markup import escape
+from rich.text import Text
 from shareplane.service.queries import job_records
 
 from ..local.emulator import DEFAULT_SPEED
 from ..local.loop import StackLoop
-from ..local.runner import FunctionRunner
+from ..local.noise_log import NoiseLog, noise_to_log
+from ..local.runner import FunctionRunner, Invocation
 from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
 from ..output import Output, stderr_console
@@ -100,6 +106,45 @@ def replay_command(
         stack.stop()
 
 
+@dataclass
+class _UpProgress:
+    """What `shareplane up` shows: one live status line, failures as they happen, a summary at the end."""
+
+    noise: NoiseLog
+    live: Live | None
+    ticks: int = 0
+    invocations: int = 0
+    records: int = 0
+    failed: int = 0
+
+    def tick(self, message: str) -> None:
+        self.noise.note(message, "schedule")
+        self.ticks += 1
+        if "failed" in message:
+            err.print(message)
+        self._refresh()
+
+    def invocation(self, invocation: Invocation) -> None:
+        line = f"{invocation.function}: {invocation.records} records, {invocation.failed} failed"
+        self.noise.note(line, "invocation")
+        self.invocations += 1
+        self.records += invocation.records
+        self.failed += invocation.failed
+        if invocation.failed:
+            err.print(f"[red]{escape(line)}[/] (why: the log)")
+        self._refresh()
+
+    def status(self) -> str:
+        return (
+            f"{self.ticks} schedule ticks, {self.invocations} invocations, "
+            f"{self.records} records, {self.failed} failed"
+        )
+
+    def _refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(Text(self.status(), style="dim"))
+
+
 @app.command("up")
 def up_command(
     template: TemplateOption = Path("template.yaml"),
@@ -107,31 +152,46 @@ def up_command(
     speed: Annotated[
         float, typer.Option(min=0.001, help="Emulated Batch + SageMaker: virtual seconds per wall second.")
     ] = DEFAULT_SPEED,
+    log: Annotated[
+        Path, typer.Option(help="Where moto's warnings, schedule ticks and invocations are written.")
+    ] = Path("reports/local/up.log"),
 ) -> None:
     """Run the local stack in the foreground; export the printed variables to use it."""
-    stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed).start()
-    try:
-        for key, value in {**stack.environment(), "SHAREPLANE_STACK": stack.spec.stack_name}.items():
-            print(f"export {key}={value}", flush=True)
-        err.print(
-            f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
-            f"{stack.emulator.endpoint} ({speed:g}x) (Ctrl-C stops it)"
-        )
-        for logical, reason in (stack.emulated.skipped if stack.emulated else {}).items():
-            err.print(f"[yellow]not emulated[/] {logical}: {reason}")
-        runner = FunctionRunner(
-            stack, on_invocation=lambda i: err.print(f"{i.function}: {i.records} records, {i.failed} failed")
-        )
-        loop = StackLoop(stack, runner, report=err.print)
-        for logical, reason in loop.skipped.items():
-            err.print(f"[yellow]schedule not run[/] {logical}: {reason}")
-        while True:
-            if not loop.step():
-                time.sleep(poll_seconds)
-    except KeyboardInterrupt:
-        err.print("stopping")
-    finally:
-        stack.stop()
+    with noise_to_log(log) as noise:
+        stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed)
+        progress: _UpProgress | None = None
+        try:
+            stack.start()
+            for key, value in {**stack.environment(), "SHAREPLANE_STACK": stack.spec.stack_name}.items():
+                print(f"export {key}={value}", flush=True)
+            err.print(
+                f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
+                f"{stack.emulator.endpoint} ({speed:g}x) (Ctrl-C stops it)"
+            )
+            err.print(noise.where())
+            skipped = stack.emulated.skipped if stack.emulated else {}
+            for logical, reason in skipped.items():
+                noise.note(f"{logical}: {reason}", "not emulated")
+            with Live(console=err, transient=True) if err.is_terminal else nullcontext() as live:
+                progress = _UpProgress(noise, live)
+                runner = FunctionRunner(stack, on_invocation=progress.invocation)
+                loop = StackLoop(stack, runner, report=progress.tick)
+                for logical, reason in loop.skipped.items():
+                    noise.note(f"{logical}: {reason}", "schedule not run")
+                if skipped or loop.skipped:
+                    err.print(
+                        f"not emulated: {len(skipped)} template resources, {len(loop.skipped)} schedules "
+                        "(each named in the log)"
+                    )
+                while True:
+                    if not loop.step():
+                        time.sleep(poll_seconds)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stack.stop()
+            done = progress.status() if progress is not None else "stopped before it was up"
+            err.print(f"stopped: {done}; {noise.warnings} warnings in {escape(str(noise.path))}")
 
 
 def _stack_config(stack: LocalStack) -> Any:

@@ -13,6 +13,7 @@ from shareplane.adapters.share_store import DynamoShareStore
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
+from shareplane.domain.share_ownership import baseline_settings, setting_to_state
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -58,11 +59,16 @@ def current_shares(
             identifiers = settings
             settings = {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}
     names = sorted(set(settings) | set(targets))
+    # What the template holds (CloudFormation's) and what the rebalancer holds in force over it.
+    baseline = {k: setting_to_state(v) for k, v in baseline_settings(config).items()} if config else {}
+    held = (state or {}).get("overrides") if (state or {}).get("mode", mode) == mode else None
     shares = [
         {
             "share": name,
             "team": config.team_for_share(name) if config else None,
             "setting": settings.get(name),
+            "baseline": baseline.get(name),
+            "rebalancerValue": ((held or {}).get(name) or {}).get("setting"),
             "target": targets.get(name),
             "actual": actual.get(name),
             "waiting": waiting.get(name),

@@ -74,6 +74,8 @@ def test_shares_show_each_weight_with_target_and_actual(applied: tuple[Cluster, 
         "waiting": 30.0,
     }
     assert by_share["ProdExp1"]["setting"] == 1.0 and by_share["ProdExp1"]["target"] == 60.0
+    # beside it, the template's baseline (60/40 -> 1.5) and the value the rebalancer holds in force
+    assert (by_share["ProdExp2"]["baseline"], by_share["ProdExp2"]["rebalancerValue"]) == (1.5, 1.25)
 
 
 def test_the_table_view_names_the_shares_and_their_weights(applied: tuple[Cluster, str, str]) -> None:

@@ -68,6 +68,7 @@ from ..domain.share_observation import (
     snapshot_from_observation,
     tier_wait,
 )
+from ..domain.share_ownership import Ownership, baseline_settings, reconcile, record_applied
 from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
 from ..schemas.scheduled import check_tick_lead
 from .ports import MetricsSink, SharesBatch, ShareStore
@@ -110,7 +111,7 @@ class RebalanceOutcome:
     """What one run did, for logs and tests."""
 
     tick_id: str
-    action: str  # applied | replayed | dry_run | skipped | duplicate_tick
+    action: str  # applied | restored | replayed | dry_run | skipped | duplicate_tick
     reason: str
     plan_id: str | None = None
     plan: RebalancePlan | None = None
@@ -500,8 +501,13 @@ def next_state(
     now: float,
     applied: bool,
     dry_run: bool,
+    overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The state item after this run: ledger and usage carried forward, the latest targets and actuals."""
+    """The state item after this run: ledger and usage carried forward, the latest targets and actuals.
+
+    ``overrides`` (when given) replaces the record of the values the rebalancer holds in force over
+    the template's baseline (``share_ownership``).
+    """
     snapshot = observed.snapshot
     new: dict[str, Any] = {
         **{k: v for k, v in (state or {}).items() if k not in ("pk", "sk")},
@@ -535,6 +541,8 @@ def next_state(
     if applied:
         new["lastAppliedAt"] = now
         new["lastPlan"] = {"createdAt": plan.created_at, "planId": plan_id}
+    if overrides is not None:
+        new["overrides"] = dict(overrides)
     return new
 
 
@@ -569,6 +577,28 @@ def apply_tier_charge(
         batch.update_scheduling_policy(plan_to_update_scheduling_policy(plan, policy))
         logger.info("tier charge applied", extra={"weights": moved})
     return moved
+
+
+def ownership(
+    config: SharesConfig, state: Mapping[str, Any] | None, observed: Observed, now: float
+) -> Ownership:
+    """What a stack update reset and the run restores first, from the state's overrides and Batch now."""
+    live = {
+        s.name: (s.quota if config.mode is SchedulingMode.QUOTA else s.weight_factor)
+        for s in observed.snapshot.shares
+    }
+    # Overrides recorded in the other mode belong to a queue that no longer exists (a queue's policy
+    # type is fixed, so a mode switch is a new queue): nothing of theirs is restored.
+    same_mode = (state or {}).get("mode", config.mode.value) == config.mode.value
+    return reconcile(
+        now=now,
+        mode=config.mode,
+        overrides=((state or {}).get("overrides") or {}) if same_mode else {},
+        live={share: value for share, value in live.items() if value is not None},
+        baseline=baseline_settings(config),
+        quota_share_arns={s.name: s.quota_share_arn for s in observed.snapshot.shares if s.quota_share_arn},
+        ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
+    )
 
 
 def _emit(
@@ -642,17 +672,48 @@ def rebalance_shares(
             return _redelivered(tick_id, state or {}, batch, store, metrics, settings, config)
 
         observed = observe(config, settings, batch, store, state, now)
-        plan = plan_rebalance(observed.snapshot, config)
+        owned = ownership(config, state, observed, now)
+        if owned.dropped:
+            logger.info("overrides let go", extra={"tick": tick_id, "dropped": owned.dropped})
+        # A share a stack update put back to its baseline gets the rebalancer's value first; planning
+        # resumes at the next tick, from the restored values.
+        restoring = not owned.restore.is_empty
+        # A restore keeps the last plan's targets (its metrics and state show them, not zeros).
+        last_targets = ((state or {}).get("latest") or {}).get("targets") or {}
+        plan = (
+            replace(owned.restore, targets=dict(last_targets))
+            if restoring
+            else plan_rebalance(observed.snapshot, config)
+        )
+        kind = "restore" if restoring else "plan"
         try:
             if plan.is_empty or settings.dry_run:
                 outcome = _record_only(
-                    tick_id, plan_id, now, state, version, observed, plan, settings, store, metrics, config
+                    tick_id,
+                    plan_id,
+                    now,
+                    state,
+                    version,
+                    observed,
+                    plan,
+                    settings,
+                    store,
+                    metrics,
+                    config,
+                    kind=kind,
+                    overrides=owned.overrides,
                 )
                 if outcome.action == "skipped":
                     apply_tier_charge(config, settings, batch, observed)
                 return outcome
             audit = audit_record(
-                plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="PENDING", observed=observed
+                plan,
+                plan_id=plan_id,
+                tick_id=tick_id,
+                queue=queue,
+                status="PENDING",
+                kind=kind,
+                observed=observed,
             )
             new_state = next_state(
                 state,
@@ -664,6 +725,7 @@ def rebalance_shares(
                 now=now,
                 applied=True,
                 dry_run=False,
+                overrides=record_applied(owned.overrides, plan, baseline_settings(config)),
             )
             if not store.begin_plan(audit, new_state, version):
                 _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
@@ -679,7 +741,7 @@ def rebalance_shares(
             "plan applied",
             extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit["why"]},
         )
-        return RebalanceOutcome(tick_id, "applied", plan.reason, plan_id, plan)
+        return RebalanceOutcome(tick_id, "restored" if restoring else "applied", plan.reason, plan_id, plan)
     raise ConcurrentUpdateError(f"tick {tick_id}: shares state contended after {MAX_CONFLICT_RETRIES} reads")
 
 
@@ -695,6 +757,9 @@ def _record_only(
     store: ShareStore,
     metrics: MetricsSink,
     config: SharesConfig,
+    *,
+    kind: str = "plan",
+    overrides: Mapping[str, Any] | None = None,
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
@@ -708,12 +773,19 @@ def _record_only(
         now=now,
         applied=False,
         dry_run=dry,
+        overrides=overrides,
     )
     if dry:
         # The plan is recorded as it would have been applied, so a dry run can be reviewed (and the
         # audit trail shows what would have changed) before DRY_RUN is turned off.
         audit = audit_record(
-            plan, plan_id=plan_id, tick_id=tick_id, queue=queue, status="DRY_RUN", observed=observed
+            plan,
+            plan_id=plan_id,
+            tick_id=tick_id,
+            queue=queue,
+            status="DRY_RUN",
+            kind=kind,
+            observed=observed,
         )
         if not store.begin_plan(audit, new_state, version):
             _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
@@ -833,6 +905,11 @@ def rollback(
             "lastAppliedAt": now,
             "lastPlan": {"createdAt": plan.created_at, "planId": rollback_id},
         }
+        if config is not None:
+            # The restored values are the rebalancer's now: a stack update that resets them is undone too.
+            new_state["overrides"] = record_applied(
+                state.get("overrides") or {}, plan, baseline_settings(config)
+            )
     store.begin_plan(audit, new_state, version)
     apply_plan(plan, batch, settings, config)
     store.mark_applied(audit, now)
