@@ -81,6 +81,7 @@ def test_a_requeue_keeps_everything_but_name_tags_token_and_mutations() -> None:
         "shareplane:failures": "2",
         "shareplane:requeues": "3",
         "shareplane:spot-interruptions": "0",
+        "shareplane:submission": request.client_token,  # a retry finds its job by it
     }
     with pytest.raises(InvalidInputError, match="serviceRequestPayload"):
         build_requeue(

@@ -123,12 +123,22 @@ class FakeBatch:
         if self.refuse:
             raise RejectedByServiceError("SubmitServiceJob", self.refuse, "fix it")
         token = params["clientToken"]
-        if token not in self.tokens:
-            self.tokens[token] = (
-                f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
-            )
-        arn = self.tokens[token]
-        return SubmittedServiceJob(job_arn=arn, job_id=arn.rsplit("/", 1)[-1], job_name=params["jobName"])
+        if token in self.tokens:
+            # API_SubmitServiceJob.html: a second identical request with the same clientToken is rejected.
+            raise RejectedByServiceError("SubmitServiceJob", "Idempotent request already processed", "none")
+        arn = f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
+        self.tokens[token] = arn
+        job_id = arn.rsplit("/", 1)[-1]
+        self.jobs[job_id] = {**copy.deepcopy(dict(params)), "jobId": job_id, "jobArn": arn}
+        return SubmittedServiceJob(job_arn=arn, job_id=job_id, job_name=params["jobName"])
+
+    def find_submitted(
+        self, job_queue: str, job_name: str, tag: str, value: str
+    ) -> SubmittedServiceJob | None:
+        for job in self.jobs.values():
+            if job.get("jobName") == job_name and (job.get("tags") or {}).get(tag) == value:
+                return SubmittedServiceJob(job_arn=job["jobArn"], job_id=job["jobId"], job_name=job_name)
+        return None
 
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self.listed.get((job_queue, status), []))

@@ -605,3 +605,30 @@ def test_a_team_tag_on_a_job_with_a_share_no_team_owns_is_not_trusted() -> None:
     handle_message(failed_event(job), world.ports)
     ((_, _, attributes),) = world.alerts.sent
     assert attributes["team"] == "none"
+
+
+def test_a_requeue_retried_after_its_submit_went_through_finds_that_job_instead_of_a_refusal() -> None:
+    # GIVEN a requeue whose SubmitServiceJob went through, then the run died before marking it applied
+    world = World()
+    job = world.batch.add(failed_job(priority=90, share="ProdExp1"))
+    handle_message(failed_event(job), world.ports)
+    ((message, _),) = world.timer.pending
+    world.timer.pending.clear()
+    mark_applied = world.ledger.mark_applied
+
+    def die_once(key: str, result: Any) -> bool:
+        world.ledger.mark_applied = mark_applied
+        raise SenderDied("crashed between submit and record")
+
+    world.ledger.mark_applied = die_once
+    with pytest.raises(SenderDied):
+        handle_message(message, world.ports)
+    # WHEN the message is delivered again: Batch rejects the repeated clientToken, as AWS documents
+    retried = handle_message(message, world.ports)
+    # THEN the retry finds the job its first try created (by the token it carries as a tag): one job,
+    # recorded as the requeue, no refusal alert
+    first, second = world.batch.submits
+    assert first["clientToken"] == second["clientToken"] == first["tags"]["shareplane:submission"]
+    assert retried.result == "requeued" and retried.new_job_arn == world.batch.tokens[first["clientToken"]]
+    assert len(world.batch.tokens) == 1 and world.alerts.sent == []
+    assert world.metrics.count("RequeuesRefused") == 0

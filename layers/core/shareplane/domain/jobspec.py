@@ -36,6 +36,7 @@ from yaml.resolver import Resolver
 
 from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
 from .errors import InvalidInputError
+from .requeue import SUBMISSION_TAG
 
 MAX_SPEC_BYTES = 256 * 1024
 MAX_JOBS_PER_FILE = 100
@@ -58,9 +59,6 @@ EVALUATE_ON_EXIT = (
 RESERVED_TAG_PREFIXES = ("aws:", "shareplane:")
 TEAM_TAG = "shareplane:team"
 TIER_TAG = "shareplane:tier"
-#: The job's clientToken, so a retried submit can find the job it created: SubmitServiceJob rejects a
-#: second identical request with the same token, and DescribeServiceJob does not return the token.
-SUBMISSION_TAG = "shareplane:submission"
 #: Batch and SageMaker take 50 tags; three are ours (team, tier, submission).
 MAX_SPEC_TAGS = 47
 # Keys people reach for when they want to pick a role; the role always comes from config.

@@ -30,6 +30,9 @@ __all__ = [
 ]
 
 #: Tags a requeued job carries: the job it descends from and what the chain has used up so far.
+#: The job's clientToken, so a retried submit or requeue can find the job it created: SubmitServiceJob
+#: rejects a second identical request with the same token, and DescribeServiceJob does not return it.
+SUBMISSION_TAG = "shareplane:submission"
 TAG_ORIGIN = "shareplane:origin-job"
 TAG_FAILURES = "shareplane:failures"
 TAG_REQUEUES = "shareplane:requeues"
@@ -190,9 +193,12 @@ def build_requeue(
         chain_tags[TAG_DISPLACED_BY] = " ".join(chain.displaced_by[-DISPLACED_BY_MAX:])
     if chain.reclaimed_at is not None:
         chain_tags[TAG_RECLAIMED_AT] = str(chain.reclaimed_at)
+    token = client_token(job_id, attempt)
+    # DescribeServiceJob returns no clientToken, so it travels as a tag: a retry that Batch rejects as
+    # a repeat finds the job its first try created by it.
+    chain_tags[SUBMISSION_TAG] = token
     # Ours win over the job's own, and the job's are cut first if the 50-tag limit would break.
     tags = dict(list(tags.items())[: MAX_TAGS - len(chain_tags)]) | chain_tags
-    token = client_token(job_id, attempt)
     params: dict[str, Any] = {
         "jobName": requeue_job_name(str(described.get("jobName") or job_id), chain.requeues),
         "jobQueue": described["jobQueue"],

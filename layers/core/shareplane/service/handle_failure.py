@@ -55,7 +55,7 @@ from ..domain.failures import (
 from ..domain.jobspec import TEAM_TAG
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.reclaim import beneficiary_of
-from ..domain.requeue import ChainState, build_requeue
+from ..domain.requeue import SUBMISSION_TAG, ChainState, build_requeue
 from ..schemas.event_time import envelope_time, event_time
 from .ports import (
     AlertPublisher,
@@ -460,8 +460,16 @@ def _requeue(
     try:
         new_arn = ports.batch.submit(request.params).job_arn
     except RejectedByServiceError as exc:
-        _count(ports, "RequeuesRefused", dims, job_arn)
-        return _refused(key, record, exc.problem, ports, now)
+        # Batch rejects a repeat of a request it accepted: a retry after the first try's submit went
+        # through (and the record was not marked) finds that job instead of calling it refused.
+        params = request.params
+        found = ports.batch.find_submitted(
+            str(params["jobQueue"]), str(params["jobName"]), SUBMISSION_TAG, request.client_token
+        )
+        if found is None:
+            _count(ports, "RequeuesRefused", dims, job_arn)
+            return _refused(key, record, exc.problem, ports, now)
+        new_arn = found.job_arn
     ports.ledger.mark_applied(key, {"newJobArn": new_arn, "clientToken": request.client_token})
     _count(ports, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
