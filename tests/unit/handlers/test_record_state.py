@@ -56,7 +56,7 @@ def test_bad_records_fail_alone_and_the_rest_is_applied(handler: Any, lambda_con
     # GIVEN a batch with good events, an unknown detail-type, broken JSON and a detail missing jobArn
     good = load_scenario("job_whole_life")
     unknown = {
-        **load_event("batch_job_state_change_fifo"),
+        **load_event("batch_service_job_state_change_running"),
         "detail-type": "EC2 Spot Instance Interruption Warning",
     }
     missing = {**load_event("batch_service_job_state_change_succeeded"), "detail": {"status": "RUNNING"}}
@@ -85,9 +85,7 @@ def test_metrics_are_emf_with_low_cardinality_dimensions(
     transitions = [
         d for d in documents if d["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Transitions"
     ]
-    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Team"] for d in transitions} == {
-        "ProdExp1"
-    }
+    assert {d["Tier"] for d in transitions} == {"LOWPRI"} and {d["Team"] for d in transitions} == {"ProdExp1"}
 
 
 def deliver_until_settled(
