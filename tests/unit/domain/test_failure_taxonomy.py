@@ -114,6 +114,41 @@ WHOLE = [
     ),
     ("InternalServerError: We encountered an internal error. Please try again.", FailureClass.INTERNAL_ERROR),
 ]
+# Batch's own texts (statusReason only): sm_job_stuck_in_runnable_misconfiguration.html and
+# sm_job_stuck_in_runnable_capacity.html give the terminated texts word for word.
+BATCH_ENDED = [
+    (
+        "Terminated by JobStateTimeLimit action due to reason: MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+        FailureClass.MISCONFIGURATION,
+    ),
+    (
+        "Terminated by JobStateTimeLimit action due to reason: MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+        FailureClass.MISCONFIGURATION,
+    ),
+    (
+        "Terminated by JobStateTimeLimit action due to reason: CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        FailureClass.CAPACITY,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    BATCH_ENDED,
+    ids=[
+        "a job no service environment can hold, ended by the time limit, is a misconfiguration",
+        "a job beyond its quota share, ended by the time limit, is a misconfiguration",
+        "a job ended while waiting for capacity is capacity",
+    ],
+)
+def test_batch_time_limit_terminations_keep_their_reason(reason: str, expected: FailureClass) -> None:
+    signal = FailureSignal(status_reason=reason, was_terminated=True)
+    found = classify(signal, DEFAULT_RULES)
+    assert (found.failure_class, found.final) == (expected, True)
+    decision = decide(ctx(signal), CONFIG)
+    assert decision.action is Action.ALERT and decision.fix == DEFAULT_CLASS_POLICIES[expected].fix
+
+
 WHOLE_IDS = [
     "a missing S3 key is data not found",
     "a FastFile partial prefix is data not found",

@@ -70,6 +70,9 @@ class FailureClass(StrEnum):
     # AlgorithmError variants besides GPU/host OOM and user code.
     DISK_FULL = "disk_full"
     DISTRIBUTED_COMM = "distributed_comm"
+    #: Batch ended a job no service environment or quota share could ever hold (a JobStateTimeLimit
+    #: action on a MISCONFIGURATION reason).
+    MISCONFIGURATION = "misconfiguration"
     UNKNOWN = "unknown"
 
 
@@ -163,6 +166,15 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
         "Cross-share preemption triggered to reclaim borrowed capacity",
         # In-share preemption texts are not documented; Batch's wording for both kinds ends so.
         "preemption triggered",
+    ),
+    # https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_misconfiguration.html
+    _rule(
+        "batch-misconfiguration",
+        FailureClass.MISCONFIGURATION,
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+        "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+        fields=(SignalField.STATUS_REASON,),
+        final=True,
     ),
     _rule(
         "batch-runnable-time-limit",
@@ -517,6 +529,12 @@ DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
         Severity.WARNING,
         "a collective (NCCL) between the job's nodes failed: retried, as network faults pass; if it recurs, "
         "check the security group allows all traffic between the nodes and the EFA setup",
+    ),
+    FailureClass.MISCONFIGURATION: _policy(
+        False,
+        Severity.WARNING,
+        "the job asks for more instances than its queue's service environment (or its quota share, with "
+        "what it may borrow) can ever hold: lower instance_count, or raise the capacity limit",
     ),
     FailureClass.UNKNOWN: _policy(
         False,
