@@ -53,7 +53,8 @@ class Cluster:
         payload = {
             "TrainingJobName": name,
             "AlgorithmSpecification": {
-                "TrainingImage": "111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp1/t:1"
+                "TrainingImage": "111122223333.dkr.ecr.us-east-1.amazonaws.com/prodexp1/t:1",
+                "TrainingInputMode": "File",
             },
             "RoleArn": "arn:aws:iam::111122223333:role/shareplane-search-ProdExp1-training",
             "OutputDataConfig": {"S3OutputPath": "s3://search-ml-training/prodexp1/"},

@@ -30,6 +30,7 @@ from botocore.validate import ParamValidator
 from shareplane.domain import fairshare
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
 
+from . import payload as payload_rules
 from .model import (
     DISPATCHED,
     FAIRSHARE,
@@ -48,13 +49,6 @@ from .model import (
     TrainingJob,
 )
 
-REQUIRED_PAYLOAD_KEYS = (
-    "AlgorithmSpecification",
-    "RoleArn",
-    "OutputDataConfig",
-    "ResourceConfig",
-    "StoppingCondition",
-)
 SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
 MAX_QUOTA_SHARES = 20
 MAX_ACTIVE_SHARES = 500
@@ -78,6 +72,12 @@ def client_error(message: str) -> ApiError:
 @cache
 def _service_model(service: str) -> ServiceModel:
     return get_session().get_service_model(service)
+
+
+@cache
+def _summary_members() -> tuple[str, ...]:
+    shape = _service_model("batch").shape_for("ServiceJobSummary")
+    return tuple(shape.members)
 
 
 def _snake(operation: str) -> str:
@@ -577,9 +577,17 @@ class BatchApi(_Facade):
         return {"quotaShareName": share.name, "quotaShareArn": share.arn}
 
     def delete_quota_share(self, **p: Any) -> dict[str, Any]:
-        """DeleteQuotaShare: its unfinished jobs are terminated."""
+        """DeleteQuotaShare: the share must be DISABLED first; its unfinished jobs are terminated.
+
+        https://docs.aws.amazon.com/batch/latest/APIReference/API_DeleteQuotaShare.html
+        """
         self._check("DeleteQuotaShare", p)
         share = self._quota_share(p["quotaShareArn"])
+        if share.state != "DISABLED":
+            raise client_error(
+                f"quota share {share.name} is {share.state}; set its state to DISABLED with "
+                "UpdateQuotaShare before deleting it"
+            )
         for job in list(self.model.jobs.values()):
             if job.qshare is share and job.status not in FINAL:
                 self.model.terminate(job, "Quota share deleted")
@@ -588,31 +596,6 @@ class BatchApi(_Facade):
         return {}
 
     # -------------------------------------------------------------------------- service jobs
-    @staticmethod
-    def _payload(text: str) -> dict[str, Any]:
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise client_error(
-                f"serviceRequestPayload is not valid JSON: {exc.msg}; pass a CreateTrainingJob request"
-            ) from exc
-        if not isinstance(payload, dict):
-            raise client_error("serviceRequestPayload must be a JSON object (a CreateTrainingJob request)")
-        missing = [k for k in REQUIRED_PAYLOAD_KEYS if k not in payload]
-        if missing:
-            raise client_error(
-                f"serviceRequestPayload lacks {missing}; a CreateTrainingJob request needs them"
-            )
-        rc = payload["ResourceConfig"]
-        if not isinstance(rc, dict) or not isinstance(rc.get("InstanceType"), str):
-            raise client_error(
-                "serviceRequestPayload.ResourceConfig.InstanceType must be an instance type string"
-            )
-        count = rc.get("InstanceCount")
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise client_error("serviceRequestPayload.ResourceConfig.InstanceCount must be an integer >= 1")
-        return payload
-
     @staticmethod
     def _retry(retry: dict[str, Any] | None) -> None:
         if retry is None:
@@ -653,7 +636,8 @@ class BatchApi(_Facade):
             raise client_error("serviceJobType must be SAGEMAKER_TRAINING")
         if queue.state != "ENABLED":
             raise client_error(f"jobQueue {queue.name} is DISABLED; enable it or submit elsewhere")
-        payload = self._payload(p["serviceRequestPayload"])
+        # Batch queues the payload as given; SageMaker rejects a bad one at dispatch (payload.py).
+        payload, unreadable = payload_rules.parse(p["serviceRequestPayload"])
         share, qshare = p.get("shareIdentifier"), p.get("quotaShareName")
         kind = queue.kind
         quota_share = None
@@ -663,7 +647,7 @@ class BatchApi(_Facade):
             if not SHARE_ID.fullmatch(share):
                 raise client_error("shareIdentifier must be 1-255 letters or digits")
             sh = queue.shares.get(share)
-            if (sh is None or sh.active == 0) and queue.active_shares >= MAX_ACTIVE_SHARES:
+            if (sh is None or not sh.counted) and queue.active_shares >= MAX_ACTIVE_SHARES:
                 raise client_error(
                     f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
                 )
@@ -702,6 +686,8 @@ class BatchApi(_Facade):
             tags=p.get("tags"),
             client_token=token,
         )
+        job.invalid = unreadable
+        job.judged = True
         if token:
             self._tokens[token] = (fingerprint, job)
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
@@ -712,25 +698,12 @@ class BatchApi(_Facade):
         return self.model.describe(self._job(p["jobId"]))
 
     def _summary(self, job: Job) -> dict[str, Any]:
+        """A ServiceJobSummary: the members botocore's shape names, jobId/jobName/serviceJobType always.
+
+        https://docs.aws.amazon.com/batch/latest/APIReference/API_ServiceJobSummary.html
+        """
         d = self.model.describe(job, event=True)
-        keys = (
-            "latestAttempt",
-            "capacityUsage",
-            "createdAt",
-            "jobArn",
-            "jobId",
-            "jobName",
-            "scheduledAt",
-            "serviceJobType",
-            "shareIdentifier",
-            "quotaShareName",
-            "status",
-            "statusReason",
-            "startedAt",
-            "stoppedAt",
-            "isTerminated",
-        )
-        return {k: d[k] for k in keys if k in d}
+        return {k: d[k] for k in _summary_members() if k in d}
 
     def list_service_jobs(self, **p: Any) -> dict[str, Any]:
         """ListServiceJobs: one filter at a time; no status and no filter lists RUNNING jobs only."""
@@ -780,6 +753,9 @@ class BatchApi(_Facade):
         if honour_status:
             wanted = status or RUNNING
             jobs = [j for j in jobs if j.status == wanted]
+        # "The results are sorted by the createdAt field, with the most recent jobs being first."
+        # https://docs.aws.amazon.com/batch/latest/APIReference/API_ListServiceJobs.html
+        jobs.sort(key=lambda j: (j.created, j.seq), reverse=True)
         page, token = _page(jobs, p.get("maxResults"), p.get("nextToken"))
         out: dict[str, Any] = {"jobSummaryList": [self._summary(j) for j in page]}
         if token:

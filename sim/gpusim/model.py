@@ -14,7 +14,23 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   yet, such as a team's first job or a tier's own identifier) are served lowest weightFactor first,
   the share entitled to the most being furthest below its entitlement; then the oldest head job.
   Off, the oldest head job alone breaks the tie.
-- A share is *active* while it has a job in RUNNABLE..RUNNING (the decay tail is not counted).
+- A fair-share share is *active* while it has a job in SUBMITTED..RUNNING and stays active until its
+  decay window has passed with none (``activeShareCount`` and ``computeReservation`` count it);
+  https://docs.aws.amazon.com/batch/latest/userguide/fair-share-scheduling.html ("After the period
+  of time for decay expires, a share identifier is considered inactive"). The window used is the
+  policy's decay window (``shareDecaySeconds``, 0 meaning 600 s); AWS adds "OrderMinutes", which
+  it does not define.
+- A job the scheduler reaches that no service environment can ever hold is blocked with
+  ``MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE``, and in quota mode a job larger than its
+  share's limit plus what it may borrow with ``MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED``;
+  https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_misconfiguration.html
+- The capacity time limit compares the time the job spent in SCHEDULED, summed over its capacity
+  failures, with ``maxTimeSeconds``;
+  https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_capacity.html
+- The payload is SageMaker's to judge: Batch queues it as given, and CreateTrainingJob at dispatch
+  rejects a bad one (``payload.create_training_job_error``), which ends the job FAILED with no
+  attempt, as a ResourceLimitExceeded does. Training-job names and ARNs keep the casing Batch gives
+  them (``AWSBatch...``, as in the service-job-events.html sample).
 - ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
   blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
   environment can ever hold it) matches the action's reason; off, any head job waiting too long.
@@ -49,6 +65,7 @@ from shareplane.domain import fairshare
 from shareplane.domain.fairshare import standing
 
 from . import events as ev
+from . import payload as payload_rules
 from . import texts
 from .engine import LATE, Engine
 
@@ -177,7 +194,18 @@ class SchedulingPolicy:
 class FairShare:
     """One share identifier inside a fair-share queue: its jobs and its decayed usage."""
 
-    __slots__ = ("name", "heap", "usage", "t0", "rate", "weight", "active", "held_seconds")
+    __slots__ = (
+        "name",
+        "heap",
+        "usage",
+        "t0",
+        "rate",
+        "weight",
+        "active",
+        "counted",
+        "idle_epoch",
+        "held_seconds",
+    )
 
     def __init__(self, name: str, weight: float) -> None:
         self.name = name
@@ -187,6 +215,9 @@ class FairShare:
         self.rate = 0.0
         self.weight = weight
         self.active = 0
+        #: Counted in the queue's active shares: it has jobs, or its decay window has not passed yet.
+        self.counted = False
+        self.idle_epoch = 0
         self.held_seconds = 0.0
 
 
@@ -347,6 +378,9 @@ class Job:
         "client_token",
         "saved",
         "training_since",
+        "capacity_seconds",
+        "invalid",
+        "judged",
     )
 
     def __init__(self) -> None:
@@ -371,6 +405,13 @@ class Job:
         self.qshare: QuotaShare | None = None
         self.saved = 0.0  # training seconds kept in checkpoints across preempted attempts
         self.training_since: float | None = None
+        #: Seconds spent in SCHEDULED before capacity failures: what the capacity time limit compares.
+        self.capacity_seconds = 0.0
+        #: Why the payload cannot be read at all (SageMaker rejects it at dispatch); None when it can.
+        self.invalid: str | None = None
+        #: Submitted through SubmitServiceJob, so SageMaker judges the payload at dispatch (a what-if's
+        #: own jobs carry only the members the model reads).
+        self.judged = False
 
 
 def rule_matches(pattern: str, reason: str) -> bool:
@@ -506,9 +547,7 @@ class BatchModel:
         job.created = self.engine.now
         job.payload = payload
         job.payload_text = payload_text
-        rc = payload["ResourceConfig"]
-        job.instance_type = rc["InstanceType"]
-        job.count = int(rc["InstanceCount"])
+        job.instance_type, job.count = payload_rules.resources(payload)
         job.units = job.count if self.options.usage_by_instances else 1
         tag_duration = (tags or {}).get("gpusim:duration-seconds")
         job.duration = float(
@@ -541,7 +580,8 @@ class BatchModel:
         if job.queue.kind == FAIRSHARE:
             sh = self._fair_share(job.queue, job.share or "")
             job.fshare = sh
-            if sh.active == 0:
+            if not sh.counted:
+                sh.counted = True
                 job.queue.active_shares += 1
             sh.active += 1
         self._enqueue(job)
@@ -851,8 +891,15 @@ class BatchModel:
         if outcome == "resource_limit":
             self._resource_limit(job)
             return
-        tj_name = f"AWSBatch{job.payload.get('TrainingJobName', job.name)}{self.rng.getrandbits(128):032x}"
-        tj = TrainingJob(tj_name, f"{self.sagemaker_arn}:training-job/{tj_name.lower()}", job, now)
+        tj_name = payload_rules.training_job_name(job.payload, job.name, f"{self.rng.getrandbits(128):032x}")
+        rejected = job.invalid
+        if rejected is None and job.judged:
+            rejected = payload_rules.create_training_job_error(job.payload, tj_name)
+        if rejected:
+            self._release(job)
+            self._finish(job, FAILED, texts.sagemaker(texts.INVALID_PAYLOAD.format(detail=rejected)))
+            return
+        tj = TrainingJob(tj_name, f"{self.sagemaker_arn}:training-job/{tj_name}", job, now)
         self.training_jobs[tj_name] = tj
         job.training = tj
         job.status = SCHEDULED
@@ -928,7 +975,17 @@ class BatchModel:
         if sh is not None:
             sh.active -= 1
             if sh.active == 0:
-                job.queue.active_shares -= 1
+                sh.idle_epoch += 1
+                window = job.queue.policy.decay_window if job.queue.policy else 0.0
+                self.engine.schedule(window, self._share_decayed, (job.queue, sh, sh.idle_epoch))
+
+    def _share_decayed(self, arg: tuple[JobQueue, FairShare, int]) -> None:
+        """A share without jobs for a whole decay window stops counting as active."""
+        queue, sh, epoch = arg
+        if sh.idle_epoch == epoch and sh.active == 0 and sh.counted:
+            sh.counted = False
+            queue.active_shares -= 1
+            self.request_pass()
 
     def _resource_limit(self, job: Job) -> None:
         limit = self.options.account_instance_limits.get(job.instance_type, 0)
@@ -1044,6 +1101,7 @@ class BatchModel:
         tj.failure_reason = texts.CAPACITY_ERROR
         self._tj_status(tj, "Failed", "Failed", "Training job failed")
         self._release(job)
+        job.capacity_seconds += self.engine.now - job.scheduled_at
         job.epoch += 1
         action = self._time_limit_action(job, texts.CAPACITY_CODE)
         if action is not None:
@@ -1253,8 +1311,17 @@ class BatchModel:
         if job.reason and job.reason.startswith(texts.CAPACITY_CODE):
             return texts.CAPACITY_REQUEUE
         if self._never_fits(queue, job):
-            return texts.MISCONFIGURATION
+            return texts.SERVICE_ENVIRONMENT_MAX
+        if queue.kind == QUOTA and job.qshare is not None and self._beyond_quota_share(job):
+            return texts.QUOTA_LIMIT
         return None
+
+    @staticmethod
+    def _beyond_quota_share(job: Job) -> bool:
+        """More instances than its quota share's limit plus what the share may borrow."""
+        share = job.qshare
+        unit = job.instance_type
+        return job.count > share.limits.get(unit, 0) + share.borrow_cap(unit)
 
     def _time_limit_action(self, job: Job, code: str | None) -> dict[str, Any] | None:
         for action in job.queue.time_limits:
@@ -1262,7 +1329,11 @@ class BatchModel:
                 continue
             if self.options.time_limit_on_blocked_only and (code is None or action["reason"] != code):
                 continue
-            if self.engine.now >= job.wait_since + action["maxTimeSeconds"]:
+            if code == texts.CAPACITY_CODE:
+                waited = job.capacity_seconds
+            else:
+                waited = self.engine.now - job.wait_since
+            if waited >= action["maxTimeSeconds"]:
                 return action
         return None
 

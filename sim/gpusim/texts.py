@@ -40,11 +40,22 @@ ATTEMPT_TIMEOUT = "Job attempt duration exceeded timeout"
 # CHOSEN: the SageMaker side of a stop (StopTrainingJob, MaxRuntime) carries no FailureReason.
 STOPPED = "Training job stopped"
 MAX_RUNTIME = "Training job stopped: MaxRuntimeExceeded"
-# CHOSEN: the blocked reason for a job no service environment can ever hold.
-MISCONFIGURATION = (
-    "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT - The job resource requirement exceeds the service "
-    "environment capacity limits"
+# https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_misconfiguration.html
+SERVICE_ENVIRONMENT_MAX_CODE = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
+SERVICE_ENVIRONMENT_MAX = (
+    SERVICE_ENVIRONMENT_MAX_CODE
+    + " - Service environment(s) associated with the job queue cannot meet the capacity requirement"
+    " of the job."
 )
+QUOTA_LIMIT_CODE = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
+# CHOSEN: the page gives this code and the terminated text but no stuck statusReason text; the
+# suffix mirrors the service-environment one.
+QUOTA_LIMIT = (
+    QUOTA_LIMIT_CODE + " - Quota share capacity limits cannot meet the capacity requirement of the job."
+)
+# CHOSEN: SageMaker's text for a CreateTrainingJob request it rejects; the ValidationException code
+# is documented (CreateTrainingJob errors), the wording after it is ours.
+INVALID_PAYLOAD = "ValidationException: {detail}"
 MAX_FAILURE_REASON = 1024
 
 

@@ -18,7 +18,10 @@ def payload(name: str = "train", count: int = 1, instance_type: str = P5, **extr
     """A minimal valid CreateTrainingJob request as SubmitServiceJob takes it."""
     body = {
         "TrainingJobName": name,
-        "AlgorithmSpecification": {"TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1"},
+        "AlgorithmSpecification": {
+            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1",
+            "TrainingInputMode": "File",
+        },
         "RoleArn": "arn:aws:iam::123456789012:role/SMTrainingRole",
         "OutputDataConfig": {"S3OutputPath": "s3://artifacts/"},
         "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 100},

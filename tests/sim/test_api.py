@@ -199,11 +199,11 @@ def test_call_dispatches_wire_operation_names(make_sim) -> None:
 
 
 GOOD = {
-    "AlgorithmSpecification": {},
-    "RoleArn": "r",
-    "OutputDataConfig": {},
-    "StoppingCondition": {},
-    "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1},
+    "AlgorithmSpecification": {"TrainingImage": "t:1", "TrainingInputMode": "File"},
+    "RoleArn": "arn:aws:iam::123456789012:role/r",
+    "OutputDataConfig": {"S3OutputPath": "s3://artifacts/"},
+    "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+    "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100},
 }
 
 
@@ -215,21 +215,6 @@ GOOD = {
         ("fifo", {"quotaShareName": "QS1"}, "quotaShareName is only allowed"),
         ("qq", {}, "quotaShareName is required"),
         ("qq", {"quotaShareName": "nope"}, "quotaShareName nope does not exist"),
-        ("fifo", {"serviceRequestPayload": "{not json"}, "not valid JSON"),
-        (
-            "fifo",
-            {"serviceRequestPayload": json.dumps({k: v for k, v in GOOD.items() if k != "RoleArn"})},
-            "lacks ['RoleArn']",
-        ),
-        (
-            "fifo",
-            {
-                "serviceRequestPayload": json.dumps(
-                    {**GOOD, "ResourceConfig": {"InstanceType": "x", "InstanceCount": 0}}
-                )
-            },
-            "InstanceCount must be an integer >= 1",
-        ),
         ("fifo", {"schedulingPriority": 10000}, "schedulingPriority must be 0..9999"),
         ("fifo", {"retryStrategy": {"attempts": 11}}, "attempts must be 1..10"),
         (
@@ -252,9 +237,6 @@ GOOD = {
         "a FIFO queue refuses a quotaShareName",
         "a quota-share queue refuses a job without quotaShareName",
         "an unknown quota share is refused",
-        "a payload that is not JSON is refused",
-        "a payload without RoleArn is refused",
-        "an InstanceCount of zero is refused",
         "a priority over 9999 is refused",
         "more than 10 attempts are refused",
         "an unknown evaluateOnExit action is refused",

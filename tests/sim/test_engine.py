@@ -77,11 +77,11 @@ def test_realtime_engine_drives_the_same_model() -> None:
     import json
 
     body = {
-        "AlgorithmSpecification": {},
-        "RoleArn": "r",
-        "OutputDataConfig": {},
-        "StoppingCondition": {},
-        "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1},
+        "AlgorithmSpecification": {"TrainingImage": "t:1", "TrainingInputMode": "File"},
+        "RoleArn": "arn:aws:iam::123456789012:role/r",
+        "OutputDataConfig": {"S3OutputPath": "s3://artifacts/"},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100},
     }
     job = api.submit_service_job(
         jobName="j",

@@ -163,8 +163,8 @@ def test_training_job_names_and_sagemaker_statuses_follow_the_dispatch(make_sim)
     arn = sim.job(job_id)["latestAttempt"]["serviceResourceId"]["value"]
     name = sim.sagemaker.list_training_jobs()["TrainingJobSummaries"][0]["TrainingJobName"]
     assert re.fullmatch(r"AWSBatchllm7b-run42[0-9a-f]{32}", name)
-    assert arn.endswith(f":training-job/{name.lower()}")
-    tj = sim.sagemaker.describe_training_job(TrainingJobName=name)
+    assert arn.endswith(f":training-job/{name}")
+    tj = sim.sagemaker.describe_training_job(TrainingJobName=arn.rsplit("/", 1)[1])
     assert [t["Status"] for t in tj["SecondaryStatusTransitions"]] == [
         "Pending",
         "Downloading",
@@ -228,7 +228,7 @@ def test_job_state_time_limit_acts_on_a_job_no_environment_can_hold(make_sim) ->
     sim.queue(
         jobStateTimeLimitActions=[
             {
-                "reason": "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT",
+                "reason": "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
                 "state": "RUNNABLE",
                 "maxTimeSeconds": 900,
                 "action": "TERMINATE",

@@ -32,11 +32,9 @@ CORE = REPO / "layers" / "core"
 #: pattern that is too wide (or too narrow) fails instead of agreeing with itself.
 RULE_FOR_DETAIL_TYPE = {
     ("aws.batch", "Batch Service Job State Change"): "BatchServiceJobStateChangeRule",
-    ("aws.batch", "Batch Job State Change"): "BatchJobStateChangeRule",
     ("aws.batch", "Batch Service Job Preemption Started"): "BatchServiceJobPreemptionRule",
     ("aws.batch", "Batch Service Job Preemption Completed"): "BatchServiceJobPreemptionRule",
     ("aws.batch", "Batch Service Job Queue Blocked"): "BatchJobQueueBlockedRule",
-    ("aws.batch", "Batch Job Queue Blocked"): "BatchJobQueueBlockedRule",
     ("aws.sagemaker", "SageMaker Training Job State Change"): "SageMakerTrainingJobStateChangeRule",
     ("aws.s3", "Object Created"): "SubmitSpecObjectCreatedRule",
 }

@@ -284,10 +284,11 @@ def test_a_team_missing_from_the_config_is_refused() -> None:
 
 
 SHAPE_CASES = [
-    ("an underscore in the name is refused", {"name": "bert_ft"}, "jobs[0].name", "1-63 letters"),
-    ("path traversal in the name is refused", {"name": "../../etc"}, "jobs[0].name", "1-63 letters"),
-    ("a name starting with a hyphen is refused", {"name": "-bert"}, "jobs[0].name", "1-63 letters"),
-    ("a name of 64 characters is refused", {"name": "a" * 64}, "jobs[0].name", "longer than 63"),
+    ("an underscore in the name is refused", {"name": "bert_ft"}, "jobs[0].name", "1-23 letters"),
+    ("path traversal in the name is refused", {"name": "../../etc"}, "jobs[0].name", "1-23 letters"),
+    ("a name starting with a hyphen is refused", {"name": "-bert"}, "jobs[0].name", "1-23 letters"),
+    # AWSBatch + 24 + 32 hex = 64, one over SageMaker's 63-character TrainingJobName limit
+    ("a name of 24 characters is refused", {"name": "a" * 24}, "jobs[0].name", "longer than 23"),
     ("a missing name is required", {"name": DROP}, "jobs[0].name", "name is required"),
     ("a missing instance type is required", {"instance_type": DROP}, "jobs[0].instance_type", "is required"),
     ("a missing output path is required", {"output_path": DROP}, "jobs[0].output_path", "is required"),

@@ -56,7 +56,7 @@ def test_bad_records_fail_alone_and_the_rest_is_applied(handler: Any, lambda_con
     # GIVEN a batch with good events, an unknown detail-type, broken JSON and a detail missing jobArn
     good = load_scenario("job_whole_life")
     unknown = {
-        **load_event("batch_job_state_change_fifo"),
+        **load_event("batch_service_job_state_change_running"),
         "detail-type": "EC2 Spot Instance Interruption Warning",
     }
     missing = {**load_event("batch_service_job_state_change_succeeded"), "detail": {"status": "RUNNING"}}

@@ -4,10 +4,28 @@ Everything here is data: the classifier and the retry decision in ``failures`` r
 strings or numbers of their own. ``SharesConfig.failures`` defaults to ``FailuresConfig()``, so a
 shares file only names what it changes.
 
-The default rules cover the strings of the SageMaker failure taxonomy and the AWS Batch service-job
-reasons. Rules match case-insensitive substrings because ``FailureReason`` is cut at 1024 characters
-and Batch prefixes SageMaker's text with ``Received status from SageMaker:`` (with or without a
-space after the colon), so a rule never anchors at the start or end of a text.
+The default rules follow the FailureReason format SageMaker documents: ``<ErrorType>: <message>``,
+at most 1024 characters (API_DescribeTrainingJob.html), where the error type says whose side failed:
+
+- ``ClientError`` (the job's configuration: its data, role, KMS key, image or VPC). Its variants are
+  told apart by the stage and cause in the message (``Data download failed``, ``AccessDenied``,
+  ``KMS``, the ECR repository, the subnet or network interface, the role to assume); a ClientError
+  whose cause was cut off still gets a class of its own (``data_download_failed``, ``client_error``).
+- ``AlgorithmError`` (the training container): the failure file's text, first 1024 characters
+  (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-output.html); the
+  toolkit writes ``ExecuteUserScriptError:\nExitCode <n>\nErrorMessage "<stderr tail>"``; its
+  variants are GPU OOM, host OOM (exit 137), a full disk, a failed collective, else user code.
+- ``CapacityError`` (Batch requeues it:
+  https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_capacity.html),
+  ``InternalServerError`` (the one error SageMaker's RetryStrategy retries,
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html) and
+  ``ResourceLimitExceeded`` (the account's service quota).
+
+Rules match case-insensitive substrings because ``FailureReason`` is cut at 1024 characters and
+Batch prefixes SageMaker's text with ``Received status from SageMaker:`` (with or without a space
+after the colon), so a rule never anchors at the start or end of a text. A rule's ``within`` names
+the error types it applies to, so a word such as ``subnet`` in a training script's traceback
+(an AlgorithmError) is not read as a VPC problem.
 """
 
 from __future__ import annotations
@@ -37,6 +55,24 @@ class FailureClass(StrEnum):
     STOPPED_BY_USER = "stopped_by_user"
     #: Stopped by shareplane's reclaim (TerminateServiceJob) so a higher tier's waiting job can start.
     RECLAIMED = "reclaimed"
+    # ClientError variants: the job's configuration is wrong.
+    DATA_NOT_FOUND = "data_not_found"
+    S3_ACCESS_DENIED = "s3_access_denied"
+    KMS_ACCESS_DENIED = "kms_access_denied"
+    IMAGE_PULL = "image_pull"
+    VPC_CONFIG = "vpc_config"
+    SUBNET_IPS_EXHAUSTED = "subnet_ips_exhausted"
+    ROLE_NOT_ASSUMABLE = "role_not_assumable"
+    #: A data download failure whose cause is not in the (possibly cut) text.
+    DATA_DOWNLOAD_FAILED = "data_download_failed"
+    #: Any other ClientError.
+    CLIENT_ERROR = "client_error"
+    # AlgorithmError variants besides GPU/host OOM and user code.
+    DISK_FULL = "disk_full"
+    DISTRIBUTED_COMM = "distributed_comm"
+    #: Batch ended a job no service environment or quota share could ever hold (a JobStateTimeLimit
+    #: action on a MISCONFIGURATION reason).
+    MISCONFIGURATION = "misconfiguration"
     UNKNOWN = "unknown"
 
 
@@ -61,6 +97,9 @@ class Severity(StrEnum):
 TierName = Literal["HIGHPRI", "MIDPRI", "LOWPRI"]
 
 _REASON_TEXTS = (SignalField.STATUS_REASON, SignalField.FAILURE_REASON)
+#: The error types of a configuration problem: SageMaker's ClientError at run time, and the
+#: ValidationException CreateTrainingJob returns when it checks the request.
+_CONFIG_ERRORS = ("ClientError", "ValidationException")
 _ALL_TEXTS = tuple(SignalField)
 
 
@@ -83,6 +122,8 @@ class FailureRule(_Strict):
     terminated: bool | None = None
     #: The text says the job has ended and AWS will not retry it (e.g. a JobStateTimeLimit action).
     final: bool = False
+    #: Only when the text holding the marker also holds one of these (the error types it belongs to).
+    within: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     @model_validator(mode="after")
     def _has_condition(self) -> FailureRule:
@@ -126,6 +167,15 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
         # In-share preemption texts are not documented; Batch's wording for both kinds ends so.
         "preemption triggered",
     ),
+    # https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_misconfiguration.html
+    _rule(
+        "batch-misconfiguration",
+        FailureClass.MISCONFIGURATION,
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+        "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+        fields=(SignalField.STATUS_REASON,),
+        final=True,
+    ),
     _rule(
         "batch-runnable-time-limit",
         FailureClass.CAPACITY,
@@ -144,6 +194,83 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
     ),
     _rule(
         "account-quota", FailureClass.ACCOUNT_QUOTA, "ResourceLimitExceeded", "account-level service limit"
+    ),
+    # ClientError causes, most specific first: a KMS or ECR denial also says "AccessDenied", and a
+    # VPC or S3 problem is reported as a data download failure. CreateTrainingJob's own checks
+    # (a role it cannot assume, an image it cannot reach) come back as a ValidationException.
+    _rule(
+        "role-not-assumable",
+        FailureClass.ROLE_NOT_ASSUMABLE,
+        "assume role",
+        "AssumeRole",
+        "assume the role",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "kms-access",
+        FailureClass.KMS_ACCESS_DENIED,
+        "KMS.",
+        "KMS key",
+        "kms:",
+        "KmsKeyId",
+        "customer master key",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "image-pull",
+        FailureClass.IMAGE_PULL,
+        "Cannot pull algorithm container",
+        "Access denied for repository",
+        "Requested image",
+        "CannotPullContainerError",
+        "training image",
+        "ecr:BatchGetImage",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "subnet-ips",
+        FailureClass.SUBNET_IPS_EXHAUSTED,
+        "free IP address",
+        "available IP address",
+        "enough IP address",
+        "network interface",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "vpc-config",
+        FailureClass.VPC_CONFIG,
+        "route table",
+        "VPC endpoint",
+        "NAT device",
+        "security group",
+        "subnet",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "s3-access-denied",
+        FailureClass.S3_ACCESS_DENIED,
+        "AccessDenied",
+        "Access Denied",
+        "(403)",
+        "403 Forbidden",
+        "Forbidden",
+        "not authorized to perform: s3:",
+        within=_CONFIG_ERRORS,
+    ),
+    _rule(
+        "data-not-found",
+        FailureClass.DATA_NOT_FOUND,
+        "NoSuchKey",
+        "NoSuchBucket",
+        "does not exist",
+        "No S3 objects found",
+        "(404)",
+        "404 Not Found",
+        "partial S3 prefix is not supported",
+        within=("ClientError",),
+    ),
+    _rule(
+        "data-download", FailureClass.DATA_DOWNLOAD_FAILED, "Data download failed", within=("ClientError",)
     ),
     _rule("validation", FailureClass.BAD_REQUEST, "ValidationException"),
     _rule(
@@ -174,6 +301,24 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
     # 137 = 128 + SIGKILL: the kernel's OOM killer, since a stop or a preemption matched above.
     FailureRule(id="host-oom-killed", failure_class=FailureClass.HOST_OOM, exit_codes=(137,)),
     _rule(
+        "disk-full",
+        FailureClass.DISK_FULL,
+        "No space left on device",
+        "ENOSPC",
+        within=("AlgorithmError", "ClientError"),
+    ),
+    _rule(
+        "distributed-comm",
+        FailureClass.DISTRIBUTED_COMM,
+        "NCCL error",
+        "ncclSystemError",
+        "ncclRemoteError",
+        "ncclInternalError",
+        "NCCL communicator was aborted",
+        "Watchdog caught collective operation timeout",
+        within=("AlgorithmError",),
+    ),
+    _rule(
         "batch-attempt-timeout", FailureClass.MAX_RUNTIME_EXCEEDED, "Job attempt duration exceeded timeout"
     ),
     _rule(
@@ -192,6 +337,8 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
         exact=True,
     ),
     _rule("user-code", FailureClass.USER_CODE_ERROR, "AlgorithmError", "ExecuteUserScriptError"),
+    # A ClientError whose cause matched nothing above (or was cut off at 1024 characters).
+    _rule("client-error", FailureClass.CLIENT_ERROR, "ClientError"),
     FailureRule(id="terminated", failure_class=FailureClass.STOPPED_BY_USER, terminated=True, final=True),
     _rule(
         "stopped",
@@ -315,6 +462,79 @@ DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
         "stopped so a higher tier's job that waited past its threshold could start; it was requeued at "
         "once and resumes from its last checkpoint: checkpoint often to lose less",
         uses_budget=False,
+    ),
+    FailureClass.DATA_NOT_FOUND: _policy(
+        False,
+        Severity.WARNING,
+        "an input S3 location holds nothing SageMaker can read: check the spec's inputs (a folder "
+        "prefix ends with '/') and that the data was written before the job started",
+    ),
+    FailureClass.S3_ACCESS_DENIED: _policy(
+        False,
+        Severity.WARNING,
+        "the team's execution role may not read the inputs or write the output: allow s3:GetObject and "
+        "s3:ListBucket on the inputs and s3:PutObject on the output prefix, and check the bucket policies",
+    ),
+    FailureClass.KMS_ACCESS_DENIED: _policy(
+        False,
+        Severity.WARNING,
+        "the execution role may not use the KMS key of the data, volume or output: allow kms:Decrypt, "
+        "kms:GenerateDataKey and kms:CreateGrant in the role and the key policy, and check the key is "
+        "enabled",
+    ),
+    FailureClass.IMAGE_PULL: _policy(
+        False,
+        Severity.WARNING,
+        "the training image cannot be pulled: check the image URI and tag exist, the ECR repository policy "
+        "lets SageMaker pull, and the role has ecr:BatchGetImage, ecr:GetDownloadUrlForLayer, "
+        "ecr:BatchCheckLayerAvailability and ecr:GetAuthorizationToken",
+    ),
+    FailureClass.VPC_CONFIG: _policy(
+        False,
+        Severity.WARNING,
+        "the training instances cannot reach S3 from the job's VPC: give the subnets' route tables an S3 "
+        "VPC endpoint or a NAT route, and let the security groups and network ACLs allow outbound traffic",
+    ),
+    FailureClass.SUBNET_IPS_EXHAUSTED: _policy(
+        True,
+        Severity.WARNING,
+        "the job's subnets had no free IP address for its network interfaces: retried while others free "
+        "up; add subnets (or larger ones) to the VpcConfig if it recurs",
+    ),
+    FailureClass.ROLE_NOT_ASSUMABLE: _policy(
+        False,
+        Severity.CRITICAL,
+        "SageMaker cannot assume the team's execution role: check the role exists and its trust policy "
+        "lets sagemaker.amazonaws.com call sts:AssumeRole",
+    ),
+    FailureClass.DATA_DOWNLOAD_FAILED: _policy(
+        True,
+        Severity.WARNING,
+        "SageMaker could not download the input and the reason names no cause (it may be cut at 1024 "
+        "characters): read it in full with DescribeTrainingJob; check the input URIs and the role's S3 "
+        "access",
+    ),
+    FailureClass.CLIENT_ERROR: _policy(
+        False,
+        Severity.WARNING,
+        "SageMaker refused the job's configuration (ClientError): read the reason and fix the job spec",
+    ),
+    FailureClass.DISK_FULL: _policy(
+        False,
+        Severity.WARNING,
+        "the training volume filled up: raise volume_size_gb in the spec, or write less under /opt/ml",
+    ),
+    FailureClass.DISTRIBUTED_COMM: _policy(
+        True,
+        Severity.WARNING,
+        "a collective (NCCL) between the job's nodes failed: retried, as network faults pass; if it recurs, "
+        "check the security group allows all traffic between the nodes and the EFA setup",
+    ),
+    FailureClass.MISCONFIGURATION: _policy(
+        False,
+        Severity.WARNING,
+        "the job asks for more instances than its queue's service environment (or its quota share, with "
+        "what it may borrow) can ever hold: lower instance_count, or raise the capacity limit",
     ),
     FailureClass.UNKNOWN: _policy(
         False,

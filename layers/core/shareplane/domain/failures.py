@@ -164,6 +164,8 @@ def _rule_match(rule: FailureRule, signal: FailureSignal) -> tuple[SignalField |
         text = signal.text(which).casefold()
         if not text:
             continue
+        if rule.within and not any(kind.casefold() in text for kind in rule.within):
+            continue
         for marker in rule.contains:
             needle = marker.casefold()
             if (text.strip() == needle) if rule.exact else (needle in text):

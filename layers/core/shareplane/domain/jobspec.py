@@ -44,6 +44,10 @@ MAX_KEY_BYTES = 1024
 SUBMIT_PREFIX = "submit/"
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+#: AWS Batch names a job's training job ``AWSBatch<TrainingJobName><32-hex attempt id>`` (the sample
+#: in https://docs.aws.amazon.com/batch/latest/userguide/service-job-events.html) and SageMaker allows
+#: 63 characters (API_CreateTrainingJob.html), so the name a spec gives can have 63 - 8 - 32.
+MAX_NAME_CHARS = 63 - len("AWSBatch") - 32
 TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
@@ -216,7 +220,7 @@ class JobSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    name: Annotated[str, Field(max_length=63, pattern=NAME_PATTERN)]
+    name: Annotated[str, Field(max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN)]
     team: Annotated[str, Field(min_length=1, max_length=128)] | None = None
     priority: Literal["HIGHPRI", "MIDPRI", "LOWPRI"] = "MIDPRI"
     instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]
@@ -271,8 +275,8 @@ _EXAMPLES = {
 }
 _PATTERN_RULES = {
     "name": (
-        "must be 1-63 letters, digits or hyphens, starting and ending with a letter or digit "
-        "(SageMaker training job name rules)"
+        f"must be 1-{MAX_NAME_CHARS} letters, digits or hyphens, starting and ending with a letter or "
+        "digit (AWS Batch adds 40 characters to make the 63-character SageMaker training job name)"
     ),
     "instance_type": "must be a SageMaker instance type such as ml.p4d.24xlarge",
     "framework": "must be a lowercase framework name such as pytorch",

@@ -19,13 +19,21 @@ The ordering key of an observation is the tuple
   training job (``latestAttempt``) comes after that job's SCHEDULED/STARTING/RUNNING; a RUNNABLE
   without one is the job's first wait.
 - ``digest``: content hash, a deterministic tie-break so the order is total.
+
+Where an observation sits in the job's *history* is decided by the best evidence (``at_ms``, then
+``place_history``): the detail's own time for its state (scheduledAt for SCHEDULED, startedAt for
+STARTING, stoppedAt for an end); failing that, the latest of the detail's other times and
+the envelope time, each a lower bound (the envelope's second is cut, never rounded up); then the
+lifecycle order within one dispatch (RUNNABLE, SCHEDULED, STARTING, RUNNING, requeued), which lifts a
+state placed before the one it follows to that one's time. AWS's own samples omit ``scheduledAt``,
+and a detail whose only time is ``createdAt`` would otherwise put a STARTING before its SCHEDULED.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -131,6 +139,9 @@ class JobObservation:
     #: Only for details that carry no millisecond time at all (preemption started): the envelope
     #: time keeps two preemptions of one job apart. Never set when the detail has a time.
     envelope_time_ms: int | None = None
+    #: The EventBridge envelope ``time`` (whole seconds, so a lower bound of the moment), whatever the
+    #: detail holds; evidence for the history only, not part of the content digest.
+    delivered_at_ms: int | None = None
 
     @property
     def is_annotation(self) -> bool:
@@ -152,27 +163,35 @@ class JobObservation:
         return max(times, default=0)
 
     @property
-    def at_ms(self) -> int:
-        """When this observation's state was entered, as well as the detail tells."""
-        by_status = {
+    def own_time_ms(self) -> int | None:
+        """The detail's time for this observation's own state, when it carries one.
+
+        RUNNING has none: ``startedAt`` is when the job reached STARTING, a lower bound for RUNNING.
+        """
+        return {
             JobStatus.SUBMITTED: self.created_at,
             JobStatus.PENDING: self.created_at,
             JobStatus.SCHEDULED: self.scheduled_at,
             JobStatus.STARTING: self.started_at,
-            JobStatus.RUNNING: self.started_at,
             JobStatus.SUCCEEDED: self.stopped_at,
             JobStatus.FAILED: self.stopped_at,
         }.get(self.status)
-        return by_status or self.stamp_ms
+
+    @property
+    def at_ms(self) -> int:
+        """When this observation's state was entered, by the best evidence its event holds.
+
+        The detail's own time for the state; else the latest lower bound: the detail's other times
+        (states this one follows) and the envelope time.
+        """
+        own = self.own_time_ms
+        if own:
+            return own
+        return max(self.stamp_ms, self.delivered_at_ms or 0)
 
     @property
     def phase(self) -> int:
-        phase = _PHASE[self.status]
-        if self.status is JobStatus.RUNNABLE and self.latest_training_job_arn:
-            phase = _REQUEUED_RUNNABLE_PHASE
-        if self.kind is ObservationKind.QUEUE_BLOCKED:
-            phase += 1  # the blocked notice refines the RUNNABLE it is about
-        return phase
+        return lifecycle_phase(self.status, self.kind, self.latest_training_job_arn)
 
     @property
     def digest(self) -> str:
@@ -181,6 +200,16 @@ class JobObservation:
     @property
     def seq(self) -> str:
         return ordering_key(self)
+
+
+def lifecycle_phase(status: JobStatus, kind: ObservationKind, training_job_arn: str | None) -> int:
+    """The position of a state inside one dispatch (a RUNNABLE naming a training job ends that dispatch)."""
+    phase = _PHASE[status]
+    if status is JobStatus.RUNNABLE and training_job_arn:
+        phase = _REQUEUED_RUNNABLE_PHASE
+    if kind is ObservationKind.QUEUE_BLOCKED:
+        phase += 1  # the blocked notice refines the RUNNABLE it is about
+    return phase
 
 
 def content_digest(obs: JobObservation) -> str:
@@ -235,6 +264,52 @@ class HistoryEntry:
     failure_class: str | None = None
     rule: str | None = None
     action: str | None = None
+
+
+#: History kinds that are job states AWS reported (the others are shareplane's own notes, placed at
+#: the time they were decided).
+_STATE_KINDS = frozenset(
+    {
+        ObservationKind.SUBMITTED,
+        ObservationKind.STATE_CHANGE,
+        ObservationKind.QUEUE_BLOCKED,
+        ObservationKind.RECONCILED,
+    }
+)
+
+
+def place_history(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
+    """The history in the order it happened, each state at its best-evidenced time.
+
+    Entries keep the time their own event gave (``JobObservation.at_ms``); then, within one dispatch
+    (the states naming one training job, or none yet), a state is never placed before a state it
+    follows: it takes that state's time when its own evidence is older. A pure function of the set
+    of entries, so any delivery order gives the same history.
+    """
+    dispatches: dict[str | None, list[HistoryEntry]] = {}
+    for entry in entries:
+        if entry.kind in _STATE_KINDS:
+            dispatches.setdefault(entry.training_job_arn, []).append(entry)
+    lifted: dict[str, HistoryEntry] = {}
+    for members in dispatches.values():
+        floor = 0
+        for entry in sorted(members, key=lambda e: (_entry_phase(e), e.at, e.key)):
+            floor = max(floor, entry.at)
+            lifted[entry.key] = entry if entry.at == floor else replace(entry, at=floor)
+    placed = [lifted.get(entry.key, entry) for entry in entries]
+    return sorted(placed, key=_placed_order)
+
+
+def _entry_phase(entry: HistoryEntry) -> int:
+    return lifecycle_phase(entry.status, entry.kind, entry.training_job_arn)
+
+
+def _placed_order(entry: HistoryEntry) -> tuple[int, int, int, int, int, str]:
+    if entry.kind not in _STATE_KINDS:
+        return (entry.at, 1, 0, 0, 0, entry.key)
+    phase = _entry_phase(entry)
+    # At one instant, earlier dispatches (fewer attempts/preemptions) and earlier phases come first.
+    return (entry.at, 0, entry.attempts or 0, entry.preemptions or 0, phase, entry.key)
 
 
 #: Fields that hold the value of the newest observation that carried them (last writer wins by

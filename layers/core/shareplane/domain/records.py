@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .config import SharesConfig
-from .lifecycle import HistoryEntry, JobState, ObservationKind
+from .lifecycle import HistoryEntry, JobState, ObservationKind, place_history
 from .training import TrainingJobState
 
 
@@ -47,7 +47,7 @@ def job_record(
         "attempts": state.attempts,
         "preemptions": state.preemptions,
         "capacityRequeues": state.capacity_requeues,
-        "history": [history_record(entry) for entry in sorted(history, key=lambda e: e.key)],
+        "history": [history_record(entry) for entry in place_history(history)],
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -84,15 +85,17 @@ def _observe(event: Any) -> JobObservation | TrainingJobObservation:
             if isinstance(event, BatchServiceJobPreemptionStarted)
             else ObservationKind.PREEMPTION_COMPLETED
         )
-        return _preemption(detail, kind, event.time)
+        observed = _preemption(detail, kind, event.time)
+        return replace(observed, delivered_at_ms=int(event.time.timestamp() * 1000))
     kind = (
         ObservationKind.QUEUE_BLOCKED
         if isinstance(event, (BatchServiceJobQueueBlocked, BatchJobQueueBlocked))
         else ObservationKind.STATE_CHANGE
     )
-    if isinstance(detail, ServiceJobDetail):
-        return _service_job(detail, kind)
-    return _container_job(detail, kind)
+    observed = (
+        _service_job(detail, kind) if isinstance(detail, ServiceJobDetail) else _container_job(detail, kind)
+    )
+    return replace(observed, delivered_at_ms=int(event.time.timestamp() * 1000))
 
 
 def _status(value: str | None, field: str) -> JobStatus:
