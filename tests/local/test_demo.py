@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from shareplane_cli.demo.workload import blog_workload
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
@@ -55,7 +56,8 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
     # every job reached DynamoDB and ended; the scripted failures happened; each reclaim victim ended
     # FAILED (terminated) and its requeue is a job of its own
     victims = sum(len(r["victims"]) for r in summary["reclaims"])
-    assert sum(summary["jobs"].values()) == 18 + victims and summary["jobs"]["FAILED"] == 1 + victims
+    jobs = len(blog_workload())
+    assert sum(summary["jobs"].values()) == jobs + victims and summary["jobs"]["FAILED"] == 1 + victims
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"

@@ -1,6 +1,7 @@
 """The demo's workload: the Amazon Search story on 100 ml.p4d.24xlarge instances.
 
-ProdExp1 (entitled to 60) submits more LOWPRI and MIDPRI work than it is entitled to and borrows
+ProdExp1 (entitled to 60) submits more LOWPRI and MIDPRI work than it is entitled to (four MIDPRI
+fine-tunes of 10 instances, then a hyperparameter sweep of 24 LOWPRI trials of 5) and borrows
 ProdExp2's idle instances; ProdExp2 (entitled to 40) submits 20 minutes later and gets its
 entitlement back; a HIGHPRI job ProdExp1 submits last starts before its team's earlier queued
 LOWPRI and MIDPRI work; three jobs fail (a capacity error, an internal error, a CUDA OOM).
@@ -35,14 +36,18 @@ def blog_workload() -> list[DemoJob]:
     """The script, in submission order."""
     low, mid, high = Tier.LOWPRI, Tier.MIDPRI, Tier.HIGHPRI
     jobs = [
-        DemoJob(f"p1-lowpri-sweep-{i:02d}", "ProdExp1", low, 0, 10, m)
-        for i, m in enumerate((100, 120, 90, 150, 110, 130), start=1)
-    ]
-    jobs += [
         DemoJob("p1-midpri-ft-01", "ProdExp1", mid, 0, 10, 80),
         DemoJob("p1-midpri-ft-02", "ProdExp1", mid, 0, 10, 95, ("internal", "ok")),
         DemoJob("p1-midpri-ft-03", "ProdExp1", mid, 0, 10, 70),
         DemoJob("p1-midpri-ft-04", "ProdExp1", mid, 0, 10, 105),
+    ]
+    # A hyperparameter sweep: many trials of 50-75 minutes, more than the idle instances run at once.
+    # Trials short against the run keep the makespan (the demo's utilization is makespan-based) from
+    # being one stopped or preempted long job resuming last, alone. None ends before the HIGHPRI job
+    # has waited its reclaim threshold, so the demo shows a reclaim.
+    jobs += [
+        DemoJob(f"p1-lowpri-sweep-{i:02d}", "ProdExp1", low, 0, 5, m)
+        for i, m in enumerate((75, 60, 70, 55, 50, 65) * 4, start=1)
     ]
     jobs += [
         DemoJob("p2-midpri-eval-01", "ProdExp2", mid, 20, 10, 60, ("capacity", "ok")),
