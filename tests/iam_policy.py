@@ -166,9 +166,7 @@ def statement_problems(statements: Iterable[Mapping[str, Any]]) -> list[str]:
                         f"{sid}: {action} has no resource-level permissions, so {resource!r} never "
                         'matches; grant it on "*"'
                     )
-                elif not any(
-                    globs_overlap(resource, _format_glob(f)) for f in entry.resource_formats
-                ):
+                elif not any(globs_overlap(resource, _format_glob(f)) for f in entry.resource_formats):
                     problems.append(
                         f"{sid}: {action} does not support the resource type of {resource!r} "
                         f"(it supports {', '.join(entry.resource_formats)})"
