@@ -177,14 +177,20 @@ def statement_problems(statements: Iterable[Mapping[str, Any]]) -> list[str]:
 def unused_grants(
     statements: Iterable[Mapping[str, Any]], decisions: Iterable[tuple[Authorization, Decision]]
 ) -> list[str]:
-    """(statement, action) pairs of Allow statements that allowed none of the recorded requests."""
+    """``Sid: action`` of Allow statements that allowed none of the recorded requests.
+
+    Statements are told apart by Sid, so decisions against the same role resolved in several stacks
+    count together.
+    """
     used = {
-        (id(d.statement), r.action.lower()) for r, d in decisions if d.allowed and d.statement is not None
+        (d.statement.get("Sid"), r.action.lower())
+        for r, d in decisions
+        if d.allowed and d.statement is not None
     }
     return [
         f"{s.get('Sid', '?')}: {a}"
         for s in statements
         if s.get("Effect") == "Allow"
         for a in _as_list(s.get("Action", []))
-        if (id(s), a.lower()) not in used
+        if (s.get("Sid"), a.lower()) not in used
     ]

@@ -852,7 +852,10 @@ class BatchModel:
             self._resource_limit(job)
             return
         tj_name = f"AWSBatch{job.payload.get('TrainingJobName', job.name)}{self.rng.getrandbits(128):032x}"
-        tj = TrainingJob(tj_name, f"{self.sagemaker_arn}:training-job/{tj_name.lower()}", job, now)
+        # The ARN keeps the name's casing (AWSBatch...), as in AWS's sample events and the
+        # training-job/AWSBatch* resource of AWSBatchServiceRolePolicyForSageMaker:
+        # https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSBatchServiceRolePolicyForSageMaker.html
+        tj = TrainingJob(tj_name, f"{self.sagemaker_arn}:training-job/{tj_name}", job, now)
         self.training_jobs[tj_name] = tj
         job.training = tj
         job.status = SCHEDULED
