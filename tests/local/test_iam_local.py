@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import pytest
 from shareplane_cli.local import LocalStack, StackSpec, aws_calls
-from shareplane_cli.local.aws_calls import AwsCall
+from shareplane_cli.local.aws_calls import Authorization, AwsCall, RolePolicy
 from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
-from tests.iam_policy import evaluate, statement_problems, unused_grants
+from tests.iam_policy import Decision, evaluate, statement_problems, unused_grants
 from tests.local.test_escalation_local import run as escalation_run  # noqa: F401 - a fixture
 from tests.local.test_failures_local import run as failure_run  # noqa: F401 - a fixture
 from tests.local.test_reclaim_local import run as reclaim_run  # noqa: F401 - a fixture
@@ -109,23 +109,77 @@ def test_no_statement_names_a_resource_type_its_action_does_not_support(recorded
     assert not problems, "statements that can never match:\n" + "\n".join(sorted(problems))
 
 
-def test_granted_actions_no_call_used_are_reported(recorded: list[AwsCall]) -> None:
-    by_role: dict[str, list[tuple[object, object]]] = defaultdict(list)
-    roles = {}
+#: Grants the scenarios do not reach, reviewed: each is needed on a path named beside it. A grant
+#: that is never called and not listed here fails the test: remove it from the role, or review it.
+REVIEWED_UNREACHED: dict[str, set[str]] = {
+    "HandleFailureRole": {
+        "WriteDecisionsAlertsHistory: dynamodb:DeleteItem",  # an alert claim released after a failed publish
+        "ScheduleLongRequeues: scheduler:CreateSchedule",  # requeue waits past SQS's 900 s delay
+        "PassSchedulerRole: iam:PassRole",  # the same schedules' target role
+    },
+    "WatchJobsRole": {
+        # a FAILED job found by the reconciler goes through the failure path (requeue, alerts)
+        "DelayOnFailureQueue: sqs:SendMessage",
+        "DelayOnFailureQueue: sqs:GetQueueAttributes",
+        "WriteRepairsDecisionsAlerts: dynamodb:DeleteItem",
+        "ResubmitToTheGpuQueue: batch:SubmitServiceJob",
+        "PassTeamTrainingRoles: iam:PassRole",
+        "UpdateAndTagServiceJobs: batch:TagResource",
+        "ReadTrainingJobsBatchStarted: sagemaker:DescribeTrainingJob",
+        "ScheduleLongRequeues: scheduler:CreateSchedule",
+        "PassSchedulerRole: iam:PassRole",
+    },
+    "RebalanceSharesRole": {
+        # quota mode (the scenarios run fair-share)
+        "ReadQueueAndShares: batch:ListQuotaShares",
+        "ReadQueueAndShares: batch:DescribeQuotaShare",
+        "UpdateTheGpuQueueQuotaShares: batch:UpdateQuotaShare",
+        # only when AWS refuses one of its calls (service.permission_denied)
+        "AlertOnConfigurationErrors: sns:Publish",
+        "EncryptAlerts: kms:GenerateDataKey",
+        "EncryptAlerts: kms:Decrypt",
+    },
+    "RecordStateRole": {
+        "ReadJobs: dynamodb:Query",  # a SageMaker event whose training job is not recorded yet
+        # only when AWS refuses one of its calls (service.permission_denied: claim, confirm, publish)
+        "WriteJobs: dynamodb:UpdateItem",
+        "AlertOnConfigurationErrors: sns:Publish",
+        "EncryptAlerts: kms:GenerateDataKey",
+        "EncryptAlerts: kms:Decrypt",
+    },
+    "ReclaimCapacityRole": {
+        "WriteReclaimsHistoryAlerts: dynamodb:DeleteItem",  # an alert claim released after a failed publish
+    },
+    "SubmitJobRole": {
+        # a drop event without a version id (the bucket is versioned, so only a replayed old event)
+        "ReadDropsAndAnswers: s3:GetObject",
+        "RemoveAnsweredDrops: s3:DeleteObject",
+        "ReadJobs: dynamodb:Query",  # answering a drop seen before (receipt lookup)
+    },
+}
+
+
+def test_granted_actions_no_call_used_are_reported_and_reviewed(recorded: list[AwsCall]) -> None:
+    by_role: dict[str, list[tuple[Authorization, Decision]]] = defaultdict(list)
+    roles: dict[str, RolePolicy] = {}
     for call in recorded:
         assert call.role is not None
         roles.setdefault(call.role.logical_id, call.role)
         for request in call.authorizations:
             by_role[call.role.logical_id].append((request, evaluate(request, call.role.statements)))
     unused = {
-        logical_id: unused_grants(role.statements, by_role[logical_id])  # type: ignore[arg-type]
-        for logical_id, role in roles.items()
+        logical_id: unused_grants(role.statements, by_role[logical_id]) for logical_id, role in roles.items()
     }
     report = [f"{role}: {grant}" for role, grants in sorted(unused.items()) for grant in grants]
     if report:
-        # Not a failure: paths the scenarios do not reach (long requeue waits, alerts on rejections)
-        # still need their grants. The list is what to review when a role changes.
         warnings.warn("granted but never called:\n" + "\n".join(report), stacklevel=1)
         print("granted but never called:\n" + "\n".join(report))
-    # every role's own calls were evaluated (the report covers the roles the scenarios ran)
-    assert set(unused) == set(by_role)
+    unreviewed = [
+        f"{role}: {grant}"
+        for role, grants in sorted(unused.items())
+        for grant in grants
+        if grant not in REVIEWED_UNREACHED.get(role, set())
+    ]
+    assert not unreviewed, "granted, never called and not reviewed (remove or review):\n" + "\n".join(
+        unreviewed
+    )
