@@ -68,6 +68,8 @@ def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> No
         "ReclaimCapacityFunction",
     }
     assert all(c.role is not None for c in recorded)
+    requests = sum(len(c.authorizations) for c in recorded)
+    print(f"recorded {len(recorded)} calls, {requests} authorization requests, {len(functions)} functions")
     gaps = [c for c in recorded if (c.error_code or "").startswith(aws_calls.RECORDING_FAILED)]
     assert not gaps, f"calls whose authorizations could not be derived: {gaps[:3]}"
     # the documented extras are among the recording: the payload's role passed to SageMaker on a requeue

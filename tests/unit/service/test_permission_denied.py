@@ -12,6 +12,8 @@ from shareplane.domain.alerts import Alert, AlertKind
 from shareplane.domain.errors import PermissionDeniedError, RejectedByServiceError
 from shareplane.service.permission_denied import PermissionAlerts, guard
 
+from tests.conftest import REPO, load_handler
+
 ROLE_SESSION = (
     "arn:aws:sts::123456789012:assumed-role/stack-HandleFailureRole-ABC/stack-HandleFailureFunction"
 )
@@ -201,3 +203,13 @@ def test_other_errors_pass_through_unchanged_and_alert_nothing() -> None:
     with pytest.raises(ClientError) as raised:
         guard(lambda: reporter(topic, Ledger()))(handle)("r")
     assert raised.value is throttled and topic.sent == []
+
+
+FUNCTIONS = sorted(p.name for p in (REPO / "functions").iterdir() if (p / "app.py").is_file())
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_handler_processes_its_records_through_the_guard(function: str) -> None:
+    record_handler = load_handler(function).record_handler
+    assert record_handler.__code__.co_name == "guarded"  # functools.wraps keeps the name, not the code
+    assert record_handler.__wrapped__.__module__ == f"shareplane_function_{function}"
