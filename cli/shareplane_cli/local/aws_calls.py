@@ -30,9 +30,11 @@ EXTRA_PERMISSIONS: Mapping[str, str] = {
         "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingJob.html#sagemaker-CreateTrainingJob-request-RoleArn"
         " and https://github.com/aws/amazon-sagemaker-examples/tree/default/build_and_train_models/sm-training-queues"
     ),
-    # Tags given on creation are authorized as batch:TagResource on the new job.
-    "batch:SubmitServiceJob with tags -> batch:TagResource": (
-        "https://docs.aws.amazon.com/batch/latest/userguide/using-iam-tags.html"
+    # Tags given on creation: the Batch page documents tagging on creation but not how it is
+    # authorized; granting batch:TagResource on the new job is the conservative reading (as EC2's
+    # tag-on-create), to be confirmed on an account.
+    "batch:SubmitServiceJob with tags -> batch:TagResource (assumed)": (
+        "https://docs.aws.amazon.com/batch/latest/userguide/tag-resources.html"
     ),
     # The schedule's target role is passed to EventBridge Scheduler.
     "scheduler:CreateSchedule -> iam:PassRole (iam:PassedToService=scheduler.amazonaws.com)": (
@@ -40,7 +42,7 @@ EXTRA_PERMISSIONS: Mapping[str, str] = {
     ),
     # Publishing to a topic encrypted with a customer managed key uses the key on the publisher's behalf.
     "sns:Publish to an encrypted topic -> kms:GenerateDataKey, kms:Decrypt": (
-        "https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#sns-what-permissions-for-sse"
+        "https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html"
     ),
     # Without ListBucket a missing object answers 403 instead of 404.
     "s3:GetObject / HeadObject -> s3:ListBucket (404 for a missing key)": (
