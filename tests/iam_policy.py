@@ -160,6 +160,11 @@ def statement_problems(statements: Iterable[Mapping[str, Any]]) -> list[str]:
                 continue
             for resource in _as_list(statement.get("Resource", [])):
                 if resource == "*":
+                    if entry.resource_formats and not statement.get("Condition"):
+                        problems.append(
+                            f'{sid}: {action} on "*" although it supports resource-level permissions '
+                            f"({', '.join(entry.resource_formats)}); name the resources"
+                        )
                     continue
                 if not entry.resource_formats:
                     problems.append(

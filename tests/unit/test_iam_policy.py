@@ -244,3 +244,13 @@ def test_a_resource_pattern_names_a_type_when_some_arn_matches_both(
     first: str, second: str, overlap: bool
 ) -> None:
     assert globs_overlap(first, second) is overlap
+
+
+def test_star_is_a_problem_only_for_actions_that_support_resource_level_permissions() -> None:
+    problems = statement_problems(
+        [
+            allow("List", "batch:ListServiceJobs", "*"),  # no resource types: "*" is the only choice
+            allow("Snapshot", "batch:GetJobQueueSnapshot", "*"),  # authorized on the job queue
+        ]
+    )
+    assert len(problems) == 1 and problems[0].startswith("Snapshot: batch:GetJobQueueSnapshot on")
