@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -328,9 +329,13 @@ observers: list[Callable[[AwsCall], None]] = []
 class AwsCallRecorder:
     """Records the calls of whichever function is acting; the runner says which one, and its role."""
 
+    #: Calls kept for reading back (a long `shareplane up` must not grow without bound); observers
+    #: see every call.
+    KEEP = 10_000
+
     def __init__(self, location: Location) -> None:
         self.location = location
-        self.calls: list[AwsCall] = []
+        self.calls: deque[AwsCall] = deque(maxlen=self.KEEP)
         self._acting: tuple[str, RolePolicy | None] | None = None
         self._thread: int | None = None
 

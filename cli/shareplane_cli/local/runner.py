@@ -112,8 +112,8 @@ class FunctionRunner:
 
     @property
     def calls(self) -> list[AwsCall]:
-        """The AWS calls recorded so far."""
-        return self.recorder.calls
+        """The most recent AWS calls the functions made (``AwsCallRecorder.KEEP`` of them)."""
+        return list(self.recorder.calls)
 
     def drain(self, max_rounds: int = 1000) -> int:
         """Deliver until no queue has a visible or in-flight message; returns records processed."""
