@@ -11,7 +11,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from shareplane.bootstrap import dependencies
+from shareplane.bootstrap import dependencies, guard_permissions
 from shareplane.domain.errors import ConfigError
 from shareplane.schemas.scheduled import parse_scheduled_event, tick_id, tick_time
 from shareplane.service.rebalance_shares import rebalance_shares
@@ -23,6 +23,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
+@guard_permissions
 def record_handler(record: SQSRecord) -> None:
     """Run the rebalancer for one tick; a redelivered tick applies nothing twice."""
     event = parse_scheduled_event(json.loads(record.body))

@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from shareplane.bootstrap import reclaim_ports
+from shareplane.bootstrap import guard_permissions, reclaim_ports
 from shareplane.service.reclaim_capacity import handle_message
 
 # The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
@@ -20,6 +20,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
+@guard_permissions
 def record_handler(record: SQSRecord) -> None:
     """One RUNNABLE event, due re-check, schedule tick or manual run; a raise fails only this record."""
     message = json.loads(record.body)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from shareplane.bootstrap import dependencies
+from shareplane.bootstrap import dependencies, guard_permissions
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
@@ -21,6 +21,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
+@guard_permissions
 def record_handler(record: SQSRecord) -> None:
     """Parse one EventBridge event from the queue and record it; a raise fails only this record."""
     observation = parse_state_event(json.loads(record.body))

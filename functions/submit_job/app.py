@@ -11,7 +11,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from shareplane.bootstrap import dependencies
+from shareplane.bootstrap import dependencies, guard_permissions
 from shareplane.domain.errors import ConfigError
 from shareplane.schemas.s3 import parse_object_created
 from shareplane.service.submit_job import SubmitPorts, submit_dropped_spec
@@ -23,6 +23,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
 
 
+@guard_permissions
 def record_handler(record: SQSRecord) -> None:
     """Answer every object the S3 event names; a raise fails only this record (SQS retries it)."""
     deps = dependencies()

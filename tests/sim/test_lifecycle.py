@@ -163,7 +163,7 @@ def test_training_job_names_and_sagemaker_statuses_follow_the_dispatch(make_sim)
     arn = sim.job(job_id)["latestAttempt"]["serviceResourceId"]["value"]
     name = sim.sagemaker.list_training_jobs()["TrainingJobSummaries"][0]["TrainingJobName"]
     assert re.fullmatch(r"AWSBatchllm7b-run42[0-9a-f]{32}", name)
-    assert arn.endswith(f":training-job/{name}")
+    assert arn.endswith(f":training-job/{name}")  # AWS's casing: IAM matches ARNs case-sensitively
     tj = sim.sagemaker.describe_training_job(TrainingJobName=arn.rsplit("/", 1)[1])
     assert [t["Status"] for t in tj["SecondaryStatusTransitions"]] == [
         "Pending",

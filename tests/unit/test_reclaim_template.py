@@ -40,7 +40,7 @@ def test_reclaim_is_triggered_by_runnable_jobs_and_a_five_minute_tick() -> None:
     assert rules["ReclaimCapacitySchedule"]["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
 
 
-def test_only_the_reclaim_role_may_terminate_service_jobs_and_only_service_jobs_and_the_gpu_queue() -> None:
+def test_only_the_reclaim_role_may_terminate_service_jobs_and_only_service_jobs() -> None:
     roles = resources(raw_template(), "AWS::IAM::Role")
     holders = {
         r
@@ -52,9 +52,10 @@ def test_only_the_reclaim_role_may_terminate_service_jobs_and_only_service_jobs_
     assert holders == {"ReclaimCapacityRole"}
     terminate = role_statements("ReclaimCapacityRole")["TerminateVictims"]
     assert actions(terminate) == {"batch:TerminateServiceJob"}
-    first, queue = terminate["Resource"]
-    assert first == {"Fn::Sub": "arn:${AWS::Partition}:batch:${AWS::Region}:${AWS::AccountId}:service-job/*"}
-    assert queue["Fn::If"][1] == {"Fn::GetAtt": ["GpuJobQueue", "JobQueueArn"]}
+    # TerminateServiceJob's only resource type is the service job (IAM reference): a queue never matches.
+    assert terminate["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:batch:${AWS::Region}:${AWS::AccountId}:service-job/*"
+    }
 
 
 def test_checkpoints_are_only_listed_under_the_teams_output_prefixes_of_the_config() -> None:

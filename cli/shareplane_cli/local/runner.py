@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .stack import LocalStack, patched_environ
+from .aws_calls import AwsCall, AwsCallRecorder, Location, RolePolicy, event_source_calls, runtime_log_calls
+from .stack import ACCOUNT, REGION, LocalStack, patched_environ
 from .template import FunctionSpec
 
 
@@ -101,6 +102,18 @@ class FunctionRunner:
     on_invocation: Callable[[Invocation], None] | None = None
     _modules: dict[str, ModuleType] = field(default_factory=dict)
     _active_env: dict[str, str] | None = None
+    #: Every AWS call the functions made, as IAM would authorize it (see aws_calls).
+    recorder: AwsCallRecorder = field(init=False)
+    _roles: dict[str, RolePolicy | None] = field(default_factory=dict)
+    _topic_keys: dict[str, str | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.recorder = AwsCallRecorder(Location(REGION, ACCOUNT, self._topic_key))
+
+    @property
+    def calls(self) -> list[AwsCall]:
+        """The most recent AWS calls the functions made (``AwsCallRecorder.KEEP`` of them)."""
+        return list(self.recorder.calls)
 
     def drain(self, max_rounds: int = 1000) -> int:
         """Deliver until no queue has a visible or in-flight message; returns records processed."""
@@ -137,6 +150,7 @@ class FunctionRunner:
             except Exception as exc:  # noqa: BLE001 - as in Lambda, a raising invocation fails the whole batch
                 failed, output = {m["MessageId"] for m in messages}, f"invocation failed: {exc!r}"
             done = [m for m in messages if m["MessageId"] not in failed]
+            self._record_event_source(function, arn, deleted=bool(done))
             if done:
                 sqs.delete_message_batch(
                     QueueUrl=url,
@@ -169,8 +183,42 @@ class FunctionRunner:
                 self._cold_start()
                 self._active_env = env
             handler = getattr(module, function.handler.split(".")[-1])
-            response = handler(event, context)
+            role = self._role(function)
+            with self.recorder.acting_as(function.logical_id, role):
+                response = handler(event, context)
+        self._record_runtime_logs(function, role)
         return response, buffer.getvalue()
+
+    # -- what the function's role is asked for ---------------------------------------------------
+    def _role(self, function: FunctionSpec) -> RolePolicy | None:
+        if function.logical_id not in self._roles:
+            from .roles import function_role
+
+            self._roles[function.logical_id] = function_role(self.stack, function)
+        return self._roles[function.logical_id]
+
+    def _record_event_source(self, function: FunctionSpec, queue_arn: str, deleted: bool) -> None:
+        found = event_source_calls(self.recorder.location, queue_arn, deleted)
+        call = AwsCall(function.logical_id, "sqs", "EventSourcePoll", tuple(found), self._role(function))
+        self.recorder.add(call)
+
+    def _record_runtime_logs(self, function: FunctionSpec, role: RolePolicy | None) -> None:
+        from .roles import log_group_name
+
+        group = log_group_name(self.stack, function)
+        if group:
+            found = runtime_log_calls(self.recorder.location, group)
+            self.recorder.add(AwsCall(function.logical_id, "logs", "RuntimeLogs", tuple(found), role))
+
+    def _topic_key(self, topic_arn: str) -> str | None:
+        """The ARN of the KMS key a topic is encrypted with (None: not encrypted)."""
+        if topic_arn not in self._topic_keys:
+            attributes = self.stack.client("sns").get_topic_attributes(TopicArn=topic_arn)["Attributes"]
+            key = attributes.get("KmsMasterKeyId") or None
+            if key and not key.startswith("arn:"):  # a key id (the template refs the key, not an alias)
+                key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{key}"
+            self._topic_keys[topic_arn] = key
+        return self._topic_keys[topic_arn]
 
     def _cold_start(self) -> None:
         # A different function's environment: drop cached clients as a new Lambda container would.
@@ -181,6 +229,7 @@ class FunctionRunner:
         # of the stack that built them): a second stack in one process must not reuse them.
         bootstrap.failure_ports.cache_clear()
         bootstrap.reclaim_ports.cache_clear()
+        bootstrap.permission_alerts.cache_clear()
 
     def _module(self, function: FunctionSpec) -> ModuleType:
         module_file, _ = function.handler.rsplit(".", 1)

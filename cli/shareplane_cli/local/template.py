@@ -37,6 +37,9 @@ class FunctionSpec:
     environment: Mapping[str, Any]
     queue_logical_id: str | None
     batch_size: int = 10
+    #: The Role and LoggingConfig.LogGroup properties as the template writes them (intrinsics unresolved).
+    role: Any = None
+    log_group: Any = None
 
 
 @dataclass
@@ -46,6 +49,8 @@ class TranslatedTemplate:
     cloudformation: dict[str, Any]
     functions: list[FunctionSpec] = field(default_factory=list)
     held_back: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The IAM roles before references to held-back resources were replaced (their real policies).
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _NoManagedPolicies:
@@ -81,6 +86,7 @@ def translate(path: Path, parameters: Mapping[str, str] | None = None) -> Transl
     cfn = transform(sam, dict(parameters or {}), _NoManagedPolicies())
 
     resources = cfn["Resources"]
+    roles = {k: copy.deepcopy(v) for k, v in resources.items() if v["Type"] == "AWS::IAM::Role"}
     held_back = {k: v for k, v in resources.items() if v["Type"].startswith(NOT_IN_MOTO)}
     cfn["Resources"] = {k: v for k, v in resources.items() if k not in held_back}
     cfn["Resources"] = _replace_refs(cfn["Resources"], set(held_back))
@@ -90,7 +96,7 @@ def translate(path: Path, parameters: Mapping[str, str] | None = None) -> Transl
         for logical_id, resource in held_back.items()
         if resource["Type"] == "AWS::Lambda::Function"
     ]
-    return TranslatedTemplate(cloudformation=cfn, functions=functions, held_back=held_back)
+    return TranslatedTemplate(cloudformation=cfn, functions=functions, held_back=held_back, roles=roles)
 
 
 def _function_spec(
@@ -119,6 +125,8 @@ def _function_spec(
         environment=copy.deepcopy(props.get("Environment", {}).get("Variables", {})),
         queue_logical_id=queue,
         batch_size=batch_size,
+        role=props.get("Role"),
+        log_group=(props.get("LoggingConfig") or {}).get("LogGroup"),
     )
 
 

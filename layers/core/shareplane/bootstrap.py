@@ -25,6 +25,7 @@ from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
 from .domain.config import SharesConfig
 from .domain.errors import ConfigError
+from .service.permission_denied import PermissionAlerts, guard
 
 if TYPE_CHECKING:
     from .adapters.batch_policy import BatchPolicyAdapter
@@ -216,3 +217,24 @@ def reclaim_ports() -> ReclaimPorts:
 def failure_ports() -> FailurePorts:
     """The failure path's ports, built on first use (see ``Dependencies.failure_ports``)."""
     return dependencies().failure_ports
+
+
+@cache
+def permission_alerts() -> PermissionAlerts:
+    """Where a refused AWS call is reported: the alerts topic and the alert ledger of the jobs table."""
+
+    def ledger() -> Any:
+        from .adapters.failure_ledger import DynamoFailureLedger
+
+        return DynamoFailureLedger(dependencies().client("dynamodb"), os.environ["TABLE_NAME"])
+
+    return PermissionAlerts(
+        function=os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "shareplane"),
+        alerts=lambda: dependencies().alerts,
+        ledger=ledger,
+        clock=time.time,
+    )
+
+
+#: Decorates every handler's record handler: AccessDenied from AWS is a configuration error, alerted once.
+guard_permissions = guard(permission_alerts)

@@ -55,6 +55,7 @@ class AlertKind(StrEnum):
     WAIT_SLO = "wait_slo"  # a job waits past its tier's SLO even at its escalation ceiling
     UNKNOWN_TO_BATCH = "unknown_to_batch"  # the table thinks a job is active; Batch does not know it
     RECLAIM = "reclaim"  # a job was stopped so a higher tier's waiting job could start (to the victim's team)
+    PERMISSION_DENIED = "permission_denied"  # AWS refused a control-plane call: its role lacks a permission
 
 
 @dataclass(frozen=True)
@@ -268,3 +269,32 @@ class FailureMetricEvent:
     @property
     def dimensions(self) -> tuple[str, ...]:
         return FAILURE_METRIC_DIMENSIONS[self.name]
+
+
+def permission_denied_alert(
+    *, action: str, resource: str | None, role: str | None, function: str, message: str
+) -> Alert:
+    """One alert per role and missing action: what to grant, to whom, and that records wait in the DLQ."""
+    who = role or f"the role of {function}"
+    body = {
+        "function": function,
+        "role": role,
+        "action": action,
+        "resource": resource,
+        "reason": message[:300],
+        "decision": "configuration_error",
+        "fix": (
+            f"grant {action}{f' on {resource}' if resource else ''} to {who} in template.yaml and "
+            "redeploy; the refused records stay in the function's dead-letter queue for replay"
+        ),
+    }
+    subject = subject_line("[critical]", function, "is missing", action)
+    return Alert(
+        AlertKind.PERMISSION_DENIED,
+        Severity.CRITICAL,
+        "",
+        "",
+        subject,
+        body,
+        f"role:{role or function}#{action}",
+    )

@@ -31,3 +31,23 @@ class ConcurrentUpdateError(ShareplaneError):
 
 class RejectedByServiceError(InvalidInputError):
     """An AWS API refused a request as invalid (a permanent problem; retrying will not help)."""
+
+
+class PermissionDeniedError(ShareplaneError):
+    """AWS refused one of the control plane's own calls: its role lacks a permission.
+
+    A deployment problem, not bad input and not a transient fault: retrying cannot help until the
+    role is fixed, so it is alerted once (naming the action, resource and role) and the record is kept
+    for replay.
+    """
+
+    def __init__(self, action: str, resource: str | None, role: str | None, message: str) -> None:
+        super().__init__(
+            f"{role or 'the function role'} is not allowed {action}"
+            f"{f' on {resource}' if resource else ''} (fix: grant it in template.yaml and redeploy, "
+            f"then replay the dead-letter queue): {message}"
+        )
+        self.action = action
+        self.resource = resource
+        self.role = role
+        self.aws_message = message
