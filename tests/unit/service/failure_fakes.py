@@ -163,6 +163,10 @@ class FakeStore:
 
     links: dict[str, str] = field(default_factory=dict)
     states: dict[str, list[JobState]] = field(default_factory=dict)
+    payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        return copy.deepcopy(self.payloads.get(job_arn))
 
     def load_training_job(self, arn: str) -> None:
         return None

@@ -166,3 +166,28 @@ def test_a_cpu_fifo_jobs_wait_alert_carries_its_team_from_the_tag() -> None:
     ((_, body, attributes),) = world.alerts.sent
     assert report.alerts == 1 and attributes["kind"] == "wait_slo"
     assert attributes["team"] == "ProdExp2" and body["team"] == "ProdExp2"
+
+
+def test_a_cpu_job_batch_no_longer_knows_is_alerted_to_the_team_that_submitted_it() -> None:
+    # GIVEN a CPU FIFO job (no share, so no team in its row) the table has RUNNABLE, that AWS Batch
+    # neither lists nor describes, and whose payload the submit path stored with its team
+    cpu_queue = QUEUE_ARN.replace("search-p4d-queue", "search-cpu-fifo-queue")
+    store = RecordingStore()
+    state = JobState(
+        job_arn=ARN + "cpu-1",
+        status=JobStatus.RUNNABLE,
+        seq="a",
+        job_id="cpu-1",
+        job_queue=cpu_queue,
+        created_at=int((NOW - 600) * 1000),
+    )
+    store.states["RUNNABLE"] = [state]
+    store.payloads[state.job_arn] = {"team": "ProdExp2", "jobName": "tokenize"}
+    world = World(batch=PoisonBatch(), store=store)
+    world.clock.now = NOW
+    # WHEN the watch runs
+    report = watch(world.ports, NOW)
+    # THEN the unknown-to-Batch alert names ProdExp2, so its subscription filter matches
+    assert report.unknown_to_batch == [state.job_arn]
+    ((_, body, attributes),) = world.alerts.sent
+    assert attributes["team"] == "ProdExp2" and body["team"] == "ProdExp2"

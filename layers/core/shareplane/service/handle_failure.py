@@ -601,9 +601,16 @@ def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], n
         reason=str(hint.get("statusReason") or "no reason given"),
         fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, hint.get("tags")))
-    send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    team = job_team(ports.config, alert.share, hint.get("tags")) or submitted_team(ports.store, job_arn)
+    send_alert(replace(alert, team=team), ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
+
+
+def submitted_team(store: JobStore, job_arn: str) -> str | None:
+    """The team the submit path recorded with a job's payload: a CPU FIFO job has no share to name it,
+    and a job Batch no longer describes has no tags either."""
+    item = store.load_payload(job_arn)
+    return str(item["team"]) if item and item.get("team") else None
 
 
 # ------------------------------------------------------------------------------------------------

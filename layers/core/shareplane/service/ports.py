@@ -48,6 +48,10 @@ class JobStore(Protocol):
         """The ARN of the service job that ran a training job; None when not recorded."""
         ...
 
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        """The payload item the submit path stored for the job (its team among it), if any."""
+        ...
+
 
 class MetricEvent(Protocol):
     """One measurement (job, failure-path or rebalancer metric) and the dimensions it is published under."""

@@ -36,7 +36,14 @@ from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, Obse
 from ..schemas.event_time import detail_time
 from ..schemas.parse import reconciled_observation
 from ..schemas.scheduled import parse_scheduled_event, tick_id
-from .handle_failure import ONCE_PER_JOB_SECONDS, FailurePorts, handle_failed_job, job_team, send_alert
+from .handle_failure import (
+    ONCE_PER_JOB_SECONDS,
+    FailurePorts,
+    handle_failed_job,
+    job_team,
+    send_alert,
+    submitted_team,
+)
 from .record_state import queue_name, record_observation
 
 logger = logging.getLogger(__name__)
@@ -266,6 +273,8 @@ def _reconcile_unlisted(
             reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
             fix="check the job in the AWS Batch console; resubmit it if it is lost",
         )
+        if not (job.share_identifier or job.quota_share_name):
+            alert = replace(alert, team=submitted_team(ports.store, job_arn))
         report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
 
