@@ -150,6 +150,7 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "WriteDecisionsAlertsHistory: dynamodb:DeleteItem",  # an alert claim released after a failed publish
         "ScheduleLongRequeues: scheduler:CreateSchedule",  # requeue waits past SQS's 900 s delay
         "PassSchedulerRole: iam:PassRole",  # the same schedules' target role
+        "FindEarlierRequeue: batch:ListServiceJobs",  # a retried requeue whose clientToken Batch rejected
     },
     "WatchJobsRole": {
         # a FAILED job found by the reconciler goes through the failure path (requeue, alerts)
@@ -185,6 +186,9 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "ReadDropsAndAnswers: s3:GetObject",
         "RemoveAnsweredDrops: s3:DeleteObject",
         "ReadJobs: dynamodb:Query",  # answering a drop seen before (receipt lookup)
+        # a retried submit whose clientToken Batch rejected finds the job its first try created
+        "FindEarlierSubmission: batch:ListServiceJobs",
+        "FindEarlierSubmission: batch:DescribeServiceJob",
     },
 }
 
