@@ -57,8 +57,12 @@ def test_the_rule_is_checked_on_real_files() -> None:
 
 
 #: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
-#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's.
+#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, and the
+#: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
 PATH_ONLY_MODULES = {
+    "shareplane.schemas.parse": {"record_state"},
+    "shareplane.schemas.batch": {"record_state"},
+    "shareplane.schemas.sagemaker": {"record_state"},
     "shareplane.domain.jobspec": {"submit_job"},
     "yaml": {"submit_job"},
     "shareplane.domain.rebalance": {"rebalance_shares"},
