@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,38 @@ def test_the_lambda_code_never_imports_the_simulator_the_cli_or_the_sagemaker_sd
 
 def test_the_rule_is_checked_on_real_files() -> None:
     assert len(PURE_FILES) >= 5
+
+
+#: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
+#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, and the
+#: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
+PATH_ONLY_MODULES = {
+    "shareplane.schemas.parse": {"record_state"},
+    "shareplane.schemas.batch": {"record_state"},
+    "shareplane.schemas.sagemaker": {"record_state"},
+    "shareplane.domain.jobspec": {"submit_job"},
+    "yaml": {"submit_job"},
+    "shareplane.domain.rebalance": {"rebalance_shares"},
+    "shareplane.domain.fairshare": {"rebalance_shares"},
+}
+HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_a_handler_imports_only_the_modules_on_its_path(handler: str) -> None:
+    """Each handler imported in a fresh interpreter, as a cold start does: what it loads is what it pays for."""
+    app = REPO / "functions" / handler / "app.py"
+    code = (
+        "import importlib.util as u, sys; "
+        f"s = u.spec_from_file_location('h', {str(app)!r}); m = u.module_from_spec(s); s.loader.exec_module(m); "
+        "print(' '.join(sys.modules))"
+    )
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+        ).stdout.split()
+    )
+    assert "shareplane.bootstrap" in loaded, "the handler was imported"
+    stray = sorted(m for m, owners in PATH_ONLY_MODULES.items() if m in loaded and handler not in owners)
+    assert not stray, f"{handler} imports {stray} at cold start, which its path never uses"

@@ -36,7 +36,7 @@ from yaml.resolver import Resolver
 
 from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
 from .errors import InvalidInputError
-from .requeue import SUBMISSION_TAG
+from .tags import SUBMISSION_TAG, TEAM_TAG, TIER_TAG
 
 MAX_SPEC_BYTES = 256 * 1024
 MAX_JOBS_PER_FILE = 100
@@ -61,8 +61,6 @@ EVALUATE_ON_EXIT = (
     {"action": "EXIT", "onStatusReason": "*"},
 )
 RESERVED_TAG_PREFIXES = ("aws:", "shareplane:")
-TEAM_TAG = "shareplane:team"
-TIER_TAG = "shareplane:tier"
 #: Batch and SageMaker take 50 tags; three are ours (team, tier, submission).
 MAX_SPEC_TAGS = 47
 # Keys people reach for when they want to pick a role; the role always comes from config.

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import InvalidInputError
+from .tags import SUBMISSION_TAG
 
 __all__ = [
     "CHAIN_TAGS",
@@ -30,9 +31,6 @@ __all__ = [
 ]
 
 #: Tags a requeued job carries: the job it descends from and what the chain has used up so far.
-#: The job's clientToken, so a retried submit or requeue can find the job it created: SubmitServiceJob
-#: rejects a second identical request with the same token, and DescribeServiceJob does not return it.
-SUBMISSION_TAG = "shareplane:submission"
 TAG_ORIGIN = "shareplane:origin-job"
 TAG_FAILURES = "shareplane:failures"
 TAG_REQUEUES = "shareplane:requeues"

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 
 from ..domain.errors import InvalidInputError, UnknownEventError
-from ..domain.lifecycle import CapacityUsage, JobObservation, JobStatus, ObservationKind
+from ..domain.lifecycle import JobObservation, JobStatus, ObservationKind
 from ..domain.training import TrainingJobObservation, TrainingJobStatus
 from .batch import (
     BatchJobQueueBlocked,
@@ -20,10 +20,10 @@ from .batch import (
     BatchServiceJobStateChange,
     ContainerJobDetail,
     PreemptionDetail,
-    ServiceJobDetail,
 )
 from .common import bounds_fix
 from .sagemaker import SageMakerTrainingJobStateChange
+from .service_job import ServiceJobDetail, job_status, service_job_observation
 
 StateEvent = Annotated[
     BatchServiceJobStateChange
@@ -92,61 +92,17 @@ def _observe(event: Any) -> JobObservation | TrainingJobObservation:
         if isinstance(event, (BatchServiceJobQueueBlocked, BatchJobQueueBlocked))
         else ObservationKind.STATE_CHANGE
     )
-    observed = (
-        _service_job(detail, kind) if isinstance(detail, ServiceJobDetail) else _container_job(detail, kind)
-    )
+    if isinstance(detail, ServiceJobDetail):
+        observed = service_job_observation(detail, kind)
+    else:
+        observed = _container_job(detail, kind)
     return replace(observed, delivered_at_ms=int(event.time.timestamp() * 1000))
-
-
-def _status(value: str | None, field: str) -> JobStatus:
-    try:
-        return JobStatus(value)
-    except ValueError:
-        raise InvalidInputError(
-            field, f"{value!r} is not a Batch job status", f"use one of {[s.value for s in JobStatus]}"
-        ) from None
-
-
-def _service_job(detail: ServiceJobDetail, kind: ObservationKind) -> JobObservation:
-    arns = [a.serviceResourceId.value for a in detail.attempts or () if a.serviceResourceId]
-    latest = (
-        detail.latestAttempt.serviceResourceId.value
-        if detail.latestAttempt and detail.latestAttempt.serviceResourceId
-        else None
-    )
-    summary = detail.preemptionSummary
-    if summary:
-        arns += [a.serviceResourceId.value for a in summary.recentPreemptedAttempts if a.serviceResourceId]
-    usage = tuple(CapacityUsage(u.capacityUnit, u.quantity) for u in detail.capacityUsage or ())
-    typed = [u.unit for u in usage if u.unit != "NUM_INSTANCES"]
-    return JobObservation(
-        job_arn=detail.jobArn,
-        status=_status(detail.status, "detail.status"),
-        kind=kind,
-        job_id=detail.jobId,
-        job_name=detail.jobName,
-        job_queue=detail.jobQueue,
-        status_reason=detail.statusReason,
-        share_identifier=detail.shareIdentifier,
-        quota_share_name=detail.quotaShareName,
-        scheduling_priority=detail.schedulingPriority,
-        created_at=detail.createdAt,
-        scheduled_at=detail.scheduledAt,
-        started_at=detail.startedAt,
-        stopped_at=detail.stoppedAt,
-        attempts=len(detail.attempts) if detail.attempts is not None else None,
-        preemptions=summary.preemptedAttemptCount if summary else None,
-        latest_training_job_arn=latest,
-        training_job_arns=tuple(dict.fromkeys(arns)),
-        capacity_usage=usage,
-        instance_type=typed[0] if typed else None,
-    )
 
 
 def _container_job(detail: ContainerJobDetail, kind: ObservationKind) -> JobObservation:
     return JobObservation(
         job_arn=detail.jobArn,
-        status=_status(detail.status, "detail.status"),
+        status=job_status(detail.status, "detail.status"),
         kind=kind,
         job_id=detail.jobId,
         job_name=detail.jobName,
@@ -171,7 +127,7 @@ def _preemption(detail: PreemptionDetail, kind: ObservationKind, envelope_time: 
     has_time = stopped is not None or started is not None
     return JobObservation(
         job_arn=detail.preemptedJobArn,
-        status=_status(detail.status, "detail.status") if detail.status else default_status,
+        status=job_status(detail.status, "detail.status") if detail.status else default_status,
         kind=kind,
         status_reason=detail.statusReason or (recent[-1].statusReason if recent else None),
         started_at=started,
@@ -208,15 +164,3 @@ def _training(detail: Any) -> TrainingJobObservation:
         transitions=len(detail.SecondaryStatusTransitions),
         tags=dict(detail.Tags),
     )
-
-
-def reconciled_observation(described: dict[str, Any]) -> JobObservation:
-    """A DescribeServiceJob result as a RECONCILED observation (the reconciler's repair path)."""
-    try:
-        detail = ServiceJobDetail.model_validate(described)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"]) or "job"
-        fix = bounds_fix(first["type"], "pass DescribeServiceJob's result unchanged")
-        raise InvalidInputError(path, first["msg"], fix) from exc
-    return _service_job(detail, ObservationKind.RECONCILED)

@@ -52,10 +52,10 @@ from ..domain.failures import (
     decide,
     repeated_preemption_alert,
 )
-from ..domain.jobspec import TEAM_TAG
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.reclaim import beneficiary_of
-from ..domain.requeue import SUBMISSION_TAG, ChainState, build_requeue
+from ..domain.requeue import ChainState, build_requeue
+from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
 from ..schemas.event_time import envelope_time, event_time
 from .ports import (
     AlertPublisher,

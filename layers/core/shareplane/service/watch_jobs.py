@@ -34,8 +34,8 @@ from ..domain.failure_rules import Severity
 from ..domain.failures import escalation_ceiling, priority_escalation
 from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.event_time import detail_time
-from ..schemas.parse import reconciled_observation
 from ..schemas.scheduled import parse_scheduled_event, tick_id
+from ..schemas.service_job import reconciled_observation
 from .handle_failure import (
     ONCE_PER_JOB_SECONDS,
     FailurePorts,
