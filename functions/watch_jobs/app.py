@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from shareplane.bootstrap import failure_ports, guard_permissions
-from shareplane.service.watch_jobs import read_tick, watch
+from shareplane.service.watch_jobs import read_tick, watch_tick
 
 # The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
 # adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
@@ -26,7 +26,7 @@ def record_handler(record: SQSRecord) -> None:
     ports = failure_ports()
     tick = read_tick(json.loads(record.body), ports)
     logger.set_correlation_id(tick.tick)
-    report = watch(ports, tick.now)
+    report = watch_tick(ports, tick)
     logger.info(
         "watched",
         extra={

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import boto3
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
+from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.requeue_timer import QueueRequeueTimer
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
@@ -17,6 +21,8 @@ from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table
 from tests.submit_fakes import shares_config
+from tests.unit.service.failure_fakes import FakeLedger
+from tests.unit.service.reclaim_fakes import FakeReclaimLedger
 
 REGION = "us-east-1"
 
@@ -86,6 +92,11 @@ def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
     }
     # ... and the audit queue sees all three
     assert len(received(sqs, audit)) == 3
+
+
+@pytest.fixture
+def jobs_table(aws: None) -> str:
+    return create_jobs_table(boto3.client("dynamodb", region_name=REGION))
 
 
 @pytest.fixture
@@ -196,3 +207,32 @@ def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: 
     assert described["Target"]["Arn"].endswith(":handle-failure")
     assert json.loads(described["Target"]["Input"]) == message
     assert described["ActionAfterCompletion"] == "DELETE"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    ticks=st.lists(
+        st.datetimes(datetime(2026, 1, 1), datetime(2027, 1, 1)).map(
+            lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")
+        ),
+        max_size=8,
+    )
+)
+def test_the_tick_watermark_is_the_newest_tick_whatever_the_order_on_the_table_and_the_fakes(
+    jobs_table: str, ticks: list[str]
+) -> None:
+    # GIVEN the table's ledgers and the fakes the service tests use (each runner its own watermark)
+    client = boto3.client("dynamodb", region_name=REGION)
+    watermarks = [
+        DynamoFailureLedger(client, jobs_table),
+        DynamoReclaimLedger(client, jobs_table),
+        FakeLedger(),
+        FakeReclaimLedger(),
+    ]
+    runner = f"runner-{len(ticks)}-{'-'.join(ticks)}"
+    for watermark in watermarks:
+        # WHEN ticks are handled in any order, with repeats
+        for tick in ticks:
+            watermark.advance_tick(runner, tick)
+        # THEN the watermark is the newest of them (None before the first)
+        assert watermark.last_tick(runner) == (max(ticks) if ticks else None)

@@ -110,7 +110,7 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     from shareplane.service.record_state import record_observation
 
     # GIVEN a LOWPRI job RUNNABLE since 22:26:40 (its SLO is 4 h), recorded in the table and in Batch,
-    # and a wall clock a day before the job was even created (as it lags the local stack's virtual one)
+    # and a wall clock hours before the job was even created (as it lags the local stack's virtual one)
     store = DynamoJobStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
     runnable = load_event("batch_service_job_state_change_capacity_requeue")
     detail = runnable["detail"]
@@ -119,7 +119,7 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     fakes.batch.listed[(detail["jobQueue"], "RUNNABLE")] = [
         {"jobArn": detail["jobArn"], "jobId": detail["jobId"]}
     ]
-    fakes.clock.now = detail["createdAt"] / 1000 - 86400
+    fakes.clock.now = detail["createdAt"] / 1000 - 3 * 3600
     ticked = replace(ports, store=store, clock=fakes.clock)
     handler = load_handler("watch_jobs")
     with pytest.MonkeyPatch.context() as patch:

@@ -185,6 +185,7 @@ class FakeLedger:
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    ticks: dict[str, str] = field(default_factory=dict)
 
     def claim_decision(self, key, record, history, job_arn, share_failure):  # noqa: ANN001, ANN201
         if key in self.items:
@@ -194,6 +195,13 @@ class FakeLedger:
         if share_failure is not None:
             self.failures.setdefault(share_failure["share"], []).append(dict(share_failure))
         return None
+
+    def last_tick(self, runner: str) -> str | None:
+        return self.ticks.get(runner)
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        if runner not in self.ticks or self.ticks[runner] < tick:
+            self.ticks[runner] = tick
 
     def load_decision(self, key: str) -> dict[str, Any] | None:
         return copy.deepcopy(self.items.get(key))

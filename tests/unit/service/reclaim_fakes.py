@@ -145,6 +145,14 @@ class FakeReclaimLedger:
     per_day: dict[str, int] = field(default_factory=dict)
     history: dict[str, HistoryEntry] = field(default_factory=dict)
     alert_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ticks: dict[str, str] = field(default_factory=dict)
+
+    def last_tick(self, runner: str) -> str | None:
+        return self.ticks.get(runner)
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        if runner not in self.ticks or self.ticks[runner] < tick:
+            self.ticks[runner] = tick
 
     def victims_for(self, beneficiary_id: str) -> int:
         return self.per_job.get(beneficiary_id, 0)

@@ -13,7 +13,7 @@ from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
 from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
-from shareplane.service.watch_jobs import WatchReport, escalate, read_tick
+from shareplane.service.watch_jobs import WATCH_RUNNER, WatchReport, escalate, read_tick
 
 from tests.conftest import load_event
 from tests.unit.service.failure_fakes import (
@@ -437,9 +437,10 @@ def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(
 
 def test_the_watch_tick_is_run_at_its_time_and_only_a_manual_run_reads_the_clock() -> None:
     world = World()
-    world.clock.now = 42.0
+    world.clock.now = TICK_AT - 3600  # behind the tick by clock skew and delivery: the tick decides
     tick = read_tick(WATCH_TICK, world.ports)
     assert (tick.now, tick.tick) == (TICK_AT, "2026-03-17T06:10:00Z")
+    world.clock.now = 42.0
     assert read_tick({"shareplane": "watch"}, world.ports).now == 42.0
 
 
@@ -468,7 +469,9 @@ def test_waits_are_measured_from_the_tick_so_a_redelivered_tick_escalates_the_sa
     world = World(config=shares_config())
     job = runnable(50, 3700, TICK_AT)
     # WHEN the tick is handled with the clock months behind it (the wall clock under the local
-    # stack's virtual one, where waits used to come out negative), then redelivered an hour later
+    # stack's virtual one, where waits used to come out negative, and where the tick five virtual
+    # minutes before is the watermark that admits it), then redelivered an hour later
+    world.ledger.advance_tick(WATCH_RUNNER, "2026-03-17T06:05:00Z")
     for clock in (TICK_AT - FAR, TICK_AT + 3600):
         world.clock.now = clock
         escalate([job], world.ports, read_tick(WATCH_TICK, world.ports).now, WatchReport())

@@ -1,4 +1,5 @@
-"""A scheduled tick dated far ahead cannot move the rebalancer's watermark and silence later ticks."""
+"""A trigger dated far ahead is refused: it cannot silence the rebalancer's later ticks, nor make watch
+escalate and alert, nor make reclaim stop jobs, as if that time had come."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ from hypothesis import strategies as st
 from shareplane.domain.errors import InvalidInputError
 from shareplane.schemas.scheduled import MAX_TICK_LEAD_SECONDS, check_tick_lead
 from shareplane.service.rebalance_shares import SKIP_DUPLICATE_TICK, rebalance_shares
+from shareplane.service.reclaim_capacity import RECLAIM_RUNNER, due_message
+from shareplane.service.reclaim_capacity import handle_message as reclaim
+from shareplane.service.watch_jobs import MANUAL_RUN, WATCH_RUNNER, read_tick, watch_tick
 
 from tests.rebalance_fakes import NOW, FakeBatch, FakeMetrics, FakeStore, shares_config
+from tests.unit.service.failure_fakes import World
+from tests.unit.service.reclaim_fakes import (
+    AFTER,
+    T0,
+    ReclaimWorld,
+    borrowed_cluster,
+)
+from tests.unit.service.reclaim_fakes import tick as reclaim_tick
 from tests.unit.service.test_rebalance_shares import SETTINGS, world
 
 YEAR = 365 * 86400.0
@@ -74,3 +86,55 @@ def test_no_sequence_of_ticks_silences_the_next_genuine_one(offsets: list[float]
             assert offset > MAX_TICK_LEAD_SECONDS - 60
     # THEN a genuine tick well after the last one (at the clock, an hour on) is handled, never skipped
     assert tick(batch, store, metrics, round(clock + 2 * 3600), clock + 2 * 3600) != SKIP_DUPLICATE_TICK
+
+
+# ------------------------------------------------------------------------------------------ watch_jobs
+def test_a_watch_tick_dated_far_ahead_is_refused_and_a_genuine_one_moves_the_watermark() -> None:
+    failures = World()
+    now = failures.clock.now
+    scheduled = reclaim_tick(now + 74 * YEAR)  # the same Scheduled Event shape, another rule's id
+    # WHEN a tick 74 years ahead of the clock arrives, with no tick handled yet
+    with pytest.raises(InvalidInputError) as refused:
+        read_tick(scheduled, failures.ports)
+    # THEN it is refused naming the time (to the DLQ alone) before any job is looked at
+    assert refused.value.field == "time" and failures.ledger.ticks == {}
+    # AND a genuine tick is run and becomes the watermark; a manual run leaves the watermark alone
+    handled = read_tick(reclaim_tick(now + 60), failures.ports)
+    watch_tick(failures.ports, handled)
+    watch_tick(failures.ports, read_tick(MANUAL_RUN, failures.ports))
+    assert failures.ledger.ticks == {WATCH_RUNNER: tick_id(now + 60)}
+
+
+def test_a_watch_tick_a_month_ahead_of_the_clock_is_admitted_a_period_after_the_watermark() -> None:
+    # The local stack's virtual clock runs far ahead of the wall clock; its ticks are minutes apart.
+    failures = World()
+    virtual = failures.clock.now + 30 * 86400
+    failures.ledger.advance_tick(WATCH_RUNNER, tick_id(virtual - 300))
+    assert read_tick(reclaim_tick(virtual), failures.ports).now == virtual
+
+
+# ------------------------------------------------------------------------------------------ reclaim
+@pytest.mark.parametrize(
+    "trigger",
+    [
+        reclaim_tick(T0 + AFTER + 74 * YEAR),
+        due_message({"jobArn": "hi", "jobId": "hi"}, T0 + AFTER + 74 * YEAR, T0 + AFTER + 74 * YEAR),
+    ],
+    ids=["a schedule tick", "a due re-check"],
+)
+def test_a_reclaim_trigger_dated_far_ahead_stops_nothing_and_the_next_genuine_tick_reclaims(
+    trigger: dict,
+) -> None:
+    # GIVEN ProdExp2 borrows two instances and a HIGHPRI ProdExp1 job waits (not yet 300 s)
+    reclaiming = ReclaimWorld()
+    borrowed_cluster(reclaiming)
+    reclaiming.clock.now = T0 + 60
+    # WHEN a trigger dated decades ahead arrives (every waiting job would look long past due)
+    with pytest.raises(InvalidInputError) as refused:
+        reclaim(trigger, reclaiming.ports)
+    # THEN it is refused naming the time, and no job is stopped
+    assert refused.value.field == "time" and reclaiming.batch.terminated == []
+    # AND the genuine tick at the threshold still reclaims, and dates the watermark
+    reclaiming.clock.now = T0 + AFTER + 30
+    assert reclaim(reclaim_tick(T0 + AFTER), reclaiming.ports).stopped == {"hi": ["p2-5"]}
+    assert reclaiming.ledger.ticks == {RECLAIM_RUNNER: tick_id(T0 + AFTER)}

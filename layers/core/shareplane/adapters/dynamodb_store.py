@@ -10,6 +10,7 @@ Layout (one table, string keys ``pk``/``sk``):
 | ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
 | ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
 | ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
+| ``TICK#<runner>``   | ``TICK``         | the newest schedule tick a periodic run handled   |
 
 Each applied observation is ONE TransactWriteItems request: the history item (condition: not there
 yet, which is what makes a re-delivered event a no-op), the state item (condition: the version we
@@ -126,6 +127,30 @@ def put_new(client: Any, table: str, item: Mapping[str, Any]) -> bool:
             return False
         raise
     return True
+
+
+def tick_watermark(client: Any, table: str, runner: str) -> str | None:
+    """The newest schedule tick ``runner`` handled (``tick_id``'s format), or None before its first."""
+    response = client.get_item(
+        TableName=table, Key={"pk": {"S": f"TICK#{runner}"}, "sk": {"S": "TICK"}}, ConsistentRead=True
+    )
+    value = response.get("Item", {}).get("lastTick", {}).get("S")
+    return str(value) if value else None
+
+
+def advance_tick_watermark(client: Any, table: str, runner: str, tick: str) -> None:
+    """Move ``runner``'s watermark forward to ``tick``; an older or equal tick leaves it as it is."""
+    try:
+        client.update_item(
+            TableName=table,
+            Key={"pk": {"S": f"TICK#{runner}"}, "sk": {"S": "TICK"}},
+            UpdateExpression="SET lastTick = :t",
+            ConditionExpression="attribute_not_exists(lastTick) OR lastTick < :t",
+            ExpressionAttributeValues={":t": {"S": tick}},
+        )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
 
 
 def transact_new_and_versioned(client: Any, actions: list[dict[str, Any]], moved: str) -> bool:

@@ -25,10 +25,12 @@ from .dynamodb_store import (
     HISTORY_RETENTION_SECONDS,
     _marshal,
     _unmarshal,
+    advance_tick_watermark,
     history_item,
     index_items_since,
     put_new,
     put_new_action,
+    tick_watermark,
 )
 
 DECISION_SK = "DECISION"
@@ -246,6 +248,14 @@ class DynamoFailureLedger:
     # -- plumbing -------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
         return put_new_action(self._table, item)
+
+    def last_tick(self, runner: str) -> str | None:
+        """The newest schedule tick ``runner`` handled."""
+        return tick_watermark(self._client, self._table, runner)
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        """Move ``runner``'s tick watermark forward to ``tick``."""
+        advance_tick_watermark(self._client, self._table, runner, tick)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(

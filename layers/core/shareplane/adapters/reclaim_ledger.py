@@ -25,10 +25,12 @@ from .dynamodb_store import (
     HISTORY_RETENTION_SECONDS,
     _marshal,
     _unmarshal,
+    advance_tick_watermark,
     history_item,
     index_items_since,
     put_new,
     put_new_action,
+    tick_watermark,
 )
 from .failure_ledger import DynamoFailureLedger
 
@@ -71,6 +73,14 @@ class DynamoReclaimLedger:
     def release_alert(self, alert: Alert) -> None:
         """Give a claim back after publishing failed."""
         self._alerts.release_alert(alert)
+
+    def last_tick(self, runner: str) -> str | None:
+        """The newest schedule tick ``runner`` handled."""
+        return tick_watermark(self._client, self._table, runner)
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        """Move ``runner``'s tick watermark forward to ``tick``."""
+        advance_tick_watermark(self._client, self._table, runner, tick)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(

@@ -35,6 +35,9 @@ def parse_scheduled_event(raw: Any) -> ScheduledEvent:
         ) from exc
 
 
+TICK_ID_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def _utc(event: ScheduledEvent) -> datetime:
     # EventBridge writes UTC with a Z; an offset is converted and a time without a zone read as UTC,
     # so the tick id and the tick time always name the same instant.
@@ -44,7 +47,12 @@ def _utc(event: ScheduledEvent) -> datetime:
 
 def tick_id(event: ScheduledEvent) -> str:
     """The tick a scheduled event stands for: its time, which every redelivery of it shares."""
-    return _utc(event).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _utc(event).strftime(TICK_ID_FORMAT)
+
+
+def tick_id_at(seconds: float) -> str:
+    """The tick id of an instant given in epoch seconds (a watermark written by a run that is not a tick)."""
+    return datetime.fromtimestamp(int(seconds), UTC).strftime(TICK_ID_FORMAT)
 
 
 def tick_time(event: ScheduledEvent) -> float:
@@ -75,17 +83,18 @@ def check_tick_lead(tick_at: float, clock_now: float, watermark: str | None) -> 
     reference = clock_now
     if watermark:
         try:
-            last = datetime.strptime(watermark, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+            last = datetime.strptime(watermark, TICK_ID_FORMAT).replace(tzinfo=UTC).timestamp()
         except ValueError:
             last = None
         if last is not None:
             reference = max(reference, last)
     lead = tick_at - reference
     if lead > MAX_TICK_LEAD_SECONDS:
-        when = datetime.fromtimestamp(tick_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = datetime.fromtimestamp(tick_at, UTC).strftime(TICK_ID_FORMAT)
         raise InvalidInputError(
             "time",
             f"is {when}, {lead:.0f}s ahead of the clock and of the last tick handled "
-            f"(at most {MAX_TICK_LEAD_SECONDS}s allowed); handling it would make every later tick a no-op",
-            "deliver the schedule rule's own events; drop this message from the dead-letter queue",
+            f"(at most {MAX_TICK_LEAD_SECONDS}s allowed); a run dated there would decide as if that "
+            "time had come",
+            "deliver the schedule rule's (or AWS's) own events; drop this message from the dead-letter queue",
         )

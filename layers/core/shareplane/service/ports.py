@@ -255,7 +255,19 @@ class RequeueTimer(Protocol):
         ...
 
 
-class FailureLedger(Protocol):
+class TickWatermarks(Protocol):
+    """The newest schedule tick each periodic run handled: what bounds how far ahead a tick may be dated."""
+
+    def last_tick(self, runner: str) -> str | None:
+        """The newest tick id (``tick_id``'s format) ``runner`` handled; None before its first."""
+        ...
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        """Move ``runner``'s watermark forward to ``tick`` (an older tick leaves it unchanged)."""
+        ...
+
+
+class FailureLedger(TickWatermarks, Protocol):
     """Decision, alert and storm-guard items of the failure path (conditional writes)."""
 
     def claim_decision(
@@ -339,7 +351,7 @@ class CheckpointReader(Protocol):
         ...
 
 
-class ReclaimLedger(Protocol):
+class ReclaimLedger(TickWatermarks, Protocol):
     """Reclaim decisions, victims and budget counters in the jobs table (conditional writes)."""
 
     def victims_for(self, beneficiary_id: str) -> int:

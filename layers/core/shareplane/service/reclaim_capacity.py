@@ -55,7 +55,7 @@ from ..domain.reclaim import (
 )
 from ..domain.requeue import ChainState
 from ..schemas.event_time import event_time
-from ..schemas.scheduled import parse_scheduled_event, tick_time
+from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id_at, tick_time
 from .handle_failure import ONCE_PER_JOB_SECONDS, send_alert
 from .ports import AlertPublisher, CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer
 
@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 RECLAIM_DUE = "reclaim-due"
 #: The body of a run asked for by hand (it carries no time: the one case the clock decides).
 MANUAL_RUN = {"shareplane": "reclaim"}
+#: The reclaim runs' name in the tick watermark (``TickWatermarks``): the newest time one decided at.
+RECLAIM_RUNNER = "reclaim"
 #: SQS DelaySeconds maximum: a later due time is reached in hops of at most this.
 MAX_HOP_SECONDS = 900
 HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
@@ -202,14 +204,22 @@ def _due(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
 # Snapshot, plan, apply
 # ------------------------------------------------------------------------------------------------
 def run(ports: ReclaimPorts, now: float) -> ReclaimOutcome:
-    """Read the GPU queue, plan at ``now`` and apply the plan (or only audit it, in dry run)."""
+    """Read the GPU queue, plan at ``now`` and apply the plan (or only audit it, in dry run).
+
+    Every trigger's time is bounded first (``check_tick_lead``, against the clock and the newest time
+    a run decided at): a tick or event dated far ahead would make every waiting job look long past
+    its threshold, and capacity would be reclaimed for all of them at once.
+    """
+    check_tick_lead(now, ports.clock(), ports.ledger.last_tick(RECLAIM_RUNNER))
     snapshot, described = build_snapshot(ports, now)
     if snapshot is None:
-        return ReclaimOutcome("no waiting job is due", now)
-    config = ports.config
-    plan = plan_reclaim(snapshot, config.tiers, config.reclaim)
-    outcome = apply_plan(plan, snapshot, described, ports)
-    finish_interrupted(snapshot, ports, outcome, now)
+        outcome = ReclaimOutcome("no waiting job is due", now)
+    else:
+        config = ports.config
+        plan = plan_reclaim(snapshot, config.tiers, config.reclaim)
+        outcome = apply_plan(plan, snapshot, described, ports)
+        finish_interrupted(snapshot, ports, outcome, now)
+    ports.ledger.advance_tick(RECLAIM_RUNNER, tick_id_at(now))
     return outcome
 
 

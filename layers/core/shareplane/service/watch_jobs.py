@@ -34,7 +34,7 @@ from ..domain.failure_rules import Severity
 from ..domain.failures import escalation_ceiling, priority_escalation
 from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.event_time import detail_time
-from ..schemas.scheduled import parse_scheduled_event, tick_id
+from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
 from .handle_failure import (
     ONCE_PER_JOB_SECONDS,
@@ -116,16 +116,37 @@ class Tick:
 
     now: float
     tick: str
+    #: A schedule tick (not a run asked for by hand): its lead is bounded and it moves the watermark.
+    scheduled: bool = False
+
+
+#: The watch run's name in the tick watermark (``TickWatermarks``).
+WATCH_RUNNER = "watch"
 
 
 def read_tick(raw: Any, ports: FailurePorts) -> Tick:
-    """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run."""
+    """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run.
+
+    A tick dated far ahead of both the clock and the newest tick handled is refused
+    (``check_tick_lead``): run at its time, every waiting job would look hours past its SLO, and
+    escalations and wait alerts would go out for all of them.
+    """
     if raw == MANUAL_RUN:
         # A run asked for by hand has no schedule tick to date it: the one case the wall clock decides.
         now = ports.clock()
         return Tick(now, f"manual@{now:.0f}")
     event = parse_scheduled_event(raw)
-    return Tick(event.time.timestamp(), tick_id(event))
+    tick = Tick(event.time.timestamp(), tick_id(event), scheduled=True)
+    check_tick_lead(tick.now, ports.clock(), ports.ledger.last_tick(WATCH_RUNNER))
+    return tick
+
+
+def watch_tick(ports: FailurePorts, tick: Tick) -> WatchReport:
+    """One watch run at ``tick``'s time; a schedule tick then becomes the watermark the next is bounded by."""
+    report = watch(ports, tick.now)
+    if tick.scheduled:
+        ports.ledger.advance_tick(WATCH_RUNNER, tick.tick)
+    return report
 
 
 def watch(ports: FailurePorts, now: float) -> WatchReport:
