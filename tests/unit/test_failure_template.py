@@ -159,3 +159,28 @@ def test_a_dead_senders_alert_claim_expires_before_its_record_is_redelivered() -
     queue = template["Resources"]["HandleFailureQueue"]["Properties"]
     # A live sender finishes within the function timeout; a redelivery comes after the visibility timeout.
     assert timeout < STALE_CLAIM_SECONDS < queue["VisibilityTimeout"]
+
+
+def test_the_watch_items_alarm_adds_up_every_step_a_watch_run_isolates() -> None:
+    import ast
+    import inspect
+
+    from shareplane.service import watch_jobs
+
+    # GIVEN the steps the watch code passes to `isolated` (read from its source, so a new step counts)
+    tree = ast.parse(inspect.getsource(watch_jobs))
+    called = {
+        node.args[2].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "isolated"
+        and isinstance(node.args[2], ast.Constant)
+    }
+    # THEN they are the declared steps, and the alarm sums WatchItemsFailed over exactly those
+    assert called == set(watch_jobs.WATCH_STEPS)
+    alarm = resources(raw_template(), "AWS::CloudWatch::Alarm")["WatchItemsFailingAlarm"]["Properties"]
+    stats = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if "MetricStat" in m]
+    assert {m["MetricName"] for m in stats} == {"WatchItemsFailed"}
+    assert {m["Dimensions"][0]["Value"] for m in stats} == set(watch_jobs.WATCH_STEPS)
+    assert FAILURE_METRIC_DIMENSIONS["WatchItemsFailed"] == ("Step",)
+    assert alarm["AlarmActions"] == [{"Ref": "AlertsTopic"}]
