@@ -1181,10 +1181,10 @@ def test_the_libyaml_and_pure_python_loaders_agree(document: Any, extra: str) ->
     # The fast loader must keep every guard of the pure-Python one: same data, same refusals.
     text = yaml.safe_dump({"doc": document}) + extra
     outcomes = []
-    for loader in (jobspec._SpecLoader, jobspec._Loader):
+    for loader in (jobspec.reading._SpecLoader, jobspec.reading._Loader):
         try:
             outcomes.append(("data", yaml.load(text, Loader=loader)))  # noqa: S506
-        except jobspec._Refused as exc:
+        except jobspec.reading._Refused as exc:
             outcomes.append(("refused", str(exc)))
     assert outcomes[0] == outcomes[1]
 
