@@ -170,6 +170,7 @@ _PATTERN_RULES = {
 
 
 def shape_problem(prefix: str, error: Mapping[str, Any]) -> Problem:
+    """One pydantic validation error of a job under ``prefix``, as a problem with its fix."""
     loc = tuple(error["loc"])
     top = str(loc[0]) if loc else ""
     kind = error["type"]

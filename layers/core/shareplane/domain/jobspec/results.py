@@ -84,6 +84,7 @@ class SpecResult:
 
 
 def describe(value: Any) -> str:
+    """A value as a problem names it: its kind in words, and the value itself when it is short to show."""
     kind = {
         bool: "true/false",
         int: "a number",
@@ -102,6 +103,7 @@ def describe(value: Any) -> str:
 
 
 def render_path(prefix: str, loc: Sequence[int | str]) -> str:
+    """The path of a problem as a spec's author reads it: ``jobs[0].inputs.train``, ``tags["aws:x"]``."""
     out = prefix
     for part in loc:
         if part == "[key]":
