@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane_cli import render
+from shareplane_cli import queue_template
 from shareplane_cli.config_file import load_config
 from shareplane_cli.main import app
 from typer.testing import CliRunner
@@ -52,14 +52,16 @@ def quota_config(**team_quota: dict[str, Any]) -> SharesConfig:
 def parse(blocks: dict[str, str]) -> dict[str, Any]:
     """The rendered blocks as one template fragment, intrinsics as plain dicts ({"Ref": ...})."""
     text = blocks["Rules"] + "".join(
-        f"{section}:\n{blocks[section]}" for section in render.SECTIONS if section in render.NESTED
+        f"{section}:\n{blocks[section]}"
+        for section in queue_template.SECTIONS
+        if section in queue_template.NESTED
     )
     return json.loads(json.dumps(cfn_yaml.loads(text)))
 
 
 def rendered(config: SharesConfig) -> dict[str, Any]:
     """render(config), parsed."""
-    return parse(render.render(config))
+    return parse(queue_template.render(config))
 
 
 def of_type(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
@@ -86,11 +88,11 @@ def time_limit_actions(template: dict[str, Any]) -> list[tuple[str, dict[str, An
 # The config is the one source.
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "section", render.SECTIONS, ids=lambda s: f"the {s} block of template.yaml is the rendered config"
+    "section", queue_template.SECTIONS, ids=lambda s: f"the {s} block of template.yaml is the rendered config"
 )
 def test_template_block_equals_the_rendered_config(section: str) -> None:
-    expected = render.render(load_config(CONFIG))[section]
-    assert render.read_blocks(TEMPLATE.read_text())[section] == expected, (
+    expected = queue_template.render(load_config(CONFIG))[section]
+    assert queue_template.read_blocks(TEMPLATE.read_text())[section] == expected, (
         f"template.yaml's generated {section} block drifted from config/shares.yaml; "
         "run `shareplane config render`"
     )
@@ -209,7 +211,7 @@ def test_two_teams_on_one_share_are_refused_naming_the_team() -> None:
     data = raw_config()
     data["teams"]["ProdExp2"]["share"] = "ProdExp1"
     with pytest.raises(ConfigError) as err:
-        render.render(SharesConfig.model_validate(data))
+        queue_template.render(SharesConfig.model_validate(data))
     assert err.value.field == "teams.ProdExp2.share"
 
 
@@ -298,7 +300,7 @@ def test_quota_mode_refuses_what_batch_would_refuse(change: Any, field: str) -> 
     data["mode"] = "quota"
     change(data)
     with pytest.raises(ConfigError) as err:
-        render.render(SharesConfig.model_validate(data))
+        queue_template.render(SharesConfig.model_validate(data))
     assert err.value.field == field
 
 
@@ -306,7 +308,7 @@ def test_quota_mode_template_passes_cfn_lint() -> None:
     # GIVEN the repository's template with the quota-mode blocks in place of the fair-share ones
     from cfnlint.api import lint
 
-    text = render.apply(TEMPLATE.read_text(), render.render(quota_config()))
+    text = queue_template.apply(TEMPLATE.read_text(), queue_template.render(quota_config()))
     matches = lint(text, regions=["us-east-1"])
     assert not matches, "\n".join(str(m) for m in matches)
 
@@ -356,7 +358,7 @@ def test_every_queue_terminates_a_head_job_stuck_runnable_within_600_to_86400_se
         assert action["Action"] == "TERMINATE", queue  # the only action SAGEMAKER_TRAINING queues take
         assert action["State"] == "RUNNABLE", queue
         assert 600 <= action["MaxTimeSeconds"] <= 86400, queue
-    capacity = [a for q, a in actions if a["Reason"] == render.REASON_CAPACITY]
+    capacity = [a for q, a in actions if a["Reason"] == queue_template.REASON_CAPACITY]
     assert len(capacity) == 2 and {a["MaxTimeSeconds"] for a in capacity} == {
         config.queues.capacity_wait_limit_seconds
     }
@@ -364,9 +366,9 @@ def test_every_queue_terminates_a_head_job_stuck_runnable_within_600_to_86400_se
 
 def test_only_the_quota_share_queue_times_out_jobs_over_their_share_limit() -> None:
     reasons = {(q, a["Reason"]) for q, a in time_limit_actions(rendered(quota_config()))}
-    assert ("GpuJobQueue", render.REASON_QUOTA_LIMIT) in reasons
-    assert ("CpuJobQueue", render.REASON_QUOTA_LIMIT) not in reasons
-    assert render.REASON_QUOTA_LIMIT not in {
+    assert ("GpuJobQueue", queue_template.REASON_QUOTA_LIMIT) in reasons
+    assert ("CpuJobQueue", queue_template.REASON_QUOTA_LIMIT) not in reasons
+    assert queue_template.REASON_QUOTA_LIMIT not in {
         a["Reason"] for _, a in time_limit_actions(rendered(load_config(CONFIG)))
     }
 
@@ -378,7 +380,7 @@ def test_the_wait_limits_come_from_the_config() -> None:
         a["Reason"]: a["MaxTimeSeconds"]
         for _, a in time_limit_actions(rendered(SharesConfig.model_validate(data)))
     }
-    assert seconds == {render.REASON_CAPACITY: 3600, render.REASON_SE_MAX: 900}
+    assert seconds == {queue_template.REASON_CAPACITY: 3600, queue_template.REASON_SE_MAX: 900}
 
 
 @pytest.mark.parametrize("seconds", [599, 86401], ids=["under 600 s is refused", "over a day is refused"])
@@ -436,7 +438,7 @@ def test_an_instance_type_not_named_like_a_sagemaker_type_is_refused() -> None:
     data = raw_config()
     data["instance_types"]["p4d"] = {"capacity": 1}
     with pytest.raises(ConfigError) as err:
-        render.render(SharesConfig.model_validate(data))
+        queue_template.render(SharesConfig.model_validate(data))
     assert err.value.field == "instance_types.p4d"
 
 
@@ -447,8 +449,8 @@ def test_every_batch_resource_in_the_template_is_guarded_by_the_create_queues_co
     template = json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE))))
     batch = {k: r for k, r in template["Resources"].items() if r["Type"].startswith(BATCH)}
     assert batch, "template.yaml has no Batch resources"
-    assert {k: r.get("Condition") for k, r in batch.items()} == dict.fromkeys(batch, render.CONDITION)
-    first, *arn_terms = template["Conditions"][render.CONDITION]["Fn::Or"]
+    assert {k: r.get("Condition") for k, r in batch.items()} == dict.fromkeys(batch, queue_template.CONDITION)
+    first, *arn_terms = template["Conditions"][queue_template.CONDITION]["Fn::Or"]
     assert first == {"Fn::Equals": [{"Ref": "UseExistingQueues"}, "false"]}
     assert template["Parameters"]["UseExistingQueues"]["Default"] == "false"
     # The other terms are "this ARN parameter is empty", for each ARN the Rules block requires.
@@ -465,7 +467,7 @@ def test_every_batch_resource_in_the_template_is_guarded_by_the_create_queues_co
 def test_every_rendered_batch_resource_is_conditional(config: SharesConfig) -> None:
     resources = rendered(config)["Resources"]
     assert resources and all(
-        r["Type"].startswith(BATCH) and r["Condition"] == render.CONDITION for r in resources.values()
+        r["Type"].startswith(BATCH) and r["Condition"] == queue_template.CONDITION for r in resources.values()
     )
 
 
@@ -494,7 +496,7 @@ def test_outputs_fall_back_to_the_existing_queue_parameters() -> None:
     assert set(template["Outputs"]) == set(expected_fallback)
     for name, output in template["Outputs"].items():
         condition, when_new, when_existing = output["Value"]["Fn::If"]
-        assert condition == render.CONDITION, name
+        assert condition == queue_template.CONDITION, name
         # A Batch resource may be referenced only on the branch where it exists.
         assert not _references(when_existing) & batch, name
         assert _references(when_existing) == {expected_fallback[name]}, name
@@ -554,9 +556,9 @@ def test_render_does_not_depend_on_the_order_of_teams_or_instance_types(
     teams, types = list(data["teams"]), list(data["instance_types"])
     seed.shuffle(teams)
     seed.shuffle(types)
-    first = render.render(SharesConfig.model_validate(data))
-    assert render.render(SharesConfig.model_validate(_reordered(data, teams, types))) == first
-    assert render.render(SharesConfig.model_validate(data)) == first
+    first = queue_template.render(SharesConfig.model_validate(data))
+    assert queue_template.render(SharesConfig.model_validate(_reordered(data, teams, types))) == first
+    assert queue_template.render(SharesConfig.model_validate(data)) == first
 
 
 @settings(max_examples=60, deadline=None)
@@ -582,11 +584,11 @@ def test_weights_are_inverse_to_entitlements(data: dict[str, Any], layout: str) 
 @settings(max_examples=30, deadline=None)
 @given(data=configs())
 def test_applying_the_blocks_twice_changes_nothing_more(data: dict[str, Any]) -> None:
-    blocks = render.render(SharesConfig.model_validate(data))
-    shares_json = render.shares_config_json(data)
-    once = render.apply(TEMPLATE.read_text(), blocks, shares_json)
-    assert render.apply(once, blocks, shares_json) == once
-    assert render.read_blocks(once) == blocks
+    blocks = queue_template.render(SharesConfig.model_validate(data))
+    shares_json = queue_template.shares_config_json(data)
+    once = queue_template.apply(TEMPLATE.read_text(), blocks, shares_json)
+    assert queue_template.apply(once, blocks, shares_json) == once
+    assert queue_template.read_blocks(once) == blocks
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -628,8 +630,8 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     assert fresh.exit_code == 0, fresh.output
     # THEN the SharesConfig default follows the config too
     default = json.loads(json.dumps(cfn_yaml.load(str(template))))["Parameters"]["SharesConfig"]["Default"]
-    assert default == render.shares_config_json(yaml.safe_load(config.read_text()))
-    rendered_weights = weights(parse(render.read_blocks(template.read_text())))
+    assert default == queue_template.shares_config_json(yaml.safe_load(config.read_text()))
+    rendered_weights = weights(parse(queue_template.read_blocks(template.read_text())))
     assert (rendered_weights["ProdExp1"], rendered_weights["ProdExp2"]) == (1.0, 2.0)
     assert (rendered_weights["ProdExp1HIGHPRI"], rendered_weights["ProdExp2HIGHPRI"]) == (0.05, 0.1)
 
@@ -648,10 +650,10 @@ def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Pa
     after = template.read_text()
 
     def outside(text: str) -> str:
-        for section in render.SECTIONS:
-            start, end, _ = render._block_span(text, section)
+        for section in queue_template.SECTIONS:
+            start, end, _ = queue_template._block_span(text, section)
             text = text[:start] + text[end:]
-        return render._DEFAULT_LINE.sub("", text)
+        return queue_template._DEFAULT_LINE.sub("", text)
 
     assert outside(after) == outside(before)
     assert "AWS::Batch::QuotaShare" in after
@@ -683,7 +685,7 @@ def test_render_refuses_with_exit_2(workdir: tuple[Path, Path], break_it: Any, m
 
 def test_marker_errors_are_input_errors_naming_the_fix() -> None:
     with pytest.raises(InvalidInputError) as err:
-        render.read_blocks("Resources: {}\n")
+        queue_template.read_blocks("Resources: {}\n")
     assert "shareplane config render" in err.value.fix
 
 
@@ -713,4 +715,7 @@ def test_a_mode_switch_on_the_queue_the_template_creates_is_refused_with_the_mig
 
 
 def test_the_deployed_queue_is_read_back_from_the_generated_block() -> None:
-    assert render.deployed_gpu_queue(TEMPLATE.read_text()) == (SchedulingMode.FAIRSHARE, "search-p4d-queue")
+    assert queue_template.deployed_gpu_queue(TEMPLATE.read_text()) == (
+        SchedulingMode.FAIRSHARE,
+        "search-p4d-queue",
+    )

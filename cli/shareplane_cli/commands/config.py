@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 from shareplane.domain.errors import ShareplaneError
 
-from .. import drop_policy, render
+from .. import drop_policy, queue_template
 from ..config_file import load_config
 from ..main import app
 from ..output import print_error
@@ -42,8 +42,10 @@ def render_command(
     try:
         config = load_config(config_path)
         # The default is the file itself as JSON (what the Lambdas read), not the model's dump.
-        shares_json = render.shares_config_json(yaml.safe_load(config_path.read_text(encoding="utf-8")))
-        blocks = render.render(config)
+        shares_json = queue_template.shares_config_json(
+            yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        )
+        blocks = queue_template.render(config)
         team_folders = drop_policy.render_statements(config)
     except ShareplaneError as exc:
         raise _fail(str(exc)) from exc
@@ -52,8 +54,8 @@ def render_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {template_path}: {exc}") from exc
     try:
-        render.refuse_mode_switch(before, config)
-        after = drop_policy.apply_statements(render.apply(before, blocks, shares_json), team_folders)
+        queue_template.refuse_mode_switch(before, config)
+        after = drop_policy.apply_statements(queue_template.apply(before, blocks, shares_json), team_folders)
     except ShareplaneError as exc:
         raise _fail(f"{template_path}: {exc}") from exc
 
@@ -61,7 +63,7 @@ def render_command(
         typer.echo(f"{template_path} is up to date with {config_path}")
         return
     if check:
-        typer.echo(render.diff(before, after, str(template_path)), nl=False)
+        typer.echo(queue_template.diff(before, after, str(template_path)), nl=False)
         Console(stderr=True).print(
             f"{template_path} is out of date with {config_path}; run `shareplane config render`",
             markup=False,

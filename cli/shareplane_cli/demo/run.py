@@ -16,7 +16,7 @@ from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.service.queries import job_records
 
-from .. import render
+from .. import queue_template
 from ..local.loop import StackLoop
 from ..local.runner import FunctionRunner
 from ..local.stack import LocalStack, StackSpec
@@ -51,7 +51,9 @@ def template_for(
         return template, config
     other = config.model_copy(update={"mode": mode})
     raw = other.model_dump(mode="json", exclude_none=True)
-    text = render.apply(template.read_text(), render.render(other), render.shares_config_json(raw))
+    text = queue_template.apply(
+        template.read_text(), queue_template.render(other), queue_template.shares_config_json(raw)
+    )
     # Beside the original: the template's CodeUri paths are relative to it.
     path = template.parent / f".demo-{mode.value}.template.yaml"
     path.write_text(text)

@@ -15,8 +15,10 @@ from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.jobspec import (
     CHECKPOINT_LOCAL_PATH,
+    JOB_RULES,
     MAX_JOBS_PER_FILE,
     MAX_SPEC_BYTES,
+    JobSpec,
     SpecResult,
     canonical_json,
     client_token,
@@ -25,6 +27,7 @@ from shareplane.domain.jobspec import (
     team_from_key,
     team_in_spec,
 )
+from shareplane.domain.jobspec.rules import JobContext
 
 KEY = "submit/ProdExp1/jobs.yaml"
 ACCOUNT = "111122223333"
@@ -690,6 +693,58 @@ def test_policy_problems_refuse_the_job_with_the_reason(
     assert any(p.path == path and expected in p.message and p.fix for p in job.problems), job.problems
 
 
+def test_a_job_breaking_many_rules_gets_every_problem_in_the_order_of_the_rules() -> None:
+    # GIVEN a team without an execution role, and a job that breaks every rule a fair-share cluster has
+    config = with_team(execution_role_arn=None)
+    job = good_job(
+        team="ProdExp2",
+        instance_type="ml.g6.12xlarge",
+        instance_count=65,
+        image=f"{ECR}/prodexp1/train:1.0",
+        inputs={"train": "s3://elsewhere/train/"},
+        output_path="s3://elsewhere/out/",
+        checkpoint_path="s3://elsewhere/ckpt/",
+        max_wait_seconds=DROP,
+        retry_attempts=4,
+        tags={"aws:cost": "x"},
+    )
+    # WHEN the file is checked
+    result = only_job(parse([job], config=config))
+    # THEN each rule reports, one after the other in JOB_RULES order, under the job's path
+    assert [p.path for p in result.problems] == [
+        "jobs[0].team",
+        "jobs[0].instance_type",
+        "jobs[0].instance_count",
+        "jobs[0].instance_count",
+        "jobs[0].image",
+        "jobs[0]",
+        "jobs[0].inputs.train",
+        "jobs[0].output_path",
+        "jobs[0].checkpoint_path",
+        "jobs[0].max_wait_seconds",
+        "jobs[0].retry_attempts",
+        'jobs[0].tags["aws:cost"]',
+    ]
+    spec = JobSpec.model_validate(job)
+    ctx = JobContext(config, "ProdExp1", config.teams["ProdExp1"], "", KEY, None)
+    found = [(rule.__name__, problem) for rule in JOB_RULES for problem in rule(spec, ctx)]
+    assert [name for name, _ in found] == [
+        "team_field_matches_folder",
+        "team_may_use_instance_type",
+        "cluster_has_enough_instances",
+        "within_team_instance_count",
+        "image_is_allowed",
+        "team_has_execution_role",
+        "inputs_under_team_prefixes",
+        "outputs_under_team_prefixes",
+        "outputs_under_team_prefixes",
+        "spot_wait_covers_runtime",
+        "within_team_retry_limit",
+        "tags_avoid_reserved_prefixes",
+    ]
+    assert [(p.message, p.fix) for p in result.problems] == [(f.problem, f.fix) for _, f in found]
+
+
 def test_an_input_exactly_at_the_prefix_is_allowed() -> None:
     assert parse([good_job(inputs={"train": "s3://datasets/prodexp1/"})]).ok
 
@@ -1181,10 +1236,10 @@ def test_the_libyaml_and_pure_python_loaders_agree(document: Any, extra: str) ->
     # The fast loader must keep every guard of the pure-Python one: same data, same refusals.
     text = yaml.safe_dump({"doc": document}) + extra
     outcomes = []
-    for loader in (jobspec._SpecLoader, jobspec._Loader):
+    for loader in (jobspec.reading._SpecLoader, jobspec.reading._Loader):
         try:
             outcomes.append(("data", yaml.load(text, Loader=loader)))  # noqa: S506
-        except jobspec._Refused as exc:
+        except jobspec.reading._Refused as exc:
             outcomes.append(("refused", str(exc)))
     assert outcomes[0] == outcomes[1]
 

@@ -15,7 +15,7 @@ from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.rebalance import QuotaSettings
 from shareplane.domain.share_ownership import baseline_settings, reconcile, same_setting
 from shareplane.service.rebalance_shares import rebalance_shares
-from shareplane_cli import render
+from shareplane_cli import queue_template
 
 from tests.rebalance_fakes import NOW, FakeMetrics, FakeStore, shares_config
 from tests.unit.service.test_rebalance_shares import SETTINGS, TICK, quota_world, tiered_world, world
@@ -27,7 +27,7 @@ LAST_TICK = "2026-03-16T22:35:00Z"
 
 def stack_update_fairshare(batch: Any, config: SharesConfig) -> None:
     """CloudFormation updating GpuSchedulingPolicy: the whole FairsharePolicy as the template renders it."""
-    rendered = render.fairshare_policy(config)
+    rendered = queue_template.fairshare_policy(config)
     batch.policy["fairsharePolicy"] = {
         "shareDecaySeconds": rendered["ShareDecaySeconds"],
         "computeReservation": rendered["ComputeReservation"],
@@ -41,7 +41,7 @@ def stack_update_fairshare(batch: Any, config: SharesConfig) -> None:
 def stack_update_quota(batch: Any, config: SharesConfig) -> None:
     """CloudFormation updating each AWS::Batch::QuotaShare to its rendered limits and sharing settings."""
     for share in batch.quota_shares:
-        props = render.quota_share(config, share["quotaShareName"])["Properties"]
+        props = queue_template.quota_share(config, share["quotaShareName"])["Properties"]
         sharing = {"strategy": props["ResourceSharingConfiguration"]["Strategy"]}
         if "BorrowLimit" in props["ResourceSharingConfiguration"]:
             sharing["borrowLimit"] = props["ResourceSharingConfiguration"]["BorrowLimit"]
