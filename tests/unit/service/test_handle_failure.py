@@ -16,15 +16,8 @@ from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
 from shareplane.service.watch_jobs import WATCH_RUNNER, WatchReport, escalate, read_tick
 
 from tests.conftest import load_event
-from tests.unit.service.failure_fakes import (
-    PAYLOAD,
-    QUEUE_ARN,
-    SenderDied,
-    World,
-    failed_event,
-    failed_job,
-    shares_config,
-)
+from tests.fakes.alerts import SenderDied
+from tests.fakes.failure_world import PAYLOAD, QUEUE_ARN, World, failed_event, failed_job, shares_config
 
 #: When failed_job()'s job stopped: the time its FAILED event is decided at.
 STOPPED_AT_MS = 1773720900000
