@@ -61,8 +61,12 @@ class FakeShareStore:
         return copy.deepcopy(self.records.get((float(created_at), plan_id)))
 
     def audit(self, plan_id: str) -> dict[str, Any] | None:
-        found = [r for r in self.records.values() if r["planId"] == plan_id]
-        return copy.deepcopy(found[0]) if found else None
+        """The record of a plan id, or of the one plan id it is a prefix of (as the adapter finds it)."""
+        matches = [r for r in self.records.values() if str(r["planId"]).startswith(plan_id)]
+        exact = [r for r in matches if r["planId"] == plan_id]
+        if exact:
+            return copy.deepcopy(exact[0])
+        return copy.deepcopy(matches[0]) if len(matches) == 1 else None
 
     def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
         return [
