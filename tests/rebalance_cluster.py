@@ -17,7 +17,7 @@ from shareplane.schemas import parse_state_event
 from shareplane.service.rebalance_shares import RebalanceSettings, rebalance_shares
 from shareplane.service.record_state import record_observation
 
-from tests.rebalance_fakes import FakeMetrics
+from tests.fakes.metrics import FakeMetrics
 
 P4D = "ml.p4d.24xlarge"
 QUEUE = "search-p4d-queue"

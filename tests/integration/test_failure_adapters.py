@@ -20,9 +20,9 @@ from shareplane.domain.failure_rules import Severity
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table
-from tests.submit_fakes import shares_config
-from tests.unit.service.failure_fakes import FakeLedger
-from tests.unit.service.reclaim_fakes import FakeReclaimLedger
+from tests.fakes.failure_ledger import FakeFailureLedger
+from tests.fakes.failure_world import shares_config
+from tests.fakes.reclaim_ledger import FakeReclaimLedger
 
 REGION = "us-east-1"
 
@@ -226,7 +226,7 @@ def test_the_tick_watermark_is_the_newest_tick_whatever_the_order_on_the_table_a
     watermarks = [
         DynamoFailureLedger(client, jobs_table),
         DynamoReclaimLedger(client, jobs_table),
-        FakeLedger(),
+        FakeFailureLedger(),
         FakeReclaimLedger(),
     ]
     runner = f"runner-{len(ticks)}-{'-'.join(ticks)}"

@@ -17,6 +17,7 @@ from shareplane.domain.rebalance import QuotaSettings
 from shareplane.service.rebalance_shares import RebalanceSettings, rollback
 
 from tests.aws import create_jobs_table
+from tests.fakes.rebalance_world import shares_config
 from tests.rebalance_cluster import (
     P4D,
     QUEUE,
@@ -26,7 +27,6 @@ from tests.rebalance_cluster import (
     start_cluster,
     weights,
 )
-from tests.rebalance_fakes import shares_config
 
 TABLE = "shareplane-jobs"
 

@@ -27,16 +27,16 @@ from shareplane.domain.rebalance import RebalancePlan, plan_rebalance
 from shareplane.domain.share_observation import snapshot_from_observation
 from shareplane.service.rebalance_shares import RebalanceSettings, rebalance_shares
 
-from tests.rebalance_fakes import (
+from tests.fakes.metrics import FakeMetrics
+from tests.fakes.rebalance_world import (
     POLICY_ARN,
     QUEUE_ARN,
-    FakeBatch,
-    FakeMetrics,
-    FakeStore,
     fairshare_policy,
     fairshare_snapshot,
     shares_config,
 )
+from tests.fakes.share_store import FakeShareStore
+from tests.fakes.shares_batch import FakeSharesBatch
 
 EPOCH = 1_773_600_000  # where the Lambda's clock has the simulator's 0
 STOP = 3300.0  # between two rebalance ticks (every 600 s)
@@ -96,7 +96,7 @@ def table_of(run: PolicyRun) -> list[JobState]:
 def lambda_plan(run: PolicyRun, stop: float = STOP) -> RebalancePlan:
     m = run.meter
     held = {s: float(m.held[i]) for i, s in enumerate(run.scenario.shares)}
-    batch = FakeBatch(policy=fairshare_policy(run.weights), snapshot=fairshare_snapshot(held))
+    batch = FakeSharesBatch(policy=fairshare_policy(run.weights), snapshot=fairshare_snapshot(held))
     state = {
         "version": 7,
         "lastTick": "2026-03-15T00:00:00Z",
@@ -104,7 +104,7 @@ def lambda_plan(run: PolicyRun, stop: float = STOP) -> RebalancePlan:
         "lastAppliedAt": None if run.last_applied is None else EPOCH + run.last_applied,
         "shares": {s: {"balance": e.balance} for s, e in run.ledger.items()},
     }
-    store = FakeStore(jobs=table_of(run), state=state)
+    store = FakeShareStore(jobs=table_of(run), state=state)
     settings = RebalanceSettings(
         job_queue="search-p4d-queue", scheduling_policy_arn=POLICY_ARN, dry_run=True, wait_window_seconds=3600
     )

@@ -18,8 +18,9 @@ from shareplane.domain.config import Tier
 from shareplane.domain.reclaim import ReclaimPlan, plan_reclaim
 from shareplane.service.reclaim_capacity import build_snapshot
 
+from tests.fakes.checkpoints import FakeCheckpoints
+from tests.fakes.reclaim_world import P4, ReclaimWorld, reclaim_config
 from tests.sim.test_whatif import synthetic_trace
-from tests.unit.service.reclaim_fakes import P4, FakeCheckpoints, ReclaimWorld, reclaim_config
 
 HOUR = 3600.0
 LOW, HIGH = 2, 0

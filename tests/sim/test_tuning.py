@@ -23,7 +23,7 @@ from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
-from tests.rebalance_fakes import shares_config
+from tests.fakes.rebalance_world import shares_config
 from tests.sim.test_whatif import synthetic_trace
 
 SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))

@@ -89,3 +89,62 @@ def test_a_handler_imports_only_the_modules_on_its_path(handler: str) -> None:
     assert "shareplane.bootstrap" in loaded, "the handler was imported"
     stray = sorted(m for m, owners in PATH_ONLY_MODULES.items() if m in loaded and handler not in owners)
     assert not stray, f"{handler} imports {stray} at cold start, which its path never uses"
+
+
+#: A unit test runs no AWS, emulated or not: moto and boto3 clients belong in tests/integration.
+#: (botocore's exception types may be raised by a fake; a client cannot be built without boto3.)
+UNIT_TESTS_NEVER_IMPORT = ("moto", "boto3")
+UNIT_TEST_FILES = sorted((REPO / "tests" / "unit").rglob("*.py"))
+
+
+def helper_file(module: str) -> Path | None:
+    """The file of a ``tests.*`` module, so a unit test cannot reach moto through a shared helper."""
+    if module.split(".")[0] != "tests":
+        return None
+    base = REPO.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def aws_sdk_imports_reached_from(path: Path) -> set[tuple[str, str]]:
+    """(module, importing file) for each moto/boto3 import of a file or of the tests.* helpers it imports."""
+    seen: set[Path] = set()
+    pending = [path]
+    found: set[tuple[str, str]] = set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for module in imported_modules(current):
+            if module.split(".")[0] in UNIT_TESTS_NEVER_IMPORT:
+                found.add((module, current.name))
+            helper = helper_file(module)
+            if helper is not None:
+                pending.append(helper)
+    return found
+
+
+@pytest.mark.parametrize("path", UNIT_TEST_FILES, ids=lambda p: str(p.relative_to(REPO / "tests" / "unit")))
+def test_unit_tests_import_no_moto_and_no_boto3(path: Path) -> None:
+    bad = aws_sdk_imports_reached_from(path)
+    assert not bad, (
+        f"{path.relative_to(REPO)} reaches {sorted(bad)}: a test that needs moto or a boto3 client "
+        "belongs under tests/integration (same sub-folder)"
+    )
+
+
+def test_the_unit_rule_catches_moto_and_boto3_directly_and_through_a_helper(tmp_path: Path) -> None:
+    offender = tmp_path / "test_offender.py"
+    offender.write_text("import boto3\nfrom moto import mock_aws\n")
+    assert {m for m, _ in aws_sdk_imports_reached_from(offender)} == {"boto3", "moto"}
+    through_helper = tmp_path / "test_through_helper.py"
+    through_helper.write_text(
+        "from tests.aws import create_jobs_table\n"
+    )  # tests/aws.py imports botocore only
+    assert aws_sdk_imports_reached_from(through_helper) == set()
+    through_world = tmp_path / "test_through_world.py"
+    through_world.write_text("from tests.integration.drop_world import build_world\n")
+    assert ("boto3", "drop_world.py") in aws_sdk_imports_reached_from(through_world)

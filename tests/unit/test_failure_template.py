@@ -11,8 +11,8 @@ from shareplane.domain.alerts import FAILURE_METRIC_DIMENSIONS
 from shareplane.domain.lifecycle import METRIC_DIMENSIONS
 from shareplane.domain.share_metrics import REBALANCE_METRIC_DIMENSIONS
 
-from tests.unit.service.failure_fakes import shares_config
-from tests.unit.test_template import raw_template, ref_target, resources
+from tests.fakes.failure_world import shares_config
+from tests.template import raw_template, ref_target, resources
 
 #: Every metric the code emits in the shareplane namespace, with its dimensions.
 EMITTED = {**METRIC_DIMENSIONS, **FAILURE_METRIC_DIMENSIONS, **REBALANCE_METRIC_DIMENSIONS}

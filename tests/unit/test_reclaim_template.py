@@ -8,7 +8,7 @@ import yaml
 from shareplane.domain.config import SharesConfig
 
 from tests.conftest import REPO
-from tests.unit.test_template import raw_template, resources
+from tests.template import raw_template, resources
 
 
 def role_statements(role: str) -> dict[str, dict[str, Any]]:

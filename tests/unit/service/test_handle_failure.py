@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
@@ -16,15 +17,8 @@ from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
 from shareplane.service.watch_jobs import WATCH_RUNNER, WatchReport, escalate, read_tick
 
 from tests.conftest import load_event
-from tests.unit.service.failure_fakes import (
-    PAYLOAD,
-    QUEUE_ARN,
-    SenderDied,
-    World,
-    failed_event,
-    failed_job,
-    shares_config,
-)
+from tests.fakes.alerts import SenderDied
+from tests.fakes.failure_world import PAYLOAD, QUEUE_ARN, World, failed_event, failed_job, shares_config
 
 #: When failed_job()'s job stopped: the time its FAILED event is decided at.
 STOPPED_AT_MS = 1773720900000
@@ -409,10 +403,11 @@ def test_a_blocked_queue_alert_is_dated_by_its_event_not_by_the_jobs_creation() 
 
 @pytest.mark.parametrize(
     ("later", "sent"),
-    [(60.0, 0), (301.0, 1)],
+    # Either side of the real ledger's limit: a fake with another limit fails one of the two.
+    [(STALE_CLAIM_SECONDS - 1.0, 0), (STALE_CLAIM_SECONDS + 1.0, 1)],
     ids=[
-        "a redelivery a minute later by the clock leaves the claim to the sender that may still publish",
-        "a redelivery past the stale limit by the clock sends the alert the dead sender never did",
+        "a redelivery just inside the stale limit by the clock leaves the claim to the sender that may still publish",
+        "a redelivery just past the stale limit by the clock sends the alert the dead sender never did",
     ],
 )
 def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(

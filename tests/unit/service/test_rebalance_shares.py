@@ -23,18 +23,18 @@ from shareplane.service.rebalance_shares import (
     tier_waits,
 )
 
-from tests.rebalance_fakes import (
+from tests.fakes.metrics import FakeMetrics
+from tests.fakes.rebalance_world import (
     NOW,
     POLICY_ARN,
     QUEUE_ARN,
-    FakeBatch,
-    FakeMetrics,
-    FakeStore,
     fairshare_policy,
     fairshare_snapshot,
     job,
     shares_config,
 )
+from tests.fakes.share_store import FakeShareStore
+from tests.fakes.shares_batch import FakeSharesBatch
 
 TICK = "2026-03-16T22:25:00Z"
 SETTINGS = RebalanceSettings(job_queue="search-p4d-queue", scheduling_policy_arn=POLICY_ARN)
@@ -56,14 +56,16 @@ def busy_jobs() -> list:
     ]
 
 
-def world(weights: dict[str, float], state: dict | None = None) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
-    batch = FakeBatch(
+def world(
+    weights: dict[str, float], state: dict | None = None
+) -> tuple[FakeSharesBatch, FakeShareStore, FakeMetrics]:
+    batch = FakeSharesBatch(
         policy=fairshare_policy(weights), snapshot=fairshare_snapshot({"ProdExp1": 70, "ProdExp2": 30})
     )
-    return batch, FakeStore(jobs=busy_jobs(), state=state), FakeMetrics()
+    return batch, FakeShareStore(jobs=busy_jobs(), state=state), FakeMetrics()
 
 
-def run(batch: FakeBatch, store: FakeStore, metrics: FakeMetrics, tick: str = TICK, **kw):
+def run(batch: FakeSharesBatch, store: FakeShareStore, metrics: FakeMetrics, tick: str = TICK, **kw):
     return rebalance_shares(
         tick,
         kw.pop("now", NOW),
@@ -311,7 +313,7 @@ def test_a_state_that_keeps_moving_fails_the_record_for_a_retry() -> None:
 # ---------------------------------------------------------------------------------------------------
 # Quota mode, rollback
 # ---------------------------------------------------------------------------------------------------
-def quota_world() -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+def quota_world() -> tuple[FakeSharesBatch, FakeShareStore, FakeMetrics]:
     queue = QUEUE_ARN
     shares = [
         {
@@ -342,7 +344,7 @@ def quota_world() -> tuple[FakeBatch, FakeStore, FakeMetrics]:
         job(1, "ProdExp1", JobStatus.RUNNABLE, 50, quota=True, unit="ml.p4d.24xlarge"),
         job(2, "ProdExp2", JobStatus.RUNNABLE, 5, quota=True, unit="ml.p4d.24xlarge"),
     ]
-    return FakeBatch(quota_shares=shares, snapshot=snapshot), FakeStore(jobs=jobs), FakeMetrics()
+    return FakeSharesBatch(quota_shares=shares, snapshot=snapshot), FakeShareStore(jobs=jobs), FakeMetrics()
 
 
 def test_quota_mode_sets_borrow_limits_with_update_quota_share() -> None:
@@ -414,7 +416,7 @@ def tiered_config(layout: str) -> SharesConfig:
 
 def tiered_world(
     config: SharesConfig, team_weights: dict[str, float]
-) -> tuple[FakeBatch, FakeStore, FakeMetrics]:
+) -> tuple[FakeSharesBatch, FakeShareStore, FakeMetrics]:
     """busy_jobs() submitted under the layout's identifiers, and a policy rendered from team weights."""
     jobs = [
         replace(
@@ -442,8 +444,8 @@ def tiered_world(
     ):
         share = config.share_for(team, tier)
         held[share] = held.get(share, 0) + instances
-    batch = FakeBatch(policy=fairshare_policy(policy), snapshot=fairshare_snapshot(held))
-    return batch, FakeStore(jobs=jobs), FakeMetrics()
+    batch = FakeSharesBatch(policy=fairshare_policy(policy), snapshot=fairshare_snapshot(held))
+    return batch, FakeShareStore(jobs=jobs), FakeMetrics()
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -16,8 +16,8 @@ from shareplane.domain.requeue import TAG_DISPLACED_BY, TAG_RECLAIMED_AT
 from shareplane.service.handle_failure import handle_message as handle_failure
 from shareplane.service.reclaim_capacity import MANUAL_RUN, RECLAIM_DUE, handle_message, waiting_job
 
-from tests.unit.service.failure_fakes import World, failed_event, failed_job
-from tests.unit.service.reclaim_fakes import (
+from tests.fakes.failure_world import World, failed_event, failed_job
+from tests.fakes.reclaim_world import (
     AFTER,
     T0,
     ReclaimWorld,

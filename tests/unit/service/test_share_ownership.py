@@ -17,7 +17,9 @@ from shareplane.domain.share_ownership import baseline_settings, reconcile, same
 from shareplane.service.rebalance_shares import rebalance_shares
 from shareplane_cli import queue_template
 
-from tests.rebalance_fakes import NOW, FakeMetrics, FakeStore, shares_config
+from tests.fakes.metrics import FakeMetrics
+from tests.fakes.rebalance_world import NOW, shares_config
+from tests.fakes.share_store import FakeShareStore
 from tests.unit.service.test_rebalance_shares import SETTINGS, TICK, quota_world, tiered_world, world
 
 LATER = NOW + 300
@@ -58,7 +60,7 @@ def live_weights(batch: Any) -> dict[str, float]:
     }
 
 
-def run(batch: Any, store: FakeStore, config: SharesConfig, tick: str, now: float, **kw: Any):
+def run(batch: Any, store: FakeShareStore, config: SharesConfig, tick: str, now: float, **kw: Any):
     return rebalance_shares(tick, now, config, kw.get("settings", SETTINGS), batch, store, FakeMetrics())
 
 

@@ -7,7 +7,7 @@ from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
 from shareplane.service.queries import job_records
 from shareplane.service.watch_jobs import publish_gauges
 
-from tests.unit.service.failure_fakes import World
+from tests.fakes.failure_world import World
 
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue"
 

@@ -16,15 +16,13 @@ from shareplane.service.reclaim_capacity import RECLAIM_RUNNER, due_message
 from shareplane.service.reclaim_capacity import handle_message as reclaim
 from shareplane.service.watch_jobs import MANUAL_RUN, WATCH_RUNNER, read_tick, watch_tick
 
-from tests.rebalance_fakes import NOW, FakeBatch, FakeMetrics, FakeStore, shares_config
-from tests.unit.service.failure_fakes import World
-from tests.unit.service.reclaim_fakes import (
-    AFTER,
-    T0,
-    ReclaimWorld,
-    borrowed_cluster,
-)
-from tests.unit.service.reclaim_fakes import tick as reclaim_tick
+from tests.fakes.failure_world import World
+from tests.fakes.metrics import FakeMetrics
+from tests.fakes.rebalance_world import NOW, shares_config
+from tests.fakes.reclaim_world import AFTER, T0, ReclaimWorld, borrowed_cluster
+from tests.fakes.reclaim_world import tick as reclaim_tick
+from tests.fakes.share_store import FakeShareStore
+from tests.fakes.shares_batch import FakeSharesBatch
 from tests.unit.service.test_rebalance_shares import SETTINGS, world
 
 YEAR = 365 * 86400.0
@@ -34,7 +32,7 @@ def tick_id(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def tick(batch: FakeBatch, store: FakeStore, metrics: FakeMetrics, at: float, clock: float) -> str:
+def tick(batch: FakeSharesBatch, store: FakeShareStore, metrics: FakeMetrics, at: float, clock: float) -> str:
     """Deliver the tick dated ``at`` while the Lambda's clock reads ``clock``; its outcome's action."""
     outcome = rebalance_shares(
         tick_id(at), at, shares_config(), SETTINGS, batch, store, metrics, clock_now=clock

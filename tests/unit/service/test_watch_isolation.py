@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from shareplane.domain.lifecycle import JobState, JobStatus, Transition
 from shareplane.service.watch_jobs import watch
 
-from tests.unit.service.failure_fakes import QUEUE_ARN, FakeBatch, FakeStore, World
+from tests.fakes.failure_world import QUEUE_ARN, World
+from tests.fakes.job_store import FakeJobStore
+from tests.fakes.service_jobs import FakeServiceJobs
 
 NOW = 1773720000.0
 GONE_QUEUE = QUEUE_ARN.replace("search-p4d-queue", "deleted-queue")
@@ -19,7 +21,7 @@ ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
 
 
 @dataclass
-class RecordingStore(FakeStore):
+class RecordingStore(FakeJobStore):
     """The fake table's read side plus the writes record_observation makes."""
 
     saved: dict[str, JobState] = field(default_factory=dict)
@@ -33,7 +35,7 @@ class RecordingStore(FakeStore):
 
 
 @dataclass
-class PoisonBatch(FakeBatch):
+class PoisonBatch(FakeServiceJobs):
     """Batch where some queues are gone and some jobs cannot be described."""
 
     gone_queues: set[str] = field(default_factory=set)

@@ -16,7 +16,7 @@ import pytest
 from moto import mock_aws
 from shareplane.domain.jobspec import parse_spec_file
 
-from tests.submit_fakes import shares_config
+from tests.fakes.failure_world import shares_config
 
 pytestmark = pytest.mark.sagemaker
 

@@ -18,8 +18,8 @@ from shareplane.domain.jobspec import MAX_SPEC_BYTES, SUBMISSION_TAG
 from shareplane.domain.submission import DroppedObject, answers
 from shareplane.service.submit_job import payload_request
 
-from tests.submit_fakes import BUCKET, DropWorld, build_world
-from tests.unit.service.test_submit_job import as_list, job
+from tests.integration.drop_world import BUCKET, DropWorld, build_world
+from tests.integration.service.test_submit_job import as_list, job
 
 OWNER = "123456789012"
 
@@ -62,7 +62,7 @@ def test_a_request_too_large_for_an_item_is_kept_in_s3_and_read_back(world: Drop
     assert item is not None and "request" not in item
     assert item["requestAt"]["key"].startswith("payloads/ProdExp1/")
     # AND reading the item back yields exactly the request Batch got
-    (sent,) = world.batch.calls
+    (sent,) = world.batch.submits
     assert payload_request(item, world.ports.bucket) == sent
     assert json.loads(sent["serviceRequestPayload"])["HyperParameters"]["h0"] == '"' * 2500
 
@@ -71,7 +71,7 @@ def test_a_request_that_fits_stays_in_the_item(world: DropWorld) -> None:
     outcome = world.handle(world.drop("submit/ProdExp1/small.yaml", job().encode()))
     item = world.store.load_payload(outcome.jobs[0].job_arn)
     assert item is not None and "requestAt" not in item
-    assert payload_request(item, world.ports.bucket) == world.batch.calls[0]
+    assert payload_request(item, world.ports.bucket) == world.batch.submits[0]
     assert not any(k.startswith("payloads/") for k in world.keys())
 
 
@@ -93,7 +93,7 @@ def test_whatever_a_spec_under_the_file_cap_grows_to_its_payload_is_kept_and_rea
     outcome = world.handle(world.drop(f"submit/ProdExp1/p{count}-{length}.yaml", body.encode()))
     assert outcome.status == "accepted"
     item = world.store.load_payload(outcome.jobs[0].job_arn)
-    assert item is not None and payload_request(item, world.ports.bucket) == world.batch.calls[-1]
+    assert item is not None and payload_request(item, world.ports.bucket) == world.batch.submits[-1]
 
 
 # -- SNS subjects -----------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_a_badly_named_drop_under_a_team_folder_is_answered_and_alerted_to_that_
 ) -> None:
     obj = world.drop(key, job().encode())
     outcome = world.handle(obj)
-    assert outcome.status == "rejected" and world.batch.calls == []
+    assert outcome.status == "rejected" and world.batch.submits == []
     report = world.json(outcome.answer or "")
     assert report["team"] == "ProdExp1" and report["problems"][0]["path"] == "key"
     (alert,) = alert_messages(world)
@@ -159,7 +159,7 @@ def test_the_consoles_folder_marker_is_left_alone(world: DropWorld, key: str) ->
     assert world.handle(obj).status == "ignored"
     # without a size in the event, HEAD tells
     assert world.handle(replace(obj, size=None)).status == "ignored"
-    assert world.keys() == {key} and world.alerts() == [] and world.batch.calls == []
+    assert world.keys() == {key} and world.alerts() == [] and world.batch.submits == []
 
 
 # -- answers no drop can overwrite ------------------------------------------------------------------
@@ -219,17 +219,17 @@ def test_a_crash_after_batch_accepted_is_retried_into_the_same_job(
     # THEN the job the first try created is found by its submission tag: accepted, two jobs in all,
     # the receipt names them, and each has its payload
     assert outcome.status == "accepted" and world.batch.distinct_jobs == 2
-    assert [c["jobName"] for c in world.batch.calls] == ["c-1", "c-1", "c-2"]
-    tokens = {c["clientToken"] for c in world.batch.calls}
+    assert [c["jobName"] for c in world.batch.submits] == ["c-1", "c-1", "c-2"]
+    tokens = {c["clientToken"] for c in world.batch.submits}
     assert {e.client_token for e in outcome.jobs} == tokens
     assert all(world.store.load_payload(e.job_arn) for e in outcome.jobs)
 
 
 def test_a_refusal_for_another_reason_is_still_a_refusal(world: DropWorld) -> None:
-    world.batch.refuse = {"bad-one"}
+    world.batch.refuse_job_names = {"bad-one"}
     outcome = world.handle(world.drop("submit/ProdExp1/r.yaml", job("bad-one").encode()))
     assert outcome.status == "rejected" and world.batch.jobs == {}
-    assert world.batch.calls[0]["tags"][SUBMISSION_TAG] == world.batch.calls[0]["clientToken"]
+    assert world.batch.submits[0]["tags"][SUBMISSION_TAG] == world.batch.submits[0]["clientToken"]
 
 
 # -- who may drop for a team ------------------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_the_uploaders_account_is_checked_against_the_teams_submitters(
     if status == "rejected":
         (problem,) = answer["problems"]
         assert problem["path"] == "key" and "submitters" in problem["message"]
-        assert "teams.ProdExp1.submitters" in problem["fix"] and world.batch.calls == []
+        assert "teams.ProdExp1.submitters" in problem["fix"] and world.batch.submits == []
     else:
         item = world.store.load_payload(outcome.jobs[0].job_arn)
         # (the store leaves out empty values)

@@ -15,6 +15,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.aws import create_jobs_table
+from tests.fakes.rebalance_world import shares_config
 from tests.rebalance_cluster import (
     QUEUE,
     Cluster,
@@ -22,7 +23,6 @@ from tests.rebalance_cluster import (
     start_cluster,
     weights,
 )
-from tests.rebalance_fakes import shares_config
 
 TABLE = "shareplane-jobs"
 runner = CliRunner()

@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 import yaml
-from cfnlint.decode import cfn_yaml
 from moto.events.models import EventPattern
 from shareplane.domain.config import SharesConfig
 
 from tests.conftest import REPO
+from tests.template import raw_template, ref_target, resources
 
-TEMPLATE = REPO / "template.yaml"
 EVENTS = REPO / "events"
 CORE = REPO / "layers" / "core"
 
@@ -106,17 +105,6 @@ DEPLOY_TIME_STANDINS = {
 # Loading
 # ---------------------------------------------------------------------------------------------------
 @cache
-def _raw_template() -> dict[str, Any]:
-    # cfn-lint's decoder understands !Ref/!Sub/!GetAtt; the JSON round trip leaves plain dicts.
-    return json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE))))
-
-
-def raw_template() -> dict[str, Any]:
-    """template.yaml as written (a copy the test may change)."""
-    return copy.deepcopy(_raw_template())
-
-
-@cache
 def _translated_template() -> dict[str, Any]:
     from samtranslator.translator.transform import transform
 
@@ -140,21 +128,6 @@ def _translated_template() -> dict[str, Any]:
 def translated_template() -> dict[str, Any]:
     """The plain CloudFormation SAM makes of the template: Globals merged, generated resources added."""
     return copy.deepcopy(_translated_template())
-
-
-def resources(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
-    """Logical id -> resource, for one resource type."""
-    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
-
-
-def ref_target(value: Any) -> str | None:
-    """The logical id a !Ref / !GetAtt points at, or None."""
-    if isinstance(value, dict) and "Ref" in value:
-        return value["Ref"]
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        target = value["Fn::GetAtt"]
-        return target[0] if isinstance(target, list) else target.split(".")[0]
-    return None
 
 
 def sample_events() -> list[Path]:

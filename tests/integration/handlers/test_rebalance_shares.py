@@ -16,13 +16,13 @@ from shareplane.schemas.scheduled import parse_scheduled_event, tick_time
 
 from tests.aws import create_jobs_table
 from tests.conftest import REPO, load_event, load_handler
+from tests.fakes.rebalance_world import shares_config
 from tests.rebalance_cluster import (
     Cluster,
     borrowed_fairshare_queue,
     start_cluster,
     weights,
 )
-from tests.rebalance_fakes import shares_config
 from tests.sqs import sqs_batch
 
 TABLE = "shareplane-jobs"

@@ -13,7 +13,7 @@ from shareplane.domain.jobspec import MAX_SPEC_BYTES
 from shareplane.domain.lifecycle import JobStatus, ObservationKind
 
 from tests.conftest import REPO
-from tests.submit_fakes import DropWorld, build_world
+from tests.integration.drop_world import DropWorld, build_world
 
 GOOD_JOB = """\
 name: {name}
@@ -47,7 +47,7 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     outcome = world.handle(obj)
     # THEN the job is submitted once, to the GPU queue, on the team's share, at its tier's priority
     assert outcome.status == "accepted"
-    (request,) = world.batch.calls
+    (request,) = world.batch.submits
     # (the team x tier layout: the team's HIGHPRI identifier)
     assert (request["jobQueue"], request["shareIdentifier"], request["schedulingPriority"]) == (
         "search-p4d-queue",
@@ -91,7 +91,7 @@ def test_the_deployed_queue_stands_in_for_the_configured_name(world: DropWorld) 
 
     world.queues = QueueNames(gpu="arn:aws:batch:us-east-1:111122223333:job-queue/search-p4d-queue")
     world.handle(world.drop("submit/ProdExp1/a.yaml", job().encode()))
-    assert world.batch.calls[0]["jobQueue"].startswith("arn:aws:batch:")
+    assert world.batch.submits[0]["jobQueue"].startswith("arn:aws:batch:")
 
 
 BAD_INPUTS: list[tuple[str, str, bytes, str, str]] = [
@@ -212,7 +212,7 @@ def test_bad_input_is_rejected_beside_its_original_with_a_problem_naming_path_an
 ) -> None:
     obj = world.drop(key, body)
     outcome = world.handle(obj)
-    assert outcome.status == "rejected" and world.batch.calls == []
+    assert outcome.status == "rejected" and world.batch.submits == []
     report = world.json(outcome.answer or "")
     assert any(p["path"] == path and message in p["message"] and p["fix"] for p in report["problems"]), report
     # the original is moved, byte for byte; nothing stays under submit/
@@ -250,7 +250,7 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
     body = as_list(job("good-one"), job("bad-one", retry_attempts="9"), job("good-two")).encode()
     outcome = world.handle(world.drop("submit/ProdExp1/mixed.yaml", body))
     assert outcome.status == "partially_accepted"
-    assert [c["jobName"] for c in world.batch.calls] == ["good-one", "good-two"]
+    assert [c["jobName"] for c in world.batch.submits] == ["good-one", "good-two"]
     receipt = world.json(outcome.answer or "")
     assert [j["name"] for j in receipt["jobs"]] == ["good-one", "good-two"]
     assert [r["index"] for r in receipt["rejected"]] == [1] and "accepted/" in receipt["note"]
@@ -267,7 +267,7 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
 
 
 def test_a_job_batch_refuses_is_reported_and_the_rest_submitted(world: DropWorld) -> None:
-    world.batch.refuse = {"bad-one"}
+    world.batch.refuse_job_names = {"bad-one"}
     outcome = world.handle(
         world.drop("submit/ProdExp1/m.yaml", as_list(job("ok-one"), job("bad-one")).encode())
     )
@@ -290,7 +290,7 @@ def test_the_submit_paths_own_answers_are_never_read_as_specs(world: DropWorld) 
     outcome = world.handle(world.drop("accepted/ProdExp1/a.yaml", job().encode()))
     assert (
         outcome.status == "ignored"
-        and world.batch.calls == []
+        and world.batch.submits == []
         and world.keys() == {"accepted/ProdExp1/a.yaml"}
     )
 
@@ -300,7 +300,7 @@ def test_duplicate_events_submit_once_and_record_one_submitted_entry(world: Drop
     first = world.handle(obj)
     again = world.handle(obj)
     assert first.status == "accepted" and again.status == "already_answered"
-    assert world.batch.distinct_jobs == 2 and len(world.batch.calls) == 2
+    assert world.batch.distinct_jobs == 2 and len(world.batch.submits) == 2
     for entry in first.jobs:
         assert [h.status for h in world.store.job_history(entry.job_arn)] == [JobStatus.SUBMITTED]
 
@@ -309,7 +309,7 @@ def test_a_retry_after_a_transient_failure_submits_each_job_once(world: DropWorl
     # GIVEN Batch throttles the second job: the record fails and SQS delivers it again
     obj = world.drop("submit/ProdExp1/retry.yaml", as_list(job("r-1"), job("r-2")).encode())
     world.batch.fail_next = 0
-    calls = world.batch.calls
+    calls = world.batch.submits
     original_submit = world.batch.submit
 
     def flaky(request: Any) -> Any:
@@ -354,7 +354,7 @@ def test_the_example_spec_in_config_jobs_is_accepted(world: DropWorld) -> None:
     body = (REPO / "config" / "jobs" / "prodexp1-bert.yaml").read_bytes()
     outcome = world.handle(world.drop("submit/ProdExp1/prodexp1-bert.yaml", body))
     assert outcome.status == "accepted"
-    assert {c["jobQueue"] for c in world.batch.calls} == {"search-p4d-queue", "search-cpu-fifo-queue"}
+    assert {c["jobQueue"] for c in world.batch.submits} == {"search-p4d-queue", "search-cpu-fifo-queue"}
 
 
 SPECISH = st.one_of(

@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from tests.conftest import load_event, load_scenario
+from tests.integration.handlers.test_record_state import handler, stored_store  # noqa: F401 (the fixture)
 from tests.sqs import sqs_batch
-from tests.unit.handlers.test_record_state import handler, stored_store  # noqa: F401 (the fixture)
 
 
 def test_an_out_of_range_time_fails_alone_and_nothing_of_it_is_stored(

@@ -1,94 +1,32 @@
-"""The submit path on moto (S3 with versioning, DynamoDB, SNS -> SQS) with a fake AWS Batch.
+"""The submit path on moto (S3 with versioning, DynamoDB, SNS -> SQS) with the fake of Batch's service jobs.
 
-moto has no service jobs, so Batch is a fake port that behaves like SubmitServiceJob: one job per
-clientToken, a repeat of the same request is rejected as the API reference says
-(https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), and a request it
-calls invalid raises.
+moto has no service jobs, so Batch is tests/fakes/service_jobs.py (one job per clientToken, a repeat of
+the same request rejected, a request it calls invalid refused).
 """
 
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import yaml
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.domain.config import SharesConfig
-from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.submission import DroppedObject
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
 
 from tests.aws import create_jobs_table
-from tests.conftest import REPO
+from tests.fakes.failure_world import shares_config
+from tests.fakes.metrics import FakeMetrics
+from tests.fakes.service_jobs import FakeServiceJobs
 
 BUCKET = "shareplane-drop-test"
 TABLE = "shareplane-jobs"
 REGION = "us-east-1"
 NOW_MS = 1773690900000
-
-
-def shares_config() -> SharesConfig:
-    """config/shares.yaml."""
-    return SharesConfig.model_validate(yaml.safe_load((REPO / "config" / "shares.yaml").read_text()))
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """Batch's answer."""
-
-    job_arn: str
-    job_id: str
-    job_name: str
-
-
-@dataclass
-class FakeBatch:
-    """SubmitServiceJob with clientToken idempotency; ``refuse`` names jobs Batch calls invalid."""
-
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    jobs: dict[str, Submitted] = field(default_factory=dict)
-    tags: dict[str, dict[str, str]] = field(default_factory=dict)
-    refuse: set[str] = field(default_factory=set)
-    fail_next: int = 0
-
-    def submit(self, request: Mapping[str, Any]) -> Submitted:
-        self.calls.append(dict(request))
-        if self.fail_next:
-            self.fail_next -= 1
-            raise ConnectionError("throttled")
-        if request["jobName"] in self.refuse:
-            raise RejectedByServiceError(
-                "request", "shareIdentifier is not allowed on this queue", "fix the queue"
-            )
-        token = request["clientToken"]
-        if token in self.jobs:
-            raise RejectedByServiceError("request", "Idempotent request already processed", "none")
-        job_id = str(uuid.UUID(token[:32]))
-        self.jobs[token] = Submitted(
-            f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}", job_id, request["jobName"]
-        )
-        self.tags[job_id] = dict(request.get("tags") or {})
-        return self.jobs[token]
-
-    def find_submitted(self, job_queue: str, job_name: str, tag: str, value: str) -> Submitted | None:
-        return next(
-            (
-                j
-                for j in self.jobs.values()
-                if j.job_name == job_name and self.tags[j.job_id].get(tag) == value
-            ),
-            None,
-        )
-
-    @property
-    def distinct_jobs(self) -> int:
-        return len(self.jobs)
 
 
 @dataclass
@@ -99,7 +37,7 @@ class DropWorld:
     dynamodb: Any
     sqs: Any
     inbox_url: str
-    batch: FakeBatch
+    batch: FakeServiceJobs
     ports: SubmitPorts
     store: DynamoJobStore
     config: SharesConfig
@@ -145,11 +83,7 @@ def build_world() -> DropWorld:
     ]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)
     store = DynamoJobStore(dynamodb, TABLE)
-    batch = FakeBatch()
+    batch = FakeServiceJobs()
 
-    class NoMetrics:
-        def emit(self, *_: Any) -> None:
-            return None
-
-    ports = SubmitPorts(S3SpecBucket(s3), batch, store, store, NoMetrics(), SnsAlerts(sns, topic))
+    ports = SubmitPorts(S3SpecBucket(s3), batch, store, store, FakeMetrics(), SnsAlerts(sns, topic))
     return DropWorld(s3, dynamodb, sqs, inbox, batch, ports, store, shares_config())

@@ -18,7 +18,7 @@ from shareplane_cli.submit import submit_spec
 from typer.testing import CliRunner
 
 from tests.conftest import REPO
-from tests.submit_fakes import BUCKET, DropWorld, build_world
+from tests.integration.drop_world import BUCKET, DropWorld, build_world
 
 CONFIG = REPO / "config" / "shares.yaml"
 GOOD = REPO / "config" / "jobs" / "prodexp1-bert.yaml"

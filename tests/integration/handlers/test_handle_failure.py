@@ -15,8 +15,8 @@ from shareplane.adapters.sns_alerts import SnsAlerts
 
 from tests.aws import create_jobs_table
 from tests.conftest import load_event, load_handler
+from tests.fakes.failure_world import World
 from tests.sqs import sqs_batch
-from tests.unit.service.failure_fakes import World
 
 TABLE = "shareplane-jobs"
 
@@ -138,7 +138,7 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
 def test_bootstrap_builds_the_failure_ports_from_the_environment(
     aws_credentials: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.service.failure_fakes import shares_config
+    from tests.fakes.failure_world import shares_config
 
     monkeypatch.setenv("TABLE_NAME", TABLE)
     monkeypatch.setenv("SHAREPLANE_CONFIG", shares_config().model_dump_json())

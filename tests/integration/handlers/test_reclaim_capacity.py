@@ -15,8 +15,8 @@ from shareplane.adapters.sns_alerts import SnsAlerts
 
 from tests.aws import create_jobs_table
 from tests.conftest import load_event, load_handler
+from tests.fakes.reclaim_world import AFTER, T0, ReclaimWorld, borrowed_cluster
 from tests.sqs import sqs_batch
-from tests.unit.service.reclaim_fakes import AFTER, T0, ReclaimWorld, borrowed_cluster
 
 TABLE = "shareplane-jobs"
 

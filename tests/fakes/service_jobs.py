@@ -1,0 +1,114 @@
+"""ServiceJobs and ReclaimBatch (both adapters/batch_service_jobs.py) in memory.
+
+moto has no service jobs, so this fake follows the API reference: SubmitServiceJob makes one job per
+clientToken and rejects a repeat of the same request
+(https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), ListServiceJobs
+returns summaries without priority, payload or tags, and TerminateServiceJob refuses a job that ended.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shareplane.adapters.batch_service_jobs import SubmittedServiceJob
+from shareplane.domain.errors import RejectedByServiceError
+
+#: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
+SUMMARY_KEYS = ("jobArn", "jobId", "jobName", "status", "createdAt", "scheduledAt", "shareIdentifier")
+
+
+@dataclass
+class FakeServiceJobs:
+    """Batch's service jobs by id: submit (clientToken idempotent), describe, list, reprioritize, terminate."""
+
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Every SubmitServiceJob request, refused ones included.
+    submits: list[dict[str, Any]] = field(default_factory=list)
+    tokens: dict[str, str] = field(default_factory=dict)
+    #: Batch refuses every submit with this reason.
+    refuse: str | None = None
+    #: Batch refuses the submits of these job names (a request it calls invalid).
+    refuse_job_names: set[str] = field(default_factory=set)
+    #: The next N submits fail as throttling does (not a refusal: the caller retries).
+    fail_next: int = 0
+    priorities: list[tuple[str, int]] = field(default_factory=list)
+    #: Scripted ListServiceJobs answers by (queue, status). Once a test scripts any, listings are only
+    #: what it scripted (a queue listed by name and by ARN is then not listed twice); with none scripted a
+    #: listing is read off ``jobs``.
+    listed: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    terminated: list[tuple[str, str]] = field(default_factory=list)
+    #: Terminate only records the call; the job stops later (Batch stops a job asynchronously).
+    async_stop: bool = False
+    #: Raise on the n-th terminate call (a Lambda that died mid-apply).
+    die_on_call: int | None = None
+
+    def add(self, *described: dict[str, Any]) -> dict[str, Any]:
+        """Hold DescribeServiceJob results; returns the last one."""
+        for job in described:
+            self.jobs[job["jobId"]] = job
+        return described[-1]
+
+    @property
+    def distinct_jobs(self) -> int:
+        """How many jobs the submits made."""
+        return len(self.tokens)
+
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        job = self.jobs.get(job_id.rsplit("/", 1)[-1])
+        return copy.deepcopy(job) if job else None
+
+    def submit(self, params: Mapping[str, Any]) -> SubmittedServiceJob:
+        self.submits.append(copy.deepcopy(dict(params)))
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ConnectionError("throttled")
+        if self.refuse:
+            raise RejectedByServiceError("SubmitServiceJob", self.refuse, "fix it")
+        if params["jobName"] in self.refuse_job_names:
+            raise RejectedByServiceError(
+                "SubmitServiceJob", "shareIdentifier is not allowed on this queue", "fix the queue"
+            )
+        token = params["clientToken"]
+        if token in self.tokens:
+            # API_SubmitServiceJob.html: a second identical request with the same clientToken is rejected.
+            raise RejectedByServiceError("SubmitServiceJob", "Idempotent request already processed", "none")
+        arn = f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
+        self.tokens[token] = arn
+        job_id = arn.rsplit("/", 1)[-1]
+        self.jobs[job_id] = {**copy.deepcopy(dict(params)), "jobId": job_id, "jobArn": arn}
+        return SubmittedServiceJob(job_arn=arn, job_id=job_id, job_name=params["jobName"])
+
+    def find_submitted(
+        self, job_queue: str, job_name: str, tag: str, value: str
+    ) -> SubmittedServiceJob | None:
+        for job in self.jobs.values():
+            if job.get("jobName") == job_name and (job.get("tags") or {}).get(tag) == value:
+                return SubmittedServiceJob(job_arn=job["jobArn"], job_id=job["jobId"], job_name=job_name)
+        return None
+
+    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+        if self.listed:
+            return copy.deepcopy(self.listed.get((job_queue, status), []))
+        queue = job_queue.rsplit("/", 1)[-1]
+        return [
+            {k: job.get(k) for k in SUMMARY_KEYS}
+            for job in self.jobs.values()
+            if job["status"] == status and str(job.get("jobQueue", "")).rsplit("/", 1)[-1] == queue
+        ]
+
+    def update_priority(self, job_id: str, scheduling_priority: int) -> None:
+        self.priorities.append((job_id, scheduling_priority))
+
+    def terminate(self, job_id: str, reason: str) -> None:
+        if self.die_on_call is not None and len(self.terminated) + 1 == self.die_on_call:
+            self.die_on_call = None
+            raise ConnectionError("the invocation died while terminating")
+        job = self.jobs.get(job_id)
+        if job is None or job["status"] in ("SUCCEEDED", "FAILED"):
+            raise RejectedByServiceError("TerminateServiceJob", "the job has ended", "re-read it")
+        self.terminated.append((job_id, reason))
+        if not self.async_stop:
+            job.update(status="FAILED", isTerminated=True, statusReason=reason)

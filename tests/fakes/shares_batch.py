@@ -1,0 +1,49 @@
+"""SharesBatch (adapters/batch_policy.py) in memory: a scheduling policy, quota shares, a queue snapshot."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FakeSharesBatch:
+    """Batch holding one fair-share policy or a set of quota shares, and a queue snapshot."""
+
+    policy: dict[str, Any] | None = None
+    quota_shares: list[dict[str, Any]] = field(default_factory=list)
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    fail_updates: int = 0
+
+    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
+        assert self.policy is not None and arn == self.policy["arn"]
+        return copy.deepcopy(self.policy)
+
+    def scheduling_policy_of(self, job_queue: str) -> str | None:
+        return self.policy["arn"] if self.policy else None
+
+    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
+        self._maybe_fail()
+        self.updates.append(("UpdateSchedulingPolicy", copy.deepcopy(request)))
+        assert self.policy is not None
+        self.policy["fairsharePolicy"] = copy.deepcopy(request["fairsharePolicy"])
+
+    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+        return copy.deepcopy(self.quota_shares)
+
+    def update_quota_share(self, request: dict[str, Any]) -> None:
+        self._maybe_fail()
+        self.updates.append(("UpdateQuotaShare", copy.deepcopy(request)))
+        for share in self.quota_shares:
+            if share["quotaShareArn"] == request["quotaShareArn"]:
+                share.update(copy.deepcopy({k: v for k, v in request.items() if k != "quotaShareArn"}))
+
+    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
+        return copy.deepcopy(self.snapshot)
+
+    def _maybe_fail(self) -> None:
+        if self.fail_updates:
+            self.fail_updates -= 1
+            raise ConnectionError("Batch endpoint unreachable")
