@@ -35,10 +35,11 @@ class FakeServiceJobs:
     #: The next N submits fail as throttling does (not a refusal: the caller retries).
     fail_next: int = 0
     priorities: list[tuple[str, int]] = field(default_factory=list)
-    #: Scripted ListServiceJobs answers by (queue, status). Once a test scripts any, listings are only
-    #: what it scripted (a queue listed by name and by ARN is then not listed twice); with none scripted a
-    #: listing is read off ``jobs``.
+    #: Scripted ListServiceJobs answers by (queue name or ARN, status). Once a test scripts any,
+    #: listings are only what it scripted; with none scripted a listing is read off ``jobs``.
     listed: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    #: Every ListServiceJobs call, as (queue as passed, status).
+    list_calls: list[tuple[str, str]] = field(default_factory=list)
     terminated: list[tuple[str, str]] = field(default_factory=list)
     #: Terminate only records the call; the job stops later (Batch stops a job asynchronously).
     async_stop: bool = False
@@ -90,9 +91,19 @@ class FakeServiceJobs:
         return None
 
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
-        if self.listed:
-            return copy.deepcopy(self.listed.get((job_queue, status), []))
+        self.list_calls.append((job_queue, status))
         queue = job_queue.rsplit("/", 1)[-1]
+        if self.listed:  # a queue is the same queue by its name or its ARN, as ListServiceJobs takes either
+            return copy.deepcopy(
+                next(
+                    (
+                        v
+                        for (q, st), v in self.listed.items()
+                        if st == status and q.rsplit("/", 1)[-1] == queue
+                    ),
+                    [],
+                )
+            )
         return [
             {k: job.get(k) for k in SUMMARY_KEYS}
             for job in self.jobs.values()

@@ -42,7 +42,7 @@ class PoisonBatch(FakeServiceJobs):
     broken_jobs: set[str] = field(default_factory=set)
 
     def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
-        if job_queue in self.gone_queues:
+        if job_queue.rsplit("/", 1)[-1] in {q.rsplit("/", 1)[-1] for q in self.gone_queues}:
             raise ClientError(
                 {"Error": {"Code": "ClientException", "Message": f"jobQueue {job_queue} does not exist"}},
                 "ListServiceJobs",
@@ -193,3 +193,18 @@ def test_a_cpu_job_batch_no_longer_knows_is_alerted_to_the_team_that_submitted_i
     assert report.unknown_to_batch == [state.job_arn]
     ((_, body, attributes),) = world.alerts.sent
     assert attributes["team"] == "ProdExp2" and body["team"] == "ProdExp2"
+
+
+def test_the_gpu_queue_is_listed_once_per_status_by_its_name_and_its_arn_alike() -> None:
+    # GIVEN the config naming the GPU queue and a table row holding the same queue's ARN
+    job, described = waiting_job("j-1", QUEUE_ARN, 60)
+    store = RecordingStore()
+    store.states["RUNNABLE"] = [job]
+    world = World(store=store)
+    world.batch.add(described)
+    # WHEN the watch runs
+    watch(world.ports, NOW)
+    assert world.batch.list_calls
+    # THEN each status of the queue is listed once (by name), not once per spelling
+    assert sorted(world.batch.list_calls) == sorted({(q, st) for q, st in world.batch.list_calls})
+    assert {q for q, _ in world.batch.list_calls} == {"search-p4d-queue"}

@@ -233,13 +233,15 @@ def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchR
 def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
     """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
     known: dict[str, JobState] = {}
-    queues: set[str] = {ports.gpu_queue or ports.config.gpu_queue_name()}
+    # By name: the config names the GPU queue, the table holds queue ARNs, and ListServiceJobs takes
+    # either, so one queue under its two spellings would be listed, and its jobs reconciled, twice.
+    queues: set[str] = {queue_name(ports.gpu_queue or ports.config.gpu_queue_name())}
     for status in ACTIVE_STATUSES:
         for job in ports.store.jobs(status.value):
             if _is_service_job(job):
                 known[job.job_arn] = job
                 if job.job_queue:
-                    queues.add(job.job_queue)
+                    queues.add(queue_name(job.job_queue))
     seen: set[str] = set()
     for queue in sorted(queues):
         for status in ACTIVE_STATUSES:
