@@ -19,6 +19,7 @@ import yaml
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
+from shareplane.adapters.upload_attributions import DynamoUploadAttributions
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.submission import DroppedObject
@@ -151,5 +152,13 @@ def build_world() -> DropWorld:
         def emit(self, *_: Any) -> None:
             return None
 
-    ports = SubmitPorts(S3SpecBucket(s3), batch, store, store, NoMetrics(), SnsAlerts(sns, topic))
+    ports = SubmitPorts(
+        S3SpecBucket(s3),
+        batch,
+        store,
+        store,
+        NoMetrics(),
+        SnsAlerts(sns, topic),
+        DynamoUploadAttributions(dynamodb, TABLE),
+    )
     return DropWorld(s3, dynamodb, sqs, inbox, batch, ports, store, shares_config())

@@ -35,13 +35,13 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from .config import SchedulingMode, SharesConfig, TeamConfig, Tier
+from .drop_access import SUBMIT_PREFIX
 from .errors import InvalidInputError
 from .tags import SUBMISSION_TAG, TEAM_TAG, TIER_TAG
 
 MAX_SPEC_BYTES = 256 * 1024
 MAX_JOBS_PER_FILE = 100
 MAX_KEY_BYTES = 1024
-SUBMIT_PREFIX = "submit/"
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 #: AWS Batch names a job's training job ``AWSBatch<TrainingJobName><32-hex attempt id>`` (the sample
