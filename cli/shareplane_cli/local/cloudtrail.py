@@ -281,17 +281,20 @@ def install(emulation: TrailEmulation) -> None:
     """Route moto's S3 -> EventBridge events through ``emulation`` (the original serves other callers)."""
     from moto.s3 import notifications
 
-    original = getattr(notifications, "_shareplane_original", None) or notifications._send_event_bridge_message
+    original = getattr(notifications, "_shareplane_original", None)
+    original = original or notifications._send_event_bridge_message
     emulations: list[TrailEmulation] = getattr(notifications, "_shareplane_emulations", [])
     if emulation not in emulations:
         emulations.append(emulation)
 
     def send(account_id: str, bucket: Any, event_name: str, key: Any) -> None:
+        # S3 and CloudTrail put the events on the bucket owner's buses, whoever the caller is.
+        owner = getattr(bucket, "account_id", None) or account_id
         for candidate in emulations:
-            events = candidate.events_for(event_name, bucket, key, account_id, bucket.region_name)
+            events = candidate.events_for(event_name, bucket, key, owner, bucket.region_name)
             if events is not None:
                 try:
-                    _deliver(account_id, bucket.region_name, events)
+                    _deliver(owner, bucket.region_name, events)
                 except Exception:  # noqa: BLE001 - delivery is asynchronous on AWS: the write succeeds
                     logger.exception("events of s3://%s/%s not delivered", bucket.name, key.name)
                 return

@@ -286,11 +286,13 @@ class LocalStack:
 
         def caller_identity(access_key_id: str | None) -> tuple[str, str, str]:
             # What STS GetCallerIdentity answers for these credentials in the embedded AWS.
+            # moto answers from the backend of the account the access key belongs to (an assumed
+            # role's key belongs to the role's account), as its STS GetCallerIdentity handler does.
+            from moto.iam.models import get_account_id_from
             from moto.sts.models import sts_backends
 
-            return sts_backends[ACCOUNT]["global"].get_caller_identity(
-                access_key_id or LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], REGION
-            )
+            key = access_key_id or LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"]
+            return sts_backends[get_account_id_from(key)]["global"].get_caller_identity(key, REGION)
 
         self.trails.selectors = trail_selectors(self.translated.cloudformation["Resources"], resolve)
         self.trails.caller_identity = caller_identity
