@@ -17,9 +17,9 @@ of the same write by that request id, so the local stack serves both the way AWS
   ``requestID`` the same request id and ``userIdentity`` the caller as STS GetCallerIdentity answers
   locally (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html).
 
-Choices AWS does not document, named here: CloudTrail's delivery lag (minutes on AWS) is zero, and
-the CloudTrail event is put on the buses right after the Object Created event. Set
-``LocalStack(cloudtrail_first=True)`` to deliver it first instead (the join converges either way).
+Choices AWS does not document, named here: CloudTrail's delivery lag (minutes on AWS) is zero. The
+two events go to different queues, so which handler sees its event first is the runner's order;
+tests/local/test_uploader_local.py drives both orders.
 """
 
 from __future__ import annotations
@@ -84,7 +84,6 @@ class TrailEmulation:
 
     selectors: list[DataEventSelector] = field(default_factory=list)
     caller_identity: Callable[[str | None], tuple[str, str, str]] | None = None
-    cloudtrail_first: bool = False
     _local: threading.local = field(default_factory=threading.local)
 
     def wrap(self, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
@@ -111,8 +110,8 @@ class TrailEmulation:
     ) -> list[dict[str, Any]] | None:
         """The events S3 and CloudTrail put on EventBridge for an object creation; None for moto's own.
 
-None outside a request served through ``wrap`` and for other notifications than Object Created.
-"""
+        None outside a request served through ``wrap`` and for other notifications than Object Created.
+        """
         request = self.current()
         if request is None or self.caller_identity is None or event_name not in REASONS:
             return None  # moto's own event (other detail-types carry nothing the control plane reads)
@@ -126,7 +125,7 @@ None outside a request served through ``wrap`` and for other notifications than 
         trail = cloudtrail_event(
             operation, bucket.name, key, account, region, request.request_id, (user_id, arn, caller_account)
         )
-        return [trail, created] if self.cloudtrail_first else [created, trail]
+        return [created, trail]
 
 
 def s3_request_id() -> str:

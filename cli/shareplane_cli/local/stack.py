@@ -59,7 +59,6 @@ class LocalStack:
         speed: float | None = None,
         emulate: bool | None = None,
         faults: Any = None,
-        cloudtrail_first: bool = False,
     ) -> None:
         self.spec = spec
         self.endpoint = endpoint
@@ -79,7 +78,7 @@ class LocalStack:
         self.physical_ids: dict[str, str] = {}
         self.parameters: dict[str, str] = {}
         # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
-        self.trails = TrailEmulation(cloudtrail_first=cloudtrail_first)
+        self.trails = TrailEmulation()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalStack:
