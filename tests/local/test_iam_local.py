@@ -7,7 +7,8 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 reports granted actions no recorded call used.
 
 The calls come from the failure/requeue, escalation and reclaim scenarios of the other local tests
-(their module fixtures, run again here), a drop through the submit function, and the shipped config
+(their module fixtures, run again here), a drop through the submit function (and its CloudTrail event
+through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
 re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
 """
 
@@ -94,6 +95,7 @@ def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> No
     assert functions >= {
         "RecordStateFunction",
         "SubmitJobFunction",
+        "RecordUploaderFunction",
         "HandleFailureFunction",
         "WatchJobsFunction",
         "RebalanceSharesFunction",
