@@ -126,7 +126,11 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
         payloads = _payloads(world)
         assert len(payloads) == 3, "the drop's three jobs were submitted once each"
         for name, item in payloads.items():
-            assert item["uploader"] == {"account": "111122223333", "requestId": REQUEST, "principal": expected}, name
+            assert item["uploader"] == {
+                "account": "111122223333",
+                "requestId": REQUEST,
+                "principal": expected,
+            }, name
         stored = attributions.load_attribution(REQUEST)
         assert stored is not None and stored["principal"] == expected
         assert sorted(attributions.linked_jobs(REQUEST)) == sorted(
