@@ -5,7 +5,8 @@ requester for every write. The submit path joins S3's Object Created event to Cl
 of the same write by that request id, so the local stack serves both the way AWS does:
 
 - every S3 request through the embedded AWS gets its own request id (a thread-local set by a WSGI
-  wrapper around moto's server, which also keeps the caller's access key id);
+  wrapper around moto's server, which also keeps the caller's access key id; the HTTP response
+  still carries moto's own request id header);
 - the Object Created event carries that ``request-id`` and the caller's account as ``requester``
   (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html);
 - when a trail of the template selects the write (its advanced event selectors: data events of

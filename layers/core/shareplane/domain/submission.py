@@ -269,8 +269,9 @@ def payload_item(
         "payloadDigest": entry.payload_digest,
         "clientToken": entry.client_token,
         "source": obj.as_source(),
-        # Cost reports by uploader: the account S3 names (the event carries no principal ARN; the
-        # request id finds it in CloudTrail's data events).
+        # Cost reports by uploader: the account S3 names (its event carries no principal ARN); the
+        # principal from CloudTrail's data event of the same request id joins it as
+        # uploader.principal (service/record_uploader.py).
         "uploader": obj.uploader,
         "submittedAt": landed_at_ms,
     }
