@@ -101,3 +101,27 @@ def test_a_drops_jobs_carry_the_principal_that_uploaded_it(
     assert [(a["team"], a["message"]["principal"]) for a in foreign] == [
         ("ProdExp2", "arn:aws:sts::123456789012:user/moto")
     ]
+
+
+def test_without_the_trail_no_principal_is_recorded_and_the_job_keeps_its_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from shareplane_cli.local import LocalStack, StackSpec
+    from shareplane_cli.local.runner import FunctionRunner
+
+    spec = StackSpec(REPO / "template.yaml", parameters={"RecordUploaders": "false"})
+    with LocalStack(spec) as stack:
+        # GIVEN a stack deployed with RecordUploaders=false: no trail logs the drop bucket
+        assert stack.trails.selectors == []
+        body = yaml.safe_dump([_job("ProdExp2", "embed-untrailed")]).encode()
+        stack.client("s3").put_object(
+            Bucket=stack.outputs["DropBucketName"], Key="submit/ProdExp2/e.yaml", Body=body
+        )
+        # WHEN the handlers run
+        runner = FunctionRunner(stack)
+        runner.drain()
+        assert not [i for i in runner.invocations if i.function == "RecordUploaderFunction"]
+        record = _jobs_json(stack, monkeypatch)["embed-untrailed"]
+    # THEN the job keeps the account S3 named and its request id, and no principal
+    assert record["uploader"]["account"] == "123456789012" and record["uploader"]["requestId"]
+    assert "principal" not in record["uploader"]

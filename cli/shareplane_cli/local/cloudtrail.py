@@ -249,11 +249,17 @@ def cloudtrail_event(
     }
 
 
-def trail_selectors(resources: Mapping[str, Any], resolve: Callable[[Any], Any]) -> list[DataEventSelector]:
-    """The S3 object data-event selectors of every CloudTrail trail among the template's resources."""
+def trail_selectors(
+    resources: Mapping[str, Any],
+    resolve: Callable[[Any], Any],
+    condition: Callable[[str], bool] = lambda _: True,
+) -> list[DataEventSelector]:
+    """The S3 object data-event selectors of every trail the stack creates (its Condition holds)."""
     selectors: list[DataEventSelector] = []
     for resource in resources.values():
         if resource.get("Type") != "AWS::CloudTrail::Trail":
+            continue
+        if "Condition" in resource and not condition(resource["Condition"]):
             continue
         props = resource.get("Properties") or {}
         if props.get("IsLogging") is False:

@@ -293,7 +293,11 @@ class LocalStack:
             key = access_key_id or LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"]
             return sts_backends[get_account_id_from(key)]["global"].get_caller_identity(key, REGION)
 
-        self.trails.selectors = trail_selectors(self.translated.cloudformation["Resources"], resolve)
+        from .emulator import Intrinsics
+
+        template = self.translated.cloudformation
+        conditions = Intrinsics(self.resolve, template.get("Conditions", {}))
+        self.trails.selectors = trail_selectors(template["Resources"], resolve, conditions.condition)
         self.trails.caller_identity = caller_identity
         install(self.trails)
 
