@@ -1,6 +1,6 @@
-"""Who may drop specs for a team: the check the submit path makes on each S3 event.
+"""Who may drop specs for a team: the checks made on each S3 event and each CloudTrail event.
 
-Two layers guard ``submit/<team>/``, both from ``teams.<team>.submitters`` in the shares config:
+Three checks guard ``submit/<team>/``, all from ``teams.<team>.submitters`` in the shares config:
 
 1. The drop bucket's policy (rendered into template.yaml by ``shareplane config render``) denies
    s3:PutObject under the folder to every principal that is not one of the team's submitters. S3
