@@ -31,7 +31,15 @@ def record_handler(record: SQSRecord) -> None:
         raise ConfigError(
             "SHAREPLANE_CONFIG", "is not set", "deploy the stack with the SharesConfig parameter"
         )
-    ports = SubmitPorts(deps.spec_bucket, deps.batch_jobs, deps.store, deps.store, deps.metrics, deps.alerts)
+    ports = SubmitPorts(
+        deps.spec_bucket,
+        deps.batch_jobs,
+        deps.store,
+        deps.store,
+        deps.metrics,
+        deps.alerts,
+        deps.upload_attributions,
+    )
     for dropped in parse_object_created(json.loads(record.body)):
         logger.set_correlation_id(f"s3://{dropped.bucket}/{dropped.key}")
         outcome = submit_dropped_spec(

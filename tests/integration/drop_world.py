@@ -14,6 +14,7 @@ import boto3
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
+from shareplane.adapters.upload_attributions import DynamoUploadAttributions
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.submission import DroppedObject
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
@@ -85,5 +86,13 @@ def build_world() -> DropWorld:
     store = DynamoJobStore(dynamodb, TABLE)
     batch = FakeServiceJobs()
 
-    ports = SubmitPorts(S3SpecBucket(s3), batch, store, store, FakeMetrics(), SnsAlerts(sns, topic))
+    ports = SubmitPorts(
+        S3SpecBucket(s3),
+        batch,
+        store,
+        store,
+        FakeMetrics(),
+        SnsAlerts(sns, topic),
+        DynamoUploadAttributions(dynamodb, TABLE),
+    )
     return DropWorld(s3, dynamodb, sqs, inbox, batch, ports, store, shares_config())

@@ -36,6 +36,7 @@ RULE_FOR_DETAIL_TYPE = {
     ("aws.batch", "Batch Service Job Queue Blocked"): "BatchJobQueueBlockedRule",
     ("aws.sagemaker", "SageMaker Training Job State Change"): "SageMakerTrainingJobStateChangeRule",
     ("aws.s3", "Object Created"): "SubmitSpecObjectCreatedRule",
+    ("aws.s3", "AWS API Call via CloudTrail"): "UploaderCloudTrailRule",
 }
 
 #: Schedule rules each take only their own Scheduled Event (its resources name the rule), by sample.

@@ -7,7 +7,8 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 reports granted actions no recorded call used.
 
 The calls come from the failure/requeue, escalation and reclaim scenarios of the other local tests
-(their module fixtures, run again here), a drop through the submit function, and the shipped config
+(their module fixtures, run again here), a drop through the submit function (and its CloudTrail event
+through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
 re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
 """
 
@@ -39,7 +40,8 @@ pytestmark = pytest.mark.local
 
 
 def _submit_drops() -> None:
-    """A good and an invalid spec dropped in the bucket, answered by submit_job, recorded from SUBMITTED on."""
+    """A good and an invalid spec dropped in the bucket, answered by submit_job, recorded from SUBMITTED on;
+    record_uploader takes their CloudTrail events first (the uploader is no submitter: it alerts)."""
     good = (REPO / "config" / "jobs" / "prodexp1-bert.yaml").read_bytes()
     invalid = (REPO / "config" / "jobs" / "prodexp2-invalid.yaml").read_bytes()
     with LocalStack(StackSpec(REPO / "template.yaml")) as stack:
@@ -47,6 +49,10 @@ def _submit_drops() -> None:
         s3.put_object(Bucket=bucket, Key="submit/ProdExp1/sweep.yaml", Body=good)
         s3.put_object(Bucket=bucket, Key="submit/ProdExp2/embed.yaml", Body=invalid)
         runner = FunctionRunner(stack)
+        # CloudTrail's events first: the submit path then copies the recorded principal onto the jobs
+        uploader = next(f for f in stack.functions if f.logical_id == "RecordUploaderFunction")
+        while runner.poll_once(uploader):
+            pass
         runner.drain()
         assert stack.emulator is not None and stack.emulator.wait_for_events()
         runner.drain()
@@ -94,6 +100,7 @@ def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> No
     assert functions >= {
         "RecordStateFunction",
         "SubmitJobFunction",
+        "RecordUploaderFunction",
         "HandleFailureFunction",
         "WatchJobsFunction",
         "RebalanceSharesFunction",

@@ -13,6 +13,7 @@ from shareplane.service.queries import job_records
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
+from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, emit, epoch_ms, print_table
 
@@ -61,6 +62,48 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
     emit(records, output, table)
 
 
+def uploader_line(uploader: dict[str, Any] | None) -> str:
+    """Who dropped the job's spec, in one line: the principal, else the account and why no principal."""
+    if not uploader:
+        return "- (not submitted from a drop)"
+    principal = uploader.get("principal")
+    if principal:
+        check = {
+            "submitter": "one of the team's submitters",
+            "not_a_submitter": "NOT one of the team's submitters (the team was alerted)",
+            "team_has_no_submitters": "the team lists no submitters",
+        }.get(principal.get("check"), principal.get("check") or "")
+        return f"{principal.get('arn')} ({check})"
+    return (
+        f"account {uploader.get('account') or '?'}; principal not recorded yet (CloudTrail's event for "
+        f"request {uploader.get('requestId') or '?'} has not arrived, or no trail logs the drop bucket)"
+    )
+
+
+def print_job_detail(record: dict[str, Any], output: Output) -> None:
+    """One job as field: value lines (its full record with --output json)."""
+
+    def detail() -> None:
+        rows = [
+            ("job", record["jobName"]),
+            ("arn", record["jobArn"]),
+            ("status", record["status"]),
+            ("team", record.get("team")),
+            ("tier", record.get("tier")),
+            ("share", record["shareIdentifier"] or record["quotaShareName"]),
+            ("uploaded by", uploader_line(record.get("uploader"))),
+            ("created", epoch_ms(record["createdAt"])),
+            ("stopped", epoch_ms(record["stoppedAt"])),
+            ("attempts", record["attempts"]),
+            ("preemptions", record["preemptions"]),
+            ("history", " > ".join(h["status"] for h in record["history"])),
+            ("reason", record["failureReason"] or record["statusReason"]),
+        ]
+        print_table(record["jobName"], ["field", "value"], rows)
+
+    emit(record, output, detail)
+
+
 @app.command("jobs")
 def jobs_command(
     status: Annotated[JobStatus | None, typer.Option(help="Only jobs in this status.")] = None,
@@ -74,6 +117,10 @@ def jobs_command(
     config_path: Annotated[
         Path, typer.Option("--config", help="The shares config: maps share identifiers to teams and tiers.")
     ] = Path("config/shares.yaml"),
+    job: Annotated[
+        str | None,
+        typer.Option("--job", help="Show one job in detail (its name, id or ARN), uploader included."),
+    ] = None,
     output: OutputOption = Output.TABLE,
     profile: Profile = None,
     region: Region = None,
@@ -81,18 +128,31 @@ def jobs_command(
     stack_name: StackName = DEFAULT_STACK,
     table: TableName = None,
 ) -> None:
-    """List jobs with their team, tier, state, counters and history."""
+    """List jobs with their team, tier, state, counters and history (and who uploaded each)."""
     config = _config_for(config_path, needed=bool(team or tier))
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    store = target.job_store(table)
     records = job_records(
-        target.job_store(table),
+        store,
         status.value if status else None,
         share,
         config=config,
         team=team,
         tier=tier.value if tier else None,
+        payloads=store,
     )
-    print_jobs(records, output)
+    if job is None:
+        print_jobs(records, output)
+        return
+    matches = [r for r in records if job in (r["jobName"], r["jobArn"], r.get("jobId"))]
+    if not matches:
+        raise CliError(
+            f"--job {job!r}: no recorded job has that name, id or ARN",
+            "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
+            ExitCode.NOT_FOUND,
+        )
+    for record in matches:
+        print_job_detail(record, output)
 
 
 def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:

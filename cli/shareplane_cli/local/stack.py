@@ -19,6 +19,7 @@ import boto3
 from botocore.config import Config
 from gpusim.engine import HoldableClock
 
+from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .template import FunctionSpec, TranslatedTemplate, translate
 
 REGION = "us-east-1"
@@ -76,15 +77,15 @@ class LocalStack:
         self.outputs: dict[str, str] = {}
         self.physical_ids: dict[str, str] = {}
         self.parameters: dict[str, str] = {}
+        # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
+        self.trails = TrailEmulation()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalStack:
         """Start moto (unless an endpoint was given) and create the stack (unless it exists)."""
         if self.endpoint is None:
-            from moto.server import ThreadedMotoServer
-
             logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per AWS call
-            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server = _MotoServer(self.trails)
             self._server.start()
             host, port = self._server.get_host_and_port()
             self.endpoint = f"http://{host}:{port}"
@@ -96,6 +97,8 @@ class LocalStack:
             self._create_stack(cloudformation)
         self._read_stack(cloudformation)
         self._apply_bucket_settings()
+        if self._server is not None:
+            self._emulate_trails()
         if self.emulate and self.emulator is None:
             from .emulator import DEFAULT_SPEED, attach_emulator
 
@@ -114,6 +117,7 @@ class LocalStack:
             self.emulator.stop()  # first: it puts its last events on the embedded EventBridge
             self.emulator = None
         if self._server is not None:
+            uninstall(self.trails)
             self._server.stop()
             self._server = None
 
@@ -266,6 +270,37 @@ class LocalStack:
                     Bucket=bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
                 )
 
+    def _emulate_trails(self) -> None:
+        """Serve CloudTrail's data events for the writes the template's trails select."""
+        assert self.translated is not None
+
+        def resolve(value: Any) -> Any:
+            # `${Bucket.Arn}`: a bucket's ARN is made of its name, which moto's stack knows.
+            if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+                text = value["Fn::Sub"]
+                for logical, physical in self.physical_ids.items():
+                    text = text.replace("${" + logical + ".Arn}", f"arn:aws:s3:::{physical}")
+                return self.resolve({"Fn::Sub": text})
+            return self.resolve(value)
+
+        def caller_identity(access_key_id: str | None) -> tuple[str, str, str]:
+            # What STS GetCallerIdentity answers for these credentials in the embedded AWS.
+            # moto answers from the backend of the account the access key belongs to (an assumed
+            # role's key belongs to the role's account), as its STS GetCallerIdentity handler does.
+            from moto.iam.models import get_account_id_from
+            from moto.sts.models import sts_backends
+
+            key = access_key_id or LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"]
+            return sts_backends[get_account_id_from(key)]["global"].get_caller_identity(key, REGION)
+
+        from .emulator import Intrinsics
+
+        template = self.translated.cloudformation
+        conditions = Intrinsics(self.resolve, template.get("Conditions", {}))
+        self.trails.selectors = trail_selectors(template["Resources"], resolve, conditions.condition)
+        self.trails.caller_identity = caller_identity
+        install(self.trails)
+
     def _read_stack(self, cloudformation: Any) -> None:
         stack = cloudformation.describe_stacks(StackName=self.spec.stack_name)["Stacks"][0]
         self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
@@ -277,6 +312,43 @@ class LocalStack:
         assert self.translated is not None
         for name, definition in self.translated.cloudformation.get("Parameters", {}).items():
             self.parameters.setdefault(name, str(definition.get("Default", "")))
+
+
+class _MotoServer:
+    """moto's server as its ThreadedMotoServer builds it, the app wrapped to give each request an id
+    and remember its caller (cloudtrail.py)."""
+
+    def __init__(self, trails: TrailEmulation) -> None:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        self._server = make_server(
+            "127.0.0.1",
+            0,
+            trails.wrap(DomainDispatcherApplication(create_backend_app)),
+            True,
+            request_handler=MotoRequestHandler,
+        )
+        self._thread: Any = None
+
+    def start(self) -> None:
+        import threading
+
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def get_host_and_port(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _placeholders(template: str) -> Iterator[str]:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .adapters.s3_spec_bucket import S3SpecBucket
     from .adapters.share_store import DynamoShareStore
     from .adapters.sns_alerts import SnsAlerts
+    from .adapters.upload_attributions import DynamoUploadAttributions
     from .service.handle_failure import FailurePorts
     from .service.rebalance_shares import RebalanceSettings
     from .service.reclaim_capacity import ReclaimPorts
@@ -86,6 +87,13 @@ class Dependencies:
         from .adapters.s3_spec_bucket import S3SpecBucket
 
         return S3SpecBucket(self.client("s3"))
+
+    @cached_property
+    def upload_attributions(self) -> DynamoUploadAttributions:
+        """The join of uploads' principals (CloudTrail) to their jobs, in the jobs table."""
+        from .adapters.upload_attributions import DynamoUploadAttributions
+
+        return DynamoUploadAttributions(self.client("dynamodb"), os.environ["TABLE_NAME"])
 
     @cached_property
     def submit_queues(self) -> QueueNames:

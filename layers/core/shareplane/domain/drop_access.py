@@ -1,6 +1,6 @@
-"""Who may drop specs for a team: the check the submit path makes on each S3 event.
+"""Who may drop specs for a team: the checks made on each S3 event and each CloudTrail event.
 
-Two layers guard ``submit/<team>/``, both from ``teams.<team>.submitters`` in the shares config:
+Three checks guard ``submit/<team>/``, all from ``teams.<team>.submitters`` in the shares config:
 
 1. The drop bucket's policy (rendered into template.yaml by ``shareplane config render``) denies
    s3:PutObject under the folder to every principal that is not one of the team's submitters. S3
@@ -10,12 +10,36 @@ Two layers guard ``submit/<team>/``, both from ``teams.<team>.submitters`` in th
    https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). A drop from another
    account than the bucket owner's is refused unless one of the team's submitters is in that
    account. Inside the owner's account the account says nothing more, and the policy decides.
+3. After the fact, on CloudTrail's data event of the upload, which names the principal: one that is
+   not in the list (the policy should have refused it) is recorded on the jobs and alerted
+   (domain/attribution.py, service/record_uploader.py).
+
+Nothing here loads the job-spec parser: the attribution path uses these rules without it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from .config import TeamConfig
-from .jobspec import Problem
+
+if TYPE_CHECKING:
+    from .jobspec import Problem
+
+#: Where teams drop specs: ``submit/<team>/<file>``.
+SUBMIT_PREFIX = "submit/"
+
+
+def folder_team(key: str, teams: Sequence[str] | Mapping[str, Any]) -> str | None:
+    """The configured team whose folder a key lies under (``submit/<team>/...``), however bad the rest.
+
+    Lets a drop with a bad name (nested path, wrong suffix, hidden file) be answered to its team.
+    """
+    parts = key.split("/")
+    if len(parts) >= 3 and f"{parts[0]}/" == SUBMIT_PREFIX and parts[1] in teams:
+        return parts[1]
+    return None
 
 
 def account_of(principal_arn: str) -> str:
@@ -31,9 +55,19 @@ def drop_refusal(
         return None
     if requester in {account_of(arn) for arn in team.submitters}:
         return None
+    from .jobspec import Problem  # the submit path's alone, which has the parser loaded already
+
     return Problem(
         "key",
         f"was uploaded by {requester[:128]!r}, which is not an account of team {team_name}'s submitters",
         f"drop it as one of {list(team.submitters)}, or ask the platform team to add your role to "
         f"teams.{team_name}.submitters",
     )
+
+
+def principal_is_submitter(principal_arn: str, submitters: tuple[str, ...] | list[str]) -> bool:
+    """True when the principal is one of the submitters, compared as the bucket policy's ArnLike does.
+
+    Submitters are exact ARNs (the config's pattern allows no wildcards), so ArnLike is string equality.
+    """
+    return principal_arn in set(submitters)

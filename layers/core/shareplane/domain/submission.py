@@ -151,17 +151,6 @@ def is_folder_marker(key: str, size: int | None) -> bool:
     return key.endswith("/") and size == 0
 
 
-def folder_team(key: str, teams: Sequence[str] | Mapping[str, Any]) -> str | None:
-    """The configured team whose folder a key lies under (``submit/<team>/...``), however bad the rest.
-
-    Lets a drop with a bad name (nested path, wrong suffix, hidden file) be answered to its team.
-    """
-    parts = key.split("/")
-    if len(parts) >= 3 and f"{parts[0]}/" == SUBMIT_PREFIX and parts[1] in teams:
-        return parts[1]
-    return None
-
-
 def _safe_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:120].lstrip(".")
     return cleaned or "file"
@@ -280,8 +269,9 @@ def payload_item(
         "payloadDigest": entry.payload_digest,
         "clientToken": entry.client_token,
         "source": obj.as_source(),
-        # Cost reports by uploader: the account S3 names (the event carries no principal ARN; the
-        # request id finds it in CloudTrail's data events).
+        # Cost reports by uploader: the account S3 names (its event carries no principal ARN); the
+        # principal from CloudTrail's data event of the same request id joins it as
+        # uploader.principal (service/record_uploader.py).
         "uploader": obj.uploader,
         "submittedAt": landed_at_ms,
     }

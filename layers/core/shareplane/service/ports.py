@@ -411,3 +411,34 @@ class ReclaimLedger(TickWatermarks, Protocol):
     def release_alert(self, alert: Alert) -> None:
         """Give a claim back after publishing failed."""
         ...
+
+
+# -- the uploader's principal (record_uploader, and the submit path's half of the join) ------------
+
+
+class UploadAttributions(Protocol):
+    """The join of an S3 request's principal (CloudTrail) to the jobs of its drop."""
+
+    def save_attribution(self, request_id: str, record: Mapping[str, Any], expires_at: int) -> bool:
+        """Store the request's principal once; False when it was stored already."""
+        ...
+
+    def load_attribution(self, request_id: str) -> dict[str, Any] | None:
+        """The request's attribution item (``principal``, ``alerted``); None when not stored."""
+        ...
+
+    def mark_alerted(self, request_id: str) -> None:
+        """Remember that the team was alerted about this upload."""
+        ...
+
+    def link_job(self, request_id: str, job_arn: str, expires_at: int) -> None:
+        """Record that a job came from this request's drop (idempotent)."""
+        ...
+
+    def linked_jobs(self, request_id: str) -> list[str]:
+        """The jobs linked to this request."""
+        ...
+
+    def set_principal(self, job_arn: str, record: Mapping[str, Any]) -> bool:
+        """Write the principal on the job's payload item; False when the job has none."""
+        ...

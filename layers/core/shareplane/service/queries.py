@@ -7,7 +7,7 @@ from typing import Any
 
 from ..domain.config import SharesConfig
 from ..domain.records import job_record
-from .ports import JobStore
+from .ports import JobStore, PayloadStore
 
 logger = logging.getLogger(__name__)
 
@@ -20,11 +20,14 @@ def job_records(
     config: SharesConfig | None = None,
     team: str | None = None,
     tier: str | None = None,
+    payloads: PayloadStore | None = None,
 ) -> list[dict[str, Any]]:
     """Every job (optionally one status, share identifier, team or tier) as a record with its history.
 
     Team and tier come from the config's mapping of each job's share identifier, so filtering on them
-    needs the config.
+    needs the config. With ``payloads``, each record also has ``uploader``: who dropped the job's spec
+    (account, S3 request id and, once CloudTrail's event is in, the principal), from its payload item;
+    None for a job the submit path did not submit.
     """
     records = []
     for state in reader.jobs(status):
@@ -43,5 +46,8 @@ def job_records(
             record = job_record(state, (), None, config)
         if (team and record["team"] != team) or (tier and record["tier"] != tier):
             continue
+        if payloads is not None:
+            payload = payloads.load_payload(state.job_arn)
+            record["uploader"] = payload.get("uploader") if payload else None
         records.append(record)
     return records

@@ -15,6 +15,10 @@ Every step is idempotent, so a duplicated or re-delivered S3 event changes nothi
 4. Copy the original to accepted/ or rejected/, write the answer under answers/ (keyed by the
    object version), notify on any rejection (to the team whose folder it is, even for a bad
    name), and only then delete the version that was read.
+
+Between 3 and 4 the jobs are linked to the upload's S3 request id, and the principal CloudTrail named
+for it is copied onto them when its event came first (service/record_uploader.py; the other order is
+the attribution path's to finish).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.config import SharesConfig
-from ..domain.drop_access import drop_refusal
+from ..domain.drop_access import drop_refusal, folder_team
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.jobspec import (
     MAX_SPEC_BYTES,
@@ -47,7 +51,6 @@ from ..domain.submission import (
     answer_key,
     answers,
     build_answer,
-    folder_team,
     is_folder_marker,
     is_output_key,
     payload_item,
@@ -55,8 +58,18 @@ from ..domain.submission import (
     submitted_job,
     too_large_for_an_item,
 )
-from .ports import AlertPublisher, JobStore, MetricsSink, PayloadStore, ServiceJobs, SpecBucket, SubmittedRef
+from .ports import (
+    AlertPublisher,
+    JobStore,
+    MetricsSink,
+    PayloadStore,
+    ServiceJobs,
+    SpecBucket,
+    SubmittedRef,
+    UploadAttributions,
+)
 from .record_state import record_observation
+from .record_uploader import attach_recorded_principal
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +84,8 @@ class SubmitPorts:
     payloads: PayloadStore
     metrics: MetricsSink
     alerts: AlertPublisher
+    #: The uploader's principal from CloudTrail, joined to the drop's jobs by S3 request id.
+    attributions: UploadAttributions
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,9 @@ def submit_dropped_spec(
                 f"AWS Batch refused the job: {exc.problem}",
                 exc.fix,
             )
+    # The jobs are recorded: link them to the upload; take its principal if CloudTrail's event came first.
+    arns = [j.job_arn for j in submitted]
+    attach_recorded_principal(obj.request_id, arns, ports.attributions, now_ms // 1000)
     # A badly named drop under a real team folder is still that team's: its answer and alert say so.
     team = result.team if result.team in config.teams else folder_team(obj.key, config.teams)
     share, tier = _file_share(config, team, submitted)

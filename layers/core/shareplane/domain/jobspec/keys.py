@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ..drop_access import SUBMIT_PREFIX
 from ..errors import InvalidInputError
 
 MAX_KEY_BYTES = 1024
-SUBMIT_PREFIX = "submit/"
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 

@@ -1,0 +1,104 @@
+"""Record who uploaded a drop: CloudTrail's principal, joined to the drop's jobs in either order.
+
+The attribution path (this module's ``record_upload``, fed by record_uploader) and the submit path
+(``attach_recorded_principal``, called by submit_job once it has recorded a drop's jobs) each write
+their half of the join under the S3 request id first and read the other half after
+(domain/attribution.py says why that converges). Every write is idempotent.
+
+A principal outside ``teams.<team>.submitters`` should have been refused by the drop bucket's policy;
+when one got through anyway (the policy and the config drifted, or the policy was edited by hand),
+the drop is still answered as usual and its jobs carry the principal, and the team is alerted once:
+a human decides, since cancelling a job on a config mismatch could stop legitimate work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..domain.attribution import (
+    UPLOAD_JOIN_RETENTION_SECONDS,
+    PrincipalCheck,
+    UploadAttribution,
+    alert_attributes,
+    alert_message,
+    alert_subject,
+    check_principal,
+    principal_record,
+)
+from ..domain.config import SharesConfig
+from .ports import AlertPublisher, UploadAttributions
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UploaderPorts:
+    """What the attribution path talks through."""
+
+    attributions: UploadAttributions
+    alerts: AlertPublisher
+
+
+@dataclass(frozen=True)
+class UploaderOutcome:
+    """What recording one attribution did."""
+
+    request_id: str
+    check: str
+    jobs_updated: tuple[str, ...]
+    alerted: bool
+
+
+def record_upload(
+    attribution: UploadAttribution, ports: UploaderPorts, config: SharesConfig, now_s: int
+) -> UploaderOutcome:
+    """Store the principal of one S3 request, alert on a non-submitter once, write it on its jobs."""
+    record = principal_record(attribution, config)
+    team, check = check_principal(attribution, config)
+    ports.attributions.save_attribution(attribution.request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS)
+    alerted = False
+    if check is PrincipalCheck.NOT_A_SUBMITTER:
+        stored = ports.attributions.load_attribution(attribution.request_id) or {}
+        if not stored.get("alerted"):
+            # Publish, then mark: a crash between the two alerts twice, never zero times.
+            submitters = config.teams[team].submitters if team else ()
+            ports.alerts.publish(
+                alert_subject(attribution, team),
+                alert_message(attribution, team, tuple(submitters)),
+                alert_attributes(team),
+            )
+            ports.attributions.mark_alerted(attribution.request_id)
+            alerted = True
+    updated = tuple(
+        arn
+        for arn in ports.attributions.linked_jobs(attribution.request_id)
+        if ports.attributions.set_principal(arn, record)
+    )
+    logger.info(
+        "uploader recorded",
+        extra={"request_id": attribution.request_id, "check": check.value, "jobs": list(updated)},
+    )
+    return UploaderOutcome(attribution.request_id, check.value, updated, alerted)
+
+
+def attach_recorded_principal(
+    request_id: str | None, job_arns: Sequence[str], attributions: UploadAttributions, now_s: int
+) -> dict[str, object] | None:
+    """The submit path's half: link the drop's jobs to its request, then copy a principal already there.
+
+    Returns the principal written on the jobs, or None when CloudTrail's event has not come yet (the
+    attribution path will write it) or the event named no request (a direct S3 notification).
+    """
+    if not request_id or not job_arns:
+        return None
+    for arn in job_arns:
+        attributions.link_job(request_id, arn, now_s + UPLOAD_JOIN_RETENTION_SECONDS)
+    stored = attributions.load_attribution(request_id)
+    if not stored:
+        return None
+    principal = dict(stored["principal"])
+    for arn in job_arns:
+        attributions.set_principal(arn, principal)
+    return principal
