@@ -36,7 +36,9 @@ def cluster(aws_credentials: None, request: pytest.FixtureRequest) -> Iterator[C
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         create_jobs_table(dynamodb, TABLE)
-        cluster, server, _ = start_cluster(shares_config(mode=request.param), dynamodb, TABLE)
+        # Quota plans set borrowLimit only when asked to (manage_borrow_limit): these tests are about it.
+        config = shares_config(mode=request.param, rebalance={"manage_borrow_limit": True})
+        cluster, server, _ = start_cluster(config, dynamodb, TABLE)
         try:
             yield cluster
         finally:

@@ -35,6 +35,8 @@ P4 = "ml.p4d.24xlarge"
 P5 = "ml.p5.48xlarge"
 NOW = 1_760_000_000.0
 DEFAULTS = RebalanceConfig()
+#: The defaults with quota plans setting borrowLimit (off by default), where borrow limits are tested.
+MANAGED_BORROW = RebalanceConfig(manage_borrow_limit=True)
 ARN = "arn:aws:batch:us-east-1:123456789012:scheduling-policy/gpu"
 
 
@@ -625,13 +627,27 @@ def test_quota_mode(rules, quota, load, expected) -> None:
         quota_share("A", 60, load[0], running_a, **quota),
         quota_share("B", 40, load[1], running_b, limit_b, **quota),
     )
-    plan = plan_rebalance(snap, RebalanceConfig(**rules))
+    plan = plan_rebalance(snap, RebalanceConfig(manage_borrow_limit=True, **rules))
     after = {c.share: (c.after.capacity_limits[P4], c.after.borrow_limit) for c in plan.changes}
     assert after == expected
     assert all(c.after.strategy == c.before.strategy for c in plan.changes)
     assert sum(limit for limit, _ in after.values()) <= max(
         100, sum(c.before.capacity_limits[P4] for c in plan.changes)
     )
+
+
+@pytest.mark.parametrize("borrow_limit", [-1, 0, 25])
+def test_by_default_quota_plans_leave_borrow_limits_as_they_are(borrow_limit: int) -> None:
+    # GIVEN ProdExp-like 60/40 quota shares, A wanting all 100 instances and B only 10 of its 40
+    snap = snapshot(
+        quota_share("A", 60, 100, borrow_limit=borrow_limit),
+        quota_share("B", 40, 10, borrow_limit=borrow_limit),
+    )
+    # WHEN the default rules plan (limits pinned at the entitlements, borrowLimit not managed)
+    plan = plan_rebalance(snap, DEFAULTS)
+    # THEN no borrowLimit moves: a cap would only keep A off the instances B leaves idle
+    assert {c.share: c.after.borrow_limit for c in plan.changes} == {"A": borrow_limit, "B": borrow_limit}
+    assert plan.moved == ()
 
 
 def test_quota_limit_raises_are_trimmed_to_the_capacity_left() -> None:
@@ -654,7 +670,7 @@ def test_quota_limits_restore_a_drifted_limit_toward_the_entitlement() -> None:
 
 def test_quota_plan_builds_update_quota_share_requests() -> None:
     snap = snapshot(quota_share("A", 60, 100), quota_share("B", 40, 10))
-    requests = plan_to_update_quota_share_requests(plan_rebalance(snap, DEFAULTS))
+    requests = plan_to_update_quota_share_requests(plan_rebalance(snap, MANAGED_BORROW))
     assert requests == [
         {
             "quotaShareArn": "arn:aws:batch:us-east-1:123456789012:quota-share/gpu/A",
@@ -672,7 +688,7 @@ def test_quota_plan_builds_update_quota_share_requests() -> None:
 def test_quota_requests_need_the_quota_share_arn() -> None:
     snap = snapshot(replace(quota_share("A", 60, 100), quota_share_arn=None), quota_share("B", 40, 10))
     with pytest.raises(InvalidInputError, match="quota_share_arn"):
-        plan_to_update_quota_share_requests(plan_rebalance(snap, DEFAULTS))
+        plan_to_update_quota_share_requests(plan_rebalance(snap, MANAGED_BORROW))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -699,7 +715,7 @@ def test_quota_requests_need_the_quota_share_arn() -> None:
 )
 def test_input_snapshot_is_unchanged(snap) -> None:
     before = copy.deepcopy(snap)
-    plan = plan_rebalance(snap, DEFAULTS)
+    plan = plan_rebalance(snap, MANAGED_BORROW)
     assert snap == before
     assert not plan.is_empty
 
@@ -893,7 +909,7 @@ def test_a_share_covered_by_a_prefix_entry_cannot_get_its_own_weight() -> None:
     ],
 )
 def test_rollback_restores_the_state_before_an_applied_plan(snap) -> None:
-    plan = plan_rebalance(snap, DEFAULTS)
+    plan = plan_rebalance(snap, MANAGED_BORROW)
     assert not plan.is_empty
     audit = json.loads(json.dumps(plan.to_audit()))  # as stored and read back
     rollback = rollback_plan(audit, now=NOW + 60)

@@ -350,7 +350,8 @@ def quota_world() -> tuple[FakeSharesBatch, FakeShareStore, FakeMetrics]:
 def test_quota_mode_sets_borrow_limits_with_update_quota_share() -> None:
     # GIVEN unlimited borrowing; ProdExp1 wants 80 (entitled 60), ProdExp2 wants 25 (entitled 40)
     batch, store, metrics = quota_world()
-    outcome = run(batch, store, metrics, config=shares_config(mode="quota"))
+    managed = shares_config(mode="quota", rebalance={"manage_borrow_limit": True})
+    outcome = run(batch, store, metrics, config=managed)
     # THEN each share's borrowLimit is bounded to what its target needs, one UpdateQuotaShare per share
     assert outcome.action == "applied"
     assert [(op, r["quotaShareArn"].rsplit("/", 1)[-1]) for op, r in batch.updates] == [

@@ -125,7 +125,7 @@ def test_a_value_set_by_hand_is_planned_from_not_restored() -> None:
 
 def test_quota_limits_reset_by_a_stack_update_are_restored() -> None:
     # GIVEN the rebalancer bounded the borrow limits (ProdExp1 25, ProdExp2 0) of unlimited quota shares
-    config = shares_config(mode="quota")
+    config = shares_config(mode="quota", rebalance={"manage_borrow_limit": True})
     batch, store, _ = quota_world()
     assert run(batch, store, config, TICK, NOW).action == "applied"
     in_force = {

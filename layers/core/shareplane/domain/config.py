@@ -240,7 +240,13 @@ class RebalanceConfig(_Strict):
     ledger_nudge: Annotated[float, Field(ge=0, lt=1)] = 0.2
     #: Water-filling weight multiplier for shares waiting in a tier whose wait p90 breaks its SLO.
     slo_boost_factor: Annotated[float, Field(ge=1, le=100)] = 1.5
-    #: Quota mode: bounds of borrowLimit (percent of the share's own limits) for LEND_AND_BORROW shares.
+    #: Quota mode: whether plans set LEND_AND_BORROW shares' borrowLimit to what their target needs.
+    #: Off by default: a lender takes its capacity back by preemption whatever the limit, so a cap only
+    #: bites while the lender leaves capacity idle, and a plan made minutes ago caps a share below what
+    #: is idle now (the quota demo held 5-20 of 100 instances idle for about 50 minutes while ProdExp1's
+    #: work waited; with plans off, none). On, it trades those idle GPUs for fewer cross-share preemptions.
+    manage_borrow_limit: bool = False
+    #: Quota mode, with ``manage_borrow_limit``: bounds of borrowLimit (percent of the share's own limits).
     borrow_limit_min: Annotated[int, Field(ge=0)] = 0
     borrow_limit_max: Annotated[int, Field(ge=0)] = 100
     #: Quota mode: bounds of each maxCapacity as a fraction of the entitlement; 1.0/1.0 pins limits.

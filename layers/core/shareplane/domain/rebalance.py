@@ -25,8 +25,10 @@ The rules, in order:
    water-filling weight multiplied by ``slo_boost_factor``.
 5. **Fair-share mode**: ``weightFactor_i = max_j(target_j) / target_i`` (lower gets more), so the
    best-served share has 1.0, then bounded by the per-share or global bounds and the API range.
-6. **Quota mode**: each LEND_AND_BORROW share's ``borrowLimit`` becomes the percent above its own
-   limits that its target needs; each ``maxCapacity`` moves toward the target within
+6. **Quota mode**: with ``manage_borrow_limit`` (off by default: a cap below what others leave idle
+   only idles GPUs, since lenders get capacity back by preemption anyway), each LEND_AND_BORROW
+   share's ``borrowLimit`` becomes the percent above its own limits that its target needs; each
+   ``maxCapacity`` moves toward the target within
    ``[min_fraction, max_fraction] x entitlement``, never below what the share is running (lowering a
    limit under use would make the rebalancer a preemption source), and raises are only granted out of
    headroom so the shares' limits never add up to more than the capacity (or more than they did).
@@ -657,7 +659,7 @@ def _borrow_limit(
     current: QuotaSettings, limits: Mapping[str, int], target: _Target, config: RebalanceConfig
 ) -> int:
     before = current.borrow_limit
-    if current.strategy is not SharingStrategy.LEND_AND_BORROW:
+    if not config.manage_borrow_limit or current.strategy is not SharingStrategy.LEND_AND_BORROW:
         return before
     needed = max(
         (target.per_type.get(unit, 0.0) / limit for unit, limit in limits.items() if limit > 0), default=0.0
