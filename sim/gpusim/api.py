@@ -42,7 +42,7 @@ from .model import (
     ServiceEnvironment,
     TrainingJob,
 )
-from .schedulers import FAIRSHARE, FIFO, QUOTA, head_of
+from .schedulers import FAIRSHARE, QUOTA, head_of
 from .states import DISPATCHED, FINAL, RUNNABLE, RUNNING
 
 SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
@@ -794,28 +794,9 @@ class BatchApi(_Facade):
         model = self.model
         queue = self._queue(p["jobQueue"])
         now_ms = model.ms()
-        runnable = [j for j in model.jobs.values() if j.queue is queue and j.status == RUNNABLE]
-        if queue.kind == FIFO:
-            runnable.sort(key=lambda j: j.seq)
-        elif queue.kind == QUOTA:
-            runnable.sort(key=lambda j: (-j.priority, j.seq))
-        else:
-            # Dispatch order across shares: round robin over shares by current usage, priority within.
-            now, window = model.now, queue.policy.decay_window
-            by_share: dict[str, list[Job]] = {}
-            for j in sorted(runnable, key=lambda j: (-j.priority, j.seq)):
-                by_share.setdefault(j.share, []).append(j)
-            order = sorted(
-                by_share,
-                key=lambda s: fairshare.standing(
-                    queue.shares[s].usage_at(now, window), queue.shares[s].rate, window
-                ),
-            )
-            runnable = []
-            while any(by_share.values()):
-                for s in order:
-                    if by_share[s]:
-                        runnable.append(by_share[s].pop(0))
+        runnable = queue.scheduler.front_of_queue(
+            [j for j in model.jobs.values() if j.queue is queue and j.status == RUNNABLE]
+        )
         front = [{"jobArn": j.arn, "earliestTimeAtPosition": model.ms(j.wait_since)} for j in runnable[:100]]
         out: dict[str, Any] = {"frontOfQueue": {"jobs": front, "lastUpdatedAt": now_ms}}
         held = [j for j in model.jobs.values() if j.queue is queue and j.status in DISPATCHED]

@@ -112,6 +112,10 @@ class Scheduler:
         """The jobs the scheduler would try next."""
         raise NotImplementedError
 
+    def front_of_queue(self, runnable: list[Job]) -> list[Job]:
+        """The queue's RUNNABLE jobs in the order it would dispatch them (GetJobQueueSnapshot)."""
+        raise NotImplementedError
+
     def on_runnable(self, job: Job) -> None:
         """A job of this queue became RUNNABLE for the first time (before ``enqueue``)."""
 
@@ -152,6 +156,9 @@ class FifoScheduler(Scheduler):
     def heads(self) -> list[Job]:
         job = head_of(self.heap)
         return [job] if job else []
+
+    def front_of_queue(self, runnable: list[Job]) -> list[Job]:
+        return sorted(runnable, key=lambda j: j.seq)
 
     def run_pass(self) -> None:
         queue, model, heap = self.queue, self.model, self.heap
@@ -226,6 +233,23 @@ class FairShareScheduler(Scheduler):
                 if best is None or key < best[0]:
                     best = (key, job)
         return [best[1]] if best else []
+
+    def front_of_queue(self, runnable: list[Job]) -> list[Job]:
+        # Dispatch order across shares: round robin over shares by current usage, priority within.
+        now, window = self.model.now, self.window
+        shares = self.queue.shares
+        by_share: dict[str, list[Job]] = {}
+        for j in sorted(runnable, key=lambda j: (-j.priority, j.seq)):
+            by_share.setdefault(j.share, []).append(j)
+        order = sorted(
+            by_share, key=lambda s: standing(shares[s].usage_at(now, window), shares[s].rate, window)
+        )
+        out: list[Job] = []
+        while any(by_share.values()):
+            for s in order:
+                if by_share[s]:
+                    out.append(by_share[s].pop(0))
+        return out
 
     def run_pass(self) -> None:
         queue, model = self.queue, self.model
@@ -338,6 +362,9 @@ class QuotaShareScheduler(Scheduler):
 
     def heads(self) -> list[Job]:
         return [j for s in self.queue.quota_shares.values() if (j := head_of(s.heap)) is not None]
+
+    def front_of_queue(self, runnable: list[Job]) -> list[Job]:
+        return sorted(runnable, key=lambda j: (-j.priority, j.seq))
 
     def blocked_reason(self, job: Job) -> str | None:
         """More instances than its quota share's limit plus what the share may borrow.
