@@ -31,15 +31,9 @@ from shareplane.domain import fairshare
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
 
 from . import payload as payload_rules
+from . import wire
 from .model import (
-    DISPATCHED,
-    FAIRSHARE,
-    FIFO,
-    FINAL,
     NUM_INSTANCES,
-    QUOTA,
-    RUNNABLE,
-    RUNNING,
     BatchModel,
     Job,
     JobQueue,
@@ -48,6 +42,8 @@ from .model import (
     ServiceEnvironment,
     TrainingJob,
 )
+from .schedulers import FAIRSHARE, QUOTA, head_of
+from .states import DISPATCHED, FINAL, RUNNABLE, RUNNING
 
 SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
 MAX_QUOTA_SHARES = 20
@@ -337,7 +333,7 @@ class BatchApi(_Facade):
             for queue in self.model.queues.values():
                 if queue.policy is policy:
                     for sh in queue.shares.values():
-                        self.model._share_usage(sh, now, policy.decay_window)
+                        sh.usage_at(now, policy.decay_window)
             policy.set_fairshare(fair)
             for queue in self.model.queues.values():
                 if queue.policy is policy:
@@ -411,9 +407,8 @@ class BatchApi(_Facade):
         policy = self._policy(p["schedulingPolicyArn"]) if p.get("schedulingPolicyArn") else None
         self._check_quota_queue(policy, envs)
         limits = self._time_limits(p.get("jobStateTimeLimitActions", []))
-        queue = self.model.add_queue(name)
+        queue = self.model.add_queue(name, policy)
         queue.environments = envs
-        queue.policy = policy
         queue.priority = p["priority"]
         queue.state = p.get("state", "ENABLED")
         queue.tags = p.get("tags", {})
@@ -695,14 +690,14 @@ class BatchApi(_Facade):
     def describe_service_job(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceJob (by id or ARN)."""
         self._check("DescribeServiceJob", p)
-        return self.model.describe(self._job(p["jobId"]))
+        return wire.describe_job(self.model, self._job(p["jobId"]))
 
     def _summary(self, job: Job) -> dict[str, Any]:
         """A ServiceJobSummary: the members botocore's shape names, jobId/jobName/serviceJobType always.
 
         https://docs.aws.amazon.com/batch/latest/APIReference/API_ServiceJobSummary.html
         """
-        d = self.model.describe(job, event=True)
+        d = wire.describe_job(self.model, job, event=True)
         return {k: d[k] for k in _summary_members() if k in d}
 
     def list_service_jobs(self, **p: Any) -> dict[str, Any]:
@@ -799,28 +794,9 @@ class BatchApi(_Facade):
         model = self.model
         queue = self._queue(p["jobQueue"])
         now_ms = model.ms()
-        runnable = [j for j in model.jobs.values() if j.queue is queue and j.status == RUNNABLE]
-        if queue.kind == FIFO:
-            runnable.sort(key=lambda j: j.seq)
-        elif queue.kind == QUOTA:
-            runnable.sort(key=lambda j: (-j.priority, j.seq))
-        else:
-            # Dispatch order across shares: round robin over shares by current usage, priority within.
-            now, window = model.now, queue.policy.decay_window
-            by_share: dict[str, list[Job]] = {}
-            for j in sorted(runnable, key=lambda j: (-j.priority, j.seq)):
-                by_share.setdefault(j.share, []).append(j)
-            order = sorted(
-                by_share,
-                key=lambda s: fairshare.standing(
-                    model._share_usage(queue.shares[s], now, window), queue.shares[s].rate, window
-                ),
-            )
-            runnable = []
-            while any(by_share.values()):
-                for s in order:
-                    if by_share[s]:
-                        runnable.append(by_share[s].pop(0))
+        runnable = queue.scheduler.front_of_queue(
+            [j for j in model.jobs.values() if j.queue is queue and j.status == RUNNABLE]
+        )
         front = [{"jobArn": j.arn, "earliestTimeAtPosition": model.ms(j.wait_since)} for j in runnable[:100]]
         out: dict[str, Any] = {"frontOfQueue": {"jobs": front, "lastUpdatedAt": now_ms}}
         held = [j for j in model.jobs.values() if j.queue is queue and j.status in DISPATCHED]
@@ -834,7 +810,7 @@ class BatchApi(_Facade):
         if queue.kind == QUOTA:
             fronts = {}
             for name, share in queue.quota_shares.items():
-                head = model._head(share.heap)
+                head = head_of(share.heap)
                 fronts[name] = (
                     [{"jobArn": head.arn, "earliestTimeAtPosition": model.ms(head.wait_since)}]
                     if head
@@ -898,7 +874,7 @@ class SageMakerApi(_Facade):
     def describe_training_job(self, **p: Any) -> dict[str, Any]:
         """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
         self._check("DescribeTrainingJob", p)
-        d = self.model.describe_training_job(self._tj(p["TrainingJobName"]))
+        d = wire.describe_training_job(self.model, self._tj(p["TrainingJobName"]))
         d.pop("Tags", None)
         return self._times(d)
 

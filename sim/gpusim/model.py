@@ -1,7 +1,8 @@
 """The model: service environments, job queues (FIFO, fair-share, quota-share) and SageMaker jobs.
 
-One ``BatchModel`` owns the registries and the scheduling; the engine owns the clock. Fair-share math
-comes from ``shareplane.domain.fairshare`` (the production code), never a copy.
+One ``BatchModel`` owns the registries and the job lifecycle; the engine owns the clock; each queue's
+scheduler (``schedulers.py``: FIFO, fair-share, quota-share) picks what starts next; ``wire.py`` gives
+the AWS shapes the API answers with and the events carry.
 
 Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``Timings``):
 
@@ -14,12 +15,8 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   yet, such as a team's first job or a tier's own identifier) are served lowest weightFactor first,
   the share entitled to the most being furthest below its entitlement; then the oldest head job.
   Off, the oldest head job alone breaks the tie.
-- A fair-share share is *active* while it has a job in SUBMITTED..RUNNING and stays active until its
-  decay window has passed with none (``activeShareCount`` and ``computeReservation`` count it);
-  https://docs.aws.amazon.com/batch/latest/userguide/fair-share-scheduling.html ("After the period
-  of time for decay expires, a share identifier is considered inactive"). The window used is the
-  policy's decay window (``shareDecaySeconds``, 0 meaning 600 s); AWS adds "OrderMinutes", which
-  it does not define.
+- When a fair-share share counts as active, and how quota shares lend, borrow and preempt: see
+  ``schedulers.py``.
 - A job the scheduler reaches that no service environment can ever hold is blocked with
   ``MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE``, and in quota mode a job larger than its
   share's limit plus what it may borrow with ``MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED``;
@@ -34,10 +31,6 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
 - ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
   blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
   environment can ever hold it) matches the action's reason; off, any head job waiting too long.
-- Quota shares: capacity not given to any share is lendable; a RESERVE share's idle capacity is
-  not; borrowing draws on lendable idle capacity in FIFO order of the borrowing jobs; a lender whose
-  own-limit job cannot start because its capacity is lent preempts borrowers, lowest priority first,
-  then the most recently dispatched. In-share preemption is tried only when borrowing is impossible.
 - Attempt times: ``startedAt`` is when the attempt reached STARTING (capacity acquired).
 - A spot interruption is SageMaker-internal (Interrupted, then Starting again); the Batch job stays
   RUNNING and its training takes ``Timings.spot_restart`` longer.
@@ -53,8 +46,6 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
 
 from __future__ import annotations
 
-import heapq
-import json
 import random
 import uuid
 from collections.abc import Callable, Mapping
@@ -62,27 +53,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.domain import fairshare
-from shareplane.domain.fairshare import standing
 
 from . import events as ev
 from . import payload as payload_rules
-from . import texts
-from .engine import LATE, Engine
+from . import texts, wire
+from .engine import LATE, Engine, RealtimeEngine
+from .schedulers import FairShare, FairShareScheduler, Scheduler, scheduler_for
+from .states import (
+    DISPATCHED,
+    FAILED,
+    FINAL,
+    RUNNABLE,
+    RUNNING,
+    SCHEDULED,
+    STARTING,
+    SUBMITTED,
+    SUCCEEDED,
+)
 
-RUNNABLE = "RUNNABLE"
-SUBMITTED = "SUBMITTED"
-SCHEDULED = "SCHEDULED"
-STARTING = "STARTING"
-RUNNING = "RUNNING"
-SUCCEEDED = "SUCCEEDED"
-FAILED = "FAILED"
-DISPATCHED = frozenset({SCHEDULED, STARTING, RUNNING})
-FINAL = frozenset({SUCCEEDED, FAILED})
 NUM_INSTANCES = "NUM_INSTANCES"
-
-FIFO = "FIFO"
-FAIRSHARE = "FAIRSHARE"
-QUOTA = "QUOTA"
 
 OUTCOMES = ("ok", "capacity", "internal", "cuda_oom", "host_oom", "spot", "resource_limit")
 
@@ -191,36 +180,6 @@ class SchedulingPolicy:
         )
 
 
-class FairShare:
-    """One share identifier inside a fair-share queue: its jobs and its decayed usage."""
-
-    __slots__ = (
-        "name",
-        "heap",
-        "usage",
-        "t0",
-        "rate",
-        "weight",
-        "active",
-        "counted",
-        "idle_epoch",
-        "held_seconds",
-    )
-
-    def __init__(self, name: str, weight: float) -> None:
-        self.name = name
-        self.heap: list[tuple[int, int, int, Job]] = []
-        self.usage = 0.0
-        self.t0 = 0.0
-        self.rate = 0.0
-        self.weight = weight
-        self.active = 0
-        #: Counted in the queue's active shares: it has jobs, or its decay window has not passed yet.
-        self.counted = False
-        self.idle_epoch = 0
-        self.held_seconds = 0.0
-
-
 class QuotaShare:
     """A quota share: a virtual queue with per-instance-type limits, lending and borrowing."""
 
@@ -273,7 +232,7 @@ class QuotaShare:
 class JobQueue:
     """A SAGEMAKER_TRAINING job queue over an ordered list of service environments."""
 
-    def __init__(self, name: str, arn: str, seq: int) -> None:
+    def __init__(self, name: str, arn: str, seq: int, policy: SchedulingPolicy | None) -> None:
         self.name = name
         self.arn = arn
         self.seq = seq
@@ -282,20 +241,20 @@ class JobQueue:
         self.status = "VALID"
         self.tags: dict[str, str] = {}
         self.environments: list[ServiceEnvironment] = []
-        self.policy: SchedulingPolicy | None = None
+        #: The Batch resource (its parameters); it may be replaced by a policy of the same kind.
+        self.policy = policy
         self.time_limits: list[dict[str, Any]] = []
-        self.fifo: list[tuple[int, int, Job]] = []
         self.shares: dict[str, FairShare] = {}
         self.active_shares = 0
         self.quota_shares: dict[str, QuotaShare] = {}
         self.timer_at: set[float] = set()
+        #: Chosen once by ``BatchModel.add_queue`` from the policy's kind, which never changes.
+        self.scheduler: Scheduler
 
     @property
     def kind(self) -> str:
         """FIFO, FAIRSHARE or QUOTA."""
-        if self.policy is None:
-            return FIFO
-        return QUOTA if self.policy.quota is not None else FAIRSHARE
+        return self.scheduler.kind
 
 
 class TrainingJob:
@@ -484,11 +443,11 @@ class BatchModel:
 
     def sync(self) -> float:
         """Emulator mode: run what is due by the scaled wall clock, then deliver held-back events."""
-        advance = getattr(self.engine, "advance_to_now", None)
-        if advance is None:
+        engine = self.engine
+        if not isinstance(engine, RealtimeEngine):
             raise TypeError("sync() needs a RealtimeEngine; use run() on a virtual-time Engine")
-        with self.engine.lock:
-            now = advance()
+        with engine.lock:
+            now = engine.advance_to_now()
             self.bus.flush()
         return now
 
@@ -497,10 +456,14 @@ class BatchModel:
         """Register a service environment."""
         self.environments[env.name] = env
 
-    def add_queue(self, name: str) -> JobQueue:
-        """Register an empty queue; the caller sets its fields, then calls ``queues_changed``."""
+    def add_queue(self, name: str, policy: SchedulingPolicy | None = None) -> JobQueue:
+        """Register an empty queue and its scheduler (FIFO without ``policy``, else after its kind).
+
+        The caller sets its other fields, then calls ``queues_changed``.
+        """
         self._queue_seq += 1
-        queue = JobQueue(name, f"{self.batch_arn}:job-queue/{name}", self._queue_seq)
+        queue = JobQueue(name, f"{self.batch_arn}:job-queue/{name}", self._queue_seq, policy)
+        queue.scheduler = scheduler_for(self, queue)
         self.queues[name] = queue
         self.queues_changed()
         return queue
@@ -577,35 +540,13 @@ class BatchModel:
         if job.epoch != epoch or job.status in FINAL:
             return
         job.status = RUNNABLE
-        if job.queue.kind == FAIRSHARE:
-            sh = self._fair_share(job.queue, job.share or "")
-            job.fshare = sh
-            if not sh.counted:
-                sh.counted = True
-                job.queue.active_shares += 1
-            sh.active += 1
+        job.queue.scheduler.on_runnable(job)
         self._enqueue(job)
         self._emit(job)
 
-    def _fair_share(self, queue: JobQueue, name: str) -> FairShare:
-        sh = queue.shares.get(name)
-        if sh is None:
-            weights = queue.policy.weights if queue.policy else ()
-            sh = FairShare(name, fairshare.weight_for(name, weights))
-            sh.t0 = self.engine.now
-            queue.shares[name] = sh
-        return sh
-
     def _enqueue(self, job: Job) -> None:
         job.qver += 1
-        queue = job.queue
-        kind = queue.kind
-        if kind == FIFO:
-            heapq.heappush(queue.fifo, (job.seq, job.qver, job))
-        elif kind == FAIRSHARE:
-            heapq.heappush(job.fshare.heap, (-job.priority, job.seq, job.qver, job))
-        else:
-            heapq.heappush(job.qshare.heap, (-job.priority, job.seq, job.qver, job))
+        job.queue.scheduler.enqueue(job)
         self.request_pass()
 
     def reprioritize(self, job: Job, priority: int) -> None:
@@ -622,32 +563,19 @@ class BatchModel:
             self._pass_pending = True
             self.engine.schedule(0.0, self._pass, None, LATE)
 
-    @staticmethod
-    def _head(heap: list) -> Job | None:
-        while heap:
-            entry = heap[0]
-            job = entry[-1]
-            if job.qver == entry[-2] and job.status == RUNNABLE:
-                return job
-            heapq.heappop(heap)
-        return None
-
     def _pass(self, _: Any = None) -> None:
         self._pass_pending = False
         for queue in self._queue_order:
             if queue.state != "ENABLED" or not queue.environments:
                 continue
-            kind = queue.kind
-            if kind == FAIRSHARE:
-                self._pass_fair(queue)
-            elif kind == QUOTA:
-                self._pass_quota(queue)
-            else:
-                self._pass_fifo(queue)
+            queue.scheduler.run_pass()
             if queue.time_limits or self.bus.active:
                 self._check_heads(queue)
 
-    def _room(self, queue: JobQueue, job: Job, usable: Any = None) -> ServiceEnvironment | None:
+    def room(
+        self, queue: JobQueue, job: Job, usable: Callable[[int], int] | None = None
+    ) -> ServiceEnvironment | None:
+        """The first enabled environment of the queue with room for the job now (``usable`` caps each)."""
         for env in queue.environments:
             if env.state != "ENABLED":
                 continue
@@ -668,216 +596,16 @@ class BatchModel:
                 return False
         return True
 
-    def _pass_fifo(self, queue: JobQueue) -> None:
-        heap = queue.fifo
-        if self.options.head_of_line_blocking:
-            while True:
-                job = self._head(heap)
-                if job is None:
-                    return
-                env = self._room(queue, job)
-                if env is None:
-                    return
-                heapq.heappop(heap)
-                self._dispatch(job, env)
-        else:
-            for entry in sorted(heap):
-                job = entry[-1]
-                if job.qver != entry[-2] or job.status != RUNNABLE:
-                    continue
-                env = self._room(queue, job)
-                if env is not None:
-                    job.qver += 1  # its heap entry is now stale
-                    self._dispatch(job, env)
-
-    def _tie_break(self, sh: FairShare) -> float:
-        return sh.weight if self.options.fairshare_ties_by_weight else 0.0
-
-    def _share_usage(self, sh: FairShare, now: float, window: float) -> float:
-        if sh.t0 != now:
-            sh.usage = fairshare.accrue(sh.usage, sh.rate, now - sh.t0, window)
-            sh.t0 = now
-        return sh.usage
-
-    def _pass_fair(self, queue: JobQueue) -> None:
-        policy = queue.policy
-        window = policy.decay_window
-        cr = policy.compute_reservation
-        now = self.engine.now
-        hol = self.options.head_of_line_blocking
-        tie = self._tie_break
-        skipped: set[str] = set()
-        head = self._head
-        while True:
-            best: FairShare | None = None
-            best_key: tuple[float, float, int] | None = None
-            for sh in queue.shares.values():
-                if not sh.heap or sh.name in skipped:
-                    continue
-                job = head(sh.heap)
-                if job is None:
-                    continue
-                key = (standing(self._share_usage(sh, now, window), sh.rate, window), tie(sh), job.seq)
-                if best_key is None or key < best_key:
-                    best, best_key = sh, key
-            if best is None:
-                return
-            job = best.heap[0][-1]
-            usable = None
-            if cr:
-                active = queue.active_shares
-
-                def usable(cap: int, active: int = active) -> int:
-                    return fairshare.usable_capacity(cap, cr, active)
-
-            env = self._room(queue, job, usable)
-            if env is None:
-                if hol:
-                    return
-                skipped.add(best.name)
-                continue
-            heapq.heappop(best.heap)
-            self._dispatch(job, env)
-
-    # ---------------------------------------------------------------------------- quota shares
-    def _ledger(self, queue: JobQueue, env: ServiceEnvironment, unit: str) -> tuple[float, float]:
-        """(lendable, borrowed) instances of ``unit`` across the queue's quota shares."""
-        # Capacity no share owns is lendable; shares may also overcommit the environment (never negative).
-        lendable = max(
-            0, env.limits.get(unit, 0) - sum(s.limits.get(unit, 0) for s in queue.quota_shares.values())
-        )
-        borrowed = 0
-        for s in queue.quota_shares.values():
-            lim = s.limits.get(unit, 0)
-            used = s.in_use.get(unit, 0)
-            if s.lends and used < lim:
-                lendable += lim - used
-            if used > lim:
-                borrowed += used - lim
-        return lendable, borrowed
-
-    def _admissible(self, queue: JobQueue, env: ServiceEnvironment, share: QuotaShare, job: Job) -> bool:
-        unit = job.instance_type
-        cap = env.limits.get(unit)
-        if cap is None or env.in_use.get(unit, 0) + job.count > cap:
-            return False
-        lim = share.limits.get(unit, 0)
-        used = share.in_use.get(unit, 0)
-        after = used + job.count
-        if after > lim and after - lim > share.borrow_cap(unit):
-            return False
-        share.in_use[unit] = after
-        lendable, borrowed = self._ledger(queue, env, unit)
-        share.in_use[unit] = used
-        return borrowed <= lendable
-
-    def _try_with_victims(
-        self, queue: JobQueue, env: ServiceEnvironment, share: QuotaShare, job: Job, victims: list[Job]
-    ) -> list[Job] | None:
-        """The fewest victims (in the given order) whose removal admits ``job``, or None."""
-        removed: list[Job] = []
-        for victim in victims:
-            self._hold(victim, -1)
-            removed.append(victim)
-            if self._admissible(queue, env, share, job):
-                break
-        else:
-            for victim in removed:
-                self._hold(victim, +1)
-            return None
-        for victim in removed:
-            self._hold(victim, +1)
-        return removed
-
-    def _hold(self, job: Job, sign: int) -> None:
-        n = sign * job.count
-        job.env.in_use[job.unit] += n
-        if job.qshare is not None:
-            job.qshare.in_use[job.instance_type] = job.qshare.in_use.get(job.instance_type, 0) + n
-
-    def _pass_quota(self, queue: JobQueue) -> None:
-        env = queue.environments[0]
-        if env.state != "ENABLED":
-            return
-        hol = self.options.head_of_line_blocking
-        while True:
-            candidates: list[Job] = []
-            for share in queue.quota_shares.values():
-                if share.state != "ENABLED":
-                    continue
-                if hol:
-                    job = self._head(share.heap)
-                    if job is not None:
-                        candidates.append(job)
-                else:
-                    candidates.extend(
-                        e[-1] for e in sorted(share.heap) if e[-1].qver == e[-2] and e[-1].status == RUNNABLE
-                    )
-            if hol:
-                # Each share's head competes with the others in FIFO order (idleResourceAssignmentStrategy).
-                candidates.sort(key=lambda j: j.seq)
-            for job in candidates:
-                if self._place_quota(queue, env, job):
-                    break
-            else:
-                return
-
-    def _place_quota(self, queue: JobQueue, env: ServiceEnvironment, job: Job) -> bool:
-        share = job.qshare
-        unit = job.instance_type
-        if self._admissible(queue, env, share, job):
-            self._start_quota(job, env)
-            return True
-        lim = share.limits.get(unit, 0)
-        if share.in_use.get(unit, 0) + job.count <= lim:
-            # Its own capacity is lent out: reclaim it from borrowers (cross-share preemption).
-            victims = [
-                j
-                for s in queue.quota_shares.values()
-                if s is not share and s.in_use.get(unit, 0) > s.limits.get(unit, 0)
-                for j in s.running
-                if j.instance_type == unit
-            ]
-            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
-            chosen = self._try_with_victims(queue, env, share, job, victims)
-            if chosen:
-                for victim in chosen:
-                    self._preempt(victim, texts.CROSS_SHARE)
-                self._start_quota(job, env)
-                return True
-            return False
-        if share.preemption.get("inSharePreemption") == "ENABLED":
-            victims = [j for j in share.running if j.instance_type == unit and j.priority < job.priority]
-            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
-            chosen = self._try_with_victims(queue, env, share, job, victims)
-            if chosen:
-                for victim in chosen:
-                    self._preempt(victim, texts.IN_SHARE)
-                self._start_quota(job, env)
-                return True
-        return False
-
-    def _start_quota(self, job: Job, env: ServiceEnvironment) -> None:
-        job.qver += 1  # drop its heap entry lazily
-        self._dispatch(job, env)
-
     # ------------------------------------------------------------------------------ lifecycle
-    def _dispatch(self, job: Job, env: ServiceEnvironment) -> None:
+    def dispatch(self, job: Job, env: ServiceEnvironment) -> None:
+        """Start the job its queue's scheduler chose on ``env``: take capacity, create the training job."""
         now = self.engine.now
         job.epoch += 1
         unit = NUM_INSTANCES if NUM_INSTANCES in env.limits else job.instance_type
         job.env = env
         job.unit = unit
         env.in_use[unit] = env.in_use.get(unit, 0) + job.count
-        sh = job.fshare
-        if sh is not None:
-            window = job.queue.policy.decay_window
-            self._share_usage(sh, now, window)
-            sh.rate += job.units * sh.weight
-        if job.qshare is not None:
-            q = job.qshare
-            q.in_use[job.instance_type] = q.in_use.get(job.instance_type, 0) + job.count
-            q.running.add(job)
+        job.queue.scheduler.on_dispatch(job, now)
         job.dispatches += 1
         if job.first_dispatch is None:
             job.first_dispatch = now
@@ -936,18 +664,7 @@ class BatchModel:
         env.in_use[job.unit] -= job.count
         held = job.count * (now - (job.scheduled_at or now))
         self.held_instance_seconds += held
-        sh = job.fshare
-        if sh is not None:
-            self._share_usage(sh, now, job.queue.policy.decay_window)
-            sh.rate -= job.units * sh.weight
-            if sh.rate < 1e-9:
-                sh.rate = 0.0
-            sh.held_seconds += held
-        q = job.qshare
-        if q is not None:
-            q.in_use[job.instance_type] -= job.count
-            q.running.discard(job)
-            q.held_seconds += held
+        job.queue.scheduler.on_release(job, now, held)
         job.env = None
         self.request_pass()
 
@@ -957,35 +674,11 @@ class BatchModel:
         Decayed usage is brought up to now under the old weights first; from now on running jobs
         accrue at the new weight, as ``BatchApi.update_scheduling_policy`` does.
         """
-        policy = queue.policy
-        now = self.engine.now
-        changed = {**{w.share_identifier: w.weight_factor for w in policy.weights}, **weights}
-        for sh in queue.shares.values():
-            self._share_usage(sh, now, policy.decay_window)
-        distribution = [{"shareIdentifier": s, "weightFactor": w} for s, w in changed.items()]
-        policy.set_fairshare({**(policy.fairshare or {}), "shareDistribution": distribution})
-        for sh in queue.shares.values():
-            weight = fairshare.weight_for(sh.name, policy.weights)
-            sh.rate = sh.rate / sh.weight * weight if sh.weight > 0 else 0.0
-            sh.weight = weight
+        scheduler = queue.scheduler
+        if not isinstance(scheduler, FairShareScheduler):
+            raise TypeError(f"reweigh() needs a fair-share queue; {queue.name} is {queue.kind}")
+        scheduler.reweigh(weights)
         self.request_pass()
-
-    def _deactivate(self, job: Job) -> None:
-        sh = job.fshare
-        if sh is not None:
-            sh.active -= 1
-            if sh.active == 0:
-                sh.idle_epoch += 1
-                window = job.queue.policy.decay_window if job.queue.policy else 0.0
-                self.engine.schedule(window, self._share_decayed, (job.queue, sh, sh.idle_epoch))
-
-    def _share_decayed(self, arg: tuple[JobQueue, FairShare, int]) -> None:
-        """A share without jobs for a whole decay window stops counting as active."""
-        queue, sh, epoch = arg
-        if sh.idle_epoch == epoch and sh.active == 0 and sh.counted:
-            sh.counted = False
-            queue.active_shares -= 1
-            self.request_pass()
 
     def _resource_limit(self, job: Job) -> None:
         limit = self.options.account_instance_limits.get(job.instance_type, 0)
@@ -1175,24 +868,24 @@ class BatchModel:
         job.status = status
         job.reason = reason
         job.stopped_at = self.engine.now
-        self._deactivate(job)
+        job.queue.scheduler.on_finish(job)
         self.finished += 1
         if self.observer is not None:
             self.observer("finish", job)
         self._emit(job)
 
-    def _preempt(self, job: Job, reason: str) -> None:
+    def preempt(self, job: Job, reason: str) -> None:
+        """Stop a running job its queue's scheduler chose as a victim and queue it again (or end it).
+
+        It keeps what its checkpoints saved; past ``preemptionRetriesBeforeTermination`` it ends FAILED.
+        """
         now = self.engine.now
         if self.bus.active:
             self.bus.publish(
                 ev.BATCH_PREEMPTION_STARTED,
                 "aws.batch",
                 [job.arn],
-                {
-                    "statusReason": texts.PREEMPTION_IN_PROGRESS + reason,
-                    "preemptedJobArn": job.arn,
-                    "status": job.status,
-                },
+                wire.preemption_started_detail(job, reason),
                 self.ms(),
             )
         if self.observer is not None:
@@ -1221,11 +914,7 @@ class BatchModel:
                 ev.BATCH_PREEMPTION_COMPLETED,
                 "aws.batch",
                 [job.arn],
-                {
-                    "preemptedJobArn": job.arn,
-                    "preemptionSummary": self._preemption_summary(job),
-                    "status": job.status,
-                },
+                wire.preemption_completed_detail(self, job),
                 self.ms(),
             )
 
@@ -1312,16 +1001,7 @@ class BatchModel:
             return texts.CAPACITY_REQUEUE
         if self._never_fits(queue, job):
             return texts.SERVICE_ENVIRONMENT_MAX
-        if queue.kind == QUOTA and job.qshare is not None and self._beyond_quota_share(job):
-            return texts.QUOTA_LIMIT
-        return None
-
-    @staticmethod
-    def _beyond_quota_share(job: Job) -> bool:
-        """More instances than its quota share's limit plus what the share may borrow."""
-        share = job.qshare
-        unit = job.instance_type
-        return job.count > share.limits.get(unit, 0) + share.borrow_cap(unit)
+        return queue.scheduler.blocked_reason(job)
 
     def _time_limit_action(self, job: Job, code: str | None) -> dict[str, Any] | None:
         for action in job.queue.time_limits:
@@ -1344,23 +1024,7 @@ class BatchModel:
 
     def heads(self, queue: JobQueue) -> list[Job]:
         """The jobs the scheduler would try next: one per queue, or one per quota share."""
-        kind = queue.kind
-        if kind == FIFO:
-            job = self._head(queue.fifo)
-            return [job] if job else []
-        if kind == QUOTA:
-            return [j for s in queue.quota_shares.values() if (j := self._head(s.heap)) is not None]
-        now = self.engine.now
-        window = queue.policy.decay_window
-        tie = self._tie_break
-        best = None
-        for sh in queue.shares.values():
-            job = self._head(sh.heap)
-            if job is not None:
-                key = (standing(self._share_usage(sh, now, window), sh.rate, window), tie(sh), job.seq)
-                if best is None or key < best[0]:
-                    best = (key, job)
-        return [best[1]] if best else []
+        return queue.scheduler.heads()
 
     def _check_heads(self, queue: JobQueue) -> None:
         for job in self.heads(queue):
@@ -1368,9 +1032,7 @@ class BatchModel:
             if blocked is not None and job.blocked != blocked:
                 job.blocked = blocked
                 if self.bus.active:
-                    detail = self.describe(job, event=True)
-                    detail["status"] = RUNNABLE
-                    detail["statusReason"] = blocked
+                    detail = wire.queue_blocked_detail(self, job, blocked)
                     self.bus.publish(
                         ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms()
                     )
@@ -1419,119 +1081,12 @@ class BatchModel:
         if uri is not None:
             self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), job.saved)
 
-    def _preemption_summary(self, job: Job) -> dict[str, Any]:
-        return {
-            "preemptedAttemptCount": job.preempted_count,
-            "recentPreemptedAttempts": [self._attempt_dict(a) for a in job.preempted],
-        }
-
-    def _attempt_dict(self, attempt: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if attempt["arn"]:
-            out["serviceResourceId"] = {"name": "TrainingJobArn", "value": attempt["arn"]}
-        if attempt["startedAt"] is not None:
-            out["startedAt"] = self.ms(attempt["startedAt"])
-        out["stoppedAt"] = self.ms(attempt["stoppedAt"])
-        out["statusReason"] = attempt["statusReason"]
-        return out
-
     def capacity_unit(self, job: Job) -> str:
         """The unit the job's capacity is counted in (where it runs, else its queue's first environment)."""
         if job.unit:
             return job.unit
         envs = job.queue.environments
         return envs[0].unit_for(job.instance_type) if envs else NUM_INSTANCES
-
-    def describe(self, job: Job, event: bool = False) -> dict[str, Any]:
-        """DescribeServiceJob; with ``event`` the event detail (no tags, no payload)."""
-        ms = self.ms
-        out: dict[str, Any] = {
-            "attempts": [self._attempt_dict(a) for a in job.attempts],
-            "capacityUsage": [{"capacityUnit": self.capacity_unit(job), "quantity": float(job.count)}],
-            "createdAt": ms(job.created),
-            "isTerminated": job.terminated,
-            "jobArn": job.arn,
-            "jobId": job.id,
-            "jobName": job.name,
-            "jobQueue": job.queue.arn,
-        }
-        if job.training is not None:
-            out["latestAttempt"] = {
-                "serviceResourceId": {"name": "TrainingJobArn", "value": job.training.arn}
-            }
-        if job.retry is not None:
-            out["retryStrategy"] = job.retry
-        if job.scheduled_at is not None:
-            out["scheduledAt"] = ms(job.scheduled_at)
-        out["schedulingPriority"] = job.priority
-        out["serviceJobType"] = "SAGEMAKER_TRAINING"
-        if job.share is not None:
-            out["shareIdentifier"] = job.share
-        if job.qshare is not None:
-            out["quotaShareName"] = job.qshare.name
-        if job.preemption is not None:
-            out["preemptionConfiguration"] = job.preemption
-        if job.qshare is not None or job.preempted_count:
-            out["preemptionSummary"] = self._preemption_summary(job)
-        if job.started_at is not None:
-            out["startedAt"] = ms(job.started_at)
-        out["status"] = job.status
-        if job.reason is not None:
-            out["statusReason"] = job.reason
-        if job.stopped_at is not None and job.status in FINAL:
-            out["stoppedAt"] = ms(job.stopped_at)
-        if job.timeout is not None:
-            out["timeoutConfig"] = job.timeout
-        if not event:
-            out["serviceRequestPayload"] = job.payload_text or json.dumps(job.payload)
-            out["tags"] = dict(job.tags)
-        return out
-
-    def describe_training_job(self, tj: TrainingJob, event: bool = False) -> dict[str, Any]:
-        """DescribeTrainingJob (times as epoch ms; the API layer converts them)."""
-        ms = self.ms
-        p = tj.payload
-        out: dict[str, Any] = {"TrainingJobName": tj.name, "TrainingJobArn": tj.arn}
-        if tj.status == "Completed":
-            output = p.get("OutputDataConfig", {}).get("S3OutputPath", "").rstrip("/")
-            out["ModelArtifacts"] = {"S3ModelArtifacts": f"{output}/{tj.name}/output/model.tar.gz"}
-        out["TrainingJobStatus"] = tj.status
-        out["SecondaryStatus"] = tj.secondary
-        if tj.failure_reason and tj.status == "Failed":
-            out["FailureReason"] = tj.failure_reason
-        for key in (
-            "HyperParameters",
-            "AlgorithmSpecification",
-            "RoleArn",
-            "InputDataConfig",
-            "OutputDataConfig",
-            "ResourceConfig",
-            "VpcConfig",
-            "StoppingCondition",
-            "EnableManagedSpotTraining",
-            "CheckpointConfig",
-            "RetryStrategy",
-            "Environment",
-        ):
-            if key in p:
-                out[key] = p[key]
-        out["CreationTime"] = ms(tj.created)
-        if tj.started is not None:
-            out["TrainingStartTime"] = ms(tj.started)
-        if tj.ended is not None:
-            out["TrainingEndTime"] = ms(tj.ended)
-        out["LastModifiedTime"] = ms(tj.modified)
-        transitions = []
-        for status, start, end, message in tj.transitions:
-            t: dict[str, Any] = {"Status": status, "StartTime": ms(start)}
-            if end is not None:
-                t["EndTime"] = ms(end)
-            t["StatusMessage"] = message
-            transitions.append(t)
-        out["SecondaryStatusTransitions"] = transitions
-        tags = p.get("Tags", [])
-        out["Tags"] = {t["Key"]: t["Value"] for t in tags} if event else list(tags)
-        return out
 
     # --------------------------------------------------------------------------------- events
     def subscribe(self, listener: ev.Listener) -> None:
@@ -1541,26 +1096,28 @@ class BatchModel:
     def _emit(self, job: Job) -> None:
         if self.bus.active:
             self.bus.publish(
-                ev.BATCH_STATE, "aws.batch", [job.arn], self.describe(job, event=True), self.ms()
+                ev.BATCH_STATE, "aws.batch", [job.arn], wire.describe_job(self, job, event=True), self.ms()
             )
 
     def _emit_tj(self, tj: TrainingJob) -> None:
         if self.bus.active:
             self.bus.publish(
-                ev.SAGEMAKER_STATE, "aws.sagemaker", [tj.arn], self.describe_training_job(tj, True), self.ms()
+                ev.SAGEMAKER_STATE,
+                "aws.sagemaker",
+                [tj.arn],
+                wire.describe_training_job(self, tj, event=True),
+                self.ms(),
             )
 
     # -------------------------------------------------------------------------------- summary
     def share_instance_seconds(self, queue: JobQueue) -> dict[str, float]:
         """Instance-seconds each share has held so far (finished holds plus the running ones)."""
         now = self.engine.now
-        out: dict[str, float] = {}
-        shares = queue.shares if queue.kind == FAIRSHARE else queue.quota_shares
-        for name, sh in shares.items():
-            out[name] = sh.held_seconds
+        scheduler = queue.scheduler
+        out = scheduler.held_by_share()
         for job in self.jobs.values():
             if job.queue is queue and job.status in DISPATCHED and job.scheduled_at is not None:
-                key = job.share if queue.kind == FAIRSHARE else job.qshare.name if job.qshare else None
+                key = scheduler.share_of(job)
                 if key is not None:
                     out[key] = out.get(key, 0.0) + job.count * (now - job.scheduled_at)
         return out
