@@ -741,4 +741,4 @@ def _queue(source: Mapping[str, Any]) -> str:
 
 
 def _count(ports: FailurePorts, name: str, dimensions: Mapping[str, str], job_arn: str) -> None:
-    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})  # type: ignore[list-item]
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})

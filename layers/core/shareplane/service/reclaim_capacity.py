@@ -572,7 +572,7 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
         dims = {"Queue": queue, "Team": v["team"], "Tier": v["tier"]}
         _count(ports, "ReclaimVictims", dims, v["jobArn"])
         ports.metrics.emit(
-            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],  # type: ignore[list-item]
+            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],
             dims,
             {"jobArn": v["jobArn"], "beneficiary": record["jobArn"]},
         )
@@ -628,7 +628,7 @@ def _slug(reason: str) -> str:
 
 
 def _count(ports: ReclaimPorts, name: str, dims: Mapping[str, str], job_arn: str = "") -> None:
-    ports.metrics.emit([FailureMetricEvent(name, 1)], dims, {"jobArn": job_arn} if job_arn else {})  # type: ignore[list-item]
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dims, {"jobArn": job_arn} if job_arn else {})
 
 
 def _summary(outcome: ReclaimOutcome) -> str:

@@ -106,7 +106,7 @@ def isolated(
         )
         report.failed.append(f"{step}:{item}")
         ports.metrics.emit(
-            [FailureMetricEvent("WatchItemsFailed", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("WatchItemsFailed", 1)],
             {"Step": step},
             {"item": item},
         )
@@ -205,7 +205,7 @@ def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchR
             {"fromPriority": current, "toPriority": target},
         )
         ports.metrics.emit(
-            [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("PriorityEscalations", 1)],
             {"Queue": queue_name(job.job_queue), "Tier": tier.value},
             {"jobArn": job.job_arn},
         )
@@ -284,7 +284,7 @@ def _reconcile_unlisted(
     if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
         report.unknown_to_batch.append(job_arn)
         ports.metrics.emit(
-            [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("UnknownToBatch", 1)],
             {"Queue": queue_name(job.job_queue)},
             {"jobArn": job_arn},
         )
@@ -324,7 +324,7 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     if outcome.decision is Decision.APPLY:
         report.repaired += 1
         ports.metrics.emit(
-            [FailureMetricEvent("ReconcileRepairs", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("ReconcileRepairs", 1)],
             {"Queue": queue_name(described.get("jobQueue"))},
             {"jobArn": described["jobArn"]},
         )
@@ -372,7 +372,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
 
 
 def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
-    ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})  # type: ignore[list-item]
+    ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})
 
 
 def _is_service_job(job: JobState) -> bool:
