@@ -25,6 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
@@ -165,9 +166,7 @@ def watch(ports: FailurePorts, now: float) -> WatchReport:
 def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:
     """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
     for job in runnable:
-        isolated(
-            ports, report, "escalate", job.job_arn, lambda job=job: _escalate_one(job, ports, now, report)
-        )
+        isolated(ports, report, "escalate", job.job_arn, partial(_escalate_one, job, ports, now, report))
 
 
 def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchReport) -> None:
@@ -250,7 +249,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                 report,
                 "list",
                 f"{queue_name(queue)}/{status.value}",
-                lambda q=queue, s=status: ports.batch.list_jobs(q, s.value),
+                partial(ports.batch.list_jobs, queue, status.value),
             )
             if summaries is None:  # not listed (a deleted queue, say): its table jobs are described below
                 continue
@@ -262,7 +261,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                     report,
                     "reconcile",
                     summary["jobArn"],
-                    lambda j=job_id: _record(j, ports, report, now),
+                    partial(_record, job_id, ports, report, now),
                 )
     # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
     for job_arn, job in known.items():
@@ -273,7 +272,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
             report,
             "reconcile",
             job_arn,
-            lambda a=job_arn, j=job: _reconcile_unlisted(a, j, ports, report, now),
+            partial(_reconcile_unlisted, job_arn, job, ports, report, now),
         )
 
 
