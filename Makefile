@@ -29,9 +29,13 @@ $(TOOLBIN)/.installed:
 demo: $(BIN)/.installed
 	$(BIN)/shareplane demo
 
-test: $(BIN)/.installed template
-	$(BIN)/ruff check layers functions sim cli tests
+test: lint template
 	$(BIN)/pytest -n 2 -q
+
+# mypy --strict over the core layer ([tool.mypy] in pyproject.toml), with the boto3 service stubs.
+lint: $(BIN)/.installed
+	$(BIN)/ruff check layers functions sim cli tests
+	$(BIN)/mypy
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest -q -m "not local"

@@ -668,12 +668,53 @@ def test_core_layer_pins_the_aws_sdk_the_tests_run_with(package: str) -> None:
     )
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``: a block only type checkers read."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run: the bodies of ``if TYPE_CHECKING:`` are skipped (their else is not)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for orelse in child.orelse:
+                yield from _runtime_nodes(orelse)
+            continue
+        yield from _runtime_nodes(child)
+
+
 def top_level_imports(path: Path) -> set[str]:
-    """Top-level package names a module imports (absolute imports only)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names = {alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
-    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+    """Top-level package names a module imports when it runs (absolute imports only).
+
+    Imports under ``if TYPE_CHECKING:`` (the boto3 service stubs, say) never run, so Lambda needs none.
+    """
+    nodes = list(_runtime_nodes(ast.parse(path.read_text(), filename=str(path))))
+    names = {alias.name for n in nodes if isinstance(n, ast.Import) for alias in n.names}
+    names |= {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
     return {name.split(".")[0] for name in names}
+
+
+def test_imports_under_type_checking_do_not_count_and_all_others_do(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        "import typing\n"
+        "from typing import TYPE_CHECKING\n"
+        "import yaml\n"
+        "if TYPE_CHECKING:\n"
+        "    from mypy_boto3_batch import BatchClient\n"
+        "else:\n"
+        "    import json\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    import mypy_boto3_s3\n"
+        "def handler() -> None:\n"
+        "    import botocore.config\n"
+        "    if TYPE_CHECKING:\n"
+        "        import types_boto3\n"
+    )
+    assert top_level_imports(module) == {"typing", "yaml", "json", "botocore"}
 
 
 def layer_requirements() -> set[str]:

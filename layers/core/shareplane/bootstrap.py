@@ -28,6 +28,14 @@ from .domain.errors import ConfigError
 from .service.permission_denied import PermissionAlerts, guard
 
 if TYPE_CHECKING:
+    from mypy_boto3_batch import BatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sagemaker import SageMakerClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
+
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
     from .adapters.s3_spec_bucket import S3SpecBucket
@@ -48,16 +56,36 @@ class Dependencies:
     """Everything a handler needs, built once: the shared core now, each use case's adapters on first use."""
 
     session: boto3.session.Session
+    dynamodb: DynamoDBClient = field(repr=False, compare=False)
     store: DynamoJobStore
     metrics: EmfMetricsSink
     config: SharesConfig | None
-    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def client(self, service: str) -> Any:
-        """The one boto3 client per service of this cold start (clients are thread-safe and costly)."""
-        if service not in self._clients:
-            self._clients[service] = self.session.client(service, config=_BOTO_CONFIG)
-        return self._clients[service]
+    # One boto3 client per service for this cold start (clients are thread-safe and costly to build),
+    # each typed by its service so mypy checks every call an adapter makes.
+    @cached_property
+    def batch(self) -> BatchClient:
+        return self.session.client("batch", config=_BOTO_CONFIG)
+
+    @cached_property
+    def s3(self) -> S3Client:
+        return self.session.client("s3", config=_BOTO_CONFIG)
+
+    @cached_property
+    def sagemaker(self) -> SageMakerClient:
+        return self.session.client("sagemaker", config=_BOTO_CONFIG)
+
+    @cached_property
+    def scheduler(self) -> EventBridgeSchedulerClient:
+        return self.session.client("scheduler", config=_BOTO_CONFIG)
+
+    @cached_property
+    def sns(self) -> SNSClient:
+        return self.session.client("sns", config=_BOTO_CONFIG)
+
+    @cached_property
+    def sqs(self) -> SQSClient:
+        return self.session.client("sqs", config=_BOTO_CONFIG)
 
     def require_config(self) -> SharesConfig:
         """The shares config; ConfigError when the function was deployed without one."""
@@ -71,14 +99,14 @@ class Dependencies:
         """AWS Batch service jobs: submit, describe, list, reprioritize, terminate."""
         from .adapters.batch_service_jobs import BatchServiceJobs
 
-        return BatchServiceJobs(self.client("batch"))
+        return BatchServiceJobs(self.batch)
 
     @cached_property
     def alerts(self) -> SnsAlerts:
         """The alerts topic (ALERTS_TOPIC_ARN)."""
         from .adapters.sns_alerts import SnsAlerts
 
-        return SnsAlerts(self.client("sns"), os.environ["ALERTS_TOPIC_ARN"])
+        return SnsAlerts(self.sns, os.environ["ALERTS_TOPIC_ARN"])
 
     # -- submit path (submit_job) -----------------------------------------------------------------
     @cached_property
@@ -86,14 +114,14 @@ class Dependencies:
         """The drop bucket (S3)."""
         from .adapters.s3_spec_bucket import S3SpecBucket
 
-        return S3SpecBucket(self.client("s3"))
+        return S3SpecBucket(self.s3)
 
     @cached_property
     def upload_attributions(self) -> DynamoUploadAttributions:
         """The join of uploads' principals (CloudTrail) to their jobs, in the jobs table."""
         from .adapters.upload_attributions import DynamoUploadAttributions
 
-        return DynamoUploadAttributions(self.client("dynamodb"), os.environ["TABLE_NAME"])
+        return DynamoUploadAttributions(self.dynamodb, os.environ["TABLE_NAME"])
 
     @cached_property
     def submit_queues(self) -> QueueNames:
@@ -110,14 +138,14 @@ class Dependencies:
         """AWS Batch scheduling policies, quota shares and queue snapshots."""
         from .adapters.batch_policy import BatchPolicyAdapter
 
-        return BatchPolicyAdapter(self.client("batch"))
+        return BatchPolicyAdapter(self.batch)
 
     @cached_property
     def share_store(self) -> DynamoShareStore:
         """The rebalancer's state and audit items in the jobs table."""
         from .adapters.share_store import DynamoShareStore
 
-        return DynamoShareStore(self.client("dynamodb"), os.environ["TABLE_NAME"])
+        return DynamoShareStore(self.dynamodb, os.environ["TABLE_NAME"])
 
     @cached_property
     def rebalance_settings(self) -> RebalanceSettings:
@@ -144,13 +172,13 @@ class Dependencies:
         config = self.require_config()
         return FailurePorts(
             store=self.store,
-            ledger=DynamoFailureLedger(self.client("dynamodb"), os.environ["TABLE_NAME"]),
+            ledger=DynamoFailureLedger(self.dynamodb, os.environ["TABLE_NAME"]),
             batch=self.batch_jobs,
-            training=SageMakerTrainingJobs(self.client("sagemaker")),
+            training=SageMakerTrainingJobs(self.sagemaker),
             alerts=self.alerts,
             timer=QueueRequeueTimer(
-                self.client("sqs"),
-                self.client("scheduler"),
+                self.sqs,
+                self.scheduler,
                 os.environ["FAILURE_QUEUE_URL"],
                 os.environ.get("SCHEDULER_ROLE_ARN"),
             ),
@@ -173,11 +201,11 @@ class Dependencies:
         config = self.require_config()
         return ReclaimPorts(
             batch=self.batch_jobs,
-            checkpoints=S3Checkpoints(self.client("s3")),
-            ledger=DynamoReclaimLedger(self.client("dynamodb"), os.environ["TABLE_NAME"]),
+            checkpoints=S3Checkpoints(self.s3),
+            ledger=DynamoReclaimLedger(self.dynamodb, os.environ["TABLE_NAME"]),
             alerts=self.alerts,
             # Re-checks wait at most 900 s (SQS's own delay), so no scheduler is needed.
-            timer=QueueRequeueTimer(self.client("sqs"), None, os.environ["RECLAIM_QUEUE_URL"], None),
+            timer=QueueRequeueTimer(self.sqs, None, os.environ["RECLAIM_QUEUE_URL"], None),
             metrics=self.metrics,
             config=config,
             settings=ReclaimSettings(
@@ -208,10 +236,10 @@ def dependencies() -> Dependencies:
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
     return Dependencies(
         session=session,
+        dynamodb=dynamodb,
         store=DynamoJobStore(dynamodb, os.environ["TABLE_NAME"]),
         metrics=EmfMetricsSink(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "shareplane")),
         config=load_config_from_env(),
-        _clients={"dynamodb": dynamodb},
     )
 
 
@@ -234,7 +262,7 @@ def permission_alerts() -> PermissionAlerts:
     def ledger() -> Any:
         from .adapters.failure_ledger import DynamoFailureLedger
 
-        return DynamoFailureLedger(dependencies().client("dynamodb"), os.environ["TABLE_NAME"])
+        return DynamoFailureLedger(dependencies().dynamodb, os.environ["TABLE_NAME"])
 
     return PermissionAlerts(
         function=os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "shareplane"),

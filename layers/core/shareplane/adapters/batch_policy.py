@@ -7,16 +7,19 @@ reprioritize) are ``batch_service_jobs.BatchServiceJobs``'s.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import InvalidInputError
 from .paging import follow_pages
+
+if TYPE_CHECKING:
+    from mypy_boto3_batch import BatchClient
 
 
 class BatchPolicyAdapter:
     """The Batch operations the share rebalancer reads and writes."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: BatchClient) -> None:
         self._client = client
 
     # -- fair share ---------------------------------------------------------------------------

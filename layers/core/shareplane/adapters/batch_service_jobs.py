@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..domain.errors import RejectedByServiceError
 from .paging import follow_pages
+
+if TYPE_CHECKING:
+    from mypy_boto3_batch import BatchClient
+    from mypy_boto3_batch.type_defs import TerminateServiceJobsErrorDetailTypeDef
 
 #: States a job can be terminated in (SUCCEEDED and FAILED are final).
 ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
@@ -47,13 +51,13 @@ class TerminateResult:
     """Jobs TerminateServiceJobs accepted, and the per-job errors it reported."""
 
     successful: tuple[str, ...]
-    errors: tuple[Mapping[str, str], ...]
+    errors: tuple[TerminateServiceJobsErrorDetailTypeDef, ...]  # job, code, message
 
 
 class BatchServiceJobs:
     """Batch service-job calls on an injected client (boto3's, or anything with its method names)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: BatchClient) -> None:
         self._client = client
 
     def submit(self, request: Mapping[str, Any]) -> SubmittedServiceJob:
@@ -150,7 +154,7 @@ class BatchServiceJobs:
     def terminate_many(self, job_ids: Sequence[str], reason: str) -> TerminateResult:
         """TerminateServiceJobs in chunks of 50; per-job errors are collected, not raised."""
         successful: list[str] = []
-        errors: list[Mapping[str, str]] = []
+        errors: list[TerminateServiceJobsErrorDetailTypeDef] = []
         for start in range(0, len(job_ids), TERMINATE_CHUNK):
             response = self._client.terminate_service_jobs(
                 jobs=list(job_ids[start : start + TERMINATE_CHUNK]), reason=reason

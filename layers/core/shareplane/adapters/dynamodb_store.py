@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
@@ -32,6 +32,10 @@ from botocore.exceptions import ClientError
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, TransactWriteItemTypeDef
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +92,9 @@ def _unmarshal(item: Mapping[str, Any]) -> dict[str, Any]:
 _NEW_KEY = "attribute_not_exists(pk)"
 
 
-def index_items_since(client: Any, table: str, index_pk: str, since: float) -> list[dict[str, Any]]:
+def index_items_since(
+    client: DynamoDBClient, table: str, index_pk: str, since: float
+) -> list[dict[str, Any]]:
     """Items of one ByStatus index partition whose sort key (epoch ms, 13 digits) is at ``since`` or later."""
     items: list[dict[str, Any]] = []
     for page in client.get_paginator("query").paginate(
@@ -101,14 +107,14 @@ def index_items_since(client: Any, table: str, index_pk: str, since: float) -> l
     return items
 
 
-def put_new_action(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+def put_new_action(table: str, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
     """A TransactWriteItems action that puts an item only if its key is new."""
     return {"Put": {"TableName": table, "Item": _marshal(item), "ConditionExpression": _NEW_KEY}}
 
 
-def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | None) -> dict[str, Any]:
+def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | None) -> PutTypeDef:
     """Put parameters that replace an item only at the version it was read at (or create it, new)."""
-    put: dict[str, Any] = {"TableName": table, "Item": _marshal(item)}
+    put: PutTypeDef = {"TableName": table, "Item": _marshal(item)}
     if previous_version is None:
         put["ConditionExpression"] = _NEW_KEY
     else:
@@ -118,7 +124,7 @@ def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | N
     return put
 
 
-def put_new(client: Any, table: str, item: Mapping[str, Any]) -> bool:
+def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any]) -> bool:
     """Put an item only if its key is new; False when it exists (what makes a repeat a no-op)."""
     try:
         client.put_item(TableName=table, Item=_marshal(item), ConditionExpression=_NEW_KEY)
@@ -129,7 +135,7 @@ def put_new(client: Any, table: str, item: Mapping[str, Any]) -> bool:
     return True
 
 
-def tick_watermark(client: Any, table: str, runner: str) -> str | None:
+def tick_watermark(client: DynamoDBClient, table: str, runner: str) -> str | None:
     """The newest schedule tick ``runner`` handled (``tick_id``'s format), or None before its first."""
     response = client.get_item(
         TableName=table, Key={"pk": {"S": f"TICK#{runner}"}, "sk": {"S": "TICK"}}, ConsistentRead=True
@@ -138,7 +144,7 @@ def tick_watermark(client: Any, table: str, runner: str) -> str | None:
     return str(value) if value else None
 
 
-def advance_tick_watermark(client: Any, table: str, runner: str, tick: str) -> None:
+def advance_tick_watermark(client: DynamoDBClient, table: str, runner: str, tick: str) -> None:
     """Move ``runner``'s watermark forward to ``tick``; an older or equal tick leaves it as it is."""
     try:
         client.update_item(
@@ -153,7 +159,9 @@ def advance_tick_watermark(client: Any, table: str, runner: str, tick: str) -> N
             raise
 
 
-def transact_new_and_versioned(client: Any, actions: list[dict[str, Any]], moved: str) -> bool:
+def transact_new_and_versioned(
+    client: DynamoDBClient, actions: Sequence[TransactWriteItemTypeDef], moved: str
+) -> bool:
     """One TransactWriteItems whose first action puts a new item and whose second is a versioned put.
 
     False when the first item exists (this write happened already); ConcurrentUpdateError(``moved``)
@@ -269,7 +277,7 @@ def training_state_from_item(item: Mapping[str, Any]) -> TrainingJobState:
 class DynamoJobStore:
     """JobStore on one DynamoDB table, with conditional transactional writes."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -284,7 +292,7 @@ class DynamoJobStore:
         state = transition.state
         if transition.history is None:
             raise ValueError("a DUPLICATE transition has nothing to write")
-        actions: list[dict[str, Any]] = [
+        actions: list[TransactWriteItemTypeDef] = [
             self._put_new(history_item(state.job_arn, transition.history)),
             self._put_versioned(job_state_item(state), transition.previous),
         ]
@@ -371,13 +379,13 @@ class DynamoJobStore:
         return self._transact(actions)
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
+    def _put_new(self, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
         return put_new_action(self._table, item)
 
-    def _put_versioned(self, item: Mapping[str, Any], previous: Any) -> dict[str, Any]:
+    def _put_versioned(self, item: Mapping[str, Any], previous: Any) -> TransactWriteItemTypeDef:
         return {"Put": versioned_put(self._table, item, None if previous is None else previous.version)}
 
-    def _transact(self, actions: list[dict[str, Any]]) -> bool:
+    def _transact(self, actions: Sequence[TransactWriteItemTypeDef]) -> bool:
         # The history item goes first: its condition failing means this observation was recorded.
         return transact_new_and_versioned(self._client, actions, "state changed since it was read")
 
@@ -396,7 +404,7 @@ class DynamoJobStore:
             ConsistentRead=True,
         )
 
-    def _paginate(self, operation: str, **kwargs: Any) -> list[dict[str, Any]]:
+    def _paginate(self, operation: Literal["query", "scan"], **kwargs: Any) -> list[dict[str, Any]]:
         paginator = self._client.get_paginator(operation)
         items: list[dict[str, Any]] = []
         for page in paginator.paginate(TableName=self._table, **kwargs):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from ..domain.lifecycle import JobMetricEvent
+if TYPE_CHECKING:
+    from ..service.ports import MetricEvent
 
 NAMESPACE = "shareplane"
 
@@ -18,7 +20,7 @@ class EmfMetricsSink:
         self._namespace = namespace
 
     def emit(
-        self, events: Sequence[JobMetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
+        self, events: Sequence[MetricEvent], dimensions: Mapping[str, str], properties: Mapping[str, str]
     ) -> None:
         """Publish each measurement; properties (the job ARN) ride along as EMF metadata."""
         for event in events:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -33,6 +33,10 @@ from .dynamodb_store import (
     tick_watermark,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
 DECISION_SK = "DECISION"
 ALERT_SK = "ALERT"
 ALERTS_INDEX_PK = "ALERTS"
@@ -49,7 +53,7 @@ SHARE_FAILURE_RETENTION_SECONDS = 24 * 3600
 class DynamoFailureLedger:
     """FailureLedger on the jobs table, with conditional writes."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -246,7 +250,7 @@ class DynamoFailureLedger:
         return items
 
     # -- plumbing -------------------------------------------------------------------------
-    def _put_new(self, item: Mapping[str, Any]) -> dict[str, Any]:
+    def _put_new(self, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
         return put_new_action(self._table, item)
 
     def last_tick(self, runner: str) -> str | None:

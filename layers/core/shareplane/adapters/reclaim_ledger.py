@@ -15,7 +15,7 @@ can be listed without a scan.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -33,6 +33,10 @@ from .dynamodb_store import (
     tick_watermark,
 )
 from .failure_ledger import DynamoFailureLedger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 DECISION_PREFIX = "DECISION#"
 COUNT_SK = "COUNT"
@@ -53,7 +57,7 @@ def reclaim_pk(job_id: str) -> str:
 class DynamoReclaimLedger:
     """ReclaimLedger on the jobs table; alerts go through the failure path's dedupe items."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
         self._alerts = DynamoFailureLedger(client, table_name)
@@ -156,7 +160,7 @@ class DynamoReclaimLedger:
         now = float(record["decidedAt"])
         victims = list(record["victims"])
         n = len(victims)
-        actions: list[dict[str, Any]] = [put_new_action(self._table, self._decision_item(record))]
+        actions: list[TransactWriteItemTypeDef] = [put_new_action(self._table, self._decision_item(record))]
         actions += [
             put_new_action(
                 self._table,
@@ -196,7 +200,7 @@ class DynamoReclaimLedger:
         now: float,
         retention: int = HISTORY_RETENTION_SECONDS,
         seen: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> TransactWriteItemTypeDef:
         """Add ``n`` to a counter while it stays within ``limit`` (and still holds ``seen``, if given)."""
         values = {
             ":n": {"N": str(n)},

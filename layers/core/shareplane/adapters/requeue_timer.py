@@ -6,9 +6,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sqs import SQSClient
 
 #: SQS's DelaySeconds maximum.
 SQS_MAX_DELAY = 900
@@ -17,7 +21,13 @@ SQS_MAX_DELAY = 900
 class QueueRequeueTimer:
     """RequeueTimer on the failure path's own queue (and a one-time schedule for long waits)."""
 
-    def __init__(self, sqs: Any, scheduler: Any, queue_url: str, scheduler_role_arn: str | None) -> None:
+    def __init__(
+        self,
+        sqs: SQSClient,
+        scheduler: EventBridgeSchedulerClient | None,
+        queue_url: str,
+        scheduler_role_arn: str | None,
+    ) -> None:
         self._sqs = sqs
         self._scheduler = scheduler
         self._queue_url = queue_url
@@ -33,6 +43,8 @@ class QueueRequeueTimer:
             return
         if not self._role_arn:
             raise RuntimeError("SCHEDULER_ROLE_ARN is not set; waits over 900 s need EventBridge Scheduler")
+        if self._scheduler is None:
+            raise RuntimeError("this timer has no EventBridge Scheduler client; waits over 900 s need one")
         due = datetime.fromtimestamp(now + delay, UTC).replace(microsecond=0)
         # Named by content: a duplicate creation is a ConflictException, i.e. already scheduled.
         name = "shareplane-rq-" + hashlib.sha256(body.encode()).hexdigest()[:40]

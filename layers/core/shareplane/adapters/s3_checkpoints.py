@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +28,7 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 class S3Checkpoints:
     """CheckpointReader on an injected S3 client: ListObjectsV2 under the prefix, newest LastModified."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: S3Client) -> None:
         self._client = client
 
     def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:

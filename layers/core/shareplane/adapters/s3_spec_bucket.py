@@ -5,14 +5,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CopySourceTypeDef
 
 #: Error codes that mean "this object or version does not exist" (HEAD has no body, hence the numbers).
 _MISSING = {"404", "NoSuchKey", "NoSuchVersion", "NotFound", "NoSuchBucket"}
 #: A version id that is syntactically wrong is answered with 400 InvalidArgument: it cannot exist.
 _BAD_VERSION = {"InvalidArgument", "400"}
+
+
+class _VersionArgument(TypedDict, total=False):
+    """An S3 call's VersionId keyword: absent (latest version) rather than None, which boto3 refuses."""
+
+    VersionId: str
 
 
 @dataclass(frozen=True)
@@ -33,11 +43,11 @@ def _missing(exc: ClientError, version_id: str | None) -> bool:
 class S3SpecBucket:
     """SpecBucket on S3 with an injected client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: S3Client) -> None:
         self._client = client
 
     @staticmethod
-    def _version(version_id: str | None) -> dict[str, str]:
+    def _version(version_id: str | None) -> _VersionArgument:
         return {"VersionId": version_id} if version_id else {}
 
     def head(self, bucket: str, key: str, version_id: str | None) -> S3ObjectHead | None:
@@ -69,7 +79,7 @@ class S3SpecBucket:
 
     def copy(self, bucket: str, key: str, version_id: str | None, dest_key: str) -> None:
         """Server-side copy of exactly this version (metadata and content type kept)."""
-        source = {"Bucket": bucket, "Key": key, **self._version(version_id)}
+        source: CopySourceTypeDef = {"Bucket": bucket, "Key": key, **self._version(version_id)}
         self._client.copy_object(Bucket=bucket, Key=dest_key, CopySource=source, MetadataDirective="COPY")
 
     def put_json(self, bucket: str, key: str, document: Mapping[str, object]) -> None:
@@ -86,9 +96,10 @@ class S3SpecBucket:
                 return None
             raise
         try:
-            return json.loads(response["Body"].read())
+            document: object = json.loads(response["Body"].read())
         except ValueError:
             return None
+        return document
 
     def delete(self, bucket: str, key: str, version_id: str | None) -> None:
         """Delete exactly the version that was read, so a newer upload of the same key is untouched."""

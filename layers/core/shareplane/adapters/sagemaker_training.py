@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_sagemaker import SageMakerClient
 
 #: What SageMaker answers for a training job name it does not know.
 _UNKNOWN = ("ValidationException", "ResourceNotFound")
@@ -13,7 +16,7 @@ _UNKNOWN = ("ValidationException", "ResourceNotFound")
 class SageMakerTrainingJobs:
     """TrainingJobs on the SageMaker API."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: SageMakerClient) -> None:
         self._client = client
 
     def describe(self, training_job_name: str) -> dict[str, Any] | None:
@@ -24,5 +27,4 @@ class SageMakerTrainingJobs:
             if exc.response.get("Error", {}).get("Code") in _UNKNOWN:
                 return None
             raise
-        response.pop("ResponseMetadata", None)
-        return response
+        return {key: value for key, value in response.items() if key != "ResponseMetadata"}

@@ -15,7 +15,7 @@ cannot apply a plan twice; the record turns ``APPLIED`` once Batch took the chan
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -30,6 +30,10 @@ from .dynamodb_store import (
     versioned_put,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef
+
 SHARES_PK = "SHARES"
 STATE_SK = "LEDGER"
 AUDIT_PREFIX = "AUDIT#"
@@ -43,7 +47,7 @@ def audit_sk(created_at: float, plan_id: str) -> str:
 class DynamoShareStore:
     """ShareStore on the jobs table, with conditional (transactional) writes."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -155,6 +159,6 @@ class DynamoShareStore:
     def _key(self, sk: str) -> dict[str, Any]:
         return {"pk": {"S": SHARES_PK}, "sk": {"S": sk}}
 
-    def _versioned_put(self, state: Mapping[str, Any], previous_version: int | None) -> dict[str, Any]:
+    def _versioned_put(self, state: Mapping[str, Any], previous_version: int | None) -> PutTypeDef:
         item = {**state, "pk": SHARES_PK, "sk": STATE_SK, "entity": "shares_state"}
         return versioned_put(self._table, item, previous_version)

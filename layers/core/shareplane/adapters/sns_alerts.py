@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
 
 #: SNS takes 256 KB per message, attributes included; leave room for them.
 MAX_MESSAGE_BYTES = 240 * 1024
@@ -38,7 +41,7 @@ def sns_subject(text: str) -> str:
 class SnsAlerts:
     """AlertPublisher on one SNS topic."""
 
-    def __init__(self, client: Any, topic_arn: str) -> None:
+    def __init__(self, client: SNSClient, topic_arn: str) -> None:
         self._client = client
         self._topic_arn = topic_arn
 

@@ -12,11 +12,14 @@ The join items expire (TTL, ``expiresAt``); the principal stays on the job's PAY
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from .dynamodb_store import PAYLOAD_SK, _marshal, _unmarshal, job_pk, put_new
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 ATTRIBUTION_SK = "ATTRIBUTION"
 LINK_PREFIX = "JOB#"
@@ -30,7 +33,7 @@ def upload_pk(request_id: str) -> str:
 class DynamoUploadAttributions:
     """UploadAttributions on the jobs table."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 

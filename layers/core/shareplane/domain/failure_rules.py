@@ -626,20 +626,27 @@ class FailuresConfig(_Strict):
         """The classifier's rules in the order they are tried."""
         return self.extra_rules + self.rules
 
+    def tier_override(self, tier: str) -> TierPolicy | None:
+        """The policy configured for ``tier``, if any (a job's tier is any string; only three are keys)."""
+        for name, policy in self.tiers.items():
+            if name == tier:
+                return policy
+        return None
+
     def budget_for(self, tier: str) -> int:
         """The failure budget of a job in ``tier``."""
-        override = self.tiers.get(tier)  # type: ignore[call-overload]
+        override = self.tier_override(tier)
         return override.budget if override and override.budget is not None else self.budget
 
     def backoff_for(self, tier: str) -> BackoffConfig:
         """The backoff of a job in ``tier``."""
-        override = self.tiers.get(tier)  # type: ignore[call-overload]
+        override = self.tier_override(tier)
         return override.backoff if override and override.backoff is not None else self.backoff
 
     def policy_for(self, failure_class: FailureClass, tier: str) -> ClassPolicy:
         """Default class policy, then ``classes`` overrides, then the tier's overrides."""
         merged = DEFAULT_CLASS_POLICIES[failure_class].model_dump()
-        tier_policy = self.tiers.get(tier)  # type: ignore[call-overload]
+        tier_policy = self.tier_override(tier)
         layers = [
             self.classes.get(failure_class),
             tier_policy.classes.get(failure_class) if tier_policy else None,

@@ -422,7 +422,14 @@ def _plan(
     backoff = failures.backoff_for(ctx.tier)
     cls = found.failure_class
 
-    def make(action: Action, *, attempt: int = 0, why: str = "", **extra: object) -> FailureDecision:
+    def make(
+        action: Action,
+        *,
+        attempt: int = 0,
+        why: str = "",
+        delay_seconds: int = 0,
+        mutations: Mapping[str, object] | None = None,
+    ) -> FailureDecision:
         severity = policy.severity if action is Action.ALERT else Severity.INFO
         return FailureDecision(
             action=action,
@@ -434,7 +441,8 @@ def _plan(
             attempt=attempt,
             budget_left=max(0, limit - ctx.budget_used - (1 if attempt else 0)),
             why=why,
-            **extra,  # type: ignore[arg-type]
+            delay_seconds=delay_seconds,
+            mutations={} if mutations is None else mutations,
         )
 
     def delay(n: int) -> int:

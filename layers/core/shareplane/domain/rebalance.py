@@ -60,6 +60,7 @@ WEIGHT_FACTOR_MIN = 0.0001
 WEIGHT_FACTOR_MAX = 999.9999
 UNLIMITED_BORROW = -1
 _WEIGHT_DECIMALS = 4
+_WEIGHT_SCALE: int = 10**_WEIGHT_DECIMALS  # annotated: int ** int is typed Any (a negative power is a float)
 
 REASON_REBALANCED = "rebalanced"
 REASON_COOLDOWN = "cooldown"
@@ -373,10 +374,10 @@ def target_allocation(
     cap = _as_fraction("capacity", capacity)
     guarantees = guarantees or {}
     for label, mapping in (("weights", weights), ("guarantees", guarantees)):
-        extra = sorted(set(mapping) - set(demands))
-        if extra:
+        undemanded = sorted(set(mapping) - set(demands))
+        if undemanded:
             raise InvalidInputError(
-                label, f"{extra} have no demand entry", "give every share a demand (0 is fine)"
+                label, f"{undemanded} have no demand entry", "give every share a demand (0 is fine)"
             )
     missing = sorted(set(demands) - set(weights))
     if missing:
@@ -517,7 +518,7 @@ def _targets(
 
 def _quantize_weight(value: float, toward: float) -> float:
     """Round to the API's 4 decimals, toward ``toward`` so rounding never widens a step."""
-    scaled = value * 10**_WEIGHT_DECIMALS
+    scaled = value * _WEIGHT_SCALE
     nearest = round(scaled)
     if math.isclose(scaled, nearest, rel_tol=0, abs_tol=1e-6):
         steps = nearest
@@ -525,7 +526,7 @@ def _quantize_weight(value: float, toward: float) -> float:
         steps = math.floor(scaled)
     else:
         steps = math.ceil(scaled)
-    return min(WEIGHT_FACTOR_MAX, max(WEIGHT_FACTOR_MIN, steps / 10**_WEIGHT_DECIMALS))
+    return min(WEIGHT_FACTOR_MAX, max(WEIGHT_FACTOR_MIN, steps / _WEIGHT_SCALE))
 
 
 def _step_and_bound(before: float, wanted: float, low: float, high: float, max_step: float) -> float:
@@ -828,7 +829,7 @@ def identifier_plan(plan: RebalancePlan, config: SharesConfig) -> RebalancePlan:
             changes.append(change)
             continue
         for identifier, multiplier in sorted(identifiers[change.share]):
-            before, after = float(change.before), float(change.after)  # type: ignore[arg-type]
+            before, after = weight_factor(change.before), weight_factor(change.after)
             changes.append(
                 replace(
                     change,
@@ -838,6 +839,13 @@ def identifier_plan(plan: RebalancePlan, config: SharesConfig) -> RebalancePlan:
                 )
             )
     return replace(plan, changes=tuple(changes))
+
+
+def weight_factor(setting: float | QuotaSettings) -> float:
+    """A fair-share setting as a weight factor; quota settings have none (TypeError, as float() raised)."""
+    if isinstance(setting, QuotaSettings):
+        raise TypeError("a fair-share plan holds weight factors, not quota settings")
+    return float(setting)
 
 
 def plan_to_update_scheduling_policy(

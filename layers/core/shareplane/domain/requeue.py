@@ -144,7 +144,8 @@ class RequeueRequest:
     @property
     def payload(self) -> dict[str, Any]:
         """The CreateTrainingJob request inside (parsed)."""
-        return json.loads(self.params["serviceRequestPayload"])
+        payload: dict[str, Any] = json.loads(self.params["serviceRequestPayload"])
+        return payload
 
 
 _CARRIED = ("retryStrategy", "timeoutConfig", "preemptionConfiguration", "shareIdentifier", "quotaShareName")

@@ -35,7 +35,7 @@ StateEvent = Annotated[
     | SageMakerTrainingJobStateChange,
     Field(discriminator="detail_type"),
 ]
-_STATE_EVENT = TypeAdapter(StateEvent)
+_STATE_EVENT: TypeAdapter[StateEvent] = TypeAdapter(StateEvent)
 KNOWN_DETAIL_TYPES = frozenset(
     {
         "Batch Service Job State Change",

@@ -82,12 +82,14 @@ class ServiceJobDetail(Detail):
 
 
 def job_status(value: str | None, field: str) -> JobStatus:
-    try:
-        return JobStatus(value)
-    except ValueError:
-        raise InvalidInputError(
-            field, f"{value!r} is not a Batch job status", f"use one of {[s.value for s in JobStatus]}"
-        ) from None
+    if value is not None:
+        try:
+            return JobStatus(value)
+        except ValueError:
+            pass
+    raise InvalidInputError(
+        field, f"{value!r} is not a Batch job status", f"use one of {[s.value for s in JobStatus]}"
+    )
 
 
 def service_job_observation(detail: ServiceJobDetail, kind: ObservationKind) -> JobObservation:

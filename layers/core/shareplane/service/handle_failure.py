@@ -740,5 +740,5 @@ def _queue(source: Mapping[str, Any]) -> str:
     return str(queue).rsplit("/", 1)[-1] if queue else "unknown"
 
 
-def _count(ports: FailurePorts, name: str, dimensions: Mapping[str, str], job_arn: str) -> None:
-    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})  # type: ignore[list-item]
+def _count(ports: AlertSender, name: str, dimensions: Mapping[str, str], job_arn: str) -> None:
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})

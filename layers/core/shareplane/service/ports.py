@@ -56,9 +56,18 @@ class JobStore(Protocol):
 class MetricEvent(Protocol):
     """One measurement (job, failure-path or rebalancer metric) and the dimensions it is published under."""
 
-    name: str
-    value: float
-    unit: str
+    # Read-only members, so the frozen dataclasses (JobMetricEvent, FailureMetricEvent,
+    # ShareMetricEvent) satisfy the protocol: a plain annotation would ask for a settable attribute.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> float: ...
+
+    @property
+    def unit(self) -> str:
+        """A CloudWatch unit name (Count, Seconds, Percent, None)."""
+        ...
 
     @property
     def dimensions(self) -> tuple[str, ...]:
@@ -85,10 +94,13 @@ class AlertPublisher(Protocol):
 
 
 class SubmittedRef(Protocol):
-    """Batch's answer to SubmitServiceJob."""
+    """Batch's answer to SubmitServiceJob (read-only, so a frozen dataclass satisfies it)."""
 
-    job_arn: str
-    job_id: str
+    @property
+    def job_arn(self) -> str: ...
+
+    @property
+    def job_id(self) -> str: ...
 
 
 class ServiceJobs(Protocol):
@@ -188,12 +200,19 @@ class ShareStore(Protocol):
 
 
 class ObjectHead(Protocol):
-    """What HEAD says about one object version."""
+    """What HEAD says about one object version (read-only, so a frozen dataclass satisfies it)."""
 
-    size: int
-    version_id: str | None
-    etag: str | None
-    last_modified_ms: int
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def version_id(self) -> str | None: ...
+
+    @property
+    def etag(self) -> str | None: ...
+
+    @property
+    def last_modified_ms(self) -> int: ...
 
 
 class SpecBucket(Protocol):

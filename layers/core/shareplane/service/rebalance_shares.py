@@ -58,6 +58,7 @@ from ..domain.rebalance import (
     plan_to_update_scheduling_policy,
     rollback_plan,
     team_weights,
+    weight_factor,
 )
 from ..domain.share_metrics import ShareMetricEvent
 from ..domain.share_observation import (
@@ -867,7 +868,7 @@ def rollback(
     mode = plan.mode
     current = current_settings(mode, settings, batch)
     fairshare_weights = (
-        [fairshare.ShareWeight(k, float(v)) for k, (v, _) in current.items()]  # type: ignore[arg-type]
+        [fairshare.ShareWeight(k, weight_factor(v)) for k, (v, _) in current.items()]
         if mode is SchedulingMode.FAIRSHARE
         else []
     )

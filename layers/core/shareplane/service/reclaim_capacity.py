@@ -233,9 +233,11 @@ def finish_interrupted(
     if ports.settings.dry_run:
         return
     pending = {
-        (j.stopping_for, ports.ledger.decision_of(j.job_id)) for j in snapshot.running if j.stopping_for
+        (beneficiary, decision)
+        for j in snapshot.running
+        if (beneficiary := j.stopping_for) and (decision := ports.ledger.decision_of(j.job_id))
     }
-    for beneficiary, decision in sorted(p for p in pending if p[1]):
+    for beneficiary, decision in sorted(pending):
         stored = ports.ledger.load(beneficiary, decision)
         if stored is None or stored.get("applied"):
             continue
@@ -288,10 +290,10 @@ def build_snapshot(
         job = ports.batch.describe(_id(summary))
         if job is None:
             continue
-        found = waiting_job(job, config, ports.ledger)
-        if found is not None:
-            described[found.job_id] = job
-            waiting.append(found)
+        waiter = waiting_job(job, config, ports.ledger)
+        if waiter is not None:
+            described[waiter.job_id] = job
+            waiting.append(waiter)
     if not waiting:
         return None, described
     top = min(TIER_RANK[w.tier] for w in waiting)
@@ -302,9 +304,9 @@ def build_snapshot(
             job = ports.batch.describe(_id(summary))
             if job is None:
                 continue
-            found = running_job(job, config, ports.checkpoints, stopping, now, top)
-            described[found.job_id] = job
-            running.append(found)
+            holder = running_job(job, config, ports.checkpoints, stopping, now, top)
+            described[holder.job_id] = job
+            running.append(holder)
     snapshot = ReclaimSnapshot(
         now=now,
         capacity={t: c.capacity for t, c in config.instance_types.items()},
@@ -572,7 +574,7 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
         dims = {"Queue": queue, "Team": v["team"], "Tier": v["tier"]}
         _count(ports, "ReclaimVictims", dims, v["jobArn"])
         ports.metrics.emit(
-            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],  # type: ignore[list-item]
+            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],
             dims,
             {"jobArn": v["jobArn"], "beneficiary": record["jobArn"]},
         )
@@ -628,7 +630,7 @@ def _slug(reason: str) -> str:
 
 
 def _count(ports: ReclaimPorts, name: str, dims: Mapping[str, str], job_arn: str = "") -> None:
-    ports.metrics.emit([FailureMetricEvent(name, 1)], dims, {"jobArn": job_arn} if job_arn else {})  # type: ignore[list-item]
+    ports.metrics.emit([FailureMetricEvent(name, 1)], dims, {"jobArn": job_arn} if job_arn else {})
 
 
 def _summary(outcome: ReclaimOutcome) -> str:

@@ -25,6 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
@@ -106,7 +107,7 @@ def isolated(
         )
         report.failed.append(f"{step}:{item}")
         ports.metrics.emit(
-            [FailureMetricEvent("WatchItemsFailed", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("WatchItemsFailed", 1)],
             {"Step": step},
             {"item": item},
         )
@@ -165,9 +166,7 @@ def watch(ports: FailurePorts, now: float) -> WatchReport:
 def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:
     """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
     for job in runnable:
-        isolated(
-            ports, report, "escalate", job.job_arn, lambda job=job: _escalate_one(job, ports, now, report)
-        )
+        isolated(ports, report, "escalate", job.job_arn, partial(_escalate_one, job, ports, now, report))
 
 
 def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchReport) -> None:
@@ -205,7 +204,7 @@ def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchR
             {"fromPriority": current, "toPriority": target},
         )
         ports.metrics.emit(
-            [FailureMetricEvent("PriorityEscalations", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("PriorityEscalations", 1)],
             {"Queue": queue_name(job.job_queue), "Tier": tier.value},
             {"jobArn": job.job_arn},
         )
@@ -250,7 +249,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                 report,
                 "list",
                 f"{queue_name(queue)}/{status.value}",
-                lambda q=queue, s=status: ports.batch.list_jobs(q, s.value),
+                partial(ports.batch.list_jobs, queue, status.value),
             )
             if summaries is None:  # not listed (a deleted queue, say): its table jobs are described below
                 continue
@@ -262,7 +261,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                     report,
                     "reconcile",
                     summary["jobArn"],
-                    lambda j=job_id: _record(j, ports, report, now),
+                    partial(_record, job_id, ports, report, now),
                 )
     # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
     for job_arn, job in known.items():
@@ -273,7 +272,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
             report,
             "reconcile",
             job_arn,
-            lambda a=job_arn, j=job: _reconcile_unlisted(a, j, ports, report, now),
+            partial(_reconcile_unlisted, job_arn, job, ports, report, now),
         )
 
 
@@ -284,7 +283,7 @@ def _reconcile_unlisted(
     if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
         report.unknown_to_batch.append(job_arn)
         ports.metrics.emit(
-            [FailureMetricEvent("UnknownToBatch", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("UnknownToBatch", 1)],
             {"Queue": queue_name(job.job_queue)},
             {"jobArn": job_arn},
         )
@@ -324,7 +323,7 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     if outcome.decision is Decision.APPLY:
         report.repaired += 1
         ports.metrics.emit(
-            [FailureMetricEvent("ReconcileRepairs", 1)],  # type: ignore[list-item]
+            [FailureMetricEvent("ReconcileRepairs", 1)],
             {"Queue": queue_name(described.get("jobQueue"))},
             {"jobArn": described["jobArn"]},
         )
@@ -372,7 +371,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
 
 
 def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
-    ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})  # type: ignore[list-item]
+    ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})
 
 
 def _is_service_job(job: JobState) -> bool:

@@ -8,8 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..config import SharesConfig
+from ..drop_access import SUBMIT_PREFIX
 from ..errors import InvalidInputError
-from .keys import MAX_KEY_BYTES, SUBMIT_PREFIX, team_from_key
+from .keys import MAX_KEY_BYTES, team_from_key
 from .model import JobSpec, shape_problem
 from .reading import load_jobs
 from .request import service_job_request
@@ -42,8 +43,8 @@ def _evaluate(raw_jobs: list[Any], ctx: JobContext) -> tuple[JobResult, ...]:
         try:
             spec = JobSpec.model_validate(raw)
         except ValidationError as exc:
-            problems = tuple(shape_problem(at, error) for error in exc.errors(include_url=False))
-            results.append(JobResult(index, name, problems))
+            shape_problems = tuple(shape_problem(at, error) for error in exc.errors(include_url=False))
+            results.append(JobResult(index, name, shape_problems))
             continue
         problems = check_job(spec, at, ctx)
         image, _ = image_choice(spec, ctx)
@@ -103,8 +104,8 @@ def parse_spec_file(
 
 def _team_of(raw_jobs: Sequence[Any]) -> str | None:
     for raw in raw_jobs:
-        if isinstance(raw, dict) and isinstance(raw.get("team"), str):
-            return raw["team"]
+        if isinstance(raw, dict) and isinstance(team := raw.get("team"), str):
+            return team
     return None
 
 

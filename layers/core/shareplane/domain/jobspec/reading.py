@@ -7,7 +7,7 @@ aliases (alias bombs), no merge keys, no duplicate keys, string keys only.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.composer import Composer
@@ -32,20 +32,30 @@ class _Refused(Exception):
 class _Guards:
     """Loader hooks that refuse tags, anchors, aliases, merge keys, duplicate and non-string keys."""
 
+    if TYPE_CHECKING:
+        # Supplied by the loader these hooks mix into: a PyYAML parser and SafeConstructor.
+        def peek_event(self) -> yaml.Event | None: ...
+
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any: ...
+
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 - PyYAML hook
         event = self.peek_event()
+        mark = getattr(event, "start_mark", None)
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise _Refused(
                 "YAML anchors and aliases (&name, *name) are not allowed",
                 "write the value out in full each time",
-                event.start_mark,
+                mark,
             )
-        if getattr(event, "tag", None) is not None:
+        tag = getattr(event, "tag", None)
+        if tag is not None:
             raise _Refused(
-                f"YAML tags such as {event.tag!r} are not allowed",
+                f"YAML tags such as {tag!r} are not allowed",
                 "remove the tag (the text starting with !)",
-                event.start_mark,
+                mark,
             )
+        # The fast loader's parser is libyaml's CParser, not a Composer: Composer's hooks are borrowed
+        # and run with it as self, which the stubs cannot express.
         return Composer.compose_node(self, parent, index)  # type: ignore[arg-type]
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
@@ -63,6 +73,7 @@ class _Guards:
             if key in seen:
                 raise _Refused(f"duplicate key {key!r}", "keep one of them", key_node.start_mark)
             seen.add(key)
+        # Called on the loader (a SafeConstructor), which the stubs cannot see from this mixin.
         return SafeConstructor.construct_mapping(self, node, deep=deep)  # type: ignore[arg-type]
 
 
@@ -72,7 +83,7 @@ class _SpecLoader(_Guards, yaml.SafeLoader):
 
 _Loader: type = _SpecLoader
 if yaml.__with_libyaml__:
-    from yaml.cyaml import CParser
+    from yaml._yaml import CParser  # what yaml.cyaml re-exports; only present with libyaml
 
     class _FastSpecLoader(_Guards, CParser, SafeConstructor, Resolver):
         """libyaml scans and parses (4x faster); the Python composer keeps the guards on every node."""
