@@ -210,7 +210,7 @@ class Intrinsics:
         known = sorted(a for (owner, a) in self.attributes if owner == logical)
         raise TemplateResourceError(
             f"{logical}.{attribute}",
-            "is not an attribute the local stack knows",
+            "is not an attribute the emulator knows, nor one the local stack derives for moto's resources",
             f"use one of {known}" if known else f"refer to a resource the local stack created, not {logical}",
         )
 
