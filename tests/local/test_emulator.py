@@ -16,16 +16,15 @@ from hypothesis import strategies as st
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.emulator import (
     Emulator,
-    Intrinsics,
     Schedule,
     ScheduleClock,
     TemplateResourceError,
-    create_batch_resources,
     creation_order,
     resolve_outputs,
     scheduled_event,
     template_schedules,
 )
+from shareplane_cli.local.intrinsics import Intrinsics
 from shareplane_cli.local.runner import FunctionRunner
 from shareplane_cli.local.stack import patched_environ
 from shareplane_cli.local.template import load_sam_template
@@ -39,15 +38,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "batch_resources.yaml"
 PSEUDO = {"AWS::StackName": "teststack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
 
 
-def fallback_for(parameters: dict[str, str]) -> Any:
-    """What LocalStack.resolve answers for names outside the Batch resources: parameters, pseudo parameters."""
-
-    def resolve(node: dict[str, Any]) -> Any:
-        if "Ref" in node:
-            return {**PSEUDO, **parameters}[node["Ref"]]
-        raise AssertionError(f"unexpected fallback {node}")
-
-    return resolve
+def intrinsics_for(template: dict[str, Any], parameters: dict[str, str]) -> Intrinsics:
+    """The stack's resolver before the emulator created anything: parameters and pseudo parameters."""
+    return Intrinsics(template, parameters=parameters, pseudo=PSEUDO)
 
 
 def build(resources: dict[str, Any] | None = None, **parameters: str) -> tuple[Emulator, Any, dict[str, Any]]:
@@ -55,12 +48,10 @@ def build(resources: dict[str, Any] | None = None, **parameters: str) -> tuple[E
     template = load_sam_template(FIXTURE)
     params = {"Mode": "fairshare", "GpuCapacity": "8", **parameters}
     emulator = Emulator(speed=1.0)
-    made = create_batch_resources(
-        emulator.call,
+    made = emulator.provision(
         resources if resources is not None else template["Resources"],
-        fallback_for(params),
+        intrinsics_for(template, params),
         stack_name="teststack",
-        conditions=template["Conditions"],
     )
     return emulator, made, template
 
@@ -129,7 +120,9 @@ def test_physical_ids_attributes_and_outputs_name_the_created_resources() -> Non
     _, made, template = build()
     assert made.physical_ids["GpuQueue"] == "arn:aws:batch:us-east-1:123456789012:job-queue/gpu-queue"
     assert made.attributes()[("GpuQueue", "JobQueueArn")] == made.physical_ids["GpuQueue"]
-    resolver = Intrinsics(fallback_for({"Mode": "fairshare"}), template["Conditions"], made.created)
+    resolver = intrinsics_for(template, {"Mode": "fairshare"}).with_resources(
+        made.physical_ids, made.attributes()
+    )
     outputs = resolve_outputs(template["Outputs"], resolver, set(made.created))
     assert outputs == {
         "GpuJobQueueArn": made.physical_ids["GpuQueue"],

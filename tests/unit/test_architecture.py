@@ -148,3 +148,65 @@ def test_the_unit_rule_catches_moto_and_boto3_directly_and_through_a_helper(tmp_
     through_world = tmp_path / "test_through_world.py"
     through_world.write_text("from tests.integration.drop_world import build_world\n")
     assert ("boto3", "drop_world.py") in aws_sdk_imports_reached_from(through_world)
+
+
+#: The local stack's modules (embedded AWS, emulator, resolver, runner): each imports the others one way.
+LOCAL_PACKAGE = REPO / "cli" / "shareplane_cli" / "local"
+
+
+def local_imports(path: Path, package: str = "shareplane_cli.local") -> set[str]:
+    """The sibling modules one module of a package imports, at load time or inside a function."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    siblings = {p.stem for p in path.parent.glob("*.py")}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"{package}."):
+            names = [node.module.removeprefix(f"{package}.").split(".")[0]]
+        elif isinstance(node, ast.Import):
+            names = [a.name.removeprefix(f"{package}.").split(".")[0] for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n in siblings and n != path.stem)
+    return found
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the import graph as the modules along it (first == last), or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if state.get(imported) == "open":
+                return [*path[path.index(imported) :], imported]
+            if imported not in state and (cycle := visit(imported)):
+                return cycle
+        state[module] = "done"
+        path.pop()
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return None
+
+
+def test_the_local_stack_modules_import_each_other_without_a_cycle() -> None:
+    graph = {p.stem: local_imports(p) for p in LOCAL_PACKAGE.glob("*.py") if p.stem != "__init__"}
+    assert len(graph) >= 5 and graph["stack"], "the rule is checked on the real modules"
+    cycle = import_cycle(graph)
+    assert cycle is None, f"the local modules import each other in a loop: {' -> '.join(cycle)}"
+
+
+def test_the_cycle_rule_sees_imports_inside_functions(tmp_path: Path) -> None:
+    (tmp_path / "stack.py").write_text("from .emulator import Emulator\n")
+    (tmp_path / "emulator.py").write_text("def attach():\n    from .stack import REGION\n")
+    (tmp_path / "leaf.py").write_text("import json\n")
+    graph = {p.stem: local_imports(p) for p in tmp_path.glob("*.py")}
+    assert graph == {"stack": {"emulator"}, "emulator": {"stack"}, "leaf": set()}
+    assert import_cycle(graph) == ["emulator", "stack", "emulator"]
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None

@@ -2,8 +2,9 @@
 
 ``Emulator`` runs one gpusim model behind the Batch and SageMaker wire protocols on a loopback port
 and puts the model's events on the embedded EventBridge, so the template's rules route them to the
-handlers' queues. ``create_batch_resources`` builds the template's ``AWS::Batch::*`` resources (which
-moto cannot create) in it, mapping CloudFormation properties to the API's request shapes.
+handlers' queues. ``Emulator.provision`` builds the template's ``AWS::Batch::*`` resources (which
+moto cannot create) in it, mapping CloudFormation properties to the API's request shapes, and returns
+what it made (ARNs, names) for the stack to keep; the emulator holds no reference to the stack.
 ``template_schedules`` reads the template's schedules (EventBridge Scheduler and schedule rules), which
 ``shareplane up`` fires on the emulator's virtual clock.
 """
@@ -20,10 +21,12 @@ from typing import Any
 
 from botocore.model import Shape
 from botocore.session import get_session
-from gpusim import ApiError, BatchModel, Faults, ModelOptions, RealtimeEngine
+from gpusim import ApiError, BatchModel, ModelOptions, RealtimeEngine
 from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
+
+from .intrinsics import Intrinsics, TemplateResourceError, references
 
 #: Virtual seconds per wall second: a one-hour training job plays out in about 40 seconds.
 DEFAULT_SPEED = 100.0
@@ -31,10 +34,6 @@ DEFAULT_SPEED = 100.0
 Resolve = Callable[[Any], Any]
 #: ``writer(s3_uri, epoch_seconds, progress_seconds)``: one checkpoint a running trainer wrote.
 CheckpointWriter = Callable[[str, float, float], None]
-
-
-class TemplateResourceError(InvalidInputError):
-    """A template resource the emulator cannot create as written."""
 
 
 # ------------------------------------------------------------------------------------ emulator
@@ -104,6 +103,12 @@ class Emulator:
         """A Batch operation in-process, under the same lock and clock as HTTP requests."""
         return self.server.call("batch", operation, params)
 
+    def provision(
+        self, resources: Mapping[str, Mapping[str, Any]], intrinsics: Intrinsics, *, stack_name: str
+    ) -> BatchResources:
+        """Create the template's Batch resources here; returns what was created (ARNs, names) and skipped."""
+        return create_batch_resources(self.call, resources, intrinsics, stack_name=stack_name)
+
 
 def put_events_via(client: Any) -> PutEvents:
     """A PutEvents callable for a boto3 ``events`` client (the embedded EventBridge)."""
@@ -124,7 +129,6 @@ _KINDS: dict[str, tuple[str, str, str, str]] = {
     "AWS::Batch::JobQueue": ("CreateJobQueue", "jobQueueName", "jobQueueArn", "JobQueueArn"),
     "AWS::Batch::QuotaShare": ("CreateQuotaShare", "quotaShareName", "quotaShareArn", "QuotaShareArn"),
 }
-_NO_VALUE = object()
 
 
 @dataclass(frozen=True)
@@ -153,147 +157,6 @@ class BatchResources:
     def attributes(self) -> dict[tuple[str, str], str]:
         """(logical id, attribute) -> value, for Fn::GetAtt."""
         return {(k, a): v for k, r in self.created.items() for a, v in r.attributes.items()}
-
-
-class Intrinsics:
-    """Resolves CloudFormation intrinsics over emulated resources, deferring the rest to ``fallback``."""
-
-    def __init__(
-        self,
-        fallback: Resolve,
-        conditions: Mapping[str, Any] | None = None,
-        resources: Mapping[str, BatchResource] | None = None,
-    ) -> None:
-        self.fallback = fallback
-        self.conditions = dict(conditions or {})
-        self.resources = resources if resources is not None else {}
-        self._evaluated: dict[str, bool] = {}
-
-    def condition(self, name: str) -> bool:
-        """A named condition of the template's Conditions section."""
-        if name not in self._evaluated:
-            if name not in self.conditions:
-                raise TemplateResourceError(
-                    f"Conditions.{name}", "is not defined", "define it or fix its name"
-                )
-            self._evaluated[name] = bool(self._truth(self.conditions[name]))
-        return self._evaluated[name]
-
-    def _truth(self, node: Any) -> bool:
-        if isinstance(node, dict) and len(node) == 1:
-            ((key, arg),) = node.items()
-            if key == "Fn::Equals":
-                left, right = (self.resolve(v) for v in arg)
-                return str(left) == str(right)
-            if key == "Fn::Not":
-                return not self._truth(arg[0])
-            if key == "Fn::And":
-                return all(self._truth(v) for v in arg)
-            if key == "Fn::Or":
-                return any(self._truth(v) for v in arg)
-            if key == "Condition":
-                return self.condition(arg)
-        return bool(self.resolve(node))
-
-    def choose(self, node: Any) -> Any:
-        """``node`` with each Fn::If replaced by the branch its condition takes (nothing else resolved)."""
-        if isinstance(node, list):
-            return [self.choose(x) for x in node]
-        if not isinstance(node, dict):
-            return node
-        if set(node) == {"Fn::If"}:
-            name, yes, no = node["Fn::If"]
-            return self.choose(yes if self.condition(name) else no)
-        return {k: self.choose(v) for k, v in node.items()}
-
-    def resolve(self, node: Any) -> Any:
-        """``node`` with every intrinsic replaced by its value (AWS::NoValue removes the key)."""
-        if isinstance(node, list):
-            return [v for v in (self.resolve(x) for x in node) if v is not _NO_VALUE]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            ((key, arg),) = node.items()
-            if key == "Ref":
-                if arg == "AWS::NoValue":
-                    return _NO_VALUE
-                if arg in self.resources:
-                    return self.resources[arg].arn
-                return self.fallback(node)
-            if key == "Fn::GetAtt":
-                logical, attribute = arg.split(".", 1) if isinstance(arg, str) else arg
-                if logical in self.resources:
-                    return self._attribute(logical, attribute)
-                return self.fallback({"Fn::GetAtt": [logical, attribute]})
-            if key == "Fn::Sub":
-                return self._sub(arg)
-            if key == "Fn::Join":
-                delimiter, values = arg
-                return str(delimiter).join(str(v) for v in self.resolve(values))
-            if key == "Fn::Select":
-                index, values = arg
-                return self.resolve(values)[int(self.resolve(index))]
-            if key == "Fn::Split":
-                delimiter, text = arg
-                return str(self.resolve(text)).split(delimiter)
-            if key == "Fn::If":
-                name, yes, no = arg
-                return self.resolve(yes if self.condition(name) else no)
-            if key.startswith("Fn::"):
-                return self.fallback({key: self.resolve(arg)})
-        out = {}
-        for key, value in node.items():
-            resolved = self.resolve(value)
-            if resolved is not _NO_VALUE:
-                out[key] = resolved
-        return out
-
-    def _attribute(self, logical: str, attribute: str) -> str:
-        attributes = self.resources[logical].attributes
-        if attribute not in attributes:
-            raise TemplateResourceError(
-                f"{logical}.{attribute}",
-                "is not an attribute the emulator knows",
-                f"use one of {sorted(attributes)}",
-            )
-        return attributes[attribute]
-
-    def _sub(self, arg: Any) -> str:
-        text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
-
-        def value(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(self.resolve(variables[name]))
-            if "." in name:
-                return str(self.resolve({"Fn::GetAtt": name.split(".", 1)}))
-            return str(self.resolve({"Ref": name}))
-
-        return re.sub(r"\$\{([^}]+)\}", value, text)
-
-
-def references(node: Any) -> set[str]:
-    """Logical ids a template fragment refers to (Ref, Fn::GetAtt, Fn::Sub placeholders)."""
-    found: set[str] = set()
-    if isinstance(node, list):
-        for item in node:
-            found |= references(item)
-    elif isinstance(node, dict):
-        for key, arg in node.items():
-            if key == "Ref" and isinstance(arg, str):
-                found.add(arg)
-            elif key == "Fn::GetAtt":
-                found.add((arg.split(".", 1) if isinstance(arg, str) else arg)[0])
-            elif key == "Fn::Sub":
-                text = arg if isinstance(arg, str) else arg[0]
-                found |= {p.split(".", 1)[0] for p in re.findall(r"\$\{([^!}][^}]*)\}", text)}
-                if not isinstance(arg, str):
-                    found |= references(arg[1])
-            else:
-                found |= references(arg)
-    return found
 
 
 def creation_order(resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -373,21 +236,21 @@ def _convert(value: Any, shape: Shape, path: str) -> Any:
 def create_batch_resources(
     call: Callable[[str, dict[str, Any]], dict[str, Any]],
     resources: Mapping[str, Mapping[str, Any]],
-    fallback: Resolve,
+    intrinsics: Intrinsics,
     *,
     stack_name: str,
-    conditions: Mapping[str, Any] | None = None,
 ) -> BatchResources:
     """Create the template's AWS::Batch::* resources through ``call(operation, request)``.
 
-    ``fallback`` resolves intrinsics that name anything else (parameters, pseudo parameters, moto's
-    resources). A resource whose condition is false is left out, as CloudFormation does; types the
-    emulator does not model (container compute environments, job definitions) are skipped with a
-    reason, and so is anything that depends on a skipped resource.
+    ``intrinsics`` resolves what names anything else (parameters, pseudo parameters, moto's
+    resources) and evaluates the template's conditions; each resource created joins it for the
+    resources after it. A resource whose condition is false is left out, as CloudFormation does;
+    types the emulator does not model (container compute environments, job definitions) are skipped
+    with a reason, and so is anything that depends on a skipped resource.
     """
     batch = {k: v for k, v in resources.items() if v.get("Type", "").startswith("AWS::Batch::")}
     out = BatchResources()
-    resolver = Intrinsics(fallback, conditions, out.created)
+    resolver = intrinsics
     service = get_session().get_service_model("batch")
     for logical in creation_order(batch):
         resource = batch[logical]
@@ -419,14 +282,16 @@ def create_batch_resources(
                 logical, f"{operation} was refused: {exc.message}", "fix the resource"
             ) from exc
         arn = response[arn_member]
-        out.created[logical] = BatchResource(logical, kind, request[name_member], arn, {attribute: arn})
+        made = BatchResource(logical, kind, request[name_member], arn, {attribute: arn})
+        out.created[logical] = made
+        resolver = resolver.with_resources({logical: arn}, {(logical, attribute): arn})
     return out
 
 
 def resolve_outputs(
     outputs: Mapping[str, Mapping[str, Any]], resolver: Intrinsics, logical_ids: set[str]
 ) -> dict[str, str]:
-    """The template's outputs that name emulated resources, with their values resolved."""
+    """The template's outputs that name ``logical_ids`` (emulated resources), with their values resolved."""
     out = {}
     for key, output in outputs.items():
         if not references(output.get("Value")) & logical_ids:
@@ -521,71 +386,3 @@ class ScheduleClock:
                 missed = (now - nxt) // schedule.every_seconds + 1
                 self._next[i] = nxt + missed * schedule.every_seconds
         return fired
-
-
-def take_over_schedule_rules(stack: Any) -> None:
-    """Detach schedule rules' targets in moto: it never fires them, yet delivers every put event to them.
-
-    ``shareplane up`` fires them on the emulator's virtual clock instead (``template_schedules``).
-    """
-    events = stack.client("events")
-    resources = stack.translated.cloudformation.get("Resources", {})
-    for logical, resource in resources.items():
-        props = resource.get("Properties", {})
-        if resource.get("Type") != "AWS::Events::Rule" or "ScheduleExpression" not in props:
-            continue
-        name = stack.physical_ids.get(logical)
-        ids = [str(t["Id"]) for t in props.get("Targets", []) if "Id" in t]
-        if name and ids:
-            events.remove_targets(Rule=name.rsplit("/", 1)[-1], Ids=ids)
-
-
-# ------------------------------------------------------------------------------- local stack glue
-def attach_emulator(
-    stack: Any,
-    speed: float = DEFAULT_SPEED,
-    faults: Faults | None = None,
-    checkpoint_writer: CheckpointWriter | None = None,
-    wall_clock: Callable[[], float] = time.monotonic,
-) -> Emulator:
-    """Start an emulator for a started ``LocalStack`` and create the template's Batch resources in it.
-
-    Events go to the stack's EventBridge; trainers' checkpoints to ``checkpoint_writer`` (the stack's
-    S3, passed in by the stack so this module never imports it at load time); the Batch resources'
-    ARNs join ``stack.physical_ids`` and their attributes ``stack.attributes``, and outputs naming
-    them join ``stack.outputs``.
-    """
-    from .stack import ACCOUNT, REGION
-    from .template import load_sam_template
-
-    take_over_schedule_rules(stack)
-    options = ModelOptions(
-        account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=faults or Faults()
-    )
-    emulator = Emulator(
-        speed,
-        options,
-        put_events=put_events_via(stack.client("events")),
-        wall_clock=wall_clock,
-        checkpoint_writer=checkpoint_writer,
-    ).start()
-    try:
-        translated = stack.translated
-        conditions = translated.cloudformation.get("Conditions", {})
-        made = create_batch_resources(
-            emulator.call,
-            translated.held_back,
-            stack.resolve,
-            stack_name=stack.spec.stack_name,
-            conditions=conditions,
-        )
-        stack.physical_ids.update(made.physical_ids)
-        stack.attributes.update(made.attributes())
-        stack.emulated = made
-        outputs = load_sam_template(stack.spec.template).get("Outputs", {})
-        resolver = Intrinsics(stack.resolve, conditions, made.created)
-        stack.outputs.update(resolve_outputs(outputs, resolver, set(made.created)))
-    except BaseException:
-        emulator.stop()
-        raise
-    return emulator

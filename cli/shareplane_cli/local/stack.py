@@ -17,16 +17,38 @@ from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
+from gpusim import Faults, ModelOptions
 from gpusim.engine import HoldableClock
 
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
-from .template import FunctionSpec, TranslatedTemplate, translate
+from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
+from .intrinsics import Intrinsics
+from .template import FunctionSpec, TranslatedTemplate, load_sam_template, translate
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 DEFAULT_STACK = "shareplane-local"
 #: Credentials the embedded AWS accepts; they are not valid anywhere else.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "shareplane-local", "AWS_SECRET_ACCESS_KEY": "shareplane-local"}
+
+#: Fn::GetAtt <logical>.<attribute> of the resources moto creates, from their physical id (what Ref
+#: returns), in the formats the resource types' "Return values" sections of the CloudFormation
+#: resource reference give; moto's describe_stack_resources reports physical ids only.
+_MOTO_ATTRIBUTES: dict[str, dict[str, str]] = {
+    "AWS::DynamoDB::Table": {"Arn": "arn:aws:dynamodb:{region}:{account}:table/{id}"},
+    "AWS::S3::Bucket": {"Arn": "arn:aws:s3:::{id}"},
+    "AWS::KMS::Key": {"Arn": "arn:aws:kms:{region}:{account}:key/{id}", "KeyId": "{id}"},
+    "AWS::Logs::LogGroup": {"Arn": "arn:aws:logs:{region}:{account}:log-group:{id}:*"},
+    "AWS::IAM::Role": {"Arn": "arn:aws:iam::{account}:role/{id}"},
+    "AWS::Events::Rule": {"Arn": "arn:aws:events:{region}:{account}:rule/{id}"},
+    # A queue's physical id is its URL; its name is the URL's last segment.
+    "AWS::SQS::Queue": {
+        "Arn": "arn:aws:sqs:{region}:{account}:{name}",
+        "QueueName": "{name}",
+        "QueueUrl": "{id}",
+    },
+    "AWS::SNS::Topic": {"TopicArn": "{id}", "TopicName": "{name}"},
+}
 
 
 @dataclass(frozen=True)
@@ -70,13 +92,16 @@ class LocalStack:
         self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
         # The emulator's wall clock: held while the handlers work (see gpusim.engine.HoldableClock).
         self.clock = HoldableClock()
-        self.emulator: Any = None
-        self.emulated: Any = None
-        self.attributes: dict[tuple[str, str], str] = {}
+        self.emulator: Emulator | None = None
+        #: What the emulator provisioned (and skipped) of the template's Batch resources.
+        self.emulated: BatchResources | None = None
         self.translated: TranslatedTemplate | None = None
         self.outputs: dict[str, str] = {}
+        #: Logical id -> what Ref returns, and (logical id, attribute) -> what Fn::GetAtt returns.
         self.physical_ids: dict[str, str] = {}
+        self.attributes: dict[tuple[str, str], str] = {}
         self.parameters: dict[str, str] = {}
+        self.intrinsics: Intrinsics | None = None
         # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
         self.trails = TrailEmulation()
 
@@ -100,15 +125,7 @@ class LocalStack:
         if self._server is not None:
             self._emulate_trails()
         if self.emulate and self.emulator is None:
-            from .emulator import DEFAULT_SPEED, attach_emulator
-
-            self.emulator = attach_emulator(
-                self,
-                self.speed or DEFAULT_SPEED,
-                self.faults,
-                checkpoint_writer=self.write_checkpoint,
-                wall_clock=self.clock,
-            )
+            self._start_emulator()
         return self
 
     def stop(self) -> None:
@@ -176,7 +193,7 @@ class LocalStack:
 
     def function_environment(self, function: FunctionSpec) -> dict[str, str]:
         """A function's template environment with every reference resolved to local names."""
-        return {k: str(self.resolve(v)) for k, v in function.environment.items()}
+        return {k: str(v) for k, v in self.resolve(dict(function.environment)).items()}
 
     def queue_url(self, logical_id: str) -> str:
         """URL of a queue of the template."""
@@ -186,43 +203,9 @@ class LocalStack:
         return self.client("sqs").get_queue_url(QueueName=physical)["QueueUrl"]
 
     def resolve(self, value: Any) -> Any:
-        """Resolve Ref / Fn::Sub / Fn::GetAtt / Fn::FindInMap the way CloudFormation did."""
-        if not isinstance(value, dict):
-            return value
-        if "Ref" in value:
-            name = value["Ref"]
-            pseudo = {
-                "AWS::Region": REGION,
-                "AWS::AccountId": ACCOUNT,
-                "AWS::StackName": self.spec.stack_name,
-                "AWS::Partition": "aws",
-            }
-            if name in pseudo:
-                return pseudo[name]
-            if name in self.parameters:
-                return self.parameters[name]
-            return self.physical_ids.get(name, f"local-{name}")
-        if "Fn::Sub" in value:
-            template = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
-            for key in set(_placeholders(template)):
-                resolved = (
-                    self.resolve({"Ref": key})
-                    if "." not in key
-                    else self.physical_ids.get(key.split(".")[0], key)
-                )
-                template = template.replace("${" + key + "}", str(resolved))
-            return template
-        if "Fn::GetAtt" in value:
-            logical, attribute = value["Fn::GetAtt"]
-            if (logical, attribute) in self.attributes:  # emulated resources know their real attributes
-                return self.attributes[(logical, attribute)]
-            return f"{self.physical_ids.get(logical, logical)}.{attribute}"
-        if "Fn::FindInMap" in value:
-            mapping, first, second = (self.resolve(v) for v in value["Fn::FindInMap"])
-            return self.translated.cloudformation["Mappings"][mapping][first][second]  # type: ignore[union-attr]
-        if "Fn::If" in value:
-            return self.resolve(value["Fn::If"][1])
-        return value
+        """``value`` with its intrinsics resolved against this stack (see intrinsics.Intrinsics)."""
+        assert self.intrinsics is not None, "start() first"
+        return self.intrinsics.resolve(value)
 
     # -- the stack --------------------------------------------------------------------------
     def _stack_exists(self, cloudformation: Any) -> bool:
@@ -274,15 +257,6 @@ class LocalStack:
         """Serve CloudTrail's data events for the writes the template's trails select."""
         assert self.translated is not None
 
-        def resolve(value: Any) -> Any:
-            # `${Bucket.Arn}`: a bucket's ARN is made of its name, which moto's stack knows.
-            if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
-                text = value["Fn::Sub"]
-                for logical, physical in self.physical_ids.items():
-                    text = text.replace("${" + logical + ".Arn}", f"arn:aws:s3:::{physical}")
-                return self.resolve({"Fn::Sub": text})
-            return self.resolve(value)
-
         def caller_identity(access_key_id: str | None) -> tuple[str, str, str]:
             # What STS GetCallerIdentity answers for these credentials in the embedded AWS.
             # moto answers from the backend of the account the access key belongs to (an assumed
@@ -293,11 +267,9 @@ class LocalStack:
             key = access_key_id or LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"]
             return sts_backends[get_account_id_from(key)]["global"].get_caller_identity(key, REGION)
 
-        from .emulator import Intrinsics
-
-        template = self.translated.cloudformation
-        conditions = Intrinsics(self.resolve, template.get("Conditions", {}))
-        self.trails.selectors = trail_selectors(template["Resources"], resolve, conditions.condition)
+        assert self.intrinsics is not None
+        resources = self.translated.cloudformation["Resources"]
+        self.trails.selectors = trail_selectors(resources, self.resolve, self.intrinsics.condition)
         self.trails.caller_identity = caller_identity
         install(self.trails)
 
@@ -312,6 +284,96 @@ class LocalStack:
         assert self.translated is not None
         for name, definition in self.translated.cloudformation.get("Parameters", {}).items():
             self.parameters.setdefault(name, str(definition.get("Default", "")))
+        self.attributes = self._moto_attributes()
+        self._refresh_intrinsics()
+
+    def _moto_attributes(self) -> dict[tuple[str, str], str]:
+        assert self.translated is not None
+        attributes = {}
+        for logical, resource in self.translated.cloudformation["Resources"].items():
+            physical = self.physical_ids.get(logical)
+            formats = _MOTO_ATTRIBUTES.get(resource["Type"], {})
+            if physical is None:
+                continue
+            name = physical.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            for attribute, form in formats.items():
+                attributes[(logical, attribute)] = form.format(
+                    region=REGION, account=ACCOUNT, id=physical, name=name
+                )
+        return attributes
+
+    def _refresh_intrinsics(self) -> None:
+        """The stack's resolver over what exists now: moto's resources, the emulator's, and stand-ins."""
+        assert self.translated is not None
+        template = self.translated.cloudformation
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": self.spec.stack_name,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+        }
+        conditions = Intrinsics(template, parameters=self.parameters, pseudo=pseudo)
+        # What neither moto nor the emulator creates (functions, their mappings, skipped Batch
+        # resources) is named as template.translate stood it in for moto; unless its condition is false.
+        stand_in_ids, stand_in_attributes = {}, {}
+        for logical, resource in self.translated.held_back.items():
+            if "Condition" in resource and not conditions.condition(resource["Condition"]):
+                continue
+            stand_in_ids[logical] = f"local-{logical}"
+            if resource["Type"] == "AWS::Lambda::Function":
+                arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:local-{logical}"
+                stand_in_attributes[(logical, "Arn")] = arn
+        self.intrinsics = conditions.with_resources(
+            {**stand_in_ids, **self.physical_ids}, {**stand_in_attributes, **self.attributes}
+        )
+
+    # -- the emulated Batch + SageMaker -------------------------------------------------------
+    def _start_emulator(self) -> None:
+        """Start the emulator, have it provision the template's Batch resources, and keep what it made."""
+        assert self.translated is not None and self.intrinsics is not None
+        self._take_over_schedule_rules()
+        options = ModelOptions(
+            account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=self.faults or Faults()
+        )
+        emulator = Emulator(
+            self.speed or DEFAULT_SPEED,
+            options,
+            put_events=put_events_via(self.client("events")),
+            wall_clock=self.clock,
+            checkpoint_writer=self.write_checkpoint,
+        ).start()
+        try:
+            made = emulator.provision(
+                self.translated.held_back, self.intrinsics, stack_name=self.spec.stack_name
+            )
+        except BaseException:
+            emulator.stop()
+            raise
+        self.emulator, self.emulated = emulator, made
+        self.physical_ids.update(made.physical_ids)
+        self.attributes.update(made.attributes())
+        self._refresh_intrinsics()
+        # template.translate drops the outputs that name held-back resources: the SAM template has them.
+        outputs = load_sam_template(self.spec.template).get("Outputs", {})
+        assert self.intrinsics is not None
+        self.outputs.update(resolve_outputs(outputs, self.intrinsics, set(made.created)))
+
+    def _take_over_schedule_rules(self) -> None:
+        """Detach schedule rules' targets in moto: it never fires them, yet delivers every put event to them.
+
+        ``shareplane up`` fires them on the emulator's virtual clock instead (see ``template_schedules``).
+        """
+        assert self.translated is not None
+        events = self.client("events")
+        for logical, resource in self.translated.cloudformation.get("Resources", {}).items():
+            props = resource.get("Properties", {})
+            if resource.get("Type") != "AWS::Events::Rule" or "ScheduleExpression" not in props:
+                continue
+            name = self.physical_ids.get(logical)
+            ids = [str(t["Id"]) for t in props.get("Targets", []) if "Id" in t]
+            if name and ids:
+                events.remove_targets(Rule=name.rsplit("/", 1)[-1], Ids=ids)
 
 
 class _MotoServer:
@@ -349,14 +411,6 @@ class _MotoServer:
         self._server.shutdown()
         if self._thread is not None:
             self._thread.join()
-
-
-def _placeholders(template: str) -> Iterator[str]:
-    start = template.find("${")
-    while start != -1:
-        end = template.index("}", start)
-        yield template[start + 2 : end]
-        start = template.find("${", end)
 
 
 @contextlib.contextmanager
