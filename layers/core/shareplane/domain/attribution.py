@@ -27,7 +27,8 @@ from enum import StrEnum
 from typing import Any
 
 from .config import SharesConfig
-from .drop_access import folder_team, principal_is_submitter
+from .drop_access import principal_is_submitter
+from .drop_keys import folder_team
 
 ALERT_KIND_NOT_A_SUBMITTER = "uploader_not_submitter"
 #: How long the join items (attribution, request -> job links) are kept: CloudTrail delivers in

@@ -19,27 +19,12 @@ Nothing here loads the job-spec parser: the attribution path uses these rules wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .config import TeamConfig
 
 if TYPE_CHECKING:
     from .jobspec import Problem
-
-#: Where teams drop specs: ``submit/<team>/<file>``.
-SUBMIT_PREFIX = "submit/"
-
-
-def folder_team(key: str, teams: Sequence[str] | Mapping[str, Any]) -> str | None:
-    """The configured team whose folder a key lies under (``submit/<team>/...``), however bad the rest.
-
-    Lets a drop with a bad name (nested path, wrong suffix, hidden file) be answered to its team.
-    """
-    parts = key.split("/")
-    if len(parts) >= 3 and f"{parts[0]}/" == SUBMIT_PREFIX and parts[1] in teams:
-        return parts[1]
-    return None
 
 
 def account_of(principal_arn: str) -> str:

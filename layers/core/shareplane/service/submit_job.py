@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.config import SharesConfig
-from ..domain.drop_access import drop_refusal, folder_team
+from ..domain.drop_access import drop_refusal
+from ..domain.drop_keys import folder_team
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.jobspec import (
     MAX_SPEC_BYTES,

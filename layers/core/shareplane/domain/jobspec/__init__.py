@@ -23,7 +23,7 @@ Callers import from this package; the names below are its public face.
 
 from __future__ import annotations
 
-from ..drop_access import SUBMIT_PREFIX
+from ..drop_keys import SUBMIT_PREFIX
 from ..tags import SUBMISSION_TAG, TEAM_TAG, TIER_TAG
 from .keys import MAX_KEY_BYTES, SPEC_SUFFIXES, TEAM_PATTERN, team_from_key
 from .model import MAX_NAME_CHARS, MAX_SPEC_TAGS, NAME_PATTERN, SPEC_FIELDS, JobSpec

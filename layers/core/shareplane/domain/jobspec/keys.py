@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..drop_access import SUBMIT_PREFIX
+from ..drop_keys import SUBMIT_PREFIX
 from ..errors import InvalidInputError
 
 MAX_KEY_BYTES = 1024

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..config import SharesConfig
-from ..drop_access import SUBMIT_PREFIX
+from ..drop_keys import SUBMIT_PREFIX
 from ..errors import InvalidInputError
 from .keys import MAX_KEY_BYTES, team_from_key
 from .model import JobSpec, shape_problem
