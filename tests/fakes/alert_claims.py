@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS
-from shareplane.domain.alerts import Alert
+from shareplane.domain.alerts import STALE_CLAIM_SECONDS, Alert
 
 
 def claim_alert(

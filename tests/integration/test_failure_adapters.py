@@ -229,8 +229,9 @@ def test_the_tick_watermark_is_the_newest_tick_whatever_the_order_on_the_table_a
         FakeFailureLedger(),
         FakeReclaimLedger(),
     ]
-    runner = f"runner-{len(ticks)}-{'-'.join(ticks)}"
     for watermark in watermarks:
+        # one runner name per ledger and example, so no ledger reads what another one wrote
+        runner = f"{type(watermark).__name__}-{len(ticks)}-{'-'.join(ticks)}"
         # WHEN ticks are handled in any order, with repeats
         for tick in ticks:
             watermark.advance_tick(runner, tick)

@@ -152,7 +152,7 @@ def test_the_highpri_wait_alarm_default_is_the_configs_slo() -> None:
 
 
 def test_a_dead_senders_alert_claim_expires_before_its_record_is_redelivered() -> None:
-    from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS
+    from shareplane.domain.alerts import STALE_CLAIM_SECONDS
 
     template = raw_template()
     timeout = template["Globals"]["Function"]["Timeout"]

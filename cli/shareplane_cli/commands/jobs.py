@@ -15,7 +15,7 @@ from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, emit, epoch_ms, print_table
+from ..output import Output, emit, epoch_ms, print_json, print_table
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
@@ -151,6 +151,10 @@ def jobs_command(
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
+    if output is Output.JSON:
+        # A name can match several jobs (the same spec dropped twice): one JSON array, always.
+        print_json(matches)
+        return
     for record in matches:
         print_job_detail(record, output)
 

@@ -38,7 +38,8 @@ def test_a_jobs_uploader_is_shown_before_and_after_cloudtrails_event(
         line = next(row for row in after.output.splitlines() if "uploaded by" in row)
         assert SUBMITTER.principal_arn in line and "one of the team's submitters" in line
         detail = runner.invoke(app, ["jobs", "--table", TABLE, "--job", JOB, "--output", "json"])
-        assert json.loads(detail.stdout)["uploader"]["principal"]["arn"] == SUBMITTER.principal_arn
+        (record,) = json.loads(detail.stdout)  # --job with JSON: an array of the matching jobs
+        assert record["uploader"]["principal"]["arn"] == SUBMITTER.principal_arn
         # AND every JSON record of the listing carries it
         listed = runner.invoke(app, ["jobs", "--table", TABLE, "--output", "json"])
         assert listed.exit_code == 0, listed.output

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS
+from shareplane.domain.alerts import STALE_CLAIM_SECONDS
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts import Alert
+from ..domain.alerts import STALE_CLAIM_SECONDS, Alert
 from ..domain.lifecycle import HistoryEntry
 from .dynamodb_store import (
     HISTORY_RETENTION_SECONDS,
@@ -42,10 +42,6 @@ ALERT_SK = "ALERT"
 ALERTS_INDEX_PK = "ALERTS"
 #: Alert items stay listable this long (the quiet window is separate: ``quietUntil``).
 ALERT_RETENTION_SECONDS = 30 * 24 * 3600
-#: A claim that was never confirmed (the sender died) may be taken over after this long: longer than
-#: the function may run (30 s), shorter than the queue's visibility timeout (190 s), so the redelivery
-#: of a record whose Lambda died between claim and send can take the claim over and send the alert.
-STALE_CLAIM_SECONDS = 120
 #: Storm-guard failures are only read inside the guard's window; keep them a day.
 SHARE_FAILURE_RETENTION_SECONDS = 24 * 3600
 

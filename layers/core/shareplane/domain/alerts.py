@@ -23,8 +23,14 @@ from .errors import InvalidInputError
 from .failure_rules import Severity
 from .failures import FailureDecision
 
+#: An alert claim never confirmed (its sender died) may be taken over after this long: longer than
+#: the function may run (30 s), shorter than the queue's visibility timeout (190 s), so the redelivery
+#: of a record whose Lambda died between claim and send can take the claim over and send the alert.
+STALE_CLAIM_SECONDS = 120
+
 __all__ = [
     "FAILURE_METRIC_DIMENSIONS",
+    "STALE_CLAIM_SECONDS",
     "SUBJECT_MAX_CHARS",
     "Alert",
     "AlertKind",

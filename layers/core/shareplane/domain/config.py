@@ -243,8 +243,9 @@ class RebalanceConfig(_Strict):
     #: Quota mode: whether plans set LEND_AND_BORROW shares' borrowLimit to what their target needs.
     #: Off by default: a lender takes its capacity back by preemption whatever the limit, so a cap only
     #: bites while the lender leaves capacity idle, and a plan made minutes ago caps a share below what
-    #: is idle now (the quota demo held 5-20 of 100 instances idle for about 50 minutes while ProdExp1's
-    #: work waited; with plans off, none). On, it trades those idle GPUs for fewer cross-share preemptions.
+    #: is idle now (the README's quota demo figures show the idle GPUs it cost). On, it trades those
+    #: idle GPUs for fewer cross-share preemptions. Off, a borrowLimit an earlier plan set stays as it
+    #: is: roll that plan back (``shareplane shares --rollback``) to return to the configured value.
     manage_borrow_limit: bool = False
     #: Quota mode, with ``manage_borrow_limit``: bounds of borrowLimit (percent of the share's own limits).
     borrow_limit_min: Annotated[int, Field(ge=0)] = 0

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain import fairshare
+from ..domain.arns import queue_name
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
 from ..domain.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
@@ -73,7 +74,6 @@ from ..domain.share_ownership import Ownership, baseline_settings, reconcile, re
 from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
 from ..schemas.scheduled import check_tick_lead
 from .ports import MetricsSink, SharesBatch, ShareStore
-from .record_state import queue_name
 
 logger = logging.getLogger(__name__)
 

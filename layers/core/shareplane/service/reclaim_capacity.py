@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.arns import queue_name
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -145,7 +146,7 @@ def _runnable(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
         raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
     if detail.get("status") != JobStatus.RUNNABLE.value:
         return ReclaimOutcome(f"status {detail.get('status')}: nothing to do")
-    if _queue_name(detail.get("jobQueue")) != _queue_name(ports.settings.job_queue):
+    if queue_name(detail.get("jobQueue")) != queue_name(ports.settings.job_queue):
         return ReclaimOutcome("not the GPU queue")
     now = event_time(raw)
     if now is None:
@@ -419,7 +420,7 @@ def apply_plan(
         _count(
             ports,
             "ReclaimsSkipped",
-            {"Queue": _queue_name(ports.settings.job_queue), "Reason": _slug(skip.reason)},
+            {"Queue": queue_name(ports.settings.job_queue), "Reason": _slug(skip.reason)},
         )
     seen = {w.job_id: w.victims_so_far for w in snapshot.waiting}
     for reclaim in plan.reclaims:
@@ -565,7 +566,7 @@ def _stop(record: Mapping[str, Any], ports: ReclaimPorts) -> list[str]:
 
 def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int:
     """Metrics for the reclaim and one alert per victim to its team (once: after ``mark_applied``)."""
-    queue = _queue_name(record.get("jobQueue"))
+    queue = queue_name(record.get("jobQueue"))
     _count(
         ports, "Reclaims", {"Queue": queue, "Team": record["team"], "Tier": record["tier"]}, record["jobArn"]
     )
@@ -614,10 +615,6 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
 # ------------------------------------------------------------------------------------------------
 def _id(job: Mapping[str, Any]) -> str:
     return str(job.get("jobId") or str(job.get("jobArn") or "").rsplit("/", 1)[-1])
-
-
-def _queue_name(queue: str | None) -> str:
-    return str(queue).rsplit("/", 1)[-1] if queue else "unknown"
 
 
 def _age(seconds: Any) -> str:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..domain.arns import queue_name
 from ..domain.config import SharesConfig
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, decide
@@ -106,10 +107,3 @@ def metric_dimensions(state: JobState, config: SharesConfig | None) -> dict[str,
         "Tier": tier.value if tier else "none",
         "Status": state.status.value,
     }
-
-
-def queue_name(job_queue: str | None) -> str:
-    """The queue's name from its ARN (events carry the ARN, dashboards show names)."""
-    if not job_queue:
-        return "unknown"
-    return job_queue.rsplit("/", 1)[-1]

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.arns import queue_name
 from ..domain.config import Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -45,7 +46,7 @@ from .handle_failure import (
     send_alert,
     submitted_team,
 )
-from .record_state import queue_name, record_observation
+from .record_state import record_observation
 
 logger = logging.getLogger(__name__)
 
@@ -131,9 +132,10 @@ WATCH_RUNNER = "watch"
 def read_tick(raw: Any, ports: FailurePorts) -> Tick:
     """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run.
 
-    A tick dated far ahead of both the clock and the newest tick handled is refused
-    (``check_tick_lead``): run at its time, every waiting job would look hours past its SLO, and
-    escalations and wait alerts would go out for all of them.
+    A tick dated more than a day ahead of both the clock and the newest tick handled is refused
+    (``check_tick_lead``): run at its time, every waiting job would look that far past its SLO, and
+    escalations and wait alerts would go out for all of them. Leads within the day are run (the local
+    stack's virtual clock needs them).
     """
     if raw == MANUAL_RUN:
         # A run asked for by hand has no schedule tick to date it: the one case the wall clock decides.
