@@ -172,6 +172,9 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "PassSchedulerRole: iam:PassRole",
     },
     "RebalanceSharesRole": {
+        # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or
+        # capacity_limit fractions other than 1.0); the default pins both, so the scenarios never call it
+        "UpdateTheGpuQueueQuotaShares: batch:UpdateQuotaShare",
         # only when AWS refuses one of its calls (service.permission_denied)
         "AlertOnConfigurationErrors: sns:Publish",
         "EncryptAlerts: kms:GenerateDataKey",
