@@ -141,3 +141,40 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
             assert len(alerts) == 1 and stored.get("alerted") is True
         else:
             assert alerts == [] and not stored.get("alerted")
+
+
+class FailingOnce:
+    """An alert publisher whose first publish fails (SNS throttled, KMS refused)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner, self.failed = inner, False
+
+    def publish(self, *args: Any) -> None:
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("SNS unavailable")
+        self._inner.publish(*args)
+
+
+def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_alert() -> None:
+    with mock_aws():
+        # GIVEN a stranger's drop, submitted, and an alert topic that fails once
+        world = build_world()
+        dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
+        world.handle(dropped)
+        attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
+        ports = UploaderPorts(attributions, FailingOnce(world.ports.alerts))
+        # WHEN CloudTrail's event is handled and its alert fails, then the record is redelivered twice
+        try:
+            record_upload(STRANGER, ports, world.config, NOW_MS // 1000)
+        except ConnectionError:
+            pass
+        else:
+            raise AssertionError("the failed publish must fail the record, so it is redelivered")
+        principals = {name: item["uploader"]["principal"]["arn"] for name, item in _payloads(world).items()}
+        for _ in range(2):
+            record_upload(STRANGER, ports, world.config, NOW_MS // 1000 + 30)
+        # THEN the jobs carried the principal before the alert went out, and the alert went out once
+        assert set(principals.values()) == {STRANGER.principal_arn}
+        assert len(_alerts(world)) == 1
+        assert attributions.load_attribution(REQUEST)["alerted"] is True

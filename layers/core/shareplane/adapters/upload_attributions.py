@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..domain.alerts import STALE_CLAIM_SECONDS
 from .dynamodb_store import PAYLOAD_SK, _marshal, _unmarshal, job_pk, put_new
 
 if TYPE_CHECKING:
@@ -58,13 +59,47 @@ class DynamoUploadAttributions:
         item = response.get("Item")
         return _unmarshal(item) if item else None
 
-    def mark_alerted(self, request_id: str) -> None:
+    def claim_alert(self, request_id: str, now: float) -> bool:
+        """Reserve the upload's one alert: not sent yet, and no claim younger than STALE_CLAIM_SECONDS.
+
+        A sender that died between claim and publish leaves a claim its redelivery takes over once
+        stale, as the failure ledger's alert claims do.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
+                UpdateExpression="SET alertClaimedAt = :now",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND attribute_not_exists(alerted) AND "
+                    "(attribute_not_exists(alertClaimedAt) OR alertClaimedAt < :stale)"
+                ),
+                ExpressionAttributeValues={
+                    ":now": {"N": repr(float(now))},
+                    ":stale": {"N": repr(float(now - STALE_CLAIM_SECONDS))},
+                },
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def confirm_alert(self, request_id: str) -> None:
         """Remember that the team was told about this upload (so a duplicate event tells nobody)."""
         self._client.update_item(
             TableName=self._table,
             Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
-            UpdateExpression="SET alerted = :t",
+            UpdateExpression="SET alerted = :t REMOVE alertClaimedAt",
             ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
+
+    def release_alert(self, request_id: str) -> None:
+        """Give the claim back after publishing failed, so the redelivery sends the alert."""
+        self._client.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
+            UpdateExpression="REMOVE alertClaimedAt",
         )
 
     def link_job(self, request_id: str, job_arn: str, expires_at: int) -> None:

@@ -446,8 +446,16 @@ class UploadAttributions(Protocol):
         """The request's attribution item (``principal``, ``alerted``); None when not stored."""
         ...
 
-    def mark_alerted(self, request_id: str) -> None:
-        """Remember that the team was alerted about this upload."""
+    def claim_alert(self, request_id: str, now: float) -> bool:
+        """Reserve this upload's one alert; False when it went out, or another sender holds a fresh claim."""
+        ...
+
+    def confirm_alert(self, request_id: str) -> None:
+        """Record that the claimed alert went out."""
+        ...
+
+    def release_alert(self, request_id: str) -> None:
+        """Give the claim back after publishing failed, so a redelivery sends it."""
         ...
 
     def link_job(self, request_id: str, job_arn: str, expires_at: int) -> None:

@@ -57,25 +57,32 @@ def record_upload(
     """Store the principal of one S3 request, alert on a non-submitter once, write it on its jobs."""
     record = principal_record(attribution, config)
     team, check = check_principal(attribution, config)
-    ports.attributions.save_attribution(attribution.request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS)
+    request_id = attribution.request_id
+    if not ports.attributions.save_attribution(request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS):
+        # A repeat of this request's event: write what the first one stored, so the jobs carry one
+        # record whatever the order (the submit path copies the stored one too).
+        record = dict((ports.attributions.load_attribution(request_id) or {}).get("principal") or record)
+    # The principal first: attribution never waits on the alert (a failed publish retries the record,
+    # and the writes below are idempotent).
+    updated = tuple(
+        arn
+        for arn in ports.attributions.linked_jobs(request_id)
+        if ports.attributions.set_principal(arn, record)
+    )
     alerted = False
-    if check is PrincipalCheck.NOT_A_SUBMITTER:
-        stored = ports.attributions.load_attribution(attribution.request_id) or {}
-        if not stored.get("alerted"):
-            # Publish, then mark: a crash between the two alerts twice, never zero times.
-            submitters = config.teams[team].submitters if team else ()
+    if check is PrincipalCheck.NOT_A_SUBMITTER and ports.attributions.claim_alert(request_id, now_s):
+        submitters = config.teams[team].submitters if team else ()
+        try:
             ports.alerts.publish(
                 alert_subject(attribution, team),
                 alert_message(attribution, team, tuple(submitters)),
                 alert_attributes(team),
             )
-            ports.attributions.mark_alerted(attribution.request_id)
-            alerted = True
-    updated = tuple(
-        arn
-        for arn in ports.attributions.linked_jobs(attribution.request_id)
-        if ports.attributions.set_principal(arn, record)
-    )
+        except Exception:
+            ports.attributions.release_alert(request_id)
+            raise
+        ports.attributions.confirm_alert(request_id)
+        alerted = True
     logger.info(
         "uploader recorded",
         extra={"request_id": attribution.request_id, "check": check.value, "jobs": list(updated)},
