@@ -27,20 +27,52 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from shareplane.domain import fairshare
 from shareplane.domain.fairshare import standing
 
 from . import texts
+from .engine import Engine
+from .resources import FairShare, Job, JobQueue, QuotaShare, ServiceEnvironment
 from .states import RUNNABLE
-
-if TYPE_CHECKING:
-    from .model import BatchModel, Job, JobQueue, QuotaShare, ServiceEnvironment
 
 FIFO = "FIFO"
 FAIRSHARE = "FAIRSHARE"
 QUOTA = "QUOTA"
+
+
+class SchedulingSwitches(Protocol):
+    """The ``ModelOptions`` switches a scheduler reads."""
+
+    @property
+    def head_of_line_blocking(self) -> bool: ...
+
+    @property
+    def fairshare_ties_by_weight(self) -> bool: ...
+
+
+class SchedulingHost(Protocol):
+    """What a scheduler needs from the model (``BatchModel``): its clock, switches and mechanics."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def options(self) -> SchedulingSwitches: ...
+
+    @property
+    def now(self) -> float: ...
+
+    def room(
+        self, queue: JobQueue, job: Job, usable: Callable[[int], int] | None = None
+    ) -> ServiceEnvironment | None: ...
+
+    def dispatch(self, job: Job, env: ServiceEnvironment) -> None: ...
+
+    def preempt(self, job: Job, reason: str) -> None: ...
+
+    def request_pass(self) -> None: ...
 
 
 def head_of(heap: list) -> Job | None:
@@ -54,49 +86,12 @@ def head_of(heap: list) -> Job | None:
     return None
 
 
-class FairShare:
-    """One share identifier inside a fair-share queue: its jobs and its decayed usage."""
-
-    __slots__ = (
-        "name",
-        "heap",
-        "usage",
-        "t0",
-        "rate",
-        "weight",
-        "active",
-        "counted",
-        "idle_epoch",
-        "held_seconds",
-    )
-
-    def __init__(self, name: str, weight: float) -> None:
-        self.name = name
-        self.heap: list[tuple[int, int, int, Job]] = []
-        self.usage = 0.0
-        self.t0 = 0.0
-        self.rate = 0.0
-        self.weight = weight
-        self.active = 0
-        #: Counted in the queue's active shares: it has jobs, or its decay window has not passed yet.
-        self.counted = False
-        self.idle_epoch = 0
-        self.held_seconds = 0.0
-
-    def usage_at(self, now: float, window: float) -> float:
-        """Its decayed usage brought up to ``now`` (and kept, so the next call accrues from here)."""
-        if self.t0 != now:
-            self.usage = fairshare.accrue(self.usage, self.rate, now - self.t0, window)
-            self.t0 = now
-        return self.usage
-
-
 class Scheduler:
     """What the model asks of a queue's scheduler; the bookkeeping hooks do nothing unless overridden."""
 
     kind: ClassVar[str]
 
-    def __init__(self, model: BatchModel, queue: JobQueue) -> None:
+    def __init__(self, model: SchedulingHost, queue: JobQueue) -> None:
         self.model = model
         self.queue = queue
 
@@ -146,7 +141,7 @@ class FifoScheduler(Scheduler):
 
     kind = FIFO
 
-    def __init__(self, model: BatchModel, queue: JobQueue) -> None:
+    def __init__(self, model: SchedulingHost, queue: JobQueue) -> None:
         super().__init__(model, queue)
         self.heap: list[tuple[int, int, Job]] = []
 
@@ -521,7 +516,7 @@ class QuotaShareScheduler(Scheduler):
         return job.qshare.name if job.qshare else None
 
 
-def scheduler_for(model: BatchModel, queue: JobQueue) -> Scheduler:
+def scheduler_for(model: SchedulingHost, queue: JobQueue) -> Scheduler:
     """The scheduler a new queue gets from the kind of its scheduling policy (none: FIFO)."""
     policy = queue.policy
     if policy is None:

@@ -8,16 +8,22 @@ facade turns them into datetimes, as boto3 returns them.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import texts
+from .resources import Job, TrainingJob
 from .states import FINAL, RUNNABLE
 
-if TYPE_CHECKING:
-    from .model import BatchModel, Job, TrainingJob
+
+class WireModel(Protocol):
+    """What the shapes need from the model (``BatchModel``): its epoch times and capacity units."""
+
+    def ms(self, t: float | None = None) -> int: ...
+
+    def capacity_unit(self, job: Job) -> str: ...
 
 
-def attempt(model: BatchModel, record: dict[str, Any]) -> dict[str, Any]:
+def attempt(model: WireModel, record: dict[str, Any]) -> dict[str, Any]:
     """One ServiceJobAttemptDetail from the model's attempt record."""
     out: dict[str, Any] = {}
     if record["arn"]:
@@ -29,7 +35,7 @@ def attempt(model: BatchModel, record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def preemption_summary(model: BatchModel, job: Job) -> dict[str, Any]:
+def preemption_summary(model: WireModel, job: Job) -> dict[str, Any]:
     """The job's ServiceJobPreemptionSummary."""
     return {
         "preemptedAttemptCount": job.preempted_count,
@@ -37,7 +43,7 @@ def preemption_summary(model: BatchModel, job: Job) -> dict[str, Any]:
     }
 
 
-def describe_job(model: BatchModel, job: Job, event: bool = False) -> dict[str, Any]:
+def describe_job(model: WireModel, job: Job, event: bool = False) -> dict[str, Any]:
     """DescribeServiceJob; with ``event`` the event detail (no tags, no payload)."""
     ms = model.ms
     out: dict[str, Any] = {
@@ -81,7 +87,7 @@ def describe_job(model: BatchModel, job: Job, event: bool = False) -> dict[str, 
     return out
 
 
-def describe_training_job(model: BatchModel, tj: TrainingJob, event: bool = False) -> dict[str, Any]:
+def describe_training_job(model: WireModel, tj: TrainingJob, event: bool = False) -> dict[str, Any]:
     """DescribeTrainingJob, times as epoch ms; with ``event`` the event detail (tags as a map)."""
     ms = model.ms
     p = tj.payload
@@ -128,7 +134,7 @@ def describe_training_job(model: BatchModel, tj: TrainingJob, event: bool = Fals
     return out
 
 
-def queue_blocked_detail(model: BatchModel, job: Job, blocked: str) -> dict[str, Any]:
+def queue_blocked_detail(model: WireModel, job: Job, blocked: str) -> dict[str, Any]:
     """The detail of ``Batch Service Job Queue Blocked``: the head job, RUNNABLE, with why."""
     detail = describe_job(model, job, event=True)
     detail["status"] = RUNNABLE
@@ -145,7 +151,7 @@ def preemption_started_detail(job: Job, reason: str) -> dict[str, Any]:
     }
 
 
-def preemption_completed_detail(model: BatchModel, job: Job) -> dict[str, Any]:
+def preemption_completed_detail(model: WireModel, job: Job) -> dict[str, Any]:
     """The detail of ``Batch Service Job Preemption Completed``."""
     return {
         "preemptedJobArn": job.arn,
