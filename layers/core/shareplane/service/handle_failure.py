@@ -28,18 +28,17 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from ..domain.alerts import (
     DEFAULT_QUIET_SECONDS,
     Alert,
     AlertKind,
-    FailureMetricEvent,
     failure_alert,
     logs_link,
-    owned_by,
     simple_alert,
 )
+from ..domain.arns import queue_name
 from ..domain.config import SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import FailureClass, Severity
@@ -57,6 +56,7 @@ from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
 from ..schemas.event_time import envelope_time, event_time
+from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
 from .ports import (
     AlertPublisher,
     FailureLedger,
@@ -71,8 +71,6 @@ logger = logging.getLogger(__name__)
 
 #: The body of this path's own delayed messages.
 REQUEUE_DUE = "requeue-due"
-#: Repeated-preemption and blocked-queue alerts: once per job for a week.
-ONCE_PER_JOB_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -255,10 +253,10 @@ def handle_failed_job(
     existing = ports.ledger.claim_decision(key, record, history, job_arn, share_failure)
     if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
         return _resume(key, existing, ports, now)
-    _count(
+    count_failure_metric(
         ports,
         "FailuresByClass",
-        {"Queue": _queue(described), "Team": team or "none", "Class": decision.failure_class.value},
+        {"Queue": queue_name_of(described), "Team": team or "none", "Class": decision.failure_class.value},
         job_arn,
     )
     logger.info(
@@ -430,7 +428,7 @@ def _requeue(
 ) -> FailureOutcome:
     job_arn = record["jobArn"]
     described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
-    dims = {"Queue": _queue(record), "Team": record.get("team") or _team(ports, record.get("share"))}
+    dims = {"Queue": queue_name_of(record), "Team": record.get("team") or _team(ports, record.get("share"))}
     if described is None:
         return _refused(
             key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
@@ -467,11 +465,11 @@ def _requeue(
             str(params["jobQueue"]), str(params["jobName"]), SUBMISSION_TAG, request.client_token
         )
         if found is None:
-            _count(ports, "RequeuesRefused", dims, job_arn)
+            count_failure_metric(ports, "RequeuesRefused", dims, job_arn)
             return _refused(key, record, exc.problem, ports, now)
         new_arn = found.job_arn
     ports.ledger.mark_applied(key, {"newJobArn": new_arn, "clientToken": request.client_token})
-    _count(ports, "Requeues", dims, job_arn)
+    count_failure_metric(ports, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
     return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
 
@@ -484,7 +482,7 @@ def _refused(
         AlertKind.REQUEUE_REFUSED,
         Severity.CRITICAL,
         share=record.get("share") or "none",
-        queue=_queue(record),
+        queue=queue_name_of(record),
         job_arn=job_arn,
         job_name=record.get("jobName"),
         headline=f"requeue refused by AWS Batch ({record.get('class')})",
@@ -521,7 +519,7 @@ def _failure_alert(
         job_arn=record["jobArn"],
         job_name=record.get("jobName"),
         share=share,
-        queue=_queue(record),
+        queue=queue_name_of(record),
         logs=logs_link(ports.region, record.get("trainingJobName")),
         recent=recent,
     )
@@ -537,55 +535,9 @@ def _quiet(alert: Alert, ports: FailurePorts) -> float:
     return DEFAULT_QUIET_SECONDS
 
 
-class _AlertLedger(Protocol):
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool: ...
-
-    def confirm_alert(self, alert: Alert, now: float) -> None: ...
-
-    def release_alert(self, alert: Alert) -> None: ...
-
-
-class AlertSender(Protocol):
-    """What sending an alert needs (the failure path's ports, or reclaim's)."""
-
-    @property
-    def ledger(self) -> _AlertLedger: ...
-
-    @property
-    def alerts(self) -> AlertPublisher: ...
-
-    @property
-    def metrics(self) -> MetricsSink: ...
-
-    @property
-    def clock(self) -> Callable[[], float]: ...
-
-    @property
-    def config(self) -> SharesConfig: ...
-
-
 def _team(ports: AlertSender, share: str | None) -> str:
     """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
     return ports.config.team_for_share(share) or "none"
-
-
-def send_alert(alert: Alert, ports: AlertSender, *, quiet_seconds: float, now: float) -> bool:
-    """Publish ``alert`` unless the same one (job or share, and kind) is quiet at ``now``; True when sent."""
-    alert = owned_by(alert, ports.config)
-    # The quiet window runs in event time; how long an unconfirmed claim has been held (a sender that
-    # died before confirming) is processing time, which only the clock knows.
-    if not ports.ledger.claim_alert(alert, now, quiet_seconds, claimed_at=ports.clock()):
-        return False
-    try:
-        ports.alerts.publish(alert.subject, dict(alert.body), alert.attributes)
-    except Exception:
-        ports.ledger.release_alert(alert)  # let the redelivery send it
-        raise
-    ports.ledger.confirm_alert(alert, now)
-    _count(ports, "Alerts", {"Kind": alert.kind.value, "Severity": alert.severity.value}, alert.job_arn or "")
-    return True
 
 
 def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float) -> FailureOutcome:
@@ -594,7 +546,7 @@ def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], n
         AlertKind.UNKNOWN_TO_BATCH,
         Severity.WARNING,
         share=hint.get("shareIdentifier") or hint.get("quotaShareName") or "none",
-        queue=_queue(hint),
+        queue=queue_name_of(hint),
         job_arn=job_arn,
         job_name=hint.get("jobName"),
         headline="failed, and AWS Batch no longer describes it",
@@ -645,7 +597,7 @@ def _preempted(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> Fa
         AlertKind.REPEATED_PREEMPTION,
         Severity.WARNING,
         share=source.get("quotaShareName") or source.get("shareIdentifier") or "none",
-        queue=_queue(source),
+        queue=queue_name_of(source),
         job_arn=job_arn,
         job_name=source.get("jobName"),
         headline=f"preempted {count} times",
@@ -666,10 +618,10 @@ def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts, now: float) -
         AlertKind.QUEUE_BLOCKED,
         Severity.CRITICAL,
         share=detail.get("shareIdentifier") or detail.get("quotaShareName") or "none",
-        queue=_queue(detail),
+        queue=queue_name_of(detail),
         job_arn=job_arn,
         job_name=detail.get("jobName"),
-        headline=f"blocks queue {_queue(detail)}",
+        headline=f"blocks queue {queue_name_of(detail)}",
         reason=reason,
         fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
         "raise the service environment's limits, or terminate it",
@@ -735,10 +687,6 @@ def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, 
     )
 
 
-def _queue(source: Mapping[str, Any]) -> str:
-    queue = source.get("jobQueue")
-    return str(queue).rsplit("/", 1)[-1] if queue else "unknown"
-
-
-def _count(ports: AlertSender, name: str, dimensions: Mapping[str, str], job_arn: str) -> None:
-    ports.metrics.emit([FailureMetricEvent(name, 1)], dimensions, {"jobArn": job_arn})
+def queue_name_of(source: Mapping[str, Any]) -> str:
+    """The name of the queue a described job or event names."""
+    return queue_name(source.get("jobQueue"))

@@ -57,7 +57,7 @@ from ..domain.reclaim import (
 from ..domain.requeue import ChainState
 from ..schemas.event_time import event_time
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id_at, tick_time
-from .handle_failure import ONCE_PER_JOB_SECONDS, send_alert
+from .alerting import ONCE_PER_JOB_SECONDS, send_alert
 from .ports import AlertPublisher, CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer
 
 logger = logging.getLogger(__name__)

@@ -38,14 +38,8 @@ from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, Obse
 from ..schemas.event_time import detail_time
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
-from .handle_failure import (
-    ONCE_PER_JOB_SECONDS,
-    FailurePorts,
-    handle_failed_job,
-    job_team,
-    send_alert,
-    submitted_team,
-)
+from .alerting import ONCE_PER_JOB_SECONDS, send_alert
+from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted_team
 from .record_state import record_observation
 
 logger = logging.getLogger(__name__)
