@@ -188,6 +188,10 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "EncryptAlerts: kms:GenerateDataKey",
         "EncryptAlerts: kms:Decrypt",
     },
+    "RecordUploaderRole": {
+        # a repeated CloudTrail event reads the attribution its first delivery stored
+        "ReadUploadsAndLinks: dynamodb:GetItem",
+    },
     "ReclaimCapacityRole": {
         "WriteReclaimsHistoryAlerts: dynamodb:DeleteItem",  # an alert claim released after a failed publish
     },

@@ -71,6 +71,15 @@ def endpoint_environment(endpoint: str, extra: Mapping[str, str] | None = None) 
     }
 
 
+#: GetAtt attribute and ARN resource kind of each Batch resource type the template uses, for the
+#: stand-ins of a stack run without the emulator (CloudFormation's "Return values" of each type).
+BATCH_STAND_IN_ARNS = {
+    "AWS::Batch::JobQueue": ("JobQueueArn", "job-queue"),
+    "AWS::Batch::SchedulingPolicy": ("Arn", "scheduling-policy"),
+    "AWS::Batch::ServiceEnvironment": ("ServiceEnvironmentArn", "service-environment"),
+}
+
+
 class LocalStack:
     """moto server + the template's stack in it; `functions` says what the runner must invoke."""
 
@@ -324,6 +333,12 @@ class LocalStack:
             if resource["Type"] == "AWS::Lambda::Function":
                 arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:local-{logical}"
                 stand_in_attributes[(logical, "Arn")] = arn
+            elif resource["Type"] in BATCH_STAND_IN_ARNS:
+                # Without the emulator (emulate=False) nothing provisions Batch: its ARNs still
+                # resolve (roles, environments), in the resources' own ARN formats.
+                attribute, kind = BATCH_STAND_IN_ARNS[resource["Type"]]
+                arn = f"arn:aws:batch:{REGION}:{ACCOUNT}:{kind}/local-{logical}"
+                stand_in_attributes[(logical, attribute)] = arn
         self.intrinsics = conditions.with_resources(
             {**stand_in_ids, **self.physical_ids}, {**stand_in_attributes, **self.attributes}
         )
