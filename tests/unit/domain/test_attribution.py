@@ -12,7 +12,6 @@ from shareplane.domain.attribution import (
     alert_subject,
     check_principal,
     principal_record,
-    uploader_with_principal,
 )
 
 from tests.fakes.failure_world import shares_config
@@ -73,14 +72,10 @@ def test_a_team_without_submitters_is_named_open() -> None:
     assert check_principal(ALICE, config) == ("ProdExp1", PrincipalCheck.TEAM_HAS_NO_SUBMITTERS)
 
 
-def test_the_record_is_the_same_for_the_same_event_and_merges_into_the_uploader() -> None:
+def test_the_record_is_the_same_for_the_same_event() -> None:
     record = principal_record(ALICE, shares_config())
     assert record == principal_record(ALICE, shares_config())
     assert record["arn"] == ALICE.principal_arn and record["sessionIssuerArn"] == ROLE
-    uploader = {"account": "111122223333", "requestId": ALICE.request_id}
-    merged = uploader_with_principal(uploader, record)
-    assert merged == {**uploader, "principal": record}
-    assert uploader_with_principal(merged, record) == merged
 
 
 def test_the_alert_names_the_principal_the_submitters_and_fits_sns() -> None:

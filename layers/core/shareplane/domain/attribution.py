@@ -21,7 +21,6 @@ This module is pure: it turns an attribution and the shares config into the reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -64,7 +63,6 @@ class UploadAttribution:
     #: For an assumed role: the role the session was issued by (what ``aws:PrincipalArn`` is, and so
     #: what the bucket policy and ``teams.<team>.submitters`` name).
     session_issuer_arn: str | None = None
-    event_time_ms: int | None = None
 
     @property
     def policy_principal(self) -> str:
@@ -100,11 +98,6 @@ def principal_record(attribution: UploadAttribution, config: SharesConfig) -> di
         "check": check.value,
     }
     return {k: v for k, v in record.items() if v is not None}
-
-
-def uploader_with_principal(uploader: Mapping[str, Any], principal: Mapping[str, Any]) -> dict[str, Any]:
-    """An uploader record (account, request id) with the principal set: the same whatever came first."""
-    return {**uploader, "principal": dict(principal)}
 
 
 def alert_subject(attribution: UploadAttribution, team: str | None) -> str:

@@ -112,5 +112,4 @@ def parse_s3_write(raw: Any) -> UploadAttribution | None:
         principal_id=identity.principal_id,
         account_id=identity.account_id,
         session_issuer_arn=issuer.arn if issuer and issuer.arn else None,
-        event_time_ms=int(event.time.timestamp() * 1000),
     )
