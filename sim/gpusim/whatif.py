@@ -307,6 +307,8 @@ class ScenarioJob:
     priority: int
     script: tuple[str, ...] = ()
     checkpoints: bool = True
+    #: The job's Batch retryStrategy; None: ``retry_attempts`` attempts whatever the failure.
+    retry: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,7 @@ class Scenario:
         return self.offered_gpus / self.capacity_gpus
 
 
-def trace_span(trace: Sequence[TraceJob]) -> float:
+def trace_span(trace: Sequence[TraceJob] | Sequence[ScenarioJob]) -> float:
     """Seconds from the first arrival to the last (or to the longest run when all arrive at once)."""
     span = max(j.submit for j in trace) - min(j.submit for j in trace)
     return span if span > 0 else max(j.submit + j.duration for j in trace)
@@ -343,6 +345,11 @@ def trace_span(trace: Sequence[TraceJob]) -> float:
 def offered_gpus(trace: Sequence[TraceJob]) -> float:
     """Average GPUs the trace asks for: total GPU-time over the trace span."""
     return sum(j.gpus * j.duration for j in trace) / trace_span(trace)
+
+
+def units_for(gpus: int, gpus_per_unit: int) -> int:
+    """Capacity units a job of ``gpus`` GPUs occupies: whole units, at least one."""
+    return max(1, math.ceil(gpus / gpus_per_unit))
 
 
 def _largest_remainder(total: int, weights: Mapping[str, float]) -> dict[str, int]:
@@ -385,12 +392,83 @@ def _entitlements(
                 need -= 1
 
 
+def scenario_of(
+    jobs: Sequence[ScenarioJob],
+    config: WhatIfConfig,
+    *,
+    shares: Sequence[str],
+    entitlements: Sequence[int],
+    team_share: Mapping[str, str] | None = None,
+    window: float | None = None,
+    offered: float | None = None,
+) -> Scenario:
+    """The one way a ``Scenario`` is made: jobs already in capacity units, in arrival order, each in a
+    share; the capacity is what the shares are entitled to (every unit belongs to one share).
+
+    ``window`` defaults to the jobs' span, ``offered`` (GPUs) to their GPU-time over the window.
+    ``build_scenario`` makes the jobs from a trace; the demo's baseline and the tests make them by hand.
+    """
+    if not jobs:
+        raise InvalidInputError("jobs", "there are none", "pass a trace with jobs")
+    if not shares or len(set(shares)) != len(shares):
+        raise InvalidInputError(
+            "shares", f"{list(shares)} is empty or repeats a name", "name each share once"
+        )
+    if len(entitlements) != len(shares) or min(entitlements) < 0:
+        raise InvalidInputError(
+            "entitlements",
+            f"{list(entitlements)} for shares {list(shares)}",
+            "give each share its units (>= 0)",
+        )
+    gpu = config.gpus_per_unit
+    capacity = sum(entitlements)
+    if capacity < 1:
+        raise InvalidInputError("entitlements", "add up to 0 units", "entitle some share to capacity")
+    for n, job in enumerate(jobs):
+        if n and job.submit < jobs[n - 1].submit:
+            raise InvalidInputError(
+                f"jobs[{n}] ({job.name})",
+                "arrives before the job listed before it",
+                "sort the jobs by submit",
+            )
+        if not 0 <= job.share < len(shares):
+            raise InvalidInputError(
+                f"jobs[{n}] ({job.name}).share",
+                f"{job.share} is not a share index",
+                f"use 0..{len(shares) - 1}",
+            )
+        if not 0 <= job.tier < len(TIERS):
+            raise InvalidInputError(
+                f"jobs[{n}] ({job.name}).tier", f"{job.tier} is not a tier index", f"use 0..{len(TIERS) - 1}"
+            )
+        if not 1 <= job.units <= capacity:
+            raise InvalidInputError(
+                f"jobs[{n}] ({job.name}).units",
+                f"{job.units} is not within 1..{capacity}",
+                "size the job in capacity units",
+            )
+    span = trace_span(jobs) if window is None else window
+    return Scenario(
+        capacity_gpus=capacity * gpu,
+        gpus_per_unit=gpu,
+        shares=tuple(shares),
+        entitlements=tuple(entitlements),
+        team_share=dict(team_share) if team_share is not None else {s: s for s in shares},
+        jobs=tuple(jobs),
+        window=span,
+        offered_gpus=offered if offered is not None else sum(j.units * gpu * j.duration for j in jobs) / span,
+        config=config,
+    )
+
+
 def build_scenario(
     trace: Sequence[TraceJob], config: WhatIfConfig, capacity_gpus: int | None = None, seed: int = 0
 ) -> Scenario:
     """Map teams to shares, size the capacity, draw tiers and failures (seeded) for every job."""
     if not trace:
         raise InvalidInputError("trace", "holds no jobs", "pass a trace with jobs")
+    # Arrival order (stable: a loaded trace is already in it), the order the replay submits in.
+    trace = sorted(trace, key=lambda j: j.submit)
     span = trace_span(trace)
     offered = offered_gpus(trace)
     gpu_time: dict[str, float] = {}
@@ -407,7 +485,7 @@ def build_scenario(
     gpu = config.gpus_per_unit
     capacity = capacity_gpus or config.capacity_gpus or math.ceil(offered / config.target_load)
     capacity = max(gpu, capacity // gpu * gpu)
-    units_of = {g: max(1, math.ceil(g / gpu)) for g in {t.gpus for t in trace}}
+    units_of = {g: units_for(g, gpu) for g in {t.gpus for t in trace}}
     largest = max(units_of.values())
     if largest > capacity // gpu:
         raise InvalidInputError(
@@ -456,16 +534,14 @@ def build_scenario(
                 ckpt_rng.random() >= config.never_checkpoint_fraction,
             )
         )
-    return Scenario(
-        capacity_gpus=capacity,
-        gpus_per_unit=gpu,
+    return scenario_of(
+        jobs,
+        config,
         shares=shares,
-        entitlements=tuple(ent[s] for s in shares),
+        entitlements=[ent[s] for s in shares],
         team_share=team_share,
-        jobs=tuple(jobs),
         window=span,
-        offered_gpus=offered,
-        config=config,
+        offered=offered,
     )
 
 
@@ -827,7 +903,7 @@ class PolicyRun:
                 share=self.share_identifier(job) if self.quota_shares == [] else None,
                 quota_share=self.quota_shares[job.share] if self.quota_shares else None,
                 priority=job.priority,
-                retry=self.retry,
+                retry=self.retry if job.retry is None else dict(job.retry),
                 duration=job.duration,
             )
             if self.reclaim is not None:
@@ -905,6 +981,24 @@ class PolicyRun:
             self.model.reweigh(self.queue, moved)
         if not self.done:
             self.model.engine.schedule(self._interval, self._charge)
+
+    def replay(self, progress: Progress | None = None) -> PolicyResult:
+        """The one replay: start, run to the end (``progress(policy, fraction)`` as it goes), measure.
+
+        Whoever needs more than the result (the demo's usage timeline) subscribes to ``self.model``
+        before calling this.
+        """
+        started = time.perf_counter()
+        self.start()
+        if progress is not None:
+            steps = 100
+            for k in range(1, steps + 1):
+                self.model.run(until=self.scenario.window * k / steps)
+                progress(self.policy, k / (steps + 1))
+        self.model.run()
+        if progress is not None:
+            progress(self.policy, 1.0)
+        return self.result(time.perf_counter() - started)
 
     def result(self, wall_seconds: float = 0.0) -> PolicyResult:
         """Close the meter at the end of the run and compute the metrics."""
@@ -1095,18 +1189,7 @@ def run_policy(
     scenario: Scenario, policy: Policy, seed: int = 0, progress: Progress | None = None
 ) -> PolicyResult:
     """Replay the scenario under one policy to the end; ``progress(policy, fraction)`` as it goes."""
-    started = time.perf_counter()
-    run = PolicyRun(scenario, policy, seed)
-    run.start()
-    if progress is not None:
-        steps = 100
-        for k in range(1, steps + 1):
-            run.model.run(until=scenario.window * k / steps)
-            progress(policy, k / (steps + 1))
-    run.model.run()
-    if progress is not None:
-        progress(policy, 1.0)
-    return run.result(time.perf_counter() - started)
+    return PolicyRun(scenario, policy, seed).replay(progress)
 
 
 @dataclass

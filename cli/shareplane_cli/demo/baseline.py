@@ -1,58 +1,77 @@
-"""The same workload on hard partitions: each team its own environment of exactly its entitlement.
+"""The same workload on hard partitions: the what-if's ``static`` policy on the demo's script.
 
 This is the world before soft quotas (the blog's 40% utilization): a team's idle instances cannot be
-lent, so one team queues while the other's capacity sits idle. It runs on the pure model (no
-stack, no wall clock): a few hours of cluster time take well under a second.
+lent, so one team queues while the other's capacity sits idle. The script becomes a what-if scenario
+(``gpusim.whatif.scenario_of``, each team one share of exactly its entitlement) and replays through
+``PolicyRun`` under ``Policy.STATIC`` (quota shares with RESERVE), the very model and policy
+``shareplane simulate`` runs, so the demo's baseline and the what-if's cannot disagree. It runs on
+the pure model (no stack, no wall clock): a few hours of cluster time take well under a second.
 """
 
 from __future__ import annotations
 
-from gpusim import BatchApi, BatchModel, Faults, ModelOptions
+from gpusim.whatif import TIERS, Policy, PolicyRun, Scenario, ScenarioJob, TierMix, WhatIfConfig, scenario_of
 from shareplane.domain.config import SharesConfig
+from shareplane.domain.lifecycle import gpus_per_instance
 
 from .usage import UsageTracker
-from .workload import INSTANCE_TYPE, DemoJob, scripted_outcomes, submit_request
+from .workload import INSTANCE_TYPE, DemoJob, submit_request
+
+
+def partition_scenario(jobs: list[DemoJob], config: SharesConfig) -> Scenario:
+    """The script as a what-if scenario: one share per team holding its entitlement, in instances.
+
+    Each job keeps what the submit path gives it (priority, retryStrategy, its checkpoint path), its
+    scripted failures and its run time; the tiers carry the config's priorities and wait SLOs.
+    """
+    shares = sorted(config.teams)
+    index = {team: i for i, team in enumerate(shares)}
+    scenario_jobs = []
+    for job in sorted(jobs, key=lambda j: j.submit_minute):
+        request = submit_request(job, config)
+        scenario_jobs.append(
+            ScenarioJob(
+                name=job.name,
+                submit=job.submit_minute * 60,
+                duration=job.minutes * 60,
+                units=job.instances,
+                share=index[job.team],
+                tier=TIERS.index(job.tier),
+                priority=request["schedulingPriority"],
+                script=job.outcomes,
+                checkpoints=True,  # every demo job names a checkpoint path
+                retry=request["retryStrategy"],
+            )
+        )
+    tiers = {
+        tier: TierMix(
+            fraction=sum(1 for j in jobs if j.tier is tier) / len(jobs),
+            scheduling_priority=config.tiers[tier].scheduling_priority,
+            wait_slo_seconds=config.tiers[tier].wait_slo_seconds,
+        )
+        for tier in TIERS
+    }
+    whatif = WhatIfConfig(
+        gpus_per_unit=gpus_per_instance(INSTANCE_TYPE), instance_type=INSTANCE_TYPE, tiers=tiers
+    )
+    return scenario_of(
+        scenario_jobs,
+        whatif,
+        # A team's quota share is named by its plain identifier, which the tracker maps back to the team.
+        shares=[config.teams[team].share for team in shares],
+        entitlements=[config.teams[team].entitlement[INSTANCE_TYPE] for team in shares],
+        team_share={team: config.teams[team].share for team in shares},
+    )
 
 
 def run_static_partitions(jobs: list[DemoJob], config: SharesConfig) -> UsageTracker:
-    """Replay ``jobs`` with hard 60/40 partitions; returns the tracker holding the usage timeline."""
-    model = BatchModel(options=ModelOptions(faults=Faults(scripted=scripted_outcomes(jobs))))
-    api = BatchApi(model)
-    queues: dict[str, str] = {}
-    for name, team in config.teams.items():
-        env = f"{name}-partition"
-        api.create_service_environment(
-            serviceEnvironmentName=env,
-            serviceEnvironmentType="SAGEMAKER_TRAINING",
-            capacityLimits=[
-                {"maxCapacity": team.entitlement[INSTANCE_TYPE], "capacityUnit": "NUM_INSTANCES"}
-            ],
-        )
-        # One share per partition keeps schedulingPriority ordering inside the team (the blog's advice).
-        policy = api.create_scheduling_policy(
-            name=f"{name}-partition-sp",
-            fairsharePolicy={
-                "shareDecaySeconds": 3600,
-                "shareDistribution": [{"shareIdentifier": team.share}],
-            },
-        )
-        queues[name] = api.create_job_queue(
-            jobQueueName=f"{name}-partition-queue",
-            jobQueueType="SAGEMAKER_TRAINING",
-            priority=1,
-            serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": env}],
-            schedulingPolicyArn=policy["arn"],
-        )["jobQueueName"]
+    """Replay ``jobs`` on hard partitions (``Policy.STATIC``); returns the tracker of the usage timeline."""
+    run = PolicyRun(partition_scenario(jobs, config), Policy.STATIC)
     tracker = UsageTracker(
-        lambda: model.engine.now,
+        lambda: run.model.engine.now,
         {j.name: j.instances for j in jobs},
         lambda share: config.team_for_share(share) or share,
     )
-    model.subscribe(tracker)
-    for job in jobs:
-        # The team's one share, whatever the layout: the baseline is the world before soft quotas.
-        share = config.teams[job.team].share
-        request = {**submit_request(job, config), "jobQueue": queues[job.team], "shareIdentifier": share}
-        model.engine.schedule_at(job.submit_minute * 60, lambda _, r=request: api.submit_service_job(**r))
-    model.run()
+    run.model.subscribe(tracker)
+    run.replay()
     return tracker
