@@ -34,12 +34,12 @@ from typing import Any
 from shareplane.domain.config import RebalanceConfig
 from shareplane.domain.errors import InvalidInputError
 
+from .trace import TraceJob
 from .whatif import (
     Policy,
     PolicyResult,
     RebalanceRun,
     Scenario,
-    TraceJob,
     WhatIfConfig,
     build_scenario,
     run_policy,

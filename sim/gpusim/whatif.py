@@ -82,9 +82,7 @@ from shareplane.domain.tier_charge import TeamTierUsage, charged_plain_weights
 from .api import BatchApi
 from .engine import Engine
 from .model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
-from .trace import NAMED_TRACES, TraceJob, load_jobs_jsonl, load_philly_csv, load_trace
-
-__all__ = ["NAMED_TRACES", "TraceJob", "load_jobs_jsonl", "load_philly_csv", "load_trace"]
+from .trace import TraceJob
 
 TIERS: tuple[Tier, ...] = tuple(Tier)
 

@@ -1,29 +1,34 @@
-"""Simulator speed: jobs replayed per second on the Philly trace (10k/20k/52k prefixes), fair-share mode."""
+"""Simulator speed: jobs replayed per second on the Philly trace (10k/20k/52k prefixes), fair-share.
+
+The replay is the what-if's (``PolicyRun``, meter included), the one every caller uses.
+"""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from gpusim.trace import NAMED_TRACES
-from gpusim.workload import Replay, load_philly
+from gpusim.trace import load_trace
+from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario
 
-TRACE = NAMED_TRACES["philly"]
+GPUS_PER_INSTANCE = 8
 CAPACITY = 300  # instances (2,400 GPUs), about the size of the Philly cluster
 
 
 @pytest.mark.bench
 def test_philly_replay_throughput() -> None:
-    jobs = load_philly(TRACE)
+    trace = load_trace("philly")
+    config = WhatIfConfig(gpus_per_unit=GPUS_PER_INSTANCE)
     rows = []
-    for size in (10_000, 20_000, len(jobs)):
-        replay = Replay(capacity=CAPACITY, share_decay_seconds=3600)
-        replay.feed(jobs[:size])
+    for size in (10_000, 20_000, len(trace)):
+        run = PolicyRun(
+            build_scenario(trace[:size], config, CAPACITY * GPUS_PER_INSTANCE, seed=0), Policy.FAIRSHARE
+        )
         start = time.perf_counter()
-        summary = replay.run()
+        result = run.replay()
         elapsed = time.perf_counter() - start
-        assert summary.finished == size
-        rows.append((size, elapsed, size / elapsed, summary.utilization))
+        assert result.finished == size
+        rows.append((size, elapsed, size / elapsed, result.utilization))
     print(f"\n{'jobs':>7} {'seconds':>8} {'jobs/s':>8} {'time growth':>12} {'job growth':>11} {'util':>5}")
     base_jobs, base_time = rows[0][0], rows[0][1]
     for size, elapsed, rate, util in rows:

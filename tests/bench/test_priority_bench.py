@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpusim.trace import NAMED_TRACES
+from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.tuning import split_trace
-from gpusim.whatif import Policy, build_scenario, load_trace, load_whatif_config, run_policy
+from gpusim.whatif import Policy, build_scenario, load_whatif_config, run_policy
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "whatif.yaml"

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gpusim.trace import NAMED_TRACES
+from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.tuning import DEFAULT_GRID_SIZE, describe, tune_rebalance
-from gpusim.whatif import TIERS, load_trace, load_whatif_config
+from gpusim.whatif import TIERS, load_whatif_config
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = NAMED_TRACES["philly"]

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gpusim.trace import NAMED_TRACES
-from gpusim.whatif import Policy, build_scenario, load_trace, load_whatif_config, offered_gpus, run_policy
+from gpusim.trace import NAMED_TRACES, load_trace
+from gpusim.whatif import Policy, build_scenario, load_whatif_config, offered_gpus, run_policy
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = NAMED_TRACES["philly"]

@@ -100,7 +100,7 @@ def test_scenarios_exist() -> None:
 
 
 def test_exported_history_replays_in_the_what_if_simulator(tmp_path: Path) -> None:
-    from gpusim.whatif import load_trace
+    from gpusim.trace import load_trace
     from shareplane_cli.commands.local import put_events
     from shareplane_cli.local import LocalStack, StackSpec
     from shareplane_cli.local.runner import FunctionRunner

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from gpusim.trace import TraceJob
 from gpusim.whatif import (
     TIERS,
     Policy,
     PolicyRun,
     RebalanceRun,
     SharesMapping,
-    TraceJob,
     WhatIfConfig,
     build_scenario,
 )

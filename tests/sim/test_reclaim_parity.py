@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 from gpusim.api import BatchApi
-from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, build_scenario
+from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, scenario_of
 from shareplane.domain.config import Tier
 from shareplane.domain.reclaim import ReclaimPlan, plan_reclaim
 from shareplane.service.reclaim_capacity import build_snapshot
 
 from tests.fakes.checkpoints import FakeCheckpoints
 from tests.fakes.reclaim_world import P4, ReclaimWorld, reclaim_config
-from tests.sim.test_whatif import synthetic_trace
 
 HOUR = 3600.0
 LOW, HIGH = 2, 0
@@ -65,14 +64,12 @@ def what_if(jobs: list[ScenarioJob]) -> PolicyRun:
         Tier.LOWPRI: TierMix(fraction=0.6, scheduling_priority=10, wait_slo_seconds=14400),
     }
     config = WhatIfConfig(shares=SharesMapping(top_k=3), tiers=tiers, instance_type=P4)
-    base = build_scenario(synthetic_trace(count=20), config, capacity_gpus=64)
-    scenario = replace(
-        base,
-        capacity_gpus=10,
+    scenario = scenario_of(
+        # In arrival order: a cluster lists each team's jobs together, not by submit time.
+        sorted(jobs, key=lambda j: j.submit),
+        config,
         shares=("ProdExp1", "ProdExp2"),
         entitlements=(6, 4),
-        team_share={"ProdExp1": "ProdExp1", "ProdExp2": "ProdExp2"},
-        jobs=tuple(jobs),
         window=24 * HOUR,
     )
     run = PolicyRun(scenario, Policy.RECLAIM)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from gpusim.trace import TraceJob
 from gpusim.tuning import (
     GRID,
     CandidateScore,
@@ -16,7 +17,7 @@ from gpusim.tuning import (
     tune_rebalance,
     tuning_windows,
 )
-from gpusim.whatif import RebalanceRun, SharesMapping, TraceJob, WhatIfConfig, build_scenario
+from gpusim.whatif import RebalanceRun, SharesMapping, WhatIfConfig, build_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError, InvalidInputError
@@ -24,7 +25,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.fakes.rebalance_world import shares_config
-from tests.sim.test_whatif import synthetic_trace
+from tests.sim.traces import synthetic_trace, write_csv
 
 SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
 
@@ -190,8 +191,6 @@ def test_tuning_is_deterministic(small_report) -> None:
 
 
 def test_the_cli_tunes_and_prints_json(tmp_path) -> None:
-    from tests.sim.test_whatif import write_csv
-
     trace = write_csv(tmp_path / "t.csv", synthetic_trace(count=120))
     result = CliRunner().invoke(app, ["tune-rebalance", "--trace", str(trace), "--grid", "1", "-o", "json"])
     assert result.exit_code == 0, result.output
@@ -202,8 +201,6 @@ def test_the_cli_tunes_and_prints_json(tmp_path) -> None:
 
 
 def test_the_cli_refuses_a_bad_split(tmp_path) -> None:
-    from tests.sim.test_whatif import write_csv
-
     trace = write_csv(tmp_path / "t.csv", synthetic_trace(count=20))
     result = CliRunner().invoke(app, ["tune-rebalance", "--trace", str(trace), "--split", "1.5"])
     assert result.exit_code == 2 and "--split" in result.output

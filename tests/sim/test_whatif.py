@@ -3,33 +3,33 @@
 from __future__ import annotations
 
 import json
-import math
-import random
 from pathlib import Path
 
 import pytest
 from gpusim.report import write_report
-from gpusim.trace import NAMED_TRACES
+from gpusim.trace import NAMED_TRACES, TraceJob, load_trace
 from gpusim.whatif import (
     Policy,
     PolicyRun,
+    ScenarioJob,
     SharesMapping,
-    TraceJob,
     WhatIfConfig,
     build_scenario,
     initial_weights,
     jain,
-    load_trace,
     load_whatif_config,
     parse_policies,
     run_policy,
     run_whatif,
+    scenario_of,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
+
+from tests.sim.traces import synthetic_trace, write_csv
 
 REPO = Path(__file__).resolve().parents[2]
 PHILLY = NAMED_TRACES["philly"]
@@ -50,24 +50,6 @@ SUMMARY_KEYS = {
     "reclaim_gpu_hours_lost",
     "jobs",
 }
-
-
-def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
-    """Poisson arrivals every ~2 minutes, lognormal run times, four teams of skewed size."""
-    rng = random.Random(seed)
-    teams, weights = ["alpha", "beta", "gamma", "delta"], [0.5, 0.25, 0.15, 0.1]
-    t, jobs = 0.0, []
-    for _ in range(count):
-        t += rng.expovariate(1 / 120)
-        jobs.append(
-            TraceJob(
-                submit=round(t),
-                duration=round(max(60.0, rng.lognormvariate(math.log(1800), 1.2))),
-                gpus=rng.choice([1, 1, 1, 2, 4, 8]),
-                team=rng.choices(teams, weights)[0],
-            )
-        )
-    return jobs
 
 
 # The defaults: HIGHPRI has its own identifier per team and reclaims after 300 s (fairshare+tiers,
@@ -197,19 +179,6 @@ def test_the_report_is_written_and_names_every_policy(small_result, tmp_path) ->
         assert policy.value in text
 
 
-def write_csv(path: Path, jobs: list[TraceJob]) -> Path:
-    """The trace in the Philly CSV format (submit seconds after 2017-09-04 00:00:00)."""
-    from datetime import datetime, timedelta
-
-    start = datetime(2017, 9, 4)
-    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
-    for j in jobs:
-        when = (start + timedelta(seconds=j.submit)).strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"{when},{j.duration},{j.gpus},{j.duration * j.gpus},{j.team}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_the_philly_csv_loader_round_trips(tmp_path) -> None:
     jobs = synthetic_trace(count=40)
     loaded = load_trace(write_csv(tmp_path / "t.csv", jobs))
@@ -327,6 +296,56 @@ def test_entitlements_add_up_to_the_capacity_and_hold_each_largest_job(jobs, top
     for i, share in enumerate(sc.shares):
         largest = max(j.gpus for j in trace if sc.team_share[j.team] == share)
         assert sc.entitlements[i] >= largest
+
+
+def crafted_job(name: str, submit: float, units: int = 1, share: int = 0, tier: int = 0) -> ScenarioJob:
+    return ScenarioJob(name, submit, 600.0, units, share, tier, 50)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "shares", "entitlements", "field"),
+    [
+        ([crafted_job("a", 10.0), crafted_job("b", 5.0)], ("A",), (4,), "jobs[1] (b)"),
+        ([crafted_job("a", 0.0, share=1)], ("A",), (4,), "jobs[0] (a).share"),
+        ([crafted_job("a", 0.0, tier=3)], ("A",), (4,), "jobs[0] (a).tier"),
+        ([crafted_job("a", 0.0, units=5)], ("A",), (4,), "jobs[0] (a).units"),
+        ([crafted_job("a", 0.0)], ("A", "B"), (4,), "entitlements"),
+        ([crafted_job("a", 0.0)], ("A", "A"), (2, 2), "shares"),
+        ([], ("A",), (4,), "jobs"),
+    ],
+    ids=[
+        "jobs out of arrival order are refused",
+        "a job in no share is refused",
+        "a job in no tier is refused",
+        "a job larger than the capacity is refused",
+        "a share without an entitlement is refused",
+        "a share named twice is refused",
+        "no jobs are refused",
+    ],
+)
+def test_a_crafted_scenario_names_what_is_wrong(jobs, shares, entitlements, field) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        scenario_of(jobs, WhatIfConfig(), shares=shares, entitlements=entitlements)
+    assert info.value.field == field
+
+
+def test_a_crafted_scenario_holds_what_its_shares_are_entitled_to() -> None:
+    jobs = [crafted_job("a", 0.0, units=2), crafted_job("b", 600.0, share=1)]
+    sc = scenario_of(jobs, WhatIfConfig(gpus_per_unit=8), shares=("A", "B"), entitlements=(3, 1))
+    assert (sc.capacity_units, sc.capacity_gpus, sc.window) == (4, 32, 600.0)
+    assert sc.team_share == {"A": "A", "B": "B"}
+    assert sc.offered_gpus == (2 + 1) * 8 * 600.0 / 600.0
+    assert run_policy(sc, Policy.STATIC).finished == 2
+
+
+def test_a_trace_out_of_arrival_order_replays_in_arrival_order() -> None:
+    trace = synthetic_trace(count=40)
+    shuffled = build_scenario(trace[::-1], SMALL_CONFIG, seed=3)
+    assert [j.submit for j in shuffled.jobs] == sorted(j.submit for j in trace)
+    assert sorted((j.submit, j.duration) for j in shuffled.jobs) == sorted(
+        (j.submit, j.duration) for j in trace
+    )
+    assert run_policy(shuffled, Policy.STATIC).finished == len(trace)
 
 
 def test_a_capacity_below_the_largest_job_is_refused() -> None:

@@ -10,9 +10,11 @@ from gpusim.whatif import (
     WhatIfConfig,
     build_scenario,
     run_policy,
+    scenario_of,
 )
 
-from tests.sim.test_whatif import SMALL_CONFIG, synthetic_trace
+from tests.sim.test_whatif import SMALL_CONFIG
+from tests.sim.traces import synthetic_trace
 
 HOUR = 3600.0
 HIGH, MID, LOW = 0, 1, 2  # indexes into the what-if's tiers
@@ -25,17 +27,13 @@ def config(**overrides) -> WhatIfConfig:
 
 def crafted(jobs: list[ScenarioJob], capacity: int = 8):
     """Two teams entitled to half of ``capacity`` GPUs each, the given jobs, a one-day window."""
-    base = build_scenario(synthetic_trace(count=20), config(), capacity_gpus=64)
-    return base.__class__(
-        capacity_gpus=capacity,
-        gpus_per_unit=1,
+    return scenario_of(
+        jobs,
+        config(),
         shares=("A", "B"),
         entitlements=(capacity // 2, capacity - capacity // 2),
-        team_share={"A": "A", "B": "B"},
-        jobs=tuple(jobs),
         window=24 * HOUR,
-        offered_gpus=capacity,
-        config=base.config,
+        offered=capacity,
     )
 
 

@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 from gpusim.report import write_report
+from gpusim.trace import load_trace
 from gpusim.whatif import (
     TIERS,
     Policy,
     WhatIfResult,
     build_scenario,
-    load_trace,
     load_whatif_config,
     parse_policies,
     run_whatif,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from gpusim.trace import load_trace
 from gpusim.tuning import (
     DEFAULT_GRID_SIZE,
     DEFAULT_MAX_UTILIZATION_LOSS,
@@ -14,7 +15,7 @@ from gpusim.tuning import (
     describe,
     tune_rebalance,
 )
-from gpusim.whatif import TIERS, PolicyResult, load_trace, load_whatif_config
+from gpusim.whatif import TIERS, PolicyResult, load_whatif_config
 from rich.console import Console
 from rich.table import Table
 from shareplane.domain.errors import ShareplaneError
