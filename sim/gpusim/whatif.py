@@ -8,7 +8,8 @@ configured probabilities, one injected SageMaker failure on its first dispatch (
 neither). The same scenario then runs through ``gpusim`` once per policy:
 
 - ``static``: hard partitions. Quota shares with strategy RESERVE: a share uses at most its
-  entitlement and its idle capacity is not lent (the world before soft quotas).
+  entitlement and its idle capacity is not lent (the world before soft quotas). ``shareplane demo``
+  replays its script under this policy for its hard-partition baseline.
 - ``fairshare``: one fair-share queue, fixed ``weightFactor = max(entitlement) / entitlement``.
 - ``quota``: quota shares with LEND_AND_BORROW (unlimited borrowLimit) and cross-share preemption
   to reclaim lent capacity; a preempted job restarts from zero (no checkpoints).

@@ -1,7 +1,7 @@
 """Instances in use per team over virtual time, read off the emulator's own event stream.
 
 The same tracker watches the live run (the emulator's model) and the static-partition baseline
-(a pure gpusim run), so both are measured the same way.
+(the what-if's ``static`` policy, a pure gpusim run), so both are measured the same way.
 """
 
 from __future__ import annotations
