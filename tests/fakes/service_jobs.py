@@ -4,8 +4,9 @@ moto has no service jobs, so this fake follows the API reference: SubmitServiceJ
 clientToken and rejects a repeat of the same request
 (https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), ListServiceJobs
 returns summaries without priority, payload or tags, UpdateServiceJob refuses an unknown or ended job
-and a priority outside 0..9999 (API_UpdateServiceJob.html), and TerminateServiceJob refuses a job that
-ended. tests/integration/contracts/test_service_jobs_contract.py runs it and BatchServiceJobs on gpusim.
+and a priority outside 0..9999 (https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdateServiceJob.html),
+and TerminateServiceJob refuses a job that ended. tests/integration/contracts/test_service_jobs_contract.py
+runs it and BatchServiceJobs on gpusim.
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ class FakeServiceJobs:
         job = self.jobs.get(job_id.rsplit("/", 1)[-1])
         if job is None or job.get("status") in FINAL_STATUSES or not 0 <= scheduling_priority <= 9999:
             raise RejectedByServiceError(
-                "UpdateServiceJob", f"job {job_id} cannot be updated so", "re-read it"
+                "UpdateServiceJob",
+                f"job {job_id} is unknown or ended, or priority {scheduling_priority} is outside 0..9999",
+                "re-read the job's state",
             )
         self.priorities.append((job_id, scheduling_priority))
 
