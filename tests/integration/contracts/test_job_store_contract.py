@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
@@ -12,10 +16,11 @@ from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
+from tests.aws import create_jobs_table
 from tests.conftest import load_scenario
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.metrics import FakeMetrics
-from tests.streams import JOB, lifecycle
+from tests.streams import JOB, detours, lifecycle, outcomes
 
 TRAINING_JOB = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchllm-run1"
 
@@ -144,3 +149,25 @@ def test_a_stored_state_reads_back_equal_field_for_field(store: Any) -> None:
             written = transition.state
     assert written is not None and written.status is JobStatus.FAILED and written.preemptions == 1
     assert store.load_job(JOB) == written and store.jobs("FAILED") == [written]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), detours=detours, outcome=outcomes)
+def test_any_delivery_order_with_redeliveries_is_stored_alike(
+    aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
+) -> None:
+    # GIVEN one job's observations, shuffled and partly delivered twice, recorded on the fake and the table
+    observations = lifecycle(detours, outcome)
+    delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
+    fake = FakeJobStore()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        table = DynamoJobStore(client, create_jobs_table(client))
+        for observation in delivered:
+            for store in (fake, table):
+                record_observation(observation, store, FakeMetrics(), None)
+        # THEN both hold the same state and the same history, one item per distinct observation
+        assert fake.load_job(JOB) == table.load_job(JOB)
+        assert fake.job_history(JOB) == table.job_history(JOB)
+        assert len(table.job_history(JOB)) == len({o.digest for o in observations})
+        assert fake.jobs() == table.jobs()
