@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from functools import cache
 from typing import Any
@@ -77,3 +78,43 @@ class FaultInjector:
         response = AWSResponse(request.url, status, {"x-amzn-ErrorType": "x"}, None)
         response._content = body  # noqa: SLF001 - botocore reads the body from here
         return response
+
+
+def subscribe_inbox(
+    sns: Any,
+    sqs: Any,
+    topic_arn: str,
+    name: str = "inbox",
+    *,
+    raw_delivery: bool = False,
+    filter_policy: dict[str, Any] | None = None,
+) -> str:
+    """A new SQS queue subscribed to an SNS topic, as a team's endpoint would be; returns its URL.
+
+    ``raw_delivery`` puts the bare message (and its attributes as SQS message attributes) in each body
+    instead of SNS's JSON envelope; ``filter_policy`` is the subscription's FilterPolicy.
+    """
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    attributes: dict[str, str] = {}
+    if raw_delivery:
+        attributes["RawMessageDelivery"] = "true"
+    if filter_policy is not None:
+        attributes["FilterPolicy"] = json.dumps(filter_policy)
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes=attributes)
+    return url
+
+
+def topic_with_inbox(
+    sns: Any,
+    sqs: Any,
+    inbox: str = "inbox",
+    *,
+    raw_delivery: bool = False,
+    filter_policy: dict[str, Any] | None = None,
+) -> tuple[str, str]:
+    """The alerts topic with one SQS inbox subscribed (see ``subscribe_inbox``): (topic ARN, inbox URL)."""
+    topic = sns.create_topic(Name="alerts")["TopicArn"]
+    return topic, subscribe_inbox(
+        sns, sqs, topic, inbox, raw_delivery=raw_delivery, filter_policy=filter_policy
+    )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from shareplane.adapters.sns_alerts import sns_message, sns_subject
 
 
 class SenderDied(BaseException):
@@ -13,7 +16,7 @@ class SenderDied(BaseException):
 
 @dataclass
 class FakeAlerts:
-    """The alerts topic: what was published."""
+    """The alerts topic: what was published, as a subscriber receives it (SnsAlerts' subject and JSON text)."""
 
     sent: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     fail: bool = False
@@ -25,4 +28,4 @@ class FakeAlerts:
             raise SenderDied("the invocation timed out while publishing")
         if self.fail:
             raise ConnectionError("SNS is down")
-        self.sent.append((subject, dict(message), dict(attributes)))
+        self.sent.append((sns_subject(subject), json.loads(sns_message(message)), dict(attributes)))

@@ -1,18 +1,38 @@
-"""CheckpointReader (adapters/s3_checkpoints.py) in memory."""
+"""CheckpointReader (adapters/s3_checkpoints.py S3Checkpoints) in memory."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shareplane.adapters.s3_checkpoints import split_s3_uri
+
 
 @dataclass
 class FakeCheckpoints:
-    """Newest checkpoint time per S3 prefix, and every prefix read."""
+    """Checkpoint objects (``s3://bucket/key`` -> when written, epoch seconds), and every prefix read.
 
-    newest_at: dict[str, float] = field(default_factory=dict)
+    Read as S3Checkpoints reads a bucket: every object whose key starts with the prefix counts, at any
+    depth, and the newest one written by the bound wins.
+    """
+
+    objects: dict[str, float] = field(default_factory=dict)
     reads: list[str] = field(default_factory=list)
+
+    def write(self, s3_uri: str, at: float) -> None:
+        """Put one checkpoint object, written at ``at``."""
+        self.objects[s3_uri] = at
 
     def newest(self, s3_uri: str, at_or_before: float | None = None) -> float | None:
         self.reads.append(s3_uri)
-        found = self.newest_at.get(s3_uri)
-        return found if found is None or at_or_before is None or found <= at_or_before else None
+        try:
+            bucket, prefix = split_s3_uri(s3_uri)
+        except ValueError:
+            return None
+        times = [
+            at
+            for uri, at in self.objects.items()
+            if split_s3_uri(uri)[0] == bucket
+            and split_s3_uri(uri)[1].startswith(prefix)
+            and (at_or_before is None or at <= at_or_before)
+        ]
+        return max(times, default=None)

@@ -1,30 +1,105 @@
-"""The jobs table's read side (adapters/dynamodb_store.py DynamoJobStore) as the failure path uses it."""
+"""JobStore (adapters/dynamodb_store.py DynamoJobStore) and the payload items, in memory."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shareplane.domain.lifecycle import JobState
+from shareplane.domain.errors import ConcurrentUpdateError
+from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
+from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+
+
+def as_stored(value: Any) -> Any:
+    """A value as DynamoDB gives it back: None members of a map dropped, whole floats as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: as_stored(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [as_stored(v) for v in value]
+    return value
 
 
 @dataclass
 class FakeJobStore:
-    """Stored payloads, training-job links and job states, in memory."""
+    """The table's job, training-job, link and payload items, with the adapter's conditional writes.
 
+    ``save_job`` / ``save_training_job`` are one transaction each, as on the table: the history item
+    must be new (else the write is a duplicate: False), the state must still be at the version it was
+    read at (else ConcurrentUpdateError).
+    """
+
+    states: dict[str, JobState] = field(default_factory=dict)
+    histories: dict[str, dict[str, HistoryEntry]] = field(default_factory=dict)
+    training_states: dict[str, TrainingJobState] = field(default_factory=dict)
+    training_histories: dict[str, set[str]] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
-    states: dict[str, list[JobState]] = field(default_factory=dict)
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def put_states(self, *states: JobState) -> None:
+        """Place job states as if they had been recorded (a test's starting table)."""
+        self.states.update({state.job_arn: state for state in states})
+
+    # -- jobs -------------------------------------------------------------------------------
+    def load_job(self, job_arn: str) -> JobState | None:
+        return self.states.get(job_arn)
+
+    def save_job(self, transition: Transition) -> bool:
+        state, entry = transition.state, transition.history
+        if entry is None:
+            raise ValueError("a DUPLICATE transition has nothing to write")
+        if entry.key in self.histories.get(state.job_arn, {}):
+            return False
+        self._check_version(self.states.get(state.job_arn), transition.previous)
+        self.histories.setdefault(state.job_arn, {})[entry.key] = entry
+        self.states[state.job_arn] = state
+        self.links.update(dict.fromkeys(transition.new_training_job_arns, state.job_arn))
+        return True
+
+    def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
+        entries = self.histories.get(job_arn, {})
+        return [entries[key] for key in sorted(entries)]
+
+    def jobs(self, status: str | None = None) -> list[JobState]:
+        found = [s for s in self.states.values() if status is None or s.status.value == status]
+        return sorted(found, key=lambda s: (s.created_at if isinstance(s.created_at, int) else 0, s.job_arn))
+
+    def job_for_training_job(self, training_job_arn: str) -> str | None:
+        return self.links.get(training_job_arn)
+
+    # -- payloads ---------------------------------------------------------------------------
+    def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
+        if job_arn in self.payloads:
+            return False
+        self.payloads[job_arn] = as_stored(copy.deepcopy(dict(item)))
+        return True
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         return copy.deepcopy(self.payloads.get(job_arn))
 
-    def load_training_job(self, arn: str) -> None:
-        return None
+    # -- training jobs ----------------------------------------------------------------------
+    def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
+        return self.training_states.get(training_job_arn)
 
-    def job_for_training_job(self, arn: str) -> str | None:
-        return self.links.get(arn)
+    def save_training_job(self, transition: TrainingTransition, observation: TrainingJobObservation) -> bool:
+        arn = transition.state.training_job_arn
+        if observation.seq in self.training_histories.get(arn, set()):
+            return False
+        self._check_version(self.training_states.get(arn), transition.previous)
+        self.training_histories.setdefault(arn, set()).add(observation.seq)
+        self.training_states[arn] = transition.state
+        return True
 
-    def jobs(self, status: str | None = None) -> list[JobState]:
-        return list(self.states.get(status or "", []))
+    @staticmethod
+    def _check_version(stored: JobState | TrainingJobState | None, previous: Any) -> None:
+        """The table's condition on the state item: new when read as absent, else at the version read."""
+        if (
+            (stored is None)
+            if previous is None
+            else (stored is not None and stored.version == previous.version)
+        ):
+            return
+        raise ConcurrentUpdateError("state changed since it was read")

@@ -6,12 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 
 @dataclass
 class FakeMetrics:
     """EMF: every measurement as (name, value, dimensions).
 
-    A dimension the caller did not give is ``none``, as EmfMetricsSink writes it.
+    A dimension the caller did not give is ``none``, and a unit CloudWatch does not know is refused
+    (ValueError), as EmfMetricsSink does.
     """
 
     emitted: list[tuple[str, float, dict[str, str]]] = field(default_factory=list)
@@ -20,6 +23,7 @@ class FakeMetrics:
         self, events: Sequence[Any], dimensions: Mapping[str, str], properties: Mapping[str, str]
     ) -> None:
         for event in events:
+            MetricUnit(event.unit)
             self.emitted.append(
                 (event.name, event.value, {d: dimensions.get(d, "none") for d in event.dimensions})
             )

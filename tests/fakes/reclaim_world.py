@@ -131,8 +131,8 @@ def borrowed_cluster(world: ReclaimWorld) -> None:
     for i in range(6):
         job = service_job(f"p2-{i}", "ProdExp2", "LOWPRI", "RUNNING", dispatched=T0 - 6000 + 10 * i)
         world.batch.add(job)
-    world.checkpoints.newest_at["s3://search-ml-training/prodexp2/ckpt/p2-5/"] = T0 - 60
-    world.checkpoints.newest_at["s3://search-ml-training/prodexp2/ckpt/p2-4/"] = T0 - 600
+    world.checkpoints.write("s3://search-ml-training/prodexp2/ckpt/p2-5/step-900.pt", T0 - 60)
+    world.checkpoints.write("s3://search-ml-training/prodexp2/ckpt/p2-4/step-400.pt", T0 - 600)
     world.batch.add(service_job("hi", "ProdExp1", "HIGHPRI", "RUNNABLE", created=T0))
 
 

@@ -3,7 +3,10 @@
 moto has no service jobs, so this fake follows the API reference: SubmitServiceJob makes one job per
 clientToken and rejects a repeat of the same request
 (https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html), ListServiceJobs
-returns summaries without priority, payload or tags, and TerminateServiceJob refuses a job that ended.
+returns summaries without priority, payload or tags, UpdateServiceJob refuses an unknown or ended job
+and a priority outside 0..9999 (https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdateServiceJob.html),
+and TerminateServiceJob refuses a job that ended. tests/integration/contracts/test_service_jobs_contract.py
+runs it and BatchServiceJobs on gpusim.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import botocore.session
 from shareplane.adapters.batch_service_jobs import SubmittedServiceJob
 from shareplane.domain.errors import RejectedByServiceError
 
 #: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
-SUMMARY_KEYS = ("jobArn", "jobId", "jobName", "status", "createdAt", "scheduledAt", "shareIdentifier")
+SUMMARY_KEYS = tuple(
+    botocore.session.get_session().get_service_model("batch").shape_for("ServiceJobSummary").members
+)
+#: A job in one of these has ended: UpdateServiceJob refuses it.
+FINAL_STATUSES = ("SUCCEEDED", "FAILED")
 
 
 @dataclass
@@ -79,7 +87,12 @@ class FakeServiceJobs:
         arn = f"arn:aws:batch:us-east-1:123456789012:service-job/new-{len(self.tokens) + 1}"
         self.tokens[token] = arn
         job_id = arn.rsplit("/", 1)[-1]
-        self.jobs[job_id] = {**copy.deepcopy(dict(params)), "jobId": job_id, "jobArn": arn}
+        self.jobs[job_id] = {
+            **copy.deepcopy(dict(params)),
+            "jobId": job_id,
+            "jobArn": arn,
+            "status": "SUBMITTED",
+        }
         return SubmittedServiceJob(job_arn=arn, job_id=job_id, job_name=params["jobName"])
 
     def find_submitted(
@@ -105,12 +118,19 @@ class FakeServiceJobs:
                 )
             )
         return [
-            {k: job.get(k) for k in SUMMARY_KEYS}
+            {k: job[k] for k in SUMMARY_KEYS if k in job}
             for job in self.jobs.values()
             if job["status"] == status and str(job.get("jobQueue", "")).rsplit("/", 1)[-1] == queue
         ]
 
     def update_priority(self, job_id: str, scheduling_priority: int) -> None:
+        job = self.jobs.get(job_id.rsplit("/", 1)[-1])
+        if job is None or job.get("status") in FINAL_STATUSES or not 0 <= scheduling_priority <= 9999:
+            raise RejectedByServiceError(
+                "UpdateServiceJob",
+                f"job {job_id} is unknown or ended, or priority {scheduling_priority} is outside 0..9999",
+                "re-read the job's state",
+            )
         self.priorities.append((job_id, scheduling_priority))
 
     def terminate(self, job_id: str, reason: str) -> None:

@@ -19,7 +19,7 @@ from shareplane.domain.config import SharesConfig
 from shareplane.domain.submission import DroppedObject
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
 
-from tests.aws import create_jobs_table
+from tests.aws import create_jobs_table, topic_with_inbox
 from tests.fakes.failure_world import shares_config
 from tests.fakes.metrics import FakeMetrics
 from tests.fakes.service_jobs import FakeServiceJobs
@@ -76,13 +76,8 @@ def build_world() -> DropWorld:
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     create_jobs_table(dynamodb, TABLE)
     sns = boto3.client("sns", region_name=REGION)
-    topic = sns.create_topic(Name="alerts")["TopicArn"]
     sqs = boto3.client("sqs", region_name=REGION)
-    inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)
+    topic, inbox = topic_with_inbox(sns, sqs)
     store = DynamoJobStore(dynamodb, TABLE)
     batch = FakeServiceJobs()
 

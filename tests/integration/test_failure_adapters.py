@@ -19,7 +19,7 @@ from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
 from shareplane.domain.failure_rules import Severity
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
-from tests.aws import create_jobs_table
+from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
 from tests.fakes.failure_ledger import FakeFailureLedger
 from tests.fakes.failure_world import shares_config
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
@@ -49,16 +49,6 @@ def alert_for(
     )
 
 
-def subscribe(sns: Any, sqs: Any, topic: str, name: str, policy: dict[str, Any] | None) -> str:
-    url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    attributes = {"RawMessageDelivery": "true"}
-    if policy:
-        attributes["FilterPolicy"] = json.dumps(policy)
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes=attributes)
-    return url
-
-
 def received(sqs: Any, url: str) -> list[dict[str, Any]]:
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
     return messages.get("Messages", [])
@@ -67,9 +57,9 @@ def received(sqs: Any, url: str) -> list[dict[str, Any]]:
 def test_a_team_subscription_receives_only_its_share_alerts(aws: None) -> None:
     # GIVEN the alerts topic, one team subscribed with a filter on team, and an unfiltered audit queue
     sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
-    topic = sns.create_topic(Name="alerts")["TopicArn"]
-    team = subscribe(sns, sqs, topic, "prodexp1", {"team": ["ProdExp1"], "severity": ["warning", "critical"]})
-    audit = subscribe(sns, sqs, topic, "audit", None)
+    filter_policy = {"team": ["ProdExp1"], "severity": ["warning", "critical"]}
+    topic, team = topic_with_inbox(sns, sqs, "prodexp1", raw_delivery=True, filter_policy=filter_policy)
+    audit = subscribe_inbox(sns, sqs, topic, "audit", raw_delivery=True)
     publisher = SnsAlerts(sns, topic)
     # WHEN one alert per share identifier goes out (team x tier: ProdExp1 has two, its share and HIGHPRI's)
     config = shares_config()

@@ -17,7 +17,7 @@ from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import MAX_MESSAGE_BYTES, SnsAlerts
 from shareplane.domain.errors import RejectedByServiceError
 
-from tests.aws import create_jobs_table
+from tests.aws import create_jobs_table, topic_with_inbox
 
 REGION = "us-east-1"
 
@@ -146,10 +146,7 @@ def test_active_jobs_asks_each_active_status_with_the_share_filter_and_follows_p
 def test_alerts_carry_string_attributes_and_stay_valid_json_when_huge(aws_credentials: None) -> None:
     with mock_aws():
         sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
-        topic = sns.create_topic(Name="alerts")["TopicArn"]
-        inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+        topic, inbox = topic_with_inbox(sns, sqs)
         huge = {"outcome": "rejected", "problems": [{"path": "x", "message": "m" * 1000, "fix": "f"}] * 400}
         SnsAlerts(sns, topic).publish("subject", huge, {"share": "ProdExp1", "kind": "spec_rejected"})
         (message,) = sqs.receive_message(QueueUrl=inbox)["Messages"]

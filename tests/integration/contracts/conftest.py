@@ -1,4 +1,8 @@
-"""Each contract module runs a fake of tests/fakes and its moto-backed adapter through the same cases."""
+"""Each contract module runs a fake of tests/fakes and its real adapter through the same cases.
+
+The adapter runs on moto where moto has the calls; a module whose adapter moto cannot back says what
+it runs on instead (gpusim for Batch service jobs).
+"""
 
 from __future__ import annotations
 

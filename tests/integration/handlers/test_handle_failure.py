@@ -13,7 +13,7 @@ from shareplane import bootstrap
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
 
-from tests.aws import create_jobs_table
+from tests.aws import create_jobs_table, topic_with_inbox
 from tests.conftest import load_event, load_handler
 from tests.fakes.failure_world import World
 from tests.sqs import sqs_batch
@@ -28,14 +28,7 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         create_jobs_table(dynamodb, TABLE)
         sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
-        topic = sns.create_topic(Name="alerts")["TopicArn"]
-        audit = sqs.create_queue(QueueName="audit")["QueueUrl"]
-        audit_arn = sqs.get_queue_attributes(QueueUrl=audit, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        sns.subscribe(
-            TopicArn=topic, Protocol="sqs", Endpoint=audit_arn, Attributes={"RawMessageDelivery": "true"}
-        )
+        topic, audit = topic_with_inbox(sns, sqs, "audit", raw_delivery=True)
         fakes = World()
         ports = replace(
             fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)

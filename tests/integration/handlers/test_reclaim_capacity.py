@@ -13,7 +13,7 @@ from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
 
-from tests.aws import create_jobs_table
+from tests.aws import create_jobs_table, topic_with_inbox
 from tests.conftest import load_event, load_handler
 from tests.fakes.reclaim_world import AFTER, T0, ReclaimWorld, borrowed_cluster
 from tests.sqs import sqs_batch
@@ -28,19 +28,12 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         create_jobs_table(dynamodb, TABLE)
         sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
-        topic = sns.create_topic(Name="alerts")["TopicArn"]
-        inbox = sqs.create_queue(QueueName="team-inbox")["QueueUrl"]
-        inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        sns.subscribe(
-            TopicArn=topic,
-            Protocol="sqs",
-            Endpoint=inbox_arn,
-            Attributes={
-                "RawMessageDelivery": "true",
-                "FilterPolicy": json.dumps({"share": ["ProdExp2"], "kind": ["reclaim"]}),
-            },
+        topic, inbox = topic_with_inbox(
+            sns,
+            sqs,
+            "team-inbox",
+            raw_delivery=True,
+            filter_policy={"share": ["ProdExp2"], "kind": ["reclaim"]},
         )
         fakes = ReclaimWorld()
         borrowed_cluster(fakes)

@@ -248,6 +248,14 @@ def test_a_requeue_due_message_for_an_unknown_decision_is_refused() -> None:
         handle_message({"shareplane": REQUEUE_DUE, "decisionKey": "DECISION#nope#1.0"}, world.ports)
 
 
+def waiting_in_batch(world: World, job: JobState) -> JobState:
+    """Hold the table's waiting job in the fake Batch too: UpdateServiceJob refuses a job Batch lacks."""
+    world.batch.add(
+        {"jobId": job.job_id, "jobArn": job.job_arn, "jobQueue": job.job_queue, "status": "RUNNABLE"}
+    )
+    return job
+
+
 def runnable(priority: int, waited: float, now: float) -> JobState:
     return JobState(
         job_arn="arn:aws:batch:us-east-1:123456789012:service-job/wait-1",
@@ -275,7 +283,7 @@ def runnable(priority: int, waited: float, now: float) -> JobState:
 def test_escalation_is_bounded_by_the_next_tier(priority: int, waited: float, expected: int | None) -> None:
     world = World(config=shares_config())
     report = WatchReport()
-    job = runnable(priority, waited, world.clock.now)
+    job = waiting_in_batch(world, runnable(priority, waited, world.clock.now))
     escalate([job], world.ports, world.clock.now, report)
     assert world.batch.priorities == ([] if expected is None else [("wait-1", expected)])
     if expected is not None:
@@ -462,7 +470,7 @@ def test_a_watch_message_without_a_tick_time_is_refused_naming_the_field(body: A
 def test_waits_are_measured_from_the_tick_so_a_redelivered_tick_escalates_the_same_way() -> None:
     # GIVEN a MIDPRI job created 3700 s before the tick (its SLO is 3600 s)
     world = World(config=shares_config())
-    job = runnable(50, 3700, TICK_AT)
+    job = waiting_in_batch(world, runnable(50, 3700, TICK_AT))
     # WHEN the tick is handled with the clock months behind it (the wall clock under the local
     # stack's virtual one, where waits used to come out negative, and where the tick five virtual
     # minutes before is the watermark that admits it), then redelivered an hour later
@@ -489,7 +497,7 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
 ) -> None:
     # GIVEN a MIDPRI job the table still shows at 50, described by this run's reconcile at in_batch
     world = World(config=shares_config())
-    job = runnable(50, waited, world.clock.now)
+    job = waiting_in_batch(world, runnable(50, waited, world.clock.now))
     report = WatchReport(batch_priorities={job.job_arn: in_batch})
     # WHEN the watch escalates
     escalate([job], world.ports, world.clock.now, report)

@@ -22,7 +22,7 @@ ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
 
 @dataclass
 class RecordingStore(FakeJobStore):
-    """The fake table's read side plus the writes record_observation makes."""
+    """The fake table, whose listed states stay as seeded: what the watch writes is kept apart in ``saved``."""
 
     saved: dict[str, JobState] = field(default_factory=dict)
 
@@ -102,7 +102,7 @@ def build(healthy: int, poisoned_queue: bool, broken: set[int]) -> tuple[World, 
         batch.add(described)
         batch.gone_queues.add(GONE_QUEUE)
         runnable.append(state)
-    store.states["RUNNABLE"] = runnable
+    store.put_states(*runnable)
     world = World(batch=batch, store=store)
     world.clock.now = NOW
     return world, ids
@@ -161,7 +161,7 @@ def test_a_cpu_fifo_jobs_wait_alert_carries_its_team_from_the_tag() -> None:
     described |= {"shareIdentifier": None, "schedulingPriority": 49, "tags": {"shareplane:team": "ProdExp2"}}
     world.batch.add(described)
     world.batch.listed[(fifo, "RUNNABLE")] = [{"jobArn": state.job_arn, "jobId": state.job_id}]
-    world.store.states["RUNNABLE"] = [state]
+    world.store.put_states(state)
     # WHEN the watch runs
     report = watch(world.ports, NOW)
     # THEN its wait alert is filed under ProdExp2
@@ -183,7 +183,7 @@ def test_a_cpu_job_batch_no_longer_knows_is_alerted_to_the_team_that_submitted_i
         job_queue=cpu_queue,
         created_at=int((NOW - 600) * 1000),
     )
-    store.states["RUNNABLE"] = [state]
+    store.put_states(state)
     store.payloads[state.job_arn] = {"team": "ProdExp2", "jobName": "tokenize"}
     world = World(batch=PoisonBatch(), store=store)
     world.clock.now = NOW
@@ -199,7 +199,7 @@ def test_the_gpu_queue_is_listed_once_per_status_by_its_name_and_its_arn_alike()
     # GIVEN the config naming the GPU queue and a table row holding the same queue's ARN
     job, described = waiting_job("j-1", QUEUE_ARN, 60)
     store = RecordingStore()
-    store.states["RUNNABLE"] = [job]
+    store.put_states(job)
     world = World(store=store)
     world.batch.add(described)
     # WHEN the watch runs

@@ -208,12 +208,14 @@ class DynamoReclaimLedger:
             ":e": {"S": "reclaim_count"},
             ":x": {"N": str(int(now) + retention)},
         }
-        condition = "attribute_not_exists(victims) OR victims <= :cap"
+        condition = "victims <= :cap"
         if seen is not None:
             values[":seen"] = {"N": str(int(seen))}
             condition = "victims = :seen AND victims <= :cap"
-            if int(seen) == 0:
-                condition = f"attribute_not_exists(victims) OR ({condition})"
+        # A counter not there yet holds 0: it may be created only when ``n`` alone fits the limit
+        # (else one claim of more victims than the budget would overrun it on a fresh day).
+        if n <= limit and (seen is None or int(seen) == 0):
+            condition = f"attribute_not_exists(victims) OR ({condition})"
         return {
             "Update": {
                 "TableName": self._table,

@@ -38,6 +38,20 @@ def sns_subject(text: str) -> str:
     return cleaned[:MAX_SUBJECT_CHARS].rstrip() or FALLBACK_SUBJECT
 
 
+def sns_message(message: Mapping[str, object]) -> str:
+    """``message`` as the JSON text published (values JSON lacks as their str), within SNS's size.
+
+    Past MAX_MESSAGE_BYTES the long lists are dropped and ``truncated`` is set, so the text stays
+    valid JSON: the answer document has them all.
+    """
+    text = json.dumps(message, default=str)
+    if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        text = json.dumps(
+            {k: v for k, v in message.items() if k not in _LONG_FIELDS} | {"truncated": True}, default=str
+        )[:MAX_MESSAGE_BYTES]
+    return text
+
+
 class SnsAlerts:
     """AlertPublisher on one SNS topic."""
 
@@ -47,15 +61,9 @@ class SnsAlerts:
 
     def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
         """Publish a JSON message; attributes become String message attributes."""
-        text = json.dumps(message, default=str)
-        if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
-            # Keep the message valid JSON: drop the long lists, the answer document has them all.
-            text = json.dumps(
-                {k: v for k, v in message.items() if k not in _LONG_FIELDS} | {"truncated": True}, default=str
-            )[:MAX_MESSAGE_BYTES]
         self._client.publish(
             TopicArn=self._topic_arn,
             Subject=sns_subject(subject),
-            Message=text,
+            Message=sns_message(message),
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
         )

@@ -1,0 +1,173 @@
+"""JobStore and the payload items (DynamoJobStore): the fake and the table agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.errors import ConcurrentUpdateError
+from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
+from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus, decide_training
+from shareplane.schemas import parse_state_event
+from shareplane.service.record_state import record_observation
+
+from tests.aws import create_jobs_table
+from tests.conftest import load_scenario
+from tests.fakes.job_store import FakeJobStore
+from tests.fakes.metrics import FakeMetrics
+from tests.streams import JOB, detours, lifecycle, outcomes
+
+TRAINING_JOB = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchllm-run1"
+
+
+@pytest.fixture(params=["fake", "on the table"])
+def store(request: pytest.FixtureRequest) -> Any:
+    if request.param == "fake":
+        return FakeJobStore()
+    return request.getfixturevalue("on_the_table")(DynamoJobStore)
+
+
+def test_a_whole_life_is_recorded_with_its_history_in_order(store: Any) -> None:
+    for event in load_scenario("job_whole_life"):
+        record_observation(parse_state_event(event), store, FakeMetrics(), None)
+    (job,) = store.jobs()
+    assert (
+        job.status is JobStatus.SUCCEEDED and store.jobs("SUCCEEDED") == [job] and store.jobs("RUNNING") == []
+    )
+    assert store.load_job(job.job_arn) == job
+    history = [h.status.value for h in store.job_history(job.job_arn)]
+    assert history == ["RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED"]
+    training = store.load_training_job(job.latest_training_job_arn or "")
+    assert training is not None and training.status is TrainingJobStatus.COMPLETED
+    assert store.job_for_training_job(training.training_job_arn) == job.job_arn
+    assert store.job_for_training_job(TRAINING_JOB + "-never") is None
+
+
+def test_a_transition_is_written_once_and_a_redelivery_is_a_duplicate(store: Any) -> None:
+    first = decide(None, lifecycle([], "succeed")[0])
+    assert store.save_job(first) is True
+    assert store.save_job(first) is False
+    assert [h.key for h in store.job_history(JOB)] == [first.history.key]
+    assert store.load_job(JOB) == first.state
+
+
+def test_a_writer_that_read_an_older_version_is_refused_and_nothing_of_it_is_written(store: Any) -> None:
+    runnable, scheduled, starting = lifecycle([], "succeed")[:3]
+    store.save_job(decide(None, runnable))
+    read = store.load_job(JOB)
+    winner, loser = decide(read, scheduled), decide(read, starting)
+    assert store.save_job(winner) is True
+    with pytest.raises(ConcurrentUpdateError):
+        store.save_job(loser)
+    # a second "first" write of the job is refused as well: the state exists
+    with pytest.raises(ConcurrentUpdateError):
+        store.save_job(decide(None, starting))
+    assert store.load_job(JOB) == winner.state
+    assert [h.status for h in store.job_history(JOB)] == [JobStatus.RUNNABLE, JobStatus.SCHEDULED]
+
+
+def test_a_duplicate_transition_has_nothing_to_write(store: Any) -> None:
+    observation = lifecycle([], "succeed")[0]
+    store.save_job(decide(None, observation))
+    duplicate = decide(store.load_job(JOB), observation)
+    assert duplicate.decision is Decision.DUPLICATE
+    with pytest.raises(ValueError, match="nothing to write"):
+        store.save_job(duplicate)
+
+
+def test_the_training_job_links_are_written_with_the_state(store: Any) -> None:
+    runnable, scheduled = lifecycle([], "succeed")[:2]
+    store.save_job(decide(None, runnable))
+    transition = decide(store.load_job(JOB), scheduled)
+    assert transition.new_training_job_arns == (scheduled.latest_training_job_arn,)
+    store.save_job(transition)
+    assert store.job_for_training_job(scheduled.latest_training_job_arn) == JOB
+
+
+def test_jobs_are_listed_by_creation_time_and_filtered_by_status(store: Any) -> None:
+    def first_write(name: str, status: JobStatus, created: int) -> None:
+        observation = JobObservation(job_arn=JOB + name, status=status, job_id=name, created_at=created)
+        store.save_job(decide(None, observation))
+
+    first_write("-c", JobStatus.RUNNING, 3000)
+    first_write("-a", JobStatus.RUNNABLE, 2000)
+    first_write("-b", JobStatus.RUNNABLE, 1000)
+    assert [j.job_id for j in store.jobs()] == ["-b", "-a", "-c"]
+    assert [j.job_id for j in store.jobs("RUNNABLE")] == ["-b", "-a"]
+    assert store.jobs("FAILED") == []
+
+
+def test_a_payload_is_stored_once_as_the_table_gives_it_back_and_is_no_job(store: Any) -> None:
+    item = {"team": "ProdExp1", "request": {"jobName": "a", "timeout": 3600.0, "tags": None}, "owner": None}
+    assert store.save_payload(JOB, item) is True
+    assert store.save_payload(JOB, {**item, "team": "ProdExp2"}) is False
+    stored = store.load_payload(JOB)
+    assert stored is not None and stored["team"] == "ProdExp1" and "owner" not in stored
+    assert stored["request"] == {"jobName": "a", "timeout": 3600}
+    assert store.load_payload(JOB + "-never") is None
+    assert store.jobs() == [] and store.load_job(JOB) is None
+
+
+def training_observation(status: TrainingJobStatus, modified: int) -> TrainingJobObservation:
+    return TrainingJobObservation(
+        training_job_arn=TRAINING_JOB,
+        status=status,
+        training_job_name="AWSBatchllm-run1",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        last_modified_at=modified,
+    )
+
+
+def test_a_training_job_is_written_once_at_the_version_read(store: Any) -> None:
+    started = decide_training(None, training_observation(TrainingJobStatus.IN_PROGRESS, 1000))
+    observation = training_observation(TrainingJobStatus.IN_PROGRESS, 1000)
+    assert store.save_training_job(started, observation) is True
+    assert store.save_training_job(started, observation) is False
+    read = store.load_training_job(TRAINING_JOB)
+    assert read == started.state
+    done = training_observation(TrainingJobStatus.COMPLETED, 2000)
+    stopped = training_observation(TrainingJobStatus.STOPPED, 1500)
+    assert store.save_training_job(decide_training(read, done), done) is True
+    with pytest.raises(ConcurrentUpdateError):
+        store.save_training_job(decide_training(read, stopped), stopped)
+    assert store.load_training_job(TRAINING_JOB).status is TrainingJobStatus.COMPLETED
+    assert store.load_training_job(TRAINING_JOB + "-never") is None
+
+
+def test_a_stored_state_reads_back_equal_field_for_field(store: Any) -> None:
+    written = None
+    for observation in lifecycle(["preempt", "retry"], "fail"):
+        transition = decide(store.load_job(JOB), observation)
+        if transition.writes:
+            assert store.save_job(transition) is True
+            written = transition.state
+    assert written is not None and written.status is JobStatus.FAILED and written.preemptions == 1
+    assert store.load_job(JOB) == written and store.jobs("FAILED") == [written]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), detours=detours, outcome=outcomes)
+def test_any_delivery_order_with_redeliveries_is_stored_alike(
+    aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
+) -> None:
+    # GIVEN one job's observations, shuffled and partly delivered twice, recorded on the fake and the table
+    observations = lifecycle(detours, outcome)
+    delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
+    fake = FakeJobStore()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        table = DynamoJobStore(client, create_jobs_table(client))
+        for observation in delivered:
+            for store in (fake, table):
+                record_observation(observation, store, FakeMetrics(), None)
+        # THEN both hold the same state and the same history, one item per distinct observation
+        assert fake.load_job(JOB) == table.load_job(JOB)
+        assert fake.job_history(JOB) == table.job_history(JOB)
+        assert len(table.job_history(JOB)) == len({o.digest for o in observations})
+        assert fake.jobs() == table.jobs()

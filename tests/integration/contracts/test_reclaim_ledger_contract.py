@@ -1,0 +1,198 @@
+"""ReclaimLedger (decisions, victims, budget counters, tick watermarks): the fake and the table agree.
+
+Its alert claims are in test_alert_claims_contract.py, with the failure ledger's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
+from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+
+from tests.aws import create_jobs_table
+from tests.fakes.reclaim_ledger import FakeReclaimLedger
+
+DAY = "2026-03-17"
+WAITING = "hi-1"
+ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
+
+
+@pytest.fixture(params=["fake", "on the table"])
+def ledger(request: pytest.FixtureRequest) -> Any:
+    if request.param == "fake":
+        return FakeReclaimLedger()
+    return request.getfixturevalue("on_the_table")(DynamoReclaimLedger)
+
+
+def record(decision: str, *victims: str, waiting: str = WAITING, **extra: Any) -> dict[str, Any]:
+    """A reclaim decision record as reclaim_capacity writes it (the fields the ledger reads, and some)."""
+    return {
+        "decisionId": decision,
+        "jobId": waiting,
+        "jobArn": ARN + waiting,
+        "team": "ProdExp1",
+        "victims": [{"jobId": v, "jobArn": ARN + v, "instances": 1} for v in victims],
+        "decidedAt": 1773720000.0,
+        "dryRun": False,
+        **extra,
+    }
+
+
+def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
+    entry = HistoryEntry(
+        key=f"1773720000000#RECLAIM#{decision}",
+        status=JobStatus.RUNNING,
+        at=1773720000000,
+        reason="stopped for a waiting HIGHPRI job",
+        kind=ObservationKind.RECLAIMED,
+        digest=decision,
+    )
+    return ARN + job, entry
+
+
+def claim(
+    ledger: Any, rec: dict[str, Any], *, per_job: int = 4, per_day: int = 10, histories: Any = None
+) -> str:
+    if histories is None:
+        histories = [history(v["jobId"], rec["decisionId"]) for v in rec["victims"]]
+    return ledger.claim(rec, histories, day=DAY, max_per_job=per_job, max_per_day=per_day)
+
+
+def test_a_claim_writes_its_victims_and_counters_once(ledger: Any) -> None:
+    assert claim(ledger, record("d1", "lo-1", "lo-2")) == "claimed"
+    assert claim(ledger, record("d1", "lo-1", "lo-2")) == "exists"
+    assert ledger.victims_for(WAITING) == 2 and ledger.victims_on(DAY) == 2
+    assert ledger.victims_for("hi-never") == 0 and ledger.victims_on("2026-03-18") == 0
+    assert ledger.stopping() == {"lo-1": WAITING, "lo-2": WAITING}
+    assert ledger.decision_of("lo-1") == "d1" and ledger.decision_of("lo-3") is None
+    stored = ledger.load(WAITING, "d1")
+    assert stored is not None and stored["applied"] is False and stored["team"] == "ProdExp1"
+    assert [v["jobId"] for v in stored["victims"]] == ["lo-1", "lo-2"]
+    assert ledger.load(WAITING, "d2") is None
+
+
+def test_a_victim_is_claimed_for_one_waiting_job_only_and_a_refusal_writes_nothing(ledger: Any) -> None:
+    assert claim(ledger, record("d1", "lo-1")) == "claimed"
+    assert claim(ledger, record("d2", "lo-2", "lo-1", waiting="hi-2")) == "refused"
+    assert ledger.load("hi-2", "d2") is None
+    assert ledger.victims_for("hi-2") == 0 and ledger.victims_on(DAY) == 1
+    assert ledger.stopping() == {"lo-1": WAITING}
+    assert claim(ledger, record("d3", "lo-2", waiting="hi-2")) == "claimed"
+
+
+@pytest.mark.parametrize(
+    ("already", "more", "outcome"),
+    [(0, 2, "claimed"), (0, 3, "refused"), (1, 1, "claimed"), (1, 2, "refused"), (2, 1, "refused")],
+    ids=["two of two", "three of two at once", "second of two", "one over", "budget spent"],
+)
+def test_the_per_job_budget_is_never_overrun(ledger: Any, already: int, more: int, outcome: str) -> None:
+    if already:
+        assert claim(ledger, record("d0", *[f"old-{i}" for i in range(already)]), per_job=2) == "claimed"
+    victims = [f"new-{i}" for i in range(more)]
+    assert claim(ledger, record("d1", *victims), per_job=2) == outcome
+    assert ledger.victims_for(WAITING) == already + (more if outcome == "claimed" else 0)
+
+
+@pytest.mark.parametrize(
+    ("more", "outcome"), [(1, "claimed"), (2, "refused")], ids=["the day's last", "past the day's budget"]
+)
+def test_the_per_day_budget_counts_every_waiting_job(ledger: Any, more: int, outcome: str) -> None:
+    assert claim(ledger, record("d0", "lo-1", "lo-2", waiting="hi-0"), per_day=3) == "claimed"
+    victims = [f"new-{i}" for i in range(more)]
+    assert claim(ledger, record("d1", *victims), per_day=3) == outcome
+    assert ledger.victims_on(DAY) == 2 + (more if outcome == "claimed" else 0)
+
+
+def test_an_over_budget_first_claim_is_refused_on_a_fresh_day(ledger: Any) -> None:
+    assert claim(ledger, record("d1", "lo-1", "lo-2", "lo-3"), per_day=2) == "refused"
+    assert ledger.victims_on(DAY) == 0 and ledger.victims_for(WAITING) == 0
+
+
+def test_the_victim_count_the_plan_read_must_still_hold(ledger: Any) -> None:
+    assert claim(ledger, record("d0", "lo-1", victimsBefore=0)) == "claimed"
+    # a racing run planned from the count before d0: its plan is stale
+    assert claim(ledger, record("d1", "lo-2", victimsBefore=0)) == "refused"
+    assert claim(ledger, record("d2", "lo-2", victimsBefore=1)) == "claimed"
+    assert ledger.victims_for(WAITING) == 2
+
+
+def test_a_claim_whose_history_item_exists_is_refused(ledger: Any) -> None:
+    shared = history("lo-9", "same")
+    assert claim(ledger, record("d1", "lo-1"), histories=[shared]) == "claimed"
+    assert claim(ledger, record("d2", "lo-2", waiting="hi-2"), histories=[shared]) == "refused"
+    assert ledger.load("hi-2", "d2") is None
+
+
+def test_a_dry_run_is_recorded_once_with_no_victims_or_counters(ledger: Any) -> None:
+    dry = record("d1", "lo-1", dryRun=True)
+    assert ledger.record_dry_run(dry) is True
+    assert ledger.record_dry_run(dry) is False
+    assert ledger.load(WAITING, "d1")["dryRun"] is True
+    assert ledger.victims_for(WAITING) == 0 and ledger.victims_on(DAY) == 0 and ledger.stopping() == {}
+    # the same decision cannot then be claimed for real: it exists
+    assert claim(ledger, record("d1", "lo-1")) == "exists"
+
+
+def test_a_reclaim_is_marked_applied_once_with_its_result(ledger: Any) -> None:
+    claim(ledger, record("d1", "lo-1"))
+    assert ledger.mark_applied(WAITING, "d1", {"appliedAt": 1773720060.5}) is True
+    assert ledger.mark_applied(WAITING, "d1", {"appliedAt": 1773720999.0}) is False
+    stored = ledger.load(WAITING, "d1")
+    assert stored["applied"] is True and stored["appliedAt"] == 1773720060.5
+    assert ledger.mark_applied(WAITING, "d-never", {"appliedAt": 1.0}) is False
+    assert ledger.load(WAITING, "d-never") is None
+
+
+def test_a_tick_watermark_only_moves_forward(ledger: Any) -> None:
+    assert ledger.last_tick("reclaim") is None
+    ledger.advance_tick("reclaim", "2026-03-17T10:05")
+    ledger.advance_tick("reclaim", "2026-03-17T10:00")
+    assert ledger.last_tick("reclaim") == "2026-03-17T10:05"
+    ledger.advance_tick("reclaim", "2026-03-17T10:10")
+    assert ledger.last_tick("reclaim") == "2026-03-17T10:10" and ledger.last_tick("watch") is None
+
+
+claims = st.lists(
+    st.tuples(
+        st.sampled_from(["hi-0", "hi-1"]),
+        st.sets(st.sampled_from([f"lo-{i}" for i in range(6)]), min_size=1, max_size=4),
+        st.sampled_from(["2026-03-17", "2026-03-18"]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(claims=claims, per_job=st.integers(1, 4), per_day=st.integers(1, 6))
+def test_any_run_of_claims_ends_alike_and_within_both_budgets(
+    aws_credentials: None, claims: list[tuple[str, set[str], str, bool]], per_job: int, per_day: int
+) -> None:
+    # GIVEN any sequence of reclaims (some planned from the count they read), on the fake and the table
+    fake = FakeReclaimLedger()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        table = DynamoReclaimLedger(client, create_jobs_table(client))
+        outcomes: dict[str, list[str]] = {"fake": [], "table": []}
+        for n, (waiting, victims, day, read_count) in enumerate(claims):
+            for name, ledger in (("fake", fake), ("table", table)):
+                extra = {"victimsBefore": ledger.victims_for(waiting)} if read_count else {}
+                rec = record(f"d{n}", *sorted(victims), waiting=waiting, **extra)
+                histories = [history(v, f"d{n}") for v in sorted(victims)]
+                outcomes[name].append(
+                    ledger.claim(rec, histories, day=day, max_per_job=per_job, max_per_day=per_day)
+                )
+        # THEN both answer every claim the same, hold the same victims and counts, within the budgets
+        assert outcomes["fake"] == outcomes["table"]
+        assert fake.stopping() == table.stopping()
+        for waiting in ("hi-0", "hi-1"):
+            assert fake.victims_for(waiting) == table.victims_for(waiting) <= per_job
+        for day in ("2026-03-17", "2026-03-18"):
+            assert fake.victims_on(day) == table.victims_on(day) <= per_day
