@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from shareplane import sqs_batch
 from shareplane.bootstrap import root
 from shareplane.service.handle_failure import handle_message
-from shareplane.sqs_batch import logger, sqs_batch_handler
+
+logger = sqs_batch.logger
 
 
 def handle(message: Any) -> None:
@@ -20,4 +22,4 @@ def handle(message: Any) -> None:
     )
 
 
-lambda_handler = sqs_batch_handler(handle)
+lambda_handler = sqs_batch.lambda_handler(handle)

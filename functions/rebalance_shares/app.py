@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from shareplane import sqs_batch
 from shareplane.bootstrap import root
 from shareplane.schemas.scheduled import parse_scheduled_event, tick_id, tick_time
 from shareplane.service.rebalance_shares import rebalance_tick
-from shareplane.sqs_batch import logger, sqs_batch_handler
+
+logger = sqs_batch.logger
 
 
 def handle(message: Any) -> None:
@@ -30,4 +32,4 @@ def handle(message: Any) -> None:
     )
 
 
-lambda_handler = sqs_batch_handler(handle)
+lambda_handler = sqs_batch.lambda_handler(handle)

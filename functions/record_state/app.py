@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from shareplane import sqs_batch
 from shareplane.bootstrap import root
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_state
-from shareplane.sqs_batch import logger, sqs_batch_handler
+
+logger = sqs_batch.logger
 
 
 def handle(message: Any) -> None:
@@ -22,4 +24,4 @@ def handle(message: Any) -> None:
     )
 
 
-lambda_handler = sqs_batch_handler(handle)
+lambda_handler = sqs_batch.lambda_handler(handle)

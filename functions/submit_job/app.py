@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from shareplane import sqs_batch
 from shareplane.bootstrap import root
 from shareplane.schemas.s3 import parse_object_created
 from shareplane.service.submit_job import submit_dropped_spec
-from shareplane.sqs_batch import logger, sqs_batch_handler
+
+logger = sqs_batch.logger
 
 
 def handle(message: Any) -> None:
@@ -27,4 +29,4 @@ def handle(message: Any) -> None:
         )
 
 
-lambda_handler = sqs_batch_handler(handle)
+lambda_handler = sqs_batch.lambda_handler(handle)

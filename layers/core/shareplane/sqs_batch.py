@@ -1,10 +1,15 @@
 """The one shape of every handler: an SQS batch in, partial-batch failures out.
 
-A function's ``app.py`` gives ``sqs_batch_handler`` what to do with one message (the record's body,
+A function's ``app.py`` gives ``lambda_handler`` what to do with one message (the record's body,
 parsed): parse it, run its use case on the composition root's ports, log what it did. Everything
 else every handler does the same way is here: the Powertools logger and batch processor, and the
 permission guard (an AccessDenied is alerted once, see ``service.permission_denied``). A raise
 fails only its own record: SQS retries it, and after maxReceiveCount it goes to the DLQ alone.
+
+A handler imports this module first (``from shareplane import sqs_batch`` sorts before every
+``shareplane.*`` import): Powertools' batch utility builds its parser models (about 25 ms of cold
+start) when pydantic is already imported, and the shares config and event schemas import pydantic.
+``tests/unit/test_architecture.py`` fails when a handler loads those models.
 """
 
 from __future__ import annotations
@@ -52,6 +57,6 @@ class SqsBatchHandler:
         self.record_handler(json.loads(record.body))
 
 
-def sqs_batch_handler(handle_message: Callable[[Any], None]) -> SqsBatchHandler:
+def lambda_handler(handle_message: Callable[[Any], None]) -> SqsBatchHandler:
     """The function's ``lambda_handler``: every record's body, parsed, through ``handle_message``."""
     return SqsBatchHandler(handle_message)
