@@ -253,6 +253,7 @@ class Root:
         """The submit path's ports: the drop bucket, Batch, the jobs table, metrics, alerts, config."""
         from .service.submit_job import SubmitPorts
 
+        config = self.require_config()
         return SubmitPorts(
             bucket=self.spec_bucket,
             batch=self.batch_jobs,
@@ -260,7 +261,7 @@ class Root:
             metrics=self.metrics,
             alerts=self.alerts,
             attributions=self.upload_attributions,
-            config=self.require_config(),
+            config=config,
             queues=self.submit_queues,
         )
 
@@ -270,9 +271,8 @@ class Root:
         """The attribution path's ports: the upload join, alerts, the shares config."""
         from .service.record_uploader import UploaderPorts
 
-        return UploaderPorts(
-            attributions=self.upload_attributions, alerts=self.alerts, config=self.require_config()
-        )
+        config = self.require_config()
+        return UploaderPorts(attributions=self.upload_attributions, alerts=self.alerts, config=config)
 
     # -- share rebalancer (rebalance_shares, `shareplane shares`) --------------------------------
     @cached_property
@@ -320,6 +320,7 @@ class Root:
         from .adapters.sagemaker_training import SageMakerTrainingJobs
         from .service.handle_failure import FailurePorts
 
+        config = self.require_config()
         return FailurePorts(
             store=self.store,
             ledger=self.failure_ledger,
@@ -333,7 +334,7 @@ class Root:
                 self.environ.get("SCHEDULER_ROLE_ARN"),
             ),
             metrics=self.metrics,
-            config=self.require_config(),
+            config=config,
             region=self.session.region_name or "us-east-1",
             clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
             gpu_queue=(self.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
