@@ -297,7 +297,8 @@ class Root:
         queue = self.environ.get("GPU_JOB_QUEUE") or (self.config.gpu_queue_name() if self.config else "")
         if not queue:
             raise ConfigError("GPU_JOB_QUEUE", "is empty and no shares config names the queue", "set either")
-        return RebalanceSettings(job_queue=queue, dry_run=self.flag("REBALANCE_DRY_RUN", False))
+        dry_run = self.environ.get("REBALANCE_DRY_RUN", "false").strip().lower() in ("1", "true", "yes")
+        return RebalanceSettings(job_queue=queue, dry_run=dry_run)
 
     @cached_property
     def rebalance_ports(self) -> RebalancePorts:
