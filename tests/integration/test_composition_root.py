@@ -74,3 +74,15 @@ def test_installed_roots_nest_and_the_previous_one_comes_back() -> None:
         with bootstrap.installed(inner):
             assert bootstrap.root() is inner
         assert bootstrap.root() is outer
+
+
+def test_the_clis_root_is_the_functions_root_with_the_commands_options(aws_credentials: None) -> None:
+    from shareplane_cli.aws import Target
+
+    # WHEN a command names a region, an endpoint and a table
+    root = Target(region="eu-west-1", endpoint="http://127.0.0.1:4566").root(table_name="jobs")
+    # THEN the adapters the functions use are built on a client of that region, at that endpoint
+    store = root.store
+    client = store._client  # noqa: SLF001 - what the adapter was given
+    assert (client.meta.region_name, client.meta.endpoint_url) == ("eu-west-1", "http://127.0.0.1:4566")
+    assert store._table == "jobs"  # noqa: SLF001
