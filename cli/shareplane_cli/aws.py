@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import boto3
 import typer
-from botocore.config import Config
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.bootstrap import Root
 
 from .errors import CliError, ExitCode
 
@@ -24,7 +24,6 @@ StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack
 TableName = Annotated[
     str | None, typer.Option("--table", help="Jobs table name (default: the stack's output).")
 ]
-_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
 @dataclass(frozen=True)
@@ -36,15 +35,19 @@ class Target:
     endpoint: str | None = None
     stack_name: str = DEFAULT_STACK
 
-    def client(self, service: str) -> Any:
-        """A boto3 client: AWS_ENDPOINT_URL_<SERVICE>, then --endpoint, then boto3's own resolution.
+    def root(self, **parts: object) -> Root:
+        """The composition root the functions use, for this account, and the parts a command names.
 
-        The service's own variable wins over --endpoint as it wins over AWS_ENDPOINT_URL in boto3:
-        locally Batch and SageMaker are the emulator, not the embedded AWS that --endpoint names.
+        Endpoints: AWS_ENDPOINT_URL_<SERVICE>, then --endpoint, then boto3's own resolution. The
+        service's own variable wins over --endpoint as it wins over AWS_ENDPOINT_URL in boto3: locally
+        Batch and SageMaker are the emulator, not the embedded AWS that --endpoint names.
         """
         session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
-        endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or self.endpoint
-        return session.client(service, endpoint_url=_checked_endpoint(endpoint), config=_CONFIG)
+        return Root.from_environment(endpoint_url=_checked_endpoint(self.endpoint), session=session, **parts)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of any service (see ``root`` for its endpoint)."""
+        return self.root().client(service)
 
     def outputs(self) -> dict[str, str]:
         """The stack's outputs (names of its table, queues, bucket ...)."""
@@ -64,7 +67,7 @@ class Target:
 
     def job_store(self, table: str | None = None) -> DynamoJobStore:
         """The jobs table of the stack (or the one named)."""
-        return DynamoJobStore(self.client("dynamodb"), table or self.output("JobsTableName"))
+        return self.root(table_name=table or self.output("JobsTableName")).store
 
 
 def _checked_endpoint(endpoint: str | None) -> str | None:

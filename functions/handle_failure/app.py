@@ -2,40 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from shareplane.bootstrap import failure_ports, guard_permissions
+from shareplane import sqs_batch
+from shareplane.bootstrap import root
 from shareplane.service.handle_failure import handle_message
 
-# The service is named here, not through POWERTOOLS_SERVICE_NAME: with that variable set, Powertools
-# adds a "service" dimension to every metric, and the dashboard's SEARCH schemas would miss them all.
-logger = Logger(service="shareplane")
-processor = BatchProcessor(event_type=EventType.SQS)
-copy_config_to_registered_loggers(source_logger=logger, include={"shareplane"})
+logger = sqs_batch.logger
 
 
-@guard_permissions
-def record_handler(record: SQSRecord) -> None:
-    """Handle one failure event or requeue-due message; a raise fails only this record."""
-    message = json.loads(record.body)
+def handle(message: Any) -> None:
+    """Handle one failure event or requeue-due message."""
     detail = message.get("detail") or {}
     logger.set_correlation_id(message.get("jobArn") or detail.get("jobArn") or detail.get("TrainingJobArn"))
-    outcome = handle_message(message, failure_ports())
+    outcome = handle_message(message, root().failure_ports)
     logger.info(
         "handled",
         extra={"result": outcome.result, "decision": outcome.decision, "new_job": outcome.new_job_arn},
     )
 
 
-@logger.inject_lambda_context
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """SQS batch in, partial-batch failures out: bad records retry and end in the DLQ alone."""
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+lambda_handler = sqs_batch.lambda_handler(handle)

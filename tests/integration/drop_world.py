@@ -7,7 +7,7 @@ the same request rejected, a request it calls invalid refused).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import boto3
@@ -50,7 +50,7 @@ class DropWorld:
         return DroppedObject(BUCKET, key, response.get("VersionId"), len(body), response["ETag"].strip('"'))
 
     def handle(self, obj: DroppedObject) -> SubmitOutcome:
-        return submit_dropped_spec(obj, self.ports, self.config, self.queues, NOW_MS)
+        return submit_dropped_spec(obj, replace(self.ports, config=self.config, queues=self.queues), NOW_MS)
 
     def keys(self) -> set[str]:
         return {o["Key"] for o in self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])}
@@ -81,13 +81,14 @@ def build_world() -> DropWorld:
     store = DynamoJobStore(dynamodb, TABLE)
     batch = FakeServiceJobs()
 
+    config = shares_config()
     ports = SubmitPorts(
-        S3SpecBucket(s3),
-        batch,
-        store,
-        store,
-        FakeMetrics(),
-        SnsAlerts(sns, topic),
-        DynamoUploadAttributions(dynamodb, TABLE),
+        bucket=S3SpecBucket(s3),
+        batch=batch,
+        store=store,
+        metrics=FakeMetrics(),
+        alerts=SnsAlerts(sns, topic),
+        attributions=DynamoUploadAttributions(dynamodb, TABLE),
+        config=config,
     )
-    return DropWorld(s3, dynamodb, sqs, inbox, batch, ports, store, shares_config())
+    return DropWorld(s3, dynamodb, sqs, inbox, batch, ports, store, config)

@@ -253,16 +253,21 @@ def is_unscoped(resource: Any) -> bool:
     return text == "*" or "*" in ":".join(text.split(":")[:5])
 
 
+#: Where the Lambda code reads its environment: the process's, and the composition root's mapping of it.
+ENVIRONMENTS = ("os.environ", "self.environ")
+
+
 def env_keys_read_by(path: Path) -> set[str]:
-    """Environment variable names a module reads (os.environ[...], os.environ.get(...), os.getenv(...))."""
+    """Environment variable names a module reads (os.environ[...], os.environ.get(...), os.getenv(...),
+    and the same through the composition root's ``self.environ``)."""
     keys: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         key: ast.expr | None = None
-        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) in ENVIRONMENTS:
             key = node.slice
         elif (
             isinstance(node, ast.Call)
-            and ast.unparse(node.func) in ("os.environ.get", "os.getenv")
+            and ast.unparse(node.func) in (*(f"{e}.get" for e in ENVIRONMENTS), "os.getenv")
             and node.args
         ):
             key = node.args[0]

@@ -101,10 +101,10 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
         world = build_world()
         dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
         attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
-        uploader_ports = UploaderPorts(attributions, world.ports.alerts)
+        uploader_ports = UploaderPorts(attributions, world.ports.alerts, world.config)
 
         def trail() -> None:
-            record_upload(uploader, uploader_ports, world.config, NOW_MS // 1000)
+            record_upload(uploader, uploader_ports, NOW_MS // 1000)
 
         remaining = list(order)
         if mid_submit is not None and "drop" in remaining and "trail" in remaining:
@@ -112,8 +112,8 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
             remaining.remove("trail")
             remaining.remove("drop")
             interrupting = Interrupting(attributions, mid_submit, trail)
-            ports = replace(world.ports, attributions=interrupting)
-            submit_dropped_spec(dropped, ports, world.config, world.queues, NOW_MS)
+            ports = replace(world.ports, attributions=interrupting, queues=world.queues)
+            submit_dropped_spec(dropped, ports, NOW_MS)
             if not interrupting.fired:
                 trail()  # past the submit path's last join call: the trail event simply comes after
         for event in remaining:
@@ -163,17 +163,17 @@ def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_ale
         dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
         world.handle(dropped)
         attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
-        ports = UploaderPorts(attributions, FailingOnce(world.ports.alerts))
+        ports = UploaderPorts(attributions, FailingOnce(world.ports.alerts), world.config)
         # WHEN CloudTrail's event is handled and its alert fails, then the record is redelivered twice
         try:
-            record_upload(STRANGER, ports, world.config, NOW_MS // 1000)
+            record_upload(STRANGER, ports, NOW_MS // 1000)
         except ConnectionError:
             pass
         else:
             raise AssertionError("the failed publish must fail the record, so it is redelivered")
         principals = {name: item["uploader"]["principal"]["arn"] for name, item in _payloads(world).items()}
         for _ in range(2):
-            record_upload(STRANGER, ports, world.config, NOW_MS // 1000 + 30)
+            record_upload(STRANGER, ports, NOW_MS // 1000 + 30)
         # THEN the jobs carried the principal before the alert went out, and the alert went out once
         assert set(principals.values()) == {STRANGER.principal_arn}
         assert len(_alerts(world)) == 1

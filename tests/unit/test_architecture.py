@@ -59,7 +59,10 @@ def test_the_rule_is_checked_on_real_files() -> None:
 #: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
 #: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, and the
 #: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
+#: Powertools' parser models are no handler's: its batch utility builds them when pydantic was imported
+#: before it (see shareplane/sqs_batch.py).
 PATH_ONLY_MODULES = {
+    "aws_lambda_powertools.utilities.parser": set(),
     "shareplane.schemas.parse": {"record_state"},
     "shareplane.schemas.batch": {"record_state"},
     "shareplane.schemas.sagemaker": {"record_state"},

@@ -12,7 +12,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from shareplane.adapters.failure_ledger import DynamoFailureLedger
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app
@@ -63,7 +62,7 @@ def alerts_command(
     window = parse_duration(since)
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     name = table or target.output("JobsTableName")
-    rows = alert_rows(DynamoFailureLedger(target.client("dynamodb"), name).alerts(time.time() - window))
+    rows = alert_rows(target.root(table_name=name).failure_ledger.alerts(time.time() - window))
 
     def as_table() -> None:
         print_table(

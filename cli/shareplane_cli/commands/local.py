@@ -206,6 +206,7 @@ def _stack_config(stack: LocalStack) -> Any:
 
 
 def _store(stack: LocalStack) -> Any:
-    from shareplane.adapters.dynamodb_store import DynamoJobStore
+    from shareplane.bootstrap import Root
 
-    return DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"])
+    # The stack's own client (its endpoint), the table it created.
+    return Root({}, dynamodb=stack.client("dynamodb"), table_name=stack.outputs["JobsTableName"]).store

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.adapters.share_store import DynamoShareStore
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
@@ -164,9 +163,9 @@ def shares_command(
     """Show each share's weight or quota limits with target against actual; audit history; rollback."""
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     outputs = target.outputs() if not (table and queue) else {}
-    store = DynamoShareStore(target.client("dynamodb"), table or outputs["JobsTableName"])
+    root = target.root(table_name=table or outputs["JobsTableName"])
+    store, batch = root.share_store, root.batch_policy
     job_queue = queue or outputs["GpuJobQueueName"]
-    batch = BatchPolicyAdapter(target.client("batch"))
     try:
         config = load_config(config_path) if config_path.exists() else None
         if rollback_id:

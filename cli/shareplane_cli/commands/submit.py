@@ -124,7 +124,7 @@ def cancel_command(
 ) -> None:
     """Terminate one service job (TerminateServiceJob); terminated jobs are not retried."""
     target = Target(profile=profile, region=region, endpoint=endpoint)
-    BatchServiceJobs(target.client("batch")).terminate(job_id, reason)
+    target.root().batch_jobs.terminate(job_id, reason)
     Console().print(f"terminated {job_id}", markup=False, highlight=False)
 
 
@@ -183,9 +183,9 @@ def cleanup_command(
     if team is not None and team not in config.teams:
         err.print(f"error: team {team!r} is not in the shares config; use one of {sorted(config.teams)}")
         raise typer.Exit(2)
-    client = Target(profile=profile, region=region, endpoint=endpoint).client("batch")
-    batch = BatchServiceJobs(client)
-    jobs = find_team_jobs(batch, client, config, [team] if team else sorted(config.teams))
+    root = Target(profile=profile, region=region, endpoint=endpoint).root()
+    batch = root.batch_jobs
+    jobs = find_team_jobs(batch, root.batch, config, [team] if team else sorted(config.teams))
     report: dict[str, Any] = {"dryRun": dry_run, "jobs": jobs, "terminated": [], "errors": []}
     if jobs and not dry_run:
         result = batch.terminate_many([j["jobId"] for j in jobs], reason)

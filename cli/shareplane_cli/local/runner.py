@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from shareplane.bootstrap import Root, installed
+
 from .aws_calls import AwsCall, AwsCallRecorder, Location, RolePolicy, event_source_calls, runtime_log_calls
 from .stack import ACCOUNT, REGION, LocalStack, patched_environ
 from .template import FunctionSpec
@@ -102,6 +104,9 @@ class FunctionRunner:
     on_invocation: Callable[[Invocation], None] | None = None
     _modules: dict[str, ModuleType] = field(default_factory=dict)
     _active_env: dict[str, str] | None = None
+    #: The composition root of the function last invoked (its template environment), kept while the
+    #: next invocation has the same environment, as a warm Lambda container keeps its clients.
+    _root: Root | None = None
     #: Every AWS call the functions made, as IAM would authorize it (see aws_calls).
     recorder: AwsCallRecorder = field(init=False)
     _roles: dict[str, RolePolicy | None] = field(default_factory=dict)
@@ -179,12 +184,14 @@ class FunctionRunner:
         with patched_environ(env), contextlib.redirect_stdout(_STDOUT), _STDOUT.capturing(buffer):
             module = self._module(function)  # imported under its own environment, as in Lambda
             _log_to_invocations(module)
-            if env != self._active_env:
-                self._cold_start()
+            if self._root is None or env != self._active_env:
+                # A different function's environment: a new root (new clients, bound to this
+                # function's endpoints and queues), as a new Lambda container would build.
+                self._root = Root(env)
                 self._active_env = env
             handler = getattr(module, function.handler.split(".")[-1])
             role = self._role(function)
-            with self.recorder.acting_as(function.logical_id, role):
+            with self.recorder.acting_as(function.logical_id, role), installed(self._root):
                 response = handler(event, context)
         self._record_runtime_logs(function, role)
         return response, buffer.getvalue()
@@ -219,17 +226,6 @@ class FunctionRunner:
                 key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{key}"
             self._topic_keys[topic_arn] = key
         return self._topic_keys[topic_arn]
-
-    def _cold_start(self) -> None:
-        # A different function's environment: drop cached clients as a new Lambda container would.
-        from shareplane import bootstrap
-
-        bootstrap.dependencies.cache_clear()
-        # The failure path's ports are cached apart (boto3 clients bound to the endpoints and queue
-        # of the stack that built them): a second stack in one process must not reuse them.
-        bootstrap.failure_ports.cache_clear()
-        bootstrap.reclaim_ports.cache_clear()
-        bootstrap.permission_alerts.cache_clear()
 
     def _module(self, function: FunctionSpec) -> ModuleType:
         module_file, _ = function.handler.rsplit(".", 1)

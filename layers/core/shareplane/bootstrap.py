@@ -1,12 +1,14 @@
-"""Composition root: reads the environment and builds clients once per cold start.
+"""Composition root: builds every adapter and each use case's ports from one environment.
 
-The only module that reads ``os.environ``. Locally the same code runs against the embedded AWS,
-reached through the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables that
-boto3 honours on its own: there is no local-mode branch.
+The only module that reads ``os.environ``. ``Root`` takes the environment as a mapping and any part
+by name as an override, so a test hands it fakes, the local runner hands it a function's template
+environment, and the CLI hands it the account its options name (profile, region, endpoint, table).
+Locally the same code runs against the embedded AWS, reached through the standard ``AWS_ENDPOINT_URL``
+/ ``AWS_ENDPOINT_URL_<SERVICE>`` variables that boto3 honours on its own: there is no local-mode branch.
 
 Importing this module costs only what record_state (the busiest handler) needs: the job store, the
-metrics sink and the shares config. Every other adapter, and the service types its accessors build,
-is imported inside the accessor that uses it, so a handler pays at cold start only for its own.
+metrics sink and the shares config. Every other adapter, and the service types its parts build, is
+imported inside the part that uses it, so a handler pays at cold start only for its own path.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
-from functools import cache, cached_property
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -38,62 +41,149 @@ if TYPE_CHECKING:
 
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
+    from .adapters.failure_ledger import DynamoFailureLedger
     from .adapters.s3_spec_bucket import S3SpecBucket
     from .adapters.share_store import DynamoShareStore
     from .adapters.sns_alerts import SnsAlerts
     from .adapters.upload_attributions import DynamoUploadAttributions
     from .service.handle_failure import FailurePorts
-    from .service.rebalance_shares import RebalanceSettings
+    from .service.rebalance_shares import RebalancePorts, RebalanceSettings
     from .service.reclaim_capacity import ReclaimPorts
-    from .service.submit_job import QueueNames
+    from .service.record_state import RecordStatePorts
+    from .service.record_uploader import UploaderPorts
+    from .service.submit_job import QueueNames, SubmitPorts
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
 
 
-@dataclass(frozen=True)
-class Dependencies:
-    """Everything a handler needs, built once: the shared core now, each use case's adapters on first use."""
+class Root:
+    """Everything the handlers and the CLI need, each part built on first use and kept.
 
-    session: boto3.session.Session
-    dynamodb: DynamoDBClient = field(repr=False, compare=False)
-    store: DynamoJobStore
-    metrics: EmfMetricsSink
-    config: SharesConfig | None
+    ``environ`` holds the deployment's settings (TABLE_NAME, SHAREPLANE_CONFIG, queue URLs, switches).
+    Any part below may be passed by name instead of built (``Root(env, failure_ports=fakes)``,
+    ``Root(env, session=boto3.session.Session(profile_name=...), table_name="jobs")``); an unknown
+    name is a TypeError naming the parts there are. ``endpoint_url`` reaches every service at one
+    endpoint unless its own ``AWS_ENDPOINT_URL_<SERVICE>`` says otherwise, as the aws CLI's
+    ``--endpoint-url`` does; without it boto3 resolves endpoints itself.
+    """
 
-    # One boto3 client per service for this cold start (clients are thread-safe and costly to build),
-    # each typed by its service so mypy checks every call an adapter makes.
+    def __init__(
+        self, environ: Mapping[str, str], *, endpoint_url: str | None = None, **parts: object
+    ) -> None:
+        unknown = sorted(set(parts) - _PARTS)
+        if unknown:
+            raise TypeError(f"Root has no part {unknown}: pass one of {sorted(_PARTS)}")
+        self.environ = environ
+        self.endpoint_url = endpoint_url
+        # A cached_property finds its value in the instance dict and builds nothing: an override is
+        # the part itself, from the start.
+        self.__dict__.update(parts)
+
+    @classmethod
+    def from_environment(cls, *, endpoint_url: str | None = None, **parts: object) -> Root:
+        """The root of this process's environment (a Lambda function's, or the shell's for the CLI)."""
+        return cls(os.environ, endpoint_url=endpoint_url, **parts)
+
+    # -- settings read from the environment --------------------------------------------------------
+    def flag(self, name: str, default: bool) -> bool:
+        """A true/false setting (unset: ``default``)."""
+        raw = self.environ.get(name)
+        return default if raw is None or not raw.strip() else raw.strip().lower() in ("1", "true", "yes")
+
     @cached_property
-    def batch(self) -> BatchClient:
-        return self.session.client("batch", config=_BOTO_CONFIG)
+    def table_name(self) -> str:
+        """The jobs table (TABLE_NAME): jobs, their history, the ledgers and the rebalancer's items."""
+        return self.environ["TABLE_NAME"]
 
     @cached_property
-    def s3(self) -> S3Client:
-        return self.session.client("s3", config=_BOTO_CONFIG)
-
-    @cached_property
-    def sagemaker(self) -> SageMakerClient:
-        return self.session.client("sagemaker", config=_BOTO_CONFIG)
-
-    @cached_property
-    def scheduler(self) -> EventBridgeSchedulerClient:
-        return self.session.client("scheduler", config=_BOTO_CONFIG)
-
-    @cached_property
-    def sns(self) -> SNSClient:
-        return self.session.client("sns", config=_BOTO_CONFIG)
-
-    @cached_property
-    def sqs(self) -> SQSClient:
-        return self.session.client("sqs", config=_BOTO_CONFIG)
+    def config(self) -> SharesConfig | None:
+        """The shares config the template passes as JSON in SHAREPLANE_CONFIG (None when unset)."""
+        raw = self.environ.get("SHAREPLANE_CONFIG")
+        return SharesConfig.model_validate(json.loads(raw)) if raw else None
 
     def require_config(self) -> SharesConfig:
         """The shares config; ConfigError when the function was deployed without one."""
         if self.config is None:
-            raise ConfigError("SHAREPLANE_CONFIG", "is not set", "pass the shares config to the function")
+            raise ConfigError(
+                "SHAREPLANE_CONFIG", "is not set", "deploy the stack with the SharesConfig parameter"
+            )
         return self.config
 
-    # -- shared by the submit and failure paths ------------------------------------------------
+    @cached_property
+    def clock(self) -> Callable[[], float]:
+        """The wall clock, only where no event dates a decision (see FailurePorts.clock)."""
+        return time.time
+
+    @cached_property
+    def function_name(self) -> str:
+        """Which function this is (named in permission alerts)."""
+        return self.environ.get("AWS_LAMBDA_FUNCTION_NAME", "shareplane")
+
+    # -- boto3: one session, one client per service ------------------------------------------------
+    @cached_property
+    def session(self) -> boto3.session.Session:
+        """The boto3 session (credentials and region as boto3 finds them; the CLI passes its own)."""
+        return boto3.session.Session()
+
+    def endpoint_for(self, service: str) -> str | None:
+        """The endpoint of a service when ``endpoint_url`` was given (see the class); else boto3's own."""
+        if self.endpoint_url is None:
+            return None
+        return self.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or self.endpoint_url
+
+    def client(self, service: str) -> Any:
+        """A new client of any service by name (the CLI's CloudFormation, say), untyped."""
+        session: Any = self.session  # the stubs type clients per literal service name only
+        return session.client(service, endpoint_url=self.endpoint_for(service), config=_BOTO_CONFIG)
+
+    # One client per service for this root (clients are thread-safe and costly to build), each typed
+    # by its service so mypy checks every call an adapter makes.
+    @cached_property
+    def dynamodb(self) -> DynamoDBClient:
+        return self.session.client(
+            "dynamodb", endpoint_url=self.endpoint_for("dynamodb"), config=_BOTO_CONFIG
+        )
+
+    @cached_property
+    def batch(self) -> BatchClient:
+        return self.session.client("batch", endpoint_url=self.endpoint_for("batch"), config=_BOTO_CONFIG)
+
+    @cached_property
+    def s3(self) -> S3Client:
+        return self.session.client("s3", endpoint_url=self.endpoint_for("s3"), config=_BOTO_CONFIG)
+
+    @cached_property
+    def sagemaker(self) -> SageMakerClient:
+        return self.session.client(
+            "sagemaker", endpoint_url=self.endpoint_for("sagemaker"), config=_BOTO_CONFIG
+        )
+
+    @cached_property
+    def scheduler(self) -> EventBridgeSchedulerClient:
+        return self.session.client(
+            "scheduler", endpoint_url=self.endpoint_for("scheduler"), config=_BOTO_CONFIG
+        )
+
+    @cached_property
+    def sns(self) -> SNSClient:
+        return self.session.client("sns", endpoint_url=self.endpoint_for("sns"), config=_BOTO_CONFIG)
+
+    @cached_property
+    def sqs(self) -> SQSClient:
+        return self.session.client("sqs", endpoint_url=self.endpoint_for("sqs"), config=_BOTO_CONFIG)
+
+    # -- adapters shared by several paths --------------------------------------------------------
+    @cached_property
+    def store(self) -> DynamoJobStore:
+        """Jobs, their history and submitted payloads, in the jobs table."""
+        return DynamoJobStore(self.dynamodb, self.table_name)
+
+    @cached_property
+    def metrics(self) -> EmfMetricsSink:
+        """EMF metrics (POWERTOOLS_METRICS_NAMESPACE)."""
+        return EmfMetricsSink(self.environ.get("POWERTOOLS_METRICS_NAMESPACE", "shareplane"))
+
     @cached_property
     def batch_jobs(self) -> BatchServiceJobs:
         """AWS Batch service jobs: submit, describe, list, reprioritize, terminate."""
@@ -106,7 +196,33 @@ class Dependencies:
         """The alerts topic (ALERTS_TOPIC_ARN)."""
         from .adapters.sns_alerts import SnsAlerts
 
-        return SnsAlerts(self.sns, os.environ["ALERTS_TOPIC_ARN"])
+        return SnsAlerts(self.sns, self.environ["ALERTS_TOPIC_ARN"])
+
+    @cached_property
+    def failure_ledger(self) -> DynamoFailureLedger:
+        """Failure decisions, watch watermarks and sent alerts, in the jobs table."""
+        from .adapters.failure_ledger import DynamoFailureLedger
+
+        return DynamoFailureLedger(self.dynamodb, self.table_name)
+
+    @cached_property
+    def permission_alerts(self) -> PermissionAlerts:
+        """Where a refused AWS call is reported: the alerts topic and the alert ledger of the jobs table."""
+        return PermissionAlerts(
+            function=self.function_name,
+            # Built only when a refusal is reported: never on a handler's normal path.
+            alerts=lambda: self.alerts,
+            ledger=lambda: self.failure_ledger,
+            clock=self.clock,
+        )
+
+    # -- record_state ----------------------------------------------------------------------------
+    @cached_property
+    def record_state_ports(self) -> RecordStatePorts:
+        """What recording a state change talks to: the job store, metrics, the shares config (if any)."""
+        from .service.record_state import RecordStatePorts
+
+        return RecordStatePorts(store=self.store, metrics=self.metrics, config=self.config)
 
     # -- submit path (submit_job) -----------------------------------------------------------------
     @cached_property
@@ -121,7 +237,7 @@ class Dependencies:
         """The join of uploads' principals (CloudTrail) to their jobs, in the jobs table."""
         from .adapters.upload_attributions import DynamoUploadAttributions
 
-        return DynamoUploadAttributions(self.dynamodb, os.environ["TABLE_NAME"])
+        return DynamoUploadAttributions(self.dynamodb, self.table_name)
 
     @cached_property
     def submit_queues(self) -> QueueNames:
@@ -129,8 +245,34 @@ class Dependencies:
         from .service.submit_job import QueueNames
 
         return QueueNames(
-            gpu=os.environ.get("GPU_JOB_QUEUE") or None, cpu=os.environ.get("CPU_JOB_QUEUE") or None
+            gpu=self.environ.get("GPU_JOB_QUEUE") or None, cpu=self.environ.get("CPU_JOB_QUEUE") or None
         )
+
+    @cached_property
+    def submit_ports(self) -> SubmitPorts:
+        """The submit path's ports: the drop bucket, Batch, the jobs table, metrics, alerts, config."""
+        from .service.submit_job import SubmitPorts
+
+        config = self.require_config()
+        return SubmitPorts(
+            bucket=self.spec_bucket,
+            batch=self.batch_jobs,
+            store=self.store,  # job states and the payloads they were submitted with
+            metrics=self.metrics,
+            alerts=self.alerts,
+            attributions=self.upload_attributions,
+            config=config,
+            queues=self.submit_queues,
+        )
+
+    # -- uploader attribution (record_uploader) ----------------------------------------------------
+    @cached_property
+    def uploader_ports(self) -> UploaderPorts:
+        """The attribution path's ports: the upload join, alerts, the shares config."""
+        from .service.record_uploader import UploaderPorts
+
+        config = self.require_config()
+        return UploaderPorts(attributions=self.upload_attributions, alerts=self.alerts, config=config)
 
     # -- share rebalancer (rebalance_shares, `shareplane shares`) --------------------------------
     @cached_property
@@ -145,26 +287,36 @@ class Dependencies:
         """The rebalancer's state and audit items in the jobs table."""
         from .adapters.share_store import DynamoShareStore
 
-        return DynamoShareStore(self.dynamodb, os.environ["TABLE_NAME"])
+        return DynamoShareStore(self.dynamodb, self.table_name)
 
     @cached_property
     def rebalance_settings(self) -> RebalanceSettings:
         """The GPU queue to rebalance (GPU_JOB_QUEUE, else the config's) and REBALANCE_DRY_RUN."""
         from .service.rebalance_shares import RebalanceSettings
 
-        queue = os.environ.get("GPU_JOB_QUEUE") or (self.config.gpu_queue_name() if self.config else "")
+        queue = self.environ.get("GPU_JOB_QUEUE") or (self.config.gpu_queue_name() if self.config else "")
         if not queue:
             raise ConfigError("GPU_JOB_QUEUE", "is empty and no shares config names the queue", "set either")
-        return RebalanceSettings(
-            job_queue=queue,
-            dry_run=os.environ.get("REBALANCE_DRY_RUN", "false").strip().lower() in ("1", "true", "yes"),
+        dry_run = self.environ.get("REBALANCE_DRY_RUN", "false").strip().lower() in ("1", "true", "yes")
+        return RebalanceSettings(job_queue=queue, dry_run=dry_run)
+
+    @cached_property
+    def rebalance_ports(self) -> RebalancePorts:
+        """The rebalancer's ports: Batch's policies, its state and audits, metrics, config, settings."""
+        from .service.rebalance_shares import RebalancePorts
+
+        return RebalancePorts(
+            config=self.require_config(),
+            settings=self.rebalance_settings,
+            batch=self.batch_policy,
+            store=self.share_store,
+            metrics=self.metrics,
         )
 
     # -- failure path (handle_failure, watch_jobs) -----------------------------------------------
     @cached_property
     def failure_ports(self) -> FailurePorts:
         """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler, its ledger)."""
-        from .adapters.failure_ledger import DynamoFailureLedger
         from .adapters.requeue_timer import QueueRequeueTimer
         from .adapters.sagemaker_training import SageMakerTrainingJobs
         from .service.handle_failure import FailurePorts
@@ -172,22 +324,27 @@ class Dependencies:
         config = self.require_config()
         return FailurePorts(
             store=self.store,
-            ledger=DynamoFailureLedger(self.dynamodb, os.environ["TABLE_NAME"]),
+            ledger=self.failure_ledger,
             batch=self.batch_jobs,
             training=SageMakerTrainingJobs(self.sagemaker),
             alerts=self.alerts,
             timer=QueueRequeueTimer(
                 self.sqs,
                 self.scheduler,
-                os.environ["FAILURE_QUEUE_URL"],
-                os.environ.get("SCHEDULER_ROLE_ARN"),
+                self.environ["FAILURE_QUEUE_URL"],
+                self.environ.get("SCHEDULER_ROLE_ARN"),
             ),
             metrics=self.metrics,
             config=config,
             region=self.session.region_name or "us-east-1",
-            clock=time.time,  # only where no event dates a decision (see FailurePorts.clock)
-            gpu_queue=(os.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
+            clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
+            gpu_queue=(self.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
         )
+
+    @property
+    def watch_ports(self) -> FailurePorts:
+        """The watch's ports: the failure path's (it escalates, reconciles and alerts through them)."""
+        return self.failure_ports
 
     # -- checkpoint-aware reclaim (reclaim_capacity) --------------------------------------------
     @cached_property
@@ -202,75 +359,48 @@ class Dependencies:
         return ReclaimPorts(
             batch=self.batch_jobs,
             checkpoints=S3Checkpoints(self.s3),
-            ledger=DynamoReclaimLedger(self.dynamodb, os.environ["TABLE_NAME"]),
+            ledger=DynamoReclaimLedger(self.dynamodb, self.table_name),
             alerts=self.alerts,
             # Re-checks wait at most 900 s (SQS's own delay), so no scheduler is needed.
-            timer=QueueRequeueTimer(self.sqs, None, os.environ["RECLAIM_QUEUE_URL"], None),
+            timer=QueueRequeueTimer(self.sqs, None, self.environ["RECLAIM_QUEUE_URL"], None),
             metrics=self.metrics,
             config=config,
             settings=ReclaimSettings(
-                job_queue=os.environ.get("GPU_JOB_QUEUE") or config.gpu_queue_name(),
-                enabled=_flag("RECLAIM_ENABLED", True),
-                dry_run=_flag("RECLAIM_DRY_RUN", False),
+                job_queue=self.environ.get("GPU_JOB_QUEUE") or config.gpu_queue_name(),
+                enabled=self.flag("RECLAIM_ENABLED", True),
+                dry_run=self.flag("RECLAIM_DRY_RUN", False),
             ),
-            clock=time.time,  # only a manual run and the alert claim's lease read it
+            clock=self.clock,  # only a manual run and the alert claim's lease read it
         )
 
 
-def _flag(name: str, default: bool) -> bool:
-    """A true/false environment variable (unset: ``default``)."""
-    raw = os.environ.get(name)
-    return default if raw is None or not raw.strip() else raw.strip().lower() in ("1", "true", "yes")
+#: The parts a Root builds, and so the names it takes as overrides.
+_PARTS = frozenset(name for name, value in vars(Root).items() if isinstance(value, cached_property))
+
+_root: Root | None = None
 
 
-def load_config_from_env() -> SharesConfig | None:
-    """The shares config the template passes as JSON in SHAREPLANE_CONFIG (None when unset)."""
-    raw = os.environ.get("SHAREPLANE_CONFIG")
-    return SharesConfig.model_validate(json.loads(raw)) if raw else None
+def root() -> Root:
+    """The root the handlers use: this process's environment's, built on first use (a cold start).
+
+    Not built at import, so importing a handler is cheap and safe.
+    """
+    global _root
+    if _root is None:
+        _root = Root.from_environment()
+    return _root
 
 
-@cache
-def dependencies() -> Dependencies:
-    """Build the dependencies on first use (not at import, so importing a handler is cheap and safe)."""
-    session = boto3.session.Session()
-    dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
-    return Dependencies(
-        session=session,
-        dynamodb=dynamodb,
-        store=DynamoJobStore(dynamodb, os.environ["TABLE_NAME"]),
-        metrics=EmfMetricsSink(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "shareplane")),
-        config=load_config_from_env(),
-    )
-
-
-@cache
-def reclaim_ports() -> ReclaimPorts:
-    """Reclaim's ports, built on first use (see ``Dependencies.reclaim_ports``)."""
-    return dependencies().reclaim_ports
-
-
-@cache
-def failure_ports() -> FailurePorts:
-    """The failure path's ports, built on first use (see ``Dependencies.failure_ports``)."""
-    return dependencies().failure_ports
-
-
-@cache
-def permission_alerts() -> PermissionAlerts:
-    """Where a refused AWS call is reported: the alerts topic and the alert ledger of the jobs table."""
-
-    def ledger() -> Any:
-        from .adapters.failure_ledger import DynamoFailureLedger
-
-        return DynamoFailureLedger(dependencies().dynamodb, os.environ["TABLE_NAME"])
-
-    return PermissionAlerts(
-        function=os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "shareplane"),
-        alerts=lambda: dependencies().alerts,
-        ledger=ledger,
-        clock=time.time,
-    )
+@contextmanager
+def installed(chosen: Root) -> Iterator[Root]:
+    """Within the block the handlers use ``chosen``: a test's fakes, a local function's environment."""
+    global _root
+    saved, _root = _root, chosen
+    try:
+        yield chosen
+    finally:
+        _root = saved
 
 
 #: Decorates every handler's record handler: AccessDenied from AWS is a configuration error, alerted once.
-guard_permissions = guard(permission_alerts)
+guard_permissions = guard(lambda: root().permission_alerts)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import job_state_item
+from shareplane.bootstrap import Root
 from shareplane.domain.errors import InvalidInputError, RejectedByServiceError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane_cli import aws
@@ -87,7 +88,7 @@ def test_cancelling_an_unknown_job_is_not_found(
     stub = Stubber(client)
     stub.add_client_error("terminate_service_job", "ClientException", "Job nope not found", 400)
     stub.activate()
-    monkeypatch.setattr(aws.Target, "client", lambda self, service: client)
+    monkeypatch.setattr(aws.Target, "root", lambda self, **parts: Root({}, batch=client, **parts))
     code, out, err = run("cancel", "nope")
     assert_clear(code, err, ExitCode.NOT_FOUND, "nope", "shareplane jobs")
     assert "terminated" not in out

@@ -30,8 +30,8 @@ def test_a_jobs_uploader_is_shown_before_and_after_cloudtrails_event(
         assert before.exit_code == 0, before.output
         assert "principal not recorded yet" in before.output and REQUEST in before.output
         # WHEN CloudTrail's event is recorded
-        ports = UploaderPorts(world.ports.attributions, world.ports.alerts)
-        record_upload(SUBMITTER, ports, world.config, 0)
+        ports = UploaderPorts(world.ports.attributions, world.ports.alerts, world.config)
+        record_upload(SUBMITTER, ports, 0)
         # THEN the detail view names the principal and how it compares with the team's submitters
         after = runner.invoke(app, ["jobs", "--table", TABLE, "--job", JOB])
         assert after.exit_code == 0, after.output

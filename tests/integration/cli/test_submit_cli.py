@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES
+from shareplane.bootstrap import Root
 from shareplane.schemas.s3 import parse_object_created
 from shareplane_cli.aws import Target
 from shareplane_cli.main import app
@@ -124,7 +125,7 @@ def test_wait_follows_the_jobs_to_their_final_state(
 @pytest.fixture
 def stubbed_batch(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     client = boto3.client("batch", region_name="us-east-1")
-    monkeypatch.setattr(Target, "client", lambda self, service: client)
+    monkeypatch.setattr(Target, "root", lambda self, **parts: Root({}, batch=client, **parts))
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()

@@ -22,7 +22,7 @@ TABLE = "shareplane-jobs"
 
 
 @pytest.fixture
-def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
+def world(aws_credentials: None) -> Any:
     """Fakes for Batch and SageMaker (moto has no service jobs), moto for DynamoDB, SNS and SQS."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -33,9 +33,9 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
         ports = replace(
             fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
         )
-        for name in ("handle_failure", "watch_jobs"):
-            monkeypatch.setattr(load_handler(name), "failure_ports", lambda: ports)
-        yield fakes, ports, sqs, audit
+        # Nothing from the environment: both handlers reach only these ports.
+        with bootstrap.installed(bootstrap.Root({}, failure_ports=ports)):
+            yield fakes, ports, sqs, audit
 
 
 def described_from(event: dict[str, Any]) -> dict[str, Any]:
@@ -115,8 +115,7 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     fakes.clock.now = detail["createdAt"] / 1000 - 3 * 3600
     ticked = replace(ports, store=store, clock=fakes.clock)
     handler = load_handler("watch_jobs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(handler, "failure_ports", lambda: ticked)
+    with bootstrap.installed(bootstrap.Root({}, failure_ports=ticked)):
         # WHEN the schedule rule's tick for 06:10:00 arrives (and is delivered twice)
         tick = load_event("scheduled_event_watch_jobs")
         response = handler.lambda_handler(sqs_batch([tick, tick, {**tick, "time": "soon"}]), lambda_context)
@@ -128,22 +127,16 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     assert "waited 27800s" in entry.reason
 
 
-def test_bootstrap_builds_the_failure_ports_from_the_environment(
-    aws_credentials: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bootstrap_builds_the_failure_ports_from_the_environment(aws_credentials: None) -> None:
     from tests.fakes.failure_world import shares_config
 
-    monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.setenv("SHAREPLANE_CONFIG", shares_config().model_dump_json())
-    monkeypatch.setenv("ALERTS_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:alerts")
-    monkeypatch.setenv("FAILURE_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/hf")
-    monkeypatch.setenv("GPU_JOB_QUEUE", "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue")
-    bootstrap.dependencies.cache_clear()
-    bootstrap.failure_ports.cache_clear()
-    try:
-        ports = bootstrap.failure_ports()
-        assert ports.gpu_queue == "search-p4d-queue" and ports.region == "us-east-1"
-        assert ports.config.teams
-    finally:
-        bootstrap.dependencies.cache_clear()
-        bootstrap.failure_ports.cache_clear()
+    environment = {
+        "TABLE_NAME": TABLE,
+        "SHAREPLANE_CONFIG": shares_config().model_dump_json(),
+        "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts",
+        "FAILURE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/hf",
+        "GPU_JOB_QUEUE": "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue",
+    }
+    ports = bootstrap.Root(environment).failure_ports
+    assert ports.gpu_queue == "search-p4d-queue" and ports.region == "us-east-1"
+    assert ports.config.teams

@@ -45,10 +45,9 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tu
         try:
             # GIVEN the blog's queue with equal weights; ProdExp1 took 80 before ProdExp2 (entitled 40) came
             arn = borrowed_fairshare_queue(cluster)
-            bootstrap.dependencies.cache_clear()
-            yield load_handler("rebalance_shares"), cluster, arn
+            with bootstrap.installed(bootstrap.Root.from_environment()):
+                yield load_handler("rebalance_shares"), cluster, arn
         finally:
-            bootstrap.dependencies.cache_clear()
             server.stop()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from shareplane import bootstrap
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
@@ -22,7 +23,7 @@ TABLE = "shareplane-jobs"
 
 
 @pytest.fixture
-def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
+def world(aws_credentials: None) -> Any:
     """Fakes for Batch and S3 checkpoints, moto for DynamoDB, SNS and SQS."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -40,8 +41,9 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
         ports = replace(
             fakes.ports, ledger=DynamoReclaimLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
         )
-        monkeypatch.setattr(load_handler("reclaim_capacity"), "reclaim_ports", lambda: ports)
-        yield fakes, dynamodb, sqs, inbox
+        # Nothing from the environment: the handler reaches only these ports.
+        with bootstrap.installed(bootstrap.Root({}, reclaim_ports=ports)):
+            yield fakes, dynamodb, sqs, inbox
 
 
 def test_the_runnable_sample_is_re_checked_and_the_tick_reclaims_once(

@@ -31,13 +31,12 @@ def handler(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "shareplane")
     with mock_aws():
         create_jobs_table(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
-        bootstrap.dependencies.cache_clear()
-        yield load_handler("record_state")
-        bootstrap.dependencies.cache_clear()
+        with bootstrap.installed(bootstrap.Root.from_environment()):
+            yield load_handler("record_state")
 
 
 def stored_store() -> DynamoJobStore:
-    return bootstrap.dependencies().store
+    return bootstrap.root().store
 
 
 @pytest.mark.parametrize(

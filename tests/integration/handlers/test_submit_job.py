@@ -38,9 +38,8 @@ def handler(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
         topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="alerts")["TopicArn"]
         monkeypatch.setenv("ALERTS_TOPIC_ARN", topic)
-        bootstrap.dependencies.cache_clear()
-        yield load_handler("submit_job")
-        bootstrap.dependencies.cache_clear()
+        with bootstrap.installed(bootstrap.Root.from_environment()):
+            yield load_handler("submit_job")
 
 
 def dropped_event(key: str, body: bytes) -> dict[str, Any]:
@@ -59,7 +58,7 @@ SHARES = {"bert-large-ranker-ft-01": "ProdExp1HIGHPRI", "ranker-lr-sweep-07": "P
 
 def stub_submissions(names: list[str]) -> Stubber:
     """Expect one SubmitServiceJob per name, validated against botocore's model of the request."""
-    stubber = Stubber(bootstrap.dependencies().batch_jobs._client)  # noqa: SLF001 - the handler's client
+    stubber = Stubber(bootstrap.root().batch_jobs._client)  # noqa: SLF001 - the handler's client
     for i, name in enumerate(names):
         job_id = f"00000000-0000-4000-8000-00000000000{i}"
         expected = {
@@ -102,7 +101,7 @@ def test_the_sample_event_submits_every_job_of_the_dropped_file(handler: Any, la
         ].read()
     )
     assert receipt["outcome"] == "accepted" and len(receipt["jobs"]) == 3
-    assert [j.status.value for j in bootstrap.dependencies().store.jobs()] == ["SUBMITTED"] * 3
+    assert [j.status.value for j in bootstrap.root().store.jobs()] == ["SUBMITTED"] * 3
 
 
 def test_a_duplicated_event_in_one_batch_submits_once(handler: Any, lambda_context: Any) -> None:

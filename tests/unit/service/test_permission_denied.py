@@ -210,6 +210,6 @@ FUNCTIONS = sorted(p.name for p in (REPO / "functions").iterdir() if (p / "app.p
 
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_every_handler_processes_its_records_through_the_guard(function: str) -> None:
-    record_handler = load_handler(function).record_handler
+    record_handler = load_handler(function).lambda_handler.record_handler
     assert record_handler.__code__.co_name == "guarded"  # functools.wraps keeps the name, not the code
     assert record_handler.__wrapped__.__module__ == f"shareplane_function_{function}"

@@ -108,6 +108,17 @@ class RebalanceSettings:
 
 
 @dataclass(frozen=True)
+class RebalancePorts:
+    """Everything a scheduled run talks to; built once per cold start by bootstrap."""
+
+    config: SharesConfig
+    settings: RebalanceSettings
+    batch: SharesBatch
+    store: ShareStore
+    metrics: MetricsSink
+
+
+@dataclass(frozen=True)
 class RebalanceOutcome:
     """What one run did, for logs and tests."""
 
@@ -643,6 +654,24 @@ def skip_reason(plan: RebalancePlan) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Use cases
+
+
+def rebalance_tick(tick_id: str, now: float, ports: RebalancePorts, *, clock_now: float) -> RebalanceOutcome:
+    """The schedule's run for one tick, through the ports the composition root builds.
+
+    ``now`` is the tick's time (decisions), ``clock_now`` the receiving Lambda's clock (it only bounds
+    how far ahead of it a tick may be dated): see ``rebalance_shares``.
+    """
+    return rebalance_shares(
+        tick_id,
+        now,
+        ports.config,
+        ports.settings,
+        ports.batch,
+        ports.store,
+        ports.metrics,
+        clock_now=clock_now,
+    )
 
 
 def rebalance_shares(

@@ -29,6 +29,23 @@ class RecordOutcome:
     status: str
 
 
+@dataclass(frozen=True)
+class RecordStatePorts:
+    """Everything recording a state change talks to; built once per cold start by bootstrap."""
+
+    store: JobStore
+    metrics: MetricsSink
+    #: Maps share identifiers to teams and tiers in metric dimensions; None: no team or tier.
+    config: SharesConfig | None
+
+
+def record_state(
+    observation: JobObservation | TrainingJobObservation, ports: RecordStatePorts
+) -> RecordOutcome:
+    """Record one state change event through the ports the composition root builds."""
+    return record_observation(observation, ports.store, ports.metrics, ports.config)
+
+
 def record_observation(
     observation: JobObservation | TrainingJobObservation,
     store: JobStore,

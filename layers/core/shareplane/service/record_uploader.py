@@ -35,10 +35,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class UploaderPorts:
-    """What the attribution path talks through."""
+    """Everything the attribution path talks through; built once per cold start by bootstrap."""
 
     attributions: UploadAttributions
     alerts: AlertPublisher
+    #: Each team's submitters, checked against the uploader.
+    config: SharesConfig
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,9 @@ class UploaderOutcome:
     alerted: bool
 
 
-def record_upload(
-    attribution: UploadAttribution, ports: UploaderPorts, config: SharesConfig, now_s: int
-) -> UploaderOutcome:
+def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: int) -> UploaderOutcome:
     """Store the principal of one S3 request, alert on a non-submitter once, write it on its jobs."""
+    config = ports.config
     record = principal_record(attribution, config)
     team, check = check_principal(attribution, config)
     request_id = attribution.request_id

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.config import SharesConfig
 from ..domain.drop_access import drop_refusal
@@ -75,18 +75,8 @@ from .record_uploader import attach_recorded_principal
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SubmitPorts:
-    """What the submit use case talks through."""
-
-    bucket: SpecBucket
-    batch: ServiceJobs
-    store: JobStore
-    payloads: PayloadStore
-    metrics: MetricsSink
-    alerts: AlertPublisher
-    #: The uploader's principal from CloudTrail, joined to the drop's jobs by S3 request id.
-    attributions: UploadAttributions
+class SubmitStore(JobStore, PayloadStore, Protocol):
+    """The jobs table as the submit path writes it: each job's state, and the payload it was sent with."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +96,22 @@ class QueueNames:
 
 
 @dataclass(frozen=True)
+class SubmitPorts:
+    """Everything the submit use case talks through; built once per cold start by bootstrap."""
+
+    bucket: SpecBucket
+    batch: ServiceJobs
+    store: SubmitStore
+    metrics: MetricsSink
+    alerts: AlertPublisher
+    #: The uploader's principal from CloudTrail, joined to the drop's jobs by S3 request id.
+    attributions: UploadAttributions
+    config: SharesConfig
+    #: The deployed queues that the config's queue names stand for.
+    queues: QueueNames = field(default_factory=QueueNames)
+
+
+@dataclass(frozen=True)
 class SubmitOutcome:
     """What handling one dropped object did."""
 
@@ -116,14 +122,9 @@ class SubmitOutcome:
     jobs: tuple[SubmittedJob, ...] = field(default=())
 
 
-def submit_dropped_spec(
-    obj: DroppedObject,
-    ports: SubmitPorts,
-    config: SharesConfig,
-    queues: QueueNames,
-    now_ms: int,
-) -> SubmitOutcome:
+def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> SubmitOutcome:
     """Handle one dropped object exactly once, whatever the number of events about it."""
+    config, queues = ports.config, ports.queues
     if is_output_key(obj.key):
         # Our own answers: never specs (guards a notification configured on the whole bucket).
         return SubmitOutcome(obj.key, "ignored")
@@ -281,7 +282,7 @@ def _submit_one(
         key = payload_request_key(team, entry.job_id)
         ports.bucket.put_json(obj.bucket, key, {"request": item.pop("request")})
         item["requestAt"] = {"bucket": obj.bucket, "key": key}
-    ports.payloads.save_payload(answer.job_arn, item)
+    ports.store.save_payload(answer.job_arn, item)
     return entry
 
 

@@ -1,0 +1,88 @@
+"""The composition root: settings from the mapping it is given, parts built once on first use, overrides."""
+
+from __future__ import annotations
+
+import pytest
+from shareplane import bootstrap
+from shareplane.bootstrap import Root
+from shareplane.domain.errors import ConfigError
+
+from tests.fakes.failure_world import World, shares_config
+
+
+def test_an_override_is_the_part_itself_and_nothing_unused_is_built() -> None:
+    client = object()
+    root = Root({"TABLE_NAME": "jobs"}, dynamodb=client)
+    # WHEN the job store is asked for
+    store = root.store
+    # THEN it is built on the client given, in the table of the mapping, and no other client exists
+    assert store._client is client and store._table == "jobs"  # noqa: SLF001 - what the adapter was given
+    assert not {"session", "batch", "s3", "sns", "sqs", "sagemaker", "scheduler"} & set(vars(root))
+
+
+def test_each_part_is_built_once_and_the_watch_shares_the_failure_paths_ports() -> None:
+    ports = World().ports
+    root = Root({}, failure_ports=ports, dynamodb=object(), table_name="t")
+    assert root.store is root.store
+    assert root.watch_ports is root.failure_ports is ports
+
+
+def test_an_unknown_part_is_refused_naming_the_parts_there_are() -> None:
+    with pytest.raises(TypeError) as refused:
+        Root({}, failure_portz=object())
+    assert "failure_portz" in str(refused.value) and "failure_ports" in str(refused.value)
+
+
+def test_settings_come_from_the_mapping_not_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLE_NAME", "the-process-table")
+    monkeypatch.setenv("RECLAIM_DRY_RUN", "true")
+    root = Root({"TABLE_NAME": "given", "RECLAIM_DRY_RUN": "no"})
+    assert root.table_name == "given" and root.flag("RECLAIM_DRY_RUN", True) is False
+    assert root.flag("RECLAIM_ENABLED", True) is True  # unset: the default
+
+
+def test_a_use_case_that_needs_the_config_names_the_setting_when_it_is_missing() -> None:
+    root = Root({"TABLE_NAME": "t"}, dynamodb=object(), s3=object(), batch=object(), sns=object())
+    with pytest.raises(ConfigError) as missing:
+        root.submit_ports  # noqa: B018 - building the bundle is the act under test
+    assert missing.value.field == "SHAREPLANE_CONFIG" and "SharesConfig" in missing.value.fix
+    configured = Root(
+        {"TABLE_NAME": "t", "SHAREPLANE_CONFIG": shares_config().model_dump_json(), "ALERTS_TOPIC_ARN": "a"},
+        dynamodb=object(),
+        s3=object(),
+        batch=object(),
+        sns=object(),
+    )
+    assert configured.submit_ports.config.teams == shares_config().teams
+
+
+def test_an_endpoint_override_yields_to_the_services_own_variable(aws_credentials: None) -> None:
+    environ = {"AWS_ENDPOINT_URL_BATCH": "http://127.0.0.1:9001"}
+    root = Root(environ, endpoint_url="http://127.0.0.1:4566")
+    # The emulator's variable wins for Batch, as it wins over AWS_ENDPOINT_URL in boto3 ...
+    assert root.batch.meta.endpoint_url == "http://127.0.0.1:9001"
+    # ... and every other service goes to the endpoint given
+    assert root.dynamodb.meta.endpoint_url == "http://127.0.0.1:4566"
+    # Without an endpoint boto3 resolves its own (the variable still applies, through boto3)
+    assert Root(environ).endpoint_for("dynamodb") is None
+
+
+def test_installed_roots_nest_and_the_previous_one_comes_back() -> None:
+    outer, inner = Root({}), Root({})
+    with bootstrap.installed(outer):
+        assert bootstrap.root() is outer
+        with bootstrap.installed(inner):
+            assert bootstrap.root() is inner
+        assert bootstrap.root() is outer
+
+
+def test_the_clis_root_is_the_functions_root_with_the_commands_options(aws_credentials: None) -> None:
+    from shareplane_cli.aws import Target
+
+    # WHEN a command names a region, an endpoint and a table
+    root = Target(region="eu-west-1", endpoint="http://127.0.0.1:4566").root(table_name="jobs")
+    # THEN the adapters the functions use are built on a client of that region, at that endpoint
+    store = root.store
+    client = store._client  # noqa: SLF001 - what the adapter was given
+    assert (client.meta.region_name, client.meta.endpoint_url) == ("eu-west-1", "http://127.0.0.1:4566")
+    assert store._table == "jobs"  # noqa: SLF001
