@@ -61,8 +61,8 @@ def test_the_rule_is_checked_on_real_files() -> None:
 #: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
 PATH_ONLY_MODULES = {
     "shareplane.schemas.parse": {"record_state"},
-    "shareplane.schemas.batch": {"record_state"},
-    "shareplane.schemas.sagemaker": {"record_state"},
+    "shareplane.schemas.batch": {"record_state", "handle_failure"},
+    "shareplane.schemas.sagemaker": {"record_state", "handle_failure"},
     "shareplane.domain.jobspec": {"submit_job"},
     "yaml": {"submit_job"},
     "shareplane.domain.rebalance": {"rebalance_shares"},

@@ -21,14 +21,8 @@ from botocore.exceptions import ClientError
 
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import JobState
-from .dynamodb_store import (
-    _marshal,
-    _unmarshal,
-    job_state_from_item,
-    put_new_action,
-    transact_new_and_versioned,
-    versioned_put,
-)
+from .dynamodb_items import marshal, put_new_action, transact_new_and_versioned, unmarshal, versioned_put
+from .dynamodb_store import job_state_from_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -56,7 +50,7 @@ class DynamoShareStore:
         """The ``SHARES``/``LEDGER`` item (strongly consistent), None before the first run."""
         response = self._client.get_item(TableName=self._table, Key=self._key(STATE_SK), ConsistentRead=True)
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return unmarshal(item) if item else None
 
     def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
         """Write the state item at the version read; ConcurrentUpdateError when it moved."""
@@ -87,7 +81,7 @@ class DynamoShareStore:
                 UpdateExpression="SET #s = :applied, appliedAt = :at",
                 ConditionExpression="#s = :pending",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_marshal(
+                ExpressionAttributeValues=marshal(
                     {":applied": "APPLIED", ":pending": "PENDING", ":at": applied_at}
                 ),
             )
@@ -103,7 +97,7 @@ class DynamoShareStore:
             TableName=self._table, Key=self._key(audit_sk(created_at, plan_id)), ConsistentRead=True
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return unmarshal(item) if item else None
 
     def audits(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Audit records, newest first."""
@@ -117,7 +111,7 @@ class DynamoShareStore:
         records: list[dict[str, Any]] = []
         while True:
             response = self._client.query(**params)
-            records += [_unmarshal(i) for i in response.get("Items", [])]
+            records += [unmarshal(i) for i in response.get("Items", [])]
             if limit is not None and len(records) >= limit:
                 return records[:limit]
             if "LastEvaluatedKey" not in response:
@@ -150,7 +144,7 @@ class DynamoShareStore:
         jobs: list[JobState] = []
         while True:
             response = self._client.query(**params)
-            jobs += [job_state_from_item(_unmarshal(i)) for i in response.get("Items", [])]
+            jobs += [job_state_from_item(unmarshal(i)) for i in response.get("Items", [])]
             if "LastEvaluatedKey" not in response:
                 return jobs
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -79,6 +79,8 @@ class ServiceJobDetail(Detail):
     latestAttempt: LatestAttempt | None = None
     capacityUsage: list[CapacityUsageDetail] | None = Field(default=None, max_length=MAX_COUNT)
     preemptionSummary: PreemptionSummary | None = None
+    #: DescribeServiceJob's tags (events carry none): a shareless job's team tag, the requeue chain.
+    tags: dict[str, str] | None = None
 
 
 def job_status(value: str | None, field: str) -> JobStatus:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
@@ -290,22 +291,18 @@ class FailureLedger(TickWatermarks, Protocol):
     """Decision, alert and storm-guard items of the failure path (conditional writes)."""
 
     def claim_decision(
-        self,
-        key: str,
-        record: Mapping[str, Any],
-        history: HistoryEntry,
-        job_arn: str,
-        share_failure: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | None:
-        """Write a decision once, with its history item; None when written, else the stored record."""
+        self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
+    ) -> DecisionRecord | None:
+        """Write a decision once, with its history item (and the failure the storm guard counts);
+        None when written, else the record stored first."""
         ...
 
-    def load_decision(self, key: str) -> dict[str, Any] | None:
+    def load_decision(self, key: str) -> DecisionRecord | None:
         """A stored decision record."""
         ...
 
-    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
-        """Mark a decision applied (once); False when it already was."""
+    def mark_applied(self, key: str, result: Applied) -> bool:
+        """Mark a decision applied (once), with what applying did; False when it already was."""
         ...
 
     def mark_scheduled(self, key: str) -> None:
@@ -334,8 +331,8 @@ class FailureLedger(TickWatermarks, Protocol):
         """Give a claim back after publishing failed, so a retry can send it."""
         ...
 
-    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
-        """The share's storm-guard failures after ``since`` (epoch seconds)."""
+    def share_failures(self, share: str, since: float) -> list[StormFailure]:
+        """The share's storm-guard failures after ``since`` (epoch seconds), oldest first."""
         ...
 
     def alert_sent_at(self, dedupe_key: str) -> float | None:
