@@ -14,6 +14,7 @@ from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.share_ownership import baseline_settings, setting_to_state
+from shareplane.domain.share_state import SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -34,7 +35,7 @@ def _setting_text(setting: Any) -> str:
 
 
 def current_shares(
-    batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] | None, config: SharesConfig | None = None
+    batch: BatchPolicyAdapter, queue: str, state: SharesState | None, config: SharesConfig | None = None
 ) -> dict[str, Any]:
     """Every team's setting in Batch now, beside the rebalancer's latest target and actual.
 
@@ -43,9 +44,11 @@ def current_shares(
     """
     policy_arn = batch.scheduling_policy_of(queue)
     policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else {}
-    latest = (state or {}).get("latest") or {}
+    latest = state.latest if state is not None else None
     identifiers: dict[str, float] = {}
-    targets, actual, waiting = latest.get("targets", {}), latest.get("actual", {}), latest.get("waiting", {})
+    targets = dict(latest.targets) if latest else {}
+    actual = dict(latest.actual) if latest else {}
+    waiting = dict(latest.waiting) if latest else {}
     if "quotaSharePolicy" in policy:
         mode = "quota"
         settings = {
@@ -61,7 +64,8 @@ def current_shares(
     names = sorted(set(settings) | set(targets))
     # What the template holds (CloudFormation's) and what the rebalancer holds in force over it.
     baseline = {k: setting_to_state(v) for k, v in baseline_settings(config).items()} if config else {}
-    held = (state or {}).get("overrides") if (state or {}).get("mode", mode) == mode else None
+    same_mode = state is None or state.mode is None or state.mode.value == mode
+    held = state.overrides if state is not None and same_mode else None
     shares = [
         {
             "share": name,
@@ -72,7 +76,7 @@ def current_shares(
             "target": targets.get(name),
             "actual": actual.get(name),
             "waiting": waiting.get(name),
-            "why": (latest.get("why") or {}).get(name),
+            "why": latest.why.get(name) if latest else None,
         }
         for name in names
     ]
@@ -86,8 +90,15 @@ def current_shares(
         "queue": queue,
         "mode": mode,
         "schedulingPolicyArn": policy_arn,
-        "lastRun": {k: latest.get(k) for k in ("at", "tickId", "planId", "reason", "applied", "dryRun")},
-        "lastAppliedAt": (state or {}).get("lastAppliedAt"),
+        "lastRun": {
+            "at": latest.at if latest else None,
+            "tickId": latest.tick_id if latest else None,
+            "planId": latest.plan_id if latest else None,
+            "reason": latest.reason if latest else None,
+            "applied": latest.applied if latest else None,
+            "dryRun": latest.dry_run if latest else None,
+        },
+        "lastAppliedAt": state.last_applied_at if state is not None else None,
         "shares": shares,
     }
 

@@ -94,7 +94,7 @@ def test_the_snapshot_holds_batch_usage_table_demand_tier_waits_weights_and_stor
     }
     batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5}, state)
     # WHEN the rebalancer observes the queue
-    observed = observe(shares_config(), SETTINGS, batch, store, state, NOW)
+    observed = observe(shares_config(), SETTINGS, batch, store, store.load_state(), NOW)
     snap = observed.snapshot
     p1, p2 = snap.share("ProdExp1"), snap.share("ProdExp2")
     p4d = "ml.p4d.24xlarge"

@@ -928,6 +928,44 @@ def _setting_from_audit(mode: SchedulingMode, share: str, value: Any) -> float |
     return float(value)
 
 
+def plan_from_audit(audit: Mapping[str, Any]) -> RebalancePlan:
+    """The plan ``RebalancePlan.to_audit`` wrote, read back whole (a PENDING plan is re-applied from it)."""
+    try:
+        mode = SchedulingMode(audit["mode"])
+
+        def setting(value: Any) -> float | QuotaSettings:
+            return QuotaSettings.from_dict(value) if mode is SchedulingMode.QUOTA else float(value)
+
+        changes = tuple(
+            ShareChange(
+                c["share"],
+                setting(c["before"]),
+                setting(c["after"]),
+                c.get("why", ""),
+                c.get("quotaShareArn"),
+            )
+            for c in audit["changes"]
+        )
+        ledger = {
+            name: LedgerEntry(float(e["lent"]), float(e["borrowed"]), float(e["balance"]))
+            for name, e in (audit.get("ledger") or {}).items()
+        }
+        as_of = audit.get("ledgerAsOf")
+        return RebalancePlan(
+            created_at=float(audit["createdAt"]),
+            mode=mode,
+            changes=changes,
+            reason=str(audit["reason"]),
+            targets={share: float(v) for share, v in (audit.get("targets") or {}).items()},
+            ledger=ledger,
+            ledger_as_of=None if as_of is None else float(as_of),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            "plan", f"is not a plan audit record ({exc!r})", "pass RebalancePlan.to_audit() output"
+        ) from exc
+
+
 def rollback_plan(audit_before: Mapping[str, Any], now: float | None = None) -> RebalancePlan:
     """The plan that restores the ``before`` values of an audited plan (``RebalancePlan.to_audit``).
 

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ..domain.alerts import Alert
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.share_state import PlanAudit, SharesState
     from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
 
@@ -166,29 +167,27 @@ class SharesBatch(Protocol):
 class ShareStore(Protocol):
     """The rebalancer's state item, audit trail and job queries (adapters/share_store.py)."""
 
-    def load_state(self) -> dict[str, Any] | None:
-        """The SHARES/LEDGER item, None before the first run."""
+    def load_state(self) -> SharesState | None:
+        """The rebalancer's state, None before the first run."""
         ...
 
-    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+    def save_state(self, state: SharesState, previous_version: int | None) -> None:
         """Write the state at the version read; ConcurrentUpdateError when it moved."""
         ...
 
-    def begin_plan(
-        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
-    ) -> bool:
+    def begin_plan(self, audit: PlanAudit, state: SharesState | None, previous_version: int | None) -> bool:
         """Write a new audit record (and the state) atomically; False when the record exists."""
         ...
 
-    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
+    def mark_applied(self, audit: PlanAudit, applied_at: float) -> bool:
         """Turn a PENDING audit record APPLIED; False when it was not pending."""
         ...
 
-    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
+    def audit_at(self, created_at: float, plan_id: str) -> PlanAudit | None:
         """The audit record at its key."""
         ...
 
-    def audit(self, plan_id: str) -> dict[str, Any] | None:
+    def audit(self, plan_id: str) -> PlanAudit | None:
         """The audit record of a plan id (or a unique prefix of one)."""
         ...
 
