@@ -51,9 +51,7 @@ def current_shares(
     waiting = dict(latest.waiting) if latest else {}
     if "quotaSharePolicy" in policy:
         mode = "quota"
-        settings = {
-            q["quotaShareName"]: QuotaSettings.from_dict(q).to_dict() for q in batch.list_quota_shares(queue)
-        }
+        settings = {q.name: q.settings.to_dict() for q in batch.list_quota_shares(queue)}
     else:
         mode = "fairshare"
         weights = current_weights(policy)

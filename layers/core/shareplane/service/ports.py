@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.batch_shares import QueueUsage, QuotaShare
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.share_state import PlanAudit, SharesState
@@ -151,7 +152,7 @@ class SharesBatch(Protocol):
         """The scheduling policy ARN of a queue (None for FIFO)."""
         ...
 
-    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+    def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
         """Every quota share of a queue with its settings."""
         ...
 
@@ -159,8 +160,8 @@ class SharesBatch(Protocol):
         """UpdateQuotaShare."""
         ...
 
-    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
-        """GetJobQueueSnapshot."""
+    def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
+        """GetJobQueueSnapshot's utilization: what the queue's top shares hold."""
         ...
 
 

@@ -40,6 +40,8 @@ from typing import Any
 
 from ..domain import fairshare
 from ..domain.arns import queue_name
+from ..domain.batch_shares import QueueUsage, QuotaShare
+from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
 from ..domain.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
@@ -229,31 +231,23 @@ def tier_waits(
 
 
 def _snapshot_in_use(
-    snapshot: Mapping[str, Any], mode: SchedulingMode, config: SharesConfig
+    usage: QueueUsage, mode: SchedulingMode, config: SharesConfig
 ) -> tuple[dict[str, dict[str, float]], bool]:
     """Instances each share holds per instance type, and whether the list may be cut at the top 20."""
-    utilization = snapshot.get("queueUtilization") or {}
-    if mode is SchedulingMode.FAIRSHARE:
-        top = (utilization.get("fairshareUtilization") or {}).get("topCapacityUtilization") or []
-        key = "shareIdentifier"
-    else:
-        top = (utilization.get("quotaShareUtilization") or {}).get("topCapacityUtilization") or []
-        key = "quotaShareName"
-    held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    top = usage.top(mode)
+    held: dict[str, Capacity] = defaultdict(Capacity)
     listed: dict[str, set[str]] = defaultdict(set)
     for entry in top:
-        identifier = entry.get(key)
-        share = _team_share(config, identifier)
+        share = _team_share(config, entry.identifier or None)
         if not share:
             continue
-        listed[share].add(identifier)
-        for usage in entry.get("capacityUsage") or []:
-            unit = usage.get("capacityUnit")
+        listed[share].add(entry.identifier)
+        for unit, quantity in entry.capacity.units.items():
             if unit not in config.instance_types:
                 if unit != NUM_INSTANCES:
                     continue  # a CPU type or an instance type the config does not manage
                 unit = _main_type(share, config)
-            held[share][unit] += float(usage.get("quantity") or 0)
+            held[share] = held[share].plus(unit, quantity)
     cut = len(top) >= SNAPSHOT_TOP_SHARES
     if cut and config.tiered_shares:
         # A team with some identifiers below the top 20 would be undercounted: the table counts it whole.
@@ -261,7 +255,7 @@ def _snapshot_in_use(
             mine = {i for i, k in config.share_keys.items() if k.team == name}
             if listed.get(team.share) and not mine <= listed[team.share]:
                 held.pop(team.share, None)
-    return {s: dict(u) for s, u in held.items()}, cut
+    return {s: u.as_dict() for s, u in held.items()}, cut
 
 
 def current_weights(policy: Mapping[str, Any]) -> list[fairshare.ShareWeight]:
@@ -323,7 +317,7 @@ def observe(
     )
 
     weights: list[fairshare.ShareWeight] = []
-    quota: dict[str, dict[str, Any]] = {}
+    quota: dict[str, QuotaShare] = {}
     if mode is SchedulingMode.FAIRSHARE:
         arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
         if not arn:
@@ -332,7 +326,7 @@ def observe(
             )
         weights = team_weights(config, current_weights(batch.describe_scheduling_policy(arn)))
     else:
-        quota = {q["quotaShareName"]: q for q in batch.list_quota_shares(queue)}
+        quota = {q.name: q for q in batch.list_quota_shares(queue)}
         missing = [s for s in shares if s not in quota]
         if missing:
             logger.warning("teams without a quota share are left out", extra={"shares": missing})
@@ -356,7 +350,7 @@ def observe(
         held = in_use.get(share, {})
         rate = sum(instances_held(held).values()) * (weight or 1.0)
         usage = fairshare.accrue(previous.account(share).usage, rate, elapsed, window)
-        quota_settings = QuotaSettings.from_dict(quota[share]) if share in quota else None
+        quota_settings = quota[share].settings if share in quota else None
         settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
         observed.append(
             ShareObservation(
@@ -369,7 +363,7 @@ def observe(
                 ledger_balance=previous.account(share).balance,
                 weight_factor=weight,
                 quota=quota_settings,
-                quota_share_arn=quota[share]["quotaShareArn"] if share in quota else None,
+                quota_share_arn=quota[share].arn if share in quota else None,
             )
         )
     snapshot = snapshot_from_observation(
@@ -792,10 +786,7 @@ def current_settings(
             raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
         policy = batch.describe_scheduling_policy(arn)
         return {w.share_identifier: (w.weight_factor, None) for w in current_weights(policy)}
-    return {
-        q["quotaShareName"]: (QuotaSettings.from_dict(q), q["quotaShareArn"])
-        for q in batch.list_quota_shares(settings.job_queue)
-    }
+    return {q.name: (q.settings, q.arn) for q in batch.list_quota_shares(settings.job_queue)}
 
 
 def rollback(
