@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from .arns import job_id_of
 from .errors import InvalidInputError
 from .tags import SUBMISSION_TAG
 
@@ -179,7 +180,7 @@ def build_requeue(
         ) from exc
     if not isinstance(payload, dict):
         raise InvalidInputError("serviceRequestPayload", "is not a JSON object", "resubmit by hand")
-    job_id = described.get("jobId") or str(described.get("jobArn", "")).rsplit("/", 1)[-1]
+    job_id = described.get("jobId") or job_id_of(str(described.get("jobArn", "")))
     tags = {k: v for k, v in (described.get("tags") or {}).items() if k not in CHAIN_TAGS}
     chain_tags = {
         TAG_ORIGIN: chain.origin_job_id or job_id,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import queue_name
+from ..domain.arns import job_id_of, queue_name
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -614,7 +614,7 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
 # Helpers
 # ------------------------------------------------------------------------------------------------
 def _id(job: Mapping[str, Any]) -> str:
-    return str(job.get("jobId") or str(job.get("jobArn") or "").rsplit("/", 1)[-1])
+    return str(job.get("jobId") or job_id_of(str(job.get("jobArn") or "")))
 
 
 def _age(seconds: Any) -> str:

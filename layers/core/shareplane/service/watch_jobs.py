@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import queue_name
+from ..domain.arns import job_id_of, queue_name
 from ..domain.config import Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -251,7 +251,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                 continue
             for summary in summaries:
                 seen.add(summary["jobArn"])
-                job_id = summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1]
+                job_id = summary.get("jobId") or job_id_of(summary["jobArn"])
                 isolated(
                     ports,
                     report,
@@ -276,7 +276,7 @@ def _reconcile_unlisted(
     job_arn: str, job: JobState, ports: FailurePorts, report: WatchReport, now: float
 ) -> None:
     """A job the table has active that no listing returned: record what Batch says, or alert it is gone."""
-    if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
+    if not _record(job.job_id or job_id_of(job_arn), ports, report, now):
         report.unknown_to_batch.append(job_arn)
         ports.metrics.emit(
             [FailureMetricEvent("UnknownToBatch", 1)],
