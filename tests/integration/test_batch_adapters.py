@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.adapters.batch_service_jobs import BatchServiceJobs
+from shareplane.adapters.batch_service_jobs import BatchServiceJobs, described_job
 from shareplane.adapters.sagemaker_training import SageMakerTrainingJobs
 from shareplane.domain.errors import RejectedByServiceError
 
@@ -36,7 +36,7 @@ def batch(aws_credentials: None) -> Iterator[tuple[Any, Stubber]]:
 def test_describe_returns_the_job_without_response_metadata(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
     stubber.add_response("describe_service_job", DESCRIBED, {"jobId": "j1"})
-    assert BatchServiceJobs(client).describe("j1") == DESCRIBED
+    assert BatchServiceJobs(client).describe("j1") == described_job(DESCRIBED)
 
 
 @pytest.mark.parametrize(

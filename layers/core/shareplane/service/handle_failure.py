@@ -24,7 +24,6 @@ unconfirmed alert claim has been held (a processing lease, not an event time).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -68,6 +67,7 @@ from .ports import (
 )
 
 if TYPE_CHECKING:
+    from ..domain.described_job import DescribedJob
     from ..schemas.batch import PreemptionDetail
     from ..schemas.sagemaker import TrainingJobDetail
     from ..schemas.service_job import ServiceJobDetail
@@ -152,11 +152,11 @@ def handle_failed_job(
     described = ports.batch.describe(job_id)
     if described is None:
         return _unknown_failed(job_id, ports, hint, now)
-    job_arn = described["jobArn"]
-    if described.get("status") != JobStatus.FAILED.value:
+    job_arn = described.job_arn
+    if described.status != JobStatus.FAILED.value:
         # Batch still owns the job (a capacity requeue, a retry, a preemption): it comes back to
         # this path only if it ends FAILED.
-        return FailureOutcome(job_arn, f"Batch still owns it ({described.get('status')})")
+        return FailureOutcome(job_arn, f"Batch still owns it ({described.status})")
     key = decision_key(described)
     stored = ports.ledger.load_decision(key)
     if stored is not None:
@@ -165,34 +165,32 @@ def handle_failed_job(
     config = ports.config
     training = _training_facts(described, ports)
     signal = FailureSignal(
-        status_reason=described.get("statusReason"),
+        status_reason=described.status_reason,
         failure_reason=training.get("FailureReason"),
         secondary_status=training.get("SecondaryStatus"),
         training_job_status=training.get("TrainingJobStatus"),
-        was_terminated=bool(described.get("isTerminated")),
+        was_terminated=described.is_terminated,
     )
-    share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
-    team = job_team(config, share, described.get("tags"))
+    share = described.share or "none"
+    team = job_team(config, share, described.tags)
     scope = storm_scope(share, team)
-    tier = config.job_tier(share, described.get("schedulingPriority")) or Tier.LOWPRI
-    chain = ChainState.from_tags(described.get("tags"))
-    summary = described.get("preemptionSummary") or {}
-    preemptions = int(summary.get("preemptedAttemptCount") or 0)
+    tier = config.job_tier(share, described.scheduling_priority) or Tier.LOWPRI
+    chain = ChainState.from_tags(described.tags)
+    preemptions = described.preempted_attempts or 0
     found = classify(signal, config.failures.ordered_rules)
     spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
     storm_window = config.failures.storm.window_seconds
     recent = ports.ledger.share_failures(scope, now - storm_window)
-    cap = (described.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
     ctx = FailureContext(
         signal=signal,
-        job_id=described.get("jobId") or job_id,
+        job_id=described.job_id or job_id,
         share=scope,
         tier=tier,
         now=now,
         instance_type=_payload_instance_type(described),
         budget_used=chain.failures,
         preemption_count=preemptions,
-        preemption_retries_before_termination=cap,
+        preemption_retries_before_termination=described.preemption_retries_before_termination,
         spot_interruptions=spot,
         share_recent_failures=tuple(f.at for f in recent),
         share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{scope}#{AlertKind.STORM.value}"),
@@ -217,9 +215,9 @@ def handle_failed_job(
         chain=new_chain,
         decided_at=now,
         due_at=now + decision.delay_seconds,
-        job_id=described.get("jobId"),
-        job_name=described.get("jobName"),
-        job_queue=described.get("jobQueue"),
+        job_id=described.job_id,
+        job_name=described.job_name,
+        job_queue=described.job_queue,
         share=share,
         training_job_name=training.get("TrainingJobName"),
         tier=tier.value,
@@ -232,7 +230,7 @@ def handle_failed_job(
             scope=scope,
             at=now,
             job_arn=job_arn,
-            job_name=described.get("jobName"),
+            job_name=described.job_name,
             failure_class=decision.failure_class.value,
             reason=decision.reason_excerpt,
         )
@@ -245,7 +243,11 @@ def handle_failed_job(
     count_failure_metric(
         ports,
         "FailuresByClass",
-        {"Queue": queue_name_of(described), "Team": team or "none", "Class": decision.failure_class.value},
+        {
+            "Queue": queue_name(described.job_queue),
+            "Team": team or "none",
+            "Class": decision.failure_class.value,
+        },
         job_arn,
     )
     logger.info(
@@ -288,11 +290,11 @@ def storm_scope(share: str, team: str | None) -> str:
     return f"team:{team}"
 
 
-def decision_key(described: Mapping[str, Any]) -> str:
+def decision_key(described: DescribedJob) -> str:
     """``DECISION#<job arn>#<attempt>``: attempts and preemptions so far identify this failure."""
-    attempts = len(described.get("attempts") or [])
-    preempted = int((described.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0)
-    return f"DECISION#{described['jobArn']}#{attempts}.{preempted}"
+    attempts = len(described.attempts or ())
+    preempted = described.preempted_attempts or 0
+    return f"DECISION#{described.job_arn}#{attempts}.{preempted}"
 
 
 def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
@@ -364,9 +366,8 @@ def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) 
         # A job stopped for a higher tier had waited its turn already: it resumes ahead of its
         # tier's queued work, as a preempted job keeps its place in Batch's own queue.
         scheduling_priority=(
-            ports.config.resume_priority(described["schedulingPriority"])
-            if decision.failure_class is FailureClass.RECLAIMED
-            and described.get("schedulingPriority") is not None
+            ports.config.resume_priority(described.scheduling_priority)
+            if decision.failure_class is FailureClass.RECLAIMED and described.scheduling_priority is not None
             else None
         ),
     )
@@ -507,27 +508,29 @@ def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: flo
 
 def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> FailureOutcome:
     job_arn = detail.preemptedJobArn
-    described = ports.batch.describe(job_id_of(job_arn)) or {}
-    described_count = (described.get("preemptionSummary") or {}).get("preemptedAttemptCount")
+    described = ports.batch.describe(job_id_of(job_arn))
     event_count = detail.preemptionSummary.preemptedAttemptCount if detail.preemptionSummary else None
-    count = int((described_count if described.get("preemptionSummary") else event_count) or 0)
+    if described is not None and described.has_preemption_summary:
+        count = described.preempted_attempts or 0
+    else:
+        count = event_count or 0
     text = repeated_preemption_alert(count, ports.config)
     if text is None:
         return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
     alert = simple_alert(
         AlertKind.REPEATED_PREEMPTION,
         Severity.WARNING,
-        share=described.get("quotaShareName") or described.get("shareIdentifier") or "none",
-        queue=queue_name(described.get("jobQueue")),
+        share=(described.quota_share_name or described.share_identifier if described else None) or "none",
+        queue=queue_name(described.job_queue if described else None),
         job_arn=job_arn,
-        job_name=described.get("jobName"),
+        job_name=described.job_name if described else None,
         headline=f"preempted {count} times",
         reason=text,
         fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
         "reserved capacity",
         extra={"preemptions": count},
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, described.get("tags")))
+    alert = replace(alert, team=job_team(ports.config, alert.share, described.tags if described else None))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
@@ -554,9 +557,9 @@ def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) ->
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
-def _training_facts(described: Mapping[str, Any], ports: FailurePorts) -> dict[str, Any]:
+def _training_facts(described: DescribedJob, ports: FailurePorts) -> dict[str, Any]:
     """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
-    arn = ((described.get("latestAttempt") or {}).get("serviceResourceId") or {}).get("value")
+    arn = described.latest_training_job_arn
     if not arn:
         return {}
     name = arn_tail(arn)
@@ -577,17 +580,13 @@ def _training_facts(described: Mapping[str, Any], ports: FailurePorts) -> dict[s
     }
 
 
-def _payload_instance_type(described: Mapping[str, Any]) -> str | None:
-    try:
-        payload = json.loads(described.get("serviceRequestPayload") or "{}")
-    except ValueError:
-        return None
-    resources = payload.get("ResourceConfig") if isinstance(payload, dict) else None
+def _payload_instance_type(described: DescribedJob) -> str | None:
+    resources = described.payload_object().get("ResourceConfig")
     return resources.get("InstanceType") if isinstance(resources, dict) else None
 
 
-def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, now: float) -> HistoryEntry:
-    at = int(described.get("stoppedAt") or now * 1000)
+def _history(described: DescribedJob, decision: FailureDecision, key: str, now: float) -> HistoryEntry:
+    at = int(described.stopped_at or now * 1000)
     reason = (
         f"{decision.failure_class.value} (rule {decision.rule_id}): {decision.summary()}"
         + (f"; {decision.why}" if decision.why else "")
@@ -605,8 +604,3 @@ def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, 
         rule=decision.rule_id,
         action=decision.action.value,
     )
-
-
-def queue_name_of(source: Mapping[str, Any]) -> str:
-    """The name of the queue a described job or event names."""
-    return queue_name(source.get("jobQueue"))

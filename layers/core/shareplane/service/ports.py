@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
     from ..domain.batch_shares import QueueUsage, QuotaShare
+    from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.share_state import PlanAudit, SharesState
@@ -117,7 +118,7 @@ class ServiceJobs(Protocol):
         """
         ...
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...
 
@@ -350,7 +351,7 @@ class ReclaimBatch(Protocol):
         """ListServiceJobs summaries of one queue in one status (every page)."""
         ...
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...
 
