@@ -1,6 +1,6 @@
 """SharesBatch (adapters/batch_policy.py) in memory: a scheduling policy, quota shares, a queue snapshot.
 
-Quota shares and the snapshot are held in the API's shapes and read by the adapter's own readers.
+The policy, quota shares and snapshot are held in the API's shapes and read as the adapter reads them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.batch_policy import queue_usage, quota_share
-from shareplane.domain.batch_shares import QueueUsage, QuotaShare
+from shareplane.domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
 
 
 @dataclass
@@ -23,9 +23,9 @@ class FakeSharesBatch:
     updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fail_updates: int = 0
 
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
         assert self.policy is not None and arn == self.policy["arn"]
-        return copy.deepcopy(self.policy)
+        return SchedulingPolicy.from_dict(self.policy)
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:
         return self.policy["arn"] if self.policy else None

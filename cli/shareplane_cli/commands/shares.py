@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.adapters.share_store import DynamoShareStore
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.share_ownership import baseline_settings, setting_to_state
@@ -43,18 +43,18 @@ def current_shares(
     the team's (each identifier holds it times the tier multiplier, listed under ``identifiers``).
     """
     policy_arn = batch.scheduling_policy_of(queue)
-    policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else {}
+    policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else None
     latest = state.latest if state is not None else None
     identifiers: dict[str, float] = {}
     targets = dict(latest.targets) if latest else {}
     actual = dict(latest.actual) if latest else {}
     waiting = dict(latest.waiting) if latest else {}
-    if "quotaSharePolicy" in policy:
+    if policy is not None and policy.mode is SchedulingMode.QUOTA:
         mode = "quota"
         settings = {q.name: q.settings.to_dict() for q in batch.list_quota_shares(queue)}
     else:
         mode = "fairshare"
-        weights = current_weights(policy)
+        weights = current_weights(policy) if policy is not None else []
         settings = {w.share_identifier: w.weight_factor for w in weights}
         if config is not None and config.tiered_shares:
             identifiers = settings

@@ -1,8 +1,8 @@
 """AWS Batch share settings through an injected client: scheduling policies, quota shares, snapshots.
 
 Thin on purpose: every method is one API operation (pages followed), so the rebalancer's service
-decides and this only carries requests; what it reads comes back as values (``QuotaShare``,
-``QueueUsage``), read off the API's answers here. Service jobs themselves (list, submit,
+decides and this only carries requests; what it reads comes back as values (``SchedulingPolicy``,
+``QuotaShare``, ``QueueUsage``), read off the API's answers here. Service jobs themselves (list, submit,
 reprioritize) are ``batch_service_jobs.BatchServiceJobs``'s.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..domain.batch_shares import IdentifierUsage, QueueUsage, QuotaShare
+from ..domain.batch_shares import IdentifierUsage, QueueUsage, QuotaShare, SchedulingPolicy
 from ..domain.capacity import Capacity
 from ..domain.errors import InvalidInputError
 from ..domain.rebalance import QuotaSettings
@@ -28,14 +28,14 @@ class BatchPolicyAdapter:
         self._client = client
 
     # -- fair share ---------------------------------------------------------------------------
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
-        """The DescribeSchedulingPolicies item of one policy."""
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
+        """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         found = self._client.describe_scheduling_policies(arns=[arn]).get("schedulingPolicies", [])
         if not found:
             raise InvalidInputError(
                 "SCHEDULING_POLICY_ARN", f"{arn} does not exist", "pass the GPU queue's scheduling policy ARN"
             )
-        return dict(found[0])
+        return SchedulingPolicy.from_dict(found[0])
 
     def update_scheduling_policy(self, request: dict[str, Any]) -> None:
         """UpdateSchedulingPolicy with a request ``plan_to_update_scheduling_policy`` built."""

@@ -1,19 +1,24 @@
-"""What AWS Batch says about a queue's shares: what each holds now, and each quota share's settings.
+"""What AWS Batch says about a queue's shares: what each holds now, and the settings it runs by.
 
 ``QueueUsage`` is GetJobQueueSnapshot's utilization (the top shares by usage, per fair-share
-identifier or per quota share); ``QuotaShare`` is one ListQuotaShares entry. The Batch adapter reads
-them off the API's answers (``adapters/batch_policy.py``); the rebalancer plans on them.
+identifier or per quota share); ``QuotaShare`` is one ListQuotaShares entry; ``SchedulingPolicy`` is
+one DescribeSchedulingPolicies item. The Batch adapter reads them off the API's answers
+(``adapters/batch_policy.py``); the rebalancer plans on them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .capacity import Capacity
 from .config import SchedulingMode
+from .errors import InvalidInputError
+from .fairshare import DEFAULT_WEIGHT, ShareWeight
 from .rebalance import QuotaSettings
 
-__all__ = ["IdentifierUsage", "QueueUsage", "QuotaShare"]
+__all__ = ["IdentifierUsage", "QueueUsage", "QuotaShare", "SchedulingPolicy"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +48,36 @@ class QuotaShare:
     name: str
     arn: str
     settings: QuotaSettings
+
+
+@dataclass(frozen=True)
+class SchedulingPolicy:
+    """A scheduling policy: fair-share (decay, reservation and the weights in order) or quota-share."""
+
+    arn: str
+    mode: SchedulingMode = SchedulingMode.FAIRSHARE
+    name: str | None = None
+    share_decay_seconds: int | None = None
+    compute_reservation: int | None = None
+    #: shareDistribution in Batch's order (an identifier, or a prefix ending in ``*``).
+    weights: tuple[ShareWeight, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SchedulingPolicy:
+        """Read a DescribeSchedulingPolicies item (or an UpdateSchedulingPolicy request)."""
+        if "arn" not in data:
+            raise InvalidInputError(
+                "current_policy.arn", "is missing", "pass the DescribeSchedulingPolicies item"
+            )
+        fair = data.get("fairsharePolicy") or {}
+        return cls(
+            arn=str(data["arn"]),
+            mode=SchedulingMode.QUOTA if "quotaSharePolicy" in data else SchedulingMode.FAIRSHARE,
+            name=data.get("name"),
+            share_decay_seconds=fair.get("shareDecaySeconds"),
+            compute_reservation=fair.get("computeReservation"),
+            weights=tuple(
+                ShareWeight(e["shareIdentifier"], float(e.get("weightFactor", DEFAULT_WEIGHT)))
+                for e in fair.get("shareDistribution") or []
+            ),
+        )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
-    from ..domain.batch_shares import QueueUsage, QuotaShare
+    from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
@@ -141,8 +141,8 @@ class ServiceJobs(Protocol):
 class SharesBatch(Protocol):
     """The AWS Batch operations the rebalancer reads and writes (adapters/batch_policy.py)."""
 
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
-        """The DescribeSchedulingPolicies item of one policy."""
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
+        """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         ...
 
     def update_scheduling_policy(self, request: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..domain import fairshare
 from ..domain.arns import queue_name
-from ..domain.batch_shares import QueueUsage, QuotaShare
+from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
 from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
@@ -258,10 +258,9 @@ def _snapshot_in_use(
     return {s: u.as_dict() for s, u in held.items()}, cut
 
 
-def current_weights(policy: Mapping[str, Any]) -> list[fairshare.ShareWeight]:
-    """The shareDistribution of a DescribeSchedulingPolicies item."""
-    entries = (policy.get("fairsharePolicy") or {}).get("shareDistribution") or []
-    return [fairshare.ShareWeight(e["shareIdentifier"], float(e.get("weightFactor", 1.0))) for e in entries]
+def current_weights(policy: SchedulingPolicy) -> list[fairshare.ShareWeight]:
+    """A scheduling policy's shareDistribution."""
+    return list(policy.weights)
 
 
 def observe(
