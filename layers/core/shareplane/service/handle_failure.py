@@ -55,6 +55,7 @@ from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
+from ..domain.training import TrainingJobFacts
 from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
 from .ports import (
     AlertPublisher,
@@ -166,9 +167,9 @@ def handle_failed_job(
     training = _training_facts(described, ports)
     signal = FailureSignal(
         status_reason=described.status_reason,
-        failure_reason=training.get("FailureReason"),
-        secondary_status=training.get("SecondaryStatus"),
-        training_job_status=training.get("TrainingJobStatus"),
+        failure_reason=training.failure_reason,
+        secondary_status=training.secondary_status,
+        training_job_status=training.status,
         was_terminated=described.is_terminated,
     )
     share = described.share or "none"
@@ -219,7 +220,7 @@ def handle_failed_job(
         job_name=described.job_name,
         job_queue=described.job_queue,
         share=share,
-        training_job_name=training.get("TrainingJobName"),
+        training_job_name=training.name,
         tier=tier.value,
         team=team,
         storm_scope=scope,
@@ -557,27 +558,22 @@ def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) ->
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
-def _training_facts(described: DescribedJob, ports: FailurePorts) -> dict[str, Any]:
+def _training_facts(described: DescribedJob, ports: FailurePorts) -> TrainingJobFacts:
     """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
     arn = described.latest_training_job_arn
     if not arn:
-        return {}
+        return TrainingJobFacts()
     name = arn_tail(arn)
     stored = ports.store.load_training_job(arn)
     if stored is not None and stored.status.is_final:
-        return {
-            "TrainingJobName": stored.training_job_name or name,
-            "TrainingJobStatus": stored.status.value,
-            "SecondaryStatus": stored.secondary_status,
-            "FailureReason": stored.failure_reason,
-        }
-    described_tj = ports.training.describe(name) or {}
-    return {
-        "TrainingJobName": described_tj.get("TrainingJobName") or name,
-        "TrainingJobStatus": described_tj.get("TrainingJobStatus"),
-        "SecondaryStatus": described_tj.get("SecondaryStatus"),
-        "FailureReason": described_tj.get("FailureReason"),
-    }
+        return TrainingJobFacts(
+            name=stored.training_job_name or name,
+            status=stored.status.value,
+            secondary_status=stored.secondary_status,
+            failure_reason=stored.failure_reason,
+        )
+    found = ports.training.describe(name) or TrainingJobFacts()
+    return replace(found, name=found.name or name)
 
 
 def _payload_instance_type(described: DescribedJob) -> str | None:

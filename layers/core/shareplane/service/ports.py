@@ -12,7 +12,12 @@ if TYPE_CHECKING:
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.share_state import PlanAudit, SharesState
-    from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+    from ..domain.training import (
+        TrainingJobFacts,
+        TrainingJobObservation,
+        TrainingJobState,
+        TrainingTransition,
+    )
 
 
 # -- shared by every use case ----------------------------------------------------------------------
@@ -263,7 +268,7 @@ class PayloadStore(Protocol):
 class TrainingJobs(Protocol):
     """SageMaker training jobs, read only."""
 
-    def describe(self, training_job_name: str) -> dict[str, Any] | None:
+    def describe(self, training_job_name: str) -> TrainingJobFacts | None:
         """DescribeTrainingJob's result; None when SageMaker does not know the job."""
         ...
 
