@@ -232,7 +232,7 @@ def tier_waits(
 
 def _snapshot_in_use(
     usage: QueueUsage, mode: SchedulingMode, config: SharesConfig
-) -> tuple[dict[str, dict[str, float]], bool]:
+) -> tuple[dict[str, Capacity], bool]:
     """Instances each share holds per instance type, and whether the list may be cut at the top 20."""
     top = usage.top(mode)
     held: dict[str, Capacity] = defaultdict(Capacity)
@@ -255,7 +255,7 @@ def _snapshot_in_use(
             mine = {i for i, k in config.share_keys.items() if k.team == name}
             if listed.get(team.share) and not mine <= listed[team.share]:
                 held.pop(team.share, None)
-    return {s: u.as_dict() for s, u in held.items()}, cut
+    return dict(held), cut
 
 
 def current_weights(policy: SchedulingPolicy) -> list[fairshare.ShareWeight]:
@@ -289,8 +289,7 @@ def observe(
             share = _share_of(job, config)
             if share in shares and share not in in_use_from_batch:
                 unit = _unit_of(job, share, config)
-                in_use.setdefault(share, {})
-                in_use[share][unit] = in_use[share].get(unit, 0.0) + _instances(job)
+                in_use[share] = in_use.get(share, Capacity()).plus(unit, _instances(job))
 
     waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
@@ -346,8 +345,8 @@ def observe(
     for share in shares:
         team = config.teams[config.team_for_share(share) or ""]
         weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
-        held = in_use.get(share, {})
-        rate = sum(instances_held(held).values()) * (weight or 1.0)
+        held = in_use.get(share, Capacity())
+        rate = sum(instances_held(held.units).values()) * (weight or 1.0)
         usage = fairshare.accrue(previous.account(share).usage, rate, elapsed, window)
         quota_settings = quota[share].settings if share in quota else None
         settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
@@ -355,7 +354,7 @@ def observe(
             ShareObservation(
                 name=share,
                 entitlement=dict(team.entitlement),
-                in_use=dict(held),
+                in_use=held.as_dict(),
                 waiting=dict(waiting[share]),
                 waiting_by_tier=dict(waiting_tiers[share]),
                 usage_history=usage,
