@@ -39,6 +39,7 @@ from ..domain.alerts import (
 )
 from ..domain.arns import arn_tail, job_id_of, queue_name
 from ..domain.config import SharesConfig, Tier
+from ..domain.described_job import DescribedJob
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_record import REQUEUE_DUE, Applied, DecisionRecord, StormFailure
 from ..domain.failure_rules import FailureClass, Severity
@@ -68,7 +69,6 @@ from .ports import (
 )
 
 if TYPE_CHECKING:
-    from ..domain.described_job import DescribedJob
     from ..schemas.batch import PreemptionDetail
     from ..schemas.sagemaker import TrainingJobDetail
     from ..schemas.service_job import ServiceJobDetail
@@ -510,28 +510,29 @@ def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: flo
 def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> FailureOutcome:
     job_arn = detail.preemptedJobArn
     described = ports.batch.describe(job_id_of(job_arn))
-    event_count = detail.preemptionSummary.preemptedAttemptCount if detail.preemptionSummary else None
     if described is not None and described.has_preemption_summary:
         count = described.preempted_attempts or 0
     else:
-        count = event_count or 0
+        count = (detail.preemptionSummary.preemptedAttemptCount if detail.preemptionSummary else None) or 0
     text = repeated_preemption_alert(count, ports.config)
     if text is None:
         return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
+    # A job Batch no longer describes is alerted on by its ARN alone.
+    source = described or DescribedJob(job_arn=job_arn, job_id=job_id_of(job_arn), status="")
     alert = simple_alert(
         AlertKind.REPEATED_PREEMPTION,
         Severity.WARNING,
-        share=(described.quota_share_name or described.share_identifier if described else None) or "none",
-        queue=queue_name(described.job_queue if described else None),
+        share=source.quota_share_name or source.share_identifier or "none",
+        queue=queue_name(source.job_queue),
         job_arn=job_arn,
-        job_name=described.job_name if described else None,
+        job_name=source.job_name,
         headline=f"preempted {count} times",
         reason=text,
         fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
         "reserved capacity",
         extra={"preemptions": count},
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, described.tags if described else None))
+    alert = replace(alert, team=job_team(ports.config, alert.share, source.tags))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
