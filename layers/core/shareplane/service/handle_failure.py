@@ -131,7 +131,10 @@ def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcom
         detail = message.detail
         if detail.status != JobStatus.FAILED.value:
             return FailureOutcome(detail.jobArn, f"status {detail.status}: nothing to do")
-        return handle_failed_job(detail.jobId or job_id_of(detail.jobArn), ports, now, hint=detail)
+        job_id = detail.jobId or job_id_of(detail.jobArn)
+        if not job_id:
+            raise InvalidInputError("detail.jobArn", "is empty", "send the event as AWS documents it")
+        return handle_failed_job(job_id, ports, now, hint=detail)
     if isinstance(message, TrainingJobStateChanged):
         return _training_job_ended(message.detail, ports, now)
     if isinstance(message, ServiceJobPreempted):
