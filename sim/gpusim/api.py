@@ -28,6 +28,7 @@ from botocore.model import ServiceModel
 from botocore.session import get_session
 from botocore.validate import ParamValidator
 from shareplane.domain import fairshare
+from shareplane.domain.arns import arn_tail
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
 
 from . import payload as payload_rules
@@ -129,35 +130,35 @@ class BatchApi(_Facade):
 
     # ------------------------------------------------------------------------------ lookups
     def _env(self, ref: str) -> ServiceEnvironment:
-        name = ref.rsplit("/", 1)[-1]
+        name = arn_tail(ref)
         env = self.model.environments.get(name)
         if env is None:
             raise client_error(f"serviceEnvironment {ref} does not exist")
         return env
 
     def _queue(self, ref: str) -> JobQueue:
-        name = ref.rsplit("/", 1)[-1]
+        name = arn_tail(ref)
         queue = self.model.queues.get(name)
         if queue is None or (ref.startswith("arn:") and ref != queue.arn):
             raise client_error(f"jobQueue {ref} does not exist")
         return queue
 
     def _policy(self, ref: str) -> SchedulingPolicy:
-        name = ref.rsplit("/", 1)[-1]
+        name = arn_tail(ref)
         policy = self.model.policies.get(name)
         if policy is None:
             raise client_error(f"scheduling policy {ref} does not exist")
         return policy
 
     def _job(self, ref: str) -> Job:
-        job = self.model.jobs.get(ref.rsplit("/", 1)[-1])
+        job = self.model.jobs.get(arn_tail(ref))
         if job is None:
             raise client_error(f"Job {ref} not found")
         return job
 
     def _quota_share(self, arn: str) -> QuotaShare:
         queue_arn, _, name = arn.partition("/quota-share/")
-        queue = self.model.queues.get(queue_arn.rsplit("/", 1)[-1])
+        queue = self.model.queues.get(arn_tail(queue_arn))
         share = queue.quota_shares.get(name) if queue and queue.arn == queue_arn else None
         if share is None:
             raise client_error(f"quotaShareArn {arn} does not exist")
@@ -212,7 +213,7 @@ class BatchApi(_Facade):
         refs = p.get("serviceEnvironments")
         envs = list(self.model.environments.values())
         if refs:
-            wanted = {r.rsplit("/", 1)[-1] for r in refs}
+            wanted = {arn_tail(r) for r in refs}
             envs = [e for e in envs if e.name in wanted]
         page, token = _page(envs, p.get("maxResults"), p.get("nextToken"))
         out: dict[str, Any] = {"serviceEnvironments": [self._describe_env(e) for e in page]}
@@ -305,7 +306,7 @@ class BatchApi(_Facade):
         self._check("DescribeSchedulingPolicies", p)
         out = []
         for arn in p["arns"]:
-            policy = self.model.policies.get(arn.rsplit("/", 1)[-1])
+            policy = self.model.policies.get(arn_tail(arn))
             if policy is not None and policy.arn == arn:
                 out.append(self._describe_policy(policy))
         return {"schedulingPolicies": out}
@@ -438,7 +439,7 @@ class BatchApi(_Facade):
         self._check("DescribeJobQueues", p)
         queues = list(self.model.queues.values())
         if p.get("jobQueues"):
-            wanted = {r.rsplit("/", 1)[-1] for r in p["jobQueues"]}
+            wanted = {arn_tail(r) for r in p["jobQueues"]}
             queues = [q for q in queues if q.name in wanted]
         page, token = _page(queues, p.get("maxResults"), p.get("nextToken"))
         out: dict[str, Any] = {"jobQueues": [self._describe_queue(q) for q in page]}
@@ -782,7 +783,7 @@ class BatchApi(_Facade):
             raise client_error("TerminateServiceJobs takes at most 50 jobs")
         done: list[str] = []
         for ref in p["jobs"]:
-            job = self.model.jobs.get(ref.rsplit("/", 1)[-1])
+            job = self.model.jobs.get(arn_tail(ref))
             if job is not None:
                 self.model.terminate(job, p["reason"])
             done.append(ref)

@@ -1,4 +1,4 @@
-"""FailureLedger (adapters/failure_ledger.py DynamoFailureLedger) in memory."""
+"""FailureLedger (adapters/failure_ledger.py DynamoFailureLedger) in memory, holding the same item layout."""
 
 from __future__ import annotations
 
@@ -7,8 +7,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.adapters.failure_items import (
+    applied_attributes,
+    decision_from_item,
+    decision_item,
+    storm_failure_from_item,
+    storm_failure_item,
+)
 from shareplane.domain.alerts import Alert
+from shareplane.domain.failure_record import Applied, DecisionRecord, StormFailure
+from shareplane.domain.failure_rules import FailureClass, Severity
+from shareplane.domain.failures import Action, FailureDecision
 from shareplane.domain.lifecycle import HistoryEntry
+from shareplane.domain.requeue import ChainState
 
 from tests.fakes import alert_claims
 
@@ -23,19 +34,15 @@ class FakeFailureLedger:
     ticks: dict[str, str] = field(default_factory=dict)
 
     def claim_decision(
-        self,
-        key: str,
-        record: Mapping[str, Any],
-        history: HistoryEntry,
-        job_arn: str,
-        share_failure: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | None:
+        self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
+    ) -> DecisionRecord | None:
         if key in self.items:
-            return copy.deepcopy(self.items[key])
-        self.items[key] = {**copy.deepcopy(dict(record)), "applied": False}
+            return decision_from_item(self.items[key])
+        self.items[key] = {**decision_item(record), "applied": False}
+        job_arn = record.job_arn
         self.history[f"{job_arn}|{history.key}"] = {"entry": history, "job": job_arn}
         if share_failure is not None:
-            self.failures.setdefault(share_failure["share"], []).append(dict(share_failure))
+            self.failures.setdefault(share_failure.scope, []).append(storm_failure_item(share_failure))
         return None
 
     def last_tick(self, runner: str) -> str | None:
@@ -45,14 +52,15 @@ class FakeFailureLedger:
         if runner not in self.ticks or self.ticks[runner] < tick:
             self.ticks[runner] = tick
 
-    def load_decision(self, key: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.items.get(key))
+    def load_decision(self, key: str) -> DecisionRecord | None:
+        item = self.items.get(key)
+        return decision_from_item(copy.deepcopy(item)) if item is not None else None
 
-    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
+    def mark_applied(self, key: str, result: Applied) -> bool:
         item = self.items.get(key)
         if item is None or item.get("applied"):
             return False
-        item.update(applied=True, **result)
+        item.update(applied=True, **applied_attributes(result))
         return True
 
     def mark_scheduled(self, key: str) -> None:
@@ -76,8 +84,31 @@ class FakeFailureLedger:
     def release_alert(self, alert: Alert) -> None:
         alert_claims.release_alert(self.items, alert)
 
-    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
-        return [f for f in self.failures.get(share, []) if f["at"] > since]
+    def share_failures(self, share: str, since: float) -> list[StormFailure]:
+        return [storm_failure_from_item(f) for f in self.failures.get(share, []) if f["at"] > since]
 
     def alert_sent_at(self, dedupe_key: str) -> float | None:
         return self.items.get(dedupe_key, {}).get("sentAt")
+
+
+def decided(
+    job_arn: str,
+    action: Action = Action.REQUEUE,
+    failure_class: FailureClass = FailureClass.INTERNAL_ERROR,
+    *,
+    at: float = 1000.0,
+    mutations: Mapping[str, object] | None = None,
+) -> DecisionRecord:
+    """A decision record as the failure path stores it (the ledger tests' decisions)."""
+    decision = FailureDecision(
+        action=action,
+        failure_class=failure_class,
+        rule_id="test-rule",
+        reason_excerpt="failed",
+        severity=Severity.WARNING,
+        fix="",
+        attempt=1,
+        budget_left=2,
+        mutations=mutations or {},
+    )
+    return DecisionRecord(job_arn=job_arn, decision=decision, chain=ChainState(), decided_at=at, due_at=at)

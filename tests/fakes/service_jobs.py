@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import botocore.session
-from shareplane.adapters.batch_service_jobs import SubmittedServiceJob
+from shareplane.adapters.batch_service_jobs import SubmittedServiceJob, described_job
+from shareplane.domain.described_job import DescribedJob
 from shareplane.domain.errors import RejectedByServiceError
 
 #: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
@@ -65,9 +66,9 @@ class FakeServiceJobs:
         """How many jobs the submits made."""
         return len(self.tokens)
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         job = self.jobs.get(job_id.rsplit("/", 1)[-1])
-        return copy.deepcopy(job) if job else None
+        return described_job(copy.deepcopy(job)) if job else None
 
     def submit(self, params: Mapping[str, Any]) -> SubmittedServiceJob:
         self.submits.append(copy.deepcopy(dict(params)))

@@ -1,14 +1,15 @@
-"""ShareStore (adapters/share_store.py) in memory: the rebalancer's state item, audit records, job queries."""
+"""ShareStore (adapters/share_store.py) in memory: the state item and audit records in the adapter's layout."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import JobState
+from shareplane.domain.share_state import PlanAudit, SharesState
 
 
 @dataclass
@@ -21,8 +22,8 @@ class FakeShareStore:
     conflicts: int = 0  # the next N state writes find the version moved
     writes: int = 0
 
-    def load_state(self) -> dict[str, Any] | None:
-        return copy.deepcopy(self.state)
+    def load_state(self) -> SharesState | None:
+        return None if self.state is None else state_from_item(copy.deepcopy(self.state))
 
     def _check(self, previous_version: int | None) -> None:
         if self.conflicts:
@@ -32,41 +33,40 @@ class FakeShareStore:
         if current != previous_version:
             raise ConcurrentUpdateError(f"version {current}, not {previous_version}")
 
-    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+    def save_state(self, state: SharesState, previous_version: int | None) -> None:
         self._check(previous_version)
-        self.state = copy.deepcopy(dict(state))
+        self.state = state_item(state)
         self.writes += 1
 
-    def begin_plan(
-        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
-    ) -> bool:
-        key = (float(audit["createdAt"]), audit["planId"])
+    def begin_plan(self, audit: PlanAudit, state: SharesState | None, previous_version: int | None) -> bool:
+        key = (audit.plan.created_at, audit.plan_id)
         if key in self.records:
             return False
         if state is not None:
             self._check(previous_version)
-            self.state = copy.deepcopy(dict(state))
-        self.records[key] = copy.deepcopy(dict(audit))
+            self.state = state_item(state)
+        self.records[key] = audit_item(audit)
         self.writes += 1
         return True
 
-    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
-        record = self.records[(float(audit["createdAt"]), audit["planId"])]
+    def mark_applied(self, audit: PlanAudit, applied_at: float) -> bool:
+        record = self.records[(audit.plan.created_at, audit.plan_id)]
         if record["status"] != "PENDING":
             return False
         record.update(status="APPLIED", appliedAt=applied_at)
         return True
 
-    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.records.get((float(created_at), plan_id)))
+    def audit_at(self, created_at: float, plan_id: str) -> PlanAudit | None:
+        record = self.records.get((float(created_at), plan_id))
+        return None if record is None else audit_from_item(copy.deepcopy(record))
 
-    def audit(self, plan_id: str) -> dict[str, Any] | None:
+    def audit(self, plan_id: str) -> PlanAudit | None:
         """The record of a plan id, or of the one plan id it is a prefix of (as the adapter finds it)."""
         matches = [r for r in self.records.values() if str(r["planId"]).startswith(plan_id)]
         exact = [r for r in matches if r["planId"] == plan_id]
         if exact:
-            return copy.deepcopy(exact[0])
-        return copy.deepcopy(matches[0]) if len(matches) == 1 else None
+            return audit_from_item(copy.deepcopy(exact[0]))
+        return audit_from_item(copy.deepcopy(matches[0])) if len(matches) == 1 else None
 
     def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
         return [

@@ -1,10 +1,16 @@
-"""SharesBatch (adapters/batch_policy.py) in memory: a scheduling policy, quota shares, a queue snapshot."""
+"""SharesBatch (adapters/batch_policy.py) in memory: a scheduling policy, quota shares, a queue snapshot.
+
+The policy, quota shares and snapshot are held in the API's shapes and read as the adapter reads them.
+"""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
 from typing import Any
+
+from shareplane.adapters.batch_policy import queue_usage, quota_share
+from shareplane.domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
 
 
 @dataclass
@@ -17,9 +23,9 @@ class FakeSharesBatch:
     updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fail_updates: int = 0
 
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
         assert self.policy is not None and arn == self.policy["arn"]
-        return copy.deepcopy(self.policy)
+        return SchedulingPolicy.from_dict(self.policy)
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:
         return self.policy["arn"] if self.policy else None
@@ -30,8 +36,8 @@ class FakeSharesBatch:
         assert self.policy is not None
         self.policy["fairsharePolicy"] = copy.deepcopy(request["fairsharePolicy"])
 
-    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.quota_shares)
+    def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
+        return [quota_share(item) for item in self.quota_shares]
 
     def update_quota_share(self, request: dict[str, Any]) -> None:
         self._maybe_fail()
@@ -40,8 +46,8 @@ class FakeSharesBatch:
             if share["quotaShareArn"] == request["quotaShareArn"]:
                 share.update(copy.deepcopy({k: v for k, v in request.items() if k != "quotaShareArn"}))
 
-    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
-        return copy.deepcopy(self.snapshot)
+    def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
+        return queue_usage(self.snapshot)
 
     def _maybe_fail(self) -> None:
         if self.fail_updates:

@@ -1,10 +1,13 @@
-"""TrainingJobs (adapters/sagemaker_training.py) in memory."""
+"""TrainingJobs (adapters/sagemaker_training.py) in memory: DescribeTrainingJob answers, read as the adapter reads them."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
 from typing import Any
+
+from shareplane.adapters.sagemaker_training import training_job_facts
+from shareplane.domain.training import TrainingJobFacts
 
 
 @dataclass
@@ -13,5 +16,6 @@ class FakeTraining:
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def describe(self, name: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.jobs.get(name))
+    def describe(self, name: str) -> TrainingJobFacts | None:
+        job = self.jobs.get(name)
+        return training_job_facts(copy.deepcopy(job)) if job is not None else None

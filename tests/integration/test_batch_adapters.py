@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.adapters.batch_service_jobs import BatchServiceJobs
+from shareplane.adapters.batch_service_jobs import BatchServiceJobs, described_job
 from shareplane.adapters.sagemaker_training import SageMakerTrainingJobs
 from shareplane.domain.errors import RejectedByServiceError
 
@@ -36,7 +36,7 @@ def batch(aws_credentials: None) -> Iterator[tuple[Any, Stubber]]:
 def test_describe_returns_the_job_without_response_metadata(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
     stubber.add_response("describe_service_job", DESCRIBED, {"jobId": "j1"})
-    assert BatchServiceJobs(client).describe("j1") == DESCRIBED
+    assert BatchServiceJobs(client).describe("j1") == described_job(DESCRIBED)
 
 
 @pytest.mark.parametrize(
@@ -85,12 +85,26 @@ def test_update_priority_turns_a_refusal_into_a_rejection(batch: tuple[Any, Stub
 def test_the_policy_adapter_pages_quota_shares_with_the_shared_pager(batch: tuple[Any, Stubber]) -> None:
     client, stubber = batch
     stubber.add_response(
-        "list_quota_shares", {"quotaShares": [{"quotaShareName": "A"}], "nextToken": "n"}, {"jobQueue": "q"}
+        "list_quota_shares", {"quotaShares": [listed_quota_share("A")], "nextToken": "n"}, {"jobQueue": "q"}
     )
     stubber.add_response(
-        "list_quota_shares", {"quotaShares": [{"quotaShareName": "B"}]}, {"jobQueue": "q", "nextToken": "n"}
+        "list_quota_shares", {"quotaShares": [listed_quota_share("B")]}, {"jobQueue": "q", "nextToken": "n"}
     )
-    assert [s["quotaShareName"] for s in BatchPolicyAdapter(client).list_quota_shares("q")] == ["A", "B"]
+    assert [s.name for s in BatchPolicyAdapter(client).list_quota_shares("q")] == ["A", "B"]
+
+
+def listed_quota_share(name: str) -> dict[str, Any]:
+    """A ListQuotaShares entry (QuotaShareDetail) with every member the API marks required."""
+    return {
+        "quotaShareName": name,
+        "quotaShareArn": f"arn:aws:batch:us-east-1:123456789012:quota-share/q/{name}",
+        "jobQueueArn": "arn:aws:batch:us-east-1:123456789012:job-queue/q",
+        "capacityLimits": [{"maxCapacity": 4, "capacityUnit": "ml.p4d.24xlarge"}],
+        "resourceSharingConfiguration": {"strategy": "LEND_AND_BORROW", "borrowLimit": -1},
+        "preemptionConfiguration": {"inSharePreemption": "DISABLED"},
+        "state": "ENABLED",
+        "status": "VALID",
+    }
 
 
 def test_a_training_job_sagemaker_does_not_know_is_none(aws_credentials: None) -> None:

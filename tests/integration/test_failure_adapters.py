@@ -16,11 +16,13 @@ from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.requeue_timer import QueueRequeueTimer
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
-from shareplane.domain.failure_rules import Severity
+from shareplane.domain.failure_record import Applied, StormFailure
+from shareplane.domain.failure_rules import FailureClass, Severity
+from shareplane.domain.failures import Action
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
-from tests.fakes.failure_ledger import FakeFailureLedger
+from tests.fakes.failure_ledger import FakeFailureLedger, decided
 from tests.fakes.failure_world import shares_config
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
 
@@ -107,26 +109,28 @@ def history(key: str) -> HistoryEntry:
 
 
 def test_a_decision_is_claimed_once_and_applied_once(ledger: DynamoFailureLedger) -> None:
-    record = {
-        "jobArn": "arn:j",
-        "action": "requeue",
-        "class": "internal_error",
-        "decidedAt": 1773722900.5,
-        "mutations": {"EnableManagedSpotTraining": False},
-        "removals": ["StoppingCondition.MaxWaitTimeInSeconds"],
-    }
-    failure = {"share": "ProdExp1", "at": 1773722900.5, "job": "arn:j", "class": "internal_error"}
-    assert ledger.claim_decision("DECISION#arn:j#1.0", record, history("1#a"), "arn:j", failure) is None
+    record = decided(
+        "arn:j",
+        Action.REQUEUE,
+        FailureClass.INTERNAL_ERROR,
+        at=1773722900.5,
+        mutations={"EnableManagedSpotTraining": False, "StoppingCondition.MaxWaitTimeInSeconds": None},
+    )
+    failure = StormFailure("ProdExp1", 1773722900.5, "arn:j", failure_class="internal_error")
+    assert ledger.claim_decision("DECISION#arn:j#1.0", record, history("1#a"), failure) is None
     # a second claim (another delivery) gets the first decision back, and writes nothing new
     again = ledger.claim_decision(
-        "DECISION#arn:j#1.0", {**record, "action": "alert"}, history("1#a"), "arn:j", failure
+        "DECISION#arn:j#1.0", decided("arn:j", Action.ALERT, at=1773722900.5), history("1#a"), failure
     )
-    assert again is not None and again["action"] == "requeue" and again["applied"] is False
-    assert again["mutations"] == {"EnableManagedSpotTraining": False}
+    assert again is not None and again.decision.action.value == "requeue" and again.applied is False
+    assert again.decision.mutations == {
+        "EnableManagedSpotTraining": False,
+        "StoppingCondition.MaxWaitTimeInSeconds": None,
+    }
     assert len(ledger.share_failures("ProdExp1", 1773722000)) == 1
-    assert ledger.mark_applied("DECISION#arn:j#1.0", {"newJobArn": "arn:new"}) is True
-    assert ledger.mark_applied("DECISION#arn:j#1.0", {"newJobArn": "arn:other"}) is False
-    assert ledger.load_decision("DECISION#arn:j#1.0")["newJobArn"] == "arn:new"
+    assert ledger.mark_applied("DECISION#arn:j#1.0", Applied(new_job_arn="arn:new")) is True
+    assert ledger.mark_applied("DECISION#arn:j#1.0", Applied(new_job_arn="arn:other")) is False
+    assert ledger.load_decision("DECISION#arn:j#1.0").new_job_arn == "arn:new"
 
 
 def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(ledger: DynamoFailureLedger) -> None:

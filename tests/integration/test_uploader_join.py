@@ -17,7 +17,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
-from shareplane.adapters.dynamodb_store import PAYLOAD_SK, _unmarshal, job_pk
+from shareplane.adapters.dynamodb_items import unmarshal
+from shareplane.adapters.dynamodb_store import PAYLOAD_SK, job_pk
 from shareplane.adapters.upload_attributions import DynamoUploadAttributions
 from shareplane.domain.attribution import UploadAttribution, principal_record
 from shareplane.service.record_uploader import UploaderPorts, record_upload
@@ -74,7 +75,7 @@ def _payloads(world: DropWorld) -> dict[str, dict[str, Any]]:
             TableName=TABLE, Key={"pk": {"S": job_pk(job["jobArn"])}, "sk": {"S": PAYLOAD_SK}}
         ).get("Item")
         assert item is not None, f"{job['jobName']} has no payload item"
-        items[job["jobName"]] = _unmarshal(item)
+        items[job["jobName"]] = unmarshal(item)
     return items
 
 

@@ -64,8 +64,8 @@ def test_the_rule_is_checked_on_real_files() -> None:
 PATH_ONLY_MODULES = {
     "aws_lambda_powertools.utilities.parser": set(),
     "shareplane.schemas.parse": {"record_state"},
-    "shareplane.schemas.batch": {"record_state"},
-    "shareplane.schemas.sagemaker": {"record_state"},
+    "shareplane.schemas.batch": {"record_state", "handle_failure"},
+    "shareplane.schemas.sagemaker": {"record_state", "handle_failure"},
     "shareplane.domain.jobspec": {"submit_job"},
     "yaml": {"submit_job"},
     "shareplane.domain.rebalance": {"rebalance_shares"},

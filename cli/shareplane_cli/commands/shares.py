@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.share_ownership import baseline_settings, setting_to_state
+from shareplane.domain.share_state import SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -33,7 +34,7 @@ def _setting_text(setting: Any) -> str:
 
 
 def current_shares(
-    batch: BatchPolicyAdapter, queue: str, state: dict[str, Any] | None, config: SharesConfig | None = None
+    batch: BatchPolicyAdapter, queue: str, state: SharesState | None, config: SharesConfig | None = None
 ) -> dict[str, Any]:
     """Every team's setting in Batch now, beside the rebalancer's latest target and actual.
 
@@ -41,18 +42,18 @@ def current_shares(
     the team's (each identifier holds it times the tier multiplier, listed under ``identifiers``).
     """
     policy_arn = batch.scheduling_policy_of(queue)
-    policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else {}
-    latest = (state or {}).get("latest") or {}
+    policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else None
+    latest = state.latest if state is not None else None
     identifiers: dict[str, float] = {}
-    targets, actual, waiting = latest.get("targets", {}), latest.get("actual", {}), latest.get("waiting", {})
-    if "quotaSharePolicy" in policy:
+    targets = dict(latest.targets) if latest else {}
+    actual = dict(latest.actual) if latest else {}
+    waiting = dict(latest.waiting) if latest else {}
+    if policy is not None and policy.mode is SchedulingMode.QUOTA:
         mode = "quota"
-        settings = {
-            q["quotaShareName"]: QuotaSettings.from_dict(q).to_dict() for q in batch.list_quota_shares(queue)
-        }
+        settings = {q.name: q.settings.to_dict() for q in batch.list_quota_shares(queue)}
     else:
         mode = "fairshare"
-        weights = current_weights(policy)
+        weights = current_weights(policy) if policy is not None else []
         settings = {w.share_identifier: w.weight_factor for w in weights}
         if config is not None and config.tiered_shares:
             identifiers = settings
@@ -60,7 +61,8 @@ def current_shares(
     names = sorted(set(settings) | set(targets))
     # What the template holds (CloudFormation's) and what the rebalancer holds in force over it.
     baseline = {k: setting_to_state(v) for k, v in baseline_settings(config).items()} if config else {}
-    held = (state or {}).get("overrides") if (state or {}).get("mode", mode) == mode else None
+    same_mode = state is None or state.mode is None or state.mode.value == mode
+    held = state.overrides if state is not None and same_mode else None
     shares = [
         {
             "share": name,
@@ -71,7 +73,7 @@ def current_shares(
             "target": targets.get(name),
             "actual": actual.get(name),
             "waiting": waiting.get(name),
-            "why": (latest.get("why") or {}).get(name),
+            "why": latest.why.get(name) if latest else None,
         }
         for name in names
     ]
@@ -85,8 +87,15 @@ def current_shares(
         "queue": queue,
         "mode": mode,
         "schedulingPolicyArn": policy_arn,
-        "lastRun": {k: latest.get(k) for k in ("at", "tickId", "planId", "reason", "applied", "dryRun")},
-        "lastAppliedAt": (state or {}).get("lastAppliedAt"),
+        "lastRun": {
+            "at": latest.at if latest else None,
+            "tickId": latest.tick_id if latest else None,
+            "planId": latest.plan_id if latest else None,
+            "reason": latest.reason if latest else None,
+            "applied": latest.applied if latest else None,
+            "dryRun": latest.dry_run if latest else None,
+        },
+        "lastAppliedAt": state.last_applied_at if state is not None else None,
         "shares": shares,
     }
 

@@ -140,7 +140,7 @@ def test_jobs_survives_bad_rows_already_stored(aws_env: Any) -> None:
     # GIVEN a table with a good job, one stored with createdAt 10^15 (before times were bounded), and a
     # row whose status no version of shareplane wrote
     create_jobs_table(aws_env, TABLE)
-    from shareplane.adapters.dynamodb_store import _marshal
+    from shareplane.adapters.dynamodb_items import marshal
 
     def put(job_id: str, created: int, status: str = "RUNNABLE") -> None:
         item = job_state_item(
@@ -149,7 +149,7 @@ def test_jobs_survives_bad_rows_already_stored(aws_env: Any) -> None:
             )
         )
         item["status"] = status
-        aws_env.put_item(TableName=TABLE, Item=_marshal(item))
+        aws_env.put_item(TableName=TABLE, Item=marshal(item))
 
     put("good", 1773720000000)
     put("future", 10**15)

@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 from shareplane.adapters.share_store import DynamoShareStore
+from shareplane.domain.config import SchedulingMode
 from shareplane.domain.errors import ConcurrentUpdateError
+from shareplane.domain.rebalance import RebalancePlan, ShareChange
+from shareplane.domain.share_state import PlanAudit, SharesState
 
 from tests.fakes.share_store import FakeShareStore
 
@@ -18,42 +21,49 @@ def store(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("on_the_table")(DynamoShareStore)
 
 
-def audit(plan_id: str, created_at: float = 1000.0) -> dict[str, Any]:
-    return {"planId": plan_id, "createdAt": created_at, "status": "PENDING", "why": "drift"}
+def audit(plan_id: str, created_at: float = 1000.0) -> PlanAudit:
+    plan = RebalancePlan(
+        created_at, SchedulingMode.FAIRSHARE, (ShareChange("ProdExp1", 1.0, 1.25, "drift"),), "rebalanced"
+    )
+    return PlanAudit(plan_id, "tick", "plan", "PENDING", "search-p4d-queue", plan)
+
+
+def state(version: int, tick: str | None = None) -> SharesState:
+    return SharesState(version=version, last_tick=tick)
 
 
 def test_the_state_is_written_at_the_version_read(store: Any) -> None:
     assert store.load_state() is None
-    store.save_state({"version": 1, "tick": "a"}, previous_version=None)
-    store.save_state({"version": 2, "tick": "b"}, previous_version=1)
+    store.save_state(state(1, "a"), previous_version=None)
+    store.save_state(state(2, "b"), previous_version=1)
     with pytest.raises(ConcurrentUpdateError):
-        store.save_state({"version": 2, "tick": "c"}, previous_version=1)
+        store.save_state(state(2, "c"), previous_version=1)
     with pytest.raises(ConcurrentUpdateError):
-        store.save_state({"version": 1, "tick": "d"}, previous_version=None)
-    assert store.load_state()["tick"] == "b"
+        store.save_state(state(1, "d"), previous_version=None)
+    assert store.load_state().last_tick == "b"
 
 
 def test_a_plan_begins_once_with_its_state_and_is_applied_once(store: Any) -> None:
-    assert store.begin_plan(audit("p-1"), {"version": 1}, previous_version=None) is True
-    assert store.begin_plan(audit("p-1"), {"version": 2}, previous_version=1) is False
-    assert store.load_state()["version"] == 1
+    assert store.begin_plan(audit("p-1"), state(1), previous_version=None) is True
+    assert store.begin_plan(audit("p-1"), state(2), previous_version=1) is False
+    assert store.load_state().version == 1
     assert store.mark_applied(audit("p-1"), applied_at=1010.0) is True
     assert store.mark_applied(audit("p-1"), applied_at=1020.0) is False
     stored = store.audit_at(1000.0, "p-1")
-    assert stored["status"] == "APPLIED" and float(stored["appliedAt"]) == 1010.0
+    assert stored.status == "APPLIED" and float(stored.applied_at) == 1010.0
 
 
 def test_a_plan_whose_state_moved_is_not_begun(store: Any) -> None:
-    store.save_state({"version": 3}, previous_version=None)
+    store.save_state(state(3), previous_version=None)
     with pytest.raises(ConcurrentUpdateError):
-        store.begin_plan(audit("p-2"), {"version": 4}, previous_version=2)
+        store.begin_plan(audit("p-2"), state(4), previous_version=2)
     assert store.audit_at(1000.0, "p-2") is None
 
 
 def test_an_audit_is_found_by_its_plan_id_or_a_unique_prefix(store: Any) -> None:
     store.begin_plan(audit("abc123"), None, previous_version=None)
     store.begin_plan(audit("abd456", created_at=2000.0), None, previous_version=None)
-    assert store.audit("abc123")["planId"] == "abc123"
-    assert store.audit("abc")["planId"] == "abc123"
+    assert store.audit("abc123").plan_id == "abc123"
+    assert store.audit("abc").plan_id == "abc123"
     assert store.audit("ab") is None  # two plans start so
     assert store.audit("zzz") is None

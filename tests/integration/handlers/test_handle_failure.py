@@ -59,7 +59,11 @@ def test_the_failed_sample_is_decided_once_and_a_bad_record_fails_alone(
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
     ((due, delay),) = fakes.timer.pending
     stored = ports.ledger.load_decision(due["decisionKey"])
-    assert stored["class"] == "internal_error" and stored["action"] == "requeue" and delay > 0
+    assert (
+        stored.decision.failure_class.value == "internal_error"
+        and stored.decision.action.value == "requeue"
+        and delay > 0
+    )
     # AND when the requeue is due, one SubmitServiceJob goes out
     fakes.clock.now += delay
     assert handler.lambda_handler(sqs_batch([due, due]), lambda_context) == {"batchItemFailures": []}

@@ -11,6 +11,7 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shareplane.domain.batch_shares import SchedulingPolicy
 from shareplane.domain.config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.rebalance import (
@@ -850,7 +851,7 @@ CURRENT_POLICY = {
 def test_a_fairshare_plan_builds_the_update_scheduling_policy_request() -> None:
     current = copy.deepcopy(CURRENT_POLICY)
     plan = plan_rebalance(snapshot(share("A", 60, 100, weight=2.0), share("B", 40, 100)), DEFAULTS)
-    request = plan_to_update_scheduling_policy(plan, current)
+    request = plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(current))
     assert request == {
         "arn": ARN,
         "fairsharePolicy": {
@@ -881,7 +882,7 @@ def test_request_builders_reject_the_other_mode(build, plan_mode, match) -> None
     plan = RebalancePlan(created_at=NOW, mode=plan_mode, changes=(), reason="rebalanced")
     with pytest.raises(InvalidInputError, match=match):
         if build == "policy":
-            plan_to_update_scheduling_policy(plan, CURRENT_POLICY)
+            plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(CURRENT_POLICY))
         else:
             plan_to_update_quota_share_requests(plan)
 
@@ -889,7 +890,7 @@ def test_request_builders_reject_the_other_mode(build, plan_mode, match) -> None
 def test_a_share_covered_by_a_prefix_entry_cannot_get_its_own_weight() -> None:
     plan = plan_rebalance(snapshot(share("A", 60, 100), share("OtherTeam", 40, 100)), DEFAULTS)
     with pytest.raises(InvalidInputError) as raised:
-        plan_to_update_scheduling_policy(plan, CURRENT_POLICY)
+        plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(CURRENT_POLICY))
     assert raised.value.field == "shareDistribution.OtherTeam"
 
 
@@ -934,8 +935,10 @@ def _complete(rollback: RebalancePlan, plan: RebalancePlan) -> tuple:
 def test_a_rollback_plan_builds_requests_like_any_plan() -> None:
     snap = snapshot(share("A", 60, 100, weight=2.0), share("B", 40, 100))
     plan = plan_rebalance(snap, DEFAULTS)
-    after = plan_to_update_scheduling_policy(plan, CURRENT_POLICY)
-    rollback = plan_to_update_scheduling_policy(rollback_plan(plan.to_audit()), after)
+    after = plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(CURRENT_POLICY))
+    rollback = plan_to_update_scheduling_policy(
+        rollback_plan(plan.to_audit()), SchedulingPolicy.from_dict(after)
+    )
     weights_back = {
         e["shareIdentifier"]: e["weightFactor"] for e in rollback["fairsharePolicy"]["shareDistribution"]
     }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from shareplane.domain.alerts import SUBJECT_MAX_CHARS, logs_link, subject_line
+from shareplane.domain.described_job import DescribedJob
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.requeue import (
     ChainState,
@@ -62,16 +64,18 @@ def test_client_tokens_are_stable_and_fit_batch(job: str, attempt: str) -> None:
 
 
 def test_a_requeue_keeps_everything_but_name_tags_token_and_mutations() -> None:
-    described = {
-        "jobId": "j1",
-        "jobName": "bert-rq2",
-        "jobQueue": "arn:q",
-        "schedulingPriority": 55,
-        "shareIdentifier": "ProdExp1",
-        "serviceRequestPayload": json.dumps(PAYLOAD),
-        "retryStrategy": {"attempts": 2},
-        "tags": {"team": "a", "shareplane:failures": "9"},
-    }
+    described = DescribedJob(
+        job_arn="arn:aws:batch:us-east-1:123456789012:service-job/j1",
+        job_id="j1",
+        status="FAILED",
+        job_name="bert-rq2",
+        job_queue="arn:q",
+        scheduling_priority=55,
+        share_identifier="ProdExp1",
+        payload=json.dumps(PAYLOAD),
+        carried={"retryStrategy": {"attempts": 2}},
+        tags={"team": "a", "shareplane:failures": "9"},
+    )
     request = build_requeue(described, attempt="1.0", mutations={}, chain=ChainState("j0", 2, 3, 0))
     assert request.payload == PAYLOAD and request.params["jobName"] == "bert-rq3"
     assert request.params["schedulingPriority"] == 55 and request.params["shareIdentifier"] == "ProdExp1"
@@ -84,9 +88,7 @@ def test_a_requeue_keeps_everything_but_name_tags_token_and_mutations() -> None:
         "shareplane:submission": request.client_token,  # a retry finds its job by it
     }
     with pytest.raises(InvalidInputError, match="serviceRequestPayload"):
-        build_requeue(
-            {**described, "serviceRequestPayload": None}, attempt="1", mutations={}, chain=ChainState()
-        )
+        build_requeue(replace(described, payload=None), attempt="1", mutations={}, chain=ChainState())
 
 
 def test_job_names_stay_within_batch_limits() -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain import fairshare
+from shareplane.domain.batch_shares import SchedulingPolicy
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
 from shareplane.domain.lifecycle import JobStatus
@@ -94,7 +95,7 @@ def test_the_snapshot_holds_batch_usage_table_demand_tier_waits_weights_and_stor
     }
     batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5}, state)
     # WHEN the rebalancer observes the queue
-    observed = observe(shares_config(), SETTINGS, batch, store, state, NOW)
+    observed = observe(shares_config(), SETTINGS, batch, store, store.load_state(), NOW)
     snap = observed.snapshot
     p1, p2 = snap.share("ProdExp1"), snap.share("ProdExp2")
     p4d = "ml.p4d.24xlarge"
@@ -545,7 +546,7 @@ def test_the_tier_charge_weighs_a_teams_plain_identifier_by_all_its_usage_over_i
     assert written["ProdExp2"] == round(team_weight * charge, 4) and charge > 2
     assert (written["ProdExp1"], written["ProdExp1HIGHPRI"]) == (1.0, 0.05)
     # AND the team's weight read back from the policy is not inflated by the charge
-    weights = current_weights(batch.policy)
+    weights = current_weights(SchedulingPolicy.from_dict(batch.policy))
     assert {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}["ProdExp2"] == (
         team_weight
     )

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.adapters.batch_service_jobs import described_job
 from shareplane.domain.config import SchedulingMode, Tier
 from shareplane.domain.failure_rules import FailureClass
 from shareplane.domain.lifecycle import ObservationKind
@@ -311,7 +312,7 @@ def test_the_victims_failed_event_requeues_it_at_once_without_budget_marked_with
 
 def test_a_requeued_victim_never_reclaims_from_the_job_that_displaced_it() -> None:
     job = service_job("back", "ProdExp2", "HIGHPRI", "RUNNABLE", tags={TAG_DISPLACED_BY: "older hi"})
-    found = waiting_job(job, reclaim_config(), ReclaimWorld().ledger)
+    found = waiting_job(described_job(job), reclaim_config(), ReclaimWorld().ledger)
     assert found is not None and found.displaced_by == frozenset({"older", "hi"})
 
 

@@ -1,15 +1,20 @@
 """AWS Batch share settings through an injected client: scheduling policies, quota shares, snapshots.
 
-Thin on purpose: every method is one API operation (pages followed), dicts in and dicts out, so the
-rebalancer's service decides and this only carries requests. Service jobs themselves (list, submit,
+Thin on purpose: every method is one API operation (pages followed), so the rebalancer's service
+decides and this only carries requests; what it reads comes back as values (``SchedulingPolicy``,
+``QuotaShare``, ``QueueUsage``), read off the API's answers here. Service jobs themselves (list, submit,
 reprioritize) are ``batch_service_jobs.BatchServiceJobs``'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..domain.batch_shares import IdentifierUsage, QueueUsage, QuotaShare, SchedulingPolicy
+from ..domain.capacity import Capacity
 from ..domain.errors import InvalidInputError
+from ..domain.rebalance import QuotaSettings
 from .paging import follow_pages
 
 if TYPE_CHECKING:
@@ -23,14 +28,14 @@ class BatchPolicyAdapter:
         self._client = client
 
     # -- fair share ---------------------------------------------------------------------------
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
-        """The DescribeSchedulingPolicies item of one policy."""
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
+        """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         found = self._client.describe_scheduling_policies(arns=[arn]).get("schedulingPolicies", [])
         if not found:
             raise InvalidInputError(
                 "SCHEDULING_POLICY_ARN", f"{arn} does not exist", "pass the GPU queue's scheduling policy ARN"
             )
-        return dict(found[0])
+        return SchedulingPolicy.from_dict(found[0])
 
     def update_scheduling_policy(self, request: dict[str, Any]) -> None:
         """UpdateSchedulingPolicy with a request ``plan_to_update_scheduling_policy`` built."""
@@ -44,9 +49,10 @@ class BatchPolicyAdapter:
         return queues[0].get("schedulingPolicyArn")
 
     # -- quota shares -------------------------------------------------------------------------
-    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+    def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
         """Every quota share of a queue with its settings (ListQuotaShares carries them all)."""
-        return list(follow_pages(self._client.list_quota_shares, "quotaShares", jobQueue=job_queue))
+        pages = follow_pages(self._client.list_quota_shares, "quotaShares", jobQueue=job_queue)
+        return [quota_share(item) for item in pages]
 
     def describe_quota_share(self, arn: str) -> dict[str, Any]:
         """One quota share's settings."""
@@ -59,8 +65,38 @@ class BatchPolicyAdapter:
         self._client.update_quota_share(**request)
 
     # -- what runs ----------------------------------------------------------------------------
-    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
-        """GetJobQueueSnapshot: the front of the queue and its utilization."""
-        response = dict(self._client.get_job_queue_snapshot(jobQueue=job_queue))
-        response.pop("ResponseMetadata", None)
-        return response
+    def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
+        """GetJobQueueSnapshot's utilization: what the queue's top shares hold."""
+        return queue_usage(dict(self._client.get_job_queue_snapshot(jobQueue=job_queue)))
+
+
+def quota_share(item: Mapping[str, Any]) -> QuotaShare:
+    """A ListQuotaShares (or DescribeQuotaShare) entry as a value."""
+    return QuotaShare(
+        name=str(item["quotaShareName"]),
+        arn=str(item["quotaShareArn"]),
+        settings=QuotaSettings.from_dict(item),
+    )
+
+
+def queue_usage(response: Mapping[str, Any]) -> QueueUsage:
+    """GetJobQueueSnapshot's ``queueUtilization`` as a value: per identifier, instances per capacity unit."""
+    utilization = response.get("queueUtilization") or {}
+
+    def top(kind: str, key: str) -> tuple[IdentifierUsage, ...]:
+        entries = (utilization.get(kind) or {}).get("topCapacityUtilization") or []
+        return tuple(
+            IdentifierUsage(
+                identifier=str(entry.get(key) or ""),
+                capacity=Capacity.of_pairs(
+                    (str(u.get("capacityUnit")), float(u.get("quantity") or 0))
+                    for u in entry.get("capacityUsage") or []
+                ),
+            )
+            for entry in entries
+        )
+
+    return QueueUsage(
+        fairshare=top("fairshareUtilization", "shareIdentifier"),
+        quota=top("quotaShareUtilization", "quotaShareName"),
+    )

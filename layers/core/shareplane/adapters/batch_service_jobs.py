@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..domain.arns import job_id_of
+from ..domain.described_job import DescribedJob, JobAttempt
 from ..domain.errors import RejectedByServiceError
+from ..domain.lifecycle import CapacityUsage
 from .paging import follow_pages
 
 if TYPE_CHECKING:
@@ -27,6 +30,8 @@ ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", 
 TERMINATE_CHUNK = 50
 #: Batch's "your request is invalid" answers; everything else (throttling, 5xx) is worth a retry.
 _REFUSED = frozenset({"ClientException", "ValidationException"})
+#: Submit settings DescribeServiceJob returns that a requeue passes back unchanged.
+CARRIED_SETTINGS = ("retryStrategy", "timeoutConfig", "preemptionConfiguration")
 
 
 def _refusal(exc: ClientError) -> str | None:
@@ -52,6 +57,71 @@ class TerminateResult:
 
     successful: tuple[str, ...]
     errors: tuple[TerminateServiceJobsErrorDetailTypeDef, ...]  # job, code, message
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _attempt(item: Any) -> JobAttempt:
+    attempt = _mapping(item)
+    return JobAttempt(
+        training_job_arn=_str(_mapping(attempt.get("serviceResourceId")).get("value")),
+        started_at=_int(attempt.get("startedAt")),
+        stopped_at=_int(attempt.get("stoppedAt")),
+        status_reason=_str(attempt.get("statusReason")),
+    )
+
+
+def described_job(answer: Mapping[str, Any]) -> DescribedJob:
+    """DescribeServiceJob's answer as a value; a member of an unexpected type reads as absent."""
+    job_arn = str(answer.get("jobArn") or answer.get("jobId") or "")
+    summary = answer.get("preemptionSummary")
+    attempts = answer.get("attempts")
+    return DescribedJob(
+        job_arn=job_arn,
+        job_id=str(answer.get("jobId") or job_id_of(job_arn)),
+        status=str(answer.get("status") or ""),
+        job_name=_str(answer.get("jobName")),
+        job_queue=_str(answer.get("jobQueue")),
+        status_reason=_str(answer.get("statusReason")),
+        service_job_type=_str(answer.get("serviceJobType")),
+        share_identifier=_str(answer.get("shareIdentifier")),
+        quota_share_name=_str(answer.get("quotaShareName")),
+        scheduling_priority=_int(answer.get("schedulingPriority")),
+        created_at=_int(answer.get("createdAt")),
+        scheduled_at=_int(answer.get("scheduledAt")),
+        started_at=_int(answer.get("startedAt")),
+        stopped_at=_int(answer.get("stoppedAt")),
+        is_terminated=bool(answer.get("isTerminated")),
+        attempts=None if attempts is None else tuple(_attempt(a) for a in attempts or ()),
+        latest_training_job_arn=_attempt(answer.get("latestAttempt")).training_job_arn,
+        preempted_attempts=_int(_mapping(summary).get("preemptedAttemptCount")),
+        recent_preempted_attempts=tuple(
+            _attempt(a) for a in _mapping(summary).get("recentPreemptedAttempts") or ()
+        ),
+        has_preemption_summary=bool(summary),
+        capacity_usage=tuple(
+            CapacityUsage(str(u.get("capacityUnit")), float(u.get("quantity") or 0))
+            for u in answer.get("capacityUsage") or ()
+            if isinstance(u, Mapping)
+        ),
+        payload=_str(answer.get("serviceRequestPayload")),
+        tags={str(k): str(v) for k, v in _mapping(answer.get("tags")).items()},
+        carried={key: answer[key] for key in CARRIED_SETTINGS if answer.get(key) is not None},
+    )
 
 
 class BatchServiceJobs:
@@ -91,21 +161,19 @@ class BatchServiceJobs:
             jobQueue=job_queue,
             filters=[{"name": "JOB_NAME", "values": [job_name]}],
         )
-        found: list[dict[str, Any]] = []
+        found: list[DescribedJob] = []
         for summary in summaries:
             if summary.get("jobName") != job_name:
                 continue  # the filter also matches by prefix and case-insensitively
             described = self.describe(summary["jobId"])
-            if described is not None and (described.get("tags") or {}).get(tag) == value:
+            if described is not None and described.tags.get(tag) == value:
                 found.append(described)
         if not found:
             return None
-        oldest = min(found, key=lambda job: (job.get("createdAt") or 0, job["jobId"]))
-        return SubmittedServiceJob(
-            job_arn=oldest.get("jobArn") or oldest["jobId"], job_id=oldest["jobId"], job_name=job_name
-        )
+        oldest = min(found, key=lambda job: (job.created_at or 0, job.job_id))
+        return SubmittedServiceJob(job_arn=oldest.job_arn, job_id=oldest.job_id, job_name=job_name)
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         """DescribeServiceJob; None when Batch refuses it (the only input is the id: the job is unknown)."""
         try:
             response = dict(self._client.describe_service_job(jobId=job_id))
@@ -113,8 +181,7 @@ class BatchServiceJobs:
             if _refusal(exc) is None:
                 raise
             return None
-        response.pop("ResponseMetadata", None)
-        return response
+        return described_job(response)
 
     def list_jobs(
         self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None

@@ -23,19 +23,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
-
-from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
+from .dynamodb_items import (
+    marshal,
+    put_new,
+    put_new_action,
+    transact_new_and_versioned,
+    unmarshal,
+    versioned_put,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import PutTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +49,6 @@ HISTORY_PREFIX = "H#"
 #: History items expire (TTL, epoch seconds) this long after the event; current state never does.
 HISTORY_RETENTION_SECONDS = 400 * 24 * 3600
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
-
 
 def job_pk(job_arn: str) -> str:
     """Partition key of a Batch job."""
@@ -58,127 +58,6 @@ def job_pk(job_arn: str) -> str:
 def training_pk(training_job_arn: str) -> str:
     """Partition key of a SageMaker training job."""
     return f"TJ#{training_job_arn}"
-
-
-def _to_ddb(value: Any) -> Any:
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, Mapping):
-        return {k: _to_ddb(v) for k, v in value.items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_to_ddb(v) for v in value]
-    return value
-
-
-def _from_ddb(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _from_ddb(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_ddb(v) for v in value]
-    return value
-
-
-def _marshal(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _serializer.serialize(v) for k, v in _to_ddb(item).items()}
-
-
-def _unmarshal(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _from_ddb(_deserializer.deserialize(v)) for k, v in item.items()}
-
-
-#: The condition of a put that must not overwrite: an item with this key does not exist yet.
-_NEW_KEY = "attribute_not_exists(pk)"
-
-
-def index_items_since(
-    client: DynamoDBClient, table: str, index_pk: str, since: float
-) -> list[dict[str, Any]]:
-    """Items of one ByStatus index partition whose sort key (epoch ms, 13 digits) is at ``since`` or later."""
-    items: list[dict[str, Any]] = []
-    for page in client.get_paginator("query").paginate(
-        TableName=table,
-        IndexName="ByStatus",
-        KeyConditionExpression="gsi1pk = :p AND gsi1sk >= :s",
-        ExpressionAttributeValues={":p": {"S": index_pk}, ":s": {"S": f"{int(since * 1000):013d}"}},
-    ):
-        items += [_unmarshal(i) for i in page.get("Items", [])]
-    return items
-
-
-def put_new_action(table: str, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
-    """A TransactWriteItems action that puts an item only if its key is new."""
-    return {"Put": {"TableName": table, "Item": _marshal(item), "ConditionExpression": _NEW_KEY}}
-
-
-def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | None) -> PutTypeDef:
-    """Put parameters that replace an item only at the version it was read at (or create it, new)."""
-    put: PutTypeDef = {"TableName": table, "Item": _marshal(item)}
-    if previous_version is None:
-        put["ConditionExpression"] = _NEW_KEY
-    else:
-        put["ConditionExpression"] = "#v = :v"
-        put["ExpressionAttributeNames"] = {"#v": "version"}
-        put["ExpressionAttributeValues"] = {":v": {"N": str(previous_version)}}
-    return put
-
-
-def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any]) -> bool:
-    """Put an item only if its key is new; False when it exists (what makes a repeat a no-op)."""
-    try:
-        client.put_item(TableName=table, Item=_marshal(item), ConditionExpression=_NEW_KEY)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
-
-
-def tick_watermark(client: DynamoDBClient, table: str, runner: str) -> str | None:
-    """The newest schedule tick ``runner`` handled (``tick_id``'s format), or None before its first."""
-    response = client.get_item(
-        TableName=table, Key={"pk": {"S": f"TICK#{runner}"}, "sk": {"S": "TICK"}}, ConsistentRead=True
-    )
-    value = response.get("Item", {}).get("lastTick", {}).get("S")
-    return str(value) if value else None
-
-
-def advance_tick_watermark(client: DynamoDBClient, table: str, runner: str, tick: str) -> None:
-    """Move ``runner``'s watermark forward to ``tick``; an older or equal tick leaves it as it is."""
-    try:
-        client.update_item(
-            TableName=table,
-            Key={"pk": {"S": f"TICK#{runner}"}, "sk": {"S": "TICK"}},
-            UpdateExpression="SET lastTick = :t",
-            ConditionExpression="attribute_not_exists(lastTick) OR lastTick < :t",
-            ExpressionAttributeValues={":t": {"S": tick}},
-        )
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-            raise
-
-
-def transact_new_and_versioned(
-    client: DynamoDBClient, actions: Sequence[TransactWriteItemTypeDef], moved: str
-) -> bool:
-    """One TransactWriteItems whose first action puts a new item and whose second is a versioned put.
-
-    False when the first item exists (this write happened already); ConcurrentUpdateError(``moved``)
-    when the versioned item changed since it was read; any other cancellation propagates.
-    """
-    try:
-        client.transact_write_items(TransactItems=actions)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "TransactionCanceledException":
-            raise
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-        if reasons and reasons[0] == "ConditionalCheckFailed":
-            return False
-        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-            raise ConcurrentUpdateError(moved) from exc
-        raise
-    return True
 
 
 def job_state_item(state: JobState) -> dict[str, Any]:
@@ -300,7 +179,7 @@ class DynamoJobStore:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": _marshal(
+                    "Item": marshal(
                         {"pk": training_pk(arn), "sk": LINK_SK, "entity": "link", "jobArn": state.job_arn}
                     ),
                 }
@@ -394,7 +273,7 @@ class DynamoJobStore:
             TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return unmarshal(item) if item else None
 
     def _query_prefix(self, pk: str, prefix: str) -> list[dict[str, Any]]:
         return self._paginate(
@@ -408,5 +287,5 @@ class DynamoJobStore:
         paginator = self._client.get_paginator(operation)
         items: list[dict[str, Any]] = []
         for page in paginator.paginate(TableName=self._table, **kwargs):
-            items += [_unmarshal(i) for i in page.get("Items", [])]
+            items += [unmarshal(i) for i in page.get("Items", [])]
         return items

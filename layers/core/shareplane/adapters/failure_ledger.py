@@ -20,17 +20,25 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.alerts import STALE_CLAIM_SECONDS, Alert
+from ..domain.failure_record import Applied, DecisionRecord, StormFailure
 from ..domain.lifecycle import HistoryEntry
-from .dynamodb_store import (
-    HISTORY_RETENTION_SECONDS,
-    _marshal,
-    _unmarshal,
+from .dynamodb_items import (
     advance_tick_watermark,
-    history_item,
     index_items_since,
+    marshal,
     put_new,
     put_new_action,
     tick_watermark,
+    unmarshal,
+)
+from .dynamodb_store import HISTORY_RETENTION_SECONDS, history_item
+from .failure_items import (
+    applied_attributes,
+    decision_from_item,
+    decision_item,
+    history_attributes,
+    storm_failure_from_item,
+    storm_failure_item,
 )
 
 if TYPE_CHECKING:
@@ -55,36 +63,31 @@ class DynamoFailureLedger:
 
     # -- decisions ------------------------------------------------------------------------
     def claim_decision(
-        self,
-        key: str,
-        record: Mapping[str, Any],
-        history: HistoryEntry,
-        job_arn: str,
-        share_failure: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | None:
+        self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
+    ) -> DecisionRecord | None:
         """One transaction: the decision (new only), its history item and the storm-guard failure."""
-        now = float(record.get("decidedAt") or 0)
+        now = record.decided_at
         decision = {
             "pk": key,
             "sk": DECISION_SK,
             "entity": "decision",
             "applied": False,
-            **record,
+            **decision_item(record),
             "expiresAt": int(now) + HISTORY_RETENTION_SECONDS,
         }
         actions = [
             self._put_new(decision),
-            self._put_new({**history_item(job_arn, history), **_history_extra(record)}),
+            self._put_new({**history_item(record.job_arn, history), **history_attributes(record)}),
         ]
         if share_failure is not None:
-            at_ms = int(float(share_failure["at"]) * 1000)
+            at_ms = int(share_failure.at * 1000)
             actions.append(
                 self._put_new(
                     {
-                        "pk": f"SHARE#{share_failure['share']}",
-                        "sk": f"FAIL#{at_ms:013d}#{share_failure['job']}",
+                        "pk": f"SHARE#{share_failure.scope}",
+                        "sk": f"FAIL#{at_ms:013d}#{share_failure.job_arn}",
                         "entity": "share_failure",
-                        **share_failure,
+                        **storm_failure_item(share_failure),
                         "expiresAt": int(now) + SHARE_FAILURE_RETENTION_SECONDS,
                     }
                 )
@@ -100,20 +103,19 @@ class DynamoFailureLedger:
             return existing
         return None
 
-    def load_decision(self, key: str) -> dict[str, Any] | None:
+    def load_decision(self, key: str) -> DecisionRecord | None:
         """A stored decision (strongly consistent)."""
-        return self._get(key, DECISION_SK)
+        item = self._get(key, DECISION_SK)
+        return decision_from_item(item) if item else None
 
-    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
-        """Set ``applied`` (and the result) once; False when it already was applied."""
+    def mark_applied(self, key: str, result: Applied) -> bool:
+        """Set ``applied`` (and what applying did) once; False when it already was applied."""
         names = {"#a": "applied"}
         values: dict[str, Any] = {":t": {"BOOL": True}}
         sets = ["#a = :t"]
-        for i, (name, value) in enumerate(result.items()):
-            if value is None:
-                continue
+        for i, (name, value) in enumerate(applied_attributes(result).items()):
             names[f"#r{i}"] = name
-            values[f":r{i}"] = _marshal({"v": value})["v"]
+            values[f":r{i}"] = marshal({"v": value})["v"]
             sets.append(f"#r{i} = :r{i}")
         try:
             self._client.update_item(
@@ -177,7 +179,7 @@ class DynamoFailureLedger:
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=_marshal(item),
+                Item=marshal(item),
                 ConditionExpression=(
                     "attribute_not_exists(pk) OR quietUntil < :now "
                     "OR (attribute_not_exists(sentAt) AND claimedAt < :stale)"
@@ -228,7 +230,7 @@ class DynamoFailureLedger:
         return sorted(sent, key=lambda i: i["sentAt"])
 
     # -- storm guard ----------------------------------------------------------------------
-    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
+    def share_failures(self, share: str, since: float) -> list[StormFailure]:
         """The share's counted failures after ``since`` (epoch seconds), oldest first."""
         paginator = self._client.get_paginator("query")
         items: list[dict[str, Any]] = []
@@ -242,8 +244,8 @@ class DynamoFailureLedger:
             },
             ConsistentRead=True,
         ):
-            items += [_unmarshal(i) for i in page.get("Items", [])]
-        return items
+            items += [unmarshal(i) for i in page.get("Items", [])]
+        return [storm_failure_from_item(i) for i in items]
 
     # -- plumbing -------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
@@ -262,15 +264,4 @@ class DynamoFailureLedger:
             TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
-
-
-def _history_extra(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The structured half of a FAILURE_DECISION history item (its ``reason`` is the readable half)."""
-    return {
-        "failureClass": record.get("class"),
-        "rule": record.get("rule"),
-        "action": record.get("action"),
-        "failureReason": record.get("reason"),
-        "why": record.get("why"),
-    }
+        return unmarshal(item) if item else None

@@ -21,17 +21,16 @@ from botocore.exceptions import ClientError
 
 from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry
-from .dynamodb_store import (
-    HISTORY_RETENTION_SECONDS,
-    _marshal,
-    _unmarshal,
+from .dynamodb_items import (
     advance_tick_watermark,
-    history_item,
     index_items_since,
+    marshal,
     put_new,
     put_new_action,
     tick_watermark,
+    unmarshal,
 )
+from .dynamodb_store import HISTORY_RETENTION_SECONDS, history_item
 from .failure_ledger import DynamoFailureLedger
 
 if TYPE_CHECKING:
@@ -91,7 +90,7 @@ class DynamoReclaimLedger:
             TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return unmarshal(item) if item else None
 
     # -- reads ----------------------------------------------------------------------------
     def victims_for(self, beneficiary_id: str) -> int:
@@ -115,7 +114,7 @@ class DynamoReclaimLedger:
             ConsistentRead=True,
         ):
             for raw in page.get("Items", []):
-                item = _unmarshal(raw)
+                item = unmarshal(raw)
                 found[str(item["sk"])] = str(item["for"])
                 self._decisions[str(item["sk"])] = str(item["decisionId"])
         return found
@@ -235,7 +234,7 @@ class DynamoReclaimLedger:
         values: dict[str, Any] = {":t": {"BOOL": True}}
         sets = ["applied = :t"]
         for i, (name, value) in enumerate(result.items()):
-            values[f":r{i}"] = _marshal({"v": value})["v"]
+            values[f":r{i}"] = marshal({"v": value})["v"]
             sets.append(f"{name} = :r{i}")
         try:
             self._client.update_item(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+
+from ..domain.training import TrainingJobFacts
 
 if TYPE_CHECKING:
     from mypy_boto3_sagemaker import SageMakerClient
@@ -19,7 +22,7 @@ class SageMakerTrainingJobs:
     def __init__(self, client: SageMakerClient) -> None:
         self._client = client
 
-    def describe(self, training_job_name: str) -> dict[str, Any] | None:
+    def describe(self, training_job_name: str) -> TrainingJobFacts | None:
         """DescribeTrainingJob; None when SageMaker does not know the name (ValidationException)."""
         try:
             response = self._client.describe_training_job(TrainingJobName=training_job_name)
@@ -27,4 +30,19 @@ class SageMakerTrainingJobs:
             if exc.response.get("Error", {}).get("Code") in _UNKNOWN:
                 return None
             raise
-        return {key: value for key, value in response.items() if key != "ResponseMetadata"}
+        return training_job_facts(dict(response))
+
+
+def training_job_facts(answer: Mapping[str, Any]) -> TrainingJobFacts:
+    """DescribeTrainingJob's answer, as far as the failure path reads it."""
+
+    def text(key: str) -> str | None:
+        value = answer.get(key)
+        return value if isinstance(value, str) else None
+
+    return TrainingJobFacts(
+        name=text("TrainingJobName"),
+        status=text("TrainingJobStatus"),
+        secondary_status=text("SecondaryStatus"),
+        failure_reason=text("FailureReason"),
+    )

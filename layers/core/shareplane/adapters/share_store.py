@@ -14,21 +14,16 @@ cannot apply a plan twice; the record turns ``APPLIED`` once Batch took the chan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import JobState
-from .dynamodb_store import (
-    _marshal,
-    _unmarshal,
-    job_state_from_item,
-    put_new_action,
-    transact_new_and_versioned,
-    versioned_put,
-)
+from ..domain.share_state import PlanAudit, SharesState
+from .dynamodb_items import marshal, put_new_action, transact_new_and_versioned, unmarshal, versioned_put
+from .dynamodb_store import job_state_from_item
+from .share_items import audit_from_item, audit_item, state_from_item, state_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -52,13 +47,13 @@ class DynamoShareStore:
         self._table = table_name
 
     # -- state --------------------------------------------------------------------------------
-    def load_state(self) -> dict[str, Any] | None:
-        """The ``SHARES``/``LEDGER`` item (strongly consistent), None before the first run."""
+    def load_state(self) -> SharesState | None:
+        """The ``SHARES``/``LEDGER`` item's state (strongly consistent), None before the first run."""
         response = self._client.get_item(TableName=self._table, Key=self._key(STATE_SK), ConsistentRead=True)
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return state_from_item(unmarshal(item)) if item else None
 
-    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+    def save_state(self, state: SharesState, previous_version: int | None) -> None:
         """Write the state item at the version read; ConcurrentUpdateError when it moved."""
         try:
             self._client.put_item(**self._versioned_put(state, previous_version))
@@ -68,26 +63,24 @@ class DynamoShareStore:
             raise
 
     # -- audit --------------------------------------------------------------------------------
-    def begin_plan(
-        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
-    ) -> bool:
+    def begin_plan(self, audit: PlanAudit, state: SharesState | None, previous_version: int | None) -> bool:
         """Write a new audit record and the state in one transaction; False if the record exists."""
-        record = {**audit, "pk": SHARES_PK, "sk": audit_sk(audit["createdAt"], audit["planId"])}
+        record = {**audit_item(audit), "pk": SHARES_PK, "sk": audit_sk(audit.plan.created_at, audit.plan_id)}
         actions = [put_new_action(self._table, record)]
         if state is not None:
             actions.append({"Put": self._versioned_put(state, previous_version)})
         return transact_new_and_versioned(self._client, actions, "the shares state changed since it was read")
 
-    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
+    def mark_applied(self, audit: PlanAudit, applied_at: float) -> bool:
         """Turn a PENDING record APPLIED; False when it was not pending (already marked)."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key=self._key(audit_sk(audit["createdAt"], audit["planId"])),
+                Key=self._key(audit_sk(audit.plan.created_at, audit.plan_id)),
                 UpdateExpression="SET #s = :applied, appliedAt = :at",
                 ConditionExpression="#s = :pending",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_marshal(
+                ExpressionAttributeValues=marshal(
                     {":applied": "APPLIED", ":pending": "PENDING", ":at": applied_at}
                 ),
             )
@@ -97,16 +90,16 @@ class DynamoShareStore:
             raise
         return True
 
-    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
+    def audit_at(self, created_at: float, plan_id: str) -> PlanAudit | None:
         """The audit record at its key (strongly consistent)."""
         response = self._client.get_item(
             TableName=self._table, Key=self._key(audit_sk(created_at, plan_id)), ConsistentRead=True
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return audit_from_item(unmarshal(item)) if item else None
 
     def audits(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Audit records, newest first."""
+        """Audit records as stored, newest first (what `shareplane shares --history` lists)."""
         params: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :p AND begins_with(sk, :s)",
@@ -117,20 +110,20 @@ class DynamoShareStore:
         records: list[dict[str, Any]] = []
         while True:
             response = self._client.query(**params)
-            records += [_unmarshal(i) for i in response.get("Items", [])]
+            records += [unmarshal(i) for i in response.get("Items", [])]
             if limit is not None and len(records) >= limit:
                 return records[:limit]
             if "LastEvaluatedKey" not in response:
                 return records
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def audit(self, plan_id: str) -> dict[str, Any] | None:
+    def audit(self, plan_id: str) -> PlanAudit | None:
         """The audit record of one plan id (or a unique prefix of it), None when there is none."""
         matches = [r for r in self.audits() if str(r.get("planId", "")).startswith(plan_id)]
         exact = [r for r in matches if r.get("planId") == plan_id]
         if exact:
-            return exact[0]
-        return matches[0] if len(matches) == 1 else None
+            return audit_from_item(exact[0])
+        return audit_from_item(matches[0]) if len(matches) == 1 else None
 
     # -- jobs ---------------------------------------------------------------------------------
     def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
@@ -150,7 +143,7 @@ class DynamoShareStore:
         jobs: list[JobState] = []
         while True:
             response = self._client.query(**params)
-            jobs += [job_state_from_item(_unmarshal(i)) for i in response.get("Items", [])]
+            jobs += [job_state_from_item(unmarshal(i)) for i in response.get("Items", [])]
             if "LastEvaluatedKey" not in response:
                 return jobs
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -159,6 +152,6 @@ class DynamoShareStore:
     def _key(self, sk: str) -> dict[str, Any]:
         return {"pk": {"S": SHARES_PK}, "sk": {"S": sk}}
 
-    def _versioned_put(self, state: Mapping[str, Any], previous_version: int | None) -> PutTypeDef:
-        item = {**state, "pk": SHARES_PK, "sk": STATE_SK, "entity": "shares_state"}
+    def _versioned_put(self, state: SharesState, previous_version: int | None) -> PutTypeDef:
+        item = {**state_item(state), "pk": SHARES_PK, "sk": STATE_SK, "entity": "shares_state"}
         return versioned_put(self._table, item, previous_version)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.alerts import STALE_CLAIM_SECONDS
-from .dynamodb_store import PAYLOAD_SK, _marshal, _unmarshal, job_pk, put_new
+from .dynamodb_items import marshal, put_new, unmarshal
+from .dynamodb_store import PAYLOAD_SK, job_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -57,7 +58,7 @@ class DynamoUploadAttributions:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return _unmarshal(item) if item else None
+        return unmarshal(item) if item else None
 
     def claim_alert(self, request_id: str, now: float) -> bool:
         """Reserve the upload's one alert: not sent yet, and no claim younger than STALE_CLAIM_SECONDS.
@@ -111,7 +112,7 @@ class DynamoUploadAttributions:
             "jobArn": job_arn,
             "expiresAt": expires_at,
         }
-        self._client.put_item(TableName=self._table, Item=_marshal(item))
+        self._client.put_item(TableName=self._table, Item=marshal(item))
 
     def linked_jobs(self, request_id: str) -> list[str]:
         """The jobs the submit path linked to this request, read consistently."""
@@ -138,7 +139,7 @@ class DynamoUploadAttributions:
                 UpdateExpression="SET #u.#p = :p",
                 ConditionExpression="attribute_exists(pk) AND attribute_type(#u, :map)",
                 ExpressionAttributeNames={"#u": "uploader", "#p": "principal"},
-                ExpressionAttributeValues={":p": _marshal({"v": dict(record)})["v"], ":map": {"S": "M"}},
+                ExpressionAttributeValues={":p": marshal({"v": dict(record)})["v"], ":map": {"S": "M"}},
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote
 
+from .arns import job_id_of
 from .config import SharesConfig
 from .errors import InvalidInputError
 from .failure_rules import Severity
@@ -161,7 +162,7 @@ def failure_alert(
     subject = subject_line(
         f"[{decision.severity.value}]",
         f"{share}:",
-        job_name or job_arn.rsplit("/", 1)[-1],
+        job_name or job_id_of(job_arn),
         f"failed ({decision.failure_class.value}),",
         "not retried" if decision.attempt == 0 else f"not retried after {decision.attempt} failures",
     )
@@ -226,9 +227,7 @@ def simple_alert(
         "fix": fix,
         **(extra or {}),
     }
-    subject = subject_line(
-        f"[{severity.value}]", f"{share}:", job_name or job_arn.rsplit("/", 1)[-1], headline
-    )
+    subject = subject_line(f"[{severity.value}]", f"{share}:", job_name or job_id_of(job_arn), headline)
     return Alert(kind, severity, share, queue, subject, body, job_arn, job_arn)
 
 

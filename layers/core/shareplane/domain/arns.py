@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 
+def arn_tail(arn: str) -> str:
+    """The last ``/`` segment of an ARN: a job's id, a queue's or a training job's name.
+
+    A bare id or name has no ``/`` and is returned as it is, so callers may pass either.
+    """
+    return arn.rsplit("/", 1)[-1]
+
+
+def job_id_of(job_arn: str) -> str:
+    """A Batch job's id from its ARN (``.../service-job/<id>``); an id is returned as it is."""
+    return arn_tail(job_arn)
+
+
 def queue_name(job_queue: str | None) -> str:
     """A job queue's name from its ARN (a name is returned as it is); ``unknown`` when there is none."""
     if not job_queue:
         return "unknown"
-    return job_queue.rsplit("/", 1)[-1]
+    return arn_tail(job_queue)

@@ -50,11 +50,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from .errors import InvalidInputError
 from .fairshare import ShareWeight, weight_for
+
+if TYPE_CHECKING:
+    from .batch_shares import SchedulingPolicy
 
 WEIGHT_FACTOR_MIN = 0.0001
 WEIGHT_FACTOR_MAX = 999.9999
@@ -848,12 +851,10 @@ def weight_factor(setting: float | QuotaSettings) -> float:
     return float(setting)
 
 
-def plan_to_update_scheduling_policy(
-    plan: RebalancePlan, current_policy: Mapping[str, Any]
-) -> dict[str, Any]:
+def plan_to_update_scheduling_policy(plan: RebalancePlan, current_policy: SchedulingPolicy) -> dict[str, Any]:
     """The UpdateSchedulingPolicy request that applies a fair-share plan to the current policy.
 
-    ``current_policy`` is the DescribeSchedulingPolicies item; it is not modified. Entries the plan
+    ``current_policy`` is the policy as Batch describes it. Entries the plan
     does not move (including prefix entries ending in ``*``) are kept as they are, in their order;
     shares without an entry are appended. A share covered by a prefix entry cannot get its own entry
     (AWS rejects overlapping identifiers), so that is an error.
@@ -862,12 +863,10 @@ def plan_to_update_scheduling_policy(
         raise InvalidInputError(
             "plan.mode", f"is {plan.mode.value}", "build UpdateQuotaShare requests instead"
         )
-    if "arn" not in current_policy:
-        raise InvalidInputError(
-            "current_policy.arn", "is missing", "pass the DescribeSchedulingPolicies item"
-        )
-    current = current_policy.get("fairsharePolicy") or {}
-    distribution = [dict(entry) for entry in current.get("shareDistribution", [])]
+    distribution: list[dict[str, Any]] = [
+        {"shareIdentifier": w.share_identifier, "weightFactor": w.weight_factor}
+        for w in current_policy.weights
+    ]
     index = {entry["shareIdentifier"]: i for i, entry in enumerate(distribution)}
     for change in plan.moved:
         if change.share in index:
@@ -887,11 +886,13 @@ def plan_to_update_scheduling_policy(
             )
         distribution.append({"shareIdentifier": change.share, "weightFactor": change.after})
         index[change.share] = len(distribution) - 1
-    fairshare: dict[str, Any] = {
-        key: current[key] for key in ("shareDecaySeconds", "computeReservation") if key in current
-    }
+    fairshare: dict[str, Any] = {}
+    if current_policy.share_decay_seconds is not None:
+        fairshare["shareDecaySeconds"] = current_policy.share_decay_seconds
+    if current_policy.compute_reservation is not None:
+        fairshare["computeReservation"] = current_policy.compute_reservation
     fairshare["shareDistribution"] = distribution
-    return {"arn": current_policy["arn"], "fairsharePolicy": fairshare}
+    return {"arn": current_policy.arn, "fairsharePolicy": fairshare}
 
 
 def plan_to_update_quota_share_requests(plan: RebalancePlan) -> list[dict[str, Any]]:
@@ -926,6 +927,44 @@ def _setting_from_audit(mode: SchedulingMode, share: str, value: Any) -> float |
             f"changes.{share}.before", f"{value!r} is not a weightFactor", "pass a weight"
         )
     return float(value)
+
+
+def plan_from_audit(audit: Mapping[str, Any]) -> RebalancePlan:
+    """The plan ``RebalancePlan.to_audit`` wrote, read back whole (a PENDING plan is re-applied from it)."""
+    try:
+        mode = SchedulingMode(audit["mode"])
+
+        def setting(value: Any) -> float | QuotaSettings:
+            return QuotaSettings.from_dict(value) if mode is SchedulingMode.QUOTA else float(value)
+
+        changes = tuple(
+            ShareChange(
+                c["share"],
+                setting(c["before"]),
+                setting(c["after"]),
+                c.get("why", ""),
+                c.get("quotaShareArn"),
+            )
+            for c in audit["changes"]
+        )
+        ledger = {
+            name: LedgerEntry(float(e["lent"]), float(e["borrowed"]), float(e["balance"]))
+            for name, e in (audit.get("ledger") or {}).items()
+        }
+        as_of = audit.get("ledgerAsOf")
+        return RebalancePlan(
+            created_at=float(audit["createdAt"]),
+            mode=mode,
+            changes=changes,
+            reason=str(audit["reason"]),
+            targets={share: float(v) for share, v in (audit.get("targets") or {}).items()},
+            ledger=ledger,
+            ledger_as_of=None if as_of is None else float(as_of),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            "plan", f"is not a plan audit record ({exc!r})", "pass RebalancePlan.to_audit() output"
+        ) from exc
 
 
 def rollback_plan(audit_before: Mapping[str, Any], now: float | None = None) -> RebalancePlan:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from .arns import job_id_of
+from .described_job import DescribedJob
 from .errors import InvalidInputError
 from .tags import SUBMISSION_TAG
 
@@ -148,23 +150,24 @@ class RequeueRequest:
         return payload
 
 
-_CARRIED = ("retryStrategy", "timeoutConfig", "preemptionConfiguration", "shareIdentifier", "quotaShareName")
-
-
 def build_requeue(
-    described: Mapping[str, Any],
+    described: DescribedJob,
     *,
     attempt: str,
     mutations: Mapping[str, object],
     chain: ChainState,
     scheduling_priority: int | None = None,
 ) -> RequeueRequest:
-    """SubmitServiceJob arguments that resubmit the DescribeServiceJob result ``described``.
+    """SubmitServiceJob arguments that resubmit the job Batch described as ``described``.
 
     ``chain`` is the state the new job starts with (already counting this failure);
     ``scheduling_priority`` replaces the job's own when given.
     """
-    raw = described.get("serviceRequestPayload")
+    if not described.job_queue:
+        raise InvalidInputError(
+            "jobQueue", "is missing from DescribeServiceJob", "requeue only jobs Batch describes in a queue"
+        )
+    raw = described.payload
     if not raw:
         raise InvalidInputError(
             "serviceRequestPayload",
@@ -179,8 +182,8 @@ def build_requeue(
         ) from exc
     if not isinstance(payload, dict):
         raise InvalidInputError("serviceRequestPayload", "is not a JSON object", "resubmit by hand")
-    job_id = described.get("jobId") or str(described.get("jobArn", "")).rsplit("/", 1)[-1]
-    tags = {k: v for k, v in (described.get("tags") or {}).items() if k not in CHAIN_TAGS}
+    job_id = described.job_id or job_id_of(described.job_arn)
+    tags = {k: v for k, v in described.tags.items() if k not in CHAIN_TAGS}
     chain_tags = {
         TAG_ORIGIN: chain.origin_job_id or job_id,
         TAG_FAILURES: str(chain.failures),
@@ -199,18 +202,21 @@ def build_requeue(
     # Ours win over the job's own, and the job's are cut first if the 50-tag limit would break.
     tags = dict(list(tags.items())[: MAX_TAGS - len(chain_tags)]) | chain_tags
     params: dict[str, Any] = {
-        "jobName": requeue_job_name(str(described.get("jobName") or job_id), chain.requeues),
-        "jobQueue": described["jobQueue"],
-        "serviceJobType": described.get("serviceJobType") or "SAGEMAKER_TRAINING",
+        "jobName": requeue_job_name(described.job_name or job_id, chain.requeues),
+        "jobQueue": described.job_queue,
+        "serviceJobType": described.service_job_type or "SAGEMAKER_TRAINING",
         "serviceRequestPayload": json.dumps(apply_mutations(payload, mutations), separators=(",", ":")),
         "tags": tags,
         "clientToken": token,
     }
     if scheduling_priority is not None:
         params["schedulingPriority"] = scheduling_priority
-    elif described.get("schedulingPriority") is not None:
-        params["schedulingPriority"] = described["schedulingPriority"]
-    for key in _CARRIED:
-        if described.get(key) is not None:
-            params[key] = copy.deepcopy(described[key])
+    elif described.scheduling_priority is not None:
+        params["schedulingPriority"] = described.scheduling_priority
+    for key, setting in described.carried.items():
+        params[key] = copy.deepcopy(setting)
+    if described.share_identifier is not None:
+        params["shareIdentifier"] = described.share_identifier
+    if described.quota_share_name is not None:
+        params["quotaShareName"] = described.quota_share_name
     return RequeueRequest(params, token, chain)

@@ -127,3 +127,14 @@ def decide_training(current: TrainingJobState | None, obs: TrainingJobObservatio
         version=(current.version if current else 0) + 1,
     )
     return TrainingTransition(Decision.APPLY if newest else Decision.STALE, state, current)
+
+
+@dataclass(frozen=True)
+class TrainingJobFacts:
+    """What the failure path reads of a training job (DescribeTrainingJob, or the table's final state)."""
+
+    name: str | None = None
+    #: SageMaker's TrainingJobStatus and SecondaryStatus as written (Failed, Stopped, ...).
+    status: str | None = None
+    secondary_status: str | None = None
+    failure_reason: str | None = None

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from ..domain.described_job import DescribedJob, JobAttempt
 from ..domain.errors import InvalidInputError
 from ..domain.lifecycle import CapacityUsage, JobObservation, JobStatus, ObservationKind
 from .common import MAX_COUNT, Count, Detail, EpochMillis, bounds_fix
@@ -79,6 +80,8 @@ class ServiceJobDetail(Detail):
     latestAttempt: LatestAttempt | None = None
     capacityUsage: list[CapacityUsageDetail] | None = Field(default=None, max_length=MAX_COUNT)
     preemptionSummary: PreemptionSummary | None = None
+    #: DescribeServiceJob's tags (events carry none): a shareless job's team tag, the requeue chain.
+    tags: dict[str, str] | None = None
 
 
 def job_status(value: str | None, field: str) -> JobStatus:
@@ -128,13 +131,62 @@ def service_job_observation(detail: ServiceJobDetail, kind: ObservationKind) -> 
     )
 
 
-def reconciled_observation(described: dict[str, Any]) -> JobObservation:
-    """A DescribeServiceJob result as a RECONCILED observation (the reconciler's repair path)."""
+def reconciled_observation(described: DescribedJob) -> JobObservation:
+    """A DescribeServiceJob result as a RECONCILED observation (the reconciler's repair path).
+
+    The description is checked by the same model, and bounds, as the job's events.
+    """
     try:
-        detail = ServiceJobDetail.model_validate(described)
+        detail = ServiceJobDetail.model_validate(_detail_of(described))
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(str(p) for p in first["loc"]) or "job"
         fix = bounds_fix(first["type"], "pass DescribeServiceJob's result unchanged")
         raise InvalidInputError(path, first["msg"], fix) from exc
     return service_job_observation(detail, ObservationKind.RECONCILED)
+
+
+def _attempt_of(attempt: JobAttempt) -> dict[str, Any]:
+    resource = {"value": attempt.training_job_arn} if attempt.training_job_arn else None
+    return {
+        "serviceResourceId": resource,
+        "startedAt": attempt.started_at,
+        "stoppedAt": attempt.stopped_at,
+        "statusReason": attempt.status_reason,
+    }
+
+
+def _detail_of(job: DescribedJob) -> dict[str, Any]:
+    """The detail a description stands for, in the API's member names."""
+    summary = (
+        {
+            "preemptedAttemptCount": job.preempted_attempts,
+            "recentPreemptedAttempts": [_attempt_of(a) for a in job.recent_preempted_attempts],
+        }
+        if job.has_preemption_summary
+        else None
+    )
+    latest = (
+        {"serviceResourceId": {"value": job.latest_training_job_arn}} if job.latest_training_job_arn else None
+    )
+    return {
+        "jobArn": job.job_arn,
+        "jobId": job.job_id,
+        "jobName": job.job_name,
+        "jobQueue": job.job_queue,
+        "status": job.status,
+        "statusReason": job.status_reason,
+        "serviceJobType": job.service_job_type,
+        "shareIdentifier": job.share_identifier,
+        "quotaShareName": job.quota_share_name,
+        "schedulingPriority": job.scheduling_priority,
+        "createdAt": job.created_at,
+        "scheduledAt": job.scheduled_at,
+        "startedAt": job.started_at,
+        "stoppedAt": job.stopped_at,
+        "isTerminated": job.is_terminated,
+        "attempts": None if job.attempts is None else [_attempt_of(a) for a in job.attempts],
+        "latestAttempt": latest,
+        "capacityUsage": [{"capacityUnit": u.unit, "quantity": u.quantity} for u in job.capacity_usage],
+        "preemptionSummary": summary,
+    }

@@ -24,11 +24,10 @@ unconfirmed alert claim has been held (a processing lease, not an event time).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.alerts import (
     DEFAULT_QUIET_SECONDS,
@@ -38,9 +37,11 @@ from ..domain.alerts import (
     logs_link,
     simple_alert,
 )
-from ..domain.arns import queue_name
+from ..domain.arns import arn_tail, job_id_of, queue_name
 from ..domain.config import SharesConfig, Tier
+from ..domain.described_job import DescribedJob
 from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.failure_record import REQUEUE_DUE, Applied, DecisionRecord, StormFailure
 from ..domain.failure_rules import FailureClass, Severity
 from ..domain.failures import (
     Action,
@@ -55,7 +56,7 @@ from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.reclaim import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
-from ..schemas.event_time import envelope_time, event_time
+from ..domain.training import TrainingJobFacts
 from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
 from .ports import (
     AlertPublisher,
@@ -67,10 +68,12 @@ from .ports import (
     TrainingJobs,
 )
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ..schemas.batch import PreemptionDetail
+    from ..schemas.sagemaker import TrainingJobDetail
+    from ..schemas.service_job import ServiceJobDetail
 
-#: The body of this path's own delayed messages.
-REQUEUE_DUE = "requeue-due"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,62 +110,43 @@ class FailureOutcome:
 # Entry point
 # ------------------------------------------------------------------------------------------------
 def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
-    """Route one queue message: an EventBridge event or this path's own requeue-due message."""
-    if raw.get("shareplane") == REQUEUE_DUE:
-        return apply_due(str(raw.get("decisionKey") or ""), ports, message_time(raw, ports))
-    detail_type = raw.get("detail-type")
-    detail = raw.get("detail")
-    if not isinstance(detail, Mapping):
-        raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
-    now = message_time(raw, ports)
-    if detail_type == "Batch Service Job State Change":
-        if detail.get("status") != JobStatus.FAILED.value:
-            return FailureOutcome(detail.get("jobArn"), f"status {detail.get('status')}: nothing to do")
-        return handle_failed_job(_job_id(detail), ports, now, hint=detail)
-    if detail_type == "SageMaker Training Job State Change":
-        return _training_job_ended(detail, ports, now)
-    if detail_type == "Batch Service Job Preemption Completed":
-        return _preempted(detail, ports, now)
-    if detail_type == "Batch Service Job Queue Blocked":
-        return _queue_blocked(detail, ports, now)
-    raise InvalidInputError(
-        "detail-type", f"{detail_type!r} is not a failure-path event", "route only failure events here"
+    """Route one queue message, parsed once: an EventBridge event or this path's own requeue-due message."""
+    # Imported here, not at the top: the watch reuses handle_failed_job and never parses an event, so
+    # its cold start does not build the Batch and SageMaker event models.
+    from ..schemas.failure import (
+        RequeueDue,
+        ServiceJobPreempted,
+        ServiceJobStateChanged,
+        TrainingJobStateChanged,
+        message_time,
+        parse_failure_message,
     )
 
-
-def message_time(raw: Mapping[str, Any], ports: FailurePorts) -> float:
-    """The time (epoch seconds) a message is decided at: the time it carries, never its arrival.
-
-    A requeue-due message carries the due time it was sent for; an event, the latest epoch-ms time
-    in its detail, else its envelope ``time``. Only a message carrying no time at all (a hand-made
-    event, a requeue-due message sent before messages carried one) falls back to the clock.
-    """
-    if raw.get("shareplane") == REQUEUE_DUE:
-        due = raw.get("dueAt")
-        if isinstance(due, (int, float)) and not isinstance(due, bool):
-            return float(due)
-        return ports.clock()
-    if raw.get("detail-type") == "Batch Service Job Queue Blocked":
-        # Its detail dates only the job's creation, which may be hours before the queue blocked.
-        found = envelope_time(raw)
-        found = found if found is not None else event_time(raw)
-    else:
-        found = event_time(raw)
-    return found if found is not None else ports.clock()
-
-
-def _job_id(detail: Mapping[str, Any]) -> str:
-    job_id = detail.get("jobId") or str(detail.get("jobArn") or "").rsplit("/", 1)[-1]
-    if not job_id:
-        raise InvalidInputError("detail.jobArn", "is missing", "send the event as AWS documents it")
-    return str(job_id)
+    message = parse_failure_message(raw)
+    found = message_time(raw)
+    now = found if found is not None else ports.clock()
+    if isinstance(message, RequeueDue):
+        return apply_due(message.decision_key, ports, now)
+    if isinstance(message, ServiceJobStateChanged):
+        detail = message.detail
+        if detail.status != JobStatus.FAILED.value:
+            return FailureOutcome(detail.jobArn, f"status {detail.status}: nothing to do")
+        job_id = detail.jobId or job_id_of(detail.jobArn)
+        if not job_id:
+            raise InvalidInputError("detail.jobArn", "is empty", "send the event as AWS documents it")
+        return handle_failed_job(job_id, ports, now, hint=detail)
+    if isinstance(message, TrainingJobStateChanged):
+        return _training_job_ended(message.detail, ports, now)
+    if isinstance(message, ServiceJobPreempted):
+        return _preempted(message.detail, ports, now)
+    return _queue_blocked(message.detail, ports, now)
 
 
 # ------------------------------------------------------------------------------------------------
 # A failed job
 # ------------------------------------------------------------------------------------------------
 def handle_failed_job(
-    job_id: str, ports: FailurePorts, now: float, hint: Mapping[str, Any] | None = None
+    job_id: str, ports: FailurePorts, now: float, hint: ServiceJobDetail | None = None
 ) -> FailureOutcome:
     """Decide and apply, once, what happens to a service job Batch reports FAILED, as of ``now``.
 
@@ -171,12 +155,12 @@ def handle_failed_job(
     """
     described = ports.batch.describe(job_id)
     if described is None:
-        return _unknown_failed(job_id, ports, hint or {}, now)
-    job_arn = described["jobArn"]
-    if described.get("status") != JobStatus.FAILED.value:
+        return _unknown_failed(job_id, ports, hint, now)
+    job_arn = described.job_arn
+    if described.status != JobStatus.FAILED.value:
         # Batch still owns the job (a capacity requeue, a retry, a preemption): it comes back to
         # this path only if it ends FAILED.
-        return FailureOutcome(job_arn, f"Batch still owns it ({described.get('status')})")
+        return FailureOutcome(job_arn, f"Batch still owns it ({described.status})")
     key = decision_key(described)
     stored = ports.ledger.load_decision(key)
     if stored is not None:
@@ -185,36 +169,34 @@ def handle_failed_job(
     config = ports.config
     training = _training_facts(described, ports)
     signal = FailureSignal(
-        status_reason=described.get("statusReason"),
-        failure_reason=training.get("FailureReason"),
-        secondary_status=training.get("SecondaryStatus"),
-        training_job_status=training.get("TrainingJobStatus"),
-        was_terminated=bool(described.get("isTerminated")),
+        status_reason=described.status_reason,
+        failure_reason=training.failure_reason,
+        secondary_status=training.secondary_status,
+        training_job_status=training.status,
+        was_terminated=described.is_terminated,
     )
-    share = described.get("shareIdentifier") or described.get("quotaShareName") or "none"
-    team = job_team(config, share, described.get("tags"))
+    share = described.share or "none"
+    team = job_team(config, share, described.tags)
     scope = storm_scope(share, team)
-    tier = config.job_tier(share, described.get("schedulingPriority")) or Tier.LOWPRI
-    chain = ChainState.from_tags(described.get("tags"))
-    summary = described.get("preemptionSummary") or {}
-    preemptions = int(summary.get("preemptedAttemptCount") or 0)
+    tier = config.job_tier(share, described.scheduling_priority) or Tier.LOWPRI
+    chain = ChainState.from_tags(described.tags)
+    preemptions = described.preempted_attempts or 0
     found = classify(signal, config.failures.ordered_rules)
     spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
     storm_window = config.failures.storm.window_seconds
     recent = ports.ledger.share_failures(scope, now - storm_window)
-    cap = (described.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
     ctx = FailureContext(
         signal=signal,
-        job_id=described.get("jobId") or job_id,
+        job_id=described.job_id or job_id,
         share=scope,
         tier=tier,
         now=now,
         instance_type=_payload_instance_type(described),
         budget_used=chain.failures,
         preemption_count=preemptions,
-        preemption_retries_before_termination=cap,
+        preemption_retries_before_termination=described.preemption_retries_before_termination,
         spot_interruptions=spot,
-        share_recent_failures=tuple(float(f["at"]) for f in recent),
+        share_recent_failures=tuple(f.at for f in recent),
         share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{scope}#{AlertKind.STORM.value}"),
         team=team,
     )
@@ -231,32 +213,45 @@ def handle_failed_job(
     if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
         # The requeued job carries whom it was stopped for, so it never reclaims from that job.
         new_chain = new_chain.displaced(beneficiary, now)
-    record = {
-        **decision_record(decision, described, training, new_chain, now),
-        "tier": tier.value,
-        "team": team,
-        "stormScope": scope,
-    }
+    record = DecisionRecord(
+        job_arn=job_arn,
+        decision=decision,
+        chain=new_chain,
+        decided_at=now,
+        due_at=now + decision.delay_seconds,
+        job_id=described.job_id,
+        job_name=described.job_name,
+        job_queue=described.job_queue,
+        share=share,
+        training_job_name=training.name,
+        tier=tier.value,
+        team=team,
+        storm_scope=scope,
+    )
     history = _history(described, decision, key, now)
     share_failure = (
-        {
-            "share": scope,
-            "at": now,
-            "job": job_arn,
-            "jobName": described.get("jobName"),
-            "class": decision.failure_class.value,
-            "reason": decision.reason_excerpt,
-        }
+        StormFailure(
+            scope=scope,
+            at=now,
+            job_arn=job_arn,
+            job_name=described.job_name,
+            failure_class=decision.failure_class.value,
+            reason=decision.reason_excerpt,
+        )
         if decision.counts_toward_storm
         else None
     )
-    existing = ports.ledger.claim_decision(key, record, history, job_arn, share_failure)
+    existing = ports.ledger.claim_decision(key, record, history, share_failure)
     if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
         return _resume(key, existing, ports, now)
     count_failure_metric(
         ports,
         "FailuresByClass",
-        {"Queue": queue_name_of(described), "Team": team or "none", "Class": decision.failure_class.value},
+        {
+            "Queue": queue_name(described.job_queue),
+            "Team": team or "none",
+            "Class": decision.failure_class.value,
+        },
         job_arn,
     )
     logger.info(
@@ -299,104 +294,41 @@ def storm_scope(share: str, team: str | None) -> str:
     return f"team:{team}"
 
 
-def decision_key(described: Mapping[str, Any]) -> str:
+def decision_key(described: DescribedJob) -> str:
     """``DECISION#<job arn>#<attempt>``: attempts and preemptions so far identify this failure."""
-    attempts = len(described.get("attempts") or [])
-    preempted = int((described.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0)
-    return f"DECISION#{described['jobArn']}#{attempts}.{preempted}"
+    attempts = len(described.attempts or ())
+    preempted = described.preempted_attempts or 0
+    return f"DECISION#{described.job_arn}#{attempts}.{preempted}"
 
 
-def decision_record(
-    decision: FailureDecision,
-    described: Mapping[str, Any],
-    training: Mapping[str, Any],
-    chain: ChainState,
-    now: float,
-) -> dict[str, Any]:
-    """The stored form of a decision: enough to apply it later without deciding again."""
-    return {
-        "jobArn": described["jobArn"],
-        "jobId": described.get("jobId"),
-        "jobName": described.get("jobName"),
-        "jobQueue": described.get("jobQueue"),
-        "share": described.get("shareIdentifier") or described.get("quotaShareName") or "none",
-        "trainingJobName": training.get("TrainingJobName"),
-        "action": decision.action.value,
-        "class": decision.failure_class.value,
-        "rule": decision.rule_id,
-        "reason": decision.reason_excerpt,
-        "severity": decision.severity.value,
-        "fix": decision.fix,
-        "attempt": decision.attempt,
-        "budgetLeft": decision.budget_left,
-        "delaySeconds": decision.delay_seconds,
-        "mutations": {k: v for k, v in decision.mutations.items()},
-        "removals": [k for k, v in decision.mutations.items() if v is None],
-        "storm": decision.storm,
-        "why": decision.why,
-        "summary": decision.summary(),
-        "chain": {
-            "origin": chain.origin_job_id,
-            "failures": chain.failures,
-            "requeues": chain.requeues,
-            "spot": chain.spot_interruptions,
-            "displacedBy": list(chain.displaced_by),
-            "reclaimedAt": chain.reclaimed_at,
-        },
-        "decidedAt": now,
-        "dueAt": now + decision.delay_seconds,
-    }
-
-
-def decision_from_record(record: Mapping[str, Any]) -> FailureDecision:
-    """Rebuild the decision a record stores."""
-    mutations: dict[str, object] = dict(record.get("mutations") or {})
-    for removed in record.get("removals") or ():
-        mutations[removed] = None
-    return FailureDecision(
-        action=Action(record["action"]),
-        failure_class=FailureClass(record["class"]),
-        rule_id=record["rule"],
-        reason_excerpt=record.get("reason") or "",
-        severity=Severity(record["severity"]),
-        fix=record.get("fix") or "",
-        attempt=int(record.get("attempt") or 0),
-        budget_left=int(record.get("budgetLeft") or 0),
-        delay_seconds=int(record.get("delaySeconds") or 0),
-        mutations=mutations,
-        storm=bool(record.get("storm")),
-        why=record.get("why") or "",
-    )
-
-
-def _resume(key: str, record: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
-    if record.get("applied"):
+def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+    if record.applied:
         return FailureOutcome(
-            record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
+            record.job_arn, "duplicate: already applied", record.decision.action.value, record.new_job_arn
         )
     return _apply(key, record, ports, now)
 
 
-def _apply(key: str, record: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
-    decision = decision_from_record(record)
-    job_arn = record["jobArn"]
+def _apply(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+    decision = record.decision
+    job_arn = record.job_arn
     if decision.action is Action.REQUEUE:
-        due = float(record.get("dueAt") or now)
+        due = record.due_at or now
         wait = int(round(due - now))
         if wait > 0:
-            if record.get("scheduled"):  # a duplicate trigger: the requeue-due message is on its way
+            if record.scheduled:  # a duplicate trigger: the requeue-due message is on its way
                 return FailureOutcome(job_arn, f"requeue scheduled, due in {wait}s", decision.action.value)
             ports.timer.after(due_message(key, job_arn, due), wait, now)
             # A crash before this line re-enqueues on the next delivery; a duplicate message is harmless.
             ports.ledger.mark_scheduled(key)
             return FailureOutcome(job_arn, f"requeue due in {wait}s", decision.action.value)
-        return _requeue(key, record, decision, ports, now)
+        return _requeue(key, record, ports, now)
     if decision.action is Action.ALERT:
-        alert = _failure_alert(record, decision, ports, now)
+        alert = _failure_alert(record, ports, now)
         sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports), now=now)
-        ports.ledger.mark_applied(key, {"alerted": sent})
+        ports.ledger.mark_applied(key, Applied(alerted=sent))
         return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
-    ports.ledger.mark_applied(key, {})
+    ports.ledger.mark_applied(key, Applied())
     return FailureOutcome(job_arn, decision.summary(), decision.action.value)
 
 
@@ -412,46 +344,34 @@ def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
         raise InvalidInputError(
             "decisionKey", f"{key!r} names no stored decision", "send requeue-due only for stored decisions"
         )
-    if record.get("applied"):
-        return FailureOutcome(
-            record.get("jobArn"), "duplicate: already applied", record.get("action"), record.get("newJobArn")
-        )
-    due = float(record.get("dueAt") or now)
+    action = record.decision.action.value
+    if record.applied:
+        return FailureOutcome(record.job_arn, "duplicate: already applied", action, record.new_job_arn)
+    due = record.due_at or now
     if due - now > 1:  # a message dated before its decision's due time (sent by hand, or long ago): wait
-        ports.timer.after(due_message(key, record["jobArn"], due), int(due - now), now)
-        return FailureOutcome(record.get("jobArn"), f"requeue due in {int(due - now)}s", record.get("action"))
-    return _requeue(key, record, decision_from_record(record), ports, now)
+        ports.timer.after(due_message(key, record.job_arn, due), int(due - now), now)
+        return FailureOutcome(record.job_arn, f"requeue due in {int(due - now)}s", action)
+    return _requeue(key, record, ports, now)
 
 
-def _requeue(
-    key: str, record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts, now: float
-) -> FailureOutcome:
-    job_arn = record["jobArn"]
-    described = ports.batch.describe(record.get("jobId") or job_arn.rsplit("/", 1)[-1])
-    dims = {"Queue": queue_name_of(record), "Team": record.get("team") or _team(ports, record.get("share"))}
+def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+    job_arn, decision = record.job_arn, record.decision
+    described = ports.batch.describe(record.job_id or job_id_of(job_arn))
+    dims = {"Queue": queue_name(record.job_queue), "Team": record.team or _team(ports, record.share)}
     if described is None:
         return _refused(
             key, record, "AWS Batch no longer describes the job, so its payload is gone", ports, now
         )
-    chain = record.get("chain") or {}
     request = build_requeue(
         described,
         attempt=key.rsplit("#", 1)[-1],
         mutations=decision.mutations,
-        chain=ChainState(
-            chain.get("origin"),
-            int(chain.get("failures") or 0),
-            int(chain.get("requeues") or 1),
-            int(chain.get("spot") or 0),
-            tuple(chain.get("displacedBy") or ()),
-            int(chain["reclaimedAt"]) if chain.get("reclaimedAt") is not None else None,
-        ),
+        chain=record.chain,
         # A job stopped for a higher tier had waited its turn already: it resumes ahead of its
         # tier's queued work, as a preempted job keeps its place in Batch's own queue.
         scheduling_priority=(
-            ports.config.resume_priority(described["schedulingPriority"])
-            if decision.failure_class is FailureClass.RECLAIMED
-            and described.get("schedulingPriority") is not None
+            ports.config.resume_priority(described.scheduling_priority)
+            if decision.failure_class is FailureClass.RECLAIMED and described.scheduling_priority is not None
             else None
         ),
     )
@@ -468,65 +388,70 @@ def _requeue(
             count_failure_metric(ports, "RequeuesRefused", dims, job_arn)
             return _refused(key, record, exc.problem, ports, now)
         new_arn = found.job_arn
-    ports.ledger.mark_applied(key, {"newJobArn": new_arn, "clientToken": request.client_token})
+    ports.ledger.mark_applied(key, Applied(new_job_arn=new_arn, client_token=request.client_token))
     count_failure_metric(ports, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
     return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
 
 
 def _refused(
-    key: str, record: Mapping[str, Any], message: str, ports: FailurePorts, now: float
+    key: str, record: DecisionRecord, message: str, ports: FailurePorts, now: float
 ) -> FailureOutcome:
-    job_arn = record["jobArn"]
+    decision = record.decision
     alert = simple_alert(
         AlertKind.REQUEUE_REFUSED,
         Severity.CRITICAL,
-        share=record.get("share") or "none",
-        queue=queue_name_of(record),
-        job_arn=job_arn,
-        job_name=record.get("jobName"),
-        headline=f"requeue refused by AWS Batch ({record.get('class')})",
+        share=record.share or "none",
+        queue=queue_name(record.job_queue),
+        job_arn=record.job_arn,
+        job_name=record.job_name,
+        headline=f"requeue refused by AWS Batch ({decision.failure_class.value})",
         reason=message,
         fix="fix what AWS Batch names (the payload, the share, a quota) and resubmit the job by hand",
         extra={
-            "class": record.get("class"),
-            "rule": record.get("rule"),
-            "logs": logs_link(ports.region, record.get("trainingJobName")),
+            "class": decision.failure_class.value,
+            "rule": decision.rule_id,
+            "logs": logs_link(ports.region, record.training_job_name),
         },
     )
-    owner = replace(alert, tier=record.get("tier"), team=record.get("team"))
+    owner = replace(alert, tier=record.tier, team=record.team)
     send_alert(owner, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
-    ports.ledger.mark_applied(key, {"refused": message[:500]})
-    return FailureOutcome(job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
+    ports.ledger.mark_applied(key, Applied(refused=message[:500]))
+    return FailureOutcome(record.job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
 
-def _failure_alert(
-    record: Mapping[str, Any], decision: FailureDecision, ports: FailurePorts, now: float
-) -> Alert:
-    share = record.get("share") or "none"
+def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> Alert:
+    decision = record.decision
+    share = record.share or "none"
     recent: list[dict[str, Any]] = []
     if decision.storm:
         # The storm is its scope's (the share, or a shareless job's team): the digest keys and lists by it.
-        share = record.get("stormScope") or share
+        share = record.storm_scope or share
         # The digest lists the failures the storm was decided on, whichever delivery applies it.
-        since = float(record.get("decidedAt") or now) - ports.config.failures.storm.window_seconds
+        since = (record.decided_at or now) - ports.config.failures.storm.window_seconds
         recent = [
-            {k: f.get(k) for k in ("at", "job", "jobName", "class", "reason")}
+            {
+                "at": f.at,
+                "job": f.job_arn,
+                "jobName": f.job_name,
+                "class": f.failure_class,
+                "reason": f.reason,
+            }
             for f in ports.ledger.share_failures(share, since)
         ]
     alert = failure_alert(
         decision,
-        job_arn=record["jobArn"],
-        job_name=record.get("jobName"),
+        job_arn=record.job_arn,
+        job_name=record.job_name,
         share=share,
-        queue=queue_name_of(record),
-        logs=logs_link(ports.region, record.get("trainingJobName")),
+        queue=queue_name(record.job_queue),
+        logs=logs_link(ports.region, record.training_job_name),
         recent=recent,
     )
     # Every alert carries the team, so the team's filter policy finds it (a CPU FIFO job has no share).
-    alert = replace(alert, team=record.get("team"))
+    alert = replace(alert, team=record.team)
     # A storm is the share's, not one job's: its tier is the share's (owned_by), if it has one.
-    return alert if decision.storm else replace(alert, tier=record.get("tier"))
+    return alert if decision.storm else replace(alert, tier=record.tier)
 
 
 def _quiet(alert: Alert, ports: FailurePorts) -> float:
@@ -540,20 +465,24 @@ def _team(ports: AlertSender, share: str | None) -> str:
     return ports.config.team_for_share(share) or "none"
 
 
-def _unknown_failed(job_id: str, ports: FailurePorts, hint: Mapping[str, Any], now: float) -> FailureOutcome:
-    job_arn = str(hint.get("jobArn") or job_id)
+def _unknown_failed(
+    job_id: str, ports: FailurePorts, hint: ServiceJobDetail | None, now: float
+) -> FailureOutcome:
+    job_arn = hint.jobArn if hint is not None else job_id
+    share = (hint.shareIdentifier or hint.quotaShareName) if hint is not None else None
     alert = simple_alert(
         AlertKind.UNKNOWN_TO_BATCH,
         Severity.WARNING,
-        share=hint.get("shareIdentifier") or hint.get("quotaShareName") or "none",
-        queue=queue_name_of(hint),
+        share=share or "none",
+        queue=queue_name(hint.jobQueue if hint is not None else None),
         job_arn=job_arn,
-        job_name=hint.get("jobName"),
+        job_name=hint.jobName if hint is not None else None,
         headline="failed, and AWS Batch no longer describes it",
-        reason=str(hint.get("statusReason") or "no reason given"),
+        reason=(hint.statusReason if hint is not None else None) or "no reason given",
         fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
     )
-    team = job_team(ports.config, alert.share, hint.get("tags")) or submitted_team(ports.store, job_arn)
+    tags = hint.tags if hint is not None else None
+    team = job_team(ports.config, alert.share, tags) or submitted_team(ports.store, job_arn)
     send_alert(replace(alert, team=team), ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
 
@@ -568,106 +497,96 @@ def submitted_team(store: JobStore, job_arn: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 # SageMaker, preemption, blocked queue
 # ------------------------------------------------------------------------------------------------
-def _training_job_ended(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
-    status = detail.get("TrainingJobStatus")
-    arn = detail.get("TrainingJobArn")
-    if status not in ("Failed", "Stopped") or not arn:
+def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+    status = detail.TrainingJobStatus
+    if status not in ("Failed", "Stopped"):
         return FailureOutcome(None, f"training job {status}: nothing to do")
-    job_arn = ports.store.job_for_training_job(arn)
+    job_arn = ports.store.job_for_training_job(detail.TrainingJobArn)
     if job_arn is None:
         # record_state links the two when Batch's event arrives; that FAILED event triggers us too.
         return FailureOutcome(
             None, "no Batch job linked to the training job yet; its Batch event will follow"
         )
-    return handle_failed_job(job_arn.rsplit("/", 1)[-1], ports, now)
+    return handle_failed_job(job_id_of(job_arn), ports, now)
 
 
-def _preempted(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
-    job_arn = str(detail.get("preemptedJobArn") or "")
-    if not job_arn:
-        raise InvalidInputError("detail.preemptedJobArn", "is missing", "send the event as AWS documents it")
-    described = ports.batch.describe(job_arn.rsplit("/", 1)[-1]) or {}
-    summary = described.get("preemptionSummary") or detail.get("preemptionSummary") or {}
-    count = int(summary.get("preemptedAttemptCount") or 0)
+def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+    job_arn = detail.preemptedJobArn
+    described = ports.batch.describe(job_id_of(job_arn))
+    if described is not None and described.has_preemption_summary:
+        count = described.preempted_attempts or 0
+    else:
+        count = (detail.preemptionSummary.preemptedAttemptCount if detail.preemptionSummary else None) or 0
     text = repeated_preemption_alert(count, ports.config)
     if text is None:
         return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
-    source = described or {"jobArn": job_arn}
+    # A job Batch no longer describes is alerted on by its ARN alone.
+    source = described or DescribedJob(job_arn=job_arn, job_id=job_id_of(job_arn), status="")
     alert = simple_alert(
         AlertKind.REPEATED_PREEMPTION,
         Severity.WARNING,
-        share=source.get("quotaShareName") or source.get("shareIdentifier") or "none",
-        queue=queue_name_of(source),
+        share=source.quota_share_name or source.share_identifier or "none",
+        queue=queue_name(source.job_queue),
         job_arn=job_arn,
-        job_name=source.get("jobName"),
+        job_name=source.job_name,
         headline=f"preempted {count} times",
         reason=text,
         fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
         "reserved capacity",
         extra={"preemptions": count},
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, source.get("tags")))
+    alert = replace(alert, team=job_team(ports.config, alert.share, source.tags))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 
-def _queue_blocked(detail: Mapping[str, Any], ports: FailurePorts, now: float) -> FailureOutcome:
-    job_arn = str(detail.get("jobArn") or "")
-    reason = str(detail.get("statusReason") or "no reason given")
+def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+    queue = queue_name(detail.jobQueue)
     alert = simple_alert(
         AlertKind.QUEUE_BLOCKED,
         Severity.CRITICAL,
-        share=detail.get("shareIdentifier") or detail.get("quotaShareName") or "none",
-        queue=queue_name_of(detail),
-        job_arn=job_arn,
-        job_name=detail.get("jobName"),
-        headline=f"blocks queue {queue_name_of(detail)}",
-        reason=reason,
+        share=detail.shareIdentifier or detail.quotaShareName or "none",
+        queue=queue,
+        job_arn=detail.jobArn,
+        job_name=detail.jobName,
+        headline=f"blocks queue {queue}",
+        reason=detail.statusReason or "no reason given",
         fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
         "raise the service environment's limits, or terminate it",
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, detail.get("tags")))
+    alert = replace(alert, team=job_team(ports.config, alert.share, detail.tags))
     sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
-    return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
+    return FailureOutcome(detail.jobArn, "alerted" if sent else "alert already sent")
 
 
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
-def _training_facts(described: Mapping[str, Any], ports: FailurePorts) -> dict[str, Any]:
+def _training_facts(described: DescribedJob, ports: FailurePorts) -> TrainingJobFacts:
     """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
-    arn = ((described.get("latestAttempt") or {}).get("serviceResourceId") or {}).get("value")
+    arn = described.latest_training_job_arn
     if not arn:
-        return {}
-    name = arn.rsplit("/", 1)[-1]
+        return TrainingJobFacts()
+    name = arn_tail(arn)
     stored = ports.store.load_training_job(arn)
     if stored is not None and stored.status.is_final:
-        return {
-            "TrainingJobName": stored.training_job_name or name,
-            "TrainingJobStatus": stored.status.value,
-            "SecondaryStatus": stored.secondary_status,
-            "FailureReason": stored.failure_reason,
-        }
-    described_tj = ports.training.describe(name) or {}
-    return {
-        "TrainingJobName": described_tj.get("TrainingJobName") or name,
-        "TrainingJobStatus": described_tj.get("TrainingJobStatus"),
-        "SecondaryStatus": described_tj.get("SecondaryStatus"),
-        "FailureReason": described_tj.get("FailureReason"),
-    }
+        return TrainingJobFacts(
+            name=stored.training_job_name or name,
+            status=stored.status.value,
+            secondary_status=stored.secondary_status,
+            failure_reason=stored.failure_reason,
+        )
+    found = ports.training.describe(name) or TrainingJobFacts()
+    return replace(found, name=found.name or name)
 
 
-def _payload_instance_type(described: Mapping[str, Any]) -> str | None:
-    try:
-        payload = json.loads(described.get("serviceRequestPayload") or "{}")
-    except ValueError:
-        return None
-    resources = payload.get("ResourceConfig") if isinstance(payload, dict) else None
+def _payload_instance_type(described: DescribedJob) -> str | None:
+    resources = described.payload_object().get("ResourceConfig")
     return resources.get("InstanceType") if isinstance(resources, dict) else None
 
 
-def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, now: float) -> HistoryEntry:
-    at = int(described.get("stoppedAt") or now * 1000)
+def _history(described: DescribedJob, decision: FailureDecision, key: str, now: float) -> HistoryEntry:
+    at = int(described.stopped_at or now * 1000)
     reason = (
         f"{decision.failure_class.value} (rule {decision.rule_id}): {decision.summary()}"
         + (f"; {decision.why}" if decision.why else "")
@@ -685,8 +604,3 @@ def _history(described: Mapping[str, Any], decision: FailureDecision, key: str, 
         rule=decision.rule_id,
         action=decision.action.value,
     )
-
-
-def queue_name_of(source: Mapping[str, Any]) -> str:
-    """The name of the queue a described job or event names."""
-    return queue_name(source.get("jobQueue"))

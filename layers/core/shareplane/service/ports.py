@@ -7,8 +7,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+    from ..domain.described_job import DescribedJob
+    from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
-    from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+    from ..domain.share_state import PlanAudit, SharesState
+    from ..domain.training import (
+        TrainingJobFacts,
+        TrainingJobObservation,
+        TrainingJobState,
+        TrainingTransition,
+    )
 
 
 # -- shared by every use case ----------------------------------------------------------------------
@@ -114,7 +123,7 @@ class ServiceJobs(Protocol):
         """
         ...
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...
 
@@ -137,8 +146,8 @@ class ServiceJobs(Protocol):
 class SharesBatch(Protocol):
     """The AWS Batch operations the rebalancer reads and writes (adapters/batch_policy.py)."""
 
-    def describe_scheduling_policy(self, arn: str) -> dict[str, Any]:
-        """The DescribeSchedulingPolicies item of one policy."""
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
+        """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         ...
 
     def update_scheduling_policy(self, request: dict[str, Any]) -> None:
@@ -149,7 +158,7 @@ class SharesBatch(Protocol):
         """The scheduling policy ARN of a queue (None for FIFO)."""
         ...
 
-    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+    def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
         """Every quota share of a queue with its settings."""
         ...
 
@@ -157,37 +166,35 @@ class SharesBatch(Protocol):
         """UpdateQuotaShare."""
         ...
 
-    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
-        """GetJobQueueSnapshot."""
+    def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
+        """GetJobQueueSnapshot's utilization: what the queue's top shares hold."""
         ...
 
 
 class ShareStore(Protocol):
     """The rebalancer's state item, audit trail and job queries (adapters/share_store.py)."""
 
-    def load_state(self) -> dict[str, Any] | None:
-        """The SHARES/LEDGER item, None before the first run."""
+    def load_state(self) -> SharesState | None:
+        """The rebalancer's state, None before the first run."""
         ...
 
-    def save_state(self, state: Mapping[str, Any], previous_version: int | None) -> None:
+    def save_state(self, state: SharesState, previous_version: int | None) -> None:
         """Write the state at the version read; ConcurrentUpdateError when it moved."""
         ...
 
-    def begin_plan(
-        self, audit: Mapping[str, Any], state: Mapping[str, Any] | None, previous_version: int | None
-    ) -> bool:
+    def begin_plan(self, audit: PlanAudit, state: SharesState | None, previous_version: int | None) -> bool:
         """Write a new audit record (and the state) atomically; False when the record exists."""
         ...
 
-    def mark_applied(self, audit: Mapping[str, Any], applied_at: float) -> bool:
+    def mark_applied(self, audit: PlanAudit, applied_at: float) -> bool:
         """Turn a PENDING audit record APPLIED; False when it was not pending."""
         ...
 
-    def audit_at(self, created_at: float, plan_id: str) -> dict[str, Any] | None:
+    def audit_at(self, created_at: float, plan_id: str) -> PlanAudit | None:
         """The audit record at its key."""
         ...
 
-    def audit(self, plan_id: str) -> dict[str, Any] | None:
+    def audit(self, plan_id: str) -> PlanAudit | None:
         """The audit record of a plan id (or a unique prefix of one)."""
         ...
 
@@ -261,7 +268,7 @@ class PayloadStore(Protocol):
 class TrainingJobs(Protocol):
     """SageMaker training jobs, read only."""
 
-    def describe(self, training_job_name: str) -> dict[str, Any] | None:
+    def describe(self, training_job_name: str) -> TrainingJobFacts | None:
         """DescribeTrainingJob's result; None when SageMaker does not know the job."""
         ...
 
@@ -290,22 +297,18 @@ class FailureLedger(TickWatermarks, Protocol):
     """Decision, alert and storm-guard items of the failure path (conditional writes)."""
 
     def claim_decision(
-        self,
-        key: str,
-        record: Mapping[str, Any],
-        history: HistoryEntry,
-        job_arn: str,
-        share_failure: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | None:
-        """Write a decision once, with its history item; None when written, else the stored record."""
+        self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
+    ) -> DecisionRecord | None:
+        """Write a decision once, with its history item (and the failure the storm guard counts);
+        None when written, else the record stored first."""
         ...
 
-    def load_decision(self, key: str) -> dict[str, Any] | None:
+    def load_decision(self, key: str) -> DecisionRecord | None:
         """A stored decision record."""
         ...
 
-    def mark_applied(self, key: str, result: Mapping[str, Any]) -> bool:
-        """Mark a decision applied (once); False when it already was."""
+    def mark_applied(self, key: str, result: Applied) -> bool:
+        """Mark a decision applied (once), with what applying did; False when it already was."""
         ...
 
     def mark_scheduled(self, key: str) -> None:
@@ -334,8 +337,8 @@ class FailureLedger(TickWatermarks, Protocol):
         """Give a claim back after publishing failed, so a retry can send it."""
         ...
 
-    def share_failures(self, share: str, since: float) -> list[dict[str, Any]]:
-        """The share's storm-guard failures after ``since`` (epoch seconds)."""
+    def share_failures(self, share: str, since: float) -> list[StormFailure]:
+        """The share's storm-guard failures after ``since`` (epoch seconds), oldest first."""
         ...
 
     def alert_sent_at(self, dedupe_key: str) -> float | None:
@@ -353,7 +356,7 @@ class ReclaimBatch(Protocol):
         """ListServiceJobs summaries of one queue in one status (every page)."""
         ...
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...
 

@@ -40,6 +40,8 @@ from typing import Any
 
 from ..domain import fairshare
 from ..domain.arns import queue_name
+from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
 from ..domain.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
@@ -71,6 +73,7 @@ from ..domain.share_observation import (
     tier_wait,
 )
 from ..domain.share_ownership import Ownership, baseline_settings, reconcile, record_applied
+from ..domain.share_state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
 from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
 from ..schemas.scheduled import check_tick_lead
 from .ports import MetricsSink, SharesBatch, ShareStore
@@ -239,31 +242,23 @@ def tier_waits(
 
 
 def _snapshot_in_use(
-    snapshot: Mapping[str, Any], mode: SchedulingMode, config: SharesConfig
-) -> tuple[dict[str, dict[str, float]], bool]:
+    usage: QueueUsage, mode: SchedulingMode, config: SharesConfig
+) -> tuple[dict[str, Capacity], bool]:
     """Instances each share holds per instance type, and whether the list may be cut at the top 20."""
-    utilization = snapshot.get("queueUtilization") or {}
-    if mode is SchedulingMode.FAIRSHARE:
-        top = (utilization.get("fairshareUtilization") or {}).get("topCapacityUtilization") or []
-        key = "shareIdentifier"
-    else:
-        top = (utilization.get("quotaShareUtilization") or {}).get("topCapacityUtilization") or []
-        key = "quotaShareName"
-    held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    top = usage.top(mode)
+    held: dict[str, Capacity] = defaultdict(Capacity)
     listed: dict[str, set[str]] = defaultdict(set)
     for entry in top:
-        identifier = entry.get(key)
-        share = _team_share(config, identifier)
+        share = _team_share(config, entry.identifier or None)
         if not share:
             continue
-        listed[share].add(identifier)
-        for usage in entry.get("capacityUsage") or []:
-            unit = usage.get("capacityUnit")
+        listed[share].add(entry.identifier)
+        for unit, quantity in entry.capacity.units.items():
             if unit not in config.instance_types:
                 if unit != NUM_INSTANCES:
                     continue  # a CPU type or an instance type the config does not manage
                 unit = _main_type(share, config)
-            held[share][unit] += float(usage.get("quantity") or 0)
+            held[share] = held[share].plus(unit, quantity)
     cut = len(top) >= SNAPSHOT_TOP_SHARES
     if cut and config.tiered_shares:
         # A team with some identifiers below the top 20 would be undercounted: the table counts it whole.
@@ -271,13 +266,12 @@ def _snapshot_in_use(
             mine = {i for i, k in config.share_keys.items() if k.team == name}
             if listed.get(team.share) and not mine <= listed[team.share]:
                 held.pop(team.share, None)
-    return {s: dict(u) for s, u in held.items()}, cut
+    return dict(held), cut
 
 
-def current_weights(policy: Mapping[str, Any]) -> list[fairshare.ShareWeight]:
-    """The shareDistribution of a DescribeSchedulingPolicies item."""
-    entries = (policy.get("fairsharePolicy") or {}).get("shareDistribution") or []
-    return [fairshare.ShareWeight(e["shareIdentifier"], float(e.get("weightFactor", 1.0))) for e in entries]
+def current_weights(policy: SchedulingPolicy) -> list[fairshare.ShareWeight]:
+    """A scheduling policy's shareDistribution."""
+    return list(policy.weights)
 
 
 def observe(
@@ -285,7 +279,7 @@ def observe(
     settings: RebalanceSettings,
     batch: SharesBatch,
     store: ShareStore,
-    state: Mapping[str, Any] | None,
+    state: SharesState | None,
     now: float,
 ) -> Observed:
     """Read everything the policy may look at and freeze it into a ``ShareSnapshot``."""
@@ -306,8 +300,7 @@ def observe(
             share = _share_of(job, config)
             if share in shares and share not in in_use_from_batch:
                 unit = _unit_of(job, share, config)
-                in_use.setdefault(share, {})
-                in_use[share][unit] = in_use[share].get(unit, 0.0) + _instances(job)
+                in_use[share] = in_use.get(share, Capacity()).plus(unit, _instances(job))
 
     waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
@@ -333,7 +326,7 @@ def observe(
     )
 
     weights: list[fairshare.ShareWeight] = []
-    quota: dict[str, dict[str, Any]] = {}
+    quota: dict[str, QuotaShare] = {}
     if mode is SchedulingMode.FAIRSHARE:
         arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
         if not arn:
@@ -342,46 +335,44 @@ def observe(
             )
         weights = team_weights(config, current_weights(batch.describe_scheduling_policy(arn)))
     else:
-        quota = {q["quotaShareName"]: q for q in batch.list_quota_shares(queue)}
+        quota = {q.name: q for q in batch.list_quota_shares(queue)}
         missing = [s for s in shares if s not in quota]
         if missing:
             logger.warning("teams without a quota share are left out", extra={"shares": missing})
         shares = [s for s in shares if s in quota]
 
-    previous = (state or {}).get("shares") or {}
-    elapsed = now - float((state or {}).get("usageAsOf") or now)
+    previous = state or SharesState(version=0)
+    elapsed = now - (previous.usage_as_of or now)
     window = fairshare.decay_window(config.fairshare.share_decay_seconds)
     tier_usage: dict[str, TeamTierUsage] = {}
     if config.tiered_shares:
         held_by_tier = tier_in_use(config, dispatched)
         for share in shares:
-            before = previous.get(share, {})
+            before = previous.account(share).tier_usage or TeamTierUsage()
             own, plain = held_by_tier.get(share, (0.0, 0.0))
-            tier_usage[share] = TeamTierUsage(
-                float(before.get("ownTierUsage", 0.0)), float(before.get("plainUsage", 0.0))
-            ).accrue(own, plain, elapsed, window)
+            tier_usage[share] = before.accrue(own, plain, elapsed, window)
     observed = []
     settings_now: dict[str, Any] = {}
     for share in shares:
         team = config.teams[config.team_for_share(share) or ""]
         weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
-        held = in_use.get(share, {})
-        rate = sum(instances_held(held).values()) * (weight or 1.0)
-        usage = fairshare.accrue(float(previous.get(share, {}).get("usage", 0.0)), rate, elapsed, window)
-        quota_settings = QuotaSettings.from_dict(quota[share]) if share in quota else None
+        held = in_use.get(share, Capacity())
+        rate = sum(instances_held(held.units).values()) * (weight or 1.0)
+        usage = fairshare.accrue(previous.account(share).usage, rate, elapsed, window)
+        quota_settings = quota[share].settings if share in quota else None
         settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
         observed.append(
             ShareObservation(
                 name=share,
                 entitlement=dict(team.entitlement),
-                in_use=dict(held),
+                in_use=held.as_dict(),
                 waiting=dict(waiting[share]),
                 waiting_by_tier=dict(waiting_tiers[share]),
                 usage_history=usage,
-                ledger_balance=float(previous.get(share, {}).get("balance", 0.0)),
+                ledger_balance=previous.account(share).balance,
                 weight_factor=weight,
                 quota=quota_settings,
-                quota_share_arn=quota[share]["quotaShareArn"] if share in quota else None,
+                quota_share_arn=quota[share].arn if share in quota else None,
             )
         )
     snapshot = snapshot_from_observation(
@@ -391,8 +382,8 @@ def observe(
             capacity={t: c.capacity for t, c in config.instance_types.items()},
             shares=tuple(observed),
             tiers=tiers,
-            last_applied_at=_float_or_none((state or {}).get("lastAppliedAt")),
-            ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
+            last_applied_at=previous.last_applied_at,
+            ledger_as_of=previous.ledger_as_of,
             gpus_per_instance={t: GPUS_PER_INSTANCE.get(t, 1) for t in config.instance_types},
         )
     )
@@ -403,10 +394,6 @@ def observe(
         settings=settings_now,
         tier_usage=tier_usage,
     )
-
-
-def _float_or_none(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,10 +430,6 @@ def apply_plan(
     return len(requests)
 
 
-def _setting(value: Any) -> Any:
-    return value.to_dict() if isinstance(value, QuotaSettings) else value
-
-
 def audit_record(
     plan: RebalancePlan,
     *,
@@ -457,53 +440,23 @@ def audit_record(
     kind: str = "plan",
     observed: Observed | None = None,
     rollback_of: str | None = None,
-) -> dict[str, Any]:
-    """The audit item of a plan: before, after and why of every share it moves, and the whole plan."""
-    moved = plan.moved
-    record: dict[str, Any] = {
-        "entity": "shares_audit",
-        "planId": plan_id,
-        "tickId": tick_id,
-        "kind": kind,
-        "status": status,
-        "queue": queue_name(queue),
-        "mode": plan.mode.value,
-        "createdAt": plan.created_at,
-        "reason": plan.reason,
-        "before": {c.share: _setting(c.before) for c in moved},
-        "after": {c.share: _setting(c.after) for c in moved},
-        "why": {c.share: c.why for c in moved},
-        "plan": plan.to_audit(),
-    }
-    if observed is not None:
-        record["actual"] = dict(observed.actual)
-        record["waiting"] = dict(observed.waiting)
-    if rollback_of:
-        record["rollbackOf"] = rollback_of
-    return record
-
-
-def plan_from_audit(record: Mapping[str, Any]) -> RebalancePlan:
-    """The plan an audit record holds, to re-apply a PENDING one."""
-    audit = record["plan"]
-    mode = SchedulingMode(audit["mode"])
-
-    def setting(value: Any) -> float | QuotaSettings:
-        return QuotaSettings.from_dict(value) if mode is SchedulingMode.QUOTA else float(value)
-
-    changes = tuple(
-        ShareChange(
-            c["share"], setting(c["before"]), setting(c["after"]), c.get("why", ""), c.get("quotaShareArn")
-        )
-        for c in audit["changes"]
-    )
-    return RebalancePlan(
-        created_at=float(audit["createdAt"]), mode=mode, changes=changes, reason=audit["reason"]
+) -> PlanAudit:
+    """The audit record of a plan: the whole plan (before, after and why of every share it moves)."""
+    return PlanAudit(
+        plan_id=plan_id,
+        tick_id=tick_id,
+        kind=kind,
+        status=status,
+        queue=queue_name(queue),
+        plan=plan,
+        actual=dict(observed.actual) if observed is not None else None,
+        waiting=dict(observed.waiting) if observed is not None else None,
+        rollback_of=rollback_of or None,
     )
 
 
 def next_state(
-    state: Mapping[str, Any] | None,
+    state: SharesState | None,
     observed: Observed,
     plan: RebalancePlan,
     *,
@@ -513,53 +466,47 @@ def next_state(
     now: float,
     applied: bool,
     dry_run: bool,
-    overrides: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The state item after this run: ledger and usage carried forward, the latest targets and actuals.
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> SharesState:
+    """The state after this run: ledger and usage carried forward, the latest targets and actuals.
 
     ``overrides`` (when given) replaces the record of the values the rebalancer holds in force over
     the template's baseline (``share_ownership``).
     """
+    previous = state or SharesState(version=0)
     snapshot = observed.snapshot
-    new: dict[str, Any] = {
-        **{k: v for k, v in (state or {}).items() if k not in ("pk", "sk")},
-        "queue": queue_name(queue),
-        "mode": plan.mode.value,
-        "version": int((state or {}).get("version", 0)) + 1,
-        "ledgerAsOf": plan.ledger_as_of,
-        "usageAsOf": now,
-        "shares": {
-            s.name: {
-                "balance": plan.ledger[s.name].balance if s.name in plan.ledger else s.ledger_balance,
-                "usage": s.usage_history,
-                **_tier_usage_item(observed.tier_usage.get(s.name)),
-            }
+    return replace(
+        previous,
+        queue=queue_name(queue),
+        mode=plan.mode,
+        version=previous.version + 1,
+        ledger_as_of=plan.ledger_as_of,
+        usage_as_of=now,
+        shares={
+            s.name: ShareAccount(
+                balance=plan.ledger[s.name].balance if s.name in plan.ledger else s.ledger_balance,
+                usage=s.usage_history,
+                tier_usage=observed.tier_usage.get(s.name),
+            )
             for s in snapshot.shares
         },
-        "lastTick": tick_id,
-        "latest": {
-            "at": now,
-            "tickId": tick_id,
-            "planId": plan_id,
-            "reason": plan.reason,
-            "applied": applied,
-            "dryRun": dry_run,
-            "targets": dict(plan.targets),
-            "actual": dict(observed.actual),
-            "waiting": dict(observed.waiting),
-            "why": {c.share: c.why for c in plan.changes},
-        },
-    }
-    if applied:
-        new["lastAppliedAt"] = now
-        new["lastPlan"] = {"createdAt": plan.created_at, "planId": plan_id}
-    if overrides is not None:
-        new["overrides"] = dict(overrides)
-    return new
-
-
-def _tier_usage_item(usage: TeamTierUsage | None) -> dict[str, float]:
-    return {} if usage is None else {"ownTierUsage": usage.own, "plainUsage": usage.plain}
+        last_tick=tick_id,
+        latest=LatestRun(
+            at=now,
+            tick_id=tick_id,
+            plan_id=plan_id,
+            reason=plan.reason,
+            applied=applied,
+            dry_run=dry_run,
+            targets=dict(plan.targets),
+            actual=dict(observed.actual),
+            waiting=dict(observed.waiting),
+            why={c.share: c.why for c in plan.changes},
+        ),
+        last_applied_at=now if applied else previous.last_applied_at,
+        last_plan=PlanRef(plan.created_at, plan_id) if applied else previous.last_plan,
+        overrides=dict(overrides) if overrides is not None else previous.overrides,
+    )
 
 
 def apply_tier_charge(
@@ -591,9 +538,7 @@ def apply_tier_charge(
     return moved
 
 
-def ownership(
-    config: SharesConfig, state: Mapping[str, Any] | None, observed: Observed, now: float
-) -> Ownership:
+def ownership(config: SharesConfig, state: SharesState | None, observed: Observed, now: float) -> Ownership:
     """What a stack update reset and the run restores first, from the state's overrides and Batch now."""
     live = {
         s.name: (s.quota if config.mode is SchedulingMode.QUOTA else s.weight_factor)
@@ -601,15 +546,16 @@ def ownership(
     }
     # Overrides recorded in the other mode belong to a queue that no longer exists (a queue's policy
     # type is fixed, so a mode switch is a new queue): nothing of theirs is restored.
-    same_mode = (state or {}).get("mode", config.mode.value) == config.mode.value
+    recorded = state or SharesState(version=0)
+    same_mode = recorded.mode is None or recorded.mode is config.mode
     return reconcile(
         now=now,
         mode=config.mode,
-        overrides=((state or {}).get("overrides") or {}) if same_mode else {},
+        overrides=(recorded.overrides or {}) if same_mode else {},
         live={share: value for share, value in live.items() if value is not None},
         baseline=baseline_settings(config),
         quota_share_arns={s.name: s.quota_share_arn for s in observed.snapshot.shares if s.quota_share_arn},
-        ledger_as_of=_float_or_none((state or {}).get("ledgerAsOf")),
+        ledger_as_of=recorded.ledger_as_of,
     )
 
 
@@ -694,12 +640,12 @@ def rebalance_shares(
     plan_id = plan_id_for(queue_name(queue), tick_id)
     for _ in range(MAX_CONFLICT_RETRIES):
         state = store.load_state()
-        version = int(state["version"]) if state and "version" in state else None
-        last_tick = (state or {}).get("lastTick")
+        version = state.version if state is not None else None
+        last_tick = state.last_tick if state is not None else None
         if clock_now is not None:
-            check_tick_lead(now, clock_now, str(last_tick) if last_tick is not None else None)
-        if last_tick is not None and tick_id <= str(last_tick):
-            return _redelivered(tick_id, state or {}, batch, store, metrics, settings, config)
+            check_tick_lead(now, clock_now, last_tick)
+        if state is not None and last_tick is not None and tick_id <= last_tick:
+            return _redelivered(tick_id, state, batch, store, metrics, settings, config)
 
         observed = observe(config, settings, batch, store, state, now)
         owned = ownership(config, state, observed, now)
@@ -709,7 +655,7 @@ def rebalance_shares(
         # resumes at the next tick, from the restored values.
         restoring = not owned.restore.is_empty
         # A restore keeps the last plan's targets (its metrics and state show them, not zeros).
-        last_targets = ((state or {}).get("latest") or {}).get("targets") or {}
+        last_targets = state.latest.targets if state is not None and state.latest is not None else {}
         plan = (
             replace(owned.restore, targets=dict(last_targets))
             if restoring
@@ -769,7 +715,7 @@ def rebalance_shares(
         _emit(metrics, queue, observed, plan, True, None, plan_id, config)
         logger.info(
             "plan applied",
-            extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit["why"]},
+            extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit.why},
         )
         return RebalanceOutcome(tick_id, "restored" if restoring else "applied", plan.reason, plan_id, plan)
     raise ConcurrentUpdateError(f"tick {tick_id}: shares state contended after {MAX_CONFLICT_RETRIES} reads")
@@ -779,7 +725,7 @@ def _record_only(
     tick_id: str,
     plan_id: str,
     now: float,
-    state: Mapping[str, Any] | None,
+    state: SharesState | None,
     version: int | None,
     observed: Observed,
     plan: RebalancePlan,
@@ -789,7 +735,7 @@ def _record_only(
     config: SharesConfig,
     *,
     kind: str = "plan",
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
@@ -821,7 +767,7 @@ def _record_only(
             _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
             return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
         reason = SKIP_DRY_RUN
-        logger.info("dry run: plan not applied", extra={"plan_id": plan_id, "changes": audit["why"]})
+        logger.info("dry run: plan not applied", extra={"plan_id": plan_id, "changes": audit.why})
     else:
         store.save_state(new_state, version)
         reason = skip_reason(plan)
@@ -831,7 +777,7 @@ def _record_only(
 
 def _redelivered(
     tick_id: str,
-    state: Mapping[str, Any],
+    state: SharesState,
     batch: SharesBatch,
     store: ShareStore,
     metrics: MetricsSink,
@@ -839,21 +785,21 @@ def _redelivered(
     config: SharesConfig | None = None,
 ) -> RebalanceOutcome:
     """A tick seen before: finish its plan if the Batch call never happened, else do nothing."""
-    last = state.get("lastPlan") or {}
-    if tick_id == state.get("lastTick") and last:
-        record = store.audit_at(float(last["createdAt"]), str(last["planId"]))
-        if record is not None and record.get("status") == "PENDING":
-            plan = plan_from_audit(record)
+    last = state.last_plan
+    if tick_id == state.last_tick and last is not None:
+        record = store.audit_at(last.created_at, last.plan_id)
+        if record is not None and record.status == "PENDING":
+            plan = record.plan
             apply_plan(plan, batch, settings, config)
-            store.mark_applied(record, float(state.get("usageAsOf") or plan.created_at))
+            store.mark_applied(record, state.usage_as_of or plan.created_at)
             metrics.emit(
                 [ShareMetricEvent("PlansApplied", 1, "Count")],
                 {"Queue": queue_name(settings.job_queue)},
-                {"planId": str(last["planId"])},
+                {"planId": last.plan_id},
             )
-            return RebalanceOutcome(tick_id, "replayed", plan.reason, str(last["planId"]), plan)
+            return RebalanceOutcome(tick_id, "replayed", plan.reason, last.plan_id, plan)
     _emit(metrics, settings.job_queue, None, None, False, SKIP_DUPLICATE_TICK, None)
-    done = f"tick already handled (last {state.get('lastTick')})"
+    done = f"tick already handled (last {state.last_tick})"
     return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, done)
 
 
@@ -867,10 +813,7 @@ def current_settings(
             raise InvalidInputError("JOB_QUEUE", "has no scheduling policy", "use a fair-share queue")
         policy = batch.describe_scheduling_policy(arn)
         return {w.share_identifier: (w.weight_factor, None) for w in current_weights(policy)}
-    return {
-        q["quotaShareName"]: (QuotaSettings.from_dict(q), q["quotaShareArn"])
-        for q in batch.list_quota_shares(settings.job_queue)
-    }
+    return {q.name: (q.settings, q.arn) for q in batch.list_quota_shares(settings.job_queue)}
 
 
 def rollback(
@@ -893,7 +836,7 @@ def rollback(
             f"no audit record has plan id {plan_id!r}",
             "pick an id from `shareplane shares --history`",
         )
-    plan = rollback_plan(record["plan"], now=now)
+    plan = rollback_plan(record.plan.to_audit(), now=now)
     mode = plan.mode
     current = current_settings(mode, settings, batch)
     fairshare_weights = (
@@ -911,7 +854,7 @@ def rollback(
 
     # "before" is what Batch holds now (someone may have changed it since the audited plan).
     plan = replace(plan, changes=tuple(replace(c, before=now_value(c)) for c in plan.changes))
-    rollback_id = plan_id_for(queue_name(settings.job_queue), "rollback", str(record["planId"]), f"{now:.3f}")
+    rollback_id = plan_id_for(queue_name(settings.job_queue), "rollback", record.plan_id, f"{now:.3f}")
     if plan.is_empty:
         return RebalanceOutcome("rollback", "skipped", "Batch already holds the audited plan's before values")
     audit = audit_record(
@@ -921,24 +864,21 @@ def rollback(
         queue=settings.job_queue,
         status="PENDING",
         kind="rollback",
-        rollback_of=str(record["planId"]),
+        rollback_of=record.plan_id,
     )
     state = store.load_state()
     new_state = None
     version = None
     if state is not None:
-        version = int(state.get("version", 0))
+        version = state.version
         # An explicit restore starts the cooldown, so the next tick does not undo it at once.
-        new_state = {
-            **{k: v for k, v in state.items() if k not in ("pk", "sk")},
-            "version": version + 1,
-            "lastAppliedAt": now,
-            "lastPlan": {"createdAt": plan.created_at, "planId": rollback_id},
-        }
+        new_state = replace(
+            state, version=version + 1, last_applied_at=now, last_plan=PlanRef(plan.created_at, rollback_id)
+        )
         if config is not None:
             # The restored values are the rebalancer's now: a stack update that resets them is undone too.
-            new_state["overrides"] = record_applied(
-                state.get("overrides") or {}, plan, baseline_settings(config)
+            new_state = replace(
+                new_state, overrides=record_applied(state.overrides or {}, plan, baseline_settings(config))
             )
     store.begin_plan(audit, new_state, version)
     apply_plan(plan, batch, settings, config)

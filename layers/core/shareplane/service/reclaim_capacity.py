@@ -29,15 +29,15 @@ left alone: Batch preempts there itself.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import queue_name
+from ..domain.arns import job_id_of, queue_name
 from ..domain.config import SchedulingMode, SharesConfig, Tier
+from ..domain.described_job import DescribedJob
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind, gpus_per_instance
@@ -264,16 +264,14 @@ def job_team(config: SharesConfig, share: str | None) -> str | None:
     return team
 
 
-def build_snapshot(
-    ports: ReclaimPorts, now: float
-) -> tuple[ReclaimSnapshot | None, dict[str, dict[str, Any]]]:
+def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | None, dict[str, DescribedJob]]:
     """What the planner reads, from Batch, S3 and the ledger; None when no waiting job is due.
 
     Running jobs and checkpoints are read only when some waiting job is due, so a quiet tick costs
     one ListServiceJobs call per status and nothing else.
     """
     config, queue = ports.config, ports.settings.job_queue
-    described: dict[str, dict[str, Any]] = {}
+    described: dict[str, DescribedJob] = {}
     waiting: list[WaitingJob] = []
     thresholds = [
         t.reclaim_after_seconds for t in config.tiers.values() if t.reclaim_after_seconds is not None
@@ -319,44 +317,36 @@ def build_snapshot(
     return snapshot, described
 
 
-def _payload(job: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        payload = json.loads(job.get("serviceRequestPayload") or "{}")
-    except ValueError:
-        return {}
-    return payload if isinstance(payload, dict) else {}
-
-
-def _resources(job: Mapping[str, Any]) -> tuple[str, int]:
-    resources = _payload(job).get("ResourceConfig") or {}
-    usage = job.get("capacityUsage") or []
-    instance_type = resources.get("InstanceType") or (usage[0].get("capacityUnit") if usage else "") or ""
-    count = resources.get("InstanceCount") or (usage[0].get("quantity") if usage else 1) or 1
+def _resources(job: DescribedJob) -> tuple[str, int]:
+    resources = job.payload_object().get("ResourceConfig") or {}
+    usage = job.capacity_usage
+    instance_type = resources.get("InstanceType") or (usage[0].unit if usage else "") or ""
+    count = resources.get("InstanceCount") or (usage[0].quantity if usage else 1) or 1
     return str(instance_type), int(count)
 
 
-def waiting_job(job: Mapping[str, Any], config: SharesConfig, ledger: ReclaimLedger) -> WaitingJob | None:
+def waiting_job(job: DescribedJob, config: SharesConfig, ledger: ReclaimLedger) -> WaitingJob | None:
     """A RUNNABLE job as the planner sees it; None for a job of a share the config does not name."""
-    share = job.get("shareIdentifier")
+    share = job.share_identifier
     team = job_team(config, share)
     if team is None:
         return None
     instance_type, count = _resources(job)
-    chain = ChainState.from_tags(job.get("tags"))
+    chain = ChainState.from_tags(job.tags)
     return WaitingJob(
-        job_id=_id(job),
+        job_id=job.job_id,
         team=team,
-        tier=job_tier(config, share, job.get("schedulingPriority")),
+        tier=job_tier(config, share, job.scheduling_priority),
         instance_type=instance_type,
         instances=count,
-        waiting_since=float(job.get("createdAt") or 0) / 1000,
+        waiting_since=float(job.created_at or 0) / 1000,
         displaced_by=frozenset(chain.displaced_by),
-        victims_so_far=ledger.victims_for(_id(job)),
+        victims_so_far=ledger.victims_for(job.job_id),
     )
 
 
 def running_job(
-    job: Mapping[str, Any],
+    job: DescribedJob,
     config: SharesConfig,
     checkpoints: CheckpointReader,
     stopping: Mapping[str, str],
@@ -364,11 +354,11 @@ def running_job(
     top_rank: int,
 ) -> RunningJob:
     """A dispatched job as the planner sees it (its newest checkpoint read only if it could be a victim)."""
-    share = job.get("shareIdentifier")
+    share = job.share_identifier
     team = job_team(config, share)
-    tier = job_tier(config, share, job.get("schedulingPriority"))
+    tier = job_tier(config, share, job.scheduling_priority)
     instance_type, count = _resources(job)
-    uri = (_payload(job).get("CheckpointConfig") or {}).get("S3Uri")
+    uri = (job.payload_object().get("CheckpointConfig") or {}).get("S3Uri")
     # A job of a share the config does not name holds capacity but is never stopped: reclaim cannot
     # tell whose it is, so it is treated as a job that cannot resume.
     resumable = bool(uri) and team is not None
@@ -377,27 +367,22 @@ def running_job(
         # The state as of the decision's time: a checkpoint written since (a late or re-delivered
         # trigger) is left out, so every delivery of one trigger sees the same checkpoint.
         newest = checkpoints.newest(str(uri), now)
-    chain = ChainState.from_tags(job.get("tags"))
+    chain = ChainState.from_tags(job.tags)
     stops = [float(chain.reclaimed_at)] if chain.reclaimed_at else []
-    summary = job.get("preemptionSummary") or {}
-    stops += [
-        float(a["stoppedAt"]) / 1000
-        for a in summary.get("recentPreemptedAttempts") or ()
-        if isinstance(a.get("stoppedAt"), int | float)
-    ]
-    attempts = job.get("attempts") or []
-    dispatched = job.get("scheduledAt") or (attempts[-1].get("startedAt") if attempts else None)
+    stops += [float(a.stopped_at) / 1000 for a in job.recent_preempted_attempts if a.stopped_at is not None]
+    attempts = job.attempts or ()
+    dispatched = job.scheduled_at or (attempts[-1].started_at if attempts else None)
     return RunningJob(
-        job_id=_id(job),
+        job_id=job.job_id,
         team=team or f"?{share}",
         tier=tier,
         instance_type=instance_type,
         instances=count,
-        dispatched_at=float(dispatched or job.get("createdAt") or 0) / 1000,
+        dispatched_at=float(dispatched or job.created_at or 0) / 1000,
         checkpoints=resumable,
         last_checkpoint_at=newest,
         last_stopped_at=max(stops) if stops else None,
-        stopping_for=stopping.get(_id(job)),
+        stopping_for=stopping.get(job.job_id),
         displaced_by=frozenset(chain.displaced_by),
     )
 
@@ -411,7 +396,7 @@ def decision_id(reclaim: Reclaim) -> str:
 def apply_plan(
     plan: ReclaimPlan,
     snapshot: ReclaimSnapshot,
-    described: Mapping[str, Mapping[str, Any]],
+    described: Mapping[str, DescribedJob],
     ports: ReclaimPorts,
 ) -> ReclaimOutcome:
     """Apply each reclaim of ``plan`` once (or audit it only, in dry run); report what was done."""
@@ -457,19 +442,19 @@ def apply_plan(
 
 
 def reclaim_record(
-    reclaim: Reclaim, described: Mapping[str, Mapping[str, Any]], ports: ReclaimPorts, now: float
+    reclaim: Reclaim, described: Mapping[str, DescribedJob], ports: ReclaimPorts, now: float
 ) -> dict[str, Any]:
     """The audit record of one reclaim: who waited and how long, each victim and what it loses."""
-    beneficiary = described.get(reclaim.job_id) or {}
+    beneficiary = described.get(reclaim.job_id)
     config = ports.config
 
     def victim(v: Victim) -> dict[str, Any]:
-        job = described.get(v.job_id) or {}
+        job = described.get(v.job_id)
         return {
             "jobId": v.job_id,
-            "jobArn": job.get("jobArn") or v.job_id,
-            "jobName": job.get("jobName"),
-            "share": job.get("shareIdentifier"),
+            "jobArn": (job.job_arn if job else None) or v.job_id,
+            "jobName": job.job_name if job else None,
+            "share": job.share_identifier if job else None,
             "team": v.team,
             "tier": v.tier.value,
             "instanceType": _resources(job)[0] if job else None,
@@ -483,17 +468,20 @@ def reclaim_record(
                 v.lost_instance_seconds * gpus_per_instance(_resources(job)[0] if job else None) / 3600, 3
             ),
             "reason": stop_reason(
-                reclaim.job_id, beneficiary.get("jobName"), reclaim.tier, reclaim.waited_seconds
+                reclaim.job_id,
+                beneficiary.job_name if beneficiary else None,
+                reclaim.tier,
+                reclaim.waited_seconds,
             ),
         }
 
     return {
         "decisionId": decision_id(reclaim),
         "jobId": reclaim.job_id,
-        "jobArn": beneficiary.get("jobArn") or reclaim.job_id,
-        "jobName": beneficiary.get("jobName"),
-        "jobQueue": beneficiary.get("jobQueue") or ports.settings.job_queue,
-        "share": beneficiary.get("shareIdentifier"),
+        "jobArn": (beneficiary.job_arn if beneficiary else None) or reclaim.job_id,
+        "jobName": beneficiary.job_name if beneficiary else None,
+        "jobQueue": (beneficiary.job_queue if beneficiary else None) or ports.settings.job_queue,
+        "share": beneficiary.share_identifier if beneficiary else None,
         "team": reclaim.team,
         "tier": reclaim.tier.value,
         "waitedSeconds": round(reclaim.waited_seconds),
@@ -507,7 +495,7 @@ def reclaim_record(
 
 
 def reclaim_histories(
-    reclaim: Reclaim, record: Mapping[str, Any], described: Mapping[str, Mapping[str, Any]], now: float
+    reclaim: Reclaim, record: Mapping[str, Any], described: Mapping[str, DescribedJob], now: float
 ) -> list[tuple[str, HistoryEntry]]:
     """The history item the waiting job gets (what was stopped for it) and each victim's (why it was)."""
     at = int(now * 1000)
@@ -537,7 +525,7 @@ def reclaim_histories(
                 v["jobArn"],
                 HistoryEntry(
                     key=f"{at:013d}#~{ObservationKind.RECLAIMED.value}#{key}",
-                    status=JobStatus(str((described.get(v["jobId"]) or {}).get("status") or "RUNNING")),
+                    status=JobStatus(_status_of(described.get(v["jobId"]))),
                     at=at,
                     reason=f"stopped for {record['jobName'] or record['jobId']} ({record['team']} "
                     f"{record['tier']}, waited {record['waitedSeconds']} s); checkpoint "
@@ -613,8 +601,12 @@ def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
+def _status_of(job: DescribedJob | None) -> str:
+    return (job.status if job else None) or "RUNNING"
+
+
 def _id(job: Mapping[str, Any]) -> str:
-    return str(job.get("jobId") or str(job.get("jobArn") or "").rsplit("/", 1)[-1])
+    return str(job.get("jobId") or job_id_of(str(job.get("jobArn") or "")))
 
 
 def _age(seconds: Any) -> str:

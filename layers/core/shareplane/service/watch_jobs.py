@@ -29,13 +29,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import queue_name
+from ..domain.arns import job_id_of, queue_name
 from ..domain.config import Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.failures import escalation_ceiling, priority_escalation
 from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
-from ..schemas.event_time import detail_time
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert
@@ -251,7 +250,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
                 continue
             for summary in summaries:
                 seen.add(summary["jobArn"])
-                job_id = summary.get("jobId") or summary["jobArn"].rsplit("/", 1)[-1]
+                job_id = summary.get("jobId") or job_id_of(summary["jobArn"])
                 isolated(
                     ports,
                     report,
@@ -276,7 +275,7 @@ def _reconcile_unlisted(
     job_arn: str, job: JobState, ports: FailurePorts, report: WatchReport, now: float
 ) -> None:
     """A job the table has active that no listing returned: record what Batch says, or alert it is gone."""
-    if not _record(job.job_id or job_arn.rsplit("/", 1)[-1], ports, report, now):
+    if not _record(job.job_id or job_id_of(job_arn), ports, report, now):
         report.unknown_to_batch.append(job_arn)
         ports.metrics.emit(
             [FailureMetricEvent("UnknownToBatch", 1)],
@@ -303,12 +302,11 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     described = ports.batch.describe(job_id)
     if described is None:
         return False
-    if isinstance(described.get("schedulingPriority"), int):
-        report.batch_priorities[described["jobArn"]] = described["schedulingPriority"]
-    share = described.get("shareIdentifier") or described.get("quotaShareName")
-    team = job_team(ports.config, share, described.get("tags"))
+    if described.scheduling_priority is not None:
+        report.batch_priorities[described.job_arn] = described.scheduling_priority
+    team = job_team(ports.config, described.share, described.tags)
     if team is not None:
-        report.teams[described["jobArn"]] = team
+        report.teams[described.job_arn] = team
     try:
         observation = reconciled_observation(described)
     except InvalidInputError as exc:
@@ -320,13 +318,13 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
         report.repaired += 1
         ports.metrics.emit(
             [FailureMetricEvent("ReconcileRepairs", 1)],
-            {"Queue": queue_name(described.get("jobQueue"))},
-            {"jobArn": described["jobArn"]},
+            {"Queue": queue_name(described.job_queue)},
+            {"jobArn": described.job_arn},
         )
-        if described.get("status") == JobStatus.FAILED.value:
+        if described.status == JobStatus.FAILED.value:
             # Decided at the failure's own time, as its lost event would have been; else at the tick's.
-            failed_at = detail_time(described)
-            handle_failed_job(job_id, ports, failed_at if failed_at is not None else now)
+            failed_ms = described.latest_time_ms
+            handle_failed_job(job_id, ports, failed_ms / 1000 if failed_ms is not None else now)
             report.failures_handled += 1
     return True
 

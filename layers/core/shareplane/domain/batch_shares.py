@@ -1,0 +1,83 @@
+"""What AWS Batch says about a queue's shares: what each holds now, and the settings it runs by.
+
+``QueueUsage`` is GetJobQueueSnapshot's utilization (the top shares by usage, per fair-share
+identifier or per quota share); ``QuotaShare`` is one ListQuotaShares entry; ``SchedulingPolicy`` is
+one DescribeSchedulingPolicies item. The Batch adapter reads them off the API's answers
+(``adapters/batch_policy.py``); the rebalancer plans on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .capacity import Capacity
+from .config import SchedulingMode
+from .errors import InvalidInputError
+from .fairshare import DEFAULT_WEIGHT, ShareWeight
+from .rebalance import QuotaSettings
+
+__all__ = ["IdentifierUsage", "QueueUsage", "QuotaShare", "SchedulingPolicy"]
+
+
+@dataclass(frozen=True)
+class IdentifierUsage:
+    """What one share identifier (or quota share) holds, in the units Batch reports (NUM_INSTANCES too)."""
+
+    identifier: str
+    capacity: Capacity
+
+
+@dataclass(frozen=True)
+class QueueUsage:
+    """A queue's top shares by usage, as GetJobQueueSnapshot lists them (at most 20 each)."""
+
+    fairshare: tuple[IdentifierUsage, ...] = ()
+    quota: tuple[IdentifierUsage, ...] = ()
+
+    def top(self, mode: SchedulingMode) -> tuple[IdentifierUsage, ...]:
+        """The list of the queue's scheduling mode."""
+        return self.fairshare if mode is SchedulingMode.FAIRSHARE else self.quota
+
+
+@dataclass(frozen=True)
+class QuotaShare:
+    """One quota share of a queue: its name, ARN and current settings."""
+
+    name: str
+    arn: str
+    settings: QuotaSettings
+
+
+@dataclass(frozen=True)
+class SchedulingPolicy:
+    """A scheduling policy: fair-share (decay, reservation and the weights in order) or quota-share."""
+
+    arn: str
+    mode: SchedulingMode = SchedulingMode.FAIRSHARE
+    name: str | None = None
+    share_decay_seconds: int | None = None
+    compute_reservation: int | None = None
+    #: shareDistribution in Batch's order (an identifier, or a prefix ending in ``*``).
+    weights: tuple[ShareWeight, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SchedulingPolicy:
+        """Read a DescribeSchedulingPolicies item (or an UpdateSchedulingPolicy request)."""
+        if "arn" not in data:
+            raise InvalidInputError(
+                "current_policy.arn", "is missing", "pass the DescribeSchedulingPolicies item"
+            )
+        fair = data.get("fairsharePolicy") or {}
+        return cls(
+            arn=str(data["arn"]),
+            mode=SchedulingMode.QUOTA if "quotaSharePolicy" in data else SchedulingMode.FAIRSHARE,
+            name=data.get("name"),
+            share_decay_seconds=fair.get("shareDecaySeconds"),
+            compute_reservation=fair.get("computeReservation"),
+            weights=tuple(
+                ShareWeight(e["shareIdentifier"], float(e.get("weightFactor", DEFAULT_WEIGHT)))
+                for e in fair.get("shareDistribution") or []
+            ),
+        )
