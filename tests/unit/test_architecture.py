@@ -57,8 +57,9 @@ def test_the_rule_is_checked_on_real_files() -> None:
 
 
 #: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
-#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, and the
-#: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
+#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, the
+#: reclaim planner reclaim_capacity's (the failure path only reads its stop reason), and the event models
+#: with the union adapter over them record_state's (the reconciler reads only a job's detail).
 PATH_ONLY_MODULES = {
     "shareplane.schemas.parse": {"record_state"},
     "shareplane.schemas.batch": {"record_state"},
@@ -67,6 +68,7 @@ PATH_ONLY_MODULES = {
     "yaml": {"submit_job"},
     "shareplane.domain.rebalance": {"rebalance_shares"},
     "shareplane.domain.fairshare": {"rebalance_shares"},
+    "shareplane.domain.reclaim": {"reclaim_capacity"},
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 

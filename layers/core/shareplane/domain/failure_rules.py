@@ -151,7 +151,8 @@ def _rule(rule_id: str, failure_class: FailureClass, *contains: str, **extra: ob
 # shows up inside `AlgorithmError: ExecuteUserScriptError ... ErrorMessage`; SageMaker status words
 # come last because a Stopped job can also carry a more specific reason.
 DEFAULT_RULES: tuple[FailureRule, ...] = (
-    # Our own TerminateServiceJob reason (domain/reclaim.py): before "terminated", which it also matches.
+    # Our own TerminateServiceJob reason (domain/reclaim_reason.py): before "terminated", which it also
+    # matches.
     _rule(
         "shareplane-reclaim",
         FailureClass.RECLAIMED,
