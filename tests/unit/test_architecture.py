@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.template import raw_template
 
 CORE = REPO / "layers" / "core" / "shareplane"
 FORBIDDEN = ("boto3", "botocore", "aws_lambda_powertools")
@@ -91,6 +92,13 @@ def test_a_handler_imports_only_the_modules_on_its_path(handler: str) -> None:
     assert "shareplane.bootstrap" in loaded, "the handler was imported"
     stray = sorted(m for m, owners in PATH_ONLY_MODULES.items() if m in loaded and handler not in owners)
     assert not stray, f"{handler} imports {stray} at cold start, which its path never uses"
+
+
+def test_the_functions_skip_pydantics_plugin_scan() -> None:
+    """No function uses a pydantic plugin; without this setting, building the first model at each cold
+    start reads the entry points of every distribution on sys.path looking for one."""
+    variables = raw_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables.get("PYDANTIC_DISABLE_PLUGINS") == "__all__"
 
 
 #: A unit test runs no AWS, emulated or not: moto and boto3 clients belong in tests/integration.
