@@ -30,7 +30,7 @@ import pytest
 import yaml
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.reclaim import beneficiary_of
+from shareplane.domain.reclaim_reason import beneficiary_of
 from shareplane.domain.requeue import TAG_DISPLACED_BY
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec

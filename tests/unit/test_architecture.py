@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.template import raw_template
 
 CORE = REPO / "layers" / "core" / "shareplane"
 FORBIDDEN = ("boto3", "botocore", "aws_lambda_powertools")
@@ -57,8 +58,10 @@ def test_the_rule_is_checked_on_real_files() -> None:
 
 
 #: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
-#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, and the
-#: event models with the union adapter over them record_state's (the reconciler reads only a job's detail).
+#: parser (and PyYAML under it) is submit_job's alone, the rebalance planner rebalance_shares's, the
+#: reclaim planner reclaim_capacity's (the failure path only reads its stop reason), the event models
+#: record_state's and handle_failure's (it parses its FAILED events with them), and the union adapter over
+#: them record_state's alone (the reconciler reads only a job's detail).
 #: Powertools' parser models are no handler's: its batch utility builds them when pydantic was imported
 #: before it (see shareplane/sqs_batch.py).
 PATH_ONLY_MODULES = {
@@ -70,6 +73,7 @@ PATH_ONLY_MODULES = {
     "yaml": {"submit_job"},
     "shareplane.domain.rebalance": {"rebalance_shares"},
     "shareplane.domain.fairshare": {"rebalance_shares"},
+    "shareplane.domain.reclaim": {"reclaim_capacity"},
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 
@@ -92,6 +96,13 @@ def test_a_handler_imports_only_the_modules_on_its_path(handler: str) -> None:
     assert "shareplane.bootstrap" in loaded, "the handler was imported"
     stray = sorted(m for m, owners in PATH_ONLY_MODULES.items() if m in loaded and handler not in owners)
     assert not stray, f"{handler} imports {stray} at cold start, which its path never uses"
+
+
+def test_the_functions_skip_pydantics_plugin_scan() -> None:
+    """No function uses a pydantic plugin; without this setting, building the first model at each cold
+    start reads the entry points of every distribution on sys.path looking for one."""
+    variables = raw_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables.get("PYDANTIC_DISABLE_PLUGINS") == "__all__"
 
 
 #: A unit test runs no AWS, emulated or not: moto and boto3 clients belong in tests/integration.

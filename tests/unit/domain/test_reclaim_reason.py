@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from shareplane.domain.config import Tier
 from shareplane.domain.failure_rules import DEFAULT_RULES, FailureClass
 from shareplane.domain.failures import FailureSignal, classify
-from shareplane.domain.reclaim import REASON_MAX_CHARS, beneficiary_of, stop_reason, utc_day
+from shareplane.domain.reclaim import utc_day
+from shareplane.domain.reclaim_reason import REASON_MAX_CHARS, beneficiary_of, stop_reason
 
 
 @given(

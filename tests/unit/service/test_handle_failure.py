@@ -521,7 +521,7 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
 def test_a_reclaimed_job_is_requeued_at_once_ahead_of_its_tiers_queued_work() -> None:
     # GIVEN a LOWPRI job terminated by reclaim for a HIGHPRI job
     from shareplane.domain.config import Tier
-    from shareplane.domain.reclaim import stop_reason
+    from shareplane.domain.reclaim_reason import stop_reason
 
     world = World()
     reason = stop_reason("hi-1", "launch", Tier.HIGHPRI, 312)

@@ -12,7 +12,8 @@ from shareplane.adapters.batch_service_jobs import described_job
 from shareplane.domain.config import SchedulingMode, Tier
 from shareplane.domain.failure_rules import FailureClass
 from shareplane.domain.lifecycle import ObservationKind
-from shareplane.domain.reclaim import SKIP_JOB_BUDGET, SKIP_RUN_BUDGET, beneficiary_of, stop_reason
+from shareplane.domain.reclaim import SKIP_JOB_BUDGET, SKIP_RUN_BUDGET
+from shareplane.domain.reclaim_reason import beneficiary_of, stop_reason
 from shareplane.domain.requeue import TAG_DISPLACED_BY, TAG_RECLAIMED_AT
 from shareplane.service.handle_failure import handle_message as handle_failure
 from shareplane.service.reclaim_capacity import MANUAL_RUN, RECLAIM_DUE, handle_message, waiting_job

@@ -1,13 +1,13 @@
 """The one declarative shares config: teams, capacity, priority tiers. Validated here, read everywhere."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would have to evaluate every field's annotation
+# from a string when the models are built, at each cold start; written as objects, it reads them as they are.
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -127,7 +127,7 @@ class TeamQuotaConfig(_Strict):
     preemption_retries_before_termination: Annotated[int, Field(ge=0, le=100)] | None = 5
 
     @model_validator(mode="after")
-    def _borrow_needs_borrowing(self) -> TeamQuotaConfig:
+    def _borrow_needs_borrowing(self) -> Self:
         if self.borrow_limit != -1 and self.strategy != "LEND_AND_BORROW":
             raise ConfigError(
                 "quota.borrow_limit",
@@ -173,7 +173,7 @@ class TeamConfig(_Strict):
     quota: TeamQuotaConfig = TeamQuotaConfig()
 
     @model_validator(mode="after")
-    def _retry_bounds(self) -> TeamConfig:
+    def _retry_bounds(self) -> Self:
         if self.default_retry_attempts > self.max_retry_attempts:
             raise ConfigError(
                 "default_retry_attempts",
@@ -255,7 +255,7 @@ class RebalanceConfig(_Strict):
     capacity_limit_max_fraction: Annotated[float, Field(ge=1, le=100)] = 1.0
 
     @model_validator(mode="after")
-    def _ordered(self) -> RebalanceConfig:
+    def _ordered(self) -> Self:
         pairs = [("weight_factor", self.weight_factor_min, self.weight_factor_max)]
         pairs += [
             (
@@ -316,7 +316,7 @@ class SharesConfig(_Strict):
     frameworks: Mapping[str, Mapping[str, FrameworkImage]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _jobspec_refs(self) -> SharesConfig:
+    def _jobspec_refs(self) -> Self:
         gpu_and_cpu = set(self.instance_types) | set(self.queues.cpu_instance_types)
         if set(self.instance_types) & set(self.queues.cpu_instance_types):
             raise ConfigError(
@@ -350,7 +350,7 @@ class SharesConfig(_Strict):
         return self.queues.gpu or f"{self.cluster}-gpu"
 
     @model_validator(mode="after")
-    def _consistent(self) -> SharesConfig:
+    def _consistent(self) -> Self:
         self.rebalance.check_can_step_down("rebalance")
         for name, team in self.teams.items():
             for instance_type in team.entitlement:
@@ -381,7 +381,7 @@ class SharesConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _share_identifiers(self) -> SharesConfig:
+    def _share_identifiers(self) -> Self:
         # Every identifier the queue can see: each team's share (jobs of the tiers without one of their
         # own, and jobs queued before a stack moved to the layout), plus its tiers' own identifiers.
         own_tiers = tuple(t for t, c in self.tiers.items() if c.own_share) if self.tiered_shares else ()

@@ -28,11 +28,11 @@ the error types it applies to, so a word such as ``subnet`` in a training script
 (an AlgorithmError) is not read as a VPC problem.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would have to evaluate every field's annotation
+# from a string when the models are built, at each cold start; written as objects, it reads them as they are.
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -126,7 +126,7 @@ class FailureRule(_Strict):
     within: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     @model_validator(mode="after")
-    def _has_condition(self) -> FailureRule:
+    def _has_condition(self) -> Self:
         if not self.contains and not self.exit_codes and self.terminated is None:
             raise ConfigError(
                 f"failures.rules.{self.id}",
@@ -151,7 +151,8 @@ def _rule(rule_id: str, failure_class: FailureClass, *contains: str, **extra: ob
 # shows up inside `AlgorithmError: ExecuteUserScriptError ... ErrorMessage`; SageMaker status words
 # come last because a Stopped job can also carry a more specific reason.
 DEFAULT_RULES: tuple[FailureRule, ...] = (
-    # Our own TerminateServiceJob reason (domain/reclaim.py): before "terminated", which it also matches.
+    # Our own TerminateServiceJob reason (domain/reclaim_reason.py): before "terminated", which it also
+    # matches.
     _rule(
         "shareplane-reclaim",
         FailureClass.RECLAIMED,
@@ -360,7 +361,7 @@ class BackoffConfig(_Strict):
     jitter: Annotated[float, Field(ge=0, lt=1)] = 0.1
 
     @model_validator(mode="after")
-    def _cap_above_base(self) -> BackoffConfig:
+    def _cap_above_base(self) -> Self:
         if self.cap_seconds < self.base_seconds:
             raise ConfigError(
                 "failures.backoff.cap_seconds",
@@ -602,7 +603,7 @@ class FailuresConfig(_Strict):
     escalation: EscalationConfig = EscalationConfig()
 
     @model_validator(mode="after")
-    def _consistent(self) -> FailuresConfig:
+    def _consistent(self) -> Self:
         ids = [r.id for r in self.ordered_rules]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:

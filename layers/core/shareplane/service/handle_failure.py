@@ -53,7 +53,7 @@ from ..domain.failures import (
     repeated_preemption_alert,
 )
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
-from ..domain.reclaim import beneficiary_of
+from ..domain.reclaim_reason import beneficiary_of
 from ..domain.requeue import ChainState, build_requeue
 from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
 from ..domain.training import TrainingJobFacts

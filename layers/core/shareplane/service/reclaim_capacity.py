@@ -51,9 +51,9 @@ from ..domain.reclaim import (
     WaitingJob,
     lost_minutes,
     plan_reclaim,
-    stop_reason,
     utc_day,
 )
+from ..domain.reclaim_reason import stop_reason
 from ..domain.requeue import ChainState
 from ..schemas.event_time import event_time
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id_at, tick_time
