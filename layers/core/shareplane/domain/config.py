@@ -183,6 +183,26 @@ class TeamConfig(_Strict):
         return self
 
 
+class PriceConfig(_Strict):
+    """What one instance of a type costs per hour, in USD (SageMaker training; config/prices/)."""
+
+    on_demand_usd_per_hour: Annotated[float, Field(gt=0, le=10000)]
+    #: Only estimates a running managed spot job: a finished one's saving is already in its
+    #: BillableTimeInSeconds, so its cost is billable time x the on-demand price. None: estimate
+    #: running spot jobs at the on-demand price (an upper bound).
+    spot_usd_per_hour: Annotated[float, Field(gt=0, le=10000)] | None = None
+
+    @model_validator(mode="after")
+    def _spot_below_on_demand(self) -> PriceConfig:
+        if self.spot_usd_per_hour is not None and self.spot_usd_per_hour > self.on_demand_usd_per_hour:
+            raise ConfigError(
+                "prices.spot_usd_per_hour",
+                f"is {self.spot_usd_per_hour}, above on_demand_usd_per_hour {self.on_demand_usd_per_hour}",
+                "use the spot price you see (below on-demand), or drop spot_usd_per_hour",
+            )
+        return self
+
+
 class FrameworkImage(_Strict):
     """The training image URIs of one framework version, per device kind."""
 
@@ -314,6 +334,8 @@ class SharesConfig(_Strict):
     queues: QueuesConfig = QueuesConfig()
     # framework -> version -> image URIs; job specs name a framework instead of an image.
     frameworks: Mapping[str, Mapping[str, FrameworkImage]] = Field(default_factory=dict)
+    #: Instance type -> price per instance-hour; a type without one is counted in hours, not dollars.
+    prices: Mapping[str, PriceConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _jobspec_refs(self) -> SharesConfig:
@@ -344,6 +366,11 @@ class SharesConfig(_Strict):
                         f"add it under frameworks or use some of {sorted(self.frameworks)}",
                     )
         return self
+
+    def on_demand_price(self, instance_type: str | None) -> float | None:
+        """USD per instance-hour on demand, or None when the config prices no such type."""
+        price = self.prices.get(instance_type or "")
+        return price.on_demand_usd_per_hour if price else None
 
     def gpu_queue_name(self) -> str:
         """The GPU job queue (fair-share or quota-share) that team jobs go to."""
