@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.cost import AttemptCost
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
@@ -50,6 +51,10 @@ class JobStore(Protocol):
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         """The payload item the submit path stored for the job (its team among it), if any."""
+        ...
+
+    def record_cost(self, cost: AttemptCost) -> bool:
+        """Record an attempt's cost and add it to its team's month spend; False when recorded already."""
         ...
 
 
