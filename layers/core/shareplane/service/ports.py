@@ -474,3 +474,23 @@ class UploadAttributions(Protocol):
     def set_principal(self, job_arn: str, record: Mapping[str, Any]) -> bool:
         """Write the principal on the job's payload item; False when the job has none."""
         ...
+
+
+class CostReader(Protocol):
+    """What the chargeback report reads: recorded costs, training jobs still running, uploaders."""
+
+    def costs(self) -> list[AttemptCost]:
+        """Every recorded attempt's cost, with its Batch job when known."""
+        ...
+
+    def training_jobs(self) -> list[TrainingJobState]:
+        """Every training job's current state."""
+        ...
+
+    def job_for_training_job(self, training_job_arn: str) -> str | None:
+        """The ARN of the service job that ran a training job; None when not recorded."""
+        ...
+
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        """The job's payload item (``uploader.principal`` among it), if the submit path stored one."""
+        ...
