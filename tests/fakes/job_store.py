@@ -16,6 +16,8 @@ class FakeJobStore:
     links: dict[str, str] = field(default_factory=dict)
     states: dict[str, list[JobState]] = field(default_factory=dict)
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (team, YYYY-MM) -> USD recorded in that month (the SPEND items).
+    spend: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         return copy.deepcopy(self.payloads.get(job_arn))
@@ -28,3 +30,6 @@ class FakeJobStore:
 
     def jobs(self, status: str | None = None) -> list[JobState]:
         return list(self.states.get(status or "", []))
+
+    def month_spend(self, team: str, month: str) -> float:
+        return self.spend.get((team, month), 0.0)

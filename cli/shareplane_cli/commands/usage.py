@@ -1,4 +1,4 @@
-"""`shareplane usage`: what each team spent, for chargeback (by tier, user, day or instance type)."""
+"""`shareplane usage` and `shareplane budgets`: what each team spent (chargeback) and where it stands."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from shareplane.domain.cost import UsageGroup, UsageRow
+from shareplane.domain.budget import budget_status, month_bounds
+from shareplane.domain.cost import UsageGroup, UsageRow, month_of
 from shareplane.domain.errors import InvalidInputError
 from shareplane.service.usage import chargeback
 
@@ -125,3 +126,59 @@ def usage_command(
         "Billable time is SageMaker's BillableTimeInSeconds: from training start to end, so instance "
         "provisioning is not billed; managed spot savings are already in it."
     )
+
+
+@app.command("budgets")
+def budgets_command(
+    month: Annotated[
+        str | None, typer.Option(help="The UTC month, YYYY-MM (default: this month, forecast included).")
+    ] = None,
+    output: Annotated[UsageOutput, typer.Option("--output", "-o")] = UsageOutput.TABLE,
+    config_path: Annotated[
+        Path, typer.Option("--config", help="The shares config: budgets per team.")
+    ] = Path("config/shares.yaml"),
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: TableName = None,
+) -> None:
+    """Each budgeted team's month: spent, budget, the burn-rate forecast and what enforcement does."""
+    config = load_config(config_path)
+    now = time.time()
+    if month is not None:
+        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+            raise InvalidInputError(
+                "--month", f"{month!r} is not a month", "pass it as YYYY-MM, such as 2026-03"
+            )
+        start, end = month_bounds(month)
+        # A past month is over (its forecast is its spend); this month is taken as of now.
+        now = min(now, end.timestamp() - 1e-3) if start.timestamp() <= now else start.timestamp()
+    store = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name).job_store(table)
+    rows = []
+    for team, budget in sorted(config.budgets.items()):
+        status = budget_status(team, budget, store.month_spend(team, month_of(now * 1000)), now)
+        rows.append({**status.as_dict(), "over": status.over, "enforcement": budget.enforcement.value})
+    if output is UsageOutput.JSON:
+        print_json(rows)
+        return
+    if output is UsageOutput.CSV:
+        if rows:
+            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        return
+    body = [
+        [
+            r["team"],
+            r["month"],
+            f"{r['spent_usd']:,.2f}",
+            f"{r['monthly_usd']:,.2f}",
+            f"{r['used']:.1%}",
+            f"{r['forecast_usd']:,.2f}",
+            r["enforcement"],
+        ]
+        for r in rows
+    ]
+    columns = ["team", "month", "spent USD", "budget USD", "used", "forecast USD", "enforcement"]
+    print_table("budgets (forecast: the month's burn rate so far)", columns, body)

@@ -109,3 +109,29 @@ def test_the_table_explains_billable_time_and_bad_options_name_the_fix(
     assert unknown.exit_code == 2 and "ProdExp1" in unknown.output
     bad = invoke("--since", "yesterday")
     assert bad.exit_code == 2 and "30d" in bad.output
+
+
+def test_budgets_show_each_teams_month_against_its_budget(seeded: None, tmp_path: Any) -> None:
+    import yaml
+
+    from tests.conftest import REPO
+
+    data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    data["budgets"] = {
+        "ProdExp1": {"monthly_usd": 100, "enforcement": "refuse_lowpri"},
+        "ProdExp2": {"monthly_usd": 1000},
+    }
+    path = tmp_path / "shares.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = runner.invoke(
+        app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "2026-03", "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["team"]: r for r in json.loads(result.stdout)}
+    # March is over: its forecast is its spend; ProdExp1's two finished attempts cost 4 x 37.688
+    assert rows["ProdExp1"]["spent_usd"] == pytest.approx(150.75, abs=0.01)
+    assert rows["ProdExp1"]["forecast_usd"] == pytest.approx(150.75, abs=0.02)
+    assert (rows["ProdExp1"]["over"], rows["ProdExp1"]["enforcement"]) == (True, "refuse_lowpri")
+    assert (rows["ProdExp2"]["over"], rows["ProdExp2"]["used"]) == (False, pytest.approx(0.1508, abs=1e-4))
+    bad = runner.invoke(app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "March"])
+    assert bad.exit_code == 2 and "YYYY-MM" in bad.output

@@ -33,7 +33,13 @@ from .training import TrainingJobObservation, TrainingJobState
 #: EMF dimensions of the cost metrics: the team and the share identifier it was spent under.
 COST_METRIC_DIMENSIONS = ("Team", "Share")
 #: Each cost metric and its dimensions (the dashboard test checks the template against it).
-COST_METRICS = {"CostUsd": COST_METRIC_DIMENSIONS, "BillableInstanceSeconds": COST_METRIC_DIMENSIONS}
+COST_METRICS = {
+    "CostUsd": COST_METRIC_DIMENSIONS,
+    "BillableInstanceSeconds": COST_METRIC_DIMENSIONS,
+    # Gauges of the scheduled watch, per budgeted team: the month's spend and forecast against budget.
+    "BudgetUsedPercent": COST_METRIC_DIMENSIONS,
+    "BudgetForecastPercent": COST_METRIC_DIMENSIONS,
+}
 
 
 class BillableSource(StrEnum):

@@ -57,6 +57,10 @@ class JobStore(Protocol):
         """Record an attempt's cost and add it to its team's month spend; False when recorded already."""
         ...
 
+    def month_spend(self, team: str, month: str) -> float:
+        """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``, UTC); 0 before its first."""
+        ...
+
 
 class MetricEvent(Protocol):
     """One measurement (job, failure-path or rebalancer metric) and the dimensions it is published under."""
