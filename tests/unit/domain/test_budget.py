@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.domain.budget import Admission, admission, budget_alert, budget_status, crossed, month_bounds
+from shareplane.domain.budget import Admission, admission, budget_status, crossed, month_bounds
+from shareplane.domain.budget_alerts import budget_alert
 from shareplane.domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError
 

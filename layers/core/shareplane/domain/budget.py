@@ -3,8 +3,8 @@
 A team's spend in a month is what its finished attempts cost (each recorded once, ``domain/cost.py``),
 dated at each training job's end, in UTC calendar months. The forecast extrapolates the month's burn
 rate: spend so far / the part of the month gone x the whole month. Each alert threshold alerts once a
-month (its dedupe key names the team, the month and the threshold). Enforcement acts only on new
-drops, at submission; queued and running work is never moved or stopped.
+month (``budget_alerts.py``: its dedupe key names the team, the month and the threshold).
+Enforcement acts only on new drops, at submission; queued and running work is never moved or stopped.
 """
 
 from __future__ import annotations
@@ -14,13 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from .alerts import Alert, AlertKind, subject_line
-from .config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
+from .config import BudgetConfig, BudgetEnforcement, Tier
 from .cost import month_of
-from .failure_rules import Severity
-
-#: An alert's quiet window: longer than any month, so a threshold alerts once in the month its key names.
-ONCE_PER_MONTH_SECONDS = 32 * 24 * 3600
 
 
 def month_bounds(month: str) -> tuple[datetime, datetime]:
@@ -79,48 +74,6 @@ def budget_status(team: str, budget: BudgetConfig, spent_usd: float, now: float)
 def crossed(status: BudgetStatus, budget: BudgetConfig) -> list[float]:
     """The alert thresholds the month's spend has reached."""
     return [t for t in budget.alert_thresholds if status.used >= t]
-
-
-def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -> Alert:
-    """The alert for one threshold: attributes (team, kind ``budget``, severity) for filter policies."""
-    percent = round(threshold * 100)
-    share = config.teams[status.team].share
-    enforcement = config.budgets[status.team].enforcement
-    severity = Severity.CRITICAL if threshold >= 1 else Severity.WARNING
-    body = {
-        **status.as_dict(),
-        "threshold": threshold,
-        "enforcement": enforcement.value,
-        "reason": f"{status.team} spent {status.spent_usd:,.2f} USD of its {status.monthly_usd:,.2f} USD "
-        f"budget for {status.month} ({status.used:.0%}); at this burn rate the month ends near "
-        f"{status.forecast_usd:,.2f} USD",
-        "fix": _fix(enforcement, status.team),
-    }
-    subject = subject_line(
-        f"[{severity.value}]", f"{status.team}:", f"{percent}% of the {status.month} budget spent"
-    )
-    return Alert(
-        AlertKind.BUDGET,
-        severity,
-        share,
-        "none",
-        subject,
-        body,
-        f"budget:{status.team}:{status.month}:{percent}",
-        team=status.team,
-    )
-
-
-def _fix(enforcement: BudgetEnforcement, team: str) -> str:
-    what = {
-        BudgetEnforcement.NONE: "nothing is enforced",
-        BudgetEnforcement.REFUSE_LOWPRI: "once it is spent, new LOWPRI drops are refused",
-        BudgetEnforcement.DEMOTE_TO_LOWPRI: "once it is spent, new HIGHPRI and MIDPRI drops go in at LOWPRI",
-    }[enforcement]
-    return (
-        f"see `shareplane usage --team {team} --since month --by user` for who spent it; {what}; "
-        f"raise budgets.{team}.monthly_usd in the shares config if the spend is intended"
-    )
 
 
 class Admission(StrEnum):

@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.arns import queue_name
-from ..domain.budget import ONCE_PER_MONTH_SECONDS, budget_alert, budget_status, crossed
+from ..domain.budget import budget_status, crossed
+from ..domain.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
 from ..domain.config import Tier
 from ..domain.cost import CostMetricEvent, month_of
 from ..domain.errors import InvalidInputError, RejectedByServiceError
