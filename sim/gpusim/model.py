@@ -43,6 +43,13 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   resubmitted, or submitted anew.
 - StopTrainingJob and MaxRuntimeInSeconds end the attempt as a failed attempt that goes through the
   retry strategy, like any other SageMaker failure.
+- Billable time (DescribeTrainingJob's BillableTimeInSeconds and TrainingTimeInSeconds,
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingJob.html): a training
+  job is billed from TrainingStartTime (here: when its attempt reaches STARTING, after the
+  provisioning of SCHEDULED) to TrainingEndTime, so provisioning is never billed. AWS documents that
+  with managed spot training the billable time is less than the training time by the saving, not by
+  how much: ``spot_billable_fraction`` (0.3, a 70% saving) is that ratio. Both fields appear once the
+  job has ended, and only if its training started.
 """
 
 from __future__ import annotations
@@ -163,6 +170,8 @@ class ModelOptions:
     faults: Faults = Faults()
     duplicate_rate: float = 0.0
     reorder_window: int = 0
+    #: BillableTimeInSeconds / TrainingTimeInSeconds of a managed spot training job (undocumented).
+    spot_billable_fraction: float = 0.3
 
 
 def rule_matches(pattern: str, reason: str) -> bool:
@@ -872,6 +881,11 @@ class BatchModel:
         uri = self._checkpoint_uri(job)
         if uri is not None:
             self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), job.saved)
+
+    @property
+    def spot_billable_fraction(self) -> float:
+        """What a managed spot training job is billed for, as a fraction of its training time."""
+        return self.options.spot_billable_fraction
 
     def capacity_unit(self, job: Job) -> str:
         """The unit the job's capacity is counted in (where it runs, else its queue's first environment)."""

@@ -69,6 +69,7 @@ from shareplane.domain.config import (
 )
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.fairshare import decay_window
+from shareplane.domain.lifecycle import gpus_per_instance
 from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
 from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
 from shareplane.domain.share_observation import (
@@ -84,6 +85,7 @@ from .api import BatchApi
 from .engine import Engine
 from .model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
 from .trace import TraceJob
+from .wire import billable_times
 
 TIERS: tuple[Tier, ...] = tuple(Tier)
 
@@ -169,6 +171,10 @@ class WhatIfConfig(_Strict):
     target_load: Annotated[float, Field(gt=0, le=2)] = 0.95
     gpus_per_unit: Annotated[int, Field(ge=1, le=64)] = 1
     instance_type: Annotated[str, Field(min_length=1)] = "ml.p4d.24xlarge"
+    #: USD per instance-hour of ``instance_type``, SageMaker training on demand (the default is
+    #: ml.p4d.24xlarge in us-east-1, from the cached copy of AWS's prices in config/prices/). Each
+    #: policy's cost per share is the billable time the model reports x instances x this price.
+    instance_hour_usd: Annotated[float, Field(gt=0)] = 37.688
     shares: SharesMapping = SharesMapping()
     tiers: Mapping[Tier, TierMix] = Field(
         default_factory=lambda: {
@@ -712,6 +718,8 @@ class PolicyResult:
     entitled_gpu_hours: dict[str, float] = field(default_factory=dict)
     #: Each team's plain identifier's weightFactor at the end (tiered policies: with the tier charge).
     final_weights: dict[str, float] = field(default_factory=dict)
+    #: USD per share: every training job's BillableTimeInSeconds x its instances x the on-demand price.
+    cost_usd: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The JSON shape of one policy: exactly the measured fields."""
@@ -728,6 +736,7 @@ class PolicyResult:
             "reclaims": self.reclaims,
             "reclaim_victims": self.reclaim_victims,
             "reclaim_gpu_hours_lost": round(self.reclaim_gpu_hours_lost, 3),
+            "cost_usd": {k: round(v, 2) for k, v in self.cost_usd.items()},
             "jobs": self.jobs,
         }
 
@@ -1046,7 +1055,29 @@ class PolicyRun:
             final_weights={}
             if self.policy is Policy.STATIC
             else dict(self.plain_weights if self.policy.tiered else self.weights),
+            cost_usd=self.cost_by_share(),
         )
+
+    def cost_by_share(self) -> dict[str, float]:
+        """USD each share's training jobs cost: billable seconds x capacity units x the unit's price.
+
+        Every attempt counts (failed, preempted and reclaimed ones too: SageMaker bills them), each by
+        the billable time the model reports as DescribeTrainingJob does; provisioning is never billed.
+        A capacity unit is ``gpus_per_unit`` GPUs of ``instance_type``, so it costs that part of the
+        instance's price (the whole price when the type's GPU count is unknown).
+        """
+        sc = self.scenario
+        per_instance = gpus_per_instance(sc.config.instance_type)
+        unit_usd = sc.config.instance_hour_usd * (sc.gpus_per_unit / per_instance if per_instance else 1.0)
+        share_of = {job.name: sc.shares[job.share] for job in sc.jobs}
+        cost = dict.fromkeys(sc.shares, 0.0)
+        for tj in self.model.training_jobs.values():
+            billable = billable_times(self.model, tj).get("BillableTimeInSeconds", 0)
+            units = tj.payload.get("ResourceConfig", {}).get("InstanceCount", 1)
+            share = share_of.get(tj.job.name)
+            if share is not None:
+                cost[share] += billable * units / 3600 * unit_usd
+        return cost
 
 
 class _ReclaimRun:

@@ -22,6 +22,9 @@ class WireModel(Protocol):
 
     def capacity_unit(self, job: Job) -> str: ...
 
+    @property
+    def spot_billable_fraction(self) -> float: ...
+
 
 def attempt(model: WireModel, record: dict[str, Any]) -> dict[str, Any]:
     """One ServiceJobAttemptDetail from the model's attempt record."""
@@ -120,6 +123,7 @@ def describe_training_job(model: WireModel, tj: TrainingJob, event: bool = False
         out["TrainingStartTime"] = ms(tj.started)
     if tj.ended is not None:
         out["TrainingEndTime"] = ms(tj.ended)
+    out.update(billable_times(model, tj))
     out["LastModifiedTime"] = ms(tj.modified)
     transitions = []
     for status, start, end, message in tj.transitions:
@@ -132,6 +136,20 @@ def describe_training_job(model: WireModel, tj: TrainingJob, event: bool = False
     tags = p.get("Tags", [])
     out["Tags"] = {t["Key"]: t["Value"] for t in tags} if event else list(tags)
     return out
+
+
+def billable_times(model: WireModel, tj: TrainingJob) -> dict[str, int]:
+    """TrainingTimeInSeconds and BillableTimeInSeconds of a training job that ended after it started.
+
+    Billed from TrainingStartTime to TrainingEndTime (API_DescribeTrainingJob.html), so the
+    provisioning before the start is not; managed spot training bills ``spot_billable_fraction`` of it.
+    """
+    if tj.started is None or tj.ended is None or tj.status not in ("Completed", "Failed", "Stopped"):
+        return {}
+    training = max(0, round(tj.ended - tj.started))
+    spot = bool(tj.payload.get("EnableManagedSpotTraining"))
+    billable = round(training * model.spot_billable_fraction) if spot else training
+    return {"TrainingTimeInSeconds": training, "BillableTimeInSeconds": billable}
 
 
 def queue_blocked_detail(model: WireModel, job: Job, blocked: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.domain.cost import AttemptCost
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
 from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
@@ -38,6 +39,10 @@ class FakeJobStore:
     training_histories: dict[str, set[str]] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Training job ARN -> its recorded cost (the COST items).
+    costs: dict[str, AttemptCost] = field(default_factory=dict)
+    #: (team, YYYY-MM) -> USD recorded in that month (the SPEND items).
+    spend: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def put_states(self, *states: JobState) -> None:
         """Place job states as if they had been recorded (a test's starting table)."""
@@ -103,3 +108,16 @@ class FakeJobStore:
         ):
             return
         raise ConcurrentUpdateError("state changed since it was read")
+
+    # -- cost -------------------------------------------------------------------------------
+    def record_cost(self, cost: AttemptCost) -> bool:
+        if cost.training_job_arn in self.costs:
+            return False
+        self.costs[cost.training_job_arn] = cost
+        if cost.team:
+            key = (cost.team, cost.month)
+            self.spend[key] = self.spend.get(key, 0.0) + (cost.usd or 0.0)
+        return True
+
+    def month_spend(self, team: str, month: str) -> float:
+        return self.spend.get((team, month), 0.0)

@@ -73,6 +73,16 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
     assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
     html = html_of(tmp_path)
     assert "<svg" in html and "hard partitions" in html.lower()
+    # AND each team's cost is its training jobs' billable instance-hours at the on-demand price, below
+    # the instance-hours it held (GPU-hours / 8): provisioning is held but never billed
+    cost = summary["cost"]
+    assert cost["instance_hour_usd"] == 37.688
+    assert set(cost["by_team_usd"]) == set(summary["gpu_hours"]) == {"ProdExp1", "ProdExp2"}
+    for team, usd in cost["by_team_usd"].items():
+        billable = cost["by_team_billable_instance_hours"][team]
+        assert 0 < billable < summary["gpu_hours"][team] / 8
+        assert usd == pytest.approx(billable * 37.688, abs=0.5)
+    assert "Cost per team" in html and "provisioning is not billed" in html
 
 
 def html_of(tmp_path: Path) -> str:

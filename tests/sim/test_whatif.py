@@ -36,6 +36,7 @@ PHILLY = NAMED_TRACES["philly"]
 CONFIG = REPO / "config" / "whatif.yaml"
 ALL = list(Policy)
 SUMMARY_KEYS = {
+    "cost_usd",
     "utilization",
     "work_conserving_bound",
     "wait_seconds",
@@ -163,6 +164,7 @@ def test_the_json_shape_is_exactly_the_documented_one(small_result) -> None:
         assert all(set(v) == {"p50", "p95", "p99"} for v in summary["wait_seconds"].values())
         assert set(summary["slo_attainment"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
         assert set(summary["team_entitlement_ratio"]) == set(small_result.scenario.shares)
+        assert set(summary["cost_usd"]) == set(small_result.scenario.shares)
     json.dumps(out)  # JSON-ready
 
 
@@ -336,6 +338,21 @@ def test_a_crafted_scenario_holds_what_its_shares_are_entitled_to() -> None:
     assert sc.team_share == {"A": "A", "B": "B"}
     assert sc.offered_gpus == (2 + 1) * 8 * 600.0 / 600.0
     assert run_policy(sc, Policy.STATIC).finished == 2
+
+
+def test_each_policys_cost_is_billable_time_x_instances_x_the_on_demand_price() -> None:
+    # GIVEN whole p4d instances (8 GPUs a unit): share A's job on 2 instances, B's on 1, same length
+    jobs = [crafted_job("a", 0.0, units=2), crafted_job("b", 0.0, share=1)]
+    sc = scenario_of(jobs, WhatIfConfig(gpus_per_unit=8), shares=("A", "B"), entitlements=(3, 1))
+    run = PolicyRun(sc, Policy.STATIC, 0)
+    result = run.replay()
+    # THEN each share pays its training jobs' billable seconds at 37.688 USD per instance-hour
+    (b,) = [tj for tj in run.model.training_jobs.values() if tj.job.name == "b"]
+    billable = round(b.ended - b.started)
+    assert billable >= 600 and b.ended - b.created > billable  # provisioning is not billed
+    assert result.cost_usd["B"] == pytest.approx(billable / 3600 * 37.688)
+    assert result.cost_usd["A"] == pytest.approx(2 * result.cost_usd["B"])
+    assert result.summary()["cost_usd"] == {k: round(v, 2) for k, v in result.cost_usd.items()}
 
 
 def test_a_trace_out_of_arrival_order_replays_in_arrival_order() -> None:

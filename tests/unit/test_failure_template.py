@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from shareplane.domain.alerts import FAILURE_METRIC_DIMENSIONS
+from shareplane.domain.cost import COST_METRICS
 from shareplane.domain.lifecycle import METRIC_DIMENSIONS
 from shareplane.domain.share_metrics import REBALANCE_METRIC_DIMENSIONS
 
@@ -15,7 +16,7 @@ from tests.fakes.failure_world import shares_config
 from tests.template import raw_template, ref_target, resources
 
 #: Every metric the code emits in the shareplane namespace, with its dimensions.
-EMITTED = {**METRIC_DIMENSIONS, **FAILURE_METRIC_DIMENSIONS, **REBALANCE_METRIC_DIMENSIONS}
+EMITTED = {**METRIC_DIMENSIONS, **FAILURE_METRIC_DIMENSIONS, **REBALANCE_METRIC_DIMENSIONS, **COST_METRICS}
 _SEARCH = re.compile(r"SEARCH\('\{shareplane,([^}]*)\}\s+MetricName=\"(\w+)\"")
 
 
@@ -86,6 +87,7 @@ def test_the_dashboard_shows_what_operators_asked_for() -> None:
         "Errors",
         "Duration",
         "ApproximateNumberOfMessagesVisible",
+        "CostUsd",
     } <= names
 
 

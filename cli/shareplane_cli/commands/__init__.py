@@ -15,6 +15,7 @@ _MODULES: tuple[str, ...] = (
     "simulate",
     "tune_rebalance",
     "config",
+    "usage",
 )
 
 for _name in _MODULES:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from shareplane.domain.config import SchedulingMode
+from shareplane.domain.lifecycle import gpus_per_instance
 
 from ..config_file import load_config
 from ..demo.baseline import run_static_partitions
@@ -57,10 +58,13 @@ def demo_command(
             run = run_live(jobs, config, mode, template, speed=speed, on_tick=view)
     static = run_static_partitions(jobs, config)
     summary = summarize(mode, run, static, jobs, config)
-    path = write_report(report, summary, run.tracker, static, run.records, capacity)
+    path = write_report(
+        report, summary, run.tracker, static, run.records, capacity, gpus_per_instance(INSTANCE_TYPE)
+    )
     if output is Output.JSON:
         print_json(summary)
         return
+    billable = summary["cost"]["by_team_billable_instance_hours"]
     rows = [
         (
             "GPU utilization",
@@ -77,6 +81,14 @@ def demo_command(
             for tier, w in summary["wait_seconds"].items()
         ],
         *[(f"GPU-hours {team}", hours, "") for team, hours in summary["gpu_hours"].items()],
+        *[
+            (
+                f"cost {team} (USD)",
+                f"{usd:,.2f} ({billable[team]} billable instance-h)",
+                "",
+            )
+            for team, usd in summary["cost"]["by_team_usd"].items()
+        ],
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
         *[
@@ -96,6 +108,7 @@ def demo_command(
         ["", "soft quotas", "hard partitions"],
         rows,
     )
+    Console().print(summary["cost"]["note"])
     Console().print(f"report: {path}")
     Console().print(f"log: {noise.path} ({noise.warnings} warnings from the local stack)")
 

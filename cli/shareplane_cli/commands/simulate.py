@@ -66,6 +66,9 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
     table.add_row("reclaims (victims)", *(f"{r.reclaims} ({r.reclaim_victims})" for r in rs))
     table.add_row("GPU-h lost to reclaim", *(f"{r.reclaim_gpu_hours_lost:.1f}" for r in rs))
     table.add_row("rebalance plans applied", *(str(r.applied_plans) for r in rs))
+    for share in sc.shares:
+        table.add_row(f"cost {share} (USD)", *(f"{r.cost_usd.get(share, 0.0):,.0f}" for r in rs))
+    table.add_row("cost total (USD)", *(f"{sum(r.cost_usd.values()):,.0f}" for r in rs))
     table.add_row("jobs", *(str(r.jobs) for r in rs))
     (console or Console()).print(table)
 

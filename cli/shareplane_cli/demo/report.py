@@ -139,6 +139,36 @@ def reclaim_table(reclaims: Sequence[Mapping[str, Any]]) -> str:
     return f"<h2>Reclaims</h2><table border=1 cellpadding=4><tr>{head}</tr>{cells}</table>"
 
 
+def cost_table(cost: Mapping[str, Any], gpu_hours: Mapping[str, float], gpus_per_instance: int) -> str:
+    """Cost per team beside the instance-hours the GPU-hours count, and why the two differ."""
+    price = cost.get("instance_hour_usd")
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(c))}</td>"
+            for c in (
+                team,
+                gpu_hours.get(team, 0.0),
+                round(gpu_hours.get(team, 0.0) / max(gpus_per_instance, 1), 1),
+                cost["by_team_billable_instance_hours"].get(team, 0.0),
+                f"{usd:,.2f}",
+            )
+        )
+        + "</tr>"
+        for team, usd in cost["by_team_usd"].items()
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("team", "GPU-hours", "instance-hours held", "billable instance-hours", "cost (USD)")
+    )
+    priced = f" at {price} USD per instance-hour" if price else ""
+    return (
+        f"<h2>Cost per team{html.escape(priced)}</h2>"
+        f"<table border=1 cellpadding=4><tr>{head}</tr>{rows}</table>"
+        f"<p>{html.escape(str(cost['note']))}</p>"
+    )
+
+
 def write_report(
     directory: Path,
     summary: Mapping[str, Any],
@@ -146,6 +176,7 @@ def write_report(
     static: UsageTracker,
     records: Sequence[Mapping[str, Any]],
     capacity: int,
+    gpus_per_instance: int,
 ) -> Path:
     """Write index.html (charts + the summary JSON) into ``directory``; returns its path."""
     shares = sorted({j.team for j in live.jobs.values()})
@@ -187,6 +218,7 @@ def write_report(
             grouped_bars("Queue wait by priority tier (bar labels in minutes)", waits, "s"),
             timeline("Job timeline (first start to stop; red outline: failed)", rows, shares, end),
             reclaim_table(summary.get("reclaims", [])),
+            cost_table(summary["cost"], summary["gpu_hours"], gpus_per_instance),
             f"<h2>Summary</h2><pre>{html.escape(json.dumps(summary, indent=2))}</pre>",
         ]
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from gpusim import Faults
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.cost import AttemptCost
 from shareplane.service.queries import job_records
 
 from .. import queue_template
@@ -41,6 +42,8 @@ class LiveRun:
     invocations: int
     #: Reclaim decisions as audited in the jobs table (who waited, the victims, what each lost).
     reclaims: list[dict[str, Any]]
+    #: Each training job's cost as record_state recorded it (its billable time x instances x price).
+    costs: list[AttemptCost] = field(default_factory=list)
 
 
 def template_for(
@@ -124,6 +127,7 @@ def _play(
             time.sleep(0.02)
     end = max(t for t, _ in tracker.timeline)
     dynamodb, table = stack.client("dynamodb"), stack.outputs["JobsTableName"]
-    records = job_records(DynamoJobStore(dynamodb, table), config=config)
+    store = DynamoJobStore(dynamodb, table)
+    records = job_records(store, config=config)
     reclaims = DynamoReclaimLedger(dynamodb, table).reclaims(since=0)
-    return LiveRun(tracker, records, submitted_at, end, len(runner.invocations), reclaims)
+    return LiveRun(tracker, records, submitted_at, end, len(runner.invocations), reclaims, store.costs())

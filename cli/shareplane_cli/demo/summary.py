@@ -120,7 +120,33 @@ def summarize(
         "preemptions": sum(r["preemptions"] for r in run.records),
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),
         "reclaims": reclaim_summary(run),
+        "cost": cost_summary(run, config),
         "checks": checks(run, jobs, config),
+    }
+
+
+#: What the demo's cost means beside its GPU-hours (the report and the README say it too).
+COST_NOTE = (
+    "cost = SageMaker's BillableTimeInSeconds x instances x the on-demand price, per training job "
+    "(every attempt). Billing runs from TrainingStartTime to TrainingEndTime, so instance provisioning "
+    "is not billed: billable instance-hours are below the instance-hours the GPU-hours count, which "
+    "hold an instance from the moment Batch schedules the job."
+)
+
+
+def cost_summary(run: LiveRun, config: SharesConfig) -> dict[str, Any]:
+    """Cost per team from the attempts record_state costed, and the instance-hour price behind it."""
+    usd: dict[str, float] = {}
+    hours: dict[str, float] = {}
+    for cost in {c.training_job_arn: c for c in run.costs}.values():
+        team = cost.team or "none"
+        usd[team] = usd.get(team, 0.0) + (cost.usd or 0.0)
+        hours[team] = hours.get(team, 0.0) + cost.billable_instance_hours
+    return {
+        "by_team_usd": {team: round(v, 2) for team, v in sorted(usd.items())},
+        "by_team_billable_instance_hours": {team: round(v, 2) for team, v in sorted(hours.items())},
+        "instance_hour_usd": config.on_demand_price(INSTANCE_TYPE),
+        "note": COST_NOTE,
     }
 
 

@@ -58,7 +58,11 @@ class UsageTracker:
             if job is None:
                 name = detail.get("jobName", arn)
                 share = detail.get("shareIdentifier") or detail.get("quotaShareName") or "none"
-                job = self.jobs[arn] = JobView(name, self.team_of(share), self.instances_by_name.get(name, 1))
+                # The event's own capacityUsage: a job the control plane requeued (a reclaim victim's
+                # resubmission) has a name of its own, which the script's names do not know.
+                usage = sum(float(u.get("quantity", 0)) for u in detail.get("capacityUsage") or [])
+                count = int(usage) if usage > 0 else self.instances_by_name.get(name, 1)
+                job = self.jobs[arn] = JobView(name, self.team_of(share), count)
             job.status = detail["status"]
             if job.status in HOLDING and job.first_dispatch is None:
                 job.first_dispatch = now

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
 from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus, decide_training
@@ -171,3 +172,35 @@ def test_any_delivery_order_with_redeliveries_is_stored_alike(
         assert fake.job_history(JOB) == table.job_history(JOB)
         assert len(table.job_history(JOB)) == len({o.digest for o in observations})
         assert fake.jobs() == table.jobs()
+
+
+def attempt_cost(training_job: str, team: str | None, at_ms: int, billable_seconds: float) -> AttemptCost:
+    return AttemptCost(
+        training_job_arn=f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{training_job}",
+        team=team,
+        tier="MIDPRI",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        billable_seconds=billable_seconds,
+        usd_per_hour=37.688,
+        at=at_ms,
+        source=BillableSource.REPORTED,
+    )
+
+
+def test_an_attempt_is_costed_once_and_its_team_month_adds_it_once(store: Any) -> None:
+    november = 1_795_000_000_000  # 2026-11-18 UTC
+    first = attempt_cost("AWSBatchllm-a1", "ProdExp1", november, 3600)
+    assert store.record_cost(first) is True
+    assert store.record_cost(first) is False
+    assert store.record_cost(attempt_cost("AWSBatchllm-a2", "ProdExp1", november, 1800)) is True
+    assert store.month_spend("ProdExp1", "2026-11") == pytest.approx(2 * 37.688 * 1.5)
+    assert store.month_spend("ProdExp1", "2026-12") == 0.0
+    assert store.month_spend("ProdExp2", "2026-11") == 0.0
+
+
+def test_an_attempt_with_no_team_is_costed_but_counts_in_no_month(store: Any) -> None:
+    orphan = attempt_cost("AWSBatchllm-o1", None, 1_795_000_000_000, 3600)
+    assert store.record_cost(orphan) is True
+    assert store.record_cost(orphan) is False
+    assert store.month_spend("ProdExp1", "2026-11") == 0.0

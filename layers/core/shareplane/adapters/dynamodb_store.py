@@ -10,6 +10,8 @@ Layout (one table, string keys ``pk``/``sk``):
 | ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
 | ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
 | ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
+| ``TJ#<arn>``        | ``COST``         | what the training job cost, written once          |
+| ``SPEND#<team>``    | ``<YYYY-MM>``    | the team's recorded cost in a month (budgets)     |
 | ``TICK#<runner>``   | ``TICK``         | the newest schedule tick a periodic run handled   |
 
 Each applied observation is ONE TransactWriteItems request: the history item (condition: not there
@@ -25,12 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..domain.cost import AttemptCost, BillableSource, with_job
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
 from .dynamodb_items import (
     marshal,
     put_new,
     put_new_action,
+    to_ddb,
     transact_new_and_versioned,
     unmarshal,
     versioned_put,
@@ -44,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 STATE_SK = "STATE"
 LINK_SK = "JOB"
+COST_SK = "COST"
+SPEND_PREFIX = "SPEND#"
 PAYLOAD_SK = "PAYLOAD"
 HISTORY_PREFIX = "H#"
 #: History items expire (TTL, epoch seconds) this long after the event; current state never does.
@@ -153,6 +159,47 @@ def training_state_from_item(item: Mapping[str, Any]) -> TrainingJobState:
     return TrainingJobState(**fields)
 
 
+def cost_item(cost: AttemptCost) -> dict[str, Any]:
+    """The COST item of one training job (an attempt of a Batch job)."""
+    return {
+        "pk": training_pk(cost.training_job_arn),
+        "sk": COST_SK,
+        "entity": "cost",
+        "trainingJobArn": cost.training_job_arn,
+        "team": cost.team,
+        "tier": cost.tier,
+        "instanceType": cost.instance_type,
+        "instanceCount": cost.instance_count,
+        "billableSeconds": cost.billable_seconds,
+        "usdPerHour": cost.usd_per_hour,
+        "usd": cost.usd,
+        "at": cost.at,
+        "source": cost.source.value,
+        "managedSpot": cost.managed_spot,
+    }
+
+
+def cost_from_item(item: Mapping[str, Any]) -> AttemptCost:
+    """Rebuild an attempt's cost from its COST item."""
+    return AttemptCost(
+        training_job_arn=item["trainingJobArn"],
+        team=item.get("team"),
+        tier=item.get("tier"),
+        instance_type=item.get("instanceType"),
+        instance_count=int(item.get("instanceCount") or 1),
+        billable_seconds=float(item.get("billableSeconds") or 0),
+        usd_per_hour=item.get("usdPerHour"),
+        at=int(item.get("at") or 0),
+        source=BillableSource(item.get("source", BillableSource.REPORTED.value)),
+        managed_spot=bool(item.get("managedSpot")),
+    )
+
+
+def spend_key(team: str, month: str) -> dict[str, Any]:
+    """Key of a team's spend item for one month."""
+    return {"pk": {"S": f"{SPEND_PREFIX}{team}"}, "sk": {"S": month}}
+
+
 class DynamoJobStore:
     """JobStore on one DynamoDB table, with conditional transactional writes."""
 
@@ -256,6 +303,64 @@ class DynamoJobStore:
             self._put_versioned(training_state_item(state), transition.previous),
         ]
         return self._transact(actions)
+
+    # -- cost -------------------------------------------------------------------------------
+    def record_cost(self, cost: AttemptCost) -> bool:
+        """One transaction: the COST item (not yet there) and the team's month spend added to.
+
+        False when the training job was costed already: a repeated or reordered final event adds
+        nothing, so each attempt is in the spend exactly once.
+        """
+        actions: list[TransactWriteItemTypeDef] = [self._put_new(cost_item(cost))]
+        if cost.team:
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": spend_key(cost.team, cost.month),
+                        "UpdateExpression": "ADD usd :usd, billableInstanceSeconds :s, attempts :one "
+                        "SET entity = :e",
+                        "ExpressionAttributeValues": {
+                            ":usd": {"N": str(to_ddb(float(cost.usd or 0.0)))},
+                            ":s": {"N": str(to_ddb(float(cost.billable_seconds * cost.instance_count)))},
+                            ":one": {"N": "1"},
+                            ":e": {"S": "spend"},
+                        },
+                    }
+                }
+            )
+        return transact_new_and_versioned(self._client, actions, "cost written concurrently")
+
+    def costs(self) -> list[AttemptCost]:
+        """Every recorded attempt's cost, each with its Batch job when a link names it."""
+        items = self._paginate(
+            "scan",
+            FilterExpression="entity IN (:c, :l)",
+            ExpressionAttributeValues={":c": {"S": "cost"}, ":l": {"S": "link"}},
+        )
+        links = {item["pk"]: item["jobArn"] for item in items if item.get("entity") == "link"}
+        return [
+            with_job(cost_from_item(item), links.get(item["pk"]))
+            for item in items
+            if item.get("entity") == "cost"
+        ]
+
+    def training_jobs(self) -> list[TrainingJobState]:
+        """Every training job's current state (running ones are costed as estimates)."""
+        items = self._paginate(
+            "scan",
+            FilterExpression="sk = :s AND entity = :e",
+            ExpressionAttributeValues={":s": {"S": STATE_SK}, ":e": {"S": "training_job"}},
+        )
+        return [training_state_from_item(item) for item in items]
+
+    def month_spend(self, team: str, month: str) -> float:
+        """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``); 0 before its first."""
+        response = self._client.get_item(
+            TableName=self._table, Key=spend_key(team, month), ConsistentRead=True
+        )
+        value = response.get("Item", {}).get("usd", {}).get("N")
+        return float(value) if value else 0.0
 
     # -- plumbing ---------------------------------------------------------------------------
     def _put_new(self, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:

@@ -63,6 +63,7 @@ class AlertKind(StrEnum):
     UNKNOWN_TO_BATCH = "unknown_to_batch"  # the table thinks a job is active; Batch does not know it
     RECLAIM = "reclaim"  # a job was stopped so a higher tier's waiting job could start (to the victim's team)
     PERMISSION_DENIED = "permission_denied"  # AWS refused a control-plane call: its role lacks a permission
+    BUDGET = "budget"  # a team's month spend reached one of its budget's alert thresholds
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,57 @@ class TeamConfig(_Strict):
         return self
 
 
+class PriceConfig(_Strict):
+    """What one instance of a type costs per hour, in USD (SageMaker training; config/prices/)."""
+
+    on_demand_usd_per_hour: Annotated[float, Field(gt=0, le=10000)]
+    #: Only estimates a running managed spot job: a finished one's saving is already in its
+    #: BillableTimeInSeconds, so its cost is billable time x the on-demand price. None: estimate
+    #: running spot jobs at the on-demand price (an upper bound).
+    spot_usd_per_hour: Annotated[float, Field(gt=0, le=10000)] | None = None
+
+    @model_validator(mode="after")
+    def _spot_below_on_demand(self) -> Self:
+        if self.spot_usd_per_hour is not None and self.spot_usd_per_hour > self.on_demand_usd_per_hour:
+            raise ConfigError(
+                "prices.spot_usd_per_hour",
+                f"is {self.spot_usd_per_hour}, above on_demand_usd_per_hour {self.on_demand_usd_per_hour}",
+                "use the spot price you see (below on-demand), or drop spot_usd_per_hour",
+            )
+        return self
+
+
+class BudgetEnforcement(StrEnum):
+    """What submission does to a team over its month's budget (queued and running work is never touched)."""
+
+    #: Alerts only.
+    NONE = "none"
+    #: The team's new LOWPRI jobs are refused, each with an error saying why and how to proceed;
+    #: HIGHPRI and MIDPRI jobs still go in.
+    REFUSE_LOWPRI = "refuse_lowpri"
+    #: The team's new HIGHPRI and MIDPRI jobs go in at LOWPRI (the answer says so); LOWPRI as asked.
+    DEMOTE_TO_LOWPRI = "demote_to_lowpri"
+
+
+class BudgetConfig(_Strict):
+    """A team's monthly budget (UTC calendar months), its alert thresholds and its enforcement."""
+
+    monthly_usd: Annotated[float, Field(gt=0)]
+    #: Fractions of the budget whose crossing alerts once a month (1.0: the budget is spent).
+    alert_thresholds: tuple[Annotated[float, Field(gt=0, le=10)], ...] = (0.8, 1.0)
+    enforcement: BudgetEnforcement = BudgetEnforcement.NONE
+
+    @model_validator(mode="after")
+    def _thresholds_ordered(self) -> Self:
+        if list(self.alert_thresholds) != sorted(set(self.alert_thresholds)):
+            raise ConfigError(
+                "budgets.alert_thresholds",
+                f"{list(self.alert_thresholds)} is not increasing without repeats",
+                "list each fraction once, smallest first, such as [0.8, 1.0]",
+            )
+        return self
+
+
 class FrameworkImage(_Strict):
     """The training image URIs of one framework version, per device kind."""
 
@@ -314,6 +365,10 @@ class SharesConfig(_Strict):
     queues: QueuesConfig = QueuesConfig()
     # framework -> version -> image URIs; job specs name a framework instead of an image.
     frameworks: Mapping[str, Mapping[str, FrameworkImage]] = Field(default_factory=dict)
+    #: Instance type -> price per instance-hour; a type without one is counted in hours, not dollars.
+    prices: Mapping[str, PriceConfig] = Field(default_factory=dict)
+    #: Team -> its monthly budget; a team without one is never alerted or limited on cost.
+    budgets: Mapping[str, BudgetConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _jobspec_refs(self) -> Self:
@@ -328,6 +383,11 @@ class SharesConfig(_Strict):
             raise ConfigError(
                 "queues.cpu_fifo", "is missing but CPU instance types are listed", "name the FIFO CPU queue"
             )
+        for name in self.budgets:
+            if name not in self.teams:
+                raise ConfigError(
+                    f"budgets.{name}", "names no team of the config", f"use one of {sorted(self.teams)}"
+                )
         for name, team in self.teams.items():
             for instance_type in team.allowed_instance_types:
                 if instance_type not in gpu_and_cpu:
@@ -344,6 +404,11 @@ class SharesConfig(_Strict):
                         f"add it under frameworks or use some of {sorted(self.frameworks)}",
                     )
         return self
+
+    def on_demand_price(self, instance_type: str | None) -> float | None:
+        """USD per instance-hour on demand, or None when the config prices no such type."""
+        price = self.prices.get(instance_type or "")
+        return price.on_demand_usd_per_hour if price else None
 
     def gpu_queue_name(self) -> str:
         """The GPU job queue (fair-share or quota-share) that team jobs go to."""

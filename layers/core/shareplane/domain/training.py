@@ -48,6 +48,10 @@ class TrainingJobObservation:
     last_modified_at: int | None = None
     transitions: int = 0
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: DescribeTrainingJob's BillableTimeInSeconds and TrainingTimeInSeconds (final states only).
+    billable_seconds: int | None = None
+    training_seconds: int | None = None
+    managed_spot: bool = False
 
     @property
     def digest(self) -> str:
@@ -85,6 +89,7 @@ class TrainingJobState:
     training_started_at: int | None = None
     training_ended_at: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    managed_spot: bool = False
     seen: tuple[str, ...] = ()
     version: int = 0
 
@@ -123,6 +128,7 @@ def decide_training(current: TrainingJobState | None, obs: TrainingJobObservatio
         training_started_at=state.training_started_at or obs.training_started_at,
         training_ended_at=state.training_ended_at or obs.training_ended_at,
         tags=state.tags or obs.tags,
+        managed_spot=state.managed_spot or obs.managed_spot,
         seen=tuple(sorted(state.seen + (digest,))),
         version=(current.version if current else 0) + 1,
     )

@@ -25,6 +25,9 @@ MAX_COUNT = 9999
 
 EpochMillis = Annotated[int, BeforeValidator(_epoch_ms), Field(ge=0, le=MAX_EPOCH_MS)]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+#: A duration in whole seconds (SageMaker's TrainingTimeInSeconds, BillableTimeInSeconds): at most a
+#: year, far past SageMaker's 28-day MaxRuntimeInSeconds limit.
+Seconds = Annotated[int, Field(ge=0, le=366 * 24 * 3600)]
 
 
 def bounds_fix(error_type: str, default: str) -> str:

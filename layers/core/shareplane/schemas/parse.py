@@ -163,4 +163,7 @@ def _training(detail: Any) -> TrainingJobObservation:
         last_modified_at=detail.LastModifiedTime,
         transitions=len(detail.SecondaryStatusTransitions),
         tags=dict(detail.Tags),
+        billable_seconds=detail.BillableTimeInSeconds,
+        training_seconds=detail.TrainingTimeInSeconds,
+        managed_spot=bool(detail.EnableManagedSpotTraining),
     )

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from .common import MAX_COUNT, Count, Detail, Envelope, EpochMillis
+from .common import MAX_COUNT, Count, Detail, Envelope, EpochMillis, Seconds
 
 
 class SecondaryStatusTransition(Detail):
@@ -38,6 +38,11 @@ class TrainingJobDetail(Detail):
     TrainingStartTime: EpochMillis | None = None
     TrainingEndTime: EpochMillis | None = None
     LastModifiedTime: EpochMillis | None = None
+    #: Seconds billed per instance (DescribeTrainingJob): training only, not provisioning; with managed
+    #: spot training, less than TrainingTimeInSeconds by the spot saving.
+    BillableTimeInSeconds: Seconds | None = None
+    TrainingTimeInSeconds: Seconds | None = None
+    EnableManagedSpotTraining: bool | None = None
     # Its length is the transition count the stored ordering key writes with four digits.
     SecondaryStatusTransitions: list[SecondaryStatusTransition] = Field(
         default_factory=list, max_length=MAX_COUNT

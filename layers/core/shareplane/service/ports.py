@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+    from ..domain.cost import AttemptCost
     from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
@@ -59,6 +60,14 @@ class JobStore(Protocol):
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         """The payload item the submit path stored for the job (its team among it), if any."""
+        ...
+
+    def record_cost(self, cost: AttemptCost) -> bool:
+        """Record an attempt's cost and add it to its team's month spend; False when recorded already."""
+        ...
+
+    def month_spend(self, team: str, month: str) -> float:
+        """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``, UTC); 0 before its first."""
         ...
 
 
@@ -471,4 +480,24 @@ class UploadAttributions(Protocol):
 
     def set_principal(self, job_arn: str, record: Mapping[str, Any]) -> bool:
         """Write the principal on the job's payload item; False when the job has none."""
+        ...
+
+
+class CostReader(Protocol):
+    """What the chargeback report reads: recorded costs, training jobs still running, uploaders."""
+
+    def costs(self) -> list[AttemptCost]:
+        """Every recorded attempt's cost, with its Batch job when known."""
+        ...
+
+    def training_jobs(self) -> list[TrainingJobState]:
+        """Every training job's current state."""
+        ...
+
+    def job_for_training_job(self, training_job_arn: str) -> str | None:
+        """The ARN of the service job that ran a training job; None when not recorded."""
+        ...
+
+    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
+        """The job's payload item (``uploader.principal`` among it), if the submit path stored one."""
         ...

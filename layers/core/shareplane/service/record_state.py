@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..domain.arns import queue_name
 from ..domain.config import SharesConfig
+from ..domain.cost import attempt_cost, cost_dimensions, cost_metrics
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, decide
 from ..domain.training import TrainingJobObservation, decide_training
@@ -54,6 +55,8 @@ def record_observation(
 ) -> RecordOutcome:
     """Record a Batch job or SageMaker training job observation exactly once."""
     if isinstance(observation, TrainingJobObservation):
+        if config is not None:
+            _record_cost(observation, store, metrics, config)
         return _record_training(observation, store)
     return _record_job(observation, store, metrics, config)
 
@@ -79,6 +82,21 @@ def _record_job(
             metrics.emit([slo], dimensions, {"jobArn": obs.job_arn})
         return RecordOutcome(obs.job_arn, transition.decision, transition.state.status.value)
     raise ConcurrentUpdateError(f"{obs.job_arn}: still contended after {MAX_CONFLICT_RETRIES} attempts")
+
+
+def _record_cost(
+    obs: TrainingJobObservation, store: JobStore, metrics: MetricsSink, config: SharesConfig
+) -> None:
+    """Cost a training job that has ended, once: every final event tries, the first one writes.
+
+    Tried before the state is written and whether or not the event is a duplicate, so a redelivery
+    after a failure between the two still costs the attempt; the store's condition keeps it to once.
+    """
+    cost = attempt_cost(obs, config)
+    if cost is not None and store.record_cost(cost):
+        metrics.emit(
+            cost_metrics(cost), cost_dimensions(cost, config), {"trainingJobArn": obs.training_job_arn}
+        )
 
 
 def _record_training(obs: TrainingJobObservation, store: JobStore) -> RecordOutcome:

@@ -28,7 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..domain.config import SharesConfig
+from ..domain.budget import Admission, BudgetStatus, admission, budget_status, demotion_note, refusal_message
+from ..domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
+from ..domain.cost import month_of
 from ..domain.drop_access import drop_refusal
 from ..domain.drop_keys import folder_team
 from ..domain.errors import InvalidInputError, RejectedByServiceError
@@ -36,9 +38,11 @@ from ..domain.jobspec import (
     MAX_SPEC_BYTES,
     SUBMISSION_TAG,
     SUBMIT_PREFIX,
+    TIER_TAG,
     JobResult,
     Problem,
     SpecResult,
+    demoted_request,
     parse_spec_file,
     team_from_key,
 )
@@ -140,8 +144,13 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
     result = _refuse_foreign_uploader(_read_and_parse(obj, ports, config), obj, config)
     submitted: list[SubmittedJob] = []
     refused: dict[int, Problem] = {}
+    budget = _budget_check(result.team, ports, config, head.last_modified_ms)
     for job in result.jobs:
         if not job.ok:
+            continue
+        job, refusal = budget.admit(job, config)
+        if refusal is not None:
+            refused[job.index] = refusal
             continue
         try:
             submitted.append(
@@ -162,6 +171,8 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
     outcome, dest, answer_at, document = build_answer(obj, result, submitted, refused, share, now_ms)
     document["team"] = result.team or team
     document["uploader"] = obj.uploader
+    if budget.notes:
+        document["budget"] = {**(budget.status.as_dict() if budget.status else {}), "notes": budget.notes}
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
         ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
@@ -186,6 +197,46 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
         extra={"key": obj.key, "outcome": outcome.value, "submitted": len(submitted), "answer": answer_at},
     )
     return SubmitOutcome(obj.key, outcome.value, dest if movable else obj.key, answer_at, tuple(submitted))
+
+
+@dataclass
+class _BudgetCheck:
+    """An over-budget team's enforcement, applied to each new job of one drop (never to queued work)."""
+
+    status: BudgetStatus | None = None
+    budget: BudgetConfig | None = None
+    team: str = ""
+    #: What the answer says of each refused or demoted job.
+    notes: list[str] = field(default_factory=list)
+
+    def admit(self, job: JobResult, config: SharesConfig) -> tuple[JobResult, Problem | None]:
+        """The job as it goes in (LOWPRI when demoted), or a Problem when it is refused."""
+        request = job.request or {}
+        asked = (request.get("tags") or {}).get(TIER_TAG)
+        tier = Tier(asked) if isinstance(asked, str) and asked in config.tiers else None
+        decision = admission(self.status, self.budget, tier)
+        if decision is Admission.REFUSE and self.status is not None:
+            problem, fix = refusal_message(self.status)
+            self.notes.append(f"jobs[{job.index}] refused: {problem}")
+            return job, Problem(f"jobs[{job.index}]", problem, fix)
+        if decision is Admission.DEMOTE and self.status is not None and tier is not None:
+            if not ({"shareIdentifier", "quotaShareName"} & set(request)):
+                return job, None  # a CPU job goes to the FIFO queue: no tier to move it to
+            demoted, digest = demoted_request(dict(request), self.team, config)
+            self.notes.append(f"jobs[{job.index}] {demotion_note(self.status, tier)}")
+            return replace(job, request=demoted, payload_digest=digest), None
+        return job, None
+
+
+def _budget_check(
+    team: str | None, ports: SubmitPorts, config: SharesConfig, landed_at_ms: int
+) -> _BudgetCheck:
+    """The team's month at the drop's time, read only when its budget enforces anything."""
+    budget = config.budgets.get(team or "")
+    if team is None or budget is None or budget.enforcement is BudgetEnforcement.NONE:
+        return _BudgetCheck()
+    spent = ports.store.month_spend(team, month_of(landed_at_ms))
+    return _BudgetCheck(budget_status(team, budget, spent, landed_at_ms / 1000), budget, team)
 
 
 def _file_share(

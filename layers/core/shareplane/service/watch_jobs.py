@@ -30,7 +30,10 @@ from typing import Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.arns import job_id_of, queue_name
+from ..domain.budget import budget_status, crossed
+from ..domain.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
 from ..domain.config import Tier
+from ..domain.cost import CostMetricEvent, month_of
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.failures import escalation_ceiling, priority_escalation
@@ -74,12 +77,14 @@ class WatchReport:
     teams: dict[str, str] = field(default_factory=dict)
     #: ``<step>:<item>`` of each item this run could not handle; the others were handled regardless.
     failed: list[str] = field(default_factory=list)
+    #: Each budgeted team's month as this run saw it (``BudgetStatus.as_dict``).
+    budgets: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 _T = TypeVar("_T")
 #: The steps a watch run isolates its items in (the ``Step`` dimension of WatchItemsFailed, which the
 #: template's WatchItemsFailingAlarm adds up).
-WATCH_STEPS = ("list", "reconcile", "escalate", "gauges")
+WATCH_STEPS = ("list", "reconcile", "escalate", "gauges", "budgets")
 
 
 def isolated(
@@ -155,7 +160,29 @@ def watch(ports: FailurePorts, now: float) -> WatchReport:
     jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
     escalate(jobs[JobStatus.RUNNABLE], ports, now, report)
     isolated(ports, report, "gauges", "all", lambda: publish_gauges(jobs, ports, now))
+    for team in sorted(ports.config.budgets):
+        isolated(ports, report, "budgets", team, partial(check_budget, team, ports, now, report))
     return report
+
+
+def check_budget(team: str, ports: FailurePorts, now: float, report: WatchReport) -> None:
+    """Alert each budget threshold the team's month spend has reached, once a month; gauge the month."""
+    budget = ports.config.budgets[team]
+    status = budget_status(team, budget, ports.store.month_spend(team, month_of(now * 1000)), now)
+    report.budgets[team] = status.as_dict()
+    for threshold in crossed(status, budget):
+        alert = budget_alert(status, threshold, ports.config)
+        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_MONTH_SECONDS, now=now)
+    ports.metrics.emit(
+        [
+            CostMetricEvent("BudgetUsedPercent", round(status.used * 100, 2), "Percent"),
+            CostMetricEvent(
+                "BudgetForecastPercent", round(status.forecast_usd / budget.monthly_usd * 100, 2), "Percent"
+            ),
+        ],
+        {"Team": team, "Share": ports.config.teams[team].share},
+        {"month": status.month},
+    )
 
 
 def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:

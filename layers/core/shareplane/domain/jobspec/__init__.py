@@ -36,6 +36,7 @@ from .request import (
     TRAINING_INPUT_MODE,
     canonical_json,
     client_token,
+    demoted_request,
     payload_digest,
 )
 from .results import JobResult, Problem, SpecResult
@@ -66,6 +67,7 @@ __all__ = [
     "Problem",
     "SpecResult",
     "canonical_json",
+    "demoted_request",
     "client_token",
     "parse_local_spec",
     "parse_spec_file",

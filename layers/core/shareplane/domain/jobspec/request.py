@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..config import SchedulingMode, Tier
+from ..config import SchedulingMode, SharesConfig, Tier
 from ..tags import SUBMISSION_TAG, TEAM_TAG, TIER_TAG
 from .model import JobSpec
 from .rules import JobContext
@@ -126,3 +126,30 @@ def service_job_request(spec: JobSpec, index: int, image: str, ctx: JobContext) 
             # Only quota shares preempt; unset, Batch would requeue a preempted job forever.
             request["preemptionConfiguration"] = {"preemptionRetriesBeforeTermination": retries}
     return request, payload_digest(payload_json)
+
+
+def demoted_request(request: dict[str, Any], team: str, config: SharesConfig) -> tuple[dict[str, Any], str]:
+    """The request of an accepted GPU job moved to LOWPRI (an over-budget team's ``demote_to_lowpri``).
+
+    The tier tag (on the Batch job and on the training job, so its cost is counted as LOWPRI), the
+    share identifier or quota share and the schedulingPriority change; the clientToken does not, so a
+    retry of the same drop still finds the job its first try created. Returns it and its payload digest.
+    """
+    low = Tier.LOWPRI
+    payload = json.loads(str(request["serviceRequestPayload"]))
+    payload["Tags"] = [
+        {"Key": t["Key"], "Value": low.value if t["Key"] == TIER_TAG else t["Value"]}
+        for t in payload.get("Tags", [])
+    ]
+    payload_json = canonical_json(payload)
+    out = {
+        **request,
+        "serviceRequestPayload": payload_json,
+        "tags": {**request.get("tags", {}), TIER_TAG: low.value},
+    }
+    for key in ("shareIdentifier", "quotaShareName"):
+        if key in out:
+            out[key] = config.share_for(team, low)
+    if "schedulingPriority" in out:
+        out["schedulingPriority"] = config.tiers[low].scheduling_priority
+    return out, payload_digest(payload_json)

@@ -1,0 +1,184 @@
+"""`shareplane usage` and `shareplane budgets`: what each team spent (chargeback) and where it stands."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from shareplane.domain.budget import budget_status, month_bounds
+from shareplane.domain.cost import UsageGroup, UsageRow, month_of
+from shareplane.domain.errors import InvalidInputError
+from shareplane.service.usage import chargeback
+
+from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..config_file import load_config
+from ..main import app
+from ..output import print_json, print_table
+
+_DAYS = re.compile(r"^(\d{1,4})d$")
+
+
+class UsageOutput(StrEnum):
+    """Formats of the chargeback report: csv for spreadsheets and billing imports."""
+
+    JSON = "json"
+    TABLE = "table"
+    CSV = "csv"
+
+
+def parse_since(value: str | None, now: datetime) -> datetime | None:
+    """``--since``: a UTC date (2026-03-01), a time (2026-03-01T12:00:00Z), ``30d`` or ``month``."""
+    if value is None:
+        return None
+    if value == "month":
+        return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if days := _DAYS.match(value):
+        return now - timedelta(days=int(days.group(1)))
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            "--since",
+            f"{value!r} is neither a date, a number of days nor 'month'",
+            "pass a UTC date such as 2026-03-01, a window such as 30d, or month (this calendar month)",
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def row_data(row: UsageRow, by: UsageGroup) -> dict[str, object]:
+    """One report row as named fields; the key column is named after the grouping."""
+    data = asdict(row)
+    key = data.pop("key")
+    if by is UsageGroup.TEAM:
+        return data
+    return {"team": data.pop("team"), by.value: key, **data}
+
+
+@app.command("usage")
+def usage_command(
+    team: Annotated[str | None, typer.Option(help="Only this team's spend.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="From this UTC date or time, a window such as 30d, or month.")
+    ] = None,
+    by: Annotated[UsageGroup, typer.Option(help="Group each team's spend by this.")] = UsageGroup.TEAM,
+    output: Annotated[UsageOutput, typer.Option("--output", "-o")] = UsageOutput.TABLE,
+    config_path: Annotated[
+        Path, typer.Option("--config", help="The shares config: prices per instance type, teams.")
+    ] = Path("config/shares.yaml"),
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: TableName = None,
+) -> None:
+    """Cost per team: SageMaker billable time x instances x on-demand price; running jobs estimated."""
+    config = load_config(config_path)
+    if team is not None and team not in config.teams:
+        raise InvalidInputError(
+            "--team", f"{team!r} is not a team of the config", f"use one of {sorted(config.teams)}"
+        )
+    now = datetime.now(UTC)
+    start = parse_since(since, now)
+    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    rows = chargeback(
+        target.job_store(table),
+        config,
+        by,
+        now_ms=int(time.time() * 1000),
+        since_ms=int(start.timestamp() * 1000) if start else 0,
+        team=team,
+    )
+    records = [row_data(r, by) for r in rows]
+    if output is UsageOutput.JSON:
+        print_json(records)
+        return
+    if output is UsageOutput.CSV:
+        columns = list(row_data(UsageRow("", "", 0, 0, 0, 0, 0), by))
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+        return
+    columns = ["team"] + ([] if by is UsageGroup.TEAM else [by.value])
+    columns += ["USD", "of which running (est.)", "billable instance-h", "unpriced instance-h", "attempts"]
+    body = [
+        [r.team]
+        + ([] if by is UsageGroup.TEAM else [r.key])
+        + [
+            f"{r.usd:,.2f}",
+            f"{r.estimated_usd:,.2f}",
+            r.billable_instance_hours,
+            r.unpriced_instance_hours,
+            r.attempts,
+        ]
+        for r in rows
+    ]
+    window = f"since {start:%Y-%m-%d %H:%M} UTC" if start else "all recorded"
+    print_table(f"spend by {by.value}, {window}", columns, body)
+    print(
+        "Billable time is SageMaker's BillableTimeInSeconds: from training start to end, so instance "
+        "provisioning is not billed; managed spot savings are already in it."
+    )
+
+
+@app.command("budgets")
+def budgets_command(
+    month: Annotated[
+        str | None, typer.Option(help="The UTC month, YYYY-MM (default: this month, forecast included).")
+    ] = None,
+    output: Annotated[UsageOutput, typer.Option("--output", "-o")] = UsageOutput.TABLE,
+    config_path: Annotated[
+        Path, typer.Option("--config", help="The shares config: budgets per team.")
+    ] = Path("config/shares.yaml"),
+    profile: Profile = None,
+    region: Region = None,
+    endpoint: Endpoint = None,
+    stack_name: StackName = DEFAULT_STACK,
+    table: TableName = None,
+) -> None:
+    """Each budgeted team's month: spent, budget, the burn-rate forecast and what enforcement does."""
+    config = load_config(config_path)
+    now = time.time()
+    if month is not None:
+        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+            raise InvalidInputError(
+                "--month", f"{month!r} is not a month", "pass it as YYYY-MM, such as 2026-03"
+            )
+        start, end = month_bounds(month)
+        # A past month is over (its forecast is its spend); this month is taken as of now.
+        now = min(now, end.timestamp() - 1e-3) if start.timestamp() <= now else start.timestamp()
+    store = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name).job_store(table)
+    rows = []
+    for team, budget in sorted(config.budgets.items()):
+        status = budget_status(team, budget, store.month_spend(team, month_of(now * 1000)), now)
+        rows.append({**status.as_dict(), "over": status.over, "enforcement": budget.enforcement.value})
+    if output is UsageOutput.JSON:
+        print_json(rows)
+        return
+    if output is UsageOutput.CSV:
+        if rows:
+            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        return
+    body = [
+        [
+            r["team"],
+            r["month"],
+            f"{r['spent_usd']:,.2f}",
+            f"{r['monthly_usd']:,.2f}",
+            f"{r['used']:.1%}",
+            f"{r['forecast_usd']:,.2f}",
+            r["enforcement"],
+        ]
+        for r in rows
+    ]
+    columns = ["team", "month", "spent USD", "budget USD", "used", "forecast USD", "enforcement"]
+    print_table("budgets (forecast: the month's burn rate so far)", columns, body)

@@ -1,0 +1,45 @@
+"""Read side of cost: the chargeback report (recorded attempts plus estimates of running ones)."""
+
+from __future__ import annotations
+
+from ..domain.config import SharesConfig
+from ..domain.cost import AttemptCost, UsageGroup, UsageRow, running_cost, usage_rows, with_job
+from .ports import CostReader
+
+
+def current_costs(reader: CostReader, config: SharesConfig, now_ms: int) -> list[AttemptCost]:
+    """Every recorded attempt's cost, and an estimate up to ``now_ms`` for each attempt still running."""
+    recorded = reader.costs()
+    costed = {c.training_job_arn for c in recorded}
+    running = [
+        with_job(estimate, reader.job_for_training_job(state.training_job_arn))
+        for state in reader.training_jobs()
+        if state.training_job_arn not in costed and (estimate := running_cost(state, now_ms, config))
+    ]
+    return recorded + running
+
+
+def uploaders(reader: CostReader, costs: list[AttemptCost]) -> dict[str, str]:
+    """Batch job ARN -> the principal that uploaded its spec (the submit path's ``uploader.principal``)."""
+    out: dict[str, str] = {}
+    for job_arn in sorted({c.job_arn for c in costs if c.job_arn}):
+        payload = reader.load_payload(job_arn) or {}
+        principal = (payload.get("uploader") or {}).get("principal") or {}
+        if principal.get("arn"):
+            out[job_arn] = str(principal["arn"])
+    return out
+
+
+def chargeback(
+    reader: CostReader,
+    config: SharesConfig,
+    by: UsageGroup,
+    *,
+    now_ms: int,
+    since_ms: int = 0,
+    team: str | None = None,
+) -> list[UsageRow]:
+    """Cost per team and ``by`` key since ``since_ms``, running attempts estimated up to ``now_ms``."""
+    costs = current_costs(reader, config, now_ms)
+    users = uploaders(reader, costs) if by is UsageGroup.USER else {}
+    return usage_rows(costs, by, since_ms=since_ms, team=team, users=users)

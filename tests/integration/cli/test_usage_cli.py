@@ -1,0 +1,137 @@
+"""`shareplane usage`: the chargeback report from the jobs table, as json, csv and a table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from shareplane.adapters.dynamodb_store import DynamoJobStore, put_new, training_pk
+from shareplane.domain.tags import TEAM_TAG, TIER_TAG
+from shareplane.schemas import parse_state_event
+from shareplane.service.record_state import record_observation
+from shareplane_cli.main import app
+from typer.testing import CliRunner
+
+from tests.aws import create_jobs_table
+from tests.fakes.metrics import FakeMetrics
+from tests.integration.test_cost_once import ARN, CONFIG, attempt_stream, training_event
+
+TABLE = "shareplane-jobs"
+ALICE = "arn:aws:iam::111122223333:role/prodexp1-ml-engineers"
+JOB = "arn:aws:batch:us-east-1:123456789012:service-job/job-1"
+runner = CliRunner()
+
+
+def seed(client: Any) -> None:
+    """ProdExp1: two attempts of one job (uploaded by ALICE), one running; ProdExp2: one attempt."""
+    create_jobs_table(client, TABLE)
+    store = DynamoJobStore(client, TABLE)
+    events = attempt_stream("a1", "Failed", 900) + attempt_stream("a2", "Completed", 2700)
+    other = attempt_stream("b1", "Completed", 3600)
+    for raw in other:
+        raw["detail"]["Tags"] = {TEAM_TAG: "ProdExp2", TIER_TAG: "MIDPRI"}
+    running = training_event(
+        "r1", "InProgress", "Training", 1_773_619_500_000, TrainingStartTime=1_773_619_500_000
+    )
+    for raw in [*events, *other, running]:
+        record_observation(parse_state_event(raw), store, FakeMetrics(), CONFIG)
+    for name in ("a1", "a2"):
+        put_new(client, TABLE, {"pk": training_pk(ARN + name), "sk": "JOB", "entity": "link", "jobArn": JOB})
+    store.save_payload(JOB, {"uploader": {"principal": {"arn": ALICE, "check": "submitter"}}})
+
+
+@pytest.fixture
+def seeded(aws_credentials: None) -> Any:
+    with mock_aws():
+        seed(boto3.client("dynamodb", region_name="us-east-1"))
+        yield
+
+
+def invoke(*args: str) -> Any:
+    result = runner.invoke(app, ["usage", "--table", TABLE, *args])
+    return result
+
+
+def test_spend_by_team_counts_finished_attempts_and_estimates_running_ones(seeded: None) -> None:
+    result = invoke("--output", "json")
+    assert result.exit_code == 0, result.output
+    rows = {r["team"]: r for r in json.loads(result.stdout)}
+    # a1 + a2: 3600 billable s x 4 instances at 37.688 USD per instance-hour; r1 runs, estimated
+    assert rows["ProdExp1"]["attempts"] == 3
+    finished = rows["ProdExp1"]["usd"] - rows["ProdExp1"]["estimated_usd"]
+    assert finished == pytest.approx(4 * 37.688, abs=0.01)
+    assert rows["ProdExp1"]["estimated_usd"] > 0
+    assert rows["ProdExp2"] == {
+        "team": "ProdExp2",
+        "usd": pytest.approx(4 * 37.688, abs=0.01),
+        "estimated_usd": 0.0,
+        "billable_instance_hours": 4.0,
+        "unpriced_instance_hours": 0.0,
+        "attempts": 1,
+    }
+
+
+def test_spend_by_user_names_the_uploaders_principal_as_csv(seeded: None) -> None:
+    result = invoke("--team", "ProdExp1", "--by", "user", "--output", "csv")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == [
+        "team",
+        "user",
+        "usd",
+        "estimated_usd",
+        "billable_instance_hours",
+        "unpriced_instance_hours",
+        "attempts",
+    ]
+    by_user = {r["user"]: r for r in rows}
+    assert float(by_user[ALICE]["usd"]) == pytest.approx(4 * 37.688, abs=0.01)
+    assert by_user[ALICE]["attempts"] == "2"
+    assert by_user["unknown"]["attempts"] == "1"  # the running attempt is linked to no job yet
+
+
+def test_the_table_explains_billable_time_and_bad_options_name_the_fix(
+    seeded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    table = invoke("--by", "tier", "--since", "2026-03-01")
+    assert table.exit_code == 0, table.output
+    assert "LOWPRI" in table.output and "MIDPRI" in table.output
+    assert "provisioning is not billed" in table.output
+    later = invoke("--since", "2030-01-01", "--output", "json")
+    assert json.loads(later.stdout) == []
+    unknown = invoke("--team", "Nobody")
+    assert unknown.exit_code == 2 and "ProdExp1" in unknown.output
+    bad = invoke("--since", "yesterday")
+    assert bad.exit_code == 2 and "30d" in bad.output
+
+
+def test_budgets_show_each_teams_month_against_its_budget(seeded: None, tmp_path: Any) -> None:
+    import yaml
+
+    from tests.conftest import REPO
+
+    data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    data["budgets"] = {
+        "ProdExp1": {"monthly_usd": 100, "enforcement": "refuse_lowpri"},
+        "ProdExp2": {"monthly_usd": 1000},
+    }
+    path = tmp_path / "shares.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = runner.invoke(
+        app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "2026-03", "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["team"]: r for r in json.loads(result.stdout)}
+    # March is over: its forecast is its spend; ProdExp1's two finished attempts cost 4 x 37.688
+    assert rows["ProdExp1"]["spent_usd"] == pytest.approx(150.75, abs=0.01)
+    assert rows["ProdExp1"]["forecast_usd"] == pytest.approx(150.75, abs=0.02)
+    assert (rows["ProdExp1"]["over"], rows["ProdExp1"]["enforcement"]) == (True, "refuse_lowpri")
+    assert (rows["ProdExp2"]["over"], rows["ProdExp2"]["used"]) == (False, pytest.approx(0.1508, abs=1e-4))
+    bad = runner.invoke(app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "March"])
+    assert bad.exit_code == 2 and "YYYY-MM" in bad.output

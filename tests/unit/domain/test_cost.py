@@ -1,0 +1,140 @@
+"""Cost per attempt, per Batch job and per chargeback group: pure, from billable time and the config's prices."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from shareplane.domain.config import SharesConfig
+from shareplane.domain.cost import (
+    AttemptCost,
+    BillableSource,
+    UsageGroup,
+    attempt_cost,
+    cost_dimensions,
+    job_cost_usd,
+    running_cost,
+    usage_rows,
+)
+from shareplane.domain.tags import TEAM_TAG, TIER_TAG
+from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus
+
+from tests.conftest import REPO
+
+RAW = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+CONFIG = SharesConfig.model_validate(RAW)
+SPOT_CONFIG = SharesConfig.model_validate(
+    {**RAW, "prices": {"ml.p4d.24xlarge": {"on_demand_usd_per_hour": 40.0, "spot_usd_per_hour": 12.0}}}
+)
+T0 = 1_773_619_200_000
+TAGS = {TEAM_TAG: "ProdExp2", TIER_TAG: "HIGHPRI"}
+
+
+def final(**fields: object) -> TrainingJobObservation:
+    base: dict[str, object] = {
+        "training_job_arn": "arn:tj/a",
+        "status": TrainingJobStatus.COMPLETED,
+        "instance_type": "ml.p4d.24xlarge",
+        "instance_count": 2,
+        "training_started_at": T0,
+        "training_ended_at": T0 + 7_200_000,
+        "tags": TAGS,
+    }
+    return TrainingJobObservation(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_a_finished_attempt_costs_billable_seconds_times_instances_times_on_demand() -> None:
+    cost = attempt_cost(final(billable_seconds=7200), CONFIG)
+    assert cost is not None
+    assert cost.usd == pytest.approx(2 * 2 * 37.688)
+    assert (cost.team, cost.tier, cost.source) == ("ProdExp2", "HIGHPRI", BillableSource.REPORTED)
+    assert cost.billable_instance_hours == 4
+
+
+def test_managed_spot_savings_come_from_billable_time_never_from_a_spot_price_on_top() -> None:
+    # 2 h of training billed as 0.6 h: the on-demand price applies to the billable time
+    cost = attempt_cost(final(billable_seconds=2160, training_seconds=7200, managed_spot=True), SPOT_CONFIG)
+    assert cost is not None and cost.usd == pytest.approx(0.6 * 2 * 40.0)
+
+
+def test_without_billable_time_a_started_attempt_is_billed_its_training_time_and_an_unstarted_one_nothing() -> (
+    None
+):
+    timed = attempt_cost(final(), CONFIG)
+    assert timed is not None and (timed.billable_seconds, timed.source) == (
+        7200,
+        BillableSource.TRAINING_TIMES,
+    )
+    never = attempt_cost(final(training_started_at=None, training_ended_at=None), CONFIG)
+    assert never is not None and (never.usd, never.source) == (0.0, BillableSource.NOT_STARTED)
+
+
+def test_an_attempt_still_running_has_no_final_cost_but_an_estimate() -> None:
+    assert attempt_cost(final(status=TrainingJobStatus.IN_PROGRESS), CONFIG) is None
+    state = TrainingJobState(
+        "arn:tj/r",
+        TrainingJobStatus.IN_PROGRESS,
+        "",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=1,
+        training_started_at=T0,
+        tags=TAGS,
+        managed_spot=True,
+    )
+    estimate = running_cost(state, T0 + 3_600_000, SPOT_CONFIG)
+    assert estimate is not None and estimate.estimated
+    assert estimate.usd == pytest.approx(12.0)  # spot price for a running managed spot job
+    on_demand = running_cost(state, T0 + 3_600_000, CONFIG)  # no spot price: on demand, an upper bound
+    assert on_demand is not None and on_demand.usd == pytest.approx(37.688)
+
+
+def test_an_unpriced_instance_type_is_counted_in_hours_not_dollars() -> None:
+    cost = attempt_cost(final(instance_type="ml.g5.xlarge", billable_seconds=3600), CONFIG)
+    assert cost is not None and cost.usd is None
+    (row,) = usage_rows([cost], UsageGroup.TEAM)
+    assert (row.usd, row.unpriced_instance_hours) == (0.0, 2.0)
+
+
+def cost(
+    arn: str,
+    usd_hours: float,
+    *,
+    team: str = "ProdExp1",
+    tier: str = "LOWPRI",
+    at: int = T0,
+    job: str | None = None,
+    source: BillableSource = BillableSource.REPORTED,
+) -> AttemptCost:
+    return AttemptCost(arn, team, tier, "ml.p4d.24xlarge", 1, usd_hours * 3600, 10.0, at, source, job_arn=job)
+
+
+def test_a_batch_jobs_cost_is_the_sum_over_its_attempts_each_counted_once() -> None:
+    attempts = [cost("a1", 1), cost("a2", 2), cost("a2", 2)]
+    assert job_cost_usd(attempts) == 30.0
+
+
+def test_usage_rows_group_by_tier_user_day_and_filter_by_team_and_since() -> None:
+    costs = [
+        cost("a", 1, job="job-1"),
+        cost("b", 2, tier="HIGHPRI", job="job-2", at=T0 + 86_400_000),
+        cost("c", 4, team="ProdExp2"),
+        cost("d", 0.5, job="job-1", source=BillableSource.RUNNING, at=T0 + 86_400_000),
+    ]
+    by_tier = usage_rows(costs, UsageGroup.TIER, team="ProdExp1")
+    assert [(r.key, r.usd, r.attempts) for r in by_tier] == [("HIGHPRI", 20.0, 1), ("LOWPRI", 15.0, 2)]
+    assert by_tier[1].estimated_usd == 5.0
+    users = {"job-1": "arn:aws:iam::111122223333:role/alice"}
+    by_user = usage_rows(costs, UsageGroup.USER, team="ProdExp1", users=users)
+    assert [(r.key, r.usd) for r in by_user] == [
+        ("arn:aws:iam::111122223333:role/alice", 15.0),
+        ("unknown", 20.0),
+    ]
+    by_day = usage_rows(costs, UsageGroup.DAY, since_ms=T0 + 1)
+    assert [(r.team, r.key, r.usd) for r in by_day] == [("ProdExp1", "2026-03-17", 25.0)]
+
+
+def test_cost_metric_dimensions_name_the_team_and_the_share_it_spent_under() -> None:
+    high = attempt_cost(final(billable_seconds=60), CONFIG)
+    assert high is not None
+    assert cost_dimensions(high, CONFIG) == {"Team": "ProdExp2", "Share": "ProdExp2HIGHPRI"}
+    stranger = attempt_cost(final(tags={}), CONFIG)
+    assert stranger is not None and cost_dimensions(stranger, CONFIG) == {"Team": "none", "Share": "none"}
