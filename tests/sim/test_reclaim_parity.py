@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from gpusim.api import BatchApi
 from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, scenario_of
+from shareplane.adapters.batch_service_jobs import described_job
 from shareplane.domain.config import Tier
+from shareplane.domain.described_job import DescribedJob
 from shareplane.domain.reclaim import ReclaimPlan, plan_reclaim
 from shareplane.service.reclaim_capacity import build_snapshot
 
@@ -42,8 +44,9 @@ class ModelBatch:
             if not token:
                 return out
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
-        return self.api.describe_service_job(jobId=job_id)
+    def describe(self, job_id: str) -> DescribedJob | None:
+        answer = self.api.describe_service_job(jobId=job_id)
+        return described_job(answer) if answer else None
 
     def terminate(self, job_id: str, reason: str) -> None:
         raise AssertionError("planning only")
@@ -140,7 +143,7 @@ def test_the_lambda_and_the_what_if_plan_identically(cluster: str, waited: float
     lambda_snapshot, described = build_snapshot(ports, offset + model.engine.now)
     assert lambda_snapshot is not None, "the HIGHPRI job is due"
     config = world.config
-    name_of = {job_id: job["jobName"] for job_id, job in described.items()}
+    name_of = {job_id: job.job_name or "" for job_id, job in described.items()}
     from_lambda = plan_reclaim(lambda_snapshot, config.tiers, config.reclaim)
     from_what_if = plan_reclaim(run.reclaim.snapshot(), config.tiers, config.reclaim)
     assert from_what_if.reclaims, "the cluster is full: the HIGHPRI job needs victims"
