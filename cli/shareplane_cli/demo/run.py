@@ -14,6 +14,7 @@ from gpusim import Faults
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.reclaim_record import ReclaimRecord
 from shareplane.service.queries import job_records
 
 from .. import queue_template
@@ -40,7 +41,7 @@ class LiveRun:
     end: float
     invocations: int
     #: Reclaim decisions as audited in the jobs table (who waited, the victims, what each lost).
-    reclaims: list[dict[str, Any]]
+    reclaims: list[ReclaimRecord]
 
 
 def template_for(
