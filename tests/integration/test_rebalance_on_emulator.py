@@ -54,10 +54,10 @@ def test_a_fairshare_plan_reaches_the_policy_and_rolls_back_from_its_audit_recor
     outcome = cluster.rebalance("2026-03-16T00:05:00Z", settings)
     # THEN it saw 80 + 20 running and 30 waiting, and moved ProdExp2's weight toward 60/40 in one step
     (plan_record,) = cluster.shares.audits()
-    assert plan_record["actual"] == {"ProdExp1": 80.0, "ProdExp2": 20.0}
-    assert plan_record["waiting"] == {"ProdExp1": 0.0, "ProdExp2": 30.0}
+    assert plan_record.actual == {"ProdExp1": 80.0, "ProdExp2": 20.0}
+    assert plan_record.waiting == {"ProdExp1": 0.0, "ProdExp2": 30.0}
     assert outcome.action == "applied" and weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.25}
-    assert plan_record["status"] == "APPLIED" and plan_record["after"] == {"ProdExp2": 1.25}
+    assert plan_record.status == "APPLIED" and plan_record.after == {"ProdExp2": 1.25}
     # ... a redelivered tick changes nothing
     assert cluster.rebalance("2026-03-16T00:05:00Z", settings).action == "duplicate_tick"
     # WHEN the operator rolls the plan back
@@ -67,13 +67,13 @@ def test_a_fairshare_plan_reaches_the_policy_and_rolls_back_from_its_audit_recor
     # THEN Batch holds the old weight again, and the rollback has its own audit record
     assert undone.action == "applied" and weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
     newest, oldest = cluster.shares.audits()
-    assert (newest["kind"], newest["rollbackOf"], newest["status"]) == (
+    assert (newest.kind, newest.rollback_of, newest.status) == (
         "rollback",
         outcome.plan_id,
         "APPLIED",
     )
-    assert newest["before"] == {"ProdExp2": 1.25} and newest["after"] == {"ProdExp2": 1.0}
-    assert oldest["planId"] == outcome.plan_id
+    assert newest.before == {"ProdExp2": 1.25} and newest.after == {"ProdExp2": 1.0}
+    assert oldest.plan_id == outcome.plan_id
     # ... and the next tick is held by the cooldown rather than undoing the restore at once
     assert cluster.rebalance("2026-03-16T00:10:00Z", settings).reason == "cooldown"
 
@@ -101,7 +101,7 @@ def test_a_quota_plan_reaches_the_quota_shares_and_rolls_back(cluster: Cluster) 
         "ProdExp2": {P4D: 40},
     }
     (record,) = cluster.shares.audits()
-    assert record["plan"]["targets"] == {"ProdExp1": 75.0, "ProdExp2": 25.0}
+    assert dict(record.plan.targets) == {"ProdExp1": 75.0, "ProdExp2": 25.0}
     # WHEN rolled back, both shares lend and borrow without limit again
     rollback(outcome.plan_id[:8], cluster.now, settings, BatchPolicyAdapter(cluster.batch), cluster.shares)
     restored = [
