@@ -2,19 +2,21 @@
 
 The fake holds DescribeTrainingJob answers as tests give them; on moto the job is created with
 CreateTrainingJob (moto marks it Completed at once), so the cases compare what the readers of a
-description use: its name, status, checkpoint and resources, and None for a name SageMaker does not know.
+description use (``TrainingJobFacts``): its name, status and failure reason, and None for a name SageMaker
+does not know.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.sagemaker_training import SageMakerTrainingJobs
+from shareplane.domain.training import TrainingJobFacts
 
 from tests.fakes.training import FakeTraining
 
@@ -62,12 +64,9 @@ def under_test(request: pytest.FixtureRequest, aws_credentials: None) -> Iterato
 def test_a_training_job_is_described_with_what_it_was_created_with(under_test: TrainingUnderTest) -> None:
     under_test.create(REQUEST)
     described = under_test.training.describe(REQUEST["TrainingJobName"])
-    assert described is not None and "ResponseMetadata" not in described
-    assert described["TrainingJobName"] == REQUEST["TrainingJobName"]
-    assert described["TrainingJobArn"].endswith(":training-job/" + REQUEST["TrainingJobName"])
-    assert described["TrainingJobStatus"] == "Completed"
-    assert described["CheckpointConfig"] == REQUEST["CheckpointConfig"]
-    assert described["ResourceConfig"] == REQUEST["ResourceConfig"]
+    assert isinstance(described, TrainingJobFacts)
+    assert (described.name, described.status) == (REQUEST["TrainingJobName"], "Completed")
+    assert described.failure_reason is None
 
 
 def test_a_name_sagemaker_does_not_know_is_none(under_test: TrainingUnderTest) -> None:
@@ -75,8 +74,9 @@ def test_a_name_sagemaker_does_not_know_is_none(under_test: TrainingUnderTest) -
     assert under_test.training.describe("AWSBatchnever-started") is None
 
 
-def test_a_description_is_the_callers_own_copy(under_test: TrainingUnderTest) -> None:
+def test_a_description_is_a_value_the_caller_cannot_change(under_test: TrainingUnderTest) -> None:
     under_test.create(REQUEST)
     first = under_test.training.describe(REQUEST["TrainingJobName"])
-    first["ResourceConfig"]["InstanceCount"] = 99
-    assert under_test.training.describe(REQUEST["TrainingJobName"])["ResourceConfig"]["InstanceCount"] == 2
+    with pytest.raises(FrozenInstanceError):
+        first.status = "Failed"
+    assert under_test.training.describe(REQUEST["TrainingJobName"]) == first
