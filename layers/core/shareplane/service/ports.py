@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.attribution import StoredAttribution
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
@@ -446,8 +447,8 @@ class UploadAttributions(Protocol):
         """Store the request's principal once; False when it was stored already."""
         ...
 
-    def load_attribution(self, request_id: str) -> dict[str, Any] | None:
-        """The request's attribution item (``principal``, ``alerted``); None when not stored."""
+    def load_attribution(self, request_id: str) -> StoredAttribution | None:
+        """The request's attribution (principal, alerted); None when not stored."""
         ...
 
     def claim_alert(self, request_id: str, now: float) -> bool:
