@@ -26,6 +26,7 @@ from botocore.config import Config
 
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
+from .domain.arns import arn_tail
 from .domain.config import SharesConfig
 from .domain.errors import ConfigError
 from .service.permission_denied import PermissionAlerts, guard
@@ -338,7 +339,7 @@ class Root:
             config=config,
             region=self.session.region_name or "us-east-1",
             clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
-            gpu_queue=(self.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
+            gpu_queue=arn_tail(self.environ.get("GPU_JOB_QUEUE") or ""),
         )
 
     @property
