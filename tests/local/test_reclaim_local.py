@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.reclaim_reason import beneficiary_of
 from shareplane.domain.reclaim_record import ReclaimRecord
 from shareplane.domain.requeue import TAG_DISPLACED_BY
+from shareplane_cli.demo.run import stack_root
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.loop import StackLoop
@@ -185,7 +185,7 @@ def run() -> ReclaimRun:
             config=config,
             described=described,
             records={r["jobName"]: r for r in cli_json(stack, ["jobs"])},
-            audits=DynamoReclaimLedger(stack.client("dynamodb"), stack.outputs["JobsTableName"]).reclaims(0),
+            audits=stack_root(stack).reclaim_ledger.reclaims(0),
             alerts=alerts,
             checkpoints=[o["Key"] for o in objects],
             resumed_saved=resumed_job.saved,
