@@ -13,7 +13,6 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.rebalance import QuotaSettings
 from shareplane.service.rebalance_shares import RebalanceSettings, rollback
 
 from tests.aws import create_jobs_table
@@ -90,10 +89,8 @@ def test_a_quota_plan_reaches_the_quota_shares_and_rolls_back(cluster: Cluster) 
     settings = RebalanceSettings(job_queue=QUEUE)
     outcome = cluster.rebalance("2026-03-16T00:05:00Z", settings)
     # THEN each borrowLimit is bounded to what the share's target needs, through UpdateQuotaShare
-    described = {
-        n: QuotaSettings.from_dict(cluster.batch.describe_quota_share(quotaShareArn=a))
-        for n, a in arns.items()
-    }
+    adapter = BatchPolicyAdapter(cluster.batch)
+    described = {n: adapter.describe_quota_share(a).settings for n, a in arns.items()}
     assert outcome.action == "applied"
     assert {n: s.borrow_limit for n, s in described.items()} == {"ProdExp1": 25, "ProdExp2": 0}
     assert {n: dict(s.capacity_limits) for n, s in described.items()} == {
