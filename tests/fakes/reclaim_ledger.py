@@ -1,14 +1,20 @@
-"""ReclaimLedger (adapters/reclaim_ledger.py DynamoReclaimLedger) in memory."""
+"""ReclaimLedger (adapters/reclaim_ledger.py DynamoReclaimLedger) in memory.
+
+Decisions are kept as the table's items (adapters/reclaim_items.py), so what the fake gives back went
+through the same layout as on the table.
+"""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.adapters.reclaim_items import reclaim_item, reclaim_of
 from shareplane.domain.alerts import Alert
 from shareplane.domain.lifecycle import HistoryEntry
+from shareplane.domain.reclaim_record import ReclaimRecord
 
 from tests.fakes import alert_claims
 
@@ -46,50 +52,60 @@ class FakeReclaimLedger:
 
     def claim(
         self,
-        record: Mapping[str, Any],
+        record: ReclaimRecord,
         histories: Sequence[tuple[str, HistoryEntry]],
         *,
         day: str,
         max_per_job: int,
         max_per_day: int,
     ) -> str:
-        key = (record["jobId"], record["decisionId"])
+        key = (record.job_id, record.decision_id)
         if key in self.decisions:
             return "exists"
-        ids = [v["jobId"] for v in record["victims"]]
+        ids = [v.job_id for v in record.victims]
         n = len(ids)
+        held = self.per_job.get(record.job_id, 0)
         if (
             any(i in self.victims for i in ids)
-            or self.per_job.get(record["jobId"], 0) + n > max_per_job
-            or ("victimsBefore" in record and self.per_job.get(record["jobId"], 0) != record["victimsBefore"])
+            or held + n > max_per_job
+            or (record.victims_before is not None and held != record.victims_before)
             or self.per_day.get(day, 0) + n > max_per_day
             or any(f"{arn}|{e.key}" in self.history for arn, e in histories)
         ):
             return "refused"
-        self.decisions[key] = {**copy.deepcopy(dict(record)), "applied": False}
+        self.decisions[key] = reclaim_item(record)
         for i in ids:
-            self.victims[i] = (record["jobId"], record["decisionId"])
-        self.per_job[record["jobId"]] = self.per_job.get(record["jobId"], 0) + n
+            self.victims[i] = key
+        self.per_job[record.job_id] = held + n
         self.per_day[day] = self.per_day.get(day, 0) + n
         for arn, entry in histories:
             self.history[f"{arn}|{entry.key}"] = entry
         return "claimed"
 
-    def load(self, beneficiary_id: str, decision_id: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.decisions.get((beneficiary_id, decision_id)))
+    def load(self, beneficiary_id: str, decision_id: str) -> ReclaimRecord | None:
+        item = self.decisions.get((beneficiary_id, decision_id))
+        return reclaim_of(copy.deepcopy(item)) if item is not None else None
 
-    def record_dry_run(self, record: Mapping[str, Any]) -> bool:
-        key = (record["jobId"], record["decisionId"])
+    def reclaims(self, since: float) -> list[ReclaimRecord]:
+        # The table lists by the index's sort key: the decision time in whole milliseconds.
+        since_ms = int(since * 1000)
+        found = [
+            reclaim_of(i) for i in self.decisions.values() if int(float(i["decidedAt"]) * 1000) >= since_ms
+        ]
+        return sorted(found, key=lambda r: (r.decided_at, r.decision_id))
+
+    def record_dry_run(self, record: ReclaimRecord) -> bool:
+        key = (record.job_id, record.decision_id)
         if key in self.decisions:
             return False
-        self.decisions[key] = {**copy.deepcopy(dict(record)), "applied": False}
+        self.decisions[key] = reclaim_item(record)
         return True
 
-    def mark_applied(self, beneficiary_id: str, decision_id: str, result: Mapping[str, Any]) -> bool:
+    def mark_applied(self, beneficiary_id: str, decision_id: str, applied_at: float) -> bool:
         item = self.decisions.get((beneficiary_id, decision_id))
         if item is None or item.get("applied"):
             return False
-        item.update(applied=True, **result)
+        item.update(applied=True, appliedAt=applied_at)
         return True
 
     def claim_alert(

@@ -143,7 +143,7 @@ def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(ledger: Dynamo
     assert ledger.claim_alert(alert, now=1500.0, quiet_seconds=600) is False
     assert ledger.alert_sent_at(alert.dedupe_key) == 1002.0
     (listed,) = ledger.alerts(since=0)
-    assert listed["kind"] == "failure" and listed["body"]["reason"] == "CUDA out of memory"
+    assert listed.kind == "failure" and listed.body["reason"] == "CUDA out of memory"
     # past the window it may alert again
     assert ledger.claim_alert(alert, now=1700.0, quiet_seconds=600) is True
 
@@ -177,7 +177,7 @@ def test_a_claims_staleness_runs_on_the_clock_while_its_quiet_window_runs_on_eve
     # THEN the claim is taken over only once it is stale by the clock, and the alert stays dated 1000
     assert retried is taken_over
     ledger.confirm_alert(alert, now=1000.0)
-    assert [a["sentAt"] for a in ledger.alerts(since=999.0)] == [1000.0]
+    assert [a.sent_at for a in ledger.alerts(since=999.0)] == [1000.0]
 
 
 def test_history_items_are_written_once(ledger: DynamoFailureLedger) -> None:

@@ -13,7 +13,6 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.rebalance import QuotaSettings
 from shareplane.service.rebalance_shares import RebalanceSettings, rollback
 
 from tests.aws import create_jobs_table
@@ -54,10 +53,10 @@ def test_a_fairshare_plan_reaches_the_policy_and_rolls_back_from_its_audit_recor
     outcome = cluster.rebalance("2026-03-16T00:05:00Z", settings)
     # THEN it saw 80 + 20 running and 30 waiting, and moved ProdExp2's weight toward 60/40 in one step
     (plan_record,) = cluster.shares.audits()
-    assert plan_record["actual"] == {"ProdExp1": 80.0, "ProdExp2": 20.0}
-    assert plan_record["waiting"] == {"ProdExp1": 0.0, "ProdExp2": 30.0}
+    assert plan_record.actual == {"ProdExp1": 80.0, "ProdExp2": 20.0}
+    assert plan_record.waiting == {"ProdExp1": 0.0, "ProdExp2": 30.0}
     assert outcome.action == "applied" and weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.25}
-    assert plan_record["status"] == "APPLIED" and plan_record["after"] == {"ProdExp2": 1.25}
+    assert plan_record.status == "APPLIED" and plan_record.after == {"ProdExp2": 1.25}
     # ... a redelivered tick changes nothing
     assert cluster.rebalance("2026-03-16T00:05:00Z", settings).action == "duplicate_tick"
     # WHEN the operator rolls the plan back
@@ -67,13 +66,13 @@ def test_a_fairshare_plan_reaches_the_policy_and_rolls_back_from_its_audit_recor
     # THEN Batch holds the old weight again, and the rollback has its own audit record
     assert undone.action == "applied" and weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
     newest, oldest = cluster.shares.audits()
-    assert (newest["kind"], newest["rollbackOf"], newest["status"]) == (
+    assert (newest.kind, newest.rollback_of, newest.status) == (
         "rollback",
         outcome.plan_id,
         "APPLIED",
     )
-    assert newest["before"] == {"ProdExp2": 1.25} and newest["after"] == {"ProdExp2": 1.0}
-    assert oldest["planId"] == outcome.plan_id
+    assert newest.before == {"ProdExp2": 1.25} and newest.after == {"ProdExp2": 1.0}
+    assert oldest.plan_id == outcome.plan_id
     # ... and the next tick is held by the cooldown rather than undoing the restore at once
     assert cluster.rebalance("2026-03-16T00:10:00Z", settings).reason == "cooldown"
 
@@ -90,10 +89,8 @@ def test_a_quota_plan_reaches_the_quota_shares_and_rolls_back(cluster: Cluster) 
     settings = RebalanceSettings(job_queue=QUEUE)
     outcome = cluster.rebalance("2026-03-16T00:05:00Z", settings)
     # THEN each borrowLimit is bounded to what the share's target needs, through UpdateQuotaShare
-    described = {
-        n: QuotaSettings.from_dict(cluster.batch.describe_quota_share(quotaShareArn=a))
-        for n, a in arns.items()
-    }
+    adapter = BatchPolicyAdapter(cluster.batch)
+    described = {n: adapter.describe_quota_share(a).settings for n, a in arns.items()}
     assert outcome.action == "applied"
     assert {n: s.borrow_limit for n, s in described.items()} == {"ProdExp1": 25, "ProdExp2": 0}
     assert {n: dict(s.capacity_limits) for n, s in described.items()} == {
@@ -101,7 +98,7 @@ def test_a_quota_plan_reaches_the_quota_shares_and_rolls_back(cluster: Cluster) 
         "ProdExp2": {P4D: 40},
     }
     (record,) = cluster.shares.audits()
-    assert record["plan"]["targets"] == {"ProdExp1": 75.0, "ProdExp2": 25.0}
+    assert dict(record.plan.targets) == {"ProdExp1": 75.0, "ProdExp2": 25.0}
     # WHEN rolled back, both shares lend and borrow without limit again
     rollback(outcome.plan_id[:8], cluster.now, settings, BatchPolicyAdapter(cluster.batch), cluster.shares)
     restored = [

@@ -11,6 +11,7 @@ from moto import mock_aws
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.s3_checkpoints import S3Checkpoints
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import create_jobs_table
 
@@ -67,20 +68,24 @@ def test_a_prefix_of_more_than_one_page_is_read_to_the_end(aws: Any) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- ledger
-def record(decision: str, victims: list[str], beneficiary: str = "hi") -> dict[str, Any]:
-    return {
-        "decisionId": decision,
-        "jobId": beneficiary,
-        "jobArn": f"arn:aws:batch:us-east-1:123456789012:service-job/{beneficiary}",
-        "team": "ProdExp1",
-        "tier": "HIGHPRI",
-        "waitedSeconds": 300,
-        "victims": [
-            {"jobId": v, "jobArn": f"arn:aws:batch:us-east-1:123456789012:service-job/{v}"} for v in victims
-        ],
-        "decidedAt": NOW,
-        "dryRun": False,
-    }
+def record(decision: str, victims: list[str], beneficiary: str = "hi", **extra: Any) -> ReclaimRecord:
+    arn = "arn:aws:batch:us-east-1:123456789012:service-job/"
+    return ReclaimRecord(
+        decision_id=decision,
+        job_id=beneficiary,
+        job_arn=arn + beneficiary,
+        team="ProdExp1",
+        tier="HIGHPRI",
+        waited_seconds=300,
+        victims=tuple(
+            ReclaimVictimRecord(
+                job_id=v, job_arn=arn + v, team="ProdExp2", tier="LOWPRI", instances=1, reason="stopped"
+            )
+            for v in victims
+        ),
+        decided_at=NOW,
+        **extra,
+    )
 
 
 def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
@@ -107,10 +112,10 @@ def test_a_claim_is_written_once_with_its_counters_victims_and_history(aws: Any)
     )
     assert ledger.stopping() == {"v1": "hi", "v2": "hi"} and ledger.decision_of("v1") == "d1"
     # applied once; listed through the index
-    assert ledger.mark_applied("hi", "d1", {"appliedAt": NOW}) is True
-    assert ledger.mark_applied("hi", "d1", {"appliedAt": NOW}) is False
+    assert ledger.mark_applied("hi", "d1", NOW) is True
+    assert ledger.mark_applied("hi", "d1", NOW) is False
     (listed,) = ledger.reclaims(NOW - 1)
-    assert listed["decisionId"] == "d1" and listed["applied"] is True
+    assert listed.decision_id == "d1" and listed.applied is True
 
 
 @pytest.mark.parametrize(
@@ -146,13 +151,13 @@ def test_two_racing_plans_for_one_waiting_job_cannot_both_stop_their_victims(aws
     create_jobs_table(dynamodb, TABLE)
     ledger = DynamoReclaimLedger(dynamodb, TABLE)
     limits = {"day": "2026-03-17", "max_per_job": 4, "max_per_day": 100}
-    first = {**record("d1", ["v1"]), "victimsBefore": 0}
-    second = {**record("d2", ["v2"]), "victimsBefore": 0}
+    first = record("d1", ["v1"], victims_before=0)
+    second = record("d2", ["v2"], victims_before=0)
     # THEN the second claim finds the counter moved and is refused
     assert ledger.claim(first, [], **limits) == "claimed"
     assert ledger.claim(second, [], **limits) == "refused"
     # AND a later plan that read the new count goes through
-    assert ledger.claim({**record("d3", ["v3"]), "victimsBefore": 1}, [], **limits) == "claimed"
+    assert ledger.claim(record("d3", ["v3"], victims_before=1), [], **limits) == "claimed"
     assert ledger.victims_for("hi") == 2
 
 
@@ -160,6 +165,6 @@ def test_a_dry_run_decision_is_written_once_and_counts_nothing(aws: Any) -> None
     _, dynamodb = aws
     create_jobs_table(dynamodb, TABLE)
     ledger = DynamoReclaimLedger(dynamodb, TABLE)
-    planned = {**record("d1", ["v1"]), "dryRun": True}
+    planned = record("d1", ["v1"], dry_run=True)
     assert ledger.record_dry_run(planned) is True and ledger.record_dry_run(planned) is False
     assert ledger.victims_on("2026-03-17") == 0 and ledger.stopping() == {}

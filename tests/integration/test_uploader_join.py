@@ -133,15 +133,15 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
                 "principal": expected,
             }, name
         stored = attributions.load_attribution(REQUEST)
-        assert stored is not None and stored["principal"] == expected
+        assert stored is not None and stored.principal == expected
         assert sorted(attributions.linked_jobs(REQUEST)) == sorted(
             j["jobArn"] for j in world.batch.jobs.values()
         )
         alerts = _alerts(world)
         if expected["check"] == "not_a_submitter":
-            assert len(alerts) == 1 and stored.get("alerted") is True
+            assert len(alerts) == 1 and stored.alerted is True
         else:
-            assert alerts == [] and not stored.get("alerted")
+            assert alerts == [] and not stored.alerted
 
 
 class FailingOnce:
@@ -178,4 +178,4 @@ def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_ale
         # THEN the jobs carried the principal before the alert went out, and the alert went out once
         assert set(principals.values()) == {STRANGER.principal_arn}
         assert len(_alerts(world)) == 1
-        assert attributions.load_attribution(REQUEST)["alerted"] is True
+        assert attributions.load_attribution(REQUEST).alerted is True

@@ -28,10 +28,11 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.reclaim_reason import beneficiary_of
+from shareplane.domain.reclaim_record import ReclaimRecord
 from shareplane.domain.requeue import TAG_DISPLACED_BY
+from shareplane_cli.demo.run import stack_root
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.loop import StackLoop
@@ -80,7 +81,7 @@ class ReclaimRun:
     config: SharesConfig
     described: dict[str, dict[str, Any]]  # DescribeServiceJob by job name (the requeue included)
     records: dict[str, dict[str, Any]]  # `shareplane jobs --output json` by job name
-    audits: list[dict[str, Any]]  # the reclaim decisions in the jobs table
+    audits: list[ReclaimRecord]  # the reclaim decisions in the jobs table
     alerts: list[dict[str, Any]]  # what ProdExp2's filtered subscription to the alerts topic received
     checkpoints: list[str]  # object keys under the victim's CheckpointConfig.S3Uri
     resumed_saved: float  # training seconds the requeued job resumed from (the emulator's view)
@@ -184,7 +185,7 @@ def run() -> ReclaimRun:
             config=config,
             described=described,
             records={r["jobName"]: r for r in cli_json(stack, ["jobs"])},
-            audits=DynamoReclaimLedger(stack.client("dynamodb"), stack.outputs["JobsTableName"]).reclaims(0),
+            audits=stack_root(stack).reclaim_ledger.reclaims(0),
             alerts=alerts,
             checkpoints=[o["Key"] for o in objects],
             resumed_saved=resumed_job.saved,
@@ -229,13 +230,11 @@ def test_the_victim_is_requeued_and_resumes_from_its_checkpoint(run: ReclaimRun)
 def test_the_reclaim_is_audited_once_and_shows_in_both_jobs_history(run: ReclaimRun) -> None:
     (audit,) = run.audits
     urgent = run.described[URGENT.name]
-    assert audit["jobId"] == urgent["jobId"] and audit["applied"] and audit["tier"] == "HIGHPRI"
-    assert audit["waitedSeconds"] >= RECLAIM_AFTER
-    (victim,) = audit["victims"]
-    assert (
-        victim["jobName"] == VICTIM.name and victim["borrowed"] and victim["checkpointAgeSeconds"] is not None
-    )
-    assert 0 <= victim["checkpointAgeSeconds"] <= 900 and victim["lostInstanceMinutes"] > 0
+    assert audit.job_id == urgent["jobId"] and audit.applied and audit.tier == "HIGHPRI"
+    assert audit.waited_seconds >= RECLAIM_AFTER
+    (victim,) = audit.victims
+    assert victim.job_name == VICTIM.name and victim.borrowed and victim.checkpoint_age_seconds is not None
+    assert 0 <= victim.checkpoint_age_seconds <= 900 and victim.lost_instance_minutes > 0
     assert "RECLAIM" in [h["kind"] for h in run.records[URGENT.name]["history"]]
     assert "RECLAIMED" in [h["kind"] for h in run.records[VICTIM.name]["history"]]
 

@@ -12,6 +12,7 @@ import time
 from typing import Annotated, Any
 
 import typer
+from shareplane.domain.sent_alert import SentAlert
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app
@@ -29,22 +30,22 @@ def parse_duration(text: str) -> float:
     return int(found.group(1)) * _SECONDS[found.group(2)]
 
 
-def alert_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """ALERT items as the records the command prints."""
+def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
+    """Sent alerts as the records the command prints."""
     return [
         {
-            "sentAt": item.get("sentAt"),
-            "kind": item.get("kind"),
-            "severity": item.get("severity"),
-            "team": item.get("team"),
-            "tier": item.get("tier"),
-            "share": item.get("share"),
-            "queue": item.get("queue"),
-            "job": item.get("job"),
-            "subject": item.get("subject"),
-            "body": item.get("body"),
+            "sentAt": a.sent_at,
+            "kind": a.kind,
+            "severity": a.severity,
+            "team": a.team,
+            "tier": a.tier,
+            "share": a.share,
+            "queue": a.queue,
+            "job": a.job,
+            "subject": a.subject,
+            "body": dict(a.body),
         }
-        for item in items
+        for a in alerts
     ]
 
 

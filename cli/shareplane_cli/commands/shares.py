@@ -9,11 +9,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
+from shareplane.adapters.share_items import audit_item
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
 from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.share_ownership import baseline_settings, setting_to_state
-from shareplane.domain.share_state import SharesState
+from shareplane.domain.share_state import PlanAudit, SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -25,8 +26,8 @@ OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or ta
 
 
 def _setting_text(setting: Any) -> str:
-    if isinstance(setting, dict):
-        quota = QuotaSettings.from_dict(setting)
+    if isinstance(setting, dict | QuotaSettings):
+        quota = setting if isinstance(setting, QuotaSettings) else QuotaSettings.from_dict(setting)
         limits = ", ".join(f"{u}={n}" for u, n in sorted(quota.capacity_limits.items()))
         borrow = "unlimited" if quota.borrow_limit == UNLIMITED_BORROW else f"{quota.borrow_limit}%"
         return f"{limits} {quota.strategy.value} borrow {borrow}"
@@ -125,30 +126,31 @@ def _print_current(view: dict[str, Any], output: Output) -> None:
     emit(view, output, table)
 
 
-def _print_history(records: list[dict[str, Any]], output: Output) -> None:
+def _print_history(audits: list[PlanAudit], output: Output) -> None:
     def table() -> None:
         rows = []
-        for r in records:
-            for share in sorted(r.get("after") or {}):
+        for a in audits:
+            before, after, why = a.before, a.after, a.why
+            for share in sorted(after):
                 rows.append(
                     (
-                        r["planId"],
-                        _when(r.get("createdAt")),
-                        r.get("kind"),
-                        r.get("status"),
+                        a.plan_id,
+                        _when(a.plan.created_at),
+                        a.kind,
+                        a.status,
                         share,
-                        _setting_text(r["before"].get(share)),
-                        _setting_text(r["after"].get(share)),
-                        (r.get("why") or {}).get(share, "")[:60],
+                        _setting_text(before.get(share)),
+                        _setting_text(after.get(share)),
+                        why.get(share, "")[:60],
                     )
                 )
         print_table(
-            f"{len(records)} audit records",
+            f"{len(audits)} audit records",
             ["plan", "created", "kind", "status", "share", "before", "after", "why"],
             rows,
         )
 
-    emit(records, output, table)
+    emit([audit_item(a) for a in audits], output, table)
 
 
 @app.command("shares")

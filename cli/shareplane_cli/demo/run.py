@@ -11,10 +11,10 @@ from typing import Any
 
 import boto3
 from gpusim import Faults
-from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
+from shareplane.bootstrap import Root
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.cost import AttemptCost
+from shareplane.domain.reclaim_record import ReclaimRecord
 from shareplane.service.queries import job_records
 
 from .. import queue_template
@@ -41,7 +41,7 @@ class LiveRun:
     end: float
     invocations: int
     #: Reclaim decisions as audited in the jobs table (who waited, the victims, what each lost).
-    reclaims: list[dict[str, Any]]
+    reclaims: list[ReclaimRecord]
     #: Each training job's cost as record_state recorded it (its billable time x instances x price).
     costs: list[AttemptCost] = field(default_factory=list)
 
@@ -83,6 +83,18 @@ def run_live(
                 path.unlink(missing_ok=True)
 
 
+def stack_root(stack: LocalStack) -> Root:
+    """The composition root the CLI's commands use, bound to this stack: its table, Batch on the emulator."""
+    env = stack.environment()
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    )
+    environ = {**env, "TABLE_NAME": stack.outputs["JobsTableName"]}
+    return Root(environ, endpoint_url=env["AWS_ENDPOINT_URL"], session=session)
+
+
 def _play(
     stack: LocalStack,
     jobs: list[DemoJob],
@@ -97,14 +109,8 @@ def _play(
         lambda share: config.team_for_share(share) or share,
     )
     emulator.model.subscribe(tracker)
-    env = stack.environment()
-    batch = boto3.client(
-        "batch",
-        endpoint_url=env["AWS_ENDPOINT_URL_BATCH"],
-        region_name=env["AWS_DEFAULT_REGION"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-    )
+    root = stack_root(stack)
+    batch = root.batch
     runner = FunctionRunner(stack)
     loop = StackLoop(stack, runner)
     pending = sorted(jobs, key=lambda j: j.submit_minute)
@@ -126,8 +132,6 @@ def _play(
         if not handled:
             time.sleep(0.02)
     end = max(t for t, _ in tracker.timeline)
-    dynamodb, table = stack.client("dynamodb"), stack.outputs["JobsTableName"]
-    store = DynamoJobStore(dynamodb, table)
-    records = job_records(store, config=config)
-    reclaims = DynamoReclaimLedger(dynamodb, table).reclaims(since=0)
-    return LiveRun(tracker, records, submitted_at, end, len(runner.invocations), reclaims, store.costs())
+    records = job_records(root.store, config=config)
+    reclaims = root.reclaim_ledger.reclaims(since=0)
+    return LiveRun(tracker, records, submitted_at, end, len(runner.invocations), reclaims, root.store.costs())

@@ -77,22 +77,22 @@ def reclaim_summary(run: LiveRun) -> list[dict[str, Any]]:
     """Each reclaim: the waiting job, how long it had waited, and each victim's checkpoint age and loss."""
     return [
         {
-            "job": r.get("jobName") or r["jobId"],
-            "team": r["team"],
-            "tier": r["tier"],
-            "waited_seconds": r["waitedSeconds"],
-            "dry_run": r.get("dryRun", False),
+            "job": r.waiting_name,
+            "team": r.team,
+            "tier": r.tier,
+            "waited_seconds": r.waited_seconds,
+            "dry_run": r.dry_run,
             "victims": [
                 {
-                    "job": v.get("jobName") or v["jobId"],
-                    "team": v["team"],
-                    "tier": v["tier"],
-                    "instances": v["instances"],
-                    "checkpoint_age_seconds": v["checkpointAgeSeconds"],
-                    "minutes_lost": round(v["lostInstanceMinutes"] / max(v["instances"], 1), 1),
-                    "instance_minutes_lost": v["lostInstanceMinutes"],
+                    "job": v.job_name or v.job_id,
+                    "team": v.team,
+                    "tier": v.tier,
+                    "instances": v.instances,
+                    "checkpoint_age_seconds": v.checkpoint_age_seconds,
+                    "minutes_lost": round(v.lost_instance_minutes / max(v.instances, 1), 1),
+                    "instance_minutes_lost": v.lost_instance_minutes,
                 }
-                for v in r["victims"]
+                for v in r.victims
             ],
         }
         for r in run.reclaims

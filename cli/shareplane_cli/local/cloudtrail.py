@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from shareplane.domain.arns import arn_tail
+
 logger = logging.getLogger(__name__)
 
 #: The S3 notification event name -> the API operation CloudTrail names.
@@ -196,7 +198,7 @@ def user_identity(user_id: str, arn: str, account: str) -> dict[str, Any]:
         identity["type"] = "Root"
     else:
         identity["type"] = "IAMUser"
-        identity["userName"] = arn.rsplit("/", 1)[-1]
+        identity["userName"] = arn_tail(arn)
     return identity
 
 

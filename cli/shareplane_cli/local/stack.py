@@ -19,6 +19,7 @@ import boto3
 from botocore.config import Config
 from gpusim import Faults, ModelOptions
 from gpusim.engine import HoldableClock
+from shareplane.domain.arns import arn_tail, resource_name
 
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
@@ -304,7 +305,7 @@ class LocalStack:
             formats = _MOTO_ATTRIBUTES.get(resource["Type"], {})
             if physical is None:
                 continue
-            name = physical.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            name = resource_name(physical)
             for attribute, form in formats.items():
                 attributes[(logical, attribute)] = form.format(
                     region=REGION, account=ACCOUNT, id=physical, name=name
@@ -388,7 +389,7 @@ class LocalStack:
             name = self.physical_ids.get(logical)
             ids = [str(t["Id"]) for t in props.get("Targets", []) if "Id" in t]
             if name and ids:
-                events.remove_targets(Rule=name.rsplit("/", 1)[-1], Ids=ids)
+                events.remove_targets(Rule=arn_tail(name), Ids=ids)
 
 
 class _MotoServer:

@@ -26,6 +26,7 @@ from botocore.config import Config
 
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
+from .domain.arns import arn_tail
 from .domain.config import SharesConfig
 from .domain.errors import ConfigError
 from .service.permission_denied import PermissionAlerts, guard
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
     from .adapters.failure_ledger import DynamoFailureLedger
+    from .adapters.reclaim_ledger import DynamoReclaimLedger
     from .adapters.s3_spec_bucket import S3SpecBucket
     from .adapters.share_store import DynamoShareStore
     from .adapters.sns_alerts import SnsAlerts
@@ -206,6 +208,13 @@ class Root:
         return DynamoFailureLedger(self.dynamodb, self.table_name)
 
     @cached_property
+    def reclaim_ledger(self) -> DynamoReclaimLedger:
+        """Reclaim decisions, victims and budget counters, in the jobs table."""
+        from .adapters.reclaim_ledger import DynamoReclaimLedger
+
+        return DynamoReclaimLedger(self.dynamodb, self.table_name)
+
+    @cached_property
     def permission_alerts(self) -> PermissionAlerts:
         """Where a refused AWS call is reported: the alerts topic and the alert ledger of the jobs table."""
         return PermissionAlerts(
@@ -338,7 +347,7 @@ class Root:
             config=config,
             region=self.session.region_name or "us-east-1",
             clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
-            gpu_queue=(self.environ.get("GPU_JOB_QUEUE") or "").rsplit("/", 1)[-1],
+            gpu_queue=arn_tail(self.environ.get("GPU_JOB_QUEUE") or ""),
         )
 
     @property
@@ -350,7 +359,6 @@ class Root:
     @cached_property
     def reclaim_ports(self) -> ReclaimPorts:
         """Reclaim's ports: Batch, S3 checkpoints, its ledger, SNS, its own queue (delayed re-checks)."""
-        from .adapters.reclaim_ledger import DynamoReclaimLedger
         from .adapters.requeue_timer import QueueRequeueTimer
         from .adapters.s3_checkpoints import S3Checkpoints
         from .service.reclaim_capacity import ReclaimPorts, ReclaimSettings
@@ -359,7 +367,7 @@ class Root:
         return ReclaimPorts(
             batch=self.batch_jobs,
             checkpoints=S3Checkpoints(self.s3),
-            ledger=DynamoReclaimLedger(self.dynamodb, self.table_name),
+            ledger=self.reclaim_ledger,
             alerts=self.alerts,
             # Re-checks wait at most 900 s (SQS's own delay), so no scheduler is needed.
             timer=QueueRequeueTimer(self.sqs, None, self.environ["RECLAIM_QUEUE_URL"], None),

@@ -5,6 +5,7 @@ Its alert claims are in test_alert_claims_contract.py, with the failure ledger's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import create_jobs_table
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
@@ -30,18 +32,23 @@ def ledger(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("on_the_table")(DynamoReclaimLedger)
 
 
-def record(decision: str, *victims: str, waiting: str = WAITING, **extra: Any) -> dict[str, Any]:
-    """A reclaim decision record as reclaim_capacity writes it (the fields the ledger reads, and some)."""
-    return {
-        "decisionId": decision,
-        "jobId": waiting,
-        "jobArn": ARN + waiting,
-        "team": "ProdExp1",
-        "victims": [{"jobId": v, "jobArn": ARN + v, "instances": 1} for v in victims],
-        "decidedAt": 1773720000.0,
-        "dryRun": False,
+def record(decision: str, *victims: str, waiting: str = WAITING, **extra: Any) -> ReclaimRecord:
+    """A reclaim decision record as reclaim_capacity writes it."""
+    return ReclaimRecord(
+        decision_id=decision,
+        job_id=waiting,
+        job_arn=ARN + waiting,
+        team="ProdExp1",
+        tier="HIGHPRI",
+        victims=tuple(
+            ReclaimVictimRecord(
+                job_id=v, job_arn=ARN + v, team="ProdExp2", tier="LOWPRI", instances=1, reason="stopped"
+            )
+            for v in victims
+        ),
+        decided_at=1773720000.0,
         **extra,
-    }
+    )
 
 
 def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
@@ -57,10 +64,10 @@ def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
 
 
 def claim(
-    ledger: Any, rec: dict[str, Any], *, per_job: int = 4, per_day: int = 10, histories: Any = None
+    ledger: Any, rec: ReclaimRecord, *, per_job: int = 4, per_day: int = 10, histories: Any = None
 ) -> str:
     if histories is None:
-        histories = [history(v["jobId"], rec["decisionId"]) for v in rec["victims"]]
+        histories = [history(v.job_id, rec.decision_id) for v in rec.victims]
     return ledger.claim(rec, histories, day=DAY, max_per_job=per_job, max_per_day=per_day)
 
 
@@ -72,8 +79,9 @@ def test_a_claim_writes_its_victims_and_counters_once(ledger: Any) -> None:
     assert ledger.stopping() == {"lo-1": WAITING, "lo-2": WAITING}
     assert ledger.decision_of("lo-1") == "d1" and ledger.decision_of("lo-3") is None
     stored = ledger.load(WAITING, "d1")
-    assert stored is not None and stored["applied"] is False and stored["team"] == "ProdExp1"
-    assert [v["jobId"] for v in stored["victims"]] == ["lo-1", "lo-2"]
+    assert stored is not None and stored.applied is False and stored.team == "ProdExp1"
+    assert [v.job_id for v in stored.victims] == ["lo-1", "lo-2"]
+    assert stored == record("d1", "lo-1", "lo-2")
     assert ledger.load(WAITING, "d2") is None
 
 
@@ -115,10 +123,10 @@ def test_an_over_budget_first_claim_is_refused_on_a_fresh_day(ledger: Any) -> No
 
 
 def test_the_victim_count_the_plan_read_must_still_hold(ledger: Any) -> None:
-    assert claim(ledger, record("d0", "lo-1", victimsBefore=0)) == "claimed"
+    assert claim(ledger, record("d0", "lo-1", victims_before=0)) == "claimed"
     # a racing run planned from the count before d0: its plan is stale
-    assert claim(ledger, record("d1", "lo-2", victimsBefore=0)) == "refused"
-    assert claim(ledger, record("d2", "lo-2", victimsBefore=1)) == "claimed"
+    assert claim(ledger, record("d1", "lo-2", victims_before=0)) == "refused"
+    assert claim(ledger, record("d2", "lo-2", victims_before=1)) == "claimed"
     assert ledger.victims_for(WAITING) == 2
 
 
@@ -130,10 +138,10 @@ def test_a_claim_whose_history_item_exists_is_refused(ledger: Any) -> None:
 
 
 def test_a_dry_run_is_recorded_once_with_no_victims_or_counters(ledger: Any) -> None:
-    dry = record("d1", "lo-1", dryRun=True)
+    dry = record("d1", "lo-1", dry_run=True)
     assert ledger.record_dry_run(dry) is True
     assert ledger.record_dry_run(dry) is False
-    assert ledger.load(WAITING, "d1")["dryRun"] is True
+    assert ledger.load(WAITING, "d1").dry_run is True
     assert ledger.victims_for(WAITING) == 0 and ledger.victims_on(DAY) == 0 and ledger.stopping() == {}
     # the same decision cannot then be claimed for real: it exists
     assert claim(ledger, record("d1", "lo-1")) == "exists"
@@ -141,12 +149,21 @@ def test_a_dry_run_is_recorded_once_with_no_victims_or_counters(ledger: Any) -> 
 
 def test_a_reclaim_is_marked_applied_once_with_its_result(ledger: Any) -> None:
     claim(ledger, record("d1", "lo-1"))
-    assert ledger.mark_applied(WAITING, "d1", {"appliedAt": 1773720060.5}) is True
-    assert ledger.mark_applied(WAITING, "d1", {"appliedAt": 1773720999.0}) is False
+    assert ledger.mark_applied(WAITING, "d1", 1773720060.5) is True
+    assert ledger.mark_applied(WAITING, "d1", 1773720999.0) is False
     stored = ledger.load(WAITING, "d1")
-    assert stored["applied"] is True and stored["appliedAt"] == 1773720060.5
-    assert ledger.mark_applied(WAITING, "d-never", {"appliedAt": 1.0}) is False
+    assert stored.applied is True and stored.applied_at == 1773720060.5
+    assert ledger.mark_applied(WAITING, "d-never", 1.0) is False
     assert ledger.load(WAITING, "d-never") is None
+
+
+def test_reclaims_are_listed_from_a_time_on_oldest_first(ledger: Any) -> None:
+    claim(ledger, record("d2", "lo-2", waiting="hi-2"))
+    claim(ledger, replace(record("d1", "lo-1"), decided_at=1773719000.0))
+    ledger.mark_applied("hi-2", "d2", 1773720060.5)
+    assert [(r.decision_id, r.applied) for r in ledger.reclaims(0)] == [("d1", False), ("d2", True)]
+    assert [r.decision_id for r in ledger.reclaims(1773720000.0)] == ["d2"]
+    assert ledger.reclaims(1773720000.001) == []
 
 
 def test_a_tick_watermark_only_moves_forward(ledger: Any) -> None:
@@ -183,7 +200,7 @@ def test_any_run_of_claims_ends_alike_and_within_both_budgets(
         outcomes: dict[str, list[str]] = {"fake": [], "table": []}
         for n, (waiting, victims, day, read_count) in enumerate(claims):
             for name, ledger in (("fake", fake), ("table", table)):
-                extra = {"victimsBefore": ledger.victims_for(waiting)} if read_count else {}
+                extra = {"victims_before": ledger.victims_for(waiting)} if read_count else {}
                 rec = record(f"d{n}", *sorted(victims), waiting=waiting, **extra)
                 histories = [history(v, f"d{n}") for v in sorted(victims)]
                 outcomes[name].append(

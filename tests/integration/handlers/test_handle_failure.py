@@ -89,7 +89,7 @@ def test_the_cuda_oom_sample_alerts_once_through_sns(world: Any, lambda_context:
     body = json.loads(message["Body"])
     assert body["class"] == "gpu_oom" and fakes.batch.submits == []
     (listed,) = ports.ledger.alerts(since=0)
-    assert listed["kind"] == "failure"
+    assert listed.kind == "failure"
 
 
 def test_the_watch_handler_takes_ticks_and_refuses_anything_else(world: Any, lambda_context: Any) -> None:

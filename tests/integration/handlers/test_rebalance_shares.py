@@ -61,7 +61,7 @@ def test_a_scheduled_tick_applies_a_plan_and_its_redelivery_applies_nothing(
     # THEN ProdExp2's weight moved toward its entitlement and the change is audited under the tick
     assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.25}
     (record,) = DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE).audits()
-    assert (record["tickId"], record["status"]) == ("2026-03-16T20:05:00Z", "APPLIED")
+    assert (record.tick_id, record.status) == ("2026-03-16T20:05:00Z", "APPLIED")
     # WHEN an operator puts the weights back and the same tick is delivered again (twice in one batch)
     cluster.batch.update_scheduling_policy(
         arn=arn,
@@ -132,7 +132,7 @@ def test_the_same_tick_delivered_at_two_wall_clocks_plans_and_audits_identically
     # and left the same state and weights
     (first_audits, first_state, first_weights), (second_audits, second_state, second_weights) = runs
     assert len(first_audits) == 1
-    assert first_audits[0]["createdAt"] == tick_time(parse_scheduled_event(tick))
+    assert first_audits[0].plan.created_at == tick_time(parse_scheduled_event(tick))
     assert first_audits == second_audits
     assert first_state == second_state
     assert first_weights == second_weights == {"ProdExp1": 1.0, "ProdExp2": 1.25}

@@ -74,7 +74,7 @@ def test_the_runnable_sample_is_re_checked_and_the_tick_reclaims_once(
     # AND the audit, both histories and the victim team's alert are in the table and the topic
     ledger = DynamoReclaimLedger(dynamodb, TABLE)
     (audit,) = ledger.reclaims(0)
-    assert audit["jobId"] == job_id and audit["applied"] and audit["victims"][0]["jobId"] == "p2-5"
+    assert audit.job_id == job_id and audit.applied and audit.victims[0].job_id == "p2-5"
     store = DynamoJobStore(dynamodb, TABLE)
     kinds = [h.kind.value for h in store.job_history(event["detail"]["jobArn"])]
     assert kinds == ["RECLAIM"]

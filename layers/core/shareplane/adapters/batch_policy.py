@@ -54,11 +54,9 @@ class BatchPolicyAdapter:
         pages = follow_pages(self._client.list_quota_shares, "quotaShares", jobQueue=job_queue)
         return [quota_share(item) for item in pages]
 
-    def describe_quota_share(self, arn: str) -> dict[str, Any]:
-        """One quota share's settings."""
-        response = dict(self._client.describe_quota_share(quotaShareArn=arn))
-        response.pop("ResponseMetadata", None)
-        return response
+    def describe_quota_share(self, arn: str) -> QuotaShare:
+        """One quota share: its name, ARN and settings."""
+        return quota_share(dict(self._client.describe_quota_share(quotaShareArn=arn)))
 
     def update_quota_share(self, request: dict[str, Any]) -> None:
         """UpdateQuotaShare with one request ``plan_to_update_quota_share_requests`` built."""

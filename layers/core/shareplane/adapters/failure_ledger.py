@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from ..domain.alerts import STALE_CLAIM_SECONDS, Alert
 from ..domain.failure_record import Applied, DecisionRecord, StormFailure
 from ..domain.lifecycle import HistoryEntry
+from ..domain.sent_alert import SentAlert
 from .dynamodb_items import (
     advance_tick_watermark,
     index_items_since,
@@ -221,13 +222,11 @@ class DynamoFailureLedger:
         item = self._get(dedupe_key, ALERT_SK)
         return float(item["sentAt"]) if item and "sentAt" in item else None
 
-    def alerts(self, since: float) -> list[dict[str, Any]]:
+    def alerts(self, since: float) -> list[SentAlert]:
         """Alerts sent after ``since`` (epoch seconds), oldest first."""
         items = index_items_since(self._client, self._table, ALERTS_INDEX_PK, since)
-        sent = [i for i in items if "sentAt" in i]
-        for item in sent:
-            item["body"] = json.loads(item.get("body") or "{}")
-        return sorted(sent, key=lambda i: i["sentAt"])
+        sent = [_sent_alert(i) for i in items if "sentAt" in i]
+        return sorted(sent, key=lambda a: a.sent_at)
 
     # -- storm guard ----------------------------------------------------------------------
     def share_failures(self, share: str, since: float) -> list[StormFailure]:
@@ -265,3 +264,19 @@ class DynamoFailureLedger:
         )
         item = response.get("Item")
         return unmarshal(item) if item else None
+
+
+def _sent_alert(item: Mapping[str, Any]) -> SentAlert:
+    """An alert item (``claim_alert``'s layout, confirmed) as its value."""
+    return SentAlert(
+        sent_at=float(item["sentAt"]),
+        kind=str(item.get("kind") or ""),
+        severity=str(item.get("severity") or ""),
+        subject=str(item.get("subject") or ""),
+        team=str(item.get("team") or "none"),
+        tier=str(item.get("tier") or "none"),
+        share=item.get("share"),
+        queue=item.get("queue"),
+        job=item.get("job"),
+        body=json.loads(item.get("body") or "{}"),
+    )

@@ -14,13 +14,14 @@ can be listed without a scan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry
+from ..domain.reclaim_record import ReclaimRecord
 from .dynamodb_items import (
     advance_tick_watermark,
     index_items_since,
@@ -32,6 +33,7 @@ from .dynamodb_items import (
 )
 from .dynamodb_store import HISTORY_RETENTION_SECONDS, history_item
 from .failure_ledger import DynamoFailureLedger
+from .reclaim_items import reclaim_item, reclaim_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -123,32 +125,32 @@ class DynamoReclaimLedger:
         """The decision that claimed a victim, as ``stopping`` last read it."""
         return self._decisions.get(victim_id)
 
-    def load(self, beneficiary_id: str, decision_id: str) -> dict[str, Any] | None:
+    def load(self, beneficiary_id: str, decision_id: str) -> ReclaimRecord | None:
         """A stored reclaim decision (strongly consistent)."""
-        return self._get(reclaim_pk(beneficiary_id), DECISION_PREFIX + decision_id)
+        item = self._get(reclaim_pk(beneficiary_id), DECISION_PREFIX + decision_id)
+        return reclaim_of(item) if item else None
 
-    def reclaims(self, since: float) -> list[dict[str, Any]]:
+    def reclaims(self, since: float) -> list[ReclaimRecord]:
         """Reclaim decisions made after ``since`` (epoch seconds), oldest first."""
         items = index_items_since(self._client, self._table, RECLAIMS_INDEX_PK, since)
-        return sorted(items, key=lambda i: (i["decidedAt"], i["decisionId"]))
+        return sorted((reclaim_of(i) for i in items), key=lambda r: (r.decided_at, r.decision_id))
 
     # -- writes ---------------------------------------------------------------------------
-    def _decision_item(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        now = float(record["decidedAt"])
+    def _decision_item(self, record: ReclaimRecord) -> dict[str, Any]:
+        now = record.decided_at
         return {
-            "pk": reclaim_pk(str(record["jobId"])),
-            "sk": DECISION_PREFIX + str(record["decisionId"]),
+            "pk": reclaim_pk(record.job_id),
+            "sk": DECISION_PREFIX + record.decision_id,
             "entity": "reclaim",
-            "applied": False,
-            **record,
+            **reclaim_item(record),
             "gsi1pk": RECLAIMS_INDEX_PK,
-            "gsi1sk": f"{int(now * 1000):013d}#{record['decisionId']}",
+            "gsi1sk": f"{int(now * 1000):013d}#{record.decision_id}",
             "expiresAt": int(now) + HISTORY_RETENTION_SECONDS,
         }
 
     def claim(
         self,
-        record: Mapping[str, Any],
+        record: ReclaimRecord,
         histories: Sequence[tuple[str, HistoryEntry]],
         *,
         day: str,
@@ -156,29 +158,28 @@ class DynamoReclaimLedger:
         max_per_day: int,
     ) -> str:
         """One transaction: decision, victims, counters (within budget) and history items; see the port."""
-        now = float(record["decidedAt"])
-        victims = list(record["victims"])
-        n = len(victims)
+        now = record.decided_at
+        n = len(record.victims)
         actions: list[TransactWriteItemTypeDef] = [put_new_action(self._table, self._decision_item(record))]
         actions += [
             put_new_action(
                 self._table,
                 {
                     "pk": VICTIMS_PK,
-                    "sk": v["jobId"],
+                    "sk": v.job_id,
                     "entity": "reclaim_victim",
-                    "for": record["jobId"],
-                    "decisionId": record["decisionId"],
+                    "for": record.job_id,
+                    "decisionId": record.decision_id,
                     "at": now,
                     "expiresAt": int(now) + VICTIM_RETENTION_SECONDS,
                 },
             )
-            for v in victims
+            for v in record.victims
         ]
         # The waiting job's counter must still hold what the plan read: two racing runs that planned
         # different victims for one job cannot both stop theirs.
-        seen = record.get("victimsBefore")
-        actions.append(self._add(reclaim_pk(str(record["jobId"])), COUNT_SK, n, max_per_job, now, seen=seen))
+        seen = record.victims_before
+        actions.append(self._add(reclaim_pk(record.job_id), COUNT_SK, n, max_per_job, now, seen=seen))
         actions.append(self._add(DAY_PK, day, n, max_per_day, now, DAY_RETENTION_SECONDS))
         actions += [put_new_action(self._table, history_item(arn, entry)) for arn, entry in histories]
         try:
@@ -186,7 +187,7 @@ class DynamoReclaimLedger:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
-            stored = self.load(str(record["jobId"]), str(record["decisionId"]))
+            stored = self.load(record.job_id, record.decision_id)
             return "exists" if stored is not None else "refused"
         return "claimed"
 
@@ -225,22 +226,18 @@ class DynamoReclaimLedger:
             }
         }
 
-    def record_dry_run(self, record: Mapping[str, Any]) -> bool:
+    def record_dry_run(self, record: ReclaimRecord) -> bool:
         """Write a dry-run decision once."""
         return put_new(self._client, self._table, self._decision_item(record))
 
-    def mark_applied(self, beneficiary_id: str, decision_id: str, result: Mapping[str, Any]) -> bool:
-        """Set ``applied`` on a reclaim decision once; False when it already was."""
-        values: dict[str, Any] = {":t": {"BOOL": True}}
-        sets = ["applied = :t"]
-        for i, (name, value) in enumerate(result.items()):
-            values[f":r{i}"] = marshal({"v": value})["v"]
-            sets.append(f"{name} = :r{i}")
+    def mark_applied(self, beneficiary_id: str, decision_id: str, applied_at: float) -> bool:
+        """Set ``applied`` (and when) on a reclaim decision once; False when it already was."""
+        values: dict[str, Any] = {":t": {"BOOL": True}, ":at": marshal({"v": applied_at})["v"]}
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key={"pk": {"S": reclaim_pk(beneficiary_id)}, "sk": {"S": DECISION_PREFIX + decision_id}},
-                UpdateExpression="SET " + ", ".join(sets),
+                UpdateExpression="SET applied = :t, appliedAt = :at",
                 ConditionExpression="attribute_exists(pk) AND applied <> :t",
                 ExpressionAttributeValues=values,
             )

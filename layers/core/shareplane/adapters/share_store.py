@@ -98,8 +98,11 @@ class DynamoShareStore:
         item = response.get("Item")
         return audit_from_item(unmarshal(item)) if item else None
 
-    def audits(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Audit records as stored, newest first (what `shareplane shares --history` lists)."""
+    def audits(self, limit: int | None = None) -> list[PlanAudit]:
+        """Audit records, newest first (what `shareplane shares --history` lists)."""
+        return [audit_from_item(i) for i in self._audit_items(limit)]
+
+    def _audit_items(self, limit: int | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :p AND begins_with(sk, :s)",
@@ -119,7 +122,7 @@ class DynamoShareStore:
 
     def audit(self, plan_id: str) -> PlanAudit | None:
         """The audit record of one plan id (or a unique prefix of it), None when there is none."""
-        matches = [r for r in self.audits() if str(r.get("planId", "")).startswith(plan_id)]
+        matches = [r for r in self._audit_items() if str(r.get("planId", "")).startswith(plan_id)]
         exact = [r for r in matches if r.get("planId") == plan_id]
         if exact:
             return audit_from_item(exact[0])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.alerts import STALE_CLAIM_SECONDS
+from ..domain.attribution import StoredAttribution
 from .dynamodb_items import marshal, put_new, unmarshal
 from .dynamodb_store import PAYLOAD_SK, job_pk
 
@@ -50,15 +51,19 @@ class DynamoUploadAttributions:
         }
         return put_new(self._client, self._table, item)
 
-    def load_attribution(self, request_id: str) -> dict[str, Any] | None:
-        """The request's attribution item (``principal``, ``alerted``), read consistently; None if absent."""
+    def load_attribution(self, request_id: str) -> StoredAttribution | None:
+        """The request's attribution (principal, alerted), read consistently; None if absent."""
         response = self._client.get_item(
             TableName=self._table,
             Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
             ConsistentRead=True,
         )
-        item = response.get("Item")
-        return unmarshal(item) if item else None
+        item = unmarshal(response["Item"]) if "Item" in response else None
+        if item is None:
+            return None
+        return StoredAttribution(
+            principal=dict(item.get("principal") or {}), alerted=bool(item.get("alerted"))
+        )
 
     def claim_alert(self, request_id: str, now: float) -> bool:
         """Reserve the upload's one alert: not sent yet, and no claim younger than STALE_CLAIM_SECONDS.

@@ -11,6 +11,15 @@ def arn_tail(arn: str) -> str:
     return arn.rsplit("/", 1)[-1]
 
 
+def resource_name(arn: str) -> str:
+    """A resource's name from its ARN, whichever separator its service uses.
+
+    Most resources end in ``/<name>``; SNS topics, SQS queues and a few others in ``:<name>``. A trailing
+    ``/`` (an S3 prefix, a URL) is ignored, and a bare name is returned as it is.
+    """
+    return arn_tail(arn.rstrip("/")).rsplit(":", 1)[-1]
+
+
 def job_id_of(job_arn: str) -> str:
     """A Batch job's id from its ARN (``.../service-job/<id>``); an id is returned as it is."""
     return arn_tail(job_arn)

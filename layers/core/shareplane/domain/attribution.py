@@ -21,7 +21,8 @@ This module is pure: it turns an attribution and the shares config into the reco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -68,6 +69,14 @@ class UploadAttribution:
     def policy_principal(self) -> str:
         """The ARN the bucket policy evaluated: the role of an assumed-role session, else the caller."""
         return self.session_issuer_arn or self.principal_arn
+
+
+@dataclass(frozen=True)
+class StoredAttribution:
+    """What the join keeps of one request: the principal record its jobs carry, and whether it was alerted."""
+
+    principal: Mapping[str, Any] = field(default_factory=dict)
+    alerted: bool = False
 
 
 def check_principal(

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.attribution import StoredAttribution
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.cost import AttemptCost
     from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.reclaim_record import ReclaimRecord
     from ..domain.share_state import PlanAudit, SharesState
     from ..domain.training import (
         TrainingJobFacts,
@@ -403,7 +405,7 @@ class ReclaimLedger(TickWatermarks, Protocol):
 
     def claim(
         self,
-        record: Mapping[str, Any],
+        record: ReclaimRecord,
         histories: Sequence[tuple[str, HistoryEntry]],
         *,
         day: str,
@@ -417,16 +419,16 @@ class ReclaimLedger(TickWatermarks, Protocol):
         """
         ...
 
-    def load(self, beneficiary_id: str, decision_id: str) -> dict[str, Any] | None:
+    def load(self, beneficiary_id: str, decision_id: str) -> ReclaimRecord | None:
         """A stored reclaim decision."""
         ...
 
-    def record_dry_run(self, record: Mapping[str, Any]) -> bool:
+    def record_dry_run(self, record: ReclaimRecord) -> bool:
         """Write a dry-run decision once (no victims, no counters); False when it was there."""
         ...
 
-    def mark_applied(self, beneficiary_id: str, decision_id: str, result: Mapping[str, Any]) -> bool:
-        """Mark a reclaim applied (victims terminated), once; False when it already was."""
+    def mark_applied(self, beneficiary_id: str, decision_id: str, applied_at: float) -> bool:
+        """Mark a reclaim applied (victims terminated) at ``applied_at``, once; False when it already was."""
         ...
 
     def claim_alert(
@@ -454,8 +456,8 @@ class UploadAttributions(Protocol):
         """Store the request's principal once; False when it was stored already."""
         ...
 
-    def load_attribution(self, request_id: str) -> dict[str, Any] | None:
-        """The request's attribution item (``principal``, ``alerted``); None when not stored."""
+    def load_attribution(self, request_id: str) -> StoredAttribution | None:
+        """The request's attribution (principal, alerted); None when not stored."""
         ...
 
     def claim_alert(self, request_id: str, now: float) -> bool:

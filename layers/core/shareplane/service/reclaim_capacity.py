@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
@@ -54,6 +54,7 @@ from ..domain.reclaim import (
     utc_day,
 )
 from ..domain.reclaim_reason import stop_reason
+from ..domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 from ..domain.requeue import ChainState
 from ..schemas.event_time import event_time
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id_at, tick_time
@@ -240,10 +241,10 @@ def finish_interrupted(
     }
     for beneficiary, decision in sorted(pending):
         stored = ports.ledger.load(beneficiary, decision)
-        if stored is None or stored.get("applied"):
+        if stored is None or stored.applied:
             continue
         outcome.stopped[beneficiary] = _stop(stored, ports)
-        if ports.ledger.mark_applied(beneficiary, decision, {"appliedAt": now}):
+        if ports.ledger.mark_applied(beneficiary, decision, now):
             outcome.alerts += _announce(stored, ports, now)
     outcome.result = _summary(outcome)
 
@@ -409,13 +410,12 @@ def apply_plan(
         )
     seen = {w.job_id: w.victims_so_far for w in snapshot.waiting}
     for reclaim in plan.reclaims:
-        record = {
-            **reclaim_record(reclaim, described, ports, plan.now),
-            "victimsBefore": seen[reclaim.job_id],
-        }
+        record = replace(
+            reclaim_record(reclaim, described, ports, plan.now), victims_before=seen[reclaim.job_id]
+        )
         if ports.settings.dry_run:
             if ports.ledger.record_dry_run(record):
-                logger.info("reclaim planned (dry run)", extra={"reclaim": record})
+                logger.info("reclaim planned (dry run)", extra={"reclaim": asdict(record)})
             outcome.planned[reclaim.job_id] = [v.job_id for v in reclaim.victims]
             continue
         histories = reclaim_histories(reclaim, record, described, plan.now)
@@ -430,12 +430,12 @@ def apply_plan(
             outcome.skipped[reclaim.job_id] = "a racing run took a victim or the budget first"
             continue
         if claimed == "exists":
-            stored = ports.ledger.load(reclaim.job_id, record["decisionId"])
-            if stored is None or stored.get("applied"):
+            stored = ports.ledger.load(reclaim.job_id, record.decision_id)
+            if stored is None or stored.applied:
                 continue
             record = stored
         outcome.stopped[reclaim.job_id] = _stop(record, ports)
-        if ports.ledger.mark_applied(reclaim.job_id, record["decisionId"], {"appliedAt": plan.now}):
+        if ports.ledger.mark_applied(reclaim.job_id, record.decision_id, plan.now):
             outcome.alerts += _announce(record, ports, plan.now)
     outcome.result = _summary(outcome)
     return outcome
@@ -443,93 +443,92 @@ def apply_plan(
 
 def reclaim_record(
     reclaim: Reclaim, described: Mapping[str, DescribedJob], ports: ReclaimPorts, now: float
-) -> dict[str, Any]:
+) -> ReclaimRecord:
     """The audit record of one reclaim: who waited and how long, each victim and what it loses."""
     beneficiary = described.get(reclaim.job_id)
     config = ports.config
 
-    def victim(v: Victim) -> dict[str, Any]:
+    def victim(v: Victim) -> ReclaimVictimRecord:
         job = described.get(v.job_id)
-        return {
-            "jobId": v.job_id,
-            "jobArn": (job.job_arn if job else None) or v.job_id,
-            "jobName": job.job_name if job else None,
-            "share": job.share_identifier if job else None,
-            "team": v.team,
-            "tier": v.tier.value,
-            "instanceType": _resources(job)[0] if job else None,
-            "instances": v.instances,
-            "borrowed": v.borrowed,
-            "checkpointAgeSeconds": None
+        instance_type = _resources(job)[0] if job else None
+        return ReclaimVictimRecord(
+            job_id=v.job_id,
+            job_arn=(job.job_arn if job else None) or v.job_id,
+            job_name=job.job_name if job else None,
+            share=job.share_identifier if job else None,
+            team=v.team,
+            tier=v.tier.value,
+            instance_type=instance_type,
+            instances=v.instances,
+            borrowed=v.borrowed,
+            checkpoint_age_seconds=None
             if v.checkpoint_age_seconds is None
             else round(v.checkpoint_age_seconds),
-            "lostInstanceMinutes": round(lost_minutes(v), 1),
-            "gpuHoursLost": round(
-                v.lost_instance_seconds * gpus_per_instance(_resources(job)[0] if job else None) / 3600, 3
-            ),
-            "reason": stop_reason(
+            lost_instance_minutes=round(lost_minutes(v), 1),
+            gpu_hours_lost=round(v.lost_instance_seconds * gpus_per_instance(instance_type) / 3600, 3),
+            reason=stop_reason(
                 reclaim.job_id,
                 beneficiary.job_name if beneficiary else None,
                 reclaim.tier,
                 reclaim.waited_seconds,
             ),
-        }
+        )
 
-    return {
-        "decisionId": decision_id(reclaim),
-        "jobId": reclaim.job_id,
-        "jobArn": (beneficiary.job_arn if beneficiary else None) or reclaim.job_id,
-        "jobName": beneficiary.job_name if beneficiary else None,
-        "jobQueue": (beneficiary.job_queue if beneficiary else None) or ports.settings.job_queue,
-        "share": beneficiary.share_identifier if beneficiary else None,
-        "team": reclaim.team,
-        "tier": reclaim.tier.value,
-        "waitedSeconds": round(reclaim.waited_seconds),
-        "reclaimAfterSeconds": config.tiers[reclaim.tier].reclaim_after_seconds,
-        "shortInstances": reclaim.short_instances,
-        "victims": [victim(v) for v in reclaim.victims],
-        "lostInstanceMinutes": round(reclaim.lost_instance_seconds / 60, 1),
-        "decidedAt": now,
-        "dryRun": ports.settings.dry_run,
-    }
+    return ReclaimRecord(
+        decision_id=decision_id(reclaim),
+        job_id=reclaim.job_id,
+        job_arn=(beneficiary.job_arn if beneficiary else None) or reclaim.job_id,
+        job_name=beneficiary.job_name if beneficiary else None,
+        job_queue=(beneficiary.job_queue if beneficiary else None) or ports.settings.job_queue,
+        share=beneficiary.share_identifier if beneficiary else None,
+        team=reclaim.team,
+        tier=reclaim.tier.value,
+        waited_seconds=round(reclaim.waited_seconds),
+        reclaim_after_seconds=config.tiers[reclaim.tier].reclaim_after_seconds,
+        short_instances=reclaim.short_instances,
+        victims=tuple(victim(v) for v in reclaim.victims),
+        lost_instance_minutes=round(reclaim.lost_instance_seconds / 60, 1),
+        decided_at=now,
+        dry_run=ports.settings.dry_run,
+    )
 
 
 def reclaim_histories(
-    reclaim: Reclaim, record: Mapping[str, Any], described: Mapping[str, DescribedJob], now: float
+    reclaim: Reclaim, record: ReclaimRecord, described: Mapping[str, DescribedJob], now: float
 ) -> list[tuple[str, HistoryEntry]]:
     """The history item the waiting job gets (what was stopped for it) and each victim's (why it was)."""
     at = int(now * 1000)
-    key = record["decisionId"]
+    key = record.decision_id
     names = ", ".join(
-        f"{v['jobName'] or v['jobId']} ({v['team']} {v['tier']}, {v['instances']} inst, "
-        f"checkpoint {_age(v['checkpointAgeSeconds'])}, {v['lostInstanceMinutes']} instance-min lost)"
-        for v in record["victims"]
+        f"{v.job_name or v.job_id} ({v.team} {v.tier}, {v.instances} inst, "
+        f"checkpoint {_age(v.checkpoint_age_seconds)}, {v.lost_instance_minutes} instance-min lost)"
+        for v in record.victims
     )
     entries = [
         (
-            record["jobArn"],
+            record.job_arn,
             HistoryEntry(
                 key=f"{at:013d}#~{ObservationKind.RECLAIM.value}#{key}",
                 status=JobStatus.RUNNABLE,
                 at=at,
-                reason=f"reclaim after waiting {record['waitedSeconds']} s "
-                f"({record['tier']} threshold {record['reclaimAfterSeconds']} s): stopping {names}",
+                reason=f"reclaim after waiting {record.waited_seconds} s "
+                f"({record.tier} threshold {record.reclaim_after_seconds} s): stopping {names}",
                 kind=ObservationKind.RECLAIM,
                 digest=f"reclaim:{key}",
             ),
         )
     ]
-    for v in record["victims"]:
+    for v in record.victims:
         entries.append(
             (
-                v["jobArn"],
+                v.job_arn,
                 HistoryEntry(
                     key=f"{at:013d}#~{ObservationKind.RECLAIMED.value}#{key}",
-                    status=JobStatus(_status_of(described.get(v["jobId"]))),
+                    status=JobStatus(_status_of(described.get(v.job_id))),
                     at=at,
-                    reason=f"stopped for {record['jobName'] or record['jobId']} ({record['team']} "
-                    f"{record['tier']}, waited {record['waitedSeconds']} s); checkpoint "
-                    f"{_age(v['checkpointAgeSeconds'])}, {v['lostInstanceMinutes']} instance-min lost; "
+                    reason=f"stopped for {record.waiting_name} ({record.team} "
+                    f"{record.tier}, waited {record.waited_seconds} s); checkpoint "
+                    f"{_age(v.checkpoint_age_seconds)}, {v.lost_instance_minutes} instance-min lost; "
                     "requeued, resumes from checkpoint",
                     kind=ObservationKind.RECLAIMED,
                     digest=f"reclaimed:{key}",
@@ -539,61 +538,59 @@ def reclaim_histories(
     return entries
 
 
-def _stop(record: Mapping[str, Any], ports: ReclaimPorts) -> list[str]:
+def _stop(record: ReclaimRecord, ports: ReclaimPorts) -> list[str]:
     stopped = []
-    for v in record["victims"]:
+    for v in record.victims:
         try:
-            ports.batch.terminate(v["jobId"], v["reason"])
+            ports.batch.terminate(v.job_id, v.reason)
         except RejectedByServiceError as exc:  # it ended meanwhile: its capacity is free anyway
-            logger.info("victim not terminated", extra={"job_id": v["jobId"], "why": exc.problem})
+            logger.info("victim not terminated", extra={"job_id": v.job_id, "why": exc.problem})
             continue
-        stopped.append(v["jobId"])
-        logger.info("victim terminated", extra={"job_arn": v["jobArn"], "for": record["jobArn"]})
+        stopped.append(v.job_id)
+        logger.info("victim terminated", extra={"job_arn": v.job_arn, "for": record.job_arn})
     return stopped
 
 
-def _announce(record: Mapping[str, Any], ports: ReclaimPorts, now: float) -> int:
+def _announce(record: ReclaimRecord, ports: ReclaimPorts, now: float) -> int:
     """Metrics for the reclaim and one alert per victim to its team (once: after ``mark_applied``)."""
-    queue = queue_name(record.get("jobQueue"))
-    _count(
-        ports, "Reclaims", {"Queue": queue, "Team": record["team"], "Tier": record["tier"]}, record["jobArn"]
-    )
+    queue = queue_name(record.job_queue)
+    _count(ports, "Reclaims", {"Queue": queue, "Team": record.team, "Tier": record.tier}, record.job_arn)
     sent = 0
-    for v in record["victims"]:
-        dims = {"Queue": queue, "Team": v["team"], "Tier": v["tier"]}
-        _count(ports, "ReclaimVictims", dims, v["jobArn"])
+    for v in record.victims:
+        dims = {"Queue": queue, "Team": v.team, "Tier": v.tier}
+        _count(ports, "ReclaimVictims", dims, v.job_arn)
         ports.metrics.emit(
-            [FailureMetricEvent("ReclaimGpuHoursLost", float(v["gpuHoursLost"]), "None")],
+            [FailureMetricEvent("ReclaimGpuHoursLost", float(v.gpu_hours_lost), "None")],
             dims,
-            {"jobArn": v["jobArn"], "beneficiary": record["jobArn"]},
+            {"jobArn": v.job_arn, "beneficiary": record.job_arn},
         )
         alert = simple_alert(
             AlertKind.RECLAIM,
             Severity.WARNING,
-            share=v.get("share") or v["team"],
+            share=v.share or v.team,
             queue=queue,
-            job_arn=v["jobArn"],
-            job_name=v.get("jobName"),
-            headline=f"stopped for {record['tier']} job {record['jobName'] or record['jobId']}; requeued",
-            reason=v["reason"],
+            job_arn=v.job_arn,
+            job_name=v.job_name,
+            headline=f"stopped for {record.tier} job {record.waiting_name}; requeued",
+            reason=v.reason,
             fix="nothing to do: the job was requeued and resumes from its last checkpoint; checkpoint more "
             "often to lose less, or stay within your team's entitlement to never be reclaimed from",
             extra={
-                "team": v["team"],
-                "tier": v["tier"],
-                "beneficiary": record["jobArn"],
-                "beneficiaryName": record.get("jobName"),
-                "beneficiaryTeam": record["team"],
-                "beneficiaryTier": record["tier"],
-                "waitedSeconds": record["waitedSeconds"],
-                "borrowed": v["borrowed"],
-                "checkpointAgeSeconds": v["checkpointAgeSeconds"],
-                "lostInstanceMinutes": v["lostInstanceMinutes"],
+                "team": v.team,
+                "tier": v.tier,
+                "beneficiary": record.job_arn,
+                "beneficiaryName": record.job_name,
+                "beneficiaryTeam": record.team,
+                "beneficiaryTier": record.tier,
+                "waitedSeconds": record.waited_seconds,
+                "borrowed": v.borrowed,
+                "checkpointAgeSeconds": v.checkpoint_age_seconds,
+                "lostInstanceMinutes": v.lost_instance_minutes,
             },
         )
         # The victim's tier is known (its identifier's, else its priority's): the routing attributes
         # carry it, as the body does, even when the victim's share is its team's plain one.
-        alert = replace(alert, team=v["team"], tier=v["tier"])
+        alert = replace(alert, team=v.team, tier=v.tier)
         sent += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
     return sent
 

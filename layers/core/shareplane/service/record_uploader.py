@@ -62,7 +62,8 @@ def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: i
     if not ports.attributions.save_attribution(request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS):
         # A repeat of this request's event: write what the first one stored, so the jobs carry one
         # record whatever the order (the submit path copies the stored one too).
-        record = dict((ports.attributions.load_attribution(request_id) or {}).get("principal") or record)
+        stored = ports.attributions.load_attribution(request_id)
+        record = dict((stored.principal if stored else None) or record)
     # The principal first: attribution never waits on the alert (a failed publish retries the record,
     # and the writes below are idempotent).
     updated = tuple(
@@ -106,7 +107,7 @@ def attach_recorded_principal(
     stored = attributions.load_attribution(request_id)
     if not stored:
         return None
-    principal = dict(stored["principal"])
+    principal = dict(stored.principal)
     for arn in job_arns:
         attributions.set_principal(arn, principal)
     return principal

@@ -1,0 +1,30 @@
+"""Names and ids out of ARNs (domain/arns.py)."""
+
+from __future__ import annotations
+
+import pytest
+from shareplane.domain.arns import arn_tail, job_id_of, queue_name, resource_name
+
+
+@pytest.mark.parametrize(
+    ("arn", "name"),
+    [
+        ("arn:aws:batch:us-east-1:123456789012:job-queue/gpu-queue", "gpu-queue"),
+        ("arn:aws:sns:us-east-1:123456789012:shareplane-alerts", "shareplane-alerts"),
+        ("arn:aws:sqs:us-east-1:123456789012:record-state-queue", "record-state-queue"),
+        ("arn:aws:events:us-east-1:123456789012:rule/shareplane-reclaim-tick", "shareplane-reclaim-tick"),
+        ("http://localhost:5000/123456789012/record-state-queue/", "record-state-queue"),
+        ("shareplane-jobs", "shareplane-jobs"),
+    ],
+)
+def test_a_resource_is_named_by_its_last_segment_whichever_separator(arn: str, name: str) -> None:
+    assert resource_name(arn) == name
+
+
+def test_a_job_id_and_a_queue_name_are_the_tail_and_a_bare_one_is_kept() -> None:
+    arn = "arn:aws:batch:us-east-1:123456789012:service-job/4f6c-11"
+    assert job_id_of(arn) == arn_tail(arn) == "4f6c-11" and job_id_of("4f6c-11") == "4f6c-11"
+    assert queue_name("arn:aws:batch:us-east-1:123456789012:job-queue/gpu") == "gpu"
+    assert queue_name(None) == queue_name("") == "unknown"
+    # an IAM user's name is its ARN's tail, a path included before it
+    assert arn_tail("arn:aws:iam::111122223333:user/eng/mallory") == "mallory"
