@@ -11,7 +11,7 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.batch_shares import SchedulingPolicy
+from shareplane.domain.batch_shares import SchedulingPolicy, plan_to_update_scheduling_policy
 from shareplane.domain.config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.rebalance import (
@@ -26,7 +26,6 @@ from shareplane.domain.rebalance import (
     lend_borrow_rates,
     plan_rebalance,
     plan_to_update_quota_share_requests,
-    plan_to_update_scheduling_policy,
     rollback_plan,
     target_allocation,
     update_ledger,

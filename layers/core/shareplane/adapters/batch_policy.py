@@ -38,7 +38,7 @@ class BatchPolicyAdapter:
         return SchedulingPolicy.from_dict(found[0])
 
     def update_scheduling_policy(self, request: dict[str, Any]) -> None:
-        """UpdateSchedulingPolicy with a request ``plan_to_update_scheduling_policy`` built."""
+        """UpdateSchedulingPolicy with a request ``batch_shares.plan_to_update_scheduling_policy`` built."""
         self._client.update_scheduling_policy(**request)
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:

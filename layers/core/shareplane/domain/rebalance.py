@@ -50,14 +50,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from .errors import InvalidInputError
 from .fairshare import ShareWeight, weight_for
-
-if TYPE_CHECKING:
-    from .batch_shares import SchedulingPolicy
 
 WEIGHT_FACTOR_MIN = 0.0001
 WEIGHT_FACTOR_MAX = 999.9999
@@ -849,50 +846,6 @@ def weight_factor(setting: float | QuotaSettings) -> float:
     if isinstance(setting, QuotaSettings):
         raise TypeError("a fair-share plan holds weight factors, not quota settings")
     return float(setting)
-
-
-def plan_to_update_scheduling_policy(plan: RebalancePlan, current_policy: SchedulingPolicy) -> dict[str, Any]:
-    """The UpdateSchedulingPolicy request that applies a fair-share plan to the current policy.
-
-    ``current_policy`` is the policy as Batch describes it. Entries the plan
-    does not move (including prefix entries ending in ``*``) are kept as they are, in their order;
-    shares without an entry are appended. A share covered by a prefix entry cannot get its own entry
-    (AWS rejects overlapping identifiers), so that is an error.
-    """
-    if plan.mode is not SchedulingMode.FAIRSHARE:
-        raise InvalidInputError(
-            "plan.mode", f"is {plan.mode.value}", "build UpdateQuotaShare requests instead"
-        )
-    distribution: list[dict[str, Any]] = [
-        {"shareIdentifier": w.share_identifier, "weightFactor": w.weight_factor}
-        for w in current_policy.weights
-    ]
-    index = {entry["shareIdentifier"]: i for i, entry in enumerate(distribution)}
-    for change in plan.moved:
-        if change.share in index:
-            distribution[index[change.share]]["weightFactor"] = change.after
-            continue
-        prefixes = [
-            entry["shareIdentifier"]
-            for entry in distribution
-            if entry["shareIdentifier"].endswith("*")
-            and change.share.startswith(entry["shareIdentifier"][:-1])
-        ]
-        if prefixes:
-            raise InvalidInputError(
-                f"shareDistribution.{change.share}",
-                f"is covered by the prefix entry {prefixes[0]!r}",
-                "replace the prefix entry with one entry per share identifier",
-            )
-        distribution.append({"shareIdentifier": change.share, "weightFactor": change.after})
-        index[change.share] = len(distribution) - 1
-    fairshare: dict[str, Any] = {}
-    if current_policy.share_decay_seconds is not None:
-        fairshare["shareDecaySeconds"] = current_policy.share_decay_seconds
-    if current_policy.compute_reservation is not None:
-        fairshare["computeReservation"] = current_policy.compute_reservation
-    fairshare["shareDistribution"] = distribution
-    return {"arn": current_policy.arn, "fairsharePolicy": fairshare}
 
 
 def plan_to_update_quota_share_requests(plan: RebalancePlan) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..domain import fairshare
 from ..domain.arns import queue_name
-from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy, plan_to_update_scheduling_policy
 from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
@@ -58,7 +58,6 @@ from ..domain.rebalance import (
     identifier_plan,
     plan_rebalance,
     plan_to_update_quota_share_requests,
-    plan_to_update_scheduling_policy,
     rollback_plan,
     team_weights,
     weight_factor,
