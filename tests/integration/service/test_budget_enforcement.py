@@ -106,3 +106,33 @@ def test_under_budget_or_without_enforcement_every_job_goes_in_as_asked(
         "ranker-tokenize-v7": "MIDPRI",
     }
     assert "budget" not in result["answer"]
+
+
+def test_a_retry_after_the_team_went_over_budget_answers_with_the_job_its_first_try_submitted(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a drop whose first try, under budget, submitted every job and then crashed before answering
+    world = build_world()
+    world.config = config_with_budget("refuse_lowpri")
+    obj = world.drop(KEY, SPEC)
+    landed = world.s3.head_object(Bucket=BUCKET, Key=KEY, VersionId=obj.version_id)["LastModified"]
+    save = world.store.save_payload
+    crashes = iter([ConnectionError("crashed")])
+
+    def crash_after_the_last_submit(arn: str, item: Any) -> bool:
+        if len(world.batch.submits) == 3:
+            for error in crashes:
+                raise error
+        return save(arn, item)
+
+    monkeypatch.setattr(world.store, "save_payload", crash_after_the_last_submit)
+    with pytest.raises(ConnectionError):
+        world.handle(obj)
+    assert world.batch.distinct_jobs == 3
+    # WHEN the team's month crosses its budget before SQS delivers the event again
+    spent(world, 1200, int(landed.timestamp() * 1000))
+    outcome = world.handle(obj)
+    # THEN the LOWPRI job the first try submitted is answered as submitted, not refused, and no job is added
+    assert outcome.status == "accepted" and world.batch.distinct_jobs == 3
+    assert len(outcome.jobs) == 3
+    assert not world.json(outcome.answer).get("rejected")

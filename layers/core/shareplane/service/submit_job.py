@@ -24,8 +24,9 @@ the attribution path's to finish).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 from ..domain.budget import Admission, BudgetStatus, admission, budget_status, demotion_note, refusal_message
@@ -148,7 +149,7 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
     for job in result.jobs:
         if not job.ok:
             continue
-        job, refusal = budget.admit(job, config)
+        job, refusal = budget.admit(job, config, partial(_submitted_before, ports=ports, queues=queues))
         if refusal is not None:
             refused[job.index] = refusal
             continue
@@ -209,12 +210,18 @@ class _BudgetCheck:
     #: What the answer says of each refused or demoted job.
     notes: list[str] = field(default_factory=list)
 
-    def admit(self, job: JobResult, config: SharesConfig) -> tuple[JobResult, Problem | None]:
+    def admit(
+        self, job: JobResult, config: SharesConfig, submitted_before: Callable[[JobResult], bool]
+    ) -> tuple[JobResult, Problem | None]:
         """The job as it goes in (LOWPRI when demoted), or a Problem when it is refused."""
         request = job.request or {}
         asked = (request.get("tags") or {}).get(TIER_TAG)
         tier = Tier(asked) if isinstance(asked, str) and asked in config.tiers else None
         decision = admission(self.status, self.budget, tier)
+        if decision is Admission.REFUSE and submitted_before(job):
+            # Enforcement is for new work only: on a retry of a drop whose first try already submitted
+            # this job (the spend may have crossed the budget in between), the answer names that job.
+            return job, None
         if decision is Admission.REFUSE and self.status is not None:
             problem, fix = refusal_message(self.status)
             self.notes.append(f"jobs[{job.index}] refused: {problem}")
@@ -335,6 +342,15 @@ def _submit_one(
         item["requestAt"] = {"bucket": obj.bucket, "key": key}
     ports.store.save_payload(answer.job_arn, item)
     return entry
+
+
+def _submitted_before(job: JobResult, ports: SubmitPorts, queues: QueueNames) -> bool:
+    """Whether an earlier try of this drop submitted the job (found by its clientToken's tag)."""
+    request = job.request or {}
+    token = str(request.get("clientToken") or "")
+    queue = queues.resolve(str(request.get("jobQueue") or ""), ports.config)
+    name = str(request.get("jobName") or "")
+    return bool(token) and ports.batch.find_submitted(queue, name, SUBMISSION_TAG, token) is not None
 
 
 def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef:
