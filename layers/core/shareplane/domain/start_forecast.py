@@ -186,6 +186,8 @@ class StartForecast:
     high: float | None
     started_fraction: float
     samples: int
+    #: Every run's start of the job, sorted (runs that never started it are left out).
+    starts: tuple[float, ...] = ()
 
     def waits_from(self, submitted_at: float) -> list[float | None]:
         """The low, median and high starts as waits from ``submitted_at`` (seconds)."""
@@ -453,6 +455,7 @@ def forecast_starts(
             high=at(settings.high_quantile),
             started_fraction=len(values) / n,
             samples=n,
+            starts=tuple(values),
         )
     return out
 
