@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -84,12 +84,11 @@ class Twin:
         created = record.get("createdAt")
         return None if after is None or created is None else created / 1000.0 + after
 
-    def with_job(self, job: QueuedJob) -> LiveQueue:
-        """The live queue with one more job waiting (last in submission order): a dry run."""
-        from dataclasses import replace
-
-        order = max((j.order for j in self.live.queued), default=0) + 1
-        return replace(self.live, queued=(*self.live.queued, replace(job, order=order)))
+    def with_jobs(self, jobs: Sequence[QueuedJob]) -> LiveQueue:
+        """The live queue with ``jobs`` waiting too, as its newest arrivals (a dry run's submission)."""
+        first = max((j.order for j in self.live.queued), default=0) + 1
+        added = tuple(replace(job, order=first + n) for n, job in enumerate(jobs))
+        return replace(self.live, queued=(*self.live.queued, *added))
 
 
 def _in_queue(record: Mapping[str, Any], queue: str) -> bool:
@@ -97,9 +96,22 @@ def _in_queue(record: Mapping[str, Any], queue: str) -> bool:
     return name == queue or name.endswith(f"/{queue}")
 
 
-def queue_policy(batch: BatchPolicyAdapter, queue: str, config: SharesConfig) -> QueuePolicy:
+def queue_capacity(client: Any, queue: str, config: SharesConfig) -> int:
+    """Instances the queue's service environments may run (DescribeServiceEnvironments), else the config's."""
+    queues = client.describe_job_queues(jobQueues=[queue]).get("jobQueues") or []
+    order = (queues[0].get("serviceEnvironmentOrder") or []) if queues else []
+    names = [entry["serviceEnvironment"] for entry in order]
+    total = 0
+    if names:
+        found = client.describe_service_environments(serviceEnvironments=names).get("serviceEnvironments") or []
+        total = sum(int(limit.get("maxCapacity") or 0) for env in found for limit in env.get("capacityLimits") or [])
+    return total or sum(t.capacity for t in config.instance_types.values())
+
+
+def queue_policy(
+    batch: BatchPolicyAdapter, queue: str, config: SharesConfig, capacity: int
+) -> QueuePolicy:
     """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them."""
-    capacity = sum(t.capacity for t in config.instance_types.values())
     if config.mode is SchedulingMode.QUOTA:
         limits: dict[str, int] = {}
         borrow = False
@@ -127,12 +139,13 @@ def load_twin(
 ) -> Twin:
     """Read the GPU queue's live state (no writes) and build the forecast's input from it."""
     job_queue = queue or config.gpu_queue_name()
-    batch = BatchPolicyAdapter(target.client("batch"))
+    client = target.client("batch")
+    batch = BatchPolicyAdapter(client)
     store = target.job_store(table)
     now = time.time()
     records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
     snapshot = batch.get_job_queue_snapshot(job_queue)
-    policy = queue_policy(batch, job_queue, config)
+    policy = queue_policy(batch, job_queue, config, queue_capacity(client, job_queue, config))
     live, history = live_from_records(records, policy, now)
     return Twin(job_queue, now, records, snapshot, policy, live, history, config)
 

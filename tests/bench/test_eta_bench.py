@@ -24,6 +24,7 @@ CONFIG = REPO / "config" / "whatif.yaml"
 SEED = 0
 SAMPLE = 1000
 LAMBDA_TIMEOUT_SECONDS = 120.0
+DAY_25 = 25 * 86400.0
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +34,14 @@ def scenario():
 
 @pytest.mark.bench
 def test_forecast_of_500_queued_jobs_x_100_runs_fits_a_lambda(scenario) -> None:
-    # A live state from the replay, two days in, cut to its 500 oldest waiting jobs.
+    # A live state from the replay 25 days in (thousands waiting), cut to its 500 oldest waiting jobs.
     from gpusim.eta import LiveView
 
     run = PolicyRun(scenario, Policy.FAIRSHARE, SEED)
     view = LiveView(run)
     run.start()
-    run.model.run(until=48 * 3600.0)
-    probe = next(j for j in scenario.jobs if j.submit >= 48 * 3600.0)
+    run.model.run(until=DAY_25)
+    probe = next(j for j in scenario.jobs if j.submit >= DAY_25)
     live, history = view.live_queue(probe, 86400.0)
     live = type(live)(**{**live.__dict__, "queued": tuple(sorted(live.queued, key=lambda j: j.order)[:500])})
     assert len(live.queued) == 500

@@ -15,6 +15,7 @@ _MODULES: tuple[str, ...] = (
     "simulate",
     "tune_rebalance",
     "config",
+    "why",
 )
 
 for _name in _MODULES:
