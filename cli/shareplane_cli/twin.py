@@ -103,8 +103,9 @@ def queue_capacity(client: Any, queue: str, config: SharesConfig) -> int:
     names = [entry["serviceEnvironment"] for entry in order]
     total = 0
     if names:
-        found = client.describe_service_environments(serviceEnvironments=names).get("serviceEnvironments") or []
-        total = sum(int(limit.get("maxCapacity") or 0) for env in found for limit in env.get("capacityLimits") or [])
+        response = client.describe_service_environments(serviceEnvironments=names)
+        for env in response.get("serviceEnvironments") or []:
+            total += sum(int(limit.get("maxCapacity") or 0) for limit in env.get("capacityLimits") or [])
     return total or sum(t.capacity for t in config.instance_types.values())
 
 
