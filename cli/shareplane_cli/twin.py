@@ -109,9 +109,7 @@ def queue_capacity(client: Any, queue: str, config: SharesConfig) -> int:
     return total or sum(t.capacity for t in config.instance_types.values())
 
 
-def queue_policy(
-    batch: BatchPolicyAdapter, queue: str, config: SharesConfig, capacity: int
-) -> QueuePolicy:
+def queue_policy(batch: BatchPolicyAdapter, queue: str, config: SharesConfig, capacity: int) -> QueuePolicy:
     """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them."""
     if config.mode is SchedulingMode.QUOTA:
         limits: dict[str, int] = {}
