@@ -274,6 +274,7 @@ class _Run:
         targets: Collection[str],
         horizon: float,
         rng: random.Random,
+        lanes: Mapping[str, list[tuple[int, int, str, int, str]]],
     ) -> None:
         self.q = queue
         self.rng = rng
@@ -294,13 +295,8 @@ class _Run:
             sh = self._share(job.share)
             elapsed = max(0.0, queue.now - job.started_at)
             self._hold(sh, job.instances, queue.now + run_times.remaining(job.share, elapsed, rng))
-        fifo = queue.kind is QueueKind.FIFO
-        for job in queue.queued:
-            # FIFO: one lane in submission order (priority plays no part).
-            lane = self._share(FIFO_LANE if fifo else job.share)
-            lane.heap.append((0 if fifo else -job.priority, job.order, job.name, job.instances, job.share))
-        for sh in self.shares.values():
-            heapq.heapify(sh.heap)
+        for name, lane in lanes.items():
+            self._share(name).heap = list(lane)  # a copy of a heap is a heap
         self.next_arrival = self._after(queue.now)
 
     def _share(self, name: str) -> _Share:
@@ -413,6 +409,18 @@ class _Run:
 
 
 # ------------------------------------------------------------------------------------ the API
+def queued_lanes(queue: LiveQueue) -> dict[str, list[tuple[int, int, str, int, str]]]:
+    """The queued jobs as each share's heap (FIFO: one lane in submission order, priority ignored)."""
+    fifo = queue.kind is QueueKind.FIFO
+    lanes: dict[str, list[tuple[int, int, str, int, str]]] = {}
+    for job in queue.queued:
+        entry = (0 if fifo else -job.priority, job.order, job.name, job.instances, job.share)
+        lanes.setdefault(FIFO_LANE if fifo else job.share, []).append(entry)
+    for lane in lanes.values():
+        heapq.heapify(lane)
+    return lanes
+
+
 def forecast_starts(
     queue: LiveQueue,
     history: History,
@@ -432,9 +440,10 @@ def forecast_starts(
     run_times = RunTimes.of(history.finished, settings.min_share_runs, settings.fallback_run_seconds)
     rate, recent = arrival_rate(history.arrivals, queue.now, settings.arrival_lookback_seconds)
     rng = random.Random(seed)
+    lanes = queued_lanes(queue)
     starts: dict[str, list[float]] = {name: [] for name in wanted}
     for _ in range(settings.samples):
-        run = _Run(queue, run_times, rate, recent, wanted, settings.horizon_seconds, rng)
+        run = _Run(queue, run_times, rate, recent, wanted, settings.horizon_seconds, rng, lanes)
         for name, t in run.run().items():
             starts[name].append(t)
     out = {}
