@@ -57,7 +57,19 @@ def test_remaining_time_is_conditioned_on_time_already_run() -> None:
     draws = {times.remaining("a", 500.0, rng) for _ in range(200)}
     assert draws == {400.0, 500.0}  # only the runs that lasted longer than 500 s
     beyond = [times.remaining("a", 5000.0, rng) for _ in range(200)]
-    assert all(0.0 <= d <= 5000.0 for d in beyond)  # longer than all history: within as long again
+    assert all(d > 0.0 for d in beyond)  # longer than all history: still ends later, never "now"
+
+
+def test_running_jobs_count_as_censored_runs_so_long_runs_are_not_forgotten() -> None:
+    finished = [FinishedRun("a", d) for d in (100.0, 200.0, 300.0, 400.0)]
+    running = [RunningJob(f"r{n}", "a", 1, 0.0) for n in range(4)]  # each has run 10,000 s so far
+    rng = random.Random(1)
+    alone = RunTimes.of(finished, 1, 3600.0)
+    censored = RunTimes.of(finished, 1, 3600.0, running, 10_000.0)
+    assert max(alone.draw("a", rng) for _ in range(400)) == 400.0
+    # Half the runs seen are still going after 10,000 s: about half the draws land beyond it.
+    long = sum(censored.draw("a", rng) > 10_000.0 for _ in range(400))
+    assert 150 <= long <= 250
 
 
 def test_a_share_with_too_few_runs_draws_from_everyone() -> None:

@@ -18,12 +18,13 @@ The forward model is the scheduling core of an AWS Batch job queue, as gpusim's 
 
 What the model does not know it samples, from what was observable when the forecast is made:
 
-- A running job's remaining time: a run time drawn from its share's finished runs that lasted longer
-  than the job has run so far, minus what it has run (the run-time distribution conditioned on
-  survival). A job that has run longer than every run of its share's history ends within as long
-  again, uniformly: history says nothing about it, and this keeps its forecast finite and wide.
-- A queued job's run time: a draw from its share's finished runs (everyone's when the share has
-  fewer than ``min_share_runs``).
+- Run times come from the share's Kaplan-Meier curve (``Survival``): finished runs are events, the
+  jobs running now are censored at their age (finished runs alone are biased short: the long ones
+  are still going). Everyone's curve stands in for a share with fewer than ``min_share_runs``
+  finished runs. Beyond the curve's last event (its tail: runs still going), a draw is the longest
+  run seen times 1 + Exp(1): longer than anything seen, finite, and wide.
+- A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
+  lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
 - Future arrivals: a Poisson process at the rate of the arrivals in the last
   ``arrival_lookback_seconds``, each a copy (share, instances, priority) of one of those arrivals.
 
@@ -196,41 +197,102 @@ class StartForecast:
 
 # ----------------------------------------------------------------------------------- sampling
 @dataclass
-class RunTimes:
-    """Finished run times per share (sorted), with everyone's as the fallback pool."""
+class Survival:
+    """A Kaplan-Meier run-time curve: finished runs are events, running jobs censored at their age.
 
-    by_share: dict[str, list[float]] = field(default_factory=dict)
-    everyone: list[float] = field(default_factory=list)
+    Finished runs alone are biased short (a long run is still going when the short ones have ended);
+    counting each running job as "lasted at least this long" removes that bias.
+    """
+
+    times: list[float]  # distinct event times, ascending
+    #: S(t) just after each event time, negated so ``bisect`` can search the decreasing curve.
+    neg_surv: list[float]
+    events: int
+    longest: float  # the longest run seen, finished or still running
+
+    @classmethod
+    def of(cls, finished: Sequence[float], censored: Sequence[float]) -> Survival:
+        marks = sorted([(max(0.0, d), 1) for d in finished] + [(max(0.0, c), 0) for c in censored])
+        at_risk = len(marks)
+        times: list[float] = []
+        neg: list[float] = []
+        surv = 1.0
+        i = 0
+        while i < len(marks):
+            t = marks[i][0]
+            died = total = 0
+            while i < len(marks) and marks[i][0] == t:
+                died += marks[i][1]
+                total += 1
+                i += 1
+            if died:
+                surv *= 1.0 - died / at_risk
+                times.append(t)
+                neg.append(-surv)
+            at_risk -= total
+        return cls(times, neg, len(finished), max((m[0] for m in marks), default=0.0))
+
+    def survival_at(self, t: float) -> float:
+        """S(t): the share of runs lasting longer than ``t``."""
+        k = bisect.bisect_right(self.times, t)
+        return 1.0 if k == 0 else -self.neg_surv[k - 1]
+
+    def draw_beyond(self, elapsed: float, rng: random.Random) -> float:
+        """A run time given the run has lasted ``elapsed`` (inverse transform on the curve)."""
+        left = self.survival_at(elapsed)
+        u = rng.random() * left
+        k = bisect.bisect_left(self.neg_surv, -u)  # the first time with S(t) <= u
+        if left > 0 and k < len(self.times):
+            return max(self.times[k], elapsed)
+        # The curve's tail beyond its last event (runs still going): past anything seen yet.
+        top = max(self.longest, elapsed, 1.0)
+        return top * (1.0 + rng.expovariate(1.0))
+
+
+@dataclass
+class RunTimes:
+    """Run-time curves per share, with everyone's as the fallback for a share with little history."""
+
+    by_share: dict[str, Survival] = field(default_factory=dict)
+    everyone: Survival | None = None
     min_share_runs: int = 20
     fallback: float = 3600.0
 
     @classmethod
-    def of(cls, finished: Sequence[FinishedRun], min_share_runs: int, fallback: float) -> RunTimes:
-        by_share: dict[str, list[float]] = {}
+    def of(
+        cls,
+        finished: Sequence[FinishedRun],
+        min_share_runs: int,
+        fallback: float,
+        running: Sequence[RunningJob] = (),
+        now: float = 0.0,
+    ) -> RunTimes:
+        done: dict[str, list[float]] = {}
+        going: dict[str, list[float]] = {}
         for run in finished:
-            by_share.setdefault(run.share, []).append(max(0.0, run.held_seconds))
-        for pool in by_share.values():
-            pool.sort()
-        everyone = sorted(d for pool in by_share.values() for d in pool)
-        return cls(by_share, everyone, min_share_runs, fallback)
+            done.setdefault(run.share, []).append(run.held_seconds)
+        for job in running:
+            going.setdefault(job.share, []).append(now - job.started_at)
+        shares = set(done) | set(going)
+        by_share = {s: Survival.of(done.get(s, []), going.get(s, [])) for s in shares}
+        everyone = Survival.of([d for v in done.values() for d in v], [c for v in going.values() for c in v])
+        return cls(by_share, everyone if everyone.events else None, min_share_runs, fallback)
 
-    def pool(self, share: str) -> list[float]:
+    def curve(self, share: str) -> Survival | None:
         own = self.by_share.get(share)
-        return own if own is not None and len(own) >= self.min_share_runs else self.everyone
+        return own if own is not None and own.events >= self.min_share_runs else self.everyone
 
     def draw(self, share: str, rng: random.Random) -> float:
         """A queued job's run time."""
-        pool = self.pool(share)
-        return pool[rng.randrange(len(pool))] if pool else self.fallback
+        curve = self.curve(share)
+        return curve.draw_beyond(0.0, rng) if curve else self.fallback * 2 * rng.random()
 
     def remaining(self, share: str, elapsed: float, rng: random.Random) -> float:
         """A running job's remaining time, given it has run ``elapsed`` seconds."""
-        pool = self.pool(share)
-        first_longer = bisect.bisect_right(pool, elapsed)
-        if first_longer < len(pool):
-            return pool[rng.randrange(first_longer, len(pool))] - elapsed
-        # Longer than anything seen (or no history): within as long again.
-        return max(elapsed, 1.0) * rng.random() if pool else self.fallback * rng.random()
+        curve = self.curve(share)
+        if curve is None:
+            return max(self.fallback, elapsed) * rng.random()
+        return curve.draw_beyond(elapsed, rng) - elapsed
 
 
 def arrival_rate(arrivals: Sequence[Arrival], now: float, lookback: float) -> tuple[float, list[Arrival]]:
@@ -437,7 +499,9 @@ def forecast_starts(
         raise InvalidInputError(
             "targets", f"{sorted(unknown)[:3]} are not queued", "forecast jobs that are RUNNABLE now"
         )
-    run_times = RunTimes.of(history.finished, settings.min_share_runs, settings.fallback_run_seconds)
+    run_times = RunTimes.of(
+        history.finished, settings.min_share_runs, settings.fallback_run_seconds, queue.running, queue.now
+    )
     rate, recent = arrival_rate(history.arrivals, queue.now, settings.arrival_lookback_seconds)
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
