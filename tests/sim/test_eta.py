@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import replace
 
 import pytest
 from gpusim.eta import Prediction, backtest, evaluate, measure, tune_interval
 from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, scenario_of
+from shareplane.domain import start_forecast
 from shareplane.domain.start_forecast import ForecastSettings
 
 from tests.sim.traces import synthetic_trace
@@ -124,3 +126,57 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     assert summary["predictions"] == 60
     earlier = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[:30]
     assert summary["later_half"]["tuned_interval"] == list(tune_interval(earlier))
+
+
+class _TrueFuture(start_forecast._Run):
+    """The forward model fed the true future: each job's real hold and the real later arrivals.
+
+    A test-only subclass of the model's private run: what it replaces is exactly what the forecast
+    samples (run times, arrivals), so any difference left is the forward model's own.
+    """
+
+    holds: dict[str, float] = {}
+    arrivals: list = []
+    share_names: tuple[str, ...] = ()
+
+    def __init__(self, queue, *args) -> None:
+        super().__init__(queue, *args)
+        self.finishes, self.free = [], queue.capacity
+        for sh in self.shares.values():
+            sh.rate, sh.in_use = 0.0, 0
+        for job in queue.running:
+            self._hold(self.shares[job.share], job.instances, job.started_at + self.holds[job.name])
+        self.future = [j for j in self.arrivals if j.submit > queue.now]
+        self.next_arrival = self.future[0].submit if self.future else math.inf
+
+    def _after(self, t: float) -> float:
+        future = getattr(self, "future", None)
+        return future[0].submit if future else math.inf
+
+    def _arrive(self) -> None:
+        job = self.future.pop(0)
+        sh = self._share(self.share_names[job.share])
+        self.next_order += 1
+        heapq.heappush(sh.heap, (-job.priority, self.next_order, job.name, job.units, sh.name))
+
+    def _start(self, sh) -> None:
+        _, _, name, instances, _ = heapq.heappop(sh.heap)
+        if name in self.pending:
+            self.pending.discard(name)
+            self.starts[name] = self.now
+        self._hold(sh, instances, self.now + self.holds[name])
+
+
+def test_given_the_true_future_the_forward_model_starts_jobs_when_gpusim_does(scenario, monkeypatch) -> None:
+    timings = scenario.config.timings
+    startup = timings.scheduled_to_starting + timings.starting_to_running
+    _TrueFuture.holds = {j.name: j.duration + startup for j in scenario.jobs}
+    _TrueFuture.arrivals = list(scenario.jobs)
+    _TrueFuture.share_names = scenario.shares
+    monkeypatch.setattr(start_forecast, "_Run", _TrueFuture)
+    result = backtest(scenario, Policy.FAIRSHARE, sample=60, settings=ForecastSettings(samples=1))
+    exact = [p for p in result.predictions if p.starts and abs(p.starts[0] - p.actual_start) < 1e-6]
+    waited = [p for p in result.predictions if p.actual_wait]
+    assert len(waited) >= 20  # jobs that queued: the check is not only on jobs that start at once
+    print(f"{len(exact)} of {len(result.predictions)} predicted to the second")
+    assert len(exact) >= 0.95 * len(result.predictions)
