@@ -21,8 +21,9 @@ What the model does not know it samples, from what was observable when the forec
 - Run times come from the share's Kaplan-Meier curve (``Survival``): finished runs are events, the
   jobs running now are censored at their age (finished runs alone are biased short: the long ones
   are still going). Everyone's curve stands in for a share with fewer than ``min_share_runs``
-  finished runs. Beyond the curve's last event (its tail: runs still going), a draw is the longest
-  run seen times 1 + Exp(1): longer than anything seen, finite, and wide.
+  finished runs. The curve ends at the longest run seen (Efron's tail: that run counts as ending
+  there), so a draw is always a length seen; a job already running longer than that ends within as
+  long again, uniformly.
 - A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
   lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
 - Future arrivals: a Poisson process at the rate of the arrivals in the last
@@ -230,7 +231,13 @@ class Survival:
                 times.append(t)
                 neg.append(-surv)
             at_risk -= total
-        return cls(times, neg, len(finished), max((m[0] for m in marks), default=0.0))
+        longest = max((m[0] for m in marks), default=0.0)
+        if marks and surv > 0 and (not times or longest > times[-1]):
+            # Efron's tail: the longest run (still going) counts as ending there, so every draw is a
+            # length seen, not an invented one.
+            times.append(longest)
+            neg.append(-0.0)
+        return cls(times, neg, len(finished), longest)
 
     def survival_at(self, t: float) -> float:
         """S(t): the share of runs lasting longer than ``t``."""
@@ -244,9 +251,8 @@ class Survival:
         k = bisect.bisect_left(self.neg_surv, -u)  # the first time with S(t) <= u
         if left > 0 and k < len(self.times):
             return max(self.times[k], elapsed)
-        # The curve's tail beyond its last event (runs still going): past anything seen yet.
-        top = max(self.longest, elapsed, 1.0)
-        return top * (1.0 + rng.expovariate(1.0))
+        # Running longer than any run seen: ends within as long again (history says nothing more).
+        return elapsed + max(elapsed, 1.0) * rng.random()
 
 
 @dataclass
