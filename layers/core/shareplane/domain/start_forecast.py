@@ -115,7 +115,8 @@ class LiveQueue:
         names = [s.name for s in self.shares]
         if len(set(names)) != len(names):
             raise InvalidInputError("shares", f"{names} repeats a name", "list each share once")
-        for job in (*self.queued, *self.running):
+        jobs: list[QueuedJob | RunningJob] = [*self.queued, *self.running]
+        for job in jobs:
             if job.instances < 1:
                 raise InvalidInputError(
                     f"job {job.name}.instances", f"{job.instances}", "count instances from 1"
