@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from gpusim.eta import Prediction, backtest, evaluate, measure, tune_interval
+from gpusim.eta import Calibration, Prediction, backtest, evaluate, measure, tune
 from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, scenario_of
 from shareplane.domain import start_forecast
 from shareplane.domain.start_forecast import ForecastSettings
@@ -125,7 +125,19 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     summary = result.summary()
     assert summary["predictions"] == 60
     earlier = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[:30]
-    assert summary["later_half"]["tuned_interval"] == list(tune_interval(earlier))
+    chosen = tune(earlier)
+    tuned = summary["later_half"]["tuned_on_earlier_half"]
+    assert tuned["interval"] == [chosen.low, chosen.high]
+    assert (tuned["widen"], tuned["p50_scale"]) == (chosen.widen, chosen.p50_scale)
+    later = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[30:]
+    assert tuned["coverage"] == measure(later, chosen)["coverage"]
+
+
+def test_widening_the_interval_never_lowers_coverage() -> None:
+    starts = [1000.0 + 100 * k for k in range(10)]
+    preds = [_prediction(f"j{n}", 0.0, starts, 700.0 + 300 * n, 0.0) for n in range(10)]
+    coverage = [measure(preds, Calibration(widen=w))["coverage"] for w in (1.0, 1.5, 2.0, 4.0)]
+    assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
 
 
 class _TrueFuture(start_forecast._Run):

@@ -160,12 +160,13 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
         "later half: error h",
         "baseline h",
         "coverage",
-        "tuned coverage",
+        "tuned: error h / coverage",
     ):
         table.add_column(column, justify="right")
     for name, e in etas.items():
         m = e.summary()
         late = m["later_half"]
+        tuned = late["tuned_on_earlier_half"]
 
         def h(v: float | None) -> str:
             return "-" if v is None else f"{v / 3600:.2f}"
@@ -180,6 +181,6 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             h(late["median_abs_error_seconds"]),
             h(late["baseline_median_abs_error_seconds"]),
             str(late["coverage_p10_p90"]),
-            f"{late['coverage_tuned_interval']} {late['tuned_interval']}",
+            f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
         )
     (console or Console()).print(table)
