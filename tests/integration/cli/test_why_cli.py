@@ -1,4 +1,4 @@
-"""`shareplane why` and `submit --dry-run`: position, reasons and forecast from a live twin."""
+"""`shareplane why` and `submit --dry-run`: position, reasons and forecast from a live twin (gpusim as Batch)."""
 
 from __future__ import annotations
 
