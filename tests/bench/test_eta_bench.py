@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,19 @@ def test_forecast_of_500_queued_jobs_x_100_runs_fits_a_lambda(scenario) -> None:
     started = time.perf_counter()
     forecasts = forecast_starts(live, history, settings=ForecastSettings(samples=100))
     elapsed = time.perf_counter() - started
+    # Memory, measured apart (tracing slows the run): the peak Python allocation during the forecast.
+    tracemalloc.start()
+    forecast_starts(live, history, settings=ForecastSettings(samples=100))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
     print(
-        f"\n500 queued x 100 runs: {elapsed:.2f} s ({len(live.running)} running, "
-        f"{len(history.finished)} finished runs in the history); Lambda timeout {LAMBDA_TIMEOUT_SECONDS:.0f} s"
+        f"\n500 queued x 100 runs: {elapsed:.2f} s, peak {peak / 2**20:.1f} MiB allocated "
+        f"({len(live.running)} running, {len(history.finished)} finished runs in the history); "
+        f"Lambda: {LAMBDA_TIMEOUT_SECONDS:.0f} s, 512 MB"
     )
     assert len(forecasts) == 500
     assert elapsed < LAMBDA_TIMEOUT_SECONDS / 4
+    assert peak < 128 * 2**20
 
 
 @pytest.mark.bench
