@@ -16,6 +16,7 @@ _MODULES: tuple[str, ...] = (
     "tune_rebalance",
     "config",
     "usage",
+    "why",
 )
 
 for _name in _MODULES:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from gpusim.eta import EtaResult, backtest, evaluate
 from gpusim.report import write_report
 from gpusim.trace import load_trace
 from gpusim.whatif import (
@@ -94,6 +95,17 @@ def simulate_command(
     report: Annotated[
         Path | None, typer.Option("--report", help="Write a self-contained HTML report (index.html) here.")
     ] = None,
+    eta: Annotated[
+        bool,
+        typer.Option(
+            "--eta",
+            help="Backtest the start forecast: predict at submission for a seeded sample of jobs, "
+            "add each policy's error and p10-p90 coverage (an `eta` object in JSON).",
+        ),
+    ] = False,
+    eta_sample: Annotated[
+        int, typer.Option("--eta-sample", min=1, help="With --eta: how many jobs get a prediction.")
+    ] = 1000,
 ) -> None:
     """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
     err = stderr_console()
@@ -102,7 +114,12 @@ def simulate_command(
         settings = load_whatif_config(config)
         scenario = build_scenario(load_trace(trace), settings, capacity, seed)
         show = output is Output.TABLE and sys.stderr.isatty()
-        if show:
+        etas: dict[str, EtaResult] = {}
+        if eta:
+            for p in policies:
+                etas[p.value] = evaluate(backtest(scenario, p, seed=seed, sample=eta_sample))
+            result = WhatIfResult(scenario, {name: e.result for name, e in etas.items()}, seed)
+        elif show:
             with Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -123,6 +140,50 @@ def simulate_command(
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
     if output is Output.JSON:
-        print_json(result.to_json())
+        data = result.to_json()
+        for name, measured in etas.items():
+            data["policies"][name]["eta"] = measured.summary()
+        print_json(data)
     else:
         print_comparison(result)
+        if etas:
+            print_eta(etas)
+
+
+def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> None:
+    """The backtest's measures per policy (jobs that waited at least 10 minutes)."""
+    table = Table(title="start forecast backtest (jobs that waited >= 10 min; later half: tuned interval)")
+    for column in (
+        "policy",
+        "predictions",
+        "measured",
+        "median |error| h",
+        "baseline h",
+        "p10-p90 coverage",
+        "later half: error h",
+        "baseline h",
+        "coverage",
+        "tuned: error h / coverage",
+    ):
+        table.add_column(column, justify="right")
+    for name, e in etas.items():
+        m = e.summary()
+        late = m["later_half"]
+        tuned = late["tuned_on_earlier_half"]
+
+        def h(v: float | None) -> str:
+            return "-" if v is None else f"{v / 3600:.2f}"
+
+        table.add_row(
+            name,
+            str(m["predictions"]),
+            str(m["measured"]),
+            h(m["median_abs_error_seconds"]),
+            h(m["baseline_median_abs_error_seconds"]),
+            str(m["coverage_p10_p90"]),
+            h(late["median_abs_error_seconds"]),
+            h(late["baseline_median_abs_error_seconds"]),
+            str(late["coverage_p10_p90"]),
+            f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
+        )
+    (console or Console()).print(table)

@@ -83,13 +83,28 @@ def submit_command(
     region: Region = None,
     endpoint: Endpoint = None,
     stack_name: StackName = DEFAULT_STACK,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Upload nothing: check SPEC and forecast when its jobs would start if submitted now.",
+        ),
+    ] = False,
+    samples: Annotated[int, typer.Option(help="With --dry-run: forward runs of the live twin.")] = 100,
 ) -> None:
     """Validate SPEC, drop it in the stack's bucket, print the receipt or the error report.
 
     Exit 0 when every job was submitted (and, with --wait, succeeded), 1 otherwise, 3 on a timeout.
+    With --dry-run nothing is uploaded or submitted: exit 0 with the forecast, 1 if SPEC fails a rule.
     """
     config = _config(config_path)
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
+    if dry_run:
+        from ..dry_run import dry_run_spec, print_dry_run
+
+        report = dry_run_spec(spec, config, target, team=team, samples=samples)
+        emit(report, output, lambda: print_dry_run(report))
+        raise typer.Exit(0 if report["ok"] else 1)
     result = submit_spec(spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout)
     if result.answer is not None and wait and result.job_arns:
         store = target.job_store()

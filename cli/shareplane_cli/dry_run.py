@@ -1,0 +1,136 @@
+"""`shareplane submit --dry-run SPEC`: if these jobs were submitted now, when would they start.
+
+Nothing is written anywhere: the spec is checked by the submit path's own rules (``parse_local_spec``),
+the live twin is read (``twin.load_twin``, read-only calls), and the spec's jobs join the twin's queue
+as the newest arrivals for the forecast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from shareplane.domain.config import SharesConfig
+from shareplane.domain.jobspec import MAX_SPEC_BYTES, parse_local_spec
+from shareplane.domain.start_forecast import QueuedJob
+from shareplane.domain.wait_explain import explain_wait
+
+from .aws import Target
+from .errors import CliError, ExitCode
+from .output import print_table
+from .twin import Twin, forecast_json, load_twin
+
+DRY_RUN_PREFIX = "(dry run) "
+
+
+def _instances(request: Mapping[str, Any]) -> int:
+    payload = json.loads(request.get("serviceRequestPayload") or "{}")
+    return int((payload.get("ResourceConfig") or {}).get("InstanceCount") or 1)
+
+
+def dry_run_spec(
+    spec: Path,
+    config: SharesConfig,
+    target: Target,
+    *,
+    team: str | None,
+    samples: int,
+    twin: Twin | None = None,
+) -> dict[str, Any]:
+    """The dry run's report: the spec's problems, or each job's forecast and what would hold it back."""
+    if not 1 <= samples <= 10000:
+        raise CliError(
+            f"--samples {samples} is outside 1..10000", "pass e.g. --samples 100", ExitCode.BAD_INPUT
+        )
+    data = spec.read_bytes()[: MAX_SPEC_BYTES + 1]
+    checked = parse_local_spec(data, spec.name, config, team)
+    report: dict[str, Any] = {"dryRun": True, "team": checked.team, "ok": checked.ok, "jobs": []}
+    if not checked.ok:
+        report["problems"] = checked.as_dict()
+        return report
+    twin = twin or load_twin(target, config)
+    gpu_jobs = []
+    for job in checked.jobs:
+        request = job.request or {}
+        name = DRY_RUN_PREFIX + (job.name or f"job {job.index}")
+        if request.get("jobQueue") not in (twin.queue, None) and not str(request.get("jobQueue")).endswith(
+            f"/{twin.queue}"
+        ):
+            report["jobs"].append(
+                {
+                    "job": job.name,
+                    "queue": request.get("jobQueue"),
+                    "forecast": None,
+                    "note": f"goes to {request.get('jobQueue')}, not the GPU queue {twin.queue}: no forecast",
+                }
+            )
+            continue
+        gpu_jobs.append(
+            (
+                job.name,
+                QueuedJob(
+                    name,
+                    request.get("shareIdentifier") or request.get("quotaShareName") or "",
+                    _instances(request),
+                    int(request.get("schedulingPriority") or 0),
+                    twin.now,
+                ),
+            )
+        )
+    live = twin.with_jobs([queued for _, queued in gpu_jobs])
+    if gpu_jobs:
+        forecasts = twin.forecast({q.name for _, q in gpu_jobs}, live=live, samples=samples)
+        tiers, priorities = twin.tier_of_share(), twin.tier_priorities()
+        for original, queued in gpu_jobs:
+            explanation = explain_wait(live, queued.name, tier_of=tiers, tier_priorities=priorities)
+            report["jobs"].append(
+                {
+                    "job": original,
+                    "queue": twin.queue,
+                    "share": queued.share,
+                    "schedulingPriority": queued.priority,
+                    "instances": queued.instances,
+                    "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
+                    "startSooner": [{"code": f.code, "text": f.text} for f in explanation.sooner],
+                    "forecast": forecast_json(forecasts[queued.name], twin.now),
+                }
+            )
+    return report
+
+
+def print_dry_run(report: Mapping[str, Any]) -> None:
+    """The dry run for people: problems, or one row per job with its forecast wait."""
+    console = Console()
+    if not report["ok"]:
+        problems = report.get("problems") or {}
+        rows = [(p.get("path"), p.get("message"), p.get("fix")) for p in problems.get("problems", [])]
+        for job in problems.get("jobs", []):
+            rows += [(p.get("path"), p.get("message"), p.get("fix")) for p in job.get("problems", [])]
+        print_table("dry run: the spec fails the submit rules", ["path", "problem", "fix"], rows, console)
+        return
+    rows = []
+    for job in report["jobs"]:
+        f = job.get("forecast")
+        if f is None:
+            rows.append((job["job"], job.get("queue"), "-", "-", "-", job.get("note")))
+            continue
+        held = "; ".join(x["text"] for x in job["heldBackBy"])
+        rows.append(
+            (
+                job["job"],
+                job["share"],
+                f["waitSecondsP10"],
+                f["waitSecondsP50"],
+                f["waitSecondsP90"],
+                held[:90],
+            )
+        )
+    print_table(
+        "dry run (nothing submitted): predicted wait if submitted now, seconds",
+        ["job", "share", "p10", "p50", "p90", "held back by"],
+        rows,
+        console,
+    )

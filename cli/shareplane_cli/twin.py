@@ -1,0 +1,175 @@
+"""The live twin: the GPU queue's state read from Batch and the jobs table, ready for the forecast.
+
+Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeSchedulingPolicies (or ListQuotaShares)
+and the jobs table. `shareplane why` and `shareplane submit --dry-run` build it; the forecast itself
+is ``shareplane.domain.start_forecast`` (pure), the code the backtest measures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from shareplane.adapters.batch_policy import BatchPolicyAdapter
+from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.rebalance import QuotaSettings, SharingStrategy
+from shareplane.domain.start_forecast import (
+    ForecastSettings,
+    History,
+    LiveQueue,
+    QueuedJob,
+    QueueKind,
+    StartForecast,
+    forecast_starts,
+)
+from shareplane.domain.wait_explain import QueuePolicy, live_from_records
+from shareplane.service.queries import job_records
+from shareplane.service.rebalance_shares import current_weights
+
+from .aws import Target
+
+
+@dataclass(frozen=True)
+class Twin:
+    """The GPU queue now: its records, Batch's snapshot, and the forecast's input built from them."""
+
+    queue: str
+    now: float
+    records: Sequence[Mapping[str, Any]]
+    snapshot: Mapping[str, Any]
+    policy: QueuePolicy
+    live: LiveQueue
+    history: History
+    config: SharesConfig
+
+    def forecast(
+        self,
+        names: set[str] | None = None,
+        *,
+        live: LiveQueue | None = None,
+        samples: int = 100,
+        seed: int = 0,
+    ) -> dict[str, StartForecast]:
+        """Start forecasts for ``names`` (default: every waiting job)."""
+        return forecast_starts(
+            live or self.live,
+            self.history,
+            targets=names,
+            settings=ForecastSettings(samples=samples),
+            seed=seed,
+        )
+
+    def tier_of_share(self) -> dict[str, str]:
+        """Each share identifier's tier (team_tier layout), for grouping the capacity held."""
+        out = {}
+        for share in {s.name for s in self.live.shares}:
+            tier = self.config.tier_for_share(share)
+            if tier is not None:
+                out[share] = tier.value
+        return out
+
+    def tier_priorities(self) -> dict[str, int]:
+        """Each tier's schedulingPriority."""
+        return {t.value: c.scheduling_priority for t, c in self.config.tiers.items()}
+
+    def reclaim_due_at(self, record: Mapping[str, Any]) -> float | None:
+        """When the job's tier may reclaim capacity for it (None: its tier never reclaims)."""
+        tier = self.config.job_tier(
+            record.get("shareIdentifier") or record.get("quotaShareName"), record.get("schedulingPriority")
+        )
+        after = self.config.tiers[tier].reclaim_after_seconds if tier in self.config.tiers else None
+        created = record.get("createdAt")
+        return None if after is None or created is None else created / 1000.0 + after
+
+    def with_jobs(self, jobs: Sequence[QueuedJob]) -> LiveQueue:
+        """The live queue with ``jobs`` waiting too, as its newest arrivals (a dry run's submission)."""
+        first = max((j.order for j in self.live.queued), default=0) + 1
+        added = tuple(replace(job, order=first + n) for n, job in enumerate(jobs))
+        return replace(self.live, queued=(*self.live.queued, *added))
+
+
+def _in_queue(record: Mapping[str, Any], queue: str) -> bool:
+    name = record.get("jobQueue") or ""
+    return name == queue or name.endswith(f"/{queue}")
+
+
+def queue_capacity(client: Any, queue: str, config: SharesConfig) -> int:
+    """Instances the queue's service environments may run (DescribeServiceEnvironments), else the config's."""
+    queues = client.describe_job_queues(jobQueues=[queue]).get("jobQueues") or []
+    order = (queues[0].get("serviceEnvironmentOrder") or []) if queues else []
+    names = [entry["serviceEnvironment"] for entry in order]
+    total = 0
+    if names:
+        response = client.describe_service_environments(serviceEnvironments=names)
+        for env in response.get("serviceEnvironments") or []:
+            total += sum(int(limit.get("maxCapacity") or 0) for limit in env.get("capacityLimits") or [])
+    return total or sum(t.capacity for t in config.instance_types.values())
+
+
+def queue_policy(batch: BatchPolicyAdapter, queue: str, config: SharesConfig, capacity: int) -> QueuePolicy:
+    """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them."""
+    if config.mode is SchedulingMode.QUOTA:
+        limits: dict[str, int] = {}
+        borrow = False
+        for share in batch.list_quota_shares(queue):
+            settings = QuotaSettings.from_dict(share)
+            limits[share["quotaShareName"]] = sum(settings.capacity_limits.values())
+            borrow = borrow or settings.strategy is not SharingStrategy.RESERVE
+        return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
+    arn = batch.scheduling_policy_of(queue)
+    if arn is None:
+        return QueuePolicy(QueueKind.FIFO, capacity)
+    policy = batch.describe_scheduling_policy(arn)
+    fair = policy.get("fairsharePolicy") or {}
+    return QueuePolicy(
+        QueueKind.FAIRSHARE,
+        capacity,
+        weights={w.share_identifier: w.weight_factor for w in current_weights(policy)},
+        decay_seconds=float(fair.get("shareDecaySeconds") or 0),
+        compute_reservation=int(fair.get("computeReservation") or 0),
+    )
+
+
+def load_twin(
+    target: Target, config: SharesConfig, *, table: str | None = None, queue: str | None = None
+) -> Twin:
+    """Read the GPU queue's live state (no writes) and build the forecast's input from it."""
+    job_queue = queue or config.gpu_queue_name()
+    client = target.client("batch")
+    batch = BatchPolicyAdapter(client)
+    store = target.job_store(table)
+    now = time.time()
+    records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
+    snapshot = batch.get_job_queue_snapshot(job_queue)
+    policy = queue_policy(batch, job_queue, config, queue_capacity(client, job_queue, config))
+    live, history = live_from_records(records, policy, now)
+    return Twin(job_queue, now, records, snapshot, policy, live, history, config)
+
+
+def when(epoch: float | None) -> str | None:
+    """Epoch seconds as an ISO UTC timestamp (None stays None)."""
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def forecast_json(forecast: StartForecast, submitted_at: float) -> dict[str, Any]:
+    """A forecast as JSON: the p10/p50/p90 starts and the waits they mean from submission."""
+    waits = forecast.waits_from(submitted_at)
+    return {
+        "startP10": when(forecast.low),
+        "startP50": when(forecast.median),
+        "startP90": when(forecast.high),
+        "waitSecondsP10": None if waits[0] is None else round(waits[0]),
+        "waitSecondsP50": None if waits[1] is None else round(waits[1]),
+        "waitSecondsP90": None if waits[2] is None else round(waits[2]),
+        "startedFraction": forecast.started_fraction,
+        "samples": forecast.samples,
+    }
+
+
+def tier_name(config: SharesConfig, priority: int) -> str | None:
+    """The tier a schedulingPriority falls in."""
+    tier: Tier | None = config.tier_for_priority(priority)
+    return tier.value if tier else None

@@ -1,0 +1,565 @@
+"""When will a waiting job start: the queue run forward from its live state, many times over.
+
+Pure: the live state, the history and a seed go in, start-time quantiles come out. The Lambda, the
+CLI (`shareplane why`, `submit --dry-run`) and the what-if backtest (``gpusim.eta``) all call
+``forecast_starts``; none of them has a copy of the rules below.
+
+The forward model is the scheduling core of an AWS Batch job queue, as gpusim's schedulers run it:
+
+- fair-share: the share with the lowest standing (decayed usage plus what its running jobs will add,
+  ``shareplane.domain.fairshare``) is served next; within a share higher ``schedulingPriority`` first,
+  then submission order; usage accrues as ``instances x weightFactor`` and decays with the policy's
+  window; ``computeReservation`` holds back ``(cr/100) ** activeShares`` of the capacity.
+- FIFO: submission order.
+- quota shares: each share's head in submission order, a share up to its limit, beyond it only
+  when the queue lends idle capacity (``borrow``). Preemption is not modelled (it moves capacity
+  between shares, not the order of a share's queue).
+- head-of-line blocking (a head that does not fit stops the pass) or not, as the queue runs.
+
+What the model does not know it samples, from what was observable when the forecast is made:
+
+- Run times come from the share's Kaplan-Meier curve (``Survival``): finished runs are events, the
+  jobs running now are censored at their age (finished runs alone are biased short: the long ones
+  are still going). Everyone's curve stands in for a share with fewer than ``min_share_runs``
+  finished runs. The curve ends at the longest run seen (Efron's tail: that run counts as ending
+  there), so a draw is always a length seen; a job already running longer than that ends within as
+  long again, uniformly.
+- A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
+  lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
+- Future arrivals: a Poisson process at the rate of the arrivals in the last
+  ``arrival_lookback_seconds``, each a copy (share, instances, priority) of one of those arrivals.
+
+Each of ``samples`` runs gives every target job a start time (or none within ``horizon_seconds``);
+the quantiles of those are the forecast. Every draw comes from one ``random.Random`` seeded by the
+caller, so the same inputs give the same forecast.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import random
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from . import fairshare
+from .errors import InvalidInputError
+
+#: The one lane a FIFO queue's jobs wait in, whatever their share.
+FIFO_LANE = ""
+
+
+class QueueKind(StrEnum):
+    """How the queue picks its next job (the kind of its scheduling policy)."""
+
+    FAIRSHARE = "FAIRSHARE"
+    FIFO = "FIFO"
+    QUOTA = "QUOTA"
+
+
+@dataclass(frozen=True)
+class ShareState:
+    """A share as the queue sees it now: its weight (fair-share), decayed usage and quota limit."""
+
+    name: str
+    weight_factor: float = fairshare.DEFAULT_WEIGHT
+    #: Decayed usage (instance x weight seconds) at the forecast's ``now``.
+    usage: float = 0.0
+    #: Quota shares: the instances the share is entitled to (None: no limit of its own).
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """A job waiting (RUNNABLE) now; ``order`` is its place in submission order (lower is older)."""
+
+    name: str
+    share: str
+    instances: int
+    priority: int
+    submitted_at: float
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job holding capacity now, since ``started_at`` (its first SCHEDULED of this attempt)."""
+
+    name: str
+    share: str
+    instances: int
+    started_at: float
+
+
+@dataclass(frozen=True)
+class LiveQueue:
+    """One job queue's state at ``now``: what Batch and the jobs table show, no more."""
+
+    now: float
+    capacity: int
+    kind: QueueKind
+    shares: tuple[ShareState, ...]
+    running: tuple[RunningJob, ...]
+    queued: tuple[QueuedJob, ...]
+    decay_seconds: float = 0.0
+    compute_reservation: int = 0
+    head_of_line_blocking: bool = True
+    #: Quota queues: whether a share may borrow idle capacity beyond its limit (LEND_AND_BORROW).
+    borrow: bool = True
+
+    def __post_init__(self) -> None:
+        if self.capacity < 1:
+            raise InvalidInputError("capacity", f"{self.capacity} instances", "give the queue capacity >= 1")
+        names = [s.name for s in self.shares]
+        if len(set(names)) != len(names):
+            raise InvalidInputError("shares", f"{names} repeats a name", "list each share once")
+        jobs: list[QueuedJob | RunningJob] = [*self.queued, *self.running]
+        for job in jobs:
+            if job.instances < 1:
+                raise InvalidInputError(
+                    f"job {job.name}.instances", f"{job.instances}", "count instances from 1"
+                )
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A finished attempt from the history: how long it held capacity."""
+
+    share: str
+    held_seconds: float
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A past submission: when, into which share, how many instances, at which priority."""
+
+    at: float
+    share: str
+    instances: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class History:
+    """What has been observed before ``now``: finished runs and recent arrivals."""
+
+    finished: tuple[FinishedRun, ...] = ()
+    arrivals: tuple[Arrival, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForecastSettings:
+    """How many runs, how far ahead, and the sampling choices (see the module docstring)."""
+
+    samples: int = 100
+    horizon_seconds: float = 14 * 86400.0
+    arrival_lookback_seconds: float = 6 * 3600.0
+    min_share_runs: int = 20
+    #: The lower and upper quantiles reported (p10 and p90 by default).
+    low_quantile: float = 0.1
+    high_quantile: float = 0.9
+    #: The run time assumed when no finished run is known at all.
+    fallback_run_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.samples <= 10000:
+            raise InvalidInputError("samples", f"{self.samples}", "use 1..10000 samples")
+        if self.horizon_seconds <= 0:
+            raise InvalidInputError("horizon_seconds", f"{self.horizon_seconds}", "use a horizon > 0")
+        if not 0 < self.low_quantile < self.high_quantile < 1:
+            raise InvalidInputError(
+                "low_quantile/high_quantile",
+                f"{self.low_quantile}/{self.high_quantile}",
+                "use 0 < low < high < 1",
+            )
+
+
+@dataclass(frozen=True)
+class StartForecast:
+    """A job's predicted start (epoch seconds, like ``now``): low/median/high quantiles of the runs.
+
+    A quantile is None when fewer than that share of the runs started the job within the horizon.
+    """
+
+    job: str
+    low: float | None
+    median: float | None
+    high: float | None
+    started_fraction: float
+    samples: int
+    #: Every run's start of the job, sorted (runs that never started it are left out).
+    starts: tuple[float, ...] = ()
+
+    def waits_from(self, submitted_at: float) -> list[float | None]:
+        """The low, median and high starts as waits from ``submitted_at`` (seconds)."""
+        return [None if t is None else max(0.0, t - submitted_at) for t in (self.low, self.median, self.high)]
+
+
+# ----------------------------------------------------------------------------------- sampling
+@dataclass
+class Survival:
+    """A Kaplan-Meier run-time curve: finished runs are events, running jobs censored at their age.
+
+    Finished runs alone are biased short (a long run is still going when the short ones have ended);
+    counting each running job as "lasted at least this long" removes that bias.
+    """
+
+    times: list[float]  # distinct event times, ascending
+    #: S(t) just after each event time, negated so ``bisect`` can search the decreasing curve.
+    neg_surv: list[float]
+    events: int
+    longest: float  # the longest run seen, finished or still running
+
+    @classmethod
+    def of(cls, finished: Sequence[float], censored: Sequence[float]) -> Survival:
+        marks = sorted([(max(0.0, d), 1) for d in finished] + [(max(0.0, c), 0) for c in censored])
+        at_risk = len(marks)
+        times: list[float] = []
+        neg: list[float] = []
+        surv = 1.0
+        i = 0
+        while i < len(marks):
+            t = marks[i][0]
+            died = total = 0
+            while i < len(marks) and marks[i][0] == t:
+                died += marks[i][1]
+                total += 1
+                i += 1
+            if died:
+                surv *= 1.0 - died / at_risk
+                times.append(t)
+                neg.append(-surv)
+            at_risk -= total
+        longest = max((m[0] for m in marks), default=0.0)
+        if marks and surv > 0 and (not times or longest > times[-1]):
+            # Efron's tail: the longest run (still going) counts as ending there, so every draw is a
+            # length seen, not an invented one.
+            times.append(longest)
+            neg.append(-0.0)
+        return cls(times, neg, len(finished), longest)
+
+    def survival_at(self, t: float) -> float:
+        """S(t): the share of runs lasting longer than ``t``."""
+        k = bisect.bisect_right(self.times, t)
+        return 1.0 if k == 0 else -self.neg_surv[k - 1]
+
+    def draw_beyond(self, elapsed: float, rng: random.Random) -> float:
+        """A run time given the run has lasted ``elapsed`` (inverse transform on the curve)."""
+        left = self.survival_at(elapsed)
+        u = rng.random() * left
+        k = bisect.bisect_left(self.neg_surv, -u)  # the first time with S(t) <= u
+        if left > 0 and k < len(self.times):
+            return max(self.times[k], elapsed)
+        # Running longer than any run seen: ends within as long again (history says nothing more).
+        return elapsed + max(elapsed, 1.0) * rng.random()
+
+
+@dataclass
+class RunTimes:
+    """Run-time curves per share, with everyone's as the fallback for a share with little history."""
+
+    by_share: dict[str, Survival] = field(default_factory=dict)
+    everyone: Survival | None = None
+    min_share_runs: int = 20
+    fallback: float = 3600.0
+
+    @classmethod
+    def of(
+        cls,
+        finished: Sequence[FinishedRun],
+        min_share_runs: int,
+        fallback: float,
+        running: Sequence[RunningJob] = (),
+        now: float = 0.0,
+    ) -> RunTimes:
+        done: dict[str, list[float]] = {}
+        going: dict[str, list[float]] = {}
+        for run in finished:
+            done.setdefault(run.share, []).append(run.held_seconds)
+        for job in running:
+            going.setdefault(job.share, []).append(now - job.started_at)
+        shares = set(done) | set(going)
+        by_share = {s: Survival.of(done.get(s, []), going.get(s, [])) for s in shares}
+        everyone = Survival.of([d for v in done.values() for d in v], [c for v in going.values() for c in v])
+        return cls(by_share, everyone if everyone.events else None, min_share_runs, fallback)
+
+    def curve(self, share: str) -> Survival | None:
+        own = self.by_share.get(share)
+        return own if own is not None and own.events >= self.min_share_runs else self.everyone
+
+    def draw(self, share: str, rng: random.Random) -> float:
+        """A queued job's run time."""
+        curve = self.curve(share)
+        return curve.draw_beyond(0.0, rng) if curve else self.fallback * 2 * rng.random()
+
+    def remaining(self, share: str, elapsed: float, rng: random.Random) -> float:
+        """A running job's remaining time, given it has run ``elapsed`` seconds."""
+        curve = self.curve(share)
+        if curve is None:
+            return max(self.fallback, elapsed) * rng.random()
+        return curve.draw_beyond(elapsed, rng) - elapsed
+
+
+def arrival_rate(arrivals: Sequence[Arrival], now: float, lookback: float) -> tuple[float, list[Arrival]]:
+    """Arrivals per second over the last ``lookback`` seconds, and those arrivals."""
+    recent = [a for a in arrivals if now - lookback <= a.at <= now]
+    return (len(recent) / lookback if lookback > 0 else 0.0), recent
+
+
+# ------------------------------------------------------------------------------ forward model
+class _Share:
+    __slots__ = ("name", "weight", "usage", "t0", "rate", "limit", "in_use", "heap", "active")
+
+    def __init__(self, state: ShareState, now: float) -> None:
+        self.name = state.name
+        self.weight = state.weight_factor
+        self.usage = state.usage
+        self.t0 = now
+        self.rate = 0.0
+        self.limit = state.limit
+        self.in_use = 0
+        #: (-priority, order, name, instances, share the run time is drawn for)
+        self.heap: list[tuple[int, int, str, int, str]] = []
+        self.active = False
+
+    def usage_at(self, now: float, window: float) -> float:
+        if self.t0 != now:
+            self.usage = fairshare.accrue(self.usage, self.rate, now - self.t0, window)
+            self.t0 = now
+        return self.usage
+
+
+class _Run:
+    """One forward run of the queue; ``starts`` gets each target's first dispatch time."""
+
+    def __init__(
+        self,
+        queue: LiveQueue,
+        run_times: RunTimes,
+        rate: float,
+        recent: Sequence[Arrival],
+        targets: Collection[str],
+        horizon: float,
+        rng: random.Random,
+        lanes: Mapping[str, list[tuple[int, int, str, int, str]]],
+    ) -> None:
+        self.q = queue
+        self.rng = rng
+        self.run_times = run_times
+        self.window = fairshare.decay_window(queue.decay_seconds)
+        self.now = queue.now
+        self.end = queue.now + horizon
+        self.free = queue.capacity
+        self.shares: dict[str, _Share] = {s.name: _Share(s, queue.now) for s in queue.shares}
+        self.finishes: list[tuple[float, int, str, int]] = []  # (time, tiebreak, share, instances)
+        self.counter = 0
+        self.pending = set(targets)
+        self.starts: dict[str, float] = {}
+        self.rate = rate
+        self.recent = recent
+        self.next_order = max((j.order for j in queue.queued), default=0) + 1
+        for job in queue.running:
+            sh = self._share(job.share)
+            elapsed = max(0.0, queue.now - job.started_at)
+            self._hold(sh, job.instances, queue.now + run_times.remaining(job.share, elapsed, rng))
+        for name, lane in lanes.items():
+            self._share(name).heap = list(lane)  # a copy of a heap is a heap
+        self.next_arrival = self._after(queue.now)
+
+    def _share(self, name: str) -> _Share:
+        sh = self.shares.get(name)
+        if sh is None:
+            sh = self.shares[name] = _Share(ShareState(name), self.now)
+        return sh
+
+    def _after(self, t: float) -> float:
+        return t + self.rng.expovariate(self.rate) if self.rate > 0 and self.recent else math.inf
+
+    def _hold(self, sh: _Share, instances: int, until: float) -> None:
+        sh.usage_at(self.now, self.window)
+        sh.rate += instances * sh.weight
+        sh.in_use += instances
+        self.free -= instances
+        self.counter += 1
+        heapq.heappush(self.finishes, (until, self.counter, sh.name, instances))
+
+    def _release(self, share: str, instances: int) -> None:
+        sh = self.shares[share]
+        sh.usage_at(self.now, self.window)
+        sh.rate = max(0.0, sh.rate - instances * sh.weight)
+        sh.in_use -= instances
+        self.free += instances
+
+    def _start(self, sh: _Share) -> None:
+        _, _, name, instances, share = heapq.heappop(sh.heap)
+        if name in self.pending:
+            self.pending.discard(name)
+            self.starts[name] = self.now
+        self._hold(sh, instances, self.now + self.run_times.draw(share, self.rng))
+
+    def run(self) -> dict[str, float]:
+        self._pass()
+        while self.pending:
+            t_finish = self.finishes[0][0] if self.finishes else math.inf
+            t = min(t_finish, self.next_arrival)
+            if t > self.end or t == math.inf:
+                break
+            self.now = t
+            while self.finishes and self.finishes[0][0] <= t:
+                _, _, share, instances = heapq.heappop(self.finishes)
+                self._release(share, instances)
+            while self.next_arrival <= t:
+                self._arrive()
+                self.next_arrival = self._after(self.next_arrival)
+            self._pass()
+        return self.starts
+
+    def _arrive(self) -> None:
+        like = self.recent[self.rng.randrange(len(self.recent))]
+        fifo = self.q.kind is QueueKind.FIFO
+        sh = self._share(FIFO_LANE if fifo else like.share)
+        self.next_order += 1
+        heapq.heappush(
+            sh.heap, (0 if fifo else -like.priority, self.next_order, "", like.instances, like.share)
+        )
+
+    # The passes mirror gpusim's schedulers (sim/gpusim/schedulers.py) on this reduced state.
+    def _pass(self) -> None:
+        if self.q.kind is QueueKind.QUOTA:
+            self._quota_pass()
+        else:
+            self._fairshare_pass()  # FIFO is one lane: the same pass serves it in submission order
+
+    def _usable_free(self) -> int:
+        cr = self.q.compute_reservation
+        if not cr:
+            return self.free
+        active = sum(1 for sh in self.shares.values() if sh.heap or sh.in_use)
+        usable = fairshare.usable_capacity(self.q.capacity, cr, active)
+        return self.free - (self.q.capacity - usable)
+
+    def _fairshare_pass(self) -> None:
+        now, window, hol = self.now, self.window, self.q.head_of_line_blocking
+        skipped: set[str] = set()
+        while True:
+            best: _Share | None = None
+            best_key: tuple[float, int] | None = None
+            for sh in self.shares.values():
+                if not sh.heap or sh.name in skipped:
+                    continue
+                key = (fairshare.standing(sh.usage_at(now, window), sh.rate, window), sh.heap[0][1])
+                if best_key is None or key < best_key:
+                    best, best_key = sh, key
+            if best is None:
+                return
+            if best.heap[0][3] > self._usable_free():
+                if hol:
+                    return
+                skipped.add(best.name)
+                continue
+            self._start(best)
+
+    def _quota_pass(self) -> None:
+        while True:
+            heads = sorted((sh.heap[0][1], sh.name) for sh in self.shares.values() if sh.heap)
+            for _, share in heads:
+                sh = self.shares[share]
+                instances = sh.heap[0][3]
+                if instances > self.free:
+                    continue
+                within = sh.limit is None or sh.in_use + instances <= sh.limit
+                if within or self.q.borrow:
+                    self._start(sh)
+                    break
+            else:
+                return
+
+
+# ------------------------------------------------------------------------------------ the API
+def queued_lanes(queue: LiveQueue) -> dict[str, list[tuple[int, int, str, int, str]]]:
+    """The queued jobs as each share's heap (FIFO: one lane in submission order, priority ignored)."""
+    fifo = queue.kind is QueueKind.FIFO
+    lanes: dict[str, list[tuple[int, int, str, int, str]]] = {}
+    for job in queue.queued:
+        entry = (0 if fifo else -job.priority, job.order, job.name, job.instances, job.share)
+        lanes.setdefault(FIFO_LANE if fifo else job.share, []).append(entry)
+    for lane in lanes.values():
+        heapq.heapify(lane)
+    return lanes
+
+
+def forecast_starts(
+    queue: LiveQueue,
+    history: History,
+    *,
+    targets: Collection[str] | None = None,
+    settings: ForecastSettings = ForecastSettings(),
+    seed: int | str = 0,
+) -> dict[str, StartForecast]:
+    """Each target's (default: every queued job's) start forecast: ``settings.samples`` forward runs."""
+    names = {j.name for j in queue.queued}
+    wanted = set(names if targets is None else targets)
+    unknown = wanted - names
+    if unknown:
+        raise InvalidInputError(
+            "targets", f"{sorted(unknown)[:3]} are not queued", "forecast jobs that are RUNNABLE now"
+        )
+    run_times = RunTimes.of(
+        history.finished, settings.min_share_runs, settings.fallback_run_seconds, queue.running, queue.now
+    )
+    rate, recent = arrival_rate(history.arrivals, queue.now, settings.arrival_lookback_seconds)
+    rng = random.Random(seed)
+    lanes = queued_lanes(queue)
+    starts: dict[str, list[float]] = {name: [] for name in wanted}
+    for _ in range(settings.samples):
+        run = _Run(queue, run_times, rate, recent, wanted, settings.horizon_seconds, rng, lanes)
+        for name, t in run.run().items():
+            starts[name].append(t)
+    out = {}
+    n = settings.samples
+    for name, values in starts.items():
+        values.sort()
+
+        # Runs that never started the job count as "later than every start": quantiles above the
+        # started share are unknown (None).
+        def at(q: float, values: list[float] = values) -> float | None:
+            k = max(1, math.ceil(q * n))
+            return values[k - 1] if k <= len(values) else None
+
+        out[name] = StartForecast(
+            job=name,
+            low=at(settings.low_quantile),
+            median=at(0.5),
+            high=at(settings.high_quantile),
+            started_fraction=len(values) / n,
+            samples=n,
+            starts=tuple(values),
+        )
+    return out
+
+
+def decayed_usage(
+    holds: Sequence[tuple[float, float | None, int]], weight: float, window: float, now: float
+) -> float:
+    """A share's decayed usage at ``now`` from its holds ``(start, end or None while held, instances)``.
+
+    The closed form of ``fairshare.accrue`` per hold, summed (usage is linear in the holds), so the
+    CLI can seed the forecast from the jobs table as Batch's own counter would stand.
+    """
+    total = 0.0
+    for start, end, instances in holds:
+        stop = now if end is None else min(end, now)
+        if stop <= start:
+            continue
+        grown = fairshare.accrue(0.0, instances * weight, stop - start, window)
+        total += fairshare.decayed(grown, now - stop, window)
+    return total
+
+
+def fair_entitlements(capacity: int, weights: Mapping[str, float]) -> dict[str, float]:
+    """Instances each of these (active) shares is entitled to: capacity in proportion to 1/weight."""
+    inverse = {s: 1.0 / w for s, w in weights.items() if w > 0}
+    total = sum(inverse.values())
+    return {s: capacity * v / total for s, v in inverse.items()} if total else {}

@@ -1,0 +1,391 @@
+"""Why is this job waiting: its queue's live state read into a forecast's input, and the reasons in words.
+
+Pure. ``live_from_records`` turns job records (what ``shareplane jobs`` shows, times in epoch ms) and
+the queue's policy into the ``start_forecast`` input; ``explain_wait`` says what holds one job back
+and what would let it start sooner. `shareplane why` and `submit --dry-run` print both with the
+forecast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fairshare
+from .errors import InvalidInputError
+from .start_forecast import (
+    Arrival,
+    FinishedRun,
+    History,
+    LiveQueue,
+    QueuedJob,
+    QueueKind,
+    RunningJob,
+    ShareState,
+    decayed_usage,
+    fair_entitlements,
+)
+
+WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
+HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
+ENDED = frozenset({"SUCCEEDED", "FAILED"})
+#: How far back finished runs and arrivals are read for the forecast (the jobs table keeps more).
+HISTORY_SECONDS = 14 * 86400.0
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """What the forecast needs of the queue besides its jobs: kind, capacity, weights or limits."""
+
+    kind: QueueKind
+    capacity: int
+    weights: Mapping[str, float] = field(default_factory=dict)
+    decay_seconds: float = 0.0
+    compute_reservation: int = 0
+    limits: Mapping[str, int] = field(default_factory=dict)
+    borrow: bool = True
+    head_of_line_blocking: bool = True
+
+
+def share_of(record: Mapping[str, Any]) -> str:
+    """The share identifier (or quota share) a record's job runs in."""
+    return record.get("shareIdentifier") or record.get("quotaShareName") or ""
+
+
+def instances_of(record: Mapping[str, Any]) -> int:
+    """The instances a record's job asks for (1 when the record has not seen its training job)."""
+    return int(record.get("instanceCount") or 1)
+
+
+def holds_of(record: Mapping[str, Any]) -> list[tuple[float, float | None]]:
+    """Each attempt's hold in epoch seconds, ``(from SCHEDULED, to its end or None while held)``.
+
+    An attempt ends at the next RUNNABLE (preempted, requeued) or final status of its history.
+    """
+    holds: list[tuple[float, float | None]] = []
+    start: float | None = None
+    for entry in record.get("history") or ():
+        status, at = entry.get("status"), entry.get("at")
+        if at is None:
+            continue
+        if status == "SCHEDULED" and start is None:
+            start = at / 1000.0
+        elif start is not None and (status == "RUNNABLE" or status in ENDED):
+            holds.append((start, at / 1000.0))
+            start = None
+    if start is not None:
+        stopped = record.get("stoppedAt")
+        holds.append((start, stopped / 1000.0 if stopped and record.get("status") in ENDED else None))
+    return holds
+
+
+def first_start(record: Mapping[str, Any]) -> float | None:
+    """The job's first dispatch (SCHEDULED) in epoch seconds, None if it never started."""
+    holds = holds_of(record)
+    return holds[0][0] if holds else None
+
+
+def live_from_records(
+    records: Iterable[Mapping[str, Any]], policy: QueuePolicy, now: float
+) -> tuple[LiveQueue, History]:
+    """The queue at ``now`` and its history, from its job records (other queues' records left out)."""
+    running: list[RunningJob] = []
+    queued: list[QueuedJob] = []
+    finished: list[FinishedRun] = []
+    arrivals: list[Arrival] = []
+    holds_by_share: dict[str, list[tuple[float, float | None, int]]] = {}
+    for order, record in enumerate(
+        sorted(records, key=lambda r: (r.get("createdAt") or 0, r.get("jobId") or ""))
+    ):
+        share = share_of(record)
+        instances = instances_of(record)
+        created = (record.get("createdAt") or 0) / 1000.0
+        if created > now:
+            continue
+        if now - created <= HISTORY_SECONDS:
+            arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
+        holds = holds_of(record)
+        for start, end in holds:
+            holds_by_share.setdefault(share, []).append((start, end, instances))
+            if end is not None and end <= now and now - end <= HISTORY_SECONDS:
+                finished.append(FinishedRun(share, end - start))
+        status = record.get("status")
+        name = record.get("jobName") or record.get("jobId") or ""
+        if status in HOLDING and holds and holds[-1][1] is None:
+            running.append(RunningJob(name, share, instances, holds[-1][0]))
+        elif status in WAITING:
+            queued.append(
+                QueuedJob(name, share, instances, int(record.get("schedulingPriority") or 0), created, order)
+            )
+    window = fairshare.decay_window(policy.decay_seconds) if policy.kind is QueueKind.FAIRSHARE else 0.0
+    names = set(policy.weights) | set(policy.limits) | set(holds_by_share) | {j.share for j in queued}
+    shares = tuple(
+        ShareState(
+            name,
+            weight_factor=policy.weights.get(name, fairshare.DEFAULT_WEIGHT),
+            usage=decayed_usage(holds_by_share.get(name, ()), policy.weights.get(name, 1.0), window, now)
+            if window
+            else 0.0,
+            limit=policy.limits.get(name),
+        )
+        for name in sorted(names)
+    )
+    live = LiveQueue(
+        now=now,
+        capacity=policy.capacity,
+        kind=policy.kind,
+        shares=shares,
+        running=tuple(running),
+        queued=tuple(queued),
+        decay_seconds=policy.decay_seconds,
+        compute_reservation=policy.compute_reservation,
+        head_of_line_blocking=policy.head_of_line_blocking,
+        borrow=policy.borrow,
+    )
+    return live, History(tuple(finished), tuple(arrivals))
+
+
+# ------------------------------------------------------------------------------- explanation
+@dataclass(frozen=True)
+class Finding:
+    """One reason (or one way to start sooner): a stable code and a sentence."""
+
+    code: str
+    text: str
+
+
+@dataclass(frozen=True)
+class WaitExplanation:
+    """What holds a job back and what would let it start sooner."""
+
+    job: str
+    share: str
+    instances: int
+    free: int
+    held_back_by: tuple[Finding, ...]
+    sooner: tuple[Finding, ...]
+
+
+def _standing(queue: LiveQueue, share: ShareState, rate: float) -> float:
+    window = fairshare.decay_window(queue.decay_seconds)
+    return fairshare.standing(share.usage, rate, window)
+
+
+def explain_wait(
+    queue: LiveQueue,
+    job_name: str,
+    *,
+    tier_of: Mapping[str, str] | None = None,
+    tier_priorities: Mapping[str, int] | None = None,
+    reclaim_due_at: float | None = None,
+) -> WaitExplanation:
+    """Why ``job_name`` (queued in ``queue``) has not started, from the queue's state now.
+
+    ``tier_of`` names each share's tier (capacity held is grouped by share and tier);
+    ``tier_priorities`` the schedulingPriority of each tier (a raise the job could ask for);
+    ``reclaim_due_at`` when its tier may reclaim capacity (None: it never does).
+    """
+    job = next((j for j in queue.queued if j.name == job_name), None)
+    if job is None:
+        raise InvalidInputError("job", f"{job_name!r} is not waiting in the queue", "name a RUNNABLE job")
+    tiers = tier_of or {}
+    held: dict[str, int] = {}
+    for r in queue.running:
+        held[r.share] = held.get(r.share, 0) + r.instances
+    free = queue.capacity - sum(held.values())
+    shares = {s.name: s for s in queue.shares}
+    reasons: list[Finding] = []
+    sooner: list[Finding] = []
+
+    if job.instances > queue.capacity:
+        reasons.append(
+            Finding(
+                "never_fits",
+                f"it asks for {job.instances} instances; the queue has {queue.capacity} in all",
+            )
+        )
+    own = shares.get(job.share)
+    if queue.kind is QueueKind.QUOTA and own is not None and own.limit is not None:
+        if held.get(job.share, 0) + job.instances > own.limit:
+            if queue.borrow:
+                text = (
+                    f"its quota share {job.share} holds {held.get(job.share, 0)} of its limit {own.limit}; "
+                    "beyond it the job runs only on capacity other shares lend"
+                )
+            else:
+                text = (
+                    f"its quota share {job.share} holds {held.get(job.share, 0)} of its limit {own.limit} "
+                    "and may not borrow: it waits for its own share's jobs to end"
+                )
+            reasons.append(Finding("quota_limit", text))
+
+    if queue.kind is QueueKind.FAIRSHARE and own is not None:
+        active = {
+            s.name: s.weight_factor for s in queue.shares if held.get(s.name) or _has_queued(queue, s.name)
+        }
+        entitled = fair_entitlements(queue.capacity, active)
+        rates = {s.name: held.get(s.name, 0) * s.weight_factor for s in queue.shares}
+        mine = _standing(queue, own, rates.get(own.name, 0.0))
+        first = [
+            s.name
+            for s in queue.shares
+            if s.name != own.name
+            and _has_queued(queue, s.name)
+            and _standing(queue, s, rates.get(s.name, 0.0)) < mine
+        ]
+        if first:
+            over = held.get(own.name, 0) >= entitled.get(own.name, 0.0)
+            lead = (
+                f"share {own.name} holds {held.get(own.name, 0)} instances against an entitlement of "
+                f"{entitled.get(own.name, 0.0):.1f}"
+                if over
+                else f"share {own.name} has used more of its entitlement recently than"
+            )
+            reasons.append(
+                Finding(
+                    "share_over_entitlement",
+                    f"{lead}; fair-share serves {', '.join(sorted(first)[:5])} first",
+                )
+            )
+
+    ahead = [
+        j
+        for j in queue.queued
+        if j.share == job.share and j.name != job.name and (-j.priority, j.order) < (-job.priority, job.order)
+    ]
+    if ahead:
+        reasons.append(
+            Finding(
+                "ahead_in_share",
+                f"{len(ahead)} job(s) of share {job.share} go first (higher priority or submitted earlier)",
+            )
+        )
+
+    if free < job.instances:
+        by_holder: dict[str, int] = {}
+        for r in queue.running:
+            label = f"{r.share}/{tiers[r.share]}" if r.share in tiers else r.share
+            by_holder[label] = by_holder.get(label, 0) + r.instances
+        top = ", ".join(f"{k} {v}" for k, v in sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+        reasons.append(
+            Finding(
+                "capacity_held",
+                f"it needs {job.instances} instances and {max(free, 0)} are free; held by {top}",
+            )
+        )
+        if 0 < free:
+            sooner.append(Finding("fewer_instances", f"with {free} instance(s) it would fit now"))
+
+    if queue.head_of_line_blocking:
+        blocker = _head_of_line(queue, shares, held, free)
+        if blocker is not None and blocker.name != job.name and blocker.instances > free:
+            reasons.append(
+                Finding(
+                    "head_of_line",
+                    f"head-of-line blocked by {blocker.name} (share {blocker.share}), which needs "
+                    f"{blocker.instances} instances with {max(free, 0)} free: nothing behind it starts first",
+                )
+            )
+
+    if reclaim_due_at is not None:
+        when = (
+            "is due now"
+            if reclaim_due_at <= queue.now
+            else f"becomes due in {reclaim_due_at - queue.now:.0f} s"
+        )
+        reasons.append(
+            Finding("reclaim_planned", f"its tier may reclaim capacity lower tiers hold: a reclaim {when}")
+        )
+
+    if tier_priorities and ahead:
+        higher = sorted(p for p in tier_priorities.values() if p > job.priority)
+        if higher:
+            passed = sum(1 for j in ahead if j.priority < higher[0])
+            if passed:
+                tier = next(t for t, p in tier_priorities.items() if p == higher[0])
+                sooner.append(
+                    Finding(
+                        "priority_raise",
+                        f"schedulingPriority {higher[0]} ({tier}) would put it ahead of {passed} "
+                        "of those jobs",
+                    )
+                )
+    if not reasons:
+        reasons.append(
+            Finding("next", "nothing holds it back now: it should start at the queue's next scheduling pass")
+        )
+    return WaitExplanation(job.name, job.share, job.instances, free, tuple(reasons), tuple(sooner))
+
+
+def _has_queued(queue: LiveQueue, share: str) -> bool:
+    return any(j.share == share for j in queue.queued)
+
+
+def _head_of_line(
+    queue: LiveQueue, shares: Mapping[str, ShareState], held: Mapping[str, int], free: int
+) -> QueuedJob | None:
+    """The job the queue tries next: the lowest-standing share's head (fair-share) or the oldest."""
+    if not queue.queued:
+        return None
+    if queue.kind is not QueueKind.FAIRSHARE:
+        return min(queue.queued, key=lambda j: j.order)
+    heads: dict[str, QueuedJob] = {}
+    for j in queue.queued:
+        h = heads.get(j.share)
+        if h is None or (-j.priority, j.order) < (-h.priority, h.order):
+            heads[j.share] = j
+    default = ShareState("")
+
+    def key(j: QueuedJob) -> tuple[float, int]:
+        s = shares.get(j.share, default)
+        return (_standing(queue, s, held.get(j.share, 0) * s.weight_factor), j.order)
+
+    return min(heads.values(), key=key)
+
+
+def position_in_snapshot(snapshot: Mapping[str, Any], job_arn: str) -> tuple[int | None, float | None, int]:
+    """(0-based position, earliestTimeAtPosition in epoch s, jobs listed) from GetJobQueueSnapshot.
+
+    https://docs.aws.amazon.com/batch/latest/APIReference/API_GetJobQueueSnapshot.html:
+    ``frontOfQueue.jobs`` lists the first 100 RUNNABLE jobs in dispatch order, each with
+    ``earliestTimeAtPosition`` (epoch ms). A job past those has no position from Batch.
+    """
+    jobs: Sequence[Mapping[str, Any]] = (snapshot.get("frontOfQueue") or {}).get("jobs") or ()
+    for n, entry in enumerate(jobs):
+        if entry.get("jobArn") == job_arn:
+            at = entry.get("earliestTimeAtPosition")
+            return n, (at / 1000.0 if at is not None else None), len(jobs)
+    return None, None, len(jobs)
+
+
+def forecast_position(queue: LiveQueue, job_name: str) -> int:
+    """The job's 0-based place in the queue's dispatch order as the forward model ranks it now."""
+    order = sorted(
+        queue.queued,
+        key=lambda j: (j.order,) if queue.kind is not QueueKind.FAIRSHARE else (-j.priority, j.order),
+    )
+    if queue.kind is QueueKind.FAIRSHARE:
+        # Within a share by priority then age; across shares interleaved by standing, as the
+        # emulator's snapshot orders them.
+        held: dict[str, int] = {}
+        for r in queue.running:
+            held[r.share] = held.get(r.share, 0) + r.instances
+        shares = {s.name: s for s in queue.shares}
+        by_share: dict[str, list[QueuedJob]] = {}
+        for j in order:
+            by_share.setdefault(j.share, []).append(j)
+        default = ShareState("")
+        rank = sorted(
+            by_share,
+            key=lambda s: _standing(
+                queue, shares.get(s, default), held.get(s, 0) * shares.get(s, default).weight_factor
+            ),
+        )
+        interleaved: list[QueuedJob] = []
+        while any(by_share.values()):
+            for s in rank:
+                if by_share[s]:
+                    interleaved.append(by_share[s].pop(0))
+        order = interleaved
+    return next(n for n, j in enumerate(order) if j.name == job_name)

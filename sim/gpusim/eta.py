@@ -1,0 +1,385 @@
+"""The start-forecast backtest: predict at submission, compare with the replay's actual first dispatch.
+
+``shareplane simulate --eta`` replays the scenario once per policy, as a plain ``simulate`` does.
+For a seeded sample of jobs, at each one's submission instant (before it and anything arriving at
+the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
+Batch and the jobs table (``live_view``), and ``shareplane.domain.start_forecast.forecast_starts``
+(the same code `shareplane why` runs) predicts its start. Nothing it reads is in the future: run
+times appear only once an attempt has ended, arrivals only once submitted (``tests/sim/test_eta.py``
+changes the future and checks no prediction moves).
+
+Start is the first dispatch (SCHEDULED); wait is start minus submission. Reported per policy
+(``EtaResult.summary``), on the jobs that waited at least ``min_wait_seconds`` (10 minutes):
+
+- ``median_abs_error_seconds``: median of |predicted p50 start - actual start|;
+- ``coverage_p10_p90``: the share of actual starts within [p10, p90] (a bound the forecast left
+  open, because too few runs started the job within the horizon, counts as "later than any");
+- ``baseline_median_abs_error_seconds``: the same error for the guess a person makes from the
+  dashboard: the median wait of the same tier's jobs that started in the 24 h before the prediction
+  (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``
+  estimate cannot be built from it; this is the simplest honest baseline it supports.
+
+Anything tuned (``tune``: a scale on the p50 wait, the interval's quantile pair and how far it is
+widened) is chosen on the earlier half of the predicted jobs (by submission) and reported on the later
+half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside
+it, for the whole sample and both halves. ``shareplane why`` prints the untuned quantiles.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+import statistics
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from shareplane.domain.fairshare import accrue
+from shareplane.domain.start_forecast import (
+    Arrival,
+    FinishedRun,
+    ForecastSettings,
+    History,
+    LiveQueue,
+    QueuedJob,
+    QueueKind,
+    RunningJob,
+    ShareState,
+    forecast_starts,
+)
+
+from .model import Job
+from .states import DISPATCHED, FINAL
+from .whatif import TIERS, Policy, PolicyResult, PolicyRun, Scenario, ScenarioJob
+
+#: Predictions are made for this many jobs (seeded sample) unless told otherwise.
+DEFAULT_SAMPLE = 1000
+MIN_WAIT_SECONDS = 600.0
+BASELINE_WINDOW_SECONDS = 86400.0
+#: The quantile pairs ``tune`` may pick from (low, high).
+INTERVAL_CHOICES: tuple[tuple[float, float], ...] = (
+    (0.05, 0.95),
+    (0.1, 0.9),
+    (0.15, 0.85),
+    (0.2, 0.8),
+    (0.25, 0.75),
+)
+#: The backtest's forecast: 10 runs a prediction (cost: 1,000 predictions on the 52k-job Philly
+#: trace at 0.95 load, where thousands wait, must finish in well under an hour on 2 shared cores), a
+#: 30-day horizon (the longest Philly waits at that load run past two weeks) and a day of arrivals
+#: (a whole daily cycle; chosen before any run, not tuned).
+BACKTEST_SETTINGS = ForecastSettings(
+    samples=10, horizon_seconds=30 * 86400.0, arrival_lookback_seconds=86400.0
+)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One job's forecast at its submission, the baseline's guess, and (after the run) what happened."""
+
+    job: str
+    submitted_at: float
+    tier: str
+    #: Every run's start, sorted; runs that never started it within the horizon are left out.
+    starts: tuple[float, ...]
+    samples: int
+    baseline_wait: float
+    actual_start: float | None = None
+
+    def at(self, q: float) -> float:
+        """The q-quantile of the runs' starts (inf when fewer than that share started it)."""
+        k = max(1, math.ceil(q * self.samples))
+        return self.starts[k - 1] if k <= len(self.starts) else math.inf
+
+    @property
+    def actual_wait(self) -> float | None:
+        return None if self.actual_start is None else self.actual_start - self.submitted_at
+
+
+class LiveView:
+    """What the control plane could see of a replay so far: finished attempts, first dispatches."""
+
+    def __init__(self, run: PolicyRun) -> None:
+        self.run = run
+        self.finished: list[FinishedRun] = []
+        self.first_dispatch: dict[str, float] = {}
+        self.recent_starts: list[deque[tuple[float, float]]] = [deque() for _ in TIERS]
+        self.tier_of = {j.name: j.tier for j in run.scenario.jobs}
+        inner = run.model.observer
+
+        def observe(kind: str, job: Job) -> None:
+            if inner is not None:
+                inner(kind, job)
+            self._observe(kind, job)
+
+        run.model.observer = observe
+
+    def _observe(self, kind: str, job: Job) -> None:
+        now = self.run.model.engine.now
+        if kind == "dispatch" and job.dispatches == 1:
+            self.first_dispatch[job.name] = now
+            self.recent_starts[self.tier_of[job.name]].append((now, now - job.created))
+        elif kind == "release":
+            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now)))
+
+    def share_of(self, job: Job) -> str:
+        return job.qshare.name if job.qshare is not None else (job.share or "")
+
+    def baseline_wait(self, tier: int, now: float) -> float:
+        """The median wait of the tier's jobs that started in the last 24 h (0 when none did)."""
+        recent = self.recent_starts[tier]
+        while recent and recent[0][0] < now - BASELINE_WINDOW_SECONDS:
+            recent.popleft()
+        return statistics.median(w for _, w in recent) if recent else 0.0
+
+    def live_queue(self, target: ScenarioJob, arrivals_lookback: float) -> tuple[LiveQueue, History]:
+        """The queue now, plus ``target`` as just submitted (the last in submission order)."""
+        run, sc = self.run, self.run.scenario
+        model, queue = run.model, run.queue
+        now = model.engine.now
+        running, queued = [], []
+        for job in model.jobs.values():
+            if job.status in DISPATCHED:
+                running.append(RunningJob(job.name, self.share_of(job), job.count, job.scheduled_at or now))
+            elif job.status not in FINAL:
+                queued.append(
+                    QueuedJob(job.name, self.share_of(job), job.count, job.priority, job.created, job.seq)
+                )
+        fair = run.policy.fair
+        target_share = run.share_identifier(target) if fair else sc.shares[target.share]
+        queued.append(
+            QueuedJob(target.name, target_share, target.units, target.priority, now, model._job_seq + 1)
+        )
+        if fair:
+            policy = queue.policy
+            window = policy.decay_window
+            shares = {
+                w.share_identifier: ShareState(w.share_identifier, w.weight_factor) for w in policy.weights
+            }
+            for name, sh in queue.shares.items():
+                # The closed form, without moving the model's own counter (the replay stays bit-equal).
+                usage = accrue(sh.usage, sh.rate, now - sh.t0, window)
+                shares[name] = ShareState(name, sh.weight, usage)
+            live = LiveQueue(
+                now=now,
+                capacity=sc.capacity_units,
+                kind=QueueKind.FAIRSHARE,
+                shares=tuple(shares.values()),
+                running=tuple(running),
+                queued=tuple(queued),
+                decay_seconds=sc.config.share_decay_seconds,
+                head_of_line_blocking=sc.config.head_of_line_blocking,
+            )
+        else:
+            live = LiveQueue(
+                now=now,
+                capacity=sc.capacity_units,
+                kind=QueueKind.QUOTA,
+                shares=tuple(ShareState(s, limit=e) for s, e in zip(sc.shares, sc.entitlements, strict=True)),
+                running=tuple(running),
+                queued=tuple(queued),
+                head_of_line_blocking=sc.config.head_of_line_blocking,
+                borrow=run.policy is not Policy.STATIC,
+            )
+        submits = run_submits(sc)
+        lo = bisect.bisect_left(submits, now - arrivals_lookback)
+        hi = bisect.bisect_left(submits, now)  # submitted strictly before now
+        arrivals = tuple(
+            Arrival(
+                j.submit,
+                run.share_identifier(j) if fair else sc.shares[j.share],
+                j.units,
+                j.priority,
+            )
+            for j in sc.jobs[lo:hi]
+        )
+        return live, History(tuple(self.finished), arrivals)
+
+
+_SUBMITS: dict[int, list[float]] = {}
+
+
+def run_submits(scenario: Scenario) -> list[float]:
+    """The scenario's submission times, sorted (cached per scenario)."""
+    key = id(scenario)
+    if key not in _SUBMITS:
+        _SUBMITS.clear()
+        _SUBMITS[key] = [j.submit for j in scenario.jobs]
+    return _SUBMITS[key]
+
+
+def sample_jobs(scenario: Scenario, size: int, seed: int) -> list[ScenarioJob]:
+    """A seeded sample of the scenario's jobs (all of them when it has fewer), in submission order."""
+    rng = random.Random(f"eta-sample-{seed}")
+    jobs = list(scenario.jobs)
+    picked = jobs if size >= len(jobs) else rng.sample(jobs, size)
+    return sorted(picked, key=lambda j: (j.submit, j.name))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the backtest may tune on the earlier half: the interval's quantiles, how far the interval
+    is widened (its low wait divided, its high wait multiplied by ``widen``), and a scale on the p50 wait.
+    """
+
+    low: float = 0.1
+    high: float = 0.9
+    widen: float = 1.0
+    p50_scale: float = 1.0
+
+    def bounds(self, p: Prediction) -> tuple[float, float]:
+        low, high = p.at(self.low) - p.submitted_at, p.at(self.high) - p.submitted_at
+        return p.submitted_at + low / self.widen, p.submitted_at + high * self.widen
+
+    def point(self, p: Prediction) -> float:
+        return p.submitted_at + (p.at(0.5) - p.submitted_at) * self.p50_scale
+
+
+UNTUNED = Calibration()
+WIDEN_CHOICES = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+P50_SCALE_CHOICES = (0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0)
+
+
+def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNED) -> dict[str, Any]:
+    """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring)."""
+    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
+    if not waited:
+        return {
+            "measured": 0,
+            "median_abs_error_seconds": None,
+            "coverage": None,
+            "baseline_median_abs_error_seconds": None,
+        }
+    errors = [abs(calibration.point(p) - p.actual_start) for p in waited]  # type: ignore[operator]
+    baseline = [abs(p.submitted_at + p.baseline_wait - p.actual_start) for p in waited]  # type: ignore[operator]
+    inside = 0
+    for p in waited:
+        low, high = calibration.bounds(p)
+        inside += low <= p.actual_start <= high  # type: ignore[operator]
+    return {
+        "measured": len(waited),
+        "median_abs_error_seconds": round(statistics.median(errors), 1),
+        "coverage": round(inside / len(waited), 4),
+        "baseline_median_abs_error_seconds": round(statistics.median(baseline), 1),
+    }
+
+
+def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
+    """The p50 scale with the least median error, and the narrowest interval whose coverage is
+    closest to ``target``, on these predictions."""
+
+    def error(scale: float) -> float:
+        return measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"] or 0.0
+
+    scale = min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0)))
+    candidates = [
+        Calibration(low, high, widen, scale) for low, high in INTERVAL_CHOICES for widen in WIDEN_CHOICES
+    ]
+    return min(
+        candidates,
+        key=lambda c: (abs((measure(predictions, c)["coverage"] or 0.0) - target), c.widen, c.low),
+    )
+
+
+@dataclass
+class EtaResult:
+    """Every prediction of one policy's backtest, and its measures."""
+
+    policy: Policy
+    predictions: list[Prediction]
+    result: PolicyResult
+    forecast_seconds: float
+    replay_seconds: float
+    calibration: Calibration = UNTUNED
+    measures: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The ``eta`` object ``shareplane simulate --eta`` adds to the policy."""
+        return {"predictions": len(self.predictions), **self.measures}
+
+
+def backtest(
+    scenario: Scenario,
+    policy: Policy,
+    *,
+    seed: int = 0,
+    sample: int = DEFAULT_SAMPLE,
+    settings: ForecastSettings = BACKTEST_SETTINGS,
+    jobs: Sequence[ScenarioJob] | None = None,
+) -> EtaResult:
+    """Replay ``scenario`` under ``policy``, forecasting each sampled job (or ``jobs``) at its submission."""
+    run = PolicyRun(scenario, policy, seed)
+    view = LiveView(run)
+    targets = list(jobs) if jobs is not None else sample_jobs(scenario, sample, seed)
+    made: list[Prediction] = []
+    spent = [0.0]
+
+    def predict(target: ScenarioJob) -> None:
+        started = time.perf_counter()
+        now = run.model.engine.now
+        live, history = view.live_queue(target, settings.arrival_lookback_seconds)
+        forecast = forecast_starts(
+            live, history, targets={target.name}, settings=settings, seed=f"{seed}-{target.name}"
+        )[target.name]
+        made.append(
+            Prediction(
+                target.name,
+                now,
+                TIERS[target.tier].value,
+                forecast.starts,
+                settings.samples,
+                view.baseline_wait(target.tier, now),
+            )
+        )
+        spent[0] += time.perf_counter() - started
+
+    # Scheduled before the replay's own arrivals, so each runs before its job (and anything else
+    # arriving at that instant) is submitted.
+    for target in targets:
+        run.model.engine.schedule_at(target.submit, predict, target)
+    started = time.perf_counter()
+    result = run.replay()
+    wall = time.perf_counter() - started
+    predictions = [replace(p, actual_start=view.first_dispatch.get(p.job)) for p in made]
+    return EtaResult(policy, predictions, result, spent[0], wall - spent[0])
+
+
+def evaluate(result: EtaResult) -> EtaResult:
+    """Fill ``measures``: untuned on the whole and both halves; tuned on the earlier, shown on the later."""
+    preds = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))
+    half = len(preds) // 2
+    earlier, later = preds[:half], preds[half:]
+    chosen = tune(earlier)
+    result.calibration = chosen
+    whole = measure(preds)
+    tuned = measure(later, chosen)
+    result.measures = {
+        "measured": whole["measured"],
+        "median_abs_error_seconds": whole["median_abs_error_seconds"],
+        "coverage_p10_p90": whole["coverage"],
+        "baseline_median_abs_error_seconds": whole["baseline_median_abs_error_seconds"],
+        "earlier_half": _renamed(measure(earlier)),
+        "later_half": {
+            **_renamed(measure(later)),
+            "tuned_on_earlier_half": {
+                "interval": [chosen.low, chosen.high],
+                "widen": chosen.widen,
+                "p50_scale": chosen.p50_scale,
+                "median_abs_error_seconds": tuned["median_abs_error_seconds"],
+                "coverage": tuned["coverage"],
+            },
+        },
+        "forecast_seconds": round(result.forecast_seconds, 2),
+        "replay_seconds": round(result.replay_seconds, 2),
+    }
+    return result
+
+
+def _renamed(measures: dict[str, Any]) -> dict[str, Any]:
+    """``measure``'s output with its coverage named for the p10-p90 interval it was measured on."""
+    out = dict(measures)
+    out["coverage_p10_p90"] = out.pop("coverage")
+    return out

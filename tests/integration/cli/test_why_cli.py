@@ -1,0 +1,169 @@
+"""`shareplane why` and `submit --dry-run`: position, reasons and forecast from a live twin (gpusim as Batch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gpusim import BatchApi, BatchModel
+from gpusim.model import NUM_INSTANCES
+from shareplane.adapters.batch_policy import BatchPolicyAdapter
+from shareplane.domain.start_forecast import QueueKind
+from shareplane.domain.wait_explain import QueuePolicy, live_from_records
+from shareplane_cli.commands.why import print_why, why_report
+from shareplane_cli.config_file import load_config
+from shareplane_cli.dry_run import dry_run_spec, print_dry_run
+from shareplane_cli.twin import Twin, queue_capacity, queue_policy
+
+REPO = Path(__file__).resolve().parents[3]
+CONFIG = load_config(REPO / "config" / "shares.yaml")
+QUEUE = "search-p4d-queue"
+NOW = 1_000_000.0
+ARN = "arn:aws:batch:us-east-1:111122223333:service-job/"
+
+
+def record(name, share, status, instances, created, *, priority=10, held=None, ended=None):
+    """A job record as `shareplane jobs` prints it (times in epoch ms)."""
+    history = [
+        {"status": "SUBMITTED", "at": int(created * 1000)},
+        {"status": "RUNNABLE", "at": int(created * 1000)},
+    ]
+    if held is not None:
+        history.append({"status": "SCHEDULED", "at": int(held * 1000)})
+        history.append({"status": "RUNNING", "at": int((held + 180) * 1000)})
+    if ended is not None:
+        history.append({"status": "SUCCEEDED", "at": int(ended * 1000)})
+    return {
+        "jobName": name,
+        "jobId": name,
+        "jobArn": ARN + name,
+        "jobQueue": QUEUE,
+        "status": status,
+        "shareIdentifier": share,
+        "quotaShareName": None,
+        "schedulingPriority": priority,
+        "createdAt": int(created * 1000),
+        "stoppedAt": int(ended * 1000) if ended else None,
+        "instanceCount": instances,
+        "history": history,
+    }
+
+
+@pytest.fixture
+def twin() -> Twin:
+    past = [
+        record(
+            f"old{n}",
+            "ProdExp1" if n % 2 else "ProdExp2",
+            "SUCCEEDED",
+            1,
+            NOW - 90000 + n * 1000,
+            held=NOW - 90000 + n * 1000,
+            ended=NOW - 87000 + n * 1000,
+        )
+        for n in range(40)
+    ]
+    records = [
+        *past,
+        record("r1", "ProdExp1", "RUNNING", 3, NOW - 5000, held=NOW - 4000),
+        record("r2", "ProdExp2", "RUNNING", 1, NOW - 3000, held=NOW - 2500),
+        record("w1", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
+        record("w2", "ProdExp2", "RUNNABLE", 1, NOW - 500),
+    ]
+    policy = QueuePolicy(
+        QueueKind.FAIRSHARE, 4, weights={"ProdExp1": 1.0, "ProdExp2": 1.0}, decay_seconds=3600
+    )
+    live, history = live_from_records(records, policy, NOW)
+    # Batch lists only w1 (as if w2 were past the snapshot's first 100 jobs).
+    snapshot = {
+        "frontOfQueue": {"jobs": [{"jobArn": ARN + "w1", "earliestTimeAtPosition": int((NOW - 900) * 1000)}]}
+    }
+    return Twin(QUEUE, NOW, records, snapshot, policy, live, history, CONFIG)
+
+
+def test_a_listed_job_gets_batchs_position_its_reasons_and_a_forecast(twin: Twin, capsys) -> None:
+    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "w1"), samples=50)
+    assert report["waiting"] is True
+    assert report["position"]["source"] == "GetJobQueueSnapshot"
+    assert report["position"]["frontOfQueue"] == 1
+    codes = [f["code"] for f in report["heldBackBy"]]
+    assert "capacity_held" in codes  # 4 of 4 instances held
+    held = next(f["text"] for f in report["heldBackBy"] if f["code"] == "capacity_held")
+    assert "ProdExp1" in held and "3" in held
+    f = report["forecast"]
+    assert f["startP50"] is not None
+    assert f["waitSecondsP10"] <= f["waitSecondsP50"] <= f["waitSecondsP90"]
+    # Nothing starts before the first running job can end: the earliest start is after now.
+    assert f["waitSecondsP10"] >= 1000
+    print_why(report)
+    assert "number 1 at the front" in capsys.readouterr().out
+
+
+def test_a_job_past_the_snapshot_is_placed_by_the_twin_and_says_so(twin: Twin) -> None:
+    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "w2"), samples=50)
+    place = report["position"]
+    assert place["source"] == "twin" and place["frontOfQueue"] is None
+    assert place["twinPosition"] == 2 and place["waiting"] == 2
+    assert "not among them" in place["note"]
+    assert "ahead_in_share" in [f["code"] for f in report["heldBackBy"]]
+    assert "priority_raise" in [f["code"] for f in report["startSooner"]]
+    # w2 waits behind w1 in its share: its forecast is never earlier.
+    w1 = why_report(twin, next(r for r in twin.records if r["jobName"] == "w1"), samples=50)
+    assert report["forecast"]["startP50"] >= w1["forecast"]["startP50"]
+
+
+def test_a_running_job_says_when_it_started(twin: Twin) -> None:
+    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "r1"), samples=10)
+    assert report["waiting"] is False and report["waitedSeconds"] == 1000
+
+
+def test_dry_run_forecasts_the_specs_gpu_jobs_and_submits_nothing(twin: Twin, capsys) -> None:
+    before = (twin.live, twin.records)
+    report = dry_run_spec(
+        REPO / "config/jobs/prodexp1-bert.yaml", CONFIG, None, team=None, samples=30, twin=twin
+    )
+    assert report["ok"] and report["dryRun"]
+    gpu = [j for j in report["jobs"] if j["forecast"] is not None]
+    cpu = [j for j in report["jobs"] if j["forecast"] is None]
+    assert gpu and cpu  # the spec's CPU job goes to the FIFO queue: no forecast, said why
+    assert all(j["forecast"]["waitSecondsP50"] is not None for j in gpu)
+    assert (twin.live, twin.records) == before
+    print_dry_run(report)
+    assert "nothing submitted" in capsys.readouterr().out
+
+
+def test_dry_run_of_a_bad_spec_lists_its_problems(twin: Twin) -> None:
+    report = dry_run_spec(
+        REPO / "config/jobs/prodexp2-invalid.yaml", CONFIG, None, team=None, samples=5, twin=twin
+    )
+    assert report["ok"] is False and report["problems"]
+
+
+def test_queue_policy_and_capacity_come_from_batch() -> None:
+    api = BatchApi(BatchModel())
+    api.create_service_environment(
+        serviceEnvironmentName="p4d",
+        serviceEnvironmentType="SAGEMAKER_TRAINING",
+        capacityLimits=[{"maxCapacity": 7, "capacityUnit": NUM_INSTANCES}],
+    )
+    arn = api.create_scheduling_policy(
+        name="fs",
+        fairsharePolicy={
+            "shareDecaySeconds": 1800,
+            "computeReservation": 10,
+            "shareDistribution": [{"shareIdentifier": "ProdExp1", "weightFactor": 0.5}],
+        },
+    )["arn"]
+    api.create_job_queue(
+        jobQueueName=QUEUE,
+        jobQueueType="SAGEMAKER_TRAINING",
+        priority=1,
+        schedulingPolicyArn=arn,
+        serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "p4d"}],
+    )
+    capacity = queue_capacity(api, QUEUE, CONFIG)
+    policy = queue_policy(BatchPolicyAdapter(api), QUEUE, CONFIG, capacity)
+    assert capacity == 7
+    assert policy.kind is QueueKind.FAIRSHARE
+    assert policy.weights == {"ProdExp1": 0.5}
+    assert (policy.decay_seconds, policy.compute_reservation) == (1800.0, 10)

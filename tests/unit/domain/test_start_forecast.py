@@ -1,0 +1,183 @@
+"""The start forecast: its sampling choices, its forward model's order, and its bad-input errors."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shareplane.domain import fairshare
+from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.start_forecast import (
+    Arrival,
+    FinishedRun,
+    ForecastSettings,
+    History,
+    LiveQueue,
+    QueuedJob,
+    QueueKind,
+    RunningJob,
+    RunTimes,
+    ShareState,
+    decayed_usage,
+    fair_entitlements,
+    forecast_starts,
+)
+
+FEW = ForecastSettings(samples=40)
+
+
+def queue(kind: QueueKind = QueueKind.FAIRSHARE, **kw) -> LiveQueue:
+    base = {
+        "now": 1000.0,
+        "capacity": 2,
+        "kind": kind,
+        "shares": (ShareState("a"), ShareState("b")),
+        "running": (RunningJob("r1", "a", 1, 400.0), RunningJob("r2", "b", 1, 900.0)),
+        "queued": (QueuedJob("q1", "a", 1, 10, 950.0, 1), QueuedJob("q2", "a", 1, 10, 960.0, 2)),
+    }
+    return LiveQueue(**{**base, **kw})
+
+
+def history(*runs: tuple[str, float]) -> History:
+    return History(finished=tuple(FinishedRun(s, d) for s, d in runs))
+
+
+def test_same_seed_same_forecast_and_another_seed_moves_it() -> None:
+    h = history(*[("a", 100.0 + 50 * i) for i in range(30)], *[("b", 300.0 + 20 * i) for i in range(30)])
+    one = forecast_starts(queue(), h, settings=FEW, seed=7)
+    assert one == forecast_starts(queue(), h, settings=FEW, seed=7)
+    assert one != forecast_starts(queue(), h, settings=FEW, seed=8)
+
+
+def test_remaining_time_is_conditioned_on_time_already_run() -> None:
+    times = RunTimes.of([FinishedRun("a", d) for d in (100.0, 200.0, 900.0, 1000.0)], 1, 3600.0)
+    rng = random.Random(0)
+    draws = {times.remaining("a", 500.0, rng) for _ in range(200)}
+    assert draws == {400.0, 500.0}  # only the runs that lasted longer than 500 s
+    beyond = [times.remaining("a", 5000.0, rng) for _ in range(200)]
+    assert all(d > 0.0 for d in beyond)  # longer than all history: still ends later, never "now"
+
+
+def test_running_jobs_count_as_censored_runs_so_long_runs_are_not_forgotten() -> None:
+    finished = [FinishedRun("a", d) for d in (100.0, 200.0, 300.0, 400.0)]
+    running = [RunningJob(f"r{n}", "a", 1, 0.0) for n in range(4)]  # each has run 10,000 s so far
+    rng = random.Random(1)
+    alone = RunTimes.of(finished, 1, 3600.0)
+    censored = RunTimes.of(finished, 1, 3600.0, running, 10_000.0)
+    assert max(alone.draw("a", rng) for _ in range(400)) == 400.0
+    # Half the runs seen are still going after 10,000 s: about half the draws last that long.
+    long = sum(censored.draw("a", rng) >= 10_000.0 for _ in range(400))
+    assert 150 <= long <= 250
+
+
+def test_a_share_with_too_few_runs_draws_from_everyone() -> None:
+    times = RunTimes.of([FinishedRun("a", 10.0), *[FinishedRun("b", 99.0)] * 5], 3, 3600.0)
+    rng = random.Random(0)
+    assert {times.draw("a", rng) for _ in range(100)} == {10.0, 99.0}
+    assert {times.draw("b", rng) for _ in range(100)} == {99.0}
+
+
+def test_known_run_times_give_exact_starts_in_priority_then_submission_order() -> None:
+    # One run time per share makes every run identical, so the quantiles collapse to exact starts.
+    h = history(*[("a", 700.0)] * 20, *[("b", 300.0)] * 20)
+    q = queue(
+        queued=(
+            QueuedJob("low", "a", 1, 10, 950.0, 1),
+            QueuedJob("high", "a", 1, 50, 960.0, 2),
+        )
+    )
+    f = forecast_starts(q, h, settings=FEW)
+    # r1 (share a, started 400) ends at 1100; r2 (share b, started 900) at 1200. "high" goes first.
+    assert (f["high"].low, f["high"].median, f["high"].high) == (1100.0, 1100.0, 1100.0)
+    assert f["low"].median == 1200.0
+    assert f["low"].started_fraction == 1.0
+
+
+def test_fairshare_serves_the_share_below_its_usage_first() -> None:
+    h = history(*[("a", 500.0)] * 20, *[("b", 500.0)] * 20)
+    q = queue(
+        capacity=1,
+        shares=(ShareState("a", usage=50_000.0), ShareState("b", usage=0.0)),
+        running=(RunningJob("r", "a", 1, 900.0),),
+        queued=(QueuedJob("qa", "a", 1, 10, 500.0, 1), QueuedJob("qb", "b", 1, 10, 990.0, 2)),
+    )
+    f = forecast_starts(q, h, settings=FEW)
+    assert f["qb"].median == 1400.0  # b is far below a: its job goes first though submitted later
+    assert f["qa"].median == 1900.0
+    fifo = forecast_starts(
+        queue(QueueKind.FIFO, **{k: getattr(q, k) for k in ("capacity", "shares", "running", "queued")}),
+        h,
+        settings=FEW,
+    )
+    assert fifo["qa"].median == 1400.0  # FIFO: submission order
+
+
+def test_quota_share_over_its_limit_waits_without_borrowing() -> None:
+    h = history(*[("a", 500.0)] * 20, *[("b", 5000.0)] * 20)
+    common = {
+        "capacity": 2,
+        "shares": (ShareState("a", limit=1), ShareState("b", limit=1)),
+        "running": (RunningJob("r", "a", 1, 900.0),),
+        "queued": (QueuedJob("qa", "a", 1, 10, 950.0, 1),),
+    }
+    lend = forecast_starts(queue(QueueKind.QUOTA, borrow=True, **common), h, settings=FEW)
+    reserve = forecast_starts(queue(QueueKind.QUOTA, borrow=False, **common), h, settings=FEW)
+    assert lend["qa"].median == 1000.0  # b's idle instance is lent
+    assert reserve["qa"].median == 1400.0  # waits for a's own instance
+
+
+def test_a_job_that_never_fits_has_no_start_within_the_horizon() -> None:
+    q = queue(queued=(QueuedJob("huge", "a", 3, 10, 950.0, 1),))
+    f = forecast_starts(
+        q, history(*[("a", 100.0)] * 30), settings=ForecastSettings(samples=5, horizon_seconds=3600)
+    )
+    assert f["huge"].median is None and f["huge"].started_fraction == 0.0
+
+
+def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
+    h = history(*[("a", 600.0)] * 20, *[("b", 600.0)] * 20)
+    q = queue(
+        capacity=1,
+        shares=(ShareState("a", usage=1e6), ShareState("b")),
+        running=(RunningJob("r", "b", 1, 990.0),),
+        queued=(QueuedJob("qa", "a", 1, 10, 995.0, 1),),
+    )
+    quiet = forecast_starts(q, h, settings=FEW)
+    busy_history = History(h.finished, tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200)))
+    busy = forecast_starts(q, busy_history, settings=FEW)
+    assert quiet["qa"].median == 1590.0
+    assert busy["qa"].median is None or busy["qa"].median > quiet["qa"].median
+
+
+def test_unknown_target_and_bad_state_name_the_field() -> None:
+    with pytest.raises(InvalidInputError, match="targets"):
+        forecast_starts(queue(), History(), targets={"nope"})
+    with pytest.raises(InvalidInputError, match="capacity"):
+        queue(capacity=0)
+    with pytest.raises(InvalidInputError, match="samples"):
+        ForecastSettings(samples=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    holds=st.lists(
+        st.tuples(st.floats(0, 5000), st.floats(1, 3000), st.integers(1, 8)), min_size=1, max_size=6
+    ),
+    weight=st.floats(0.1, 10),
+)
+def test_decayed_usage_matches_stepping_the_accrual(holds, weight) -> None:
+    window, now = 600.0, 9000.0
+    spans = [(s, s + d, n) for s, d, n in holds]
+    # Step every instant where the rate changes, as Batch's counter (and gpusim's) would.
+    points = sorted({0.0, now, *[p for s, e, _ in spans for p in (s, e) if p < now]})
+    usage = 0.0
+    for t0, t1 in zip(points, points[1:], strict=False):
+        rate = sum(n * weight for s, e, n in spans if s <= t0 < e)
+        usage = fairshare.accrue(usage, rate, t1 - t0, window)
+    assert decayed_usage(spans, weight, window, now) == pytest.approx(usage, rel=1e-9, abs=1e-6)
+
+
+def test_fair_entitlements_follow_inverse_weights() -> None:
+    assert fair_entitlements(9, {"a": 1.0, "b": 0.5}) == pytest.approx({"a": 3.0, "b": 6.0})
