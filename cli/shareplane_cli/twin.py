@@ -15,7 +15,7 @@ from typing import Any
 
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
-from shareplane.domain.rebalance import QuotaSettings, SharingStrategy
+from shareplane.domain.rebalance import SharingStrategy
 from shareplane.domain.start_forecast import (
     ForecastSettings,
     History,
@@ -27,7 +27,6 @@ from shareplane.domain.start_forecast import (
 )
 from shareplane.domain.wait_explain import QueuePolicy, live_from_records
 from shareplane.service.queries import job_records
-from shareplane.service.rebalance_shares import current_weights
 
 from .aws import Target
 
@@ -115,21 +114,19 @@ def queue_policy(batch: BatchPolicyAdapter, queue: str, config: SharesConfig, ca
         limits: dict[str, int] = {}
         borrow = False
         for share in batch.list_quota_shares(queue):
-            settings = QuotaSettings.from_dict(share)
-            limits[share["quotaShareName"]] = sum(settings.capacity_limits.values())
-            borrow = borrow or settings.strategy is not SharingStrategy.RESERVE
+            limits[share.name] = sum(share.settings.capacity_limits.values())
+            borrow = borrow or share.settings.strategy is not SharingStrategy.RESERVE
         return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
     arn = batch.scheduling_policy_of(queue)
     if arn is None:
         return QueuePolicy(QueueKind.FIFO, capacity)
     policy = batch.describe_scheduling_policy(arn)
-    fair = policy.get("fairsharePolicy") or {}
     return QueuePolicy(
         QueueKind.FAIRSHARE,
         capacity,
-        weights={w.share_identifier: w.weight_factor for w in current_weights(policy)},
-        decay_seconds=float(fair.get("shareDecaySeconds") or 0),
-        compute_reservation=int(fair.get("computeReservation") or 0),
+        weights={w.share_identifier: w.weight_factor for w in policy.weights},
+        decay_seconds=float(policy.share_decay_seconds or 0),
+        compute_reservation=int(policy.compute_reservation or 0),
     )
 
 
@@ -138,9 +135,8 @@ def load_twin(
 ) -> Twin:
     """Read the GPU queue's live state (no writes) and build the forecast's input from it."""
     job_queue = queue or config.gpu_queue_name()
-    client = target.client("batch")
-    batch = BatchPolicyAdapter(client)
-    store = target.job_store(table)
+    root = target.root(table_name=table or target.output("JobsTableName"))
+    client, batch, store = root.batch, root.batch_policy, root.store
     now = time.time()
     records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
     snapshot = batch.get_job_queue_snapshot(job_queue)
