@@ -92,7 +92,7 @@ def usage_command(
         target.job_store(table),
         config,
         by,
-        now_ms=int(time.time() * 1000),
+        now_ms=int(now.timestamp() * 1000),
         since_ms=int(start.timestamp() * 1000) if start else 0,
         team=team,
     )
