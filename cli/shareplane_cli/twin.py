@@ -15,6 +15,7 @@ from typing import Any
 
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.job_story import observed_now
 from shareplane.domain.rebalance import SharingStrategy
 from shareplane.domain.start_forecast import (
     ForecastSettings,
@@ -187,8 +188,8 @@ def load_twin(
     job_queue = queue or config.gpu_queue_name()
     root = target.root(table_name=table or target.output("JobsTableName"))
     client, batch, store = root.batch, root.batch_policy, root.store
-    now = time.time()
     records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
+    now = observed_now(records, time.time())
     # The raw answer: the queue's front (frontOfQueue) is what `why` and `top` read; the adapter's
     # value keeps only the shares' utilization, which the rebalancer plans on.
     snapshot = client.get_job_queue_snapshot(jobQueue=job_queue)

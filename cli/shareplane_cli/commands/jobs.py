@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.job_story import job_story, job_wait
+from shareplane.domain.job_story import job_story, job_wait, observed_now
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.records import history_label
 from shareplane.service.queries import job_records, job_submission
@@ -27,7 +27,7 @@ OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or ta
 
 def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None = None) -> None:
     """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``)."""
-    at = time.time() if now is None else now
+    at = observed_now(records, time.time()) if now is None else now
 
     def table() -> None:
         rows = [
@@ -194,8 +194,9 @@ def _prediction_text(prediction: Mapping[str, Any]) -> str:
     return text if off is None else f"{text}; started {off:+d} s from its p50"
 
 
-def story_of(target: Target, table: str | None, record: dict[str, Any]) -> dict[str, Any]:
-    """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission."""
+def story_of(target: Target, table: str | None, record: dict[str, Any], now: float) -> dict[str, Any]:
+    """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission
+    (``now``, epoch s, dates the wait of a job still waiting)."""
     root = target.root(table_name=table or target.output("JobsTableName"))
     store = root.store
     state = store.load_job(record["jobArn"])
@@ -211,7 +212,7 @@ def story_of(target: Target, table: str | None, record: dict[str, Any]) -> dict[
         alerts=alerts,
         costs=costs,
         submission=job_submission(store, record["jobArn"]),
-        now=time.time(),
+        now=now,
     )
 
 
@@ -278,7 +279,10 @@ def jobs_command(
             ExitCode.NOT_FOUND,
         )
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
-    stories = [story_of(target, table, r) for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)]
+    now = observed_now(records, time.time())
+    stories = [
+        story_of(target, table, r, now) for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)
+    ]
     if output is Output.JSON:
         print_json(stories)  # one JSON array, always
         return

@@ -9,7 +9,7 @@ SCHEDULED, as everywhere in shareplane) and, when a watch tick stored one, the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,21 @@ class JobWait:
             f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
         )
         return shown if self.ended else f"{shown} so far"
+
+
+def observed_now(records: Iterable[Mapping[str, Any]], clock: float) -> float:
+    """``clock`` (epoch s), or the newest time the records hold if that is later.
+
+    A recorded event cannot come from the future, so its time is a lower bound of now. It wins when
+    the queue's clock runs ahead of the reader's: the local stack's emulator on its sped-up virtual
+    clock, or a skewed laptop clock.
+    """
+    newest = 0
+    for record in records:
+        newest = max(newest, record.get("createdAt") or 0, record.get("stoppedAt") or 0)
+        for entry in record.get("history") or ():
+            newest = max(newest, entry.get("at") or 0)
+    return max(clock, newest / 1000.0)
 
 
 def job_wait(record: Mapping[str, Any], now: float) -> JobWait:
