@@ -195,7 +195,30 @@ def load_twin(
     snapshot = client.get_job_queue_snapshot(jobQueue=job_queue)
     policy = queue_policy(batch, job_queue, config, queue_capacity(client, job_queue, config))
     live, history = live_from_records(records, policy, now)
+    live = in_batchs_order(live, snapshot, records)
     return Twin(job_queue, now, records, snapshot, policy, live, history, config)
+
+
+def in_batchs_order(
+    live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+) -> LiveQueue:
+    """The live queue with the jobs GetJobQueueSnapshot lists ranked in Batch's order among themselves.
+
+    The jobs table orders waiting jobs by createdAt, and jobs submitted in the same millisecond (one
+    dropped spec) only by id; Batch knows its own order. The listed jobs keep the ranks they held
+    between them, handed out in Batch's order; jobs past the snapshot keep theirs.
+    """
+    name_of = {r.get("jobArn"): r.get("jobName") or r.get("jobId") or "" for r in records}
+    waiting = {j.name: j for j in live.queued}
+    listed: list[str] = []
+    for entry in (snapshot.get("frontOfQueue") or {}).get("jobs") or ():
+        name = name_of.get(entry.get("jobArn"))
+        if name in waiting and name not in listed:
+            listed.append(name)
+    ranks = dict(zip(listed, sorted(waiting[n].order for n in listed), strict=True))
+    if all(waiting[n].order == rank for n, rank in ranks.items()):
+        return live
+    return replace(live, queued=tuple(replace(j, order=ranks.get(j.name, j.order)) for j in live.queued))
 
 
 def when(epoch: float | None) -> str | None:

@@ -130,13 +130,13 @@ def print_job_story(story: Mapping[str, Any], console: Console | None = None) ->
         ("stopped", epoch_ms(story["stoppedAt"])),
         (
             "attempts",
-            f"{story['attempts']} attempts, {story['preemptions']} preemptions, "
-            f"{story['capacityRequeues']} capacity requeues",
+            f"{story['attempts']} attempt(s) ended, {story['preemptions']} preemption(s), "
+            f"{story['capacityRequeues']} capacity requeue(s)",
         ),
         (
             "cost",
             f"{cost['usd']} USD, {cost['billableInstanceHours']} billable instance-hours "
-            f"({len(cost['attempts'])} attempts costed)"
+            f"({len(cost['attempts'])} attempt(s) costed)"
             if cost["attempts"]
             else "- (no attempt costed yet)",
         ),

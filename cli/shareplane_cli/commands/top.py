@@ -189,7 +189,7 @@ def render(data: Mapping[str, Any]) -> RenderableType:
         for column in ("#", "job", "share", "inst", "waited", "start in p10/p50/p90", "held back by"):
             heads.add_column(column, justify="right" if column in ("#", "inst", "waited") else "left")
         for h in q["heads"]:
-            reason = h["heldBackBy"][0]["text"] if h["heldBackBy"] else ""
+            reason = "; ".join(f["text"] for f in h["heldBackBy"])  # all of them, in why's order
             heads.add_row(
                 str(h["position"]) + ("" if h["placedBy"] == "GetJobQueueSnapshot" else "*"),
                 h["job"],

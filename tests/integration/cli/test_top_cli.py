@@ -13,7 +13,7 @@ from shareplane.domain.start_forecast import QueueKind
 from shareplane.domain.wait_explain import QueuePolicy, dispatch_order, forecast_position, live_from_records
 from shareplane.service.rebalance_shares import snapshot_in_use
 from shareplane_cli.commands.top import queue_heads, render, share_usage
-from shareplane_cli.twin import Twin
+from shareplane_cli.twin import Twin, in_batchs_order
 
 from tests.integration.cli.test_why_cli import ARN, CONFIG, NOW, QUEUE, record
 
@@ -129,3 +129,25 @@ def test_a_frame_renders_every_head_and_row(twin: Twin) -> None:
     assert all(name in text for name in ("w1", "w2", "w3"))
     assert "not in the snapshot's top 20" in text  # a count Batch did not give is not shown as 0
     assert "4/4 instances in use, 3 jobs waiting" in text
+
+
+def test_jobs_submitted_in_the_same_millisecond_rank_in_batchs_order() -> None:
+    # GIVEN two jobs of one drop (same createdAt: the table can order them only by id) and Batch's snapshot
+    records = [
+        record("r1", "ProdExp1", "RUNNING", 4, NOW - 5000, held=NOW - 4000),
+        record("eval-a", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
+        record("eval-b", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
+        record("later", "ProdExp2", "RUNNABLE", 1, NOW - 10),
+    ]
+    policy = QueuePolicy(QueueKind.FAIRSHARE, 4, weights={"ProdExp2": 1.0}, decay_seconds=3600)
+    live, _ = live_from_records(records, policy, NOW)
+    assert [j.name for j in dispatch_order(live)] == ["eval-a", "eval-b", "later"]
+    snapshot = {"frontOfQueue": {"jobs": [{"jobArn": ARN + "eval-b"}, {"jobArn": ARN + "eval-a"}]}}
+    # WHEN the twin takes Batch's order for the jobs it lists
+    ranked = in_batchs_order(live, snapshot, records)
+    # THEN they swap between themselves, the job past the snapshot keeps its place, and why agrees
+    assert [j.name for j in dispatch_order(ranked)] == ["eval-b", "eval-a", "later"]
+    assert in_batchs_order(ranked, snapshot, records) is ranked  # already in Batch's order: unchanged
+    assert {j.name: j.order for j in live.queued}["later"] == {j.name: j.order for j in ranked.queued}[
+        "later"
+    ]
