@@ -1,7 +1,7 @@
 """The live twin: the GPU queue's state read from Batch and the jobs table, ready for the forecast.
 
 Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeSchedulingPolicies (or ListQuotaShares)
-and the jobs table. `shareplane why` and `shareplane submit --dry-run` build it; the forecast itself
+and the jobs table. `shareplane why`, `top` and `submit --dry-run` build it; the forecast itself
 is ``shareplane.domain.start_forecast`` (pure), the code the backtest measures.
 """
 
