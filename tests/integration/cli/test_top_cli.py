@@ -15,7 +15,7 @@ from shareplane.service.rebalance_shares import snapshot_in_use
 from shareplane_cli.commands.top import queue_heads, render, share_usage
 from shareplane_cli.twin import Twin, in_batchs_order
 
-from tests.integration.cli.test_why_cli import ARN, CONFIG, NOW, QUEUE, record
+from tests.integration.cli.test_why_cli import ARN, CONFIG, NOW, QUEUE, REPO, record
 
 
 @pytest.fixture
@@ -151,3 +151,44 @@ def test_jobs_submitted_in_the_same_millisecond_rank_in_batchs_order() -> None:
     assert {j.name: j.order for j in live.queued}["later"] == {j.name: j.order for j in ranked.queued}[
         "later"
     ]
+
+
+def test_the_live_view_refreshes_every_interval_until_ctrl_c(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch, aws_credentials: None
+) -> None:
+    import shareplane_cli.commands.top as top
+    from shareplane_cli.main import app
+    from typer.testing import CliRunner
+
+    frames: list[tuple[str, ...]] = []
+    sleeps: list[float] = []
+
+    def frame(target: Any, config: Any, queues: tuple[str, ...], *rest: Any) -> dict[str, Any]:
+        frames.append(tuple(queues))
+        return {"at": f"frame {len(frames)}", "queues": []}
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 2:
+            raise KeyboardInterrupt  # the user's Ctrl-C during the second wait
+
+    monkeypatch.setattr(top, "frame", frame)
+    monkeypatch.setattr(top.time, "sleep", sleep)
+    result = CliRunner().invoke(
+        app,
+        [
+            "top",
+            "--table",
+            "jobs",
+            "--interval",
+            "2",
+            "--queue",
+            QUEUE,
+            "--config",
+            str(REPO / "config" / "shares.yaml"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    # the first frame, one refresh after the first interval, and a clean stop in the second
+    assert frames == [(QUEUE,), (QUEUE,)] and sleeps == [2.0, 2.0]
+    assert "frame 2" in result.output
