@@ -48,10 +48,10 @@ def share_usage(twin: Twin, usage_by_team: Mapping[str, Any], cut: bool) -> list
     for record in twin.records:
         if record.get("status") not in WAITING:
             continue
-        team = config.team_for_share(record.get("shareIdentifier") or record.get("quotaShareName"))
+        owner = config.team_for_share(record.get("shareIdentifier") or record.get("quotaShareName"))
         instance_type = record.get("instanceType") or next(iter(sorted(config.instance_types)), "")
-        if team:
-            key = (team, instance_type)
+        if owner:
+            key = (owner, instance_type)
             waiting[key] = waiting.get(key, 0) + instances_of(record)
     rows = []
     for name, team in sorted(config.teams.items()):
@@ -158,7 +158,8 @@ def _bar(held: float | None, entitled: int) -> Text:
 def _starts_text(starts: Mapping[str, int | None] | None) -> str:
     if not starts or starts["p50"] is None:
         return "beyond the horizon" if starts else "-"
-    return " / ".join("later" if starts[q] is None else f"{starts[q] // 60}m" for q in ("p10", "p50", "p90"))
+    minutes = [starts[q] for q in ("p10", "p50", "p90")]
+    return " / ".join("later" if m is None else f"{m // 60}m" for m in minutes)
 
 
 def render(data: Mapping[str, Any]) -> RenderableType:
