@@ -111,7 +111,8 @@ def print_job_story(story: Mapping[str, Any], console: Console | None = None) ->
         ("share", placement["now"]["share"]),
         (
             "priority",
-            f"{placement['now']['schedulingPriority']} (submitted with {submitted.get('schedulingPriority')})"
+            f"{placement['now']['schedulingPriority']} (submitted with "
+            f"{submitted.get('schedulingPriority')}, {submitted.get('tier') or 'no tier'})"
             if submitted.get("schedulingPriority") not in (None, placement["now"]["schedulingPriority"])
             else placement["now"]["schedulingPriority"],
         ),
@@ -194,7 +195,9 @@ def _prediction_text(prediction: Mapping[str, Any]) -> str:
     return text if off is None else f"{text}; started {off:+d} s from its p50"
 
 
-def story_of(target: Target, table: str | None, record: dict[str, Any], now: float) -> dict[str, Any]:
+def story_of(
+    target: Target, table: str | None, record: dict[str, Any], now: float, config: SharesConfig | None = None
+) -> dict[str, Any]:
     """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission
     (``now``, epoch s, dates the wait of a job still waiting)."""
     root = target.root(table_name=table or target.output("JobsTableName"))
@@ -213,6 +216,7 @@ def story_of(target: Target, table: str | None, record: dict[str, Any], now: flo
         costs=costs,
         submission=job_submission(store, record["jobArn"]),
         now=now,
+        config=config,
     )
 
 
@@ -281,7 +285,8 @@ def jobs_command(
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
     now = observed_now(records, time.time())
     stories = [
-        story_of(target, table, r, now) for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)
+        story_of(target, table, r, now, config)
+        for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)
     ]
     if output is Output.JSON:
         print_json(stories)  # one JSON array, always

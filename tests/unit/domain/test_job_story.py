@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
+from shareplane.domain.config import SharesConfig
 from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.job_story import job_story, job_wait, observed_now
 from shareplane.domain.records import history_label
 from shareplane.domain.sent_alert import SentAlert
 from shareplane.domain.training import TrainingHistoryEntry, TrainingJobStatus
 
+from tests.conftest import REPO
+
+CONFIG = SharesConfig.model_validate(yaml.safe_load((REPO / "config" / "shares.yaml").read_text()))
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/0f6e2c1a"
 TJ1 = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchft01-a1"
 TJ2 = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchft01-a2"
@@ -177,8 +182,10 @@ def test_the_submitted_placement_comes_from_the_request_the_submit_path_kept() -
         "submittedAt": T0,
         "uploader": {"account": "111122223333"},
     }
-    told = story(submission=submission)
+    told = story(submission=submission, config=CONFIG)
     assert told["placement"]["asSubmitted"]["schedulingPriority"] == 50
+    assert told["placement"]["asSubmitted"]["tier"] == "MIDPRI"  # the config's tier of priority 50
+    assert story(submission=submission)["placement"]["asSubmitted"]["tier"] is None  # no config, no tier
     assert told["placement"]["now"]["schedulingPriority"] == 60
     assert told["submission"]["source"]["key"] == "submit/ProdExp1/ft.yaml"
     assert story()["placement"]["asSubmitted"] is None

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .config import SharesConfig
 from .cost import AttemptCost
 from .lifecycle import ObservationKind
 from .records import HISTORY_SOURCES, history_label
@@ -147,8 +148,14 @@ def decisions(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def changes(record: Mapping[str, Any], submitted_request: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Queue, share, tier and priority as submitted and as now, and each change shareplane made."""
+def changes(
+    record: Mapping[str, Any], submitted_request: Mapping[str, Any] | None, config: SharesConfig | None = None
+) -> dict[str, Any]:
+    """Queue, share, tier and priority as submitted and as now, and each change shareplane made.
+
+    The tier as submitted is the config's reading of the request's share and priority (None without
+    the config).
+    """
     now = {
         "queue": record.get("jobQueue"),
         "share": record.get("shareIdentifier") or record.get("quotaShareName"),
@@ -156,15 +163,17 @@ def changes(record: Mapping[str, Any], submitted_request: Mapping[str, Any] | No
         "schedulingPriority": record.get("schedulingPriority"),
     }
     request = submitted_request or {}
-    submitted = (
-        {
+    submitted = None
+    if request:
+        share = request.get("shareIdentifier") or request.get("quotaShareName")
+        priority = request.get("schedulingPriority")
+        tier = config.job_tier(share, priority) if config is not None else None
+        submitted = {
             "queue": request.get("jobQueue"),
-            "share": request.get("shareIdentifier") or request.get("quotaShareName"),
-            "schedulingPriority": request.get("schedulingPriority"),
+            "share": share,
+            "tier": tier.value if tier else None,
+            "schedulingPriority": priority,
         }
-        if request
-        else None
-    )
     made = [
         {"at": e.get("at"), "label": history_label(e), "reason": e.get("reason")}
         for e in record.get("history") or ()
@@ -227,13 +236,14 @@ def job_story(
     costs: Sequence[AttemptCost],
     submission: Mapping[str, Any] | None,
     now: float,
+    config: SharesConfig | None = None,
 ) -> dict[str, Any]:
     """The record with its whole story beside it, as JSON (times in epoch ms, as in the record).
 
     ``training``: each attempt's SageMaker events by training-job ARN; ``alerts``: those sent for
     this job; ``costs``: its attempts' recorded costs; ``submission``: the submit path's PAYLOAD
     item (``source``, ``request``, ``submittedAt``), None for a job it did not submit; ``now``
-    (epoch s) dates the wait of a job still waiting.
+    (epoch s) dates the wait of a job still waiting; ``config`` reads the tier it was submitted in.
     """
     wait = job_wait(record, now)
     first = first_start(record)
@@ -253,7 +263,7 @@ def job_story(
             "firstDispatchAt": None if first is None else round(first * 1000),
             "text": wait.text(),
         },
-        "placement": changes(record, request if isinstance(request, Mapping) else None),
+        "placement": changes(record, request if isinstance(request, Mapping) else None, config),
         "timeline": timeline(record, training),
         "interruptions": interruptions(record),
         "decisions": decisions(record),
