@@ -225,7 +225,7 @@ def jobs_command(
     job_argument: Annotated[
         str | None,
         typer.Argument(
-            metavar="[JOB]",
+            metavar="JOB",
             help="One job's whole story (its name, id or ARN): timeline by source, wait, attempts, "
             "decisions, alerts, cost, prediction.",
         ),
