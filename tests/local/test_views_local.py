@@ -137,6 +137,14 @@ def test_a_finished_jobs_story_labels_every_state_by_source_and_measures_its_wai
     assert story["prediction"] is None  # no watch tick stored one for a job that never waited long
 
 
+def test_a_running_jobs_cost_is_estimated_so_far(run: ViewsRun) -> None:
+    (story,) = as_json(run, ["jobs", FILLERS[0].name])
+    assert story["status"] == "RUNNING" and story["wait"]["ended"] is True
+    (attempt,) = story["cost"]["attempts"]
+    assert attempt["source"] == "running" and attempt["instanceCount"] == FILLERS[0].instances
+    assert attempt["billableSeconds"] > 0 and attempt["usd"] > 0
+
+
 def test_a_waiting_jobs_story_says_it_is_still_waiting(run: ViewsRun) -> None:
     (story,) = as_json(run, ["jobs", WAITER.name])
     assert story["status"] == "RUNNABLE"

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.cost import running_cost
 from shareplane.domain.job_story import job_story, job_wait, observed_now
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.records import history_label
@@ -137,7 +138,12 @@ def print_job_story(story: Mapping[str, Any], console: Console | None = None) ->
         (
             "cost",
             f"{cost['usd']} USD, {cost['billableInstanceHours']} billable instance-hours "
-            f"({len(cost['attempts'])} attempt(s) costed)"
+            f"({len(cost['attempts'])} attempt(s) costed"
+            + (
+                ", the running one estimated so far)"
+                if any(a["source"] == "running" for a in cost["attempts"])
+                else ")"
+            )
             if cost["attempts"]
             else "- (no attempt costed yet)",
         ),
@@ -206,7 +212,14 @@ def story_of(
     arns = list(state.training_job_arns) if state is not None else []
     if record.get("trainingJobArn") and record["trainingJobArn"] not in arns:
         arns.append(record["trainingJobArn"])
-    costs = [cost for arn in arns if (cost := store.training_cost(arn)) is not None]
+    costs = []
+    for arn in arns:
+        cost = store.training_cost(arn)
+        if cost is None and config is not None and (training := store.load_training_job(arn)) is not None:
+            # An attempt still training: the estimate `shareplane usage` gives it (source "running").
+            cost = running_cost(training, int(now * 1000), config)
+        if cost is not None:
+            costs.append(cost)
     created = (record.get("createdAt") or 0) / 1000.0
     alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record["jobArn"]]
     return job_story(
