@@ -19,6 +19,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+from shareplane.adapters.batch_policy import queue_usage
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.start_forecast import StartForecast
 from shareplane.domain.wait_explain import WAITING, instances_of
@@ -118,7 +119,8 @@ def queue_frame(
 ) -> dict[str, Any]:
     """One queue's part of a frame: capacity in use, usage against entitlement per team, heads."""
     twin = load_twin(target, config, table=table, queue=queue)
-    usage = target.root(table_name=table).batch_policy.get_job_queue_snapshot(queue)
+    # The twin's own GetJobQueueSnapshot answer, read as the adapter reads it: one call a frame.
+    usage = queue_usage(twin.snapshot)
     by_team, cut = snapshot_in_use(usage, config.mode, config)
     in_use = sum(r.instances for r in twin.live.running)
     return {
