@@ -1,7 +1,7 @@
 """The live twin: the GPU queue's state read from Batch and the jobs table, ready for the forecast.
 
 Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeSchedulingPolicies (or ListQuotaShares)
-and the jobs table. `shareplane why` and `shareplane submit --dry-run` build it; the forecast itself
+and the jobs table. `shareplane why`, `top` and `submit --dry-run` build it; the forecast itself
 is ``shareplane.domain.start_forecast`` (pure), the code the backtest measures.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.job_story import observed_now
 from shareplane.domain.rebalance import SharingStrategy
 from shareplane.domain.start_forecast import (
     ForecastSettings,
@@ -25,7 +26,13 @@ from shareplane.domain.start_forecast import (
     StartForecast,
     forecast_starts,
 )
-from shareplane.domain.wait_explain import QueuePolicy, live_from_records
+from shareplane.domain.wait_explain import (
+    QueuePolicy,
+    WaitExplanation,
+    dispatch_order,
+    explain_wait,
+    live_from_records,
+)
 from shareplane.service.queries import job_records
 
 from .aws import Target
@@ -83,11 +90,55 @@ class Twin:
         created = record.get("createdAt")
         return None if after is None or created is None else created / 1000.0 + after
 
+    def explain(self, record: Mapping[str, Any]) -> WaitExplanation:
+        """What holds the record's waiting job back and what would let it start sooner."""
+        return explain_wait(
+            self.live,
+            record.get("jobName") or record.get("jobId") or "",
+            tier_of=self.tier_of_share(),
+            tier_priorities=self.tier_priorities(),
+            reclaim_due_at=self.reclaim_due_at(record),
+        )
+
+    def heads(self, count: int) -> list[Head]:
+        """The first ``count`` waiting jobs: Batch's order for those GetJobQueueSnapshot lists, the twin's
+        dispatch order for the rest (the snapshot lists at most 100)."""
+        by_arn = {r.get("jobArn"): r for r in self.records}
+        by_name = {r.get("jobName") or r.get("jobId"): r for r in self.records}
+        waiting = {j.name for j in self.live.queued}
+        heads: list[Head] = []
+        seen: set[str] = set()
+        listed = (self.snapshot.get("frontOfQueue") or {}).get("jobs") or ()
+        for entry in listed:
+            record = by_arn.get(entry.get("jobArn"))
+            name = (record.get("jobName") or record.get("jobId")) if record else None
+            if record is None or name not in waiting or name in seen:
+                continue
+            at = entry.get("earliestTimeAtPosition")
+            heads.append(Head(record, "GetJobQueueSnapshot", None if at is None else at / 1000.0))
+            seen.add(name)
+        for job in dispatch_order(self.live):
+            if job.name not in seen and job.name in by_name:
+                heads.append(Head(by_name[job.name], "twin", None))
+                seen.add(job.name)
+        return heads[:count]
+
     def with_jobs(self, jobs: Sequence[QueuedJob]) -> LiveQueue:
         """The live queue with ``jobs`` waiting too, as its newest arrivals (a dry run's submission)."""
         first = max((j.order for j in self.live.queued), default=0) + 1
         added = tuple(replace(job, order=first + n) for n, job in enumerate(jobs))
         return replace(self.live, queued=(*self.live.queued, *added))
+
+
+@dataclass(frozen=True)
+class Head:
+    """A waiting job near the front of the queue, and who placed it there."""
+
+    record: Mapping[str, Any]
+    #: ``GetJobQueueSnapshot`` (Batch's own order) or ``twin`` (past the jobs Batch lists).
+    placed_by: str
+    #: earliestTimeAtPosition (epoch s) when Batch placed it.
+    at_position_since: float | None
 
 
 def _in_queue(record: Mapping[str, Any], queue: str) -> bool:
@@ -137,12 +188,37 @@ def load_twin(
     job_queue = queue or config.gpu_queue_name()
     root = target.root(table_name=table or target.output("JobsTableName"))
     client, batch, store = root.batch, root.batch_policy, root.store
-    now = time.time()
     records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
-    snapshot = batch.get_job_queue_snapshot(job_queue)
+    now = observed_now(records, time.time())
+    # The raw answer: the queue's front (frontOfQueue) is what `why` and `top` read; the adapter's
+    # value keeps only the shares' utilization, which the rebalancer plans on.
+    snapshot = client.get_job_queue_snapshot(jobQueue=job_queue)
     policy = queue_policy(batch, job_queue, config, queue_capacity(client, job_queue, config))
     live, history = live_from_records(records, policy, now)
+    live = in_batchs_order(live, snapshot, records)
     return Twin(job_queue, now, records, snapshot, policy, live, history, config)
+
+
+def in_batchs_order(
+    live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+) -> LiveQueue:
+    """The live queue with the jobs GetJobQueueSnapshot lists ranked in Batch's order among themselves.
+
+    The jobs table orders waiting jobs by createdAt, and jobs submitted in the same millisecond (one
+    dropped spec) only by id; Batch knows its own order. The listed jobs keep the ranks they held
+    between them, handed out in Batch's order; jobs past the snapshot keep theirs.
+    """
+    name_of = {r.get("jobArn"): r.get("jobName") or r.get("jobId") or "" for r in records}
+    waiting = {j.name: j for j in live.queued}
+    listed: list[str] = []
+    for entry in (snapshot.get("frontOfQueue") or {}).get("jobs") or ():
+        name = name_of.get(entry.get("jobArn"))
+        if name in waiting and name not in listed:
+            listed.append(name)
+    ranks = dict(zip(listed, sorted(waiting[n].order for n in listed), strict=True))
+    if all(waiting[n].order == rank for n, rank in ranks.items()):
+        return live
+    return replace(live, queued=tuple(replace(j, order=ranks.get(j.name, j.order)) for j in live.queued))
 
 
 def when(epoch: float | None) -> str | None:

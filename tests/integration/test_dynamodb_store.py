@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
 from shareplane.schemas import parse_state_event
@@ -69,6 +70,33 @@ def test_a_whole_life_is_stored_with_history_in_order(store: DynamoJobStore) -> 
     assert tj is not None and tj.status.value == "Completed"
     assert store.job_for_training_job(tj.training_job_arn) == jobs[0].job_arn
     assert sink.names["Transitions"] == 5 and sink.names["RunSeconds"] == 1
+
+
+def test_a_training_jobs_sagemaker_events_and_cost_are_read_back_for_the_jobs_story(
+    store: DynamoJobStore,
+) -> None:
+    # GIVEN a whole life recorded, SageMaker's events (one of them sent twice) among Batch's
+    for event in load_scenario("job_whole_life"):
+        record_observation(parse_state_event(event), store, RecordingSink(), None)
+    (job,) = store.jobs()
+    arn = job.latest_training_job_arn or ""
+    # THEN each distinct SageMaker event is read back once, oldest first, labelled by its secondary status
+    history = store.training_history(arn)
+    assert [e.label for e in history] == [
+        "sagemaker:Downloading",
+        "sagemaker:Training",
+        "sagemaker:Completed",
+    ]
+    assert [e.at for e in history] == sorted(e.at for e in history) and history[0].at > 0
+    assert store.training_history("arn:aws:sagemaker:us-east-1:123456789012:training-job/none") == []
+    # AND its cost reads back as written (None for a training job never costed)
+    cost = AttemptCost(
+        arn, "ProdExp1", "MIDPRI", "ml.p4d.24xlarge", 4, 5400.0, 37.688, 1, BillableSource.REPORTED
+    )
+    assert store.training_cost(arn) is None
+    assert store.record_cost(cost)
+    assert store.training_cost(arn) == cost
+    assert store.training_cost("arn:aws:sagemaker:us-east-1:123456789012:training-job/none") is None
 
 
 def test_each_applied_event_is_one_write_and_a_duplicate_is_at_most_its_check(

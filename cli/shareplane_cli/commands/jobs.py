@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.cost import running_cost
+from shareplane.domain.job_story import job_story, job_wait, observed_now
 from shareplane.domain.lifecycle import JobStatus
-from shareplane.service.queries import job_records
+from shareplane.domain.records import history_label
+from shareplane.service.queries import job_records, job_submission
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
@@ -20,8 +26,9 @@ from ..output import Output, emit, epoch_ms, print_json, print_table
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
 
-def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
-    """Job records as JSON, or as a table with one row per job."""
+def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None = None) -> None:
+    """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``)."""
+    at = observed_now(records, time.time()) if now is None else now
 
     def table() -> None:
         rows = [
@@ -36,8 +43,9 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
                 r["preemptions"],
                 r["capacityRequeues"],
                 epoch_ms(r["createdAt"]),
+                job_wait(r, at).text(),
                 epoch_ms(r["stoppedAt"]),
-                " > ".join(h["status"] for h in r["history"]),
+                " > ".join(history_label(h) for h in r["history"]),
                 (r["failureReason"] or r["statusReason"] or "")[:60],
             )
             for r in records
@@ -53,6 +61,7 @@ def print_jobs(records: list[dict[str, Any]], output: Output) -> None:
             "pre",
             "cap",
             "created",
+            "wait",
             "stopped",
             "history",
             "reason",
@@ -80,32 +89,160 @@ def uploader_line(uploader: dict[str, Any] | None) -> str:
     )
 
 
-def print_job_detail(record: dict[str, Any], output: Output) -> None:
-    """One job as field: value lines (its full record with --output json)."""
+def _ms(value: Any) -> str | None:
+    return epoch_ms(int(value)) if value is not None else None
 
-    def detail() -> None:
-        rows = [
-            ("job", record["jobName"]),
-            ("arn", record["jobArn"]),
-            ("status", record["status"]),
-            ("team", record.get("team")),
-            ("tier", record.get("tier")),
-            ("share", record["shareIdentifier"] or record["quotaShareName"]),
-            ("uploaded by", uploader_line(record.get("uploader"))),
-            ("created", epoch_ms(record["createdAt"])),
-            ("stopped", epoch_ms(record["stoppedAt"])),
-            ("attempts", record["attempts"]),
-            ("preemptions", record["preemptions"]),
-            ("history", " > ".join(h["status"] for h in record["history"])),
-            ("reason", record["failureReason"] or record["statusReason"]),
-        ]
-        print_table(record["jobName"], ["field", "value"], rows)
 
-    emit(record, output, detail)
+def print_job_story(story: Mapping[str, Any], console: Console | None = None) -> None:
+    """One job's whole story for people: who, where, the wait, the timeline by source, what happened."""
+    console = console or Console()
+    placement = story["placement"]
+    submitted = placement["asSubmitted"] or {}
+    submission = story.get("submission") or {}
+    source = submission.get("source") or {}
+    spec = f"s3://{source.get('bucket')}/{source.get('key')}" if source.get("key") else None
+    cost = story["cost"]
+    prediction = story.get("prediction")
+    rows = [
+        ("job", story["jobName"]),
+        ("arn", story["jobArn"]),
+        ("status", story["status"]),
+        ("team / tier", f"{story.get('team') or '-'} / {story.get('tier') or '-'}"),
+        ("queue", story.get("jobQueue")),
+        ("share", placement["now"]["share"]),
+        (
+            "priority",
+            f"{placement['now']['schedulingPriority']} (submitted with "
+            f"{submitted.get('schedulingPriority')}, {submitted.get('tier') or 'no tier'})"
+            if submitted.get("schedulingPriority") not in (None, placement["now"]["schedulingPriority"])
+            else placement["now"]["schedulingPriority"],
+        ),
+        ("instances", f"{story.get('instanceCount') or '-'} x {story.get('instanceType') or '-'}"),
+        ("spec", spec or "- (not submitted from a drop)"),
+        ("uploaded by", uploader_line(story.get("uploader") or submission.get("uploader"))),
+        ("created", epoch_ms(story["createdAt"])),
+        (
+            "wait",
+            f"{story['wait']['text']} (submission to first dispatch, SCHEDULED at "
+            f"{_ms(story['wait']['firstDispatchAt'])})"
+            if story["wait"]["ended"]
+            else story["wait"]["text"],
+        ),
+        ("prediction", _prediction_text(prediction) if prediction else "- (none stored)"),
+        ("stopped", epoch_ms(story["stoppedAt"])),
+        (
+            "attempts",
+            f"{story['attempts']} attempt(s) ended, {story['preemptions']} preemption(s), "
+            f"{story['capacityRequeues']} capacity requeue(s)",
+        ),
+        (
+            "cost",
+            f"{cost['usd']} USD, {cost['billableInstanceHours']} billable instance-hours "
+            f"({len(cost['attempts'])} attempt(s) costed"
+            + (
+                ", the running one estimated so far)"
+                if any(a["source"] == "running" for a in cost["attempts"])
+                else ")"
+            )
+            if cost["attempts"]
+            else "- (no attempt costed yet)",
+        ),
+        ("reason", story["failureReason"] or story["statusReason"]),
+    ]
+    print_table(story["jobName"], ["field", "value"], rows, console)
+    print_table(
+        "timeline (source:state)",
+        ["at", "state", "reason"],
+        [(_ms(e["at"]), e["label"], (e.get("reason") or "")[:100]) for e in story["timeline"]],
+        console,
+    )
+    sections = [
+        ("changes", placement["changes"], ["at", "change", "reason"], ("label", "reason")),
+        (
+            "preemptions, reclaims and requeues",
+            story["interruptions"],
+            ["at", "what", "reason"],
+            ("label", "reason"),
+        ),
+        (
+            "failure decisions",
+            story["decisions"],
+            ["at", "class", "rule", "action", "reason"],
+            ("class", "rule", "action", "reason"),
+        ),
+    ]
+    for title, items, columns, keys in sections:
+        if items:
+            print_table(
+                title,
+                columns,
+                [(_ms(i["at"]), *((str(i.get(k) or ""))[:100] for k in keys)) for i in items],
+                console,
+            )
+    if story["alerts"]:
+        print_table(
+            "alerts sent",
+            ["sent", "severity", "kind", "subject"],
+            [(_ms(a["sentAt"] * 1000), a["severity"], a["kind"], a["subject"]) for a in story["alerts"]],
+            console,
+        )
+
+
+def _prediction_text(prediction: Mapping[str, Any]) -> str:
+    waits = " / ".join(
+        "-" if prediction[f"waitSeconds{q}"] is None else f"{prediction[f'waitSeconds{q}']} s"
+        for q in ("P10", "P50", "P90")
+    )
+    text = (
+        f"p50 {_ms(prediction['startP50']) or 'not within the horizon'} "
+        f"(waits p10/p50/p90 {waits}; predicted at {_ms(prediction['predictedAt'])})"
+    )
+    off = prediction.get("actualMinusP50Seconds")
+    return text if off is None else f"{text}; started {off:+d} s from its p50"
+
+
+def story_of(
+    target: Target, table: str | None, record: dict[str, Any], now: float, config: SharesConfig | None = None
+) -> dict[str, Any]:
+    """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission
+    (``now``, epoch s, dates the wait of a job still waiting)."""
+    root = target.root(table_name=table or target.output("JobsTableName"))
+    store = root.store
+    state = store.load_job(record["jobArn"])
+    arns = list(state.training_job_arns) if state is not None else []
+    if record.get("trainingJobArn") and record["trainingJobArn"] not in arns:
+        arns.append(record["trainingJobArn"])
+    costs = []
+    for arn in arns:
+        cost = store.training_cost(arn)
+        if cost is None and config is not None and (training := store.load_training_job(arn)) is not None:
+            # An attempt still training: the estimate `shareplane usage` gives it (source "running").
+            cost = running_cost(training, int(now * 1000), config)
+        if cost is not None:
+            costs.append(cost)
+    created = (record.get("createdAt") or 0) / 1000.0
+    alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record["jobArn"]]
+    return job_story(
+        record,
+        training={arn: store.training_history(arn) for arn in arns},
+        alerts=alerts,
+        costs=costs,
+        submission=job_submission(store, record["jobArn"]),
+        now=now,
+        config=config,
+    )
 
 
 @app.command("jobs")
 def jobs_command(
+    job_argument: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="JOB",
+            help="One job's whole story (its name, id or ARN): timeline by source, wait, attempts, "
+            "decisions, alerts, cost, prediction.",
+        ),
+    ] = None,
     status: Annotated[JobStatus | None, typer.Option(help="Only jobs in this status.")] = None,
     share: Annotated[
         str | None, typer.Option(help="Only jobs of this share identifier or quota share.")
@@ -119,7 +256,7 @@ def jobs_command(
     ] = Path("config/shares.yaml"),
     job: Annotated[
         str | None,
-        typer.Option("--job", help="Show one job in detail (its name, id or ARN), uploader included."),
+        typer.Option("--job", help="The same as JOB: one job's story (its name, id or ARN)."),
     ] = None,
     output: OutputOption = Output.TABLE,
     profile: Profile = None,
@@ -128,7 +265,14 @@ def jobs_command(
     stack_name: StackName = DEFAULT_STACK,
     table: TableName = None,
 ) -> None:
-    """List jobs with their team, tier, state, counters and history (and who uploaded each)."""
+    """List jobs with their team, tier, state, wait, counters and history, or tell one JOB's whole story."""
+    if job_argument and job and job_argument != job:
+        raise CliError(
+            f"JOB {job_argument!r} and --job {job!r} name different jobs",
+            "name one job, as JOB or as --job",
+            ExitCode.BAD_INPUT,
+        )
+    wanted = job_argument or job
     config = _config_for(config_path, needed=bool(team or tier))
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     store = target.job_store(table)
@@ -141,22 +285,27 @@ def jobs_command(
         tier=tier.value if tier else None,
         payloads=store,
     )
-    if job is None:
+    if wanted is None:
         print_jobs(records, output)
         return
-    matches = [r for r in records if job in (r["jobName"], r["jobArn"], r.get("jobId"))]
+    matches = [r for r in records if wanted in (r["jobName"], r["jobArn"], r.get("jobId"))]
     if not matches:
         raise CliError(
-            f"--job {job!r}: no recorded job has that name, id or ARN",
+            f"{'--job ' if job else ''}{wanted!r}: no recorded job has that name, id or ARN",
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
+    # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
+    now = observed_now(records, time.time())
+    stories = [
+        story_of(target, table, r, now, config)
+        for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)
+    ]
     if output is Output.JSON:
-        # A name can match several jobs (the same spec dropped twice): one JSON array, always.
-        print_json(matches)
+        print_json(stories)  # one JSON array, always
         return
-    for record in matches:
-        print_job_detail(record, output)
+    for story in stories:
+        print_job_story(story)
 
 
 def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:

@@ -8,12 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from shareplane.domain.wait_explain import (
-    explain_wait,
-    first_start,
-    forecast_position,
-    position_in_snapshot,
-)
+from shareplane.domain.wait_explain import first_start, forecast_position, position_in_snapshot
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
@@ -76,13 +71,7 @@ def why_report(twin: Twin, record: Mapping[str, Any], samples: int) -> dict[str,
             ),
         }
     place |= {"twinPosition": twin_position + 1, "waiting": len(twin.live.queued), "listedByBatch": listed}
-    explanation = explain_wait(
-        twin.live,
-        name,
-        tier_of=twin.tier_of_share(),
-        tier_priorities=twin.tier_priorities(),
-        reclaim_due_at=twin.reclaim_due_at(record),
-    )
+    explanation = twin.explain(record)
     forecast = twin.forecast({name}, samples=samples)[name]
     created = (record.get("createdAt") or 0) / 1000.0
     return base | {

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..domain.cost import AttemptCost, BillableSource, with_job
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
-from ..domain.training import TrainingJobObservation, TrainingJobState, TrainingJobStatus, TrainingTransition
+from ..domain.training import (
+    TrainingHistoryEntry,
+    TrainingJobObservation,
+    TrainingJobState,
+    TrainingJobStatus,
+    TrainingTransition,
+)
 from .dynamodb_items import (
     marshal,
     put_new,
@@ -304,7 +310,27 @@ class DynamoJobStore:
         ]
         return self._transact(actions)
 
+    def training_history(self, training_job_arn: str) -> list[TrainingHistoryEntry]:
+        """The training job's recorded SageMaker events, oldest first (by their LastModifiedTime)."""
+        items = self._query_prefix(training_pk(training_job_arn), HISTORY_PREFIX)
+        entries = [
+            TrainingHistoryEntry(
+                status=TrainingJobStatus(item["status"]),
+                at=int(item.get("at") or 0),
+                secondary_status=item.get("secondaryStatus"),
+                failure_reason=item.get("failureReason"),
+            )
+            for item in items
+        ]
+        # The sort key orders finals last, then by time: a stable sort by time keeps that within a ms.
+        return sorted(entries, key=lambda e: e.at)
+
     # -- cost -------------------------------------------------------------------------------
+    def training_cost(self, training_job_arn: str) -> AttemptCost | None:
+        """The recorded cost of one training job (None until its final event was costed)."""
+        item = self._get(training_pk(training_job_arn), COST_SK)
+        return cost_from_item(item) if item else None
+
     def record_cost(self, cost: AttemptCost) -> bool:
         """One transaction: the COST item (not yet there) and the team's month spend added to.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .config import SharesConfig
@@ -49,6 +49,35 @@ def job_record(
         "capacityRequeues": state.capacity_requeues,
         "history": [history_record(entry) for entry in place_history(history)],
     }
+
+
+#: Who put each kind of history entry there: AWS Batch's own events, Batch's answer read back by the
+#: reconciler (DescribeServiceJob), the submit path (Batch emits no event on submission), or one of
+#: shareplane's decisions. SageMaker's training-job states are labelled ``sagemaker`` (``job_story``).
+HISTORY_SOURCES: Mapping[ObservationKind, str] = {
+    ObservationKind.SUBMITTED: "submit",
+    ObservationKind.STATE_CHANGE: "batch",
+    ObservationKind.QUEUE_BLOCKED: "batch",
+    ObservationKind.PREEMPTION_STARTED: "batch",
+    ObservationKind.PREEMPTION_COMPLETED: "batch",
+    ObservationKind.RECONCILED: "reconciled",
+    ObservationKind.FAILURE_DECISION: "shareplane",
+    ObservationKind.PRIORITY_ESCALATED: "shareplane",
+    ObservationKind.RECLAIM: "shareplane",
+    ObservationKind.RECLAIMED: "shareplane",
+}
+#: Kinds that are a job state as such; the others are labelled with their kind too.
+_PLAIN_KINDS = frozenset(
+    {ObservationKind.SUBMITTED, ObservationKind.STATE_CHANGE, ObservationKind.RECONCILED}
+)
+
+
+def history_label(entry: Mapping[str, Any]) -> str:
+    """One history record in a few characters, by who reported it: ``batch:RUNNABLE``,
+    ``reconciled:RUNNING``, ``shareplane:FAILED(failure_decision)``."""
+    kind = ObservationKind(entry["kind"]) if entry.get("kind") else ObservationKind.STATE_CHANGE
+    label = f"{HISTORY_SOURCES[kind]}:{entry['status']}"
+    return label if kind in _PLAIN_KINDS else f"{label}({kind.value.lower()})"
 
 
 def history_record(entry: HistoryEntry) -> dict[str, Any]:

@@ -95,6 +95,22 @@ class TrainingJobState:
 
 
 @dataclass(frozen=True)
+class TrainingHistoryEntry:
+    """One recorded SageMaker event of a training job: its status, secondary status and when."""
+
+    status: TrainingJobStatus
+    #: LastModifiedTime of the event, epoch ms (0 when the event carried none).
+    at: int
+    secondary_status: str | None = None
+    failure_reason: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``sagemaker:<SecondaryStatus>`` (Starting, Training, Completed, ...), else the status."""
+        return f"sagemaker:{self.secondary_status or self.status.value}"
+
+
+@dataclass(frozen=True)
 class TrainingTransition:
     """The decision for one training-job observation and the state to write."""
 

@@ -359,33 +359,40 @@ def position_in_snapshot(snapshot: Mapping[str, Any], job_arn: str) -> tuple[int
     return None, None, len(jobs)
 
 
-def forecast_position(queue: LiveQueue, job_name: str) -> int:
-    """The job's 0-based place in the queue's dispatch order as the forward model ranks it now."""
+def dispatch_order(queue: LiveQueue) -> list[QueuedJob]:
+    """The queue's waiting jobs in the order the forward model would dispatch them now.
+
+    FIFO and quota queues by age; fair-share within a share by priority then age, and across shares
+    interleaved by standing, as the emulator's snapshot orders them.
+    """
     order = sorted(
         queue.queued,
         key=lambda j: (j.order,) if queue.kind is not QueueKind.FAIRSHARE else (-j.priority, j.order),
     )
-    if queue.kind is QueueKind.FAIRSHARE:
-        # Within a share by priority then age; across shares interleaved by standing, as the
-        # emulator's snapshot orders them.
-        held: dict[str, int] = {}
-        for r in queue.running:
-            held[r.share] = held.get(r.share, 0) + r.instances
-        shares = {s.name: s for s in queue.shares}
-        by_share: dict[str, list[QueuedJob]] = {}
-        for j in order:
-            by_share.setdefault(j.share, []).append(j)
-        default = ShareState("")
-        rank = sorted(
-            by_share,
-            key=lambda s: _standing(
-                queue, shares.get(s, default), held.get(s, 0) * shares.get(s, default).weight_factor
-            ),
-        )
-        interleaved: list[QueuedJob] = []
-        while any(by_share.values()):
-            for s in rank:
-                if by_share[s]:
-                    interleaved.append(by_share[s].pop(0))
-        order = interleaved
-    return next(n for n, j in enumerate(order) if j.name == job_name)
+    if queue.kind is not QueueKind.FAIRSHARE:
+        return order
+    held: dict[str, int] = {}
+    for r in queue.running:
+        held[r.share] = held.get(r.share, 0) + r.instances
+    shares = {s.name: s for s in queue.shares}
+    by_share: dict[str, list[QueuedJob]] = {}
+    for j in order:
+        by_share.setdefault(j.share, []).append(j)
+    default = ShareState("")
+    rank = sorted(
+        by_share,
+        key=lambda s: _standing(
+            queue, shares.get(s, default), held.get(s, 0) * shares.get(s, default).weight_factor
+        ),
+    )
+    interleaved: list[QueuedJob] = []
+    while any(by_share.values()):
+        for s in rank:
+            if by_share[s]:
+                interleaved.append(by_share[s].pop(0))
+    return interleaved
+
+
+def forecast_position(queue: LiveQueue, job_name: str) -> int:
+    """The job's 0-based place in the queue's dispatch order as the forward model ranks it now."""
+    return next(n for n, j in enumerate(dispatch_order(queue)) if j.name == job_name)

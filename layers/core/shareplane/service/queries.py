@@ -51,3 +51,14 @@ def job_records(
             record["uploader"] = payload.get("uploader") if payload else None
         records.append(record)
     return records
+
+
+def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | None:
+    """What the submit path kept of a job's submission: the spec's source, the request, when and who.
+
+    None for a job it did not submit (submitted by hand, or a reclaim's resubmission of another job).
+    """
+    payload = payloads.load_payload(job_arn)
+    if not payload:
+        return None
+    return {key: payload.get(key) for key in ("source", "request", "submittedAt", "uploader")}

@@ -240,7 +240,7 @@ def tier_waits(
     return waits
 
 
-def _snapshot_in_use(
+def snapshot_in_use(
     usage: QueueUsage, mode: SchedulingMode, config: SharesConfig
 ) -> tuple[dict[str, Capacity], bool]:
     """Instances each share holds per instance type, and whether the list may be cut at the top 20."""
@@ -286,7 +286,7 @@ def observe(
     queue = settings.job_queue
     shares = sorted({team.share for team in config.teams.values()})
     queue_snapshot = batch.get_job_queue_snapshot(queue)
-    in_use, cut = _snapshot_in_use(queue_snapshot, mode, config)
+    in_use, cut = snapshot_in_use(queue_snapshot, mode, config)
     in_use_from_batch = set(in_use)
 
     runnable = [j for j in store.jobs_in_status(JobStatus.RUNNABLE.value) if _in_queue(j, queue)]
