@@ -72,7 +72,7 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
         assert "Reclaims" in html_of(tmp_path)
     assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
     html = html_of(tmp_path)
-    assert "<svg" in html and "hard partitions" in html.lower()
+    assert html.count('class="plotly-graph-div"') == 3 and "hard partitions" in html.lower()
     # AND each team's cost is its training jobs' billable instance-hours at the on-demand price, below
     # the instance-hours it held (GPU-hours / 8): provisioning is held but never billed
     cost = summary["cost"]
