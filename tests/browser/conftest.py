@@ -10,8 +10,12 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext
 
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL = "apt-get update && apt-get install -y chromium"
@@ -30,7 +34,7 @@ ARGS = [
 class Browser:
     """A browser context whose pages may read local files only; ``refused`` lists whatever else they asked for."""
 
-    context: object
+    context: BrowserContext
     refused: list[str] = field(default_factory=list)
 
 

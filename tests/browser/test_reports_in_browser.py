@@ -82,7 +82,7 @@ def opened(request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: p
     """The report written, opened in the browser and drawn; the page and what it is checked against."""
     kind = request.param
     report = BUILDERS[kind](tmp_path_factory.mktemp(kind.replace("-", "")))
-    page = browser.context.new_page()  # type: ignore[attr-defined]
+    page = browser.context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(report.path.as_uri())
@@ -156,7 +156,7 @@ def test_a_full_page_screenshot_is_a_picture(opened: Any, browser: Browser, tmp_
     kind, _, page, _ = opened
     png = page.screenshot(full_page=True, path=tmp_path / f"{kind}.png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    blank = browser.context.new_page()  # type: ignore[attr-defined]
+    blank = browser.context.new_page()
     try:
         facts = blank.evaluate(PNG_FACTS, base64.b64encode(png).decode())
     finally:

@@ -124,21 +124,22 @@ def usage_chart(
 def wait_chart(summary: Mapping[str, Any]) -> str:
     """Queue wait per tier: p50 and p95 with soft quotas beside hard partitions, in minutes."""
     tiers = list(summary["wait_seconds"])
+    # p95 in a lighter shade of its p50's color (a shade, not transparency, so the legend shows it too)
     series = (
-        ("p50 soft quotas", summary["wait_seconds"], "p50", COLORS[0], 1.0),
-        ("p95 soft quotas", summary["wait_seconds"], "p95", COLORS[0], 0.5),
-        ("p50 hard partitions", summary["static_partition_wait_seconds"], "p50", COLORS[1], 1.0),
-        ("p95 hard partitions", summary["static_partition_wait_seconds"], "p95", COLORS[1], 0.5),
+        ("p50 soft quotas", summary["wait_seconds"], "p50", COLORS[0]),
+        ("p95 soft quotas", summary["wait_seconds"], "p95", "#B2B7FC"),
+        ("p50 hard partitions", summary["static_partition_wait_seconds"], "p50", COLORS[1]),
+        ("p95 hard partitions", summary["static_partition_wait_seconds"], "p95", "#F7AA9D"),
     )
     fig = go.Figure()
-    for name, waits, quantile, color, opacity in series:
+    for name, waits, quantile, color in series:
         seconds = [waits[t][quantile] for t in tiers]
         fig.add_trace(
             go.Bar(
                 x=tiers,
                 y=[(s or 0.0) / 60 for s in seconds],
                 name=name,
-                marker={"color": color, "opacity": opacity},
+                marker={"color": color},
                 text=[duration(s) for s in seconds],
                 textposition="outside",
                 hovertemplate=f"{name} %{{x}}: %{{text}}<extra></extra>",
