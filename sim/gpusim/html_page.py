@@ -8,6 +8,7 @@ are plain HTML: the numbers a person compares are read, not hovered.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
@@ -28,7 +29,7 @@ table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .92em; }
 caption { text-align: left; font-weight: 600; padding-bottom: .3em; }
 th, td { border-bottom: 1px solid #e3e3e3; padding: 5px 12px; text-align: right; white-space: nowrap; }
 th { background: #f5f6f8; border-bottom: 2px solid #ccc; white-space: normal; vertical-align: bottom; }
-td:first-child, th:first-child { text-align: left; }
+td.text, th.text { text-align: left; }
 tbody tr:hover { background: #f2f7ff; }
 td.good { color: #17803d; font-weight: 600; } td.bad { color: #b42318; font-weight: 600; }
 .note { color: #555; font-size: .9em; max-width: 75em; }
@@ -62,23 +63,35 @@ def chart(figure: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{body}</div>'
 
 
+#: A cell that reads as a number (with a unit or a percent sign): such columns align right.
+NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+( ?(%|s|min|h|d|GPUs?))?( \(.*\))?$|^-$")
+
+
 def table(
     headers: Sequence[str],
     rows: Iterable[Sequence[object]],
     caption: str = "",
     classes: Iterable[Sequence[str]] | None = None,
 ) -> str:
-    """An HTML table; ``classes`` gives each cell a CSS class (``good`` / ``bad``) where it matters."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    class_rows = iter(classes) if classes is not None else None
+    """An HTML table; ``classes`` gives each cell a CSS class (``good`` / ``bad``) where it matters.
+
+    Columns of numbers align right, so digits line up; any other column aligns left.
+    """
+    cells = [[str(v) for v in row] for row in rows]
+    marks = [list(m) for m in classes] if classes is not None else [[""] * len(row) for row in cells]
+    text = [not all(NUMBER.match(row[k]) for row in cells) for k in range(len(headers))]
+    head = "".join(
+        f'<th class="text">{html.escape(h)}</th>' if text[k] else f"<th>{html.escape(h)}</th>"
+        for k, h in enumerate(headers)
+    )
     body = []
-    for row in rows:
-        marks = next(class_rows) if class_rows is not None else [""] * len(row)
-        cells = "".join(
-            f'<td class="{mark}">{html.escape(str(v))}</td>' if mark else f"<td>{html.escape(str(v))}</td>"
-            for v, mark in zip(row, marks, strict=True)
-        )
-        body.append(f"<tr>{cells}</tr>")
+    for row, row_marks in zip(cells, marks, strict=True):
+        tds = []
+        for k, (value, mark) in enumerate(zip(row, row_marks, strict=True)):
+            css = " ".join(c for c in (mark, "text" if text[k] else "") if c)
+            attribute = f' class="{css}"' if css else ""
+            tds.append(f"<td{attribute}>{html.escape(value)}</td>")
+        body.append(f"<tr>{''.join(tds)}</tr>")
     title = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table>{title}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

@@ -200,7 +200,12 @@ def share_chart(result: WhatIfResult) -> str:
                 ),
             )
         )
-    fig.add_hline(y=1.0, line={"color": "#222", "dash": "dash"}, annotation_text="entitled (1.0)")
+    fig.add_hline(
+        y=1.0,
+        line={"color": "#222", "dash": "dash"},
+        annotation_text="entitled (1.0)",
+        annotation_position="top left",
+    )
     fig.update_layout(
         title="GPU-hours received against entitlement while demanding (ratio; 1.0 = entitled)",
         barmode="group",
