@@ -36,11 +36,21 @@ def _color(team: str, teams: Sequence[str]) -> str:
     return COLORS[teams.index(team) % len(COLORS)] if team in teams else "#999999"
 
 
-def _step(tracker: UsageTracker, team: str, end: float) -> tuple[list[float], list[int]]:
-    """The team's instances in use as step points, in hours, held to ``end``."""
-    hours = [t / 3600 for t, _ in tracker.timeline] + [end / 3600]
-    counts = [use.get(team, 0) for _, use in tracker.timeline]
-    return hours, [*counts, counts[-1] if counts else 0]
+def usage_steps(tracker: UsageTracker, team: str, end: float) -> tuple[list[float], list[int]]:
+    """The team's instances in use, in hours, each step drawn from its start to the next change.
+
+    Both ends of every step are points, so a hover anywhere along a step reads that step's count
+    (with one point per change, the nearest point could be the next step's).
+    """
+    hours: list[float] = []
+    counts: list[int] = []
+    changes = [t for t, _ in tracker.timeline[1:]] + [
+        max(end, tracker.timeline[-1][0] if tracker.timeline else 0)
+    ]
+    for (t, use), until in zip(tracker.timeline, changes, strict=True):
+        hours += [t / 3600, until / 3600]
+        counts += [use.get(team, 0)] * 2
+    return hours, counts
 
 
 def usage_chart(
@@ -63,13 +73,13 @@ def usage_chart(
     for col, tracker in ((1, live), (2, static)):
         for team in teams:
             color = _color(team, teams)
-            hours, counts = _step(tracker, team, end)
+            hours, counts = usage_steps(tracker, team, end)
             fig.add_trace(
                 go.Scatter(
                     x=hours,
                     y=counts,
                     mode="lines",
-                    line={"shape": "hv", "color": color, "width": 2},
+                    line={"color": color, "width": 2},
                     fill="tozeroy",
                     opacity=0.9,
                     name=team,
