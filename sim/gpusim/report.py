@@ -59,7 +59,8 @@ def share_usage_chart(result: WhatIfResult) -> str:
                     showlegend=k == 0,
                     line={"color": _color(i), "width": 1.5},
                     hovertemplate=(
-                        f"{html.escape(name)}<br>day %{{x:.2f}}: %{{y:.1f}} GPUs<extra>{share}</extra>"
+                        f"{html.escape(name)}<br>day %{{x:.2f}}: %{{y:.1f}} GPUs"
+                        f"<extra>{html.escape(share)}</extra>"
                     ),
                 ),
                 row=row,
@@ -75,7 +76,7 @@ def share_usage_chart(result: WhatIfResult) -> str:
                 showlegend=k == 0,
                 line={"color": "#222", "width": 2, "dash": "dash"},
                 meta=["entitlement", share],
-                hovertemplate=f"entitled {entitled} GPUs<extra>{share}</extra>",
+                hovertemplate=f"entitled {entitled} GPUs<extra>{html.escape(share)}</extra>",
             ),
             row=row,
             col=col,

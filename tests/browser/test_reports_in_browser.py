@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Browser
+from tests.browser.chromium import Browser, drawn_charts, open_report
 from tests.browser.reports import Report, demo_report, whatif_report
 
 #: Each report's charts, by the id of the element plotly draws into.
@@ -27,18 +27,6 @@ USAGE_CHART = {"what-if": "share-usage", "demo": "usage"}
 #: How many panels repeat each share's entitlement line (the demo shows soft and hard side by side).
 PANELS = {"what-if": 1, "demo": 2}
 BUILDERS: dict[str, Callable[[Path], Report]] = {"what-if": whatif_report, "demo": demo_report}
-
-CHART_FACTS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => ({
-    id: gd.id,
-    paths: gd.querySelectorAll('.main-svg path').length,
-    traces: gd.data.map(t => ({
-        name: t.name,
-        meta: t.meta || null,
-        points: (t.y || []).length,
-        y: Array.from(t.y || []),
-        dash: (t.line && t.line.dash) || null,
-    })),
-}))"""
 
 #: Decodes a PNG in the page itself (no imaging library in the test): size, distinct colors on a
 #: grid, and the part of that grid that is not near-white.
@@ -82,16 +70,7 @@ def opened(request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: p
     """The report written, opened in the browser and drawn; the page and what it is checked against."""
     kind = request.param
     report = BUILDERS[kind](tmp_path_factory.mktemp(kind.replace("-", "")))
-    page = browser.context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(report.path.as_uri())
-    page.wait_for_function(
-        "n => document.querySelectorAll('.js-plotly-plot').length === n "
-        "&& [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout)",
-        arg=len(CHARTS[kind]),
-        timeout=30_000,
-    )
+    page, errors = open_report(browser, report.path, len(CHARTS[kind]))
     yield kind, report, page, errors
     page.close()
 
@@ -106,7 +85,7 @@ def test_the_report_opens_offline_without_errors(opened: Any, browser: Browser) 
 
 def test_every_chart_is_drawn_from_data(opened: Any) -> None:
     kind, _, page, _ = opened
-    charts = {c["id"]: c for c in page.evaluate(CHART_FACTS)}
+    charts = drawn_charts(page)
     assert set(charts) == CHARTS[kind]
     for chart_id, chart in charts.items():
         assert chart["traces"], f"{chart_id} has no traces"
@@ -117,7 +96,7 @@ def test_every_chart_is_drawn_from_data(opened: Any) -> None:
 
 def test_the_usage_chart_draws_each_shares_entitlement_line(opened: Any) -> None:
     kind, report, page, _ = opened
-    (usage,) = [c for c in page.evaluate(CHART_FACTS) if c["id"] == USAGE_CHART[kind]]
+    usage = drawn_charts(page)[USAGE_CHART[kind]]
     lines = [t for t in usage["traces"] if t["meta"] and t["meta"][0] == "entitlement"]
     drawn: dict[str, list[float]] = {}
     for line in lines:
