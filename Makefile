@@ -4,6 +4,8 @@ VENV := .venv
 TOOLS := .venv-tools
 BIN := $(VENV)/bin
 TOOLBIN := $(TOOLS)/bin
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # sam build needs the template's runtime (python3.12) on PATH; pyenv keeps it beside the default,
 # but its shim only answers for the active version, so put the newest 3.12 install on PATH directly.
 PY312_BIN := $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin)))
@@ -29,8 +31,13 @@ $(TOOLBIN)/.installed:
 demo: $(BIN)/.installed
 	$(BIN)/shareplane demo
 
-test: lint template
+test: lint template $(CHROMIUM)
 	$(BIN)/pytest -n 2 -q
+
+# tests/browser opens the HTML reports in Debian's Chromium (playwright never downloads a browser).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 # mypy --strict over the core layer ([tool.mypy] in pyproject.toml), with the boto3 service stubs.
 lint: $(BIN)/.installed

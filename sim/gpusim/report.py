@@ -1,210 +1,347 @@
-"""A self-contained HTML report of a what-if run: inline SVG charts, no scripts, no network.
+"""A self-contained HTML report of a what-if run: plotly charts (plotly.js inline), tables, no network.
 
-Three charts: GPU utilization over time per policy (with the work-conserving bound dashed), queue
-wait per tier (p50 and p95 bars per policy, log scale), and each share's GPU-hours against what it
-was entitled to while it had demand (the entitlement ratio, 1.0 marked).
+Charts, each with hover values: GPUs each share held over time per policy against the share's
+entitlement (dashed), GPU utilization over time per policy with the work-conserving bound (dotted),
+queue wait per tier (p50 and p95 per policy, log scale), and each share's GPU-hours against what it
+was entitled to while it had demand (1.0 marked). Tables: the headline numbers per policy, each
+share's usage, entitlement ratio and cost per policy, and the waits and SLO attainment per tier.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .html_page import COLORS, chart, duration, page, table
 from .whatif import TIERS, WhatIfResult
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-WIDTH, HEIGHT, PAD = 760, 260, 48
+
+def _color(i: int) -> str:
+    return COLORS[i % len(COLORS)]
 
 
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+def _bucket_days(result: WhatIfResult, series_length: int) -> list[float]:
+    """The middle of each report bucket, in virtual days."""
+    width = result.scenario.window / max(series_length, 1)
+    return [(k + 0.5) * width / 86400.0 for k in range(series_length)]
 
 
-def _frame(title: str, body: str, height: int = HEIGHT) -> str:
-    return (
-        f"<figure><figcaption>{_esc(title)}</figcaption>"
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{_esc(title)}">{body}</svg></figure>'
+def share_usage_chart(result: WhatIfResult) -> str:
+    """One panel per share: GPUs it held per policy, and its entitlement as a dashed line."""
+    sc = result.scenario
+    shares = list(sc.shares)
+    columns = 2 if len(shares) > 1 else 1
+    rows = math.ceil(len(shares) / columns)
+    titles = [
+        f"{s}: entitled {e * sc.gpus_per_unit} GPUs" for s, e in zip(shares, sc.entitlements, strict=True)
+    ]
+    fig = make_subplots(
+        rows=rows, cols=columns, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.35 / rows
     )
-
-
-def _legend(names: Sequence[str], x: float = PAD, y: float = 14) -> str:
-    out = []
-    for i, name in enumerate(names):
-        cx = x + i * 170
-        out.append(f'<rect x="{cx}" y="{y - 9}" width="12" height="10" fill="{COLORS[i % len(COLORS)]}"/>')
-        out.append(f'<text x="{cx + 16}" y="{y}" font-size="11">{_esc(name)}</text>')
-    return "".join(out)
+    for k, share in enumerate(shares):
+        row, col = k // columns + 1, k % columns + 1
+        entitled = sc.entitlements[k] * sc.gpus_per_unit
+        days: list[float] = []
+        for i, (name, r) in enumerate(result.results.items()):
+            series = r.share_usage_series.get(share, [])
+            days = _bucket_days(result, len(series))
+            fig.add_trace(
+                go.Scatter(
+                    x=days,
+                    y=series,
+                    mode="lines",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=k == 0,
+                    line={"color": _color(i), "width": 1.5},
+                    hovertemplate=(
+                        f"{html.escape(name)}<br>day %{{x:.2f}}: %{{y:.1f}} GPUs"
+                        f"<extra>{html.escape(share)}</extra>"
+                    ),
+                ),
+                row=row,
+                col=col,
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=[0.0, sc.window / 86400.0] if not days else [days[0], days[-1]],
+                y=[entitled, entitled],
+                mode="lines",
+                name="entitlement",
+                legendgroup="entitlement",
+                showlegend=k == 0,
+                line={"color": "#222", "width": 2, "dash": "dash"},
+                meta=["entitlement", share],
+                hovertemplate=f"entitled {entitled} GPUs<extra>{html.escape(share)}</extra>",
+            ),
+            row=row,
+            col=col,
+        )
+    fig.update_yaxes(title_text="GPUs", rangemode="tozero")
+    fig.update_xaxes(title_text="virtual day", row=rows)
+    fig.update_layout(
+        title="GPUs in use by share, against its entitlement (dashed)",
+        height=140 + 220 * rows,
+        hovermode="closest",
+    )
+    return chart(fig, "share-usage")
 
 
 def utilization_chart(result: WhatIfResult) -> str:
-    """Utilization per report bucket for each policy, and each policy's bound (dashed)."""
-    names = list(result.results)
-    inner_w, inner_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
-    days = result.scenario.window / 86400.0
-    parts = [_legend(names)]
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = PAD + inner_h * (1 - frac)
-        parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(
-            f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:.0%}</text>'
-        )
-    parts.append(
-        f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" font-size="11" text-anchor="middle">'
-        f"virtual days (window {days:.1f} days)</text>"
-    )
-    for i, name in enumerate(names):
-        r = result.results[name]
-        color = COLORS[i % len(COLORS)]
-        for series, dash in ((r.bound_series, ' stroke-dasharray="4 3"'), (r.utilization_series, "")):
-            n = max(1, len(series) - 1)
-            pts = " ".join(
-                f"{PAD + inner_w * k / n:.1f},{PAD + inner_h * (1 - min(max(v, 0.0), 1.0)):.1f}"
-                for k, v in enumerate(series)
+    """Utilization per report bucket for each policy, and each policy's bound (dotted)."""
+    fig = go.Figure()
+    for i, (name, r) in enumerate(result.results.items()):
+        days = _bucket_days(result, len(r.utilization_series))
+        fig.add_trace(
+            go.Scatter(
+                x=days,
+                y=r.utilization_series,
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                line={"color": _color(i), "width": 1.5},
+                hovertemplate=f"{html.escape(name)}<br>day %{{x:.2f}}: %{{y:.1%}} of capacity<extra></extra>",
             )
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.4"{dash} points="{pts}"/>')
-    return _frame("GPU utilization over time (solid) and the work-conserving bound (dashed)", "".join(parts))
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=days,
+                y=r.bound_series,
+                mode="lines",
+                name=f"{name} bound",
+                legendgroup=name,
+                showlegend=False,
+                line={"color": _color(i), "width": 1, "dash": "dot"},
+                hovertemplate=(
+                    f"{html.escape(name)} work-conserving bound<br>day %{{x:.2f}}: %{{y:.1%}}<extra></extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        title="GPU utilization (solid) and the work-conserving bound, min(capacity, demand) (dotted)",
+        xaxis_title="virtual day",
+        yaxis={"title": "share of capacity", "tickformat": ".0%", "rangemode": "tozero"},
+        height=380,
+        hovermode="x unified",
+    )
+    return chart(fig, "utilization")
+
+
+#: Where the wait chart's log axis is labelled, as a person reads a wait.
+WAIT_TICKS = (
+    (1, "1 s"),
+    (60, "1 min"),
+    (600, "10 min"),
+    (3600, "1 h"),
+    (21600, "6 h"),
+    (86400, "1 d"),
+    (604800, "1 w"),
+)
 
 
 def wait_chart(result: WhatIfResult) -> str:
-    """p50 (solid) and p95 (light) queue wait per tier and policy, on a log scale of hours."""
-    names = list(result.results)
-    inner_w, inner_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
-    values = [
-        r.wait_seconds[t.value][q] for r in result.results.values() for t in TIERS for q in ("p50", "p95")
-    ]
-    top = max([v for v in values if v > 0] or [3600.0])
-    floor = 60.0
-    span = max(math.log10(max(top, floor * 10)) - math.log10(floor), 1.0)
-
-    def y_of(seconds: float) -> float:
-        frac = (math.log10(max(seconds, floor)) - math.log10(floor)) / span
-        return PAD + inner_h * (1 - frac)
-
-    parts = [_legend(names)]
-    for label, seconds in (("1 min", 60), ("1 h", 3600), ("1 day", 86400), ("1 week", 604800)):
-        if seconds <= top * 1.01:
-            y = y_of(seconds)
-            parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-            parts.append(
-                f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{label}</text>'
+    """p50 and p95 queue wait per tier and policy, on a log scale (no bar: no wait at all)."""
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=("p50 wait", "p95 wait"))
+    tiers = [t.value for t in TIERS]
+    longest = 1.0
+    for col, quantile in ((1, "p50"), (2, "p95")):
+        for i, (name, r) in enumerate(result.results.items()):
+            seconds = [r.wait_seconds[t][quantile] for t in tiers]
+            longest = max([longest, *seconds])
+            fig.add_trace(
+                go.Bar(
+                    x=tiers,
+                    # A zero wait has no place on a log axis: it gets no bar (the table says 0 s).
+                    y=[s if s >= 1 else None for s in seconds],
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    marker_color=_color(i),
+                    customdata=[duration(s) for s in seconds],
+                    hovertemplate=f"{html.escape(name)} %{{x}} {quantile}: %{{customdata}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
             )
-    group = inner_w / len(TIERS)
-    bar = group * 0.8 / max(1, len(names))
-    for k, tier in enumerate(TIERS):
-        gx = PAD + group * k + group * 0.1
-        parts.append(
-            f'<text x="{PAD + group * (k + 0.5):.1f}" y="{HEIGHT - 10}" font-size="11" '
-            f'text-anchor="middle">{tier.value}</text>'
-        )
-        for i, name in enumerate(names):
-            w = result.results[name].wait_seconds[tier.value]
-            x = gx + i * bar
-            color = COLORS[i % len(COLORS)]
-            for q, opacity in (("p95", 0.35), ("p50", 1.0)):
-                y = y_of(w[q])
-                parts.append(
-                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar * 0.9:.1f}" height="{PAD + inner_h - y:.1f}" '
-                    f'fill="{color}" fill-opacity="{opacity}"><title>{_esc(name)} {tier.value} {q}: '
-                    f"{w[q] / 3600:.2f} h</title></rect>"
-                )
-    return _frame("Queue wait by tier: p50 (solid) and p95 (light), log scale", "".join(parts))
+    ticks = [(v, label) for v, label in WAIT_TICKS if v <= longest * 3]
+    fig.update_yaxes(
+        type="log",
+        tickvals=[v for v, _ in ticks],
+        ticktext=[label for _, label in ticks],
+        range=[0, math.log10(longest * 1.5)],
+    )
+    fig.update_yaxes(title_text="wait (log scale)", row=1, col=1)
+    fig.update_layout(
+        title="Queue wait by tier (submission to first dispatch; no bar: no wait)",
+        barmode="group",
+        height=400,
+    )
+    return chart(fig, "waits")
 
 
 def share_chart(result: WhatIfResult) -> str:
     """Each share's entitlement ratio per policy; the line at 1.0 is exactly its entitlement."""
-    names = list(result.results)
     shares = list(result.scenario.shares)
-    inner_w, inner_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
-    top = max([1.5] + [v for r in result.results.values() for v in r.team_entitlement_ratio.values()])
-    parts = [_legend(names)]
-    for frac in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0):
-        if frac <= top:
-            y = PAD + inner_h * (1 - frac / top)
-            stroke = "#555" if frac == 1.0 else "#ddd"
-            parts.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="{stroke}"/>')
-            parts.append(
-                f'<text x="{PAD - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{frac:g}</text>'
+    fig = go.Figure()
+    for i, (name, r) in enumerate(result.results.items()):
+        fig.add_trace(
+            go.Bar(
+                x=shares,
+                y=[r.team_entitlement_ratio[s] for s in shares],
+                name=name,
+                marker_color=_color(i),
+                customdata=[[r.gpu_hours[s], r.entitled_gpu_hours[s]] for s in shares],
+                hovertemplate=(
+                    f"{html.escape(name)} %{{x}}: ratio %{{y:.3f}}<br>"
+                    "%{customdata[0]:,.0f} GPU-h of %{customdata[1]:,.0f} entitled<extra></extra>"
+                ),
             )
-    group = inner_w / max(1, len(shares))
-    bar = group * 0.8 / max(1, len(names))
-    for k, share in enumerate(shares):
-        gx = PAD + group * k + group * 0.1
-        ent = result.scenario.entitlements[k] * result.scenario.gpus_per_unit
-        parts.append(
-            f'<text x="{PAD + group * (k + 0.5):.1f}" y="{HEIGHT - 22}" font-size="10" '
-            f'text-anchor="middle">{_esc(share)}</text>'
-            f'<text x="{PAD + group * (k + 0.5):.1f}" y="{HEIGHT - 10}" font-size="9" '
-            f'text-anchor="middle">{ent} GPUs</text>'
         )
-        for i, name in enumerate(names):
-            r = result.results[name]
-            v = r.team_entitlement_ratio[share]
-            y = PAD + inner_h * (1 - min(v, top) / top)
-            parts.append(
-                f'<rect x="{gx + i * bar:.1f}" y="{y:.1f}" width="{bar * 0.9:.1f}" '
-                f'height="{PAD + inner_h - y:.1f}" fill="{COLORS[i % len(COLORS)]}">'
-                f"<title>{_esc(name)} {_esc(share)}: ratio {v:.3f}, {r.gpu_hours[share]:.0f} GPU-h of "
-                f"{r.entitled_gpu_hours[share]:.0f} entitled</title></rect>"
-            )
-    return _frame(
-        "GPU-hours received against entitlement while demanding (ratio; 1.0 = entitled)", "".join(parts)
+    fig.add_hline(
+        y=1.0,
+        line={"color": "#222", "dash": "dash"},
+        annotation_text="entitled (1.0)",
+        annotation_position="top left",
     )
+    fig.update_layout(
+        title="GPU-hours received against entitlement while demanding (ratio; 1.0 = entitled)",
+        barmode="group",
+        yaxis_title="ratio",
+        height=380,
+    )
+    return chart(fig, "entitlement-ratio")
 
 
 def summary_table(result: WhatIfResult) -> str:
-    """The headline numbers as an HTML table, policies as columns."""
+    """The headline numbers, policies as columns."""
     names = list(result.results)
     rows = [
-        ("utilization", lambda r: f"{r.utilization:.3f}"),
-        ("work-conserving bound", lambda r: f"{r.work_conserving_bound:.3f}"),
+        ("utilization", lambda r: f"{r.utilization:.2%}"),
+        ("work-conserving bound", lambda r: f"{r.work_conserving_bound:.2%}"),
         (
             "utilization / bound",
-            lambda r: f"{r.utilization / r.work_conserving_bound:.3f}" if r.work_conserving_bound else "-",
+            lambda r: f"{r.utilization / r.work_conserving_bound:.2%}" if r.work_conserving_bound else "-",
         ),
-        ("worst team entitlement ratio", lambda r: f"{r.worst_team_entitlement_ratio:.3f}"),
+        ("worst share entitlement ratio", lambda r: f"{r.worst_team_entitlement_ratio:.3f}"),
         ("Jain index", lambda r: f"{r.jain_index:.3f}"),
-        ("GPU-hours lost to preemption", lambda r: f"{r.preemption_gpu_hours_lost:.0f}"),
+        ("GPU-hours used", lambda r: f"{r.gpu_hours_used:,.0f}"),
+        ("GPU-hours lost to preemption", lambda r: f"{r.preemption_gpu_hours_lost:,.1f}"),
+        ("GPU-hours lost to reclaim", lambda r: f"{r.reclaim_gpu_hours_lost:,.1f}"),
+        ("reclaim victims", lambda r: str(r.reclaim_victims)),
         ("rebalance plans applied", lambda r: str(r.applied_plans)),
-        ("jobs", lambda r: str(r.jobs)),
+        ("cost (USD)", lambda r: f"{sum(r.cost_usd.values()):,.0f}"),
+        ("jobs (finished)", lambda r: f"{r.jobs} ({r.finished})"),
     ]
-    head = "".join(f"<th>{_esc(n)}</th>" for n in names)
-    body = "".join(
-        f"<tr><td>{_esc(label)}</td>"
-        + "".join(f"<td>{_esc(fn(result.results[n]))}</td>" for n in names)
-        + "</tr>"
-        for label, fn in rows
+    return table(
+        ["metric", *names],
+        ([label, *(fn(result.results[n]) for n in names)] for label, fn in rows),
+        caption="Headline numbers per policy",
     )
-    return f"<table><tr><th>metric</th>{head}</tr>{body}</table>"
+
+
+def share_table(result: WhatIfResult) -> str:
+    """Per share and policy: mean GPUs held, GPU-hours against entitlement, the ratio, the cost."""
+    sc = result.scenario
+    rows, marks = [], []
+    for k, share in enumerate(sc.shares):
+        entitled = sc.entitlements[k] * sc.gpus_per_unit
+        for name, r in result.results.items():
+            series = r.share_usage_series.get(share, [])
+            mean = sum(series) / len(series) if series else 0.0
+            ratio = r.team_entitlement_ratio[share]
+            rows.append(
+                [
+                    share,
+                    name,
+                    entitled,
+                    f"{mean:,.1f}",
+                    f"{mean / entitled:.1%}" if entitled else "-",
+                    f"{r.gpu_hours[share]:,.0f}",
+                    f"{r.entitled_gpu_hours[share]:,.0f}",
+                    f"{ratio:.3f}",
+                    f"{r.cost_usd.get(share, 0.0):,.0f}",
+                ]
+            )
+            marks.append(["", "", "", "", "", "", "", "good" if ratio >= 1.0 else "bad", ""])
+    return table(
+        [
+            "share",
+            "policy",
+            "entitled GPUs",
+            "mean GPUs in use",
+            "of entitlement",
+            "GPU-h received",
+            "GPU-h entitled while demanding",
+            "ratio",
+            "cost (USD)",
+        ],
+        rows,
+        caption="Per-share utilization: usage against entitlement, and cost",
+        classes=marks,
+    )
+
+
+def wait_table(result: WhatIfResult) -> str:
+    """Per tier and policy: wait p50 / p95 / p99 and the share of jobs within the tier's SLO."""
+    slos = result.scenario.config.tiers
+    rows, marks = [], []
+    for tier in TIERS:
+        slo = slos[tier].wait_slo_seconds
+        for name, r in result.results.items():
+            w = r.wait_seconds[tier.value]
+            met = r.slo_attainment.get(tier.value)
+            rows.append(
+                [
+                    tier.value,
+                    name,
+                    duration(w["p50"]),
+                    duration(w["p95"]),
+                    duration(w["p99"]),
+                    duration(slo),
+                    "-" if met is None else f"{met:.1%}",
+                ]
+            )
+            marks.append(["", "", "", "good" if w["p95"] <= slo else "bad", "", "", ""])
+    return table(
+        ["tier", "policy", "p50 wait", "p95 wait", "p99 wait", "SLO", "jobs within SLO"],
+        rows,
+        caption="Waits per tier (p95 green when within the tier's SLO)",
+        classes=marks,
+    )
 
 
 def render(result: WhatIfResult) -> str:
     """The whole report as one HTML document."""
     sc = result.scenario
     shares = ", ".join(
-        f"{_esc(s)} ({e * sc.gpus_per_unit} GPUs)" for s, e in zip(sc.shares, sc.entitlements, strict=True)
+        f"{s} ({e * sc.gpus_per_unit} GPUs)" for s, e in zip(sc.shares, sc.entitlements, strict=True)
     )
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>shareplane what-if</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 4px 10px; text-align: right; }}
-td:first-child, th:first-child {{ text-align: left; }}
-figure {{ margin: 1.5em 0; }} figcaption {{ font-weight: 600; margin-bottom: .4em; }}
-</style></head><body>
-<h1>What-if: {len(sc.jobs)} jobs under {len(result.results)} share policies</h1>
-<p>Capacity {sc.capacity_gpus} GPUs; offered load {sc.offered_gpus:.1f} GPUs
-({sc.offered_load:.2f} of capacity);
-window {sc.window / 86400:.1f} days; seed {result.seed}. Shares: {shares}.</p>
-{summary_table(result)}
-{utilization_chart(result)}
-{wait_chart(result)}
-{share_chart(result)}
-</body></html>
-"""
+    body = "".join(
+        [
+            f"<h1>What-if: {len(sc.jobs):,} jobs under {len(result.results)} share policies</h1>",
+            f'<p class="lead">Capacity {sc.capacity_gpus:,} GPUs; offered load {sc.offered_gpus:,.1f} GPUs '
+            f"({sc.offered_load:.2f} of capacity); window {sc.window / 86400:.1f} days; seed {result.seed}. "
+            f"Shares: {html.escape(shares)}. "
+            "Hover a chart for values; drag to zoom, double-click to reset.</p>",
+            summary_table(result),
+            share_usage_chart(result),
+            utilization_chart(result),
+            "<h2>Shares</h2>",
+            share_chart(result),
+            share_table(result),
+            "<h2>Waits</h2>",
+            wait_chart(result),
+            wait_table(result),
+            '<p class="note">Wait is submission to first dispatch (SCHEDULED). GPUs in use are averaged '
+            "over each of the report's time buckets. The entitlement ratio counts GPU-hours only while the "
+            "share had work waiting or running.</p>",
+        ]
+    )
+    return page("shareplane what-if", body)
 
 
 def write_report(result: WhatIfResult, directory: Path | str) -> Path:

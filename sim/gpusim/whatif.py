@@ -583,6 +583,7 @@ class Meter:
         self.width = self.end / self.buckets if self.end > 0 else 1.0
         self.bucket_held = [0.0] * self.buckets
         self.bucket_bound = [0.0] * self.buckets
+        self.bucket_share_held = [[0.0] * self.buckets for _ in range(n)]
         self.lost_unit_seconds = 0.0  # to preemption
         self.reclaim_lost_unit_seconds = 0.0
         self.waits: list[list[float]] = [[] for _ in TIERS]
@@ -610,11 +611,25 @@ class Meter:
                 b += 1
         self.t = t1
 
+    def _spread(self, buckets: list[float], value: float, t0: float, t1: float) -> None:
+        """Add ``value`` x time over [t0, t1] to the report buckets it crosses."""
+        width, last = self.width, self.buckets - 1
+        b = min(int(t0 / width), last)
+        while t0 < t1:
+            stop = t1 if b >= last else min(t1, (b + 1) * width)
+            if stop > t0:
+                buckets[b] += value * (stop - t0)
+                t0 = stop
+            b += 1
+
     def _advance_share(self, i: int, now: float) -> None:
         t1 = min(now, self.end)
         dt = t1 - self.share_t[i]
         if dt > 0:
-            self.received[i] += self.held[i] * dt
+            held = self.held[i]
+            self.received[i] += held * dt
+            if held:
+                self._spread(self.bucket_share_held[i], held, self.share_t[i], t1)
             demand = self.demand[i]
             if demand:
                 self.owed[i] += min(self.entitled[i], demand) * dt
@@ -713,6 +728,8 @@ class PolicyResult:
     wall_seconds: float = 0.0
     utilization_series: list[float] = field(default_factory=list)
     bound_series: list[float] = field(default_factory=list)
+    #: GPUs each share held, averaged over each report bucket (the usage chart against entitlement).
+    share_usage_series: dict[str, list[float]] = field(default_factory=dict)
     waits_by_tier: dict[str, list[float]] = field(default_factory=dict)
     gpu_hours: dict[str, float] = field(default_factory=dict)
     entitled_gpu_hours: dict[str, float] = field(default_factory=dict)
@@ -1049,6 +1066,9 @@ class PolicyRun:
             wall_seconds=wall_seconds,
             utilization_series=[h / width_cap for h in m.bucket_held],
             bound_series=[b / width_cap for b in m.bucket_bound],
+            share_usage_series={
+                s: [h * g / m.width for h in m.bucket_share_held[i]] for i, s in enumerate(sc.shares)
+            },
             waits_by_tier={t.value: sorted(m.waits[k]) for k, t in enumerate(TIERS)},
             gpu_hours={s: m.received[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
             entitled_gpu_hours={s: m.owed[i] * g / 3600.0 for i, s in enumerate(sc.shares)},

@@ -10,13 +10,14 @@ from shareplane_cli.demo.workload import blog_workload
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
+from tests.browser.chromium import Browser, drawn_charts, open_report
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.local
 
 
 @pytest.mark.parametrize("mode", ["fairshare", "quota"], ids=lambda m: f"in {m} mode")
-def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
+def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Browser) -> None:
     result = CliRunner().invoke(
         app,
         [
@@ -72,7 +73,7 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
         assert "Reclaims" in html_of(tmp_path)
     assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
     html = html_of(tmp_path)
-    assert "<svg" in html and "hard partitions" in html.lower()
+    assert html.count('class="plotly-graph-div"') == 3 and "hard partitions" in html.lower()
     # AND each team's cost is its training jobs' billable instance-hours at the on-demand price, below
     # the instance-hours it held (GPU-hours / 8): provisioning is held but never billed
     cost = summary["cost"]
@@ -83,6 +84,21 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str) -> None:
         assert 0 < billable < summary["gpu_hours"][team] / 8
         assert usd == pytest.approx(billable * 37.688, abs=0.5)
     assert "Cost per team" in html and "provisioning is not billed" in html
+    # AND the report, opened in a real browser with no network, draws every chart from the run's data,
+    # each team's entitlement a dashed line at its configured value in both panels
+    page, errors = open_report(browser, tmp_path / "report" / "index.html", charts=3)
+    charts = drawn_charts(page)
+    page.close()
+    assert errors == [] and browser.refused == []
+    assert set(charts) == {"usage", "waits", "timeline"}
+    assert all(any(t["points"] for t in c["traces"]) for c in charts.values())
+    entitlement_lines = sorted(
+        (t["meta"][1], t["y"][0])
+        for t in charts["usage"]["traces"]
+        if t["meta"] and t["meta"][0] == "entitlement"
+    )
+    assert entitlement_lines == [("ProdExp1", 60), ("ProdExp1", 60), ("ProdExp2", 40), ("ProdExp2", 40)]
+    assert len(charts["timeline"]["traces"]) == 2, "one bar trace per team"
 
 
 def html_of(tmp_path: Path) -> str:

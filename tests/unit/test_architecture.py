@@ -44,11 +44,13 @@ def test_pure_layers_read_no_environment_or_clock(path: Path) -> None:
         assert needle not in source, f"{path.relative_to(REPO)} uses {needle}"
 
 
-def test_the_lambda_code_never_imports_the_simulator_the_cli_or_the_sagemaker_sdk() -> None:
+def test_the_lambda_code_never_imports_the_simulator_the_cli_the_sagemaker_sdk_or_plotly() -> None:
     lambda_files = [*CORE.rglob("*.py"), *(REPO / "functions").rglob("*.py")]
     for path in lambda_files:
         bad = {
-            m for m in imported_modules(path) if m.split(".")[0] in ("gpusim", "shareplane_cli", "sagemaker")
+            m
+            for m in imported_modules(path)
+            if m.split(".")[0] in ("gpusim", "shareplane_cli", "sagemaker", "plotly")
         }
         assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
 

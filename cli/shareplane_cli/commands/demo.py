@@ -59,7 +59,14 @@ def demo_command(
     static = run_static_partitions(jobs, config)
     summary = summarize(mode, run, static, jobs, config)
     path = write_report(
-        report, summary, run.tracker, static, run.records, capacity, gpus_per_instance(INSTANCE_TYPE)
+        report,
+        summary,
+        run.tracker,
+        static,
+        run.records,
+        capacity,
+        gpus_per_instance(INSTANCE_TYPE),
+        entitlements,
     )
     if output is Output.JSON:
         print_json(summary)

@@ -1,0 +1,145 @@
+"""The demo and what-if reports, opened from disk in headless Chromium: they render, offline, with data.
+
+GIVEN a report written from a small deterministic scenario WHEN a real browser opens the file with
+every network request refused THEN each chart is drawn from non-empty traces, the usage chart holds
+one dashed entitlement line per share at the configured value, a hover shows values, the tables
+replace the raw JSON, and a full-page screenshot is a PNG with a picture in it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.chromium import Browser, drawn_charts, open_report
+from tests.browser.reports import Report, demo_report, whatif_report
+
+#: Each report's charts, by the id of the element plotly draws into.
+CHARTS = {
+    "what-if": {"share-usage", "utilization", "entitlement-ratio", "waits"},
+    "demo": {"usage", "waits", "timeline"},
+}
+USAGE_CHART = {"what-if": "share-usage", "demo": "usage"}
+#: How many panels repeat each share's entitlement line (the demo shows soft and hard side by side).
+PANELS = {"what-if": 1, "demo": 2}
+BUILDERS: dict[str, Callable[[Path], Report]] = {"what-if": whatif_report, "demo": demo_report}
+
+#: Decodes a PNG in the page itself (no imaging library in the test): size, distinct colors on a
+#: grid, and the part of that grid that is not near-white.
+PNG_FACTS = """async (b64) => {
+    const img = new Image();
+    img.src = 'data:image/png;base64,' + b64;
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = img.width; canvas.height = img.height;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const pixels = ctx.getImageData(0, 0, img.width, img.height).data;
+    const colors = new Set();
+    let inked = 0, sampled = 0;
+    for (let y = 0; y < img.height; y += 4) {
+        for (let x = 0; x < img.width; x += 4) {
+            const i = (y * img.width + x) * 4;
+            colors.add((pixels[i] << 16) | (pixels[i + 1] << 8) | pixels[i + 2]);
+            sampled += 1;
+            if (pixels[i] < 235 || pixels[i + 1] < 235 || pixels[i + 2] < 235) inked += 1;
+        }
+    }
+    return {width: img.width, height: img.height, colors: colors.size, inked: inked / sampled};
+}"""
+
+#: The top of the tallest bar in a chart, scrolled to the middle of the window, for a real mouse
+#: (near the top: on a log axis a bar's shape reaches far below the visible plot).
+TALLEST_BAR = """(id) => {
+    const bars = [...document.getElementById(id).querySelectorAll('.bars .point path')];
+    const top = b => b.getBoundingClientRect().top;
+    const tallest = bars.filter(b => b.getBoundingClientRect().height > 2).sort((a, b) => top(a) - top(b))[0];
+    if (!tallest) return null;
+    window.scrollBy(0, top(tallest) - window.innerHeight / 2);
+    const r = tallest.getBoundingClientRect();
+    return {x: r.x + r.width / 2, y: r.top + 4};
+}"""
+
+
+@pytest.fixture(scope="module", params=list(BUILDERS), ids=lambda kind: f"the {kind} report")
+def opened(request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: pytest.TempPathFactory):
+    """The report written, opened in the browser and drawn; the page and what it is checked against."""
+    kind = request.param
+    report = BUILDERS[kind](tmp_path_factory.mktemp(kind.replace("-", "")))
+    page, errors = open_report(browser, report.path, len(CHARTS[kind]))
+    yield kind, report, page, errors
+    page.close()
+
+
+def test_the_report_opens_offline_without_errors(opened: Any, browser: Browser) -> None:
+    kind, report, page, errors = opened
+    assert errors == [], f"script errors in the {kind} report: {errors}"
+    assert browser.refused == [], f"the {kind} report asked the network for {browser.refused}"
+    html = report.path.read_text()
+    assert "<script src" not in html and "<link" not in html, "one file: nothing loaded from elsewhere"
+
+
+def test_every_chart_is_drawn_from_data(opened: Any) -> None:
+    kind, _, page, _ = opened
+    charts = drawn_charts(page)
+    assert set(charts) == CHARTS[kind]
+    for chart_id, chart in charts.items():
+        assert chart["traces"], f"{chart_id} has no traces"
+        assert sum(t["points"] for t in chart["traces"]) > 0, f"{chart_id} traces are empty"
+        assert chart["paths"] > 0, f"{chart_id} drew no SVG paths"
+        assert any(v for t in chart["traces"] for v in t["y"]), f"{chart_id} is all zeros"
+
+
+def test_the_usage_chart_draws_each_shares_entitlement_line(opened: Any) -> None:
+    kind, report, page, _ = opened
+    usage = drawn_charts(page)[USAGE_CHART[kind]]
+    lines = [t for t in usage["traces"] if t["meta"] and t["meta"][0] == "entitlement"]
+    drawn: dict[str, list[float]] = {}
+    for line in lines:
+        assert line["dash"] == "dash"
+        assert len(set(line["y"])) == 1, "an entitlement is a flat line"
+        drawn.setdefault(line["meta"][1], []).append(line["y"][0])
+    assert drawn == {share: [value] * PANELS[kind] for share, value in report.entitlements.items()}
+    # and the usage beside it is not flat zero: at least one share used the cluster
+    assert any(max(t["y"]) > 0 for t in usage["traces"] if not t["meta"])
+    legend = page.text_content(f"#{USAGE_CHART[kind]} .legend") or ""
+    assert "entitlement" in legend
+
+
+def test_hovering_a_bar_shows_its_value(opened: Any) -> None:
+    _, _, page, _ = opened
+    point = page.evaluate(TALLEST_BAR, "waits")
+    assert point is not None, "the wait chart has a bar to hover"
+    page.mouse.move(point["x"], point["y"])
+    label = page.wait_for_selector("#waits .hoverlayer .hovertext", timeout=5_000)
+    assert label is not None
+    text = label.text_content() or ""
+    assert any(unit in text for unit in (" s", " min", " h", " d")), text
+
+
+def test_tables_replace_the_raw_json(opened: Any) -> None:
+    kind, _, page, _ = opened
+    assert page.locator("pre").count() == 0, "no raw JSON dump"
+    captions = page.locator("table caption").all_inner_texts()
+    assert any("utilization" in c.lower() for c in captions), captions
+    assert any("wait" in c.lower() for c in captions), captions
+    rows = page.locator("table tbody tr").count()
+    assert rows >= 8, f"the {kind} report's tables have {rows} rows"
+
+
+def test_a_full_page_screenshot_is_a_picture(opened: Any, browser: Browser, tmp_path: Path) -> None:
+    kind, _, page, _ = opened
+    png = page.screenshot(full_page=True, path=tmp_path / f"{kind}.png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    blank = browser.context.new_page()
+    try:
+        facts = blank.evaluate(PNG_FACTS, base64.b64encode(png).decode())
+    finally:
+        blank.close()
+    assert facts["width"] >= 1200 and facts["height"] >= 1500, facts
+    assert facts["colors"] >= 50, f"a blank or flat page: {facts}"
+    assert 0.03 <= facts["inked"] <= 0.9, f"mostly empty or mostly ink: {facts}"
