@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.arns import job_id_of
-from ..domain.described_job import DescribedJob, JobAttempt
+from ..domain.described_job import DescribedJob, JobAttempt, ListedJob
 from ..domain.errors import RejectedByServiceError
 from ..domain.lifecycle import CapacityUsage
 from .paging import follow_pages
@@ -113,14 +113,40 @@ def described_job(answer: Mapping[str, Any]) -> DescribedJob:
             _attempt(a) for a in _mapping(summary).get("recentPreemptedAttempts") or ()
         ),
         has_preemption_summary=bool(summary),
-        capacity_usage=tuple(
-            CapacityUsage(str(u.get("capacityUnit")), float(u.get("quantity") or 0))
-            for u in answer.get("capacityUsage") or ()
-            if isinstance(u, Mapping)
-        ),
+        capacity_usage=_capacity_usage(answer),
         payload=_str(answer.get("serviceRequestPayload")),
         tags={str(k): str(v) for k, v in _mapping(answer.get("tags")).items()},
         carried={key: answer[key] for key in CARRIED_SETTINGS if answer.get(key) is not None},
+    )
+
+
+def _capacity_usage(answer: Mapping[str, Any]) -> tuple[CapacityUsage, ...]:
+    return tuple(
+        CapacityUsage(str(u.get("capacityUnit")), float(u.get("quantity") or 0))
+        for u in answer.get("capacityUsage") or ()
+        if isinstance(u, Mapping)
+    )
+
+
+def listed_job(summary: Mapping[str, Any]) -> ListedJob:
+    """One ListServiceJobs summary as a value; a member of an unexpected type reads as absent."""
+    job_arn = str(summary.get("jobArn") or summary.get("jobId") or "")
+    return ListedJob(
+        job_arn=job_arn,
+        job_id=str(summary.get("jobId") or job_id_of(job_arn)),
+        status=str(summary.get("status") or ""),
+        job_name=_str(summary.get("jobName")),
+        share_identifier=_str(summary.get("shareIdentifier")),
+        quota_share_name=_str(summary.get("quotaShareName")),
+        status_reason=_str(summary.get("statusReason")),
+        service_job_type=_str(summary.get("serviceJobType")),
+        created_at=_int(summary.get("createdAt")),
+        scheduled_at=_int(summary.get("scheduledAt")),
+        started_at=_int(summary.get("startedAt")),
+        stopped_at=_int(summary.get("stoppedAt")),
+        is_terminated=bool(summary.get("isTerminated")),
+        latest_training_job_arn=_attempt(summary.get("latestAttempt")).training_job_arn,
+        capacity_usage=_capacity_usage(summary),
     )
 
 
@@ -185,14 +211,15 @@ class BatchServiceJobs:
 
     def list_jobs(
         self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ListedJob]:
         """ListServiceJobs of one queue and status, every page; optionally by one filter and its value."""
         params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
         if filter_name:
             params["filters"] = [{"name": filter_name, "values": [value]}]
-        return list(follow_pages(self._client.list_service_jobs, "jobSummaryList", **params))
+        pages = follow_pages(self._client.list_service_jobs, "jobSummaryList", **params)
+        return [listed_job(summary) for summary in pages]
 
-    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[dict[str, Any]]:
+    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[ListedJob]:
         """A share's jobs in a queue in every active state (the share filter combines with jobStatus)."""
         name = "QUOTA_SHARE_NAME" if quota else "SHARE_IDENTIFIER"
         for status in ACTIVE_STATUSES:

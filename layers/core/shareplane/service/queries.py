@@ -48,6 +48,6 @@ def job_records(
             continue
         if payloads is not None:
             payload = payloads.load_payload(state.job_arn)
-            record["uploader"] = payload.get("uploader") if payload else None
+            record["uploader"] = dict(payload.uploader) if payload and payload.uploader is not None else None
         records.append(record)
     return records
