@@ -36,6 +36,7 @@ from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.arns import queue_name
+from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.described_job import DescribedJob
 from ..domain.errors import InvalidInputError, RejectedByServiceError
@@ -309,8 +310,8 @@ def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | N
             running.append(holder)
     snapshot = ReclaimSnapshot(
         now=now,
-        capacity={t: c.capacity for t, c in config.instance_types.items()},
-        entitlements={name: dict(team.entitlement) for name, team in config.teams.items()},
+        capacity=Capacity({t: c.capacity for t, c in config.instance_types.items()}),
+        entitlements={name: team.entitled for name, team in config.teams.items()},
         waiting=tuple(sorted(waiting, key=lambda w: w.job_id)),
         running=tuple(sorted(running, key=lambda r: r.job_id)),
         victims_today=ports.ledger.victims_on(utc_day(now)),
