@@ -425,11 +425,13 @@ def ledger_interval_seconds(snapshot: ShareSnapshot, config: RebalanceConfig) ->
 def lend_borrow_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]:
     """GPUs each share is lending and borrowing right now: ``(lent, borrowed)``, zero-sum per type."""
     rates = {name: [0.0, 0.0] for name in snapshot.names}
-    # What each share is owed now: its entitlement, as far as it has work for it.
-    owed = {s.name: s.entitlement.clipped(s.demand) for s in snapshot.shares}
     for unit in sorted(snapshot.capacity):
         over = {s.name: s.in_use.excess_over(s.entitlement, unit) for s in snapshot.shares}
-        short = {s.name: owed[s.name].excess_over(s.in_use, unit) for s in snapshot.shares}
+        # Short of what it is owed: its entitlement, as far as it has work for it.
+        short = {
+            s.name: max(0, min(s.entitlement.of(unit), s.demand.of(unit)) - s.in_use.of(unit))
+            for s in snapshot.shares
+        }
         unentitled = max(0, snapshot.capacity[unit] - sum(s.entitlement.of(unit) for s in snapshot.shares))
         total_over, total_short = sum(over.values()), sum(short.values())
         # Borrowing comes out of unentitled capacity first; only the rest is held from a waiting owner.
