@@ -9,7 +9,7 @@ the record is retried.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -113,41 +113,29 @@ def described_job(answer: Mapping[str, Any]) -> DescribedJob:
             _attempt(a) for a in _mapping(summary).get("recentPreemptedAttempts") or ()
         ),
         has_preemption_summary=bool(summary),
-        capacity_usage=_capacity_usage(answer),
+        capacity_usage=tuple(
+            CapacityUsage(str(u.get("capacityUnit")), float(u.get("quantity") or 0))
+            for u in answer.get("capacityUsage") or ()
+            if isinstance(u, Mapping)
+        ),
         payload=_str(answer.get("serviceRequestPayload")),
         tags={str(k): str(v) for k, v in _mapping(answer.get("tags")).items()},
         carried={key: answer[key] for key in CARRIED_SETTINGS if answer.get(key) is not None},
     )
 
 
-def _capacity_usage(answer: Mapping[str, Any]) -> tuple[CapacityUsage, ...]:
-    return tuple(
-        CapacityUsage(str(u.get("capacityUnit")), float(u.get("quantity") or 0))
-        for u in answer.get("capacityUsage") or ()
-        if isinstance(u, Mapping)
-    )
+#: What a ListServiceJobs summary tells: the fields of a ListedJob, each also a DescribedJob's.
+_LISTED_FIELDS = tuple(f.name for f in fields(ListedJob))
 
 
 def listed_job(summary: Mapping[str, Any]) -> ListedJob:
-    """One ListServiceJobs summary as a value; a member of an unexpected type reads as absent."""
-    job_arn = str(summary.get("jobArn") or summary.get("jobId") or "")
-    return ListedJob(
-        job_arn=job_arn,
-        job_id=str(summary.get("jobId") or job_id_of(job_arn)),
-        status=str(summary.get("status") or ""),
-        job_name=_str(summary.get("jobName")),
-        share_identifier=_str(summary.get("shareIdentifier")),
-        quota_share_name=_str(summary.get("quotaShareName")),
-        status_reason=_str(summary.get("statusReason")),
-        service_job_type=_str(summary.get("serviceJobType")),
-        created_at=_int(summary.get("createdAt")),
-        scheduled_at=_int(summary.get("scheduledAt")),
-        started_at=_int(summary.get("startedAt")),
-        stopped_at=_int(summary.get("stoppedAt")),
-        is_terminated=bool(summary.get("isTerminated")),
-        latest_training_job_arn=_attempt(summary.get("latestAttempt")).training_job_arn,
-        capacity_usage=_capacity_usage(summary),
-    )
+    """One ListServiceJobs summary as a value; a member of an unexpected type reads as absent.
+
+    A summary's members are DescribeServiceJob's under the same names, so the description's reader
+    reads them too.
+    """
+    described = described_job(summary)
+    return ListedJob(**{name: getattr(described, name) for name in _LISTED_FIELDS})
 
 
 class BatchServiceJobs:
