@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain.described_job import ListedJob
+from shareplane.domain.described_job import DescribedJob, ListedJob
 from shareplane.domain.lifecycle import JobState, JobStatus, Transition
 from shareplane.service.watch_jobs import watch
 
@@ -50,7 +50,7 @@ class PoisonBatch(FakeServiceJobs):
             )
         return super().list_jobs(job_queue, status)
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         if job_id.rsplit("/", 1)[-1] in self.broken_jobs:
             raise ClientError({"Error": {"Code": "ServerException", "Message": "boom"}}, "DescribeServiceJob")
         return super().describe(job_id)
