@@ -466,31 +466,34 @@ class QuotaShareScheduler(Scheduler):
         lim = share.limits.get(unit, 0)
         if share.in_use.get(unit, 0) + job.count <= lim:
             # Its own capacity is lent out: reclaim it from borrowers (cross-share preemption).
-            victims = [
+            borrowers = [
                 j
                 for s in self.queue.quota_shares.values()
                 if s is not share and s.in_use.get(unit, 0) > s.limits.get(unit, 0)
                 for j in s.running
                 if j.instance_type == unit
             ]
-            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
-            chosen = self._try_with_victims(env, share, job, victims)
-            if chosen:
-                for victim in chosen:
-                    self.model.preempt(victim, texts.CROSS_SHARE)
-                self._start(job, env)
-                return True
-            return False
+            return self._preempt_for(env, share, job, borrowers, texts.CROSS_SHARE)
         if share.preemption.get("inSharePreemption") == "ENABLED":
-            victims = [j for j in share.running if j.instance_type == unit and j.priority < job.priority]
-            victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
-            chosen = self._try_with_victims(env, share, job, victims)
-            if chosen:
-                for victim in chosen:
-                    self.model.preempt(victim, texts.IN_SHARE)
-                self._start(job, env)
-                return True
+            lower = [j for j in share.running if j.instance_type == unit and j.priority < job.priority]
+            return self._preempt_for(env, share, job, lower, texts.IN_SHARE)
         return False
+
+    def _preempt_for(
+        self, env: ServiceEnvironment, share: QuotaShare, job: Job, victims: list[Job], reason: str
+    ) -> bool:
+        """Start ``job`` by preempting the fewest of ``victims``; False (nothing stopped) when none suffice.
+
+        Victims go lowest priority first, then the most recently started (the least work lost).
+        """
+        victims.sort(key=lambda j: (j.priority, -(j.scheduled_at or 0.0), -j.seq))
+        chosen = self._try_with_victims(env, share, job, victims)
+        if not chosen:
+            return False
+        for victim in chosen:
+            self.model.preempt(victim, reason)
+        self._start(job, env)
+        return True
 
     def _start(self, job: Job, env: ServiceEnvironment) -> None:
         job.qver += 1  # drop its heap entry lazily

@@ -1,4 +1,8 @@
-"""JobStore (adapters/dynamodb_store.py DynamoJobStore) and the payload items, in memory."""
+"""JobStore (adapters/dynamodb_store.py DynamoJobStore) and the payload items, in memory.
+
+Payload items are kept in the table's layout and read back through ``adapters/payload_items.py``,
+as the adapter reads them.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.adapters.payload_items import payload_of
 from shareplane.domain.cost import AttemptCost
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
+from shareplane.domain.submitted_payload import SubmittedPayload
 from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
 
@@ -82,8 +88,9 @@ class FakeJobStore:
         self.payloads[job_arn] = as_stored(copy.deepcopy(dict(item)))
         return True
 
-    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.payloads.get(job_arn))
+    def load_payload(self, job_arn: str) -> SubmittedPayload | None:
+        item = self.payloads.get(job_arn)
+        return payload_of(job_arn, copy.deepcopy(item)) if item is not None else None
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import botocore.session
-from shareplane.adapters.batch_service_jobs import SubmittedServiceJob, described_job
-from shareplane.domain.described_job import DescribedJob
+from shareplane.adapters.batch_service_jobs import SubmittedServiceJob, described_job, listed_job
+from shareplane.domain.described_job import DescribedJob, ListedJob
 from shareplane.domain.errors import RejectedByServiceError
 
 #: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
@@ -104,25 +104,22 @@ class FakeServiceJobs:
                 return SubmittedServiceJob(job_arn=job["jobArn"], job_id=job["jobId"], job_name=job_name)
         return None
 
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
         self.list_calls.append((job_queue, status))
         queue = job_queue.rsplit("/", 1)[-1]
         if self.listed:  # a queue is the same queue by its name or its ARN, as ListServiceJobs takes either
-            return copy.deepcopy(
-                next(
-                    (
-                        v
-                        for (q, st), v in self.listed.items()
-                        if st == status and q.rsplit("/", 1)[-1] == queue
-                    ),
-                    [],
-                )
+            summaries = next(
+                (v for (q, st), v in self.listed.items() if st == status and q.rsplit("/", 1)[-1] == queue),
+                [],
             )
-        return [
-            {k: job[k] for k in SUMMARY_KEYS if k in job}
-            for job in self.jobs.values()
-            if job["status"] == status and str(job.get("jobQueue", "")).rsplit("/", 1)[-1] == queue
-        ]
+        else:
+            summaries = [
+                {k: job[k] for k in SUMMARY_KEYS if k in job}
+                for job in self.jobs.values()
+                if job["status"] == status and str(job.get("jobQueue", "")).rsplit("/", 1)[-1] == queue
+            ]
+        # Read through the adapter's own reader, so a summary means here what it means on Batch.
+        return [listed_job(summary) for summary in summaries]
 
     def update_priority(self, job_id: str, scheduling_priority: int) -> None:
         job = self.jobs.get(job_id.rsplit("/", 1)[-1])

@@ -168,5 +168,6 @@ def test_the_payload_item_is_written_once(aws_credentials: None) -> None:
         store = DynamoJobStore(client, create_jobs_table(client))
         assert store.save_payload("arn:j", {"request": {"jobName": "a"}}) is True
         assert store.save_payload("arn:j", {"request": {"jobName": "changed"}}) is False
-        assert (store.load_payload("arn:j") or {})["request"] == {"jobName": "a"}
+        stored = store.load_payload("arn:j")
+        assert stored is not None and stored.request == {"jobName": "a"}
         assert store.jobs() == [], "a payload item is not a job state"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from gpusim.api import BatchApi
 from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, scenario_of
-from shareplane.adapters.batch_service_jobs import described_job
+from shareplane.adapters.batch_service_jobs import described_job, listed_job
 from shareplane.domain.config import Tier
-from shareplane.domain.described_job import DescribedJob
+from shareplane.domain.described_job import DescribedJob, ListedJob
 from shareplane.domain.reclaim import ReclaimPlan, plan_reclaim
 from shareplane.service.reclaim_capacity import build_snapshot
 
@@ -33,7 +33,7 @@ class ModelBatch:
     def __init__(self, api: BatchApi) -> None:
         self.api = api
 
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
         out, token = [], None
         while True:
             page = self.api.list_service_jobs(
@@ -42,7 +42,7 @@ class ModelBatch:
             out += page["jobSummaryList"]
             token = page.get("nextToken")
             if not token:
-                return out
+                return [listed_job(summary) for summary in out]
 
     def describe(self, job_id: str) -> DescribedJob | None:
         answer = self.api.describe_service_job(jobId=job_id)

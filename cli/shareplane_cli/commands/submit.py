@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
 from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.described_job import ListedJob
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.jobspec import TEAM_TAG
 from shareplane.domain.lifecycle import JobState
@@ -143,9 +144,7 @@ def cancel_command(
     Console().print(f"terminated {job_id}", markup=False, highlight=False)
 
 
-def find_team_jobs(
-    batch: BatchServiceJobs, client: Any, config: SharesConfig, teams: list[str]
-) -> list[dict[str, Any]]:
+def find_team_jobs(batch: BatchServiceJobs, config: SharesConfig, teams: list[str]) -> list[dict[str, Any]]:
     """A team's queued and running jobs: by share identifier on the GPU queue, by team tag on CPU."""
     found: list[dict[str, Any]] = []
     quota = config.mode is SchedulingMode.QUOTA
@@ -161,25 +160,16 @@ def find_team_jobs(
     if config.queues.cpu_fifo:
         # A FIFO queue has no shares: ListServiceJobs cannot filter by team, the job's tags can.
         for status in ACTIVE_STATUSES:
-            for job in _paginate(client, jobQueue=config.queues.cpu_fifo, jobStatus=status):
-                tags = client.describe_service_job(jobId=job["jobId"]).get("tags") or {}
-                if tags.get(TEAM_TAG) in teams:
-                    found.append({"team": tags[TEAM_TAG], "queue": config.queues.cpu_fifo, **_summary(job)})
+            for job in batch.list_jobs(config.queues.cpu_fifo, status):
+                described = batch.describe(job.job_id)
+                job_team = described.tags.get(TEAM_TAG) if described is not None else None
+                if job_team in teams:
+                    found.append({"team": job_team, "queue": config.queues.cpu_fifo, **_summary(job)})
     return found
 
 
-def _summary(job: dict[str, Any]) -> dict[str, Any]:
-    return {"jobId": job["jobId"], "jobName": job.get("jobName"), "status": job.get("status")}
-
-
-def _paginate(client: Any, **kwargs: Any) -> Any:
-    token = None
-    while True:
-        response = client.list_service_jobs(**kwargs, **({"nextToken": token} if token else {}))
-        yield from response.get("jobSummaryList", [])
-        token = response.get("nextToken")
-        if not token:
-            return
+def _summary(job: ListedJob) -> dict[str, Any]:
+    return {"jobId": job.job_id, "jobName": job.job_name, "status": job.status}
 
 
 @app.command("cleanup")
@@ -200,7 +190,7 @@ def cleanup_command(
         raise typer.Exit(2)
     root = Target(profile=profile, region=region, endpoint=endpoint).root()
     batch = root.batch_jobs
-    jobs = find_team_jobs(batch, root.batch, config, [team] if team else sorted(config.teams))
+    jobs = find_team_jobs(batch, config, [team] if team else sorted(config.teams))
     report: dict[str, Any] = {"dryRun": dry_run, "jobs": jobs, "terminated": [], "errors": []}
     if jobs and not dry_run:
         result = batch.terminate_many([j["jobId"] for j in jobs], reason)

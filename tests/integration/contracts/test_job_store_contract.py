@@ -104,12 +104,18 @@ def test_jobs_are_listed_by_creation_time_and_filtered_by_status(store: Any) -> 
 
 
 def test_a_payload_is_stored_once_as_the_table_gives_it_back_and_is_no_job(store: Any) -> None:
-    item = {"team": "ProdExp1", "request": {"jobName": "a", "timeout": 3600.0, "tags": None}, "owner": None}
+    item = {
+        "team": "ProdExp1",
+        "request": {"jobName": "a", "timeout": 3600.0, "tags": None},
+        "uploader": {"account": "111122223333", "principal": None},
+        "requestAt": None,
+    }
     assert store.save_payload(JOB, item) is True
     assert store.save_payload(JOB, {**item, "team": "ProdExp2"}) is False
     stored = store.load_payload(JOB)
-    assert stored is not None and stored["team"] == "ProdExp1" and "owner" not in stored
-    assert stored["request"] == {"jobName": "a", "timeout": 3600}
+    assert stored is not None and stored.team == "ProdExp1" and stored.job_arn == JOB
+    assert stored.uploader == {"account": "111122223333"} and stored.request_at is None
+    assert stored.request == {"jobName": "a", "timeout": 3600}
     assert store.load_payload(JOB + "-never") is None
     assert store.jobs() == [] and store.load_job(JOB) is None
 

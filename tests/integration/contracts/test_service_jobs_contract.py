@@ -7,6 +7,7 @@ DescribeServiceJob's answer is compared where a job's state shows (its listing),
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from gpusim import BatchModel, ModelOptions, RealtimeEngine
 from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
+from shareplane.domain.described_job import ListedJob
 from shareplane.domain.errors import RejectedByServiceError
 
 from tests.fakes.service_jobs import FakeServiceJobs
@@ -26,6 +28,13 @@ SUMMARY_MEMBERS = set(
     botocore.session.get_session().get_service_model("batch").shape_for("ServiceJobSummary").members
 )
 TOKEN_TAG = "shareplane:client-token"
+#: The ServiceJobSummary member each field of a ListedJob is read from.
+LISTED_FROM = {
+    f.name: "latestAttempt"
+    if f.name == "latest_training_job_arn"
+    else "".join(w if i == 0 else w.title() for i, w in enumerate(f.name.split("_")))
+    for f in dataclasses.fields(ListedJob)
+}
 
 
 @pytest.fixture(params=["fake", "on gpusim"])
@@ -72,7 +81,7 @@ def listed(
     batch: Any, job_id: str, statuses: tuple[str, ...] = (*ACTIVE_STATUSES, "SUCCEEDED", "FAILED")
 ) -> list[str]:
     """The statuses a job is listed under in its queue (by name; the ARN is the same queue)."""
-    return [s for s in statuses for summary in batch.list_jobs(QUEUE, s) if summary["jobId"] == job_id]
+    return [s for s in statuses for summary in batch.list_jobs(QUEUE, s) if summary.job_id == job_id]
 
 
 def test_a_submit_makes_one_job_and_its_token_cannot_make_another(batch: Any) -> None:
@@ -88,10 +97,11 @@ def test_a_submitted_job_is_listed_once_as_an_active_job_with_summary_members_on
     job = batch.submit(request("bert", "tok-1"))
     (status,) = listed(batch, job.job_id)
     assert status in ACTIVE_STATUSES
-    (summary,) = [s for s in batch.list_jobs(QUEUE, status) if s["jobId"] == job.job_id]
-    assert set(summary) <= SUMMARY_MEMBERS
-    assert summary["jobName"] == "bert" and summary["jobArn"] == job.job_arn and summary["status"] == status
-    assert "schedulingPriority" not in summary and "tags" not in summary
+    (summary,) = [s for s in batch.list_jobs(QUEUE, status) if s.job_id == job.job_id]
+    assert isinstance(summary, ListedJob) and set(LISTED_FROM.values()) <= SUMMARY_MEMBERS
+    assert summary.job_name == "bert" and summary.job_arn == job.job_arn and summary.status == status
+    assert summary.share_identifier == "ProdExp1" and summary.service_job_type == "SAGEMAKER_TRAINING"
+    assert not {"schedulingPriority", "tags"} & set(LISTED_FROM.values())
     assert batch.list_jobs(QUEUE, "SUCCEEDED") == []
 
 

@@ -59,8 +59,8 @@ def test_a_request_too_large_for_an_item_is_kept_in_s3_and_read_back(world: Drop
     assert outcome.status == "accepted" and world.json(outcome.answer or "")["outcome"] == "accepted"
     (entry,) = outcome.jobs
     item = world.store.load_payload(entry.job_arn)
-    assert item is not None and "request" not in item
-    assert item["requestAt"]["key"].startswith("payloads/ProdExp1/")
+    assert item is not None and item.request is None
+    assert item.request_at is not None and item.request_at.key.startswith("payloads/ProdExp1/")
     # AND reading the item back yields exactly the request Batch got
     (sent,) = world.batch.submits
     assert payload_request(item, world.ports.bucket) == sent
@@ -70,7 +70,7 @@ def test_a_request_too_large_for_an_item_is_kept_in_s3_and_read_back(world: Drop
 def test_a_request_that_fits_stays_in_the_item(world: DropWorld) -> None:
     outcome = world.handle(world.drop("submit/ProdExp1/small.yaml", job().encode()))
     item = world.store.load_payload(outcome.jobs[0].job_arn)
-    assert item is not None and "requestAt" not in item
+    assert item is not None and item.request_at is None
     assert payload_request(item, world.ports.bucket) == world.batch.submits[0]
     assert not any(k.startswith("payloads/") for k in world.keys())
 
@@ -264,7 +264,7 @@ def test_the_uploaders_account_is_checked_against_the_teams_submitters(
     else:
         item = world.store.load_payload(outcome.jobs[0].job_arn)
         # (the store leaves out empty values)
-        assert item is not None and (item.get("uploader") or {}).get("account") == requester
+        assert item is not None and (item.uploader or {}).get("account") == requester
 
 
 # -- generated keys ---------------------------------------------------------------------------------

@@ -80,7 +80,8 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     payload = world.store.load_payload(entry["jobArn"])
     assert (
         payload is not None
-        and payload["request"]["serviceRequestPayload"] == request["serviceRequestPayload"]
+        and payload.request is not None
+        and payload.request["serviceRequestPayload"] == request["serviceRequestPayload"]
     )
     # AND nobody is alerted about an accepted file
     assert world.alerts() == []

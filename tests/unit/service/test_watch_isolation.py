@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.domain.described_job import DescribedJob, ListedJob
 from shareplane.domain.lifecycle import JobState, JobStatus, Transition
 from shareplane.service.watch_jobs import watch
 
@@ -41,7 +42,7 @@ class PoisonBatch(FakeServiceJobs):
     gone_queues: set[str] = field(default_factory=set)
     broken_jobs: set[str] = field(default_factory=set)
 
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
         if job_queue.rsplit("/", 1)[-1] in {q.rsplit("/", 1)[-1] for q in self.gone_queues}:
             raise ClientError(
                 {"Error": {"Code": "ClientException", "Message": f"jobQueue {job_queue} does not exist"}},
@@ -49,7 +50,7 @@ class PoisonBatch(FakeServiceJobs):
             )
         return super().list_jobs(job_queue, status)
 
-    def describe(self, job_id: str) -> dict[str, Any] | None:
+    def describe(self, job_id: str) -> DescribedJob | None:
         if job_id.rsplit("/", 1)[-1] in self.broken_jobs:
             raise ClientError({"Error": {"Code": "ServerException", "Message": "boom"}}, "DescribeServiceJob")
         return super().describe(job_id)

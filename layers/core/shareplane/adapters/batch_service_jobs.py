@@ -9,13 +9,13 @@ the record is retried.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..domain.arns import job_id_of
-from ..domain.described_job import DescribedJob, JobAttempt
+from ..domain.described_job import DescribedJob, JobAttempt, ListedJob
 from ..domain.errors import RejectedByServiceError
 from ..domain.lifecycle import CapacityUsage
 from .paging import follow_pages
@@ -124,6 +124,20 @@ def described_job(answer: Mapping[str, Any]) -> DescribedJob:
     )
 
 
+#: What a ListServiceJobs summary tells: the fields of a ListedJob, each also a DescribedJob's.
+_LISTED_FIELDS = tuple(f.name for f in fields(ListedJob))
+
+
+def listed_job(summary: Mapping[str, Any]) -> ListedJob:
+    """One ListServiceJobs summary as a value; a member of an unexpected type reads as absent.
+
+    A summary's members are DescribeServiceJob's under the same names, so the description's reader
+    reads them too.
+    """
+    described = described_job(summary)
+    return ListedJob(**{name: getattr(described, name) for name in _LISTED_FIELDS})
+
+
 class BatchServiceJobs:
     """Batch service-job calls on an injected client (boto3's, or anything with its method names)."""
 
@@ -185,14 +199,15 @@ class BatchServiceJobs:
 
     def list_jobs(
         self, job_queue: str, status: str, filter_name: str | None = None, value: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ListedJob]:
         """ListServiceJobs of one queue and status, every page; optionally by one filter and its value."""
         params: dict[str, Any] = {"jobQueue": job_queue, "jobStatus": status}
         if filter_name:
             params["filters"] = [{"name": filter_name, "values": [value]}]
-        return list(follow_pages(self._client.list_service_jobs, "jobSummaryList", **params))
+        pages = follow_pages(self._client.list_service_jobs, "jobSummaryList", **params)
+        return [listed_job(summary) for summary in pages]
 
-    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[dict[str, Any]]:
+    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterator[ListedJob]:
         """A share's jobs in a queue in every active state (the share filter combines with jobStatus)."""
         name = "QUOTA_SHARE_NAME" if quota else "SHARE_IDENTIFIER"
         for status in ACTIVE_STATUSES:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..domain.cost import AttemptCost, BillableSource, with_job
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
+from ..domain.submitted_payload import SubmittedPayload
 from ..domain.training import (
     TrainingHistoryEntry,
     TrainingJobObservation,
@@ -45,6 +46,7 @@ from .dynamodb_items import (
     unmarshal,
     versioned_put,
 )
+from .payload_items import payload_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -280,9 +282,10 @@ class DynamoJobStore:
         """Store the ``JOB#<arn>``/``PAYLOAD`` item once; False when it exists already."""
         return put_new(self._client, self._table, {**item, "pk": job_pk(job_arn), "sk": PAYLOAD_SK})
 
-    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
-        """The job's submitted payload item, if the submit path stored one."""
-        return self._get(job_pk(job_arn), PAYLOAD_SK)
+    def load_payload(self, job_arn: str) -> SubmittedPayload | None:
+        """The job's submitted payload, if the submit path stored one."""
+        item = self._get(job_pk(job_arn), PAYLOAD_SK)
+        return payload_of(job_arn, item) if item else None
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .capacity import Capacity
 from .errors import ConfigError
 from .failure_rules import FailuresConfig
 
@@ -171,6 +172,11 @@ class TeamConfig(_Strict):
     default_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
     max_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     quota: TeamQuotaConfig = TeamQuotaConfig()
+
+    @property
+    def entitled(self) -> Capacity:
+        """The team's entitlement as a capacity (a type it is not entitled to counts 0)."""
+        return Capacity(self.entitlement)
 
     @model_validator(mode="after")
     def _retry_bounds(self) -> Self:
@@ -426,7 +432,7 @@ class SharesConfig(_Strict):
                         f"add it under instance_types or use one of {sorted(self.instance_types)}",
                     )
         for instance_type, limits in self.instance_types.items():
-            total = sum(team.entitlement.get(instance_type, 0) for team in self.teams.values())
+            total = sum(team.entitled.of(instance_type) for team in self.teams.values())
             if total > limits.capacity:
                 raise ConfigError(
                     f"instance_types.{instance_type}.capacity",

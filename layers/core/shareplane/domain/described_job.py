@@ -1,8 +1,9 @@
-"""A service job as AWS Batch describes it (DescribeServiceJob), for the failure path, watch and reclaim.
+"""A service job as AWS Batch describes it (DescribeServiceJob) or lists it (ListServiceJobs).
 
-The Batch adapter reads it off the API's answer (``adapters/batch_service_jobs.py``). What a requeue
-carries over unchanged (``retryStrategy``, ``timeoutConfig``, ``preemptionConfiguration``) is kept as
-Batch wrote it, since it goes back to Batch as it came.
+The failure path, watch and reclaim read descriptions; the reconciler, reclaim and the CLI walk
+listings. The Batch adapter reads both off the API's answers (``adapters/batch_service_jobs.py``).
+What a requeue carries over unchanged (``retryStrategy``, ``timeoutConfig``,
+``preemptionConfiguration``) is kept as Batch wrote it, since it goes back to Batch as it came.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from .lifecycle import CapacityUsage
 
-__all__ = ["MIN_EPOCH_MS", "DescribedJob", "JobAttempt"]
+__all__ = ["MIN_EPOCH_MS", "DescribedJob", "JobAttempt", "ListedJob"]
 
 #: Epoch milliseconds from here on (1973); a smaller number under a time-like key is not epoch-ms.
 MIN_EPOCH_MS = 10**11
@@ -97,3 +98,33 @@ class DescribedJob:
             times += [attempt.started_at, attempt.stopped_at]
         found = [t for t in times if t is not None and t >= MIN_EPOCH_MS]
         return max(found) if found else None
+
+
+@dataclass(frozen=True)
+class ListedJob:
+    """One ListServiceJobs summary: what a listing tells of a job without a describe.
+
+    Batch's summaries carry no schedulingPriority, payload or tags; a caller that needs them
+    describes the job (``ServiceJobs.describe``).
+    """
+
+    job_arn: str
+    job_id: str
+    status: str
+    job_name: str | None = None
+    share_identifier: str | None = None
+    quota_share_name: str | None = None
+    status_reason: str | None = None
+    service_job_type: str | None = None
+    created_at: int | None = None
+    scheduled_at: int | None = None
+    started_at: int | None = None
+    stopped_at: int | None = None
+    is_terminated: bool = False
+    latest_training_job_arn: str | None = None
+    capacity_usage: tuple[CapacityUsage, ...] = ()
+
+    @property
+    def share(self) -> str | None:
+        """The job's share identifier, else its quota share."""
+        return self.share_identifier or self.quota_share_name

@@ -52,6 +52,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from .capacity import Capacity
 from .config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from .errors import InvalidInputError
 from .fairshare import ShareWeight, weight_for
@@ -149,12 +150,12 @@ class TierWait:
 
 @dataclass(frozen=True)
 class ShareState:
-    """One share as the snapshot saw it; instance counts are per instance type."""
+    """One share as the snapshot saw it; instance counts per instance type (a mapping is read as one)."""
 
     name: str
-    entitlement: Mapping[str, int]
-    demand: Mapping[str, int]  # running + RUNNABLE instances
-    in_use: Mapping[str, int]  # running instances
+    entitlement: Capacity
+    demand: Capacity  # running + RUNNABLE instances
+    in_use: Capacity  # running instances
     waiting_by_tier: Mapping[Tier, int] = field(default_factory=dict)  # RUNNABLE instances per tier
     usage_history: float = 0.0  # Batch's decayed usage, carried for the audit
     ledger_balance: float = 0.0  # GPU-hours lent minus borrowed, decayed
@@ -166,13 +167,16 @@ class ShareState:
         if not self.name:
             raise InvalidInputError("shares[].name", "is empty", "name the share identifier")
         for label in ("entitlement", "demand", "in_use"):
+            counts = getattr(self, label)
+            if not isinstance(counts, Capacity):
+                object.__setattr__(self, label, Capacity(counts))
             for unit, value in getattr(self, label).items():
                 _check_count(f"shares.{self.name}.{label}.{unit}", value)
         for unit, used in self.in_use.items():
-            if used > self.demand.get(unit, 0):
+            if used > self.demand.of(unit):
                 raise InvalidInputError(
                     f"shares.{self.name}.in_use.{unit}",
-                    f"{used} running is more than the demand {self.demand.get(unit, 0)}",
+                    f"{used} running is more than the demand {self.demand.of(unit)}",
                     "count running instances in demand too (demand = running + RUNNABLE)",
                 )
         for tier, waiting in self.waiting_by_tier.items():
@@ -189,7 +193,7 @@ class ShareState:
             )
 
     @property
-    def total_demand(self) -> int:
+    def total_demand(self) -> float:
         """Instances wanted over all instance types."""
         return sum(self.demand.values())
 
@@ -422,14 +426,13 @@ def lend_borrow_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]
     """GPUs each share is lending and borrowing right now: ``(lent, borrowed)``, zero-sum per type."""
     rates = {name: [0.0, 0.0] for name in snapshot.names}
     for unit in sorted(snapshot.capacity):
-        over = {s.name: max(0, s.in_use.get(unit, 0) - s.entitlement.get(unit, 0)) for s in snapshot.shares}
+        over = {s.name: s.in_use.excess_over(s.entitlement, unit) for s in snapshot.shares}
+        # Short of what it is owed: its entitlement, as far as it has work for it.
         short = {
-            s.name: max(0, min(s.entitlement.get(unit, 0), s.demand.get(unit, 0)) - s.in_use.get(unit, 0))
+            s.name: max(0, min(s.entitlement.of(unit), s.demand.of(unit)) - s.in_use.of(unit))
             for s in snapshot.shares
         }
-        unentitled = max(
-            0, snapshot.capacity[unit] - sum(s.entitlement.get(unit, 0) for s in snapshot.shares)
-        )
+        unentitled = max(0, snapshot.capacity[unit] - sum(s.entitlement.of(unit) for s in snapshot.shares))
         total_over, total_short = sum(over.values()), sum(short.values())
         # Borrowing comes out of unentitled capacity first; only the rest is held from a waiting owner.
         held = min(max(0, total_over - unentitled), total_short)
@@ -480,7 +483,7 @@ def breached_tiers(share: ShareState, tiers: Mapping[Tier, TierWait]) -> list[Ti
 
 @dataclass(frozen=True)
 class _Target:
-    per_type: Mapping[str, float]
+    per_type: Capacity
     multiplier: float
     boosted: tuple[Tier, ...]
 
@@ -503,13 +506,15 @@ def _targets(
     for unit in sorted(snapshot.capacity):
         alloc = target_allocation(
             snapshot.capacity[unit],
-            {s.name: s.demand.get(unit, 0) for s in snapshot.shares},
-            {s.name: s.entitlement.get(unit, 0) * multiplier[s.name] for s in snapshot.shares},
-            {s.name: s.entitlement.get(unit, 0) for s in snapshot.shares},
+            {s.name: s.demand.of(unit) for s in snapshot.shares},
+            {s.name: s.entitlement.of(unit) * multiplier[s.name] for s in snapshot.shares},
+            {s.name: s.entitlement.of(unit) for s in snapshot.shares},
         )
         for name, value in alloc.items():
             per_type[name][unit] = value
-    return {name: _Target(per_type[name], multiplier[name], boosted[name]) for name in snapshot.names}
+    return {
+        name: _Target(Capacity(per_type[name]), multiplier[name], boosted[name]) for name in snapshot.names
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -615,15 +620,16 @@ def _capacity_limits(
 ) -> dict[str, int]:
     limits = dict(current.capacity_limits)
     for unit, before in current.capacity_limits.items():
-        entitled = share.entitlement.get(unit, 0)
+        entitled = share.entitlement.of(unit)
         if entitled == 0:
             continue  # a limit the config does not entitle is an operator's, not ours
         low = max(1, math.ceil(entitled * config.capacity_limit_min_fraction - 1e-9))
         high = max(low, math.floor(entitled * config.capacity_limit_max_fraction + 1e-9))
-        wanted = min(max(round(target.per_type.get(unit, 0.0)), low), high)
+        wanted = min(max(round(target.per_type.of(unit)), low), high)
         after = _step_int(before, wanted, low, high, config.max_step, 0)
         if after < before:
-            after = max(after, min(before, share.in_use.get(unit, 0)))
+            # Never below what runs now (in whole instances: a limit is a count).
+            after = max(after, min(before, math.ceil(share.in_use.of(unit))))
         if low <= before <= high and _within_deadband(before, after, config.deadband):
             after = before
         limits[unit] = after
@@ -663,7 +669,7 @@ def _borrow_limit(
     if not config.manage_borrow_limit or current.strategy is not SharingStrategy.LEND_AND_BORROW:
         return before
     needed = max(
-        (target.per_type.get(unit, 0.0) / limit for unit, limit in limits.items() if limit > 0), default=0.0
+        (target.per_type.of(unit) / limit for unit, limit in limits.items() if limit > 0), default=0.0
     )
     wanted = min(max(math.ceil(100 * (needed - 1) - 1e-9), config.borrow_limit_min), config.borrow_limit_max)
     low, high = config.borrow_limit_min, config.borrow_limit_max

@@ -33,10 +33,12 @@ The rules, in order:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from .capacity import Capacity
 from .config import ReclaimConfig, Tier, TierConfig
 from .errors import InvalidInputError
 
@@ -116,10 +118,10 @@ class ReclaimSnapshot:
     """Everything one reclaim decision reads: the queue's capacity, entitlements, waiters and runners."""
 
     now: float
-    #: Instance type -> instances the queue may run at once.
-    capacity: Mapping[str, int]
-    #: Team -> instance type -> instances it is entitled to.
-    entitlements: Mapping[str, Mapping[str, int]]
+    #: Instances of each type the queue may run at once (any mapping is read as one).
+    capacity: Capacity
+    #: Team -> the instances of each type it is entitled to (any mappings are read as capacities).
+    entitlements: Mapping[str, Capacity]
     waiting: tuple[WaitingJob, ...]
     running: tuple[RunningJob, ...]
     #: Victims already stopped today (UTC day of ``now``).
@@ -127,6 +129,8 @@ class ReclaimSnapshot:
 
     def __post_init__(self) -> None:
         _check_time("now", self.now)
+        object.__setattr__(self, "capacity", Capacity(self.capacity))
+        object.__setattr__(self, "entitlements", _capacities(self.entitlements))
 
 
 @dataclass(frozen=True)
@@ -196,14 +200,18 @@ class _Candidate:
         return (-TIER_RANK[self.job.tier], 0 if self.borrowed else 1)
 
 
-def borrowed_jobs(running: Iterable[RunningJob], entitlements: Mapping[str, Mapping[str, int]]) -> set[str]:
+def _capacities(per_team: Mapping[str, Mapping[str, float]]) -> dict[str, Capacity]:
+    return {team: Capacity(counts) for team, counts in per_team.items()}
+
+
+def borrowed_jobs(running: Iterable[RunningJob], entitlements: Mapping[str, Mapping[str, float]]) -> set[str]:
     """Ids of the jobs holding capacity beyond their team's entitlement: the most recently dispatched."""
-    held: dict[tuple[str, str], int] = {}
+    entitled = _capacities(entitlements)
+    held: dict[str, Capacity] = {}
     out: set[str] = set()
     for job in sorted(running, key=lambda j: (j.dispatched_at, j.job_id)):
-        key = (job.team, job.instance_type)
-        held[key] = held.get(key, 0) + job.instances
-        if held[key] > entitlements.get(job.team, {}).get(job.instance_type, 0):
+        held[job.team] = held.get(job.team, Capacity()).plus(job.instance_type, job.instances)
+        if held[job.team].excess_over(entitled.get(job.team, Capacity()), job.instance_type) > 0:
             out.add(job.job_id)
     return out
 
@@ -240,14 +248,14 @@ def plan_reclaim(
     """Decide which running jobs to stop so the waiters past their tier's threshold can start."""
     now = snapshot.now
     waiting_ids = {w.job_id for w in snapshot.waiting}
-    free: dict[str, int] = dict(snapshot.capacity)
+    free = snapshot.capacity
     # Capacity being released for a job still waiting is that job's; any other release is free.
     reserved: dict[str, int] = {}
     for job in snapshot.running:
         if job.stopping_for is None:
-            free[job.instance_type] = free.get(job.instance_type, 0) - job.instances
+            free = free.minus(job.instance_type, job.instances)
         elif job.stopping_for in waiting_ids:
-            free[job.instance_type] = free.get(job.instance_type, 0) - job.instances
+            free = free.minus(job.instance_type, job.instances)
             reserved[job.stopping_for] = reserved.get(job.stopping_for, 0) + job.instances
     holding = [j for j in snapshot.running if j.stopping_for is None]
     borrowed = borrowed_jobs(holding, snapshot.entitlements)
@@ -272,9 +280,10 @@ def plan_reclaim(
     for waiter in due:
         unit = waiter.instance_type
         own = reserved.get(waiter.job_id, 0)
-        short = waiter.instances - free.get(unit, 0) - own
+        # Whole instances: a shortfall of a fraction of one still needs a whole victim's.
+        short = math.ceil(waiter.instances - free.of(unit) - own)
         if short <= 0:
-            free[unit] = free.get(unit, 0) + own - waiter.instances
+            free = free.plus(unit, own - waiter.instances)
             skipped.append(Skip(waiter.job_id, SKIP_FITS))
             continue
         job_budget = rules.max_victims_per_job - waiter.victims_so_far
@@ -310,7 +319,7 @@ def plan_reclaim(
             c.taken = True
         run_budget -= len(chosen)
         freed = sum(c.job.instances for c in chosen)
-        free[unit] = free.get(unit, 0) + own + freed - waiter.instances
+        free = free.plus(unit, own + freed - waiter.instances)
         victims = tuple(
             Victim(
                 job_id=c.job.job_id,

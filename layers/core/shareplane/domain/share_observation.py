@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .capacity import Capacity
 from .config import SchedulingMode, Tier
 from .errors import InvalidInputError
 from .rebalance import QuotaSettings, ShareSnapshot, ShareState, TierWait
@@ -93,9 +94,9 @@ def tier_wait(tier: TierObservation) -> TierWait | None:
     return TierWait(p90_seconds=max(p90s), slo_seconds=float(tier.slo_seconds))
 
 
-def instances_held(in_use: Mapping[str, float]) -> dict[str, int]:
+def instances_held(in_use: Mapping[str, float]) -> Capacity:
     """Whole instances in use per instance type: Batch's fractional quantities rounded up."""
-    return {unit: math.ceil(q - _ROUNDING_SLACK) for unit, q in in_use.items()}
+    return Capacity({unit: math.ceil(q - _ROUNDING_SLACK) for unit, q in in_use.items()})
 
 
 def snapshot_from_observation(observation: QueueObservation) -> ShareSnapshot:
@@ -107,8 +108,8 @@ def snapshot_from_observation(observation: QueueObservation) -> ShareSnapshot:
         states.append(
             ShareState(
                 name=share.name,
-                entitlement=dict(share.entitlement),
-                demand={u: held.get(u, 0) + share.waiting.get(u, 0) for u in units},
+                entitlement=Capacity(share.entitlement),
+                demand=Capacity({u: held.of(u) + share.waiting.get(u, 0) for u in units}),
                 in_use=held,
                 waiting_by_tier={t: n for t, n in share.waiting_by_tier.items() if n > 0},
                 usage_history=share.usage_history,

@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ..domain.described_job import MIN_EPOCH_MS
 from .common import MAX_EPOCH_MS
 
 #: Free-form maps inside a detail whose keys are the user's, not AWS's (a hyperparameter named
 #: ``startTime`` is no event time).
 _FREE_FORM = frozenset({"HyperParameters", "Environment", "Tags", "tags", "serviceRequestPayload"})
-#: Epoch milliseconds from here on (1973); smaller numbers under a time-like key are not epoch-ms.
-_MIN_EPOCH_MS = 10**11
 
 
 def detail_time(detail: Any) -> float | None:
@@ -76,6 +75,6 @@ def _epoch_ms(value: Any) -> int | None:
         value = int(value)
     # Above MAX_EPOCH_MS (2286) a number is no time the schemas accept: a decision dated by it would
     # push quiet windows and storm guards out of reach of every later event.
-    if isinstance(value, (int, float)) and _MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
+    if isinstance(value, (int, float)) and MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
         return int(value)
     return None

@@ -490,8 +490,8 @@ def _unknown_failed(
 def submitted_team(store: JobStore, job_arn: str) -> str | None:
     """The team the submit path recorded with a job's payload: a CPU FIFO job has no share to name it,
     and a job Batch no longer describes has no tags either."""
-    item = store.load_payload(job_arn)
-    return str(item["team"]) if item and item.get("team") else None
+    payload = store.load_payload(job_arn)
+    return payload.team if payload else None
 
 
 # ------------------------------------------------------------------------------------------------

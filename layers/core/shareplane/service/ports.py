@@ -10,11 +10,12 @@ if TYPE_CHECKING:
     from ..domain.attribution import StoredAttribution
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.cost import AttemptCost
-    from ..domain.described_job import DescribedJob
+    from ..domain.described_job import DescribedJob, ListedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.reclaim_record import ReclaimRecord
     from ..domain.share_state import PlanAudit, SharesState
+    from ..domain.submitted_payload import SubmittedPayload
     from ..domain.training import (
         TrainingJobFacts,
         TrainingJobObservation,
@@ -60,8 +61,8 @@ class JobStore(Protocol):
         """The ARN of the service job that ran a training job; None when not recorded."""
         ...
 
-    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
-        """The payload item the submit path stored for the job (its team among it), if any."""
+    def load_payload(self, job_arn: str) -> SubmittedPayload | None:
+        """What the submit path stored for the job (its team among it), if it stored anything."""
         ...
 
     def record_cost(self, cost: AttemptCost) -> bool:
@@ -142,7 +143,7 @@ class ServiceJobs(Protocol):
         """The oldest job of a queue with this name and this tag value (a retried submit's first job)."""
         ...
 
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
         """ListServiceJobs summaries of one queue in one status (every page)."""
         ...
 
@@ -268,8 +269,8 @@ class PayloadStore(Protocol):
         """Store a job's submitted payload once; False when it was stored already."""
         ...
 
-    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
-        """The job's payload item as stored (its request may live in S3: see payload_request)."""
+    def load_payload(self, job_arn: str) -> SubmittedPayload | None:
+        """The job's stored payload (its request may live in S3: see payload_request)."""
         ...
 
 
@@ -363,7 +364,7 @@ class FailureLedger(TickWatermarks, Protocol):
 class ReclaimBatch(Protocol):
     """The AWS Batch calls reclaim makes: list and describe the GPU queue's jobs, terminate victims."""
 
-    def list_jobs(self, job_queue: str, status: str) -> list[dict[str, Any]]:
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
         """ListServiceJobs summaries of one queue in one status (every page)."""
         ...
 
@@ -500,6 +501,6 @@ class CostReader(Protocol):
         """The ARN of the service job that ran a training job; None when not recorded."""
         ...
 
-    def load_payload(self, job_arn: str) -> dict[str, Any] | None:
-        """The job's payload item (``uploader.principal`` among it), if the submit path stored one."""
+    def load_payload(self, job_arn: str) -> SubmittedPayload | None:
+        """The job's stored payload (its uploader's principal among it), if the submit path stored one."""
         ...

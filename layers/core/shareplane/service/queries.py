@@ -48,7 +48,7 @@ def job_records(
             continue
         if payloads is not None:
             payload = payloads.load_payload(state.job_arn)
-            record["uploader"] = payload.get("uploader") if payload else None
+            record["uploader"] = dict(payload.uploader) if payload and payload.uploader is not None else None
         records.append(record)
     return records
 
@@ -61,4 +61,9 @@ def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | Non
     payload = payloads.load_payload(job_arn)
     if not payload:
         return None
-    return {key: payload.get(key) for key in ("source", "request", "submittedAt", "uploader")}
+    return {
+        "source": dict(payload.source) or None,
+        "request": dict(payload.request) if payload.request is not None else None,
+        "submittedAt": payload.submitted_at,
+        "uploader": dict(payload.uploader) if payload.uploader is not None else None,
+    }

@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import job_id_of, queue_name
+from ..domain.arns import queue_name
+from ..domain.capacity import Capacity
 from ..domain.config import SchedulingMode, SharesConfig, Tier
 from ..domain.described_job import DescribedJob
 from ..domain.errors import InvalidInputError, RejectedByServiceError
@@ -282,12 +283,12 @@ def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | N
     for summary in ports.batch.list_jobs(queue, JobStatus.RUNNABLE.value):
         # ListServiceJobs summaries carry no schedulingPriority: the tier is known here only from a
         # team x tier share; otherwise any job older than the shortest threshold is described.
-        tier = config.tier_for_share(summary.get("shareIdentifier"))
+        tier = config.tier_for_share(summary.share_identifier)
         after = config.tiers[tier].reclaim_after_seconds if tier is not None else min(thresholds)
-        created = (summary.get("createdAt") or 0) / 1000
+        created = (summary.created_at or 0) / 1000
         if after is None or now - created < after:
             continue  # not due: the planner would pass it over anyway, so skip the describe
-        job = ports.batch.describe(_id(summary))
+        job = ports.batch.describe(summary.job_id)
         if job is None:
             continue
         waiter = waiting_job(job, config, ports.ledger)
@@ -301,7 +302,7 @@ def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | N
     running: list[RunningJob] = []
     for status in HOLDING:
         for summary in ports.batch.list_jobs(queue, status.value):
-            job = ports.batch.describe(_id(summary))
+            job = ports.batch.describe(summary.job_id)
             if job is None:
                 continue
             holder = running_job(job, config, ports.checkpoints, stopping, now, top)
@@ -309,8 +310,8 @@ def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | N
             running.append(holder)
     snapshot = ReclaimSnapshot(
         now=now,
-        capacity={t: c.capacity for t, c in config.instance_types.items()},
-        entitlements={name: dict(team.entitlement) for name, team in config.teams.items()},
+        capacity=Capacity({t: c.capacity for t, c in config.instance_types.items()}),
+        entitlements={name: team.entitled for name, team in config.teams.items()},
         waiting=tuple(sorted(waiting, key=lambda w: w.job_id)),
         running=tuple(sorted(running, key=lambda r: r.job_id)),
         victims_today=ports.ledger.victims_on(utc_day(now)),
@@ -600,10 +601,6 @@ def _announce(record: ReclaimRecord, ports: ReclaimPorts, now: float) -> int:
 # ------------------------------------------------------------------------------------------------
 def _status_of(job: DescribedJob | None) -> str:
     return (job.status if job else None) or "RUNNING"
-
-
-def _id(job: Mapping[str, Any]) -> str:
-    return str(job.get("jobId") or job_id_of(str(job.get("jobArn") or "")))
 
 
 def _age(seconds: Any) -> str:

@@ -64,6 +64,7 @@ from ..domain.submission import (
     submitted_job,
     too_large_for_an_item,
 )
+from ..domain.submitted_payload import SubmittedPayload
 from .ports import (
     AlertPublisher,
     JobStore,
@@ -377,11 +378,12 @@ def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef
         return earlier
 
 
-def payload_request(item: Mapping[str, Any], bucket: SpecBucket) -> dict[str, Any] | None:
-    """The request a PAYLOAD item holds, read back from S3 when it was too large for the item."""
-    if "request" in item:
-        return dict(item["request"])
-    where = item.get("requestAt") or {}
-    document = bucket.get_json(str(where.get("bucket")), str(where.get("key")))
+def payload_request(payload: SubmittedPayload, bucket: SpecBucket) -> dict[str, Any] | None:
+    """The request a stored payload holds, read back from S3 when it was too large for the item."""
+    if payload.request is not None:
+        return dict(payload.request)
+    if payload.request_at is None:
+        return None
+    document = bucket.get_json(payload.request_at.bucket, payload.request_at.key)
     request = document.get("request") if isinstance(document, Mapping) else None
     return dict(request) if isinstance(request, Mapping) else None

@@ -23,10 +23,9 @@ def uploaders(reader: CostReader, costs: list[AttemptCost]) -> dict[str, str]:
     """Batch job ARN -> the principal that uploaded its spec (the submit path's ``uploader.principal``)."""
     out: dict[str, str] = {}
     for job_arn in sorted({c.job_arn for c in costs if c.job_arn}):
-        payload = reader.load_payload(job_arn) or {}
-        principal = (payload.get("uploader") or {}).get("principal") or {}
-        if principal.get("arn"):
-            out[job_arn] = str(principal["arn"])
+        payload = reader.load_payload(job_arn)
+        if payload is not None and payload.uploader_principal_arn:
+            out[job_arn] = payload.uploader_principal_arn
     return out
 
 

@@ -276,14 +276,13 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
             if summaries is None:  # not listed (a deleted queue, say): its table jobs are described below
                 continue
             for summary in summaries:
-                seen.add(summary["jobArn"])
-                job_id = summary.get("jobId") or job_id_of(summary["jobArn"])
+                seen.add(summary.job_arn)
                 isolated(
                     ports,
                     report,
                     "reconcile",
-                    summary["jobArn"],
-                    partial(_record, job_id, ports, report, now),
+                    summary.job_arn,
+                    partial(_record, summary.job_id, ports, report, now),
                 )
     # Active in the table but not listed: finished (a missed event) or gone from Batch entirely.
     for job_arn, job in known.items():
