@@ -30,6 +30,8 @@ from .lifecycle import gpus_per_instance
 __all__ = [
     "GPU_MEMORY_METRIC",
     "GPU_METRIC",
+    "HUNG_REASON_PREFIX",
+    "IDLE_REASON_PREFIX",
     "METRICS_NAMESPACE",
     "Act",
     "GpuSample",
@@ -47,6 +49,7 @@ __all__ = [
     "lookback_seconds",
     "per_gpu_percent",
     "policy_for",
+    "stop_reason",
 ]
 
 #: Where SageMaker publishes training jobs' instance metrics, and the two GPU metrics read here
@@ -383,3 +386,18 @@ def _hung(
 def idle_gpu_seconds(decision: IdleDecision, instance_type: str | None, instance_count: int) -> float:
     """GPU-seconds the evidence shows the job holding idle (for the idle GPU-hours metric)."""
     return decision.idle_seconds * gpus_per_instance(instance_type) * max(1, instance_count)
+
+
+#: Every TerminateServiceJob reason the idle detector gives starts with one of these; the failure path's
+#: classifier matches them (``shareplane-idle``: not retried; ``shareplane-hung``: requeued).
+IDLE_REASON_PREFIX = "shareplane idle:"
+HUNG_REASON_PREFIX = "shareplane hung:"
+#: TerminateServiceJob's reason holds at most this many characters.
+REASON_MAX_CHARS = 1024
+
+
+def stop_reason(decision: IdleDecision) -> str:
+    """The TerminateServiceJob reason of a stop the detector decided (idle, or hung and requeued)."""
+    prefix = HUNG_REASON_PREFIX if decision.verdict is Verdict.HUNG else IDLE_REASON_PREFIX
+    then = "requeued from its last checkpoint" if decision.verdict is Verdict.HUNG else "not requeued"
+    return f"{prefix} {decision.reason}; {then}"[:REASON_MAX_CHARS]
