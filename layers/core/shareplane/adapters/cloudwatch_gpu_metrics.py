@@ -61,7 +61,10 @@ class CloudWatchGpuMetrics:
         self.calls = 0
 
     def gpu_samples(self, dimensions: Sequence[str], start: float, end: float) -> dict[str, list[GpuSample]]:
-        """One-minute samples of each ``<job>/algo-N`` dimension from ``start`` to ``end`` (epoch s)."""
+        """One-minute samples of each ``<job>/algo-N`` dimension from ``start`` to ``end`` (epoch s, both in).
+
+        GetMetricData's EndTime is exclusive, so the call asks up to one second past ``end``.
+        """
         found: dict[str, dict[float, list[float | None]]] = {d: {} for d in dimensions}
         per_call = MAX_QUERIES_PER_CALL // len(_METRICS)
         unique = list(dict.fromkeys(dimensions))
@@ -74,7 +77,7 @@ class CloudWatchGpuMetrics:
                 kwargs: dict[str, Any] = {
                     "MetricDataQueries": queries,
                     "StartTime": datetime.fromtimestamp(start, UTC),
-                    "EndTime": datetime.fromtimestamp(end, UTC),
+                    "EndTime": datetime.fromtimestamp(end + 1, UTC),
                     "ScanBy": "TimestampAscending",
                 }
                 if token:

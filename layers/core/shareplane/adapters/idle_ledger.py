@@ -20,7 +20,15 @@ from ..domain.idle_record import IdleRecord
 from .dynamodb_items import index_items_since, put_new, unmarshal
 from .dynamodb_store import HISTORY_RETENTION_SECONDS
 from .failure_ledger import DynamoFailureLedger
-from .idle_items import COUNTED_SK, IDLE_INDEX_PK, idle_item, idle_pk, idle_record_of, idle_sk
+from .idle_items import (
+    COUNTED_SK,
+    DECISION_PREFIX,
+    IDLE_INDEX_PK,
+    idle_item,
+    idle_pk,
+    idle_record_of,
+    idle_sk,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -53,8 +61,8 @@ class DynamoIdleLedger:
         records: list[IdleRecord] = []
         for page in self._client.get_paginator("query").paginate(
             TableName=self._table,
-            KeyConditionExpression="pk = :p",
-            ExpressionAttributeValues={":p": {"S": idle_pk(job_id)}},
+            KeyConditionExpression="pk = :p AND begins_with(sk, :d)",
+            ExpressionAttributeValues={":p": {"S": idle_pk(job_id)}, ":d": {"S": DECISION_PREFIX}},
             ConsistentRead=True,
         ):
             records += [idle_record_of(unmarshal(raw)) for raw in page.get("Items", [])]
