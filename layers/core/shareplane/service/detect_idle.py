@@ -183,14 +183,19 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
     config = ports.config
     jobs: list[_Job] = []
     for state in ports.store.jobs(JobStatus.RUNNING.value):
-        instance_type = state.instance_type or _typed_unit(state)
-        if gpus_per_instance(instance_type) <= 0 or state.started_at is None:
-            continue
         training_arn = state.latest_training_job_arn
-        if not training_arn or not instance_type:
+        if not training_arn or state.started_at is None:
             continue  # no training job yet: SageMaker publishes nothing to read
         training = ports.store.load_training_job(training_arn)
+        # Batch's events carry the instance type only as a capacity unit on quota queues; the
+        # training job's own event names it.
+        instance_type = (
+            state.instance_type or (training.instance_type if training else None) or _typed_unit(state)
+        )
+        if gpus_per_instance(instance_type) <= 0 or not instance_type:
+            continue
         name = (training.training_job_name if training else None) or training_arn.rsplit("/", 1)[-1]
+        count = (training.instance_count if training else None) or state.instance_count or 1
         team = team_of(config, state.share_identifier)
         tier = config.job_tier(state.share_identifier, state.scheduling_priority) or Tier.LOWPRI
         started = state.started_at / 1000
@@ -205,7 +210,7 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
                 team=team,
                 tier=tier,
                 instance_type=instance_type,
-                instances=max(1, int(state.instance_count or 1)),
+                instances=max(1, int(count)),
                 training_job_name=name,
                 started_at=started,
                 policy=policy_for(config.idle, team, tier),
