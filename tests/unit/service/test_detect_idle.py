@@ -222,3 +222,16 @@ def test_ticks_in_any_order_and_repeated_converge_and_never_stop_a_busy_job(orde
     stop_alerts = [b for _, b, _ in w.alerts.sent if b["act"] == "stop"]
     assert len(stop_alerts) == (0 if wakes else 1)
     assert len({(b["act"], b["since"]) for _, b, _ in w.alerts.sent}) == len(w.alerts.sent)
+
+
+def test_true_gpu_utilization_is_published_per_share_gpu_weighted() -> None:
+    w = world()
+    idle_job(w)  # ProdExp2 LOWPRI, 8 GPUs at 0%
+    w.run_job("busy-2", started=T0, instances=3)  # ProdExp2 LOWPRI, 24 GPUs at 80%
+    for host in ("algo-1", "algo-2", "algo-3"):
+        w.gpu_minutes("busy-2", T0, FLAG + 3600, 640.0, host=host)
+    w.run_job("p1", "ProdExp1", "MIDPRI", started=T0)
+    w.gpu_minutes("p1", T0, FLAG + 3600, 400.0)
+    handle_message(tick(FLAG), w.ports)
+    by_share = {(d["Team"], d["Tier"]): v for v, d in w.metrics.named("TrueGpuUtilization")}
+    assert by_share == {("ProdExp2", "LOWPRI"): 60.0, ("ProdExp1", "MIDPRI"): 50.0}

@@ -263,6 +263,9 @@ FAILURE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "HungJobsRequeued": ("Queue", "Team", "Tier"),
     "IdleGpuHours": ("Queue", "Team", "Tier"),
     "ReclaimedGpuHours": ("Queue", "Team", "Tier"),
+    # Each tick: the GPU-weighted mean per-GPU utilisation of the share's running jobs (SageMaker's
+    # GPUUtilization), beside the allocation the dashboard shows from InstancesInUse and Utilization.
+    "TrueGpuUtilization": ("Queue", "Team", "Tier"),
     # One item a scheduled run could not handle (a deleted queue, an unreadable job), by the run's step.
     "WatchItemsFailed": ("Step",),
 }

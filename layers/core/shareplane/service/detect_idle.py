@@ -68,8 +68,6 @@ logger = logging.getLogger(__name__)
 
 #: The body of a run asked for by hand (it carries no time: the one case the clock decides).
 MANUAL_RUN = {"shareplane": "detect-idle"}
-#: Metric dimensions: per share (team and tier), never per job (the job rides along as a property).
-IDLE_DIMENSIONS = ("Queue", "Team", "Tier")
 
 
 @dataclass(frozen=True)
@@ -164,15 +162,38 @@ def run(ports: DetectIdlePorts, now: float) -> IdleOutcome:
     start = min(max(j.started_at + j.policy.grace_seconds, now - lookback_seconds(j.policy)) for j in jobs)
     dimensions = [d for j in jobs for d in j.dimensions]
     found = ports.gpu_metrics.gpu_samples(dimensions, min(start, now - 60), now)
+    use: dict[tuple[str, str, str], list[float]] = {}
     for job in jobs:
         samples = [s for d in job.dimensions for s in found.get(d, [])]
         decision = judge(job, samples, ports, now)
         outcome.verdicts[job.job_id] = decision.verdict.value
         count_idle_time(job, decision, ports)
+        if decision.mean_percent_per_gpu is not None:
+            share = use.setdefault(_share(job), [0.0, 0.0])
+            share[0] += decision.mean_percent_per_gpu * job.gpus
+            share[1] += job.gpus
         if decision.act is not Act.NONE:
             apply(job, decision, ports, now, outcome)
+    publish_true_utilization(use, ports)
     outcome.result = _summary(outcome)
     return outcome
+
+
+def _share(job: _Job) -> tuple[str, str, str]:
+    queue = queue_name(job.state.job_queue) if job.state.job_queue else "unknown"
+    return queue, job.team or "none", job.tier.value
+
+
+def publish_true_utilization(use: Mapping[tuple[str, str, str], list[float]], ports: DetectIdlePorts) -> None:
+    """One gauge per share: what its running jobs' GPUs do, GPU-weighted (a re-delivered tick repeats a
+    gauge value, which an Average does not count twice)."""
+    for (queue, team, tier), (weighted, gpus) in sorted(use.items()):
+        if gpus:
+            ports.metrics.emit(
+                [FailureMetricEvent("TrueGpuUtilization", round(weighted / gpus, 2), "Percent")],
+                {"Queue": queue, "Team": team, "Tier": tier},
+                {},
+            )
 
 
 # ------------------------------------------------------------------------------------------------
