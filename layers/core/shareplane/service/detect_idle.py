@@ -42,6 +42,7 @@ from ..domain.idle import (
     IdleDecision,
     IdlePolicy,
     Notice,
+    Signal,
     Verdict,
     decide,
     host_dimension,
@@ -380,7 +381,7 @@ _FIXES = {
 
 
 def _alert(record: IdleRecord, ports: DetectIdlePorts, now: float) -> int:
-    hung = record.signal.value == "hung"
+    hung = record.signal is Signal.HUNG
     kind = AlertKind.HUNG if hung else AlertKind.IDLE
     headline = (
         "hung: GPUs busy, no new checkpoint" if hung and record.act is Act.ALERT else _HEADLINES[record.act]
