@@ -18,6 +18,7 @@ _MODULES: tuple[str, ...] = (
     "usage",
     "why",
     "top",
+    "idle",
 )
 
 for _name in _MODULES:

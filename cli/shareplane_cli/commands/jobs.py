@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from shareplane.domain.arns import job_id_of
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.cost import running_cost
 from shareplane.domain.job_story import job_story, job_wait, observed_now
@@ -22,6 +23,7 @@ from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, emit, epoch_ms, print_json, print_table
+from .idle import idle_periods, idle_periods_line
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
@@ -148,6 +150,7 @@ def print_job_story(story: Mapping[str, Any], console: Console | None = None) ->
             else "- (no attempt costed yet)",
         ),
         ("reason", story["failureReason"] or story["statusReason"]),
+        ("idle periods", idle_periods_line(story.get("idlePeriods", []))),
     ]
     print_table(story["jobName"], ["field", "value"], rows, console)
     print_table(
@@ -297,10 +300,12 @@ def jobs_command(
         )
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
     now = observed_now(records, time.time())
-    stories = [
-        story_of(target, table, r, now, config)
-        for r in sorted(matches, key=lambda r: r.get("createdAt") or 0)
-    ]
+    ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
+    stories = []
+    for record in sorted(matches, key=lambda r: r.get("createdAt") or 0):
+        story = story_of(target, table, record, now, config)
+        story["idlePeriods"] = idle_periods(ledger.decisions(job_id_of(str(record["jobArn"]))))
+        stories.append(story)
     if output is Output.JSON:
         print_json(stories)  # one JSON array, always
         return
