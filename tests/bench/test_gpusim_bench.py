@@ -1,6 +1,8 @@
 """Simulator speed: jobs replayed per second on the Philly trace (10k/20k/52k prefixes), fair-share.
 
-The replay is the what-if's (``PolicyRun``, meter included), the one every caller uses.
+The replay is the what-if's (``PolicyRun``, meter included), the one every caller uses. Its target is
+a ratio within one run: the replay stays near-linear, its time growing at most 1.5 times as fast as the
+number of jobs from the 10k prefix to the whole trace (a quadratic pass would grow 5.2 x 5.2 = 27 times).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario
 
 GPUS_PER_INSTANCE = 8
 CAPACITY = 300  # instances (2,400 GPUs), about the size of the Philly cluster
+MAX_GROWTH_OVER_LINEAR = 1.5
 
 
 @pytest.mark.bench
@@ -36,3 +39,7 @@ def test_philly_replay_throughput() -> None:
             f"{size:>7} {elapsed:>8.2f} {rate:>8.0f} {elapsed / base_time:>12.2f} {size / base_jobs:>11.2f} "
             f"{util:>5.2f}"
         )
+    growth = [(elapsed / base_time) / (size / base_jobs) for size, elapsed, _, _ in rows[1:]]
+    assert max(growth) <= MAX_GROWTH_OVER_LINEAR, (
+        f"replay time grew {max(growth):.2f}x faster than the jobs (target <= {MAX_GROWTH_OVER_LINEAR})"
+    )
