@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.lifecycle import JobState
 from shareplane.domain.start_forecast import (
     ForecastSettings,
     History,
@@ -99,9 +100,12 @@ def load_twin(
     """
     job_queue = queue or config.gpu_queue_name()
     root = target.root(table_name=table or target.output("JobsTableName"))
-    now = time.time()
-    live_twin = read_live_twin(TwinSources(root.store, root.batch_policy, config), job_queue, now)
-    snapshot = root.batch_policy.get_job_queue_snapshot(job_queue)
+    sources = TwinSources(root.store, root.batch_policy, config)
+    states = root.store.jobs()
+    live_twin = read_live_twin(sources, job_queue, twin_now(time.time(), states), states=states)
+    now = live_twin.now
+    # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
+    snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
     return Twin(
         job_queue,
         now,
@@ -112,6 +116,19 @@ def load_twin(
         live_twin.history,
         config,
     )
+
+
+def twin_now(clock: float, states: Sequence[JobState]) -> float:
+    """The twin's "now": the clock, or the newest time the table recorded when that is ahead of it.
+
+    The jobs table is dated by the events' own times. A table ahead of this machine's clock (the
+    local stack's emulator runs a sped-up virtual clock; a skewed laptop clock) would otherwise hold
+    waiting jobs "submitted in the future", which the twin leaves out.
+    """
+    recorded = [
+        t for s in states for t in (s.created_at, s.scheduled_at, s.started_at, s.stopped_at) if t is not None
+    ]
+    return max([clock, *(t / 1000.0 for t in recorded)])
 
 
 def when(epoch: float | None) -> str | None:
