@@ -233,3 +233,19 @@ def test_an_older_tick_never_replaces_a_newer_one() -> None:
     assert store.save_prediction("j", older) is False
     assert store.save_prediction("j", newer) is False  # the same tick again: nothing new
     assert store.load_prediction("j") == newer
+
+
+def test_the_twin_reads_no_history_of_a_waiting_job_that_never_held_capacity() -> None:
+    # GIVEN the busy queue, with its reads of the jobs' histories recorded
+    world = busy_world(waiting=3)
+    read: list[str] = []
+    history_of = world.store.job_history
+    world.store.job_history = lambda arn: read.append(arn) or history_of(arn)  # type: ignore[method-assign]
+    # WHEN the waiting jobs are predicted
+    predictions = predict_starts(
+        forecast_ports(world), {s: world.store.jobs(s.value) for s in JobStatus}, NOW
+    )
+    # THEN only the running and finished jobs' histories were read (a never-dispatched job has no hold)
+    assert len(predictions) == 3
+    assert not any("wait-" in arn for arn in read)
+    assert {ARN + f"run-{n}" for n in range(4)} <= set(read)

@@ -18,8 +18,9 @@ from typing import Any
 
 from ..domain.arns import queue_name
 from ..domain.config import SchedulingMode, SharesConfig
-from ..domain.lifecycle import JobState
+from ..domain.lifecycle import JobState, JobStatus
 from ..domain.rebalance import SharingStrategy
+from ..domain.records import job_record
 from ..domain.start_forecast import History, LiveQueue, QueueKind
 from ..domain.wait_explain import QueuePolicy, job_label, live_from_records
 from .ports import JobStore, QueueReader
@@ -74,6 +75,23 @@ def queue_policy(batch: QueueReader, queue: str, config: SharesConfig) -> QueueP
     )
 
 
+def never_dispatched(state: JobState) -> bool:
+    """A waiting job that never held capacity: its history has no hold, so the twin need not read it.
+
+    On a deep queue most jobs are such, and each history read is a query of the jobs table.
+    """
+    return (
+        state.status in (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
+        and state.scheduled_at is None
+        and state.started_at is None
+        and state.first_started_at is None
+        and not state.training_job_arns
+        and state.attempts == 0
+        and state.preemptions == 0
+        and state.capacity_requeues == 0
+    )
+
+
 def read_live_twin(
     sources: TwinSources,
     queue: str,
@@ -89,7 +107,9 @@ def read_live_twin(
     """
     chosen = sources.store.jobs() if states is None else states
     records = tuple(
-        job_record_of(sources.store, state, sources.config)
+        job_record(state, (), None, sources.config)
+        if never_dispatched(state)
+        else job_record_of(sources.store, state, sources.config)
         for state in chosen
         if queue_name(state.job_queue) == queue_name(queue)
     )
