@@ -201,8 +201,9 @@ def _refused_jobs(result: SpecResult, refused_by_batch: Mapping[int, Problem]) -
 
 
 #: Where a submitted job's first start prediction is. The submit path does not forecast: the live twin
-#: reads every active job's history and Batch's queue settings, and runs the forecast (seconds on a
-#: deep queue) for each drop, inside submit_job's 30 s, with Batch read permissions it does not hold.
+#: reads the queue's active jobs, their holds' histories and Batch's queue settings, and the forecast
+#: runs until the new jobs start behind every job already waiting (seconds on a deep queue), for each
+#: drop, inside submit_job's 30 s, with Batch read permissions it does not hold.
 #: The watch's next tick predicts the job with the whole queue's other waiting jobs, once, and stores it
 #: on the job's record; `submit --dry-run` gives the same forecast before submitting.
 FIRST_PREDICTION = {
