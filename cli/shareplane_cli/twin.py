@@ -1,8 +1,10 @@
 """The live twin: the GPU queue's state read from Batch and the jobs table, ready for the forecast.
 
-Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeSchedulingPolicies (or ListQuotaShares)
-and the jobs table. `shareplane why`, `top` and `submit --dry-run` build it; the forecast itself
-is ``shareplane.domain.start_forecast`` (pure), the code the backtest measures.
+Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeServiceEnvironments,
+DescribeSchedulingPolicies (or ListQuotaShares) and the jobs table. `shareplane why`, `top` and
+`submit --dry-run` build it with the core library's builder (``shareplane.service.live_twin``, which the
+watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain.start_forecast``
+(pure), the code the backtest measures.
 """
 
 from __future__ import annotations
@@ -13,27 +15,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
-from shareplane.domain.job_story import observed_now
-from shareplane.domain.rebalance import SharingStrategy
+from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.lifecycle import JobState
 from shareplane.domain.start_forecast import (
     ForecastSettings,
     History,
     LiveQueue,
     QueuedJob,
-    QueueKind,
     StartForecast,
     forecast_starts,
 )
-from shareplane.domain.wait_explain import (
-    QueuePolicy,
-    WaitExplanation,
-    dispatch_order,
-    explain_wait,
-    live_from_records,
-)
-from shareplane.service.queries import job_records
+from shareplane.domain.wait_explain import QueuePolicy, WaitExplanation, dispatch_order, explain_wait
+from shareplane.service.live_twin import TwinSources, read_live_twin
 
 from .aws import Target
 
@@ -141,62 +134,46 @@ class Head:
     at_position_since: float | None
 
 
-def _in_queue(record: Mapping[str, Any], queue: str) -> bool:
-    name = record.get("jobQueue") or ""
-    return name == queue or name.endswith(f"/{queue}")
-
-
-def queue_capacity(client: Any, queue: str, config: SharesConfig) -> int:
-    """Instances the queue's service environments may run (DescribeServiceEnvironments), else the config's."""
-    queues = client.describe_job_queues(jobQueues=[queue]).get("jobQueues") or []
-    order = (queues[0].get("serviceEnvironmentOrder") or []) if queues else []
-    names = [entry["serviceEnvironment"] for entry in order]
-    total = 0
-    if names:
-        response = client.describe_service_environments(serviceEnvironments=names)
-        for env in response.get("serviceEnvironments") or []:
-            total += sum(int(limit.get("maxCapacity") or 0) for limit in env.get("capacityLimits") or [])
-    return total or sum(t.capacity for t in config.instance_types.values())
-
-
-def queue_policy(batch: BatchPolicyAdapter, queue: str, config: SharesConfig, capacity: int) -> QueuePolicy:
-    """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them."""
-    if config.mode is SchedulingMode.QUOTA:
-        limits: dict[str, int] = {}
-        borrow = False
-        for share in batch.list_quota_shares(queue):
-            limits[share.name] = sum(share.settings.capacity_limits.values())
-            borrow = borrow or share.settings.strategy is not SharingStrategy.RESERVE
-        return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
-    arn = batch.scheduling_policy_of(queue)
-    if arn is None:
-        return QueuePolicy(QueueKind.FIFO, capacity)
-    policy = batch.describe_scheduling_policy(arn)
-    return QueuePolicy(
-        QueueKind.FAIRSHARE,
-        capacity,
-        weights={w.share_identifier: w.weight_factor for w in policy.weights},
-        decay_seconds=float(policy.share_decay_seconds or 0),
-        compute_reservation=int(policy.compute_reservation or 0),
-    )
-
-
 def load_twin(
     target: Target, config: SharesConfig, *, table: str | None = None, queue: str | None = None
 ) -> Twin:
-    """Read the GPU queue's live state (no writes) and build the forecast's input from it."""
+    """Read the GPU queue's live state (no writes) and build the forecast's input from it.
+
+    The builder is the core library's (``shareplane.service.live_twin``), the one the watch_jobs
+    Lambda predicts with; the CLI reads every job of the table through it, and Batch's snapshot.
+    """
     job_queue = queue or config.gpu_queue_name()
     root = target.root(table_name=table or target.output("JobsTableName"))
-    client, batch, store = root.batch, root.batch_policy, root.store
-    records = [r for r in job_records(store, config=config) if _in_queue(r, job_queue)]
-    now = observed_now(records, time.time())
-    # The raw answer: the queue's front (frontOfQueue) is what `why` and `top` read; the adapter's
-    # value keeps only the shares' utilization, which the rebalancer plans on.
-    snapshot = client.get_job_queue_snapshot(jobQueue=job_queue)
-    policy = queue_policy(batch, job_queue, config, queue_capacity(client, job_queue, config))
-    live, history = live_from_records(records, policy, now)
-    live = in_batchs_order(live, snapshot, records)
-    return Twin(job_queue, now, records, snapshot, policy, live, history, config)
+    sources = TwinSources(root.store, root.batch_policy, config)
+    states = root.store.jobs()
+    live_twin = read_live_twin(sources, job_queue, twin_now(time.time(), states), states=states)
+    now = live_twin.now
+    # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
+    snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
+    live = in_batchs_order(live_twin.live, snapshot, live_twin.records)
+    return Twin(
+        job_queue,
+        now,
+        live_twin.records,
+        snapshot,
+        live_twin.policy,
+        live,
+        live_twin.history,
+        config,
+    )
+
+
+def twin_now(clock: float, states: Sequence[JobState]) -> float:
+    """The twin's "now": the clock, or the newest time the table recorded when that is ahead of it.
+
+    The jobs table is dated by the events' own times. A table ahead of this machine's clock (the
+    local stack's emulator runs a sped-up virtual clock; a skewed laptop clock) would otherwise hold
+    waiting jobs "submitted in the future", which the twin leaves out.
+    """
+    recorded = [
+        t for s in states for t in (s.created_at, s.scheduled_at, s.started_at, s.stopped_at) if t is not None
+    ]
+    return max([clock, *(t / 1000.0 for t in recorded)])
 
 
 def in_batchs_order(

@@ -1,4 +1,4 @@
-"""watch_jobs: every tick, escalate jobs past their wait SLO, reconcile with AWS Batch, publish gauges."""
+"""watch_jobs: each tick, reconcile with AWS Batch, predict waiting jobs' starts, escalate, publish gauges."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def handle(message: Any) -> None:
     ports = root().watch_ports
     tick = read_tick(message, ports)
     logger.set_correlation_id(tick.tick)
-    report = watch_tick(ports, tick)
+    report = watch_tick(ports, tick, root().forecast_ports)
     logger.info(
         "watched",
         extra={
@@ -25,6 +25,8 @@ def handle(message: Any) -> None:
             "repaired": report.repaired,
             "unknown_to_batch": len(report.unknown_to_batch),
             "alerts": report.alerts,
+            "predicted": len(report.predictions),
+            "predictions_stored": report.predictions_stored,
         },
     )
 

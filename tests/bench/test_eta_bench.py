@@ -12,13 +12,23 @@ from __future__ import annotations
 import json
 import time
 import tracemalloc
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gpusim.eta import backtest, evaluate
 from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.whatif import Policy, PolicyRun, build_scenario, load_whatif_config, run_policy
+from shareplane.domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.domain.start_forecast import ForecastSettings, forecast_starts
+from shareplane.service.start_predictions import ForecastPorts, predict_starts
+from shareplane_cli.config_file import load_config
+
+from tests.fakes.job_store import FakeJobStore
+from tests.fakes.shares_batch import FakeSharesBatch
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "whatif.yaml"
@@ -62,6 +72,160 @@ def test_forecast_of_500_queued_jobs_x_100_runs_fits_a_lambda(scenario) -> None:
     assert len(forecasts) == 500
     assert elapsed < LAMBDA_TIMEOUT_SECONDS / 4
     assert peak < 128 * 2**20
+
+
+@dataclass
+class CountingStore(FakeJobStore):
+    """The jobs table in memory, counting the requests the prediction step would make of DynamoDB."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+
+    def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
+        self.requests["Query (history)"] += 1
+        return super().job_history(job_arn)
+
+    def load_training_job(self, training_job_arn: str) -> Any:
+        self.requests["GetItem (training job)"] += 1
+        return super().load_training_job(training_job_arn)
+
+    def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
+        self.requests["Query (ByStatus)"] += 1
+        return super().jobs_in_status(status, created_after_ms)
+
+    def save_prediction(self, job_arn: str, prediction: Any) -> bool:
+        self.requests["PutItem (prediction)"] += 1
+        return super().save_prediction(job_arn, prediction)
+
+
+def _entry(status: JobStatus, at: float, n: int) -> HistoryEntry:
+    at_ms = int(at * 1000)
+    return HistoryEntry(f"{at_ms:013d}#{n}", status, at_ms, None, ObservationKind.STATE_CHANGE, f"d{n}")
+
+
+def _put(
+    store: FakeJobStore,
+    name: str,
+    status: JobStatus,
+    share: str,
+    instances: int,
+    created: float,
+    *,
+    priority: int = 0,
+    held: float | None = None,
+    ended: float | None = None,
+) -> None:
+    """One job of the live state as the jobs table holds it: its state and the history of its holds."""
+    state = JobState(
+        job_arn=f"arn:aws:batch:us-east-1:123456789012:service-job/{name}",
+        status=status,
+        seq="a",
+        job_id=name,
+        job_name=name,
+        job_queue="search-p4d-queue",
+        share_identifier=share,
+        scheduling_priority=priority,
+        created_at=int(created * 1000),
+        stopped_at=int(ended * 1000) if ended is not None else None,
+        capacity_usage=(CapacityUsage("NUM_INSTANCES", instances),),
+    )
+    history = [_entry(JobStatus.SUBMITTED, created, 0), _entry(JobStatus.RUNNABLE, created, 1)]
+    if held is not None:
+        history.append(_entry(JobStatus.SCHEDULED, held, 2))
+    if ended is not None:
+        history.append(_entry(JobStatus.SUCCEEDED, ended, 3))
+    store.put_states(state)
+    store.histories[state.job_arn] = {e.key: e for e in history}
+
+
+@pytest.mark.bench
+def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
+    """The Lambda's own path (``predict_starts``, then one conditional write each) on the live state 25
+    days into the Philly replay as the jobs table would hold it: every waiting and running job, the
+    newest 500 finished runs; the 500 longest-waiting jobs predicted (FORECAST_MAX_JOBS) with 100 runs."""
+    from gpusim.eta import LiveView
+
+    run = PolicyRun(scenario, Policy.FAIRSHARE, SEED)
+    view = LiveView(run)
+    run.start()
+    run.model.run(until=DAY_25)
+    probe = next(j for j in scenario.jobs if j.submit >= DAY_25)
+    live, history = view.live_queue(probe, 86400.0)
+    now = live.now
+    store = CountingStore()
+    for job in live.queued:
+        _put(
+            store,
+            f"q-{job.order}",
+            JobStatus.RUNNABLE,
+            job.share,
+            job.instances,
+            job.submitted_at,
+            priority=job.priority,
+        )
+    for n, held in enumerate(live.running):
+        _put(
+            store,
+            f"r-{n}",
+            JobStatus.RUNNING,
+            held.share,
+            held.instances,
+            held.started_at,
+            held=held.started_at,
+        )
+    # The newest finished runs' lengths, ended a minute apart back from now, each after a day's wait
+    # (so the arrival rate comes from the waiting and running jobs' own submission times).
+    for n, done in enumerate(reversed(history.finished[-600:])):
+        ended = now - 60.0 * (n + 1)
+        _put(
+            store,
+            f"f-{n}",
+            JobStatus.SUCCEEDED,
+            done.share,
+            1,
+            ended - done.held_seconds - 86400,
+            held=ended - done.held_seconds,
+            ended=ended,
+        )
+    policy = {
+        "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/philly",
+        "name": "philly",
+        "fairsharePolicy": {
+            "shareDecaySeconds": int(live.decay_seconds),
+            "computeReservation": live.compute_reservation,
+            "shareDistribution": [
+                {"shareIdentifier": s.name, "weightFactor": s.weight_factor} for s in live.shares
+            ],
+        },
+    }
+    ports = ForecastPorts(
+        store=store,
+        recent=store,
+        batch=FakeSharesBatch(policy=policy, capacity=live.capacity),
+        config=load_config(REPO / "config" / "shares.yaml"),
+        queue="search-p4d-queue",
+    )
+    active = {status: store.jobs(status.value) for status in JobStatus}
+    started = time.perf_counter()
+    predictions = predict_starts(ports, active, now)
+    stored = sum(store.save_prediction(arn, p) for arn, p in predictions.items())
+    elapsed = time.perf_counter() - started
+    requests = dict(store.requests)
+    tracemalloc.start()
+    predict_starts(ports, active, now + 300)  # a later tick's, for its memory (tracing slows it)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(
+        f"\nwatch prediction step: {len(live.queued)} waiting, {len(live.running)} running, "
+        f"{ports.limits.history_jobs} finished read; {ports.limits.max_jobs} predicted x "
+        f"{ports.limits.samples} runs: {elapsed:.2f} s, peak {peak / 2**20:.1f} MiB allocated; "
+        f"{stored} stored; requests {requests}; Lambda: {LAMBDA_TIMEOUT_SECONDS:.0f} s, 512 MB"
+    )
+    assert stored == ports.limits.max_jobs
+    # Waiting jobs that never held capacity have no hold to read: only the others' histories are queried.
+    assert requests["Query (history)"] == len(live.running) + ports.limits.history_jobs
+    # The step's own work; the table's requests above (a few ms each) come on top of it.
+    assert elapsed < LAMBDA_TIMEOUT_SECONDS / 2
+    assert peak < 256 * 2**20
 
 
 @pytest.mark.bench

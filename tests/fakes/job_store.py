@@ -15,6 +15,7 @@ from shareplane.adapters.payload_items import payload_of
 from shareplane.domain.cost import AttemptCost
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
+from shareplane.domain.start_prediction import StartPrediction
 from shareplane.domain.submitted_payload import SubmittedPayload
 from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 
@@ -49,6 +50,8 @@ class FakeJobStore:
     costs: dict[str, AttemptCost] = field(default_factory=dict)
     #: (team, YYYY-MM) -> USD recorded in that month (the SPEND items).
     spend: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: Job ARN -> its newest stored start prediction (the PREDICTION items).
+    predictions: dict[str, StartPrediction] = field(default_factory=dict)
 
     def put_states(self, *states: JobState) -> None:
         """Place job states as if they had been recorded (a test's starting table)."""
@@ -78,6 +81,14 @@ class FakeJobStore:
         found = [s for s in self.states.values() if status is None or s.status.value == status]
         return sorted(found, key=lambda s: (s.created_at if isinstance(s.created_at, int) else 0, s.job_arn))
 
+    def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
+        """The ByStatus index's time range (``RecentJobs``), as the share store reads it."""
+        return [
+            s
+            for s in self.jobs(status)
+            if created_after_ms is None or (s.created_at or 0) >= created_after_ms
+        ]
+
     def job_for_training_job(self, training_job_arn: str) -> str | None:
         return self.links.get(training_job_arn)
 
@@ -91,6 +102,17 @@ class FakeJobStore:
     def load_payload(self, job_arn: str) -> SubmittedPayload | None:
         item = self.payloads.get(job_arn)
         return payload_of(job_arn, copy.deepcopy(item)) if item is not None else None
+
+    # -- start predictions ------------------------------------------------------------------
+    def save_prediction(self, job_arn: str, prediction: StartPrediction) -> bool:
+        """The table's condition: no prediction stored, or one from an earlier tick."""
+        if not prediction.replaces(self.predictions.get(job_arn)):
+            return False
+        self.predictions[job_arn] = prediction
+        return True
+
+    def load_prediction(self, job_arn: str) -> StartPrediction | None:
+        return self.predictions.get(job_arn)
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:

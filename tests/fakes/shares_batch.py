@@ -22,6 +22,8 @@ class FakeSharesBatch:
     snapshot: dict[str, Any] = field(default_factory=dict)
     updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fail_updates: int = 0
+    #: What the queue's service environments may run (DescribeServiceEnvironments); 0: none named.
+    capacity: int = 0
 
     def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
         assert self.policy is not None and arn == self.policy["arn"]
@@ -45,6 +47,9 @@ class FakeSharesBatch:
         for share in self.quota_shares:
             if share["quotaShareArn"] == request["quotaShareArn"]:
                 share.update(copy.deepcopy({k: v for k, v in request.items() if k != "quotaShareArn"}))
+
+    def queue_capacity(self, job_queue: str) -> int:
+        return self.capacity
 
     def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
         return queue_usage(self.snapshot)

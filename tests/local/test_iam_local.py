@@ -172,6 +172,9 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "ReadTrainingJobsBatchStarted: sagemaker:DescribeTrainingJob",
         "ScheduleLongRequeues: scheduler:CreateSchedule",
         "PassSchedulerRole: iam:PassRole",
+        # quota mode: the start predictions' twin reads the GPU queue's quota shares (the quota-mode
+        # scenario runs rebalance ticks, no watch tick)
+        "ListGpuQueueQuotaShares: batch:ListQuotaShares",
     },
     "RebalanceSharesRole": {
         # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or

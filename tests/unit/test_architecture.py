@@ -79,9 +79,12 @@ PATH_ONLY_MODULES = {
     # The idle detector's decision and its CloudWatch reader are detect_idle's alone.
     "shareplane.domain.idle": {"detect_idle"},
     "shareplane.adapters.cloudwatch_gpu_metrics": {"detect_idle"},
-    # The start forecast runs in the CLI; no handler's cold start may pay for it.
+    # The start forecast runs in the CLI and in watch_jobs' prediction step, which imports it only when
+    # a job waits: no handler's cold start pays for it (see the tick test below).
     "shareplane.domain.start_forecast": set(),
     "shareplane.domain.wait_explain": set(),
+    "shareplane.service.live_twin": set(),
+    "shareplane.service.start_predictions": set(),
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 
@@ -104,6 +107,44 @@ def test_a_handler_imports_only_the_modules_on_its_path(handler: str) -> None:
     assert "shareplane.bootstrap" in loaded, "the handler was imported"
     stray = sorted(m for m, owners in PATH_ONLY_MODULES.items() if m in loaded and handler not in owners)
     assert not stray, f"{handler} imports {stray} at cold start, which its path never uses"
+
+
+#: A watch tick over fakes, in a fresh interpreter: with ``waiting`` set a job waits on the GPU queue.
+_WATCH_TICK = """
+import sys
+from tests.fakes.failure_world import QUEUE_ARN, World
+from tests.fakes.shares_batch import FakeSharesBatch
+from shareplane.domain.lifecycle import JobState, JobStatus
+from shareplane.service.start_predictions import ForecastPorts
+from shareplane.service.watch_jobs import watch
+world = World()
+if {waiting}:
+    world.store.put_states(JobState(job_arn="arn:aws:batch:us-east-1:1:service-job/w", status=JobStatus.RUNNABLE,
+        seq="a", job_id="w", job_name="w", job_queue=QUEUE_ARN, share_identifier="ProdExp1",
+        scheduling_priority=50, created_at=1_000_000))
+ports = ForecastPorts(store=world.store, recent=world.store, batch=FakeSharesBatch(capacity=4),
+    config=world.config, queue="search-p4d-queue")
+report = watch(world.ports, 1_000_100.0, ports)
+print(len(report.predictions), "shareplane.domain.start_forecast" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("waiting", "expected"),
+    [(False, "0 False"), (True, "1 True")],
+    ids=["a tick with no waiting job never loads the forecast", "a tick with a waiting job loads it"],
+)
+def test_the_watch_loads_the_forecast_only_on_the_tick_that_predicts(waiting: bool, expected: str) -> None:
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
+    out = subprocess.run(
+        [sys.executable, "-c", _WATCH_TICK.format(waiting=waiting)],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\n")[-2]
+    assert out == expected
 
 
 def test_the_functions_skip_pydantics_plugin_scan() -> None:

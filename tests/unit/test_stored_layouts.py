@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from shareplane.adapters.dynamodb_store import prediction_from_item, prediction_item
 from shareplane.adapters.failure_items import (
     applied_attributes,
     decision_from_item,
@@ -32,6 +33,7 @@ from shareplane.domain.rebalance import (
 )
 from shareplane.domain.requeue import ChainState
 from shareplane.domain.share_state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
+from shareplane.domain.start_prediction import StartPrediction, prediction_from_record
 from shareplane.domain.tier_charge import TeamTierUsage
 
 
@@ -221,3 +223,22 @@ def audits(draw: st.DrawFn) -> PlanAudit:
 @given(audit=audits())
 def test_a_plans_audit_record_reads_back_as_it_was_written(audit: PlanAudit) -> None:
     assert audit_from_item(as_the_table_returns(audit_item(audit))) == audit
+
+
+epoch_ms = st.integers(min_value=0, max_value=4_000_000_000_000)
+predictions = st.builds(
+    StartPrediction,
+    predicted_at=epoch_ms,
+    p10=st.none() | epoch_ms,
+    p50=st.none() | epoch_ms,
+    p90=st.none() | epoch_ms,
+    started_fraction=st.floats(min_value=0, max_value=1, allow_nan=False),
+    samples=st.integers(min_value=1, max_value=10000),
+)
+
+
+@given(predictions)
+def test_a_prediction_item_gives_back_its_prediction(prediction: StartPrediction) -> None:
+    item = as_the_table_returns(prediction_item("arn:aws:batch:us-east-1:1:service-job/j", prediction))
+    assert prediction_from_item(item) == prediction
+    assert prediction_from_record(prediction.as_record()) == prediction  # the record's field, read back

@@ -47,6 +47,7 @@ def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None 
                 epoch_ms(r["createdAt"]),
                 job_wait(r, at).text(),
                 epoch_ms(r["stoppedAt"]),
+                predicted_start(r.get("prediction")),
                 " > ".join(history_label(h) for h in r["history"]),
                 (r["failureReason"] or r["statusReason"] or "")[:60],
             )
@@ -65,12 +66,23 @@ def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None 
             "created",
             "wait",
             "stopped",
+            "predicted start",
             "history",
             "reason",
         ]
         print_table(f"{len(records)} jobs", columns, rows)
 
     emit(records, output, table)
+
+
+def predicted_start(prediction: dict[str, Any] | None) -> str | None:
+    """The stored start prediction in one cell: p50, then the p10-p90 range (None: never predicted)."""
+    if not prediction:
+        return None
+    if prediction.get("startP50") is None:
+        return f"beyond horizon ({prediction.get('startedFraction', 0):.0%} started)"
+    p90 = epoch_ms(prediction.get("startP90")) or "later"
+    return f"{epoch_ms(prediction['startP50'])} ({epoch_ms(prediction.get('startP10'))} - {p90})"
 
 
 def uploader_line(uploader: dict[str, Any] | None) -> str:
@@ -287,6 +299,7 @@ def jobs_command(
         team=team,
         tier=tier.value if tier else None,
         payloads=store,
+        predictions=store,  # each record's ``prediction``: the newest watch tick's
     )
     if wanted is None:
         print_jobs(records, output)

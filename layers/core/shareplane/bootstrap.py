@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from .service.reclaim_capacity import ReclaimPorts
     from .service.record_state import RecordStatePorts
     from .service.record_uploader import UploaderPorts
+    from .service.start_predictions import ForecastPorts
     from .service.submit_job import QueueNames, SubmitPorts
 
 #: Standard retry mode: throttling and 5xx are retried with backoff before a record fails back to SQS.
@@ -95,6 +96,16 @@ class Root:
         """A true/false setting (unset: ``default``)."""
         raw = self.environ.get(name)
         return default if raw is None or not raw.strip() else raw.strip().lower() in ("1", "true", "yes")
+
+    def number(self, name: str, default: int) -> int:
+        """A whole-number setting (unset or empty: ``default``); ConfigError naming it when not a number."""
+        raw = (self.environ.get(name) or "").strip()
+        if not raw:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(name, f"is {raw!r}", "set a whole number") from None
 
     @cached_property
     def table_name(self) -> str:
@@ -362,6 +373,25 @@ class Root:
     def watch_ports(self) -> FailurePorts:
         """The watch's ports: the failure path's (it escalates, reconciles and alerts through them)."""
         return self.failure_ports
+
+    @cached_property
+    def forecast_ports(self) -> ForecastPorts:
+        """The watch's prediction step: the jobs table, Batch's queue settings, FORECAST_* limits."""
+        from .service.start_predictions import ForecastLimits, ForecastPorts
+
+        config = self.require_config()
+        return ForecastPorts(
+            store=self.store,
+            recent=self.share_store,  # the ByStatus index's time range (finished jobs of the history)
+            batch=self.batch_policy,
+            config=config,
+            queue=arn_tail(self.environ.get("GPU_JOB_QUEUE") or "") or config.gpu_queue_name(),
+            limits=ForecastLimits(
+                max_jobs=self.number("FORECAST_MAX_JOBS", ForecastLimits.max_jobs),
+                samples=self.number("FORECAST_SAMPLES", ForecastLimits.samples),
+                history_jobs=self.number("FORECAST_HISTORY_JOBS", ForecastLimits.history_jobs),
+            ),
+        )
 
     # -- checkpoint-aware reclaim (reclaim_capacity) --------------------------------------------
     @cached_property

@@ -10,10 +10,11 @@ from gpusim.model import NUM_INSTANCES
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.start_forecast import QueueKind
 from shareplane.domain.wait_explain import QueuePolicy, live_from_records
+from shareplane.service.live_twin import queue_policy
 from shareplane_cli.commands.why import print_why, why_report
 from shareplane_cli.config_file import load_config
 from shareplane_cli.dry_run import dry_run_spec, print_dry_run
-from shareplane_cli.twin import Twin, queue_capacity, queue_policy
+from shareplane_cli.twin import Twin
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = load_config(REPO / "config" / "shares.yaml")
@@ -161,9 +162,9 @@ def test_queue_policy_and_capacity_come_from_batch() -> None:
         schedulingPolicyArn=arn,
         serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "p4d"}],
     )
-    capacity = queue_capacity(api, QUEUE, CONFIG)
-    policy = queue_policy(BatchPolicyAdapter(api), QUEUE, CONFIG, capacity)
-    assert capacity == 7
+    capacity = BatchPolicyAdapter(api).queue_capacity(QUEUE)
+    policy = queue_policy(BatchPolicyAdapter(api), QUEUE, CONFIG)
+    assert capacity == 7 and policy.capacity == capacity
     assert policy.kind is QueueKind.FAIRSHARE
     assert policy.weights == {"ProdExp1": 0.5}
     assert (policy.decay_seconds, policy.compute_reservation) == (1800.0, 10)

@@ -13,6 +13,7 @@ from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
+from shareplane.domain.start_prediction import StartPrediction
 from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus, decide_training
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
@@ -210,3 +211,35 @@ def test_an_attempt_with_no_team_is_costed_but_counts_in_no_month(store: Any) ->
     assert store.record_cost(orphan) is True
     assert store.record_cost(orphan) is False
     assert store.month_spend("ProdExp1", "2026-11") == 0.0
+
+
+# -- start predictions (the PREDICTION item beside the state) ---------------------------------------
+def _prediction(tick_ms: int) -> StartPrediction:
+    return StartPrediction(tick_ms, tick_ms + 60_000, tick_ms + 600_000, None, 0.7, 100)
+
+
+def test_a_later_ticks_prediction_replaces_an_older_one_and_never_the_reverse(store: Any) -> None:
+    older, newer = _prediction(1_000_000), _prediction(1_300_000)
+    assert store.load_prediction(JOB) is None
+    assert store.save_prediction(JOB, older) is True
+    assert store.save_prediction(JOB, newer) is True
+    assert store.save_prediction(JOB, older) is False
+    assert store.save_prediction(JOB, newer) is False  # the same tick again
+    assert store.load_prediction(JOB) == newer
+
+
+def test_a_prediction_never_touches_the_jobs_state_or_its_version(store: Any) -> None:
+    first = decide(None, lifecycle([], "succeed")[0])
+    store.save_job(first)
+    store.save_prediction(JOB, _prediction(1_000_000))
+    assert store.load_job(JOB) == first.state and store.jobs() == [first.state]
+    assert [h.key for h in store.job_history(JOB)] == [first.history.key]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ticks=st.lists(st.integers(1, 6), min_size=1, max_size=8))
+def test_ticks_stored_in_any_order_leave_the_newest(store: Any, ticks: list[int]) -> None:
+    job = f"{JOB}-{'-'.join(map(str, ticks))}"  # one job per example: the table outlives examples
+    for tick in ticks:
+        store.save_prediction(job, _prediction(tick * 300_000))
+    assert store.load_prediction(job) == _prediction(max(ticks) * 300_000)

@@ -68,6 +68,8 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
         and (entry["team"], entry["tier"]) == ("ProdExp1", "HIGHPRI")
     )
     assert entry["clientToken"] == request["clientToken"] and len(entry["payloadDigest"]) == 64
+    # AND it says where the job's first predicted start will be: the watch's next tick stores it
+    assert "watch_jobs tick" in receipt["prediction"]["predictedBy"]
     # AND the job's first record is SUBMITTED, with the payload kept for requeue
     state = world.store.load_job(entry["jobArn"])
     assert (

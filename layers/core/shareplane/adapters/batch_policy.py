@@ -62,6 +62,22 @@ class BatchPolicyAdapter:
         """UpdateQuotaShare with one request ``plan_to_update_quota_share_requests`` built."""
         self._client.update_quota_share(**request)
 
+    # -- capacity ---------------------------------------------------------------------------
+    def queue_capacity(self, job_queue: str) -> int:
+        """Instances the queue's service environments may run (DescribeJobQueues, then
+        DescribeServiceEnvironments' capacityLimits); 0 when the queue names none."""
+        queues = self._client.describe_job_queues(jobQueues=[job_queue]).get("jobQueues", [])
+        order = (queues[0].get("serviceEnvironmentOrder") or []) if queues else []
+        names = [entry["serviceEnvironment"] for entry in order]
+        if not names:
+            return 0
+        response = self._client.describe_service_environments(serviceEnvironments=names)
+        return sum(
+            int(limit.get("maxCapacity") or 0)
+            for env in response.get("serviceEnvironments") or []
+            for limit in env.get("capacityLimits") or []
+        )
+
     # -- what runs ----------------------------------------------------------------------------
     def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
         """GetJobQueueSnapshot's utilization: what the queue's top shares hold."""

@@ -7,6 +7,7 @@ Layout (one table, string keys ``pk``/``sk``):
 | ``JOB#<jobArn>``    | ``STATE``        | current state (``version`` guards racing writers) |
 | ``JOB#<jobArn>``    | ``H#<at>#<seq>`` | one history item per distinct observation (TTL)   |
 | ``JOB#<jobArn>``    | ``PAYLOAD``      | the SubmitServiceJob request as submitted         |
+| ``JOB#<jobArn>``    | ``PREDICTION``   | the newest watch tick's start prediction (TTL)    |
 | ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
 | ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
 | ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
@@ -18,6 +19,11 @@ Each applied observation is ONE TransactWriteItems request: the history item (co
 yet, which is what makes a re-delivered event a no-op), the state item (condition: the version we
 read, so two writers can never lose a transition or move the state backwards) and any new
 training-job links.
+
+The PREDICTION item sits beside the STATE item, not on it: the state is rewritten whole at each
+transition (a versioned put), which would drop a prediction, and a prediction must not bump the
+version the state's writers race on. Its own condition orders it: a put lands only when no
+prediction is stored or the stored one was made at an earlier tick.
 """
 
 from __future__ import annotations
@@ -27,8 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
+from botocore.exceptions import ClientError
+
 from ..domain.cost import AttemptCost, BillableSource, with_job
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
+from ..domain.start_prediction import StartPrediction, prediction_from_record
 from ..domain.submitted_payload import SubmittedPayload
 from ..domain.training import (
     TrainingHistoryEntry,
@@ -59,6 +68,9 @@ LINK_SK = "JOB"
 COST_SK = "COST"
 SPEND_PREFIX = "SPEND#"
 PAYLOAD_SK = "PAYLOAD"
+PREDICTION_SK = "PREDICTION"
+#: A stored prediction is only newer than the stored one when its tick is strictly later.
+_NEWER_PREDICTION = "attribute_not_exists(pk) OR predictedAt < :at"
 HISTORY_PREFIX = "H#"
 #: History items expire (TTL, epoch seconds) this long after the event; current state never does.
 HISTORY_RETENTION_SECONDS = 400 * 24 * 3600
@@ -149,6 +161,26 @@ def history_from_item(item: Mapping[str, Any]) -> HistoryEntry:
         rule=item.get("rule"),
         action=item.get("action"),
     )
+
+
+def prediction_item(job_arn: str, prediction: StartPrediction) -> dict[str, Any]:
+    """The PREDICTION item of a job (kept as long as its history)."""
+    return {
+        "pk": job_pk(job_arn),
+        "sk": PREDICTION_SK,
+        "entity": "prediction",
+        "jobArn": job_arn,
+        **prediction.as_record(),
+        "expiresAt": prediction.predicted_at // 1000 + HISTORY_RETENTION_SECONDS,
+    }
+
+
+def prediction_from_item(item: Mapping[str, Any]) -> StartPrediction:
+    """Rebuild a stored prediction from its item (its fields are the record's ``prediction``)."""
+    prediction = prediction_from_record(dict(item))
+    if prediction is None:
+        raise ValueError(f"{item.get('pk')}: a PREDICTION item without predictedAt")
+    return prediction
 
 
 def training_state_item(state: TrainingJobState) -> dict[str, Any]:
@@ -286,6 +318,27 @@ class DynamoJobStore:
         """The job's submitted payload, if the submit path stored one."""
         item = self._get(job_pk(job_arn), PAYLOAD_SK)
         return payload_of(job_arn, item) if item else None
+
+    # -- start predictions (watch_jobs) ------------------------------------------------------
+    def save_prediction(self, job_arn: str, prediction: StartPrediction) -> bool:
+        """Store a job's prediction unless one from the same or a later tick is there; False then."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=marshal(prediction_item(job_arn, prediction)),
+                ConditionExpression=_NEWER_PREDICTION,
+                ExpressionAttributeValues={":at": {"N": str(prediction.predicted_at)}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def load_prediction(self, job_arn: str) -> StartPrediction | None:
+        """The job's newest stored prediction; None before its first."""
+        item = self._get(job_pk(job_arn), PREDICTION_SK)
+        return prediction_from_item(item) if item else None
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:

@@ -18,6 +18,7 @@ from .cost import AttemptCost
 from .lifecycle import ObservationKind
 from .records import HISTORY_SOURCES, history_label
 from .sent_alert import SentAlert
+from .start_prediction import prediction_from_record
 from .training import TrainingHistoryEntry
 from .wait_explain import WAITING, first_start
 
@@ -206,19 +207,13 @@ def cost_summary(costs: Sequence[AttemptCost]) -> dict[str, Any]:
 def prediction_summary(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """The start prediction a watch tick stored on the record, with the waits it meant and, once the
     job started, how far its p50 was from the actual start. None when the record carries none."""
-    stored = record.get("prediction")
-    if not isinstance(stored, Mapping) or stored.get("predictedAt") is None:
+    prediction = prediction_from_record(record.get("prediction"))
+    if prediction is None:
         return None
     created = record.get("createdAt")
     started = first_start(record)
-
-    def at(name: str) -> int | None:
-        value = stored.get(f"start{name}", stored.get(name.lower()))
-        return None if value is None else int(value)
-
-    out: dict[str, Any] = {"predictedAt": int(stored["predictedAt"])}
-    for name in ("P10", "P50", "P90"):
-        start = at(name)
+    out: dict[str, Any] = {"predictedAt": prediction.predicted_at}
+    for name, start in (("P10", prediction.p10), ("P50", prediction.p50), ("P90", prediction.p90)):
         out[f"start{name}"] = start
         out[f"waitSeconds{name}"] = (
             None if start is None or created is None else round((start - created) / 1000.0)

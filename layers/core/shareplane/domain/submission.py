@@ -200,6 +200,19 @@ def _refused_jobs(result: SpecResult, refused_by_batch: Mapping[int, Problem]) -
     return out
 
 
+#: Where a submitted job's first start prediction is. The submit path does not forecast: the live twin
+#: reads the queue's active jobs, their holds' histories and Batch's queue settings, and the forecast
+#: runs until the new jobs start behind every job already waiting (seconds on a deep queue), for each
+#: drop, inside submit_job's 30 s, with Batch read permissions it does not hold.
+#: The watch's next tick predicts the job with the whole queue's other waiting jobs, once, and stores it
+#: on the job's record; `submit --dry-run` gives the same forecast before submitting.
+FIRST_PREDICTION = {
+    "predictedBy": "the next watch_jobs tick (every 5 minutes), on the job's record",
+    "read": "shareplane jobs --job JOB (field prediction; column predicted start) or shareplane why JOB",
+    "beforeSubmitting": "shareplane submit --dry-run SPEC",
+}
+
+
 def build_answer(
     obj: DroppedObject,
     result: SpecResult,
@@ -226,6 +239,8 @@ def build_answer(
         "rejected": refused,
         "problems": problems,
     }
+    if submitted:
+        document["prediction"] = FIRST_PREDICTION
     if outcome is Outcome.PARTIALLY_ACCEPTED:
         document["note"] = (
             f"{len(submitted)} job(s) submitted, {len(refused)} refused: the file moved to accepted/ "

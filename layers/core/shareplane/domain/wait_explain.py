@@ -8,7 +8,7 @@ forecast.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +86,27 @@ def first_start(record: Mapping[str, Any]) -> float | None:
     return holds[0][0] if holds else None
 
 
+def job_label(record: Mapping[str, Any]) -> str:
+    """A job's name in the forecast as `why` shows it: its name, else its id."""
+    return str(record.get("jobName") or record.get("jobId") or "")
+
+
+def job_arn_label(record: Mapping[str, Any]) -> str:
+    """A job's name in the forecast when names may repeat: its ARN."""
+    return str(record.get("jobArn") or job_label(record))
+
+
 def live_from_records(
-    records: Iterable[Mapping[str, Any]], policy: QueuePolicy, now: float
+    records: Iterable[Mapping[str, Any]],
+    policy: QueuePolicy,
+    now: float,
+    *,
+    name_of: Callable[[Mapping[str, Any]], str] = job_label,
 ) -> tuple[LiveQueue, History]:
-    """The queue at ``now`` and its history, from its job records (other queues' records left out)."""
+    """The queue at ``now`` and its history, from its job records (other queues' records left out).
+
+    ``name_of`` names each job in the forecast (the forecast is keyed by it).
+    """
     running: list[RunningJob] = []
     queued: list[QueuedJob] = []
     finished: list[FinishedRun] = []
@@ -111,7 +128,7 @@ def live_from_records(
             if end is not None and end <= now and now - end <= HISTORY_SECONDS:
                 finished.append(FinishedRun(share, end - start))
         status = record.get("status")
-        name = record.get("jobName") or record.get("jobId") or ""
+        name = name_of(record)
         if status in HOLDING and holds and holds[-1][1] is None:
             running.append(RunningJob(name, share, instances, holds[-1][0]))
         elif status in WAITING:

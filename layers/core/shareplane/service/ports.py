@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.reclaim_record import ReclaimRecord
     from ..domain.share_state import PlanAudit, SharesState
+    from ..domain.start_prediction import StartPrediction
     from ..domain.submitted_payload import SubmittedPayload
     from ..domain.training import (
         TrainingJobFacts,
@@ -357,6 +358,49 @@ class FailureLedger(TickWatermarks, Protocol):
 
     def alert_sent_at(self, dedupe_key: str) -> float | None:
         """When the alert with this dedupe key was last sent."""
+        ...
+
+
+# -- start predictions (watch_jobs; `shareplane why` reads the same twin) -------------------------
+
+
+class PredictionStore(Protocol):
+    """Each waiting job's newest start prediction, beside its state in the jobs table."""
+
+    def save_prediction(self, job_arn: str, prediction: StartPrediction) -> bool:
+        """Store the prediction unless one made at the same or a later tick is stored; False then."""
+        ...
+
+    def load_prediction(self, job_arn: str) -> StartPrediction | None:
+        """The job's newest stored prediction; None before its first."""
+        ...
+
+
+class RecentJobs(Protocol):
+    """Jobs of one status created after a time (the ByStatus index's range), for the twin's history."""
+
+    def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
+        """Jobs in one status, optionally only those created after ``created_after_ms``."""
+        ...
+
+
+class QueueReader(Protocol):
+    """What the live twin reads of a job queue from Batch: its policy or quota shares, its capacity."""
+
+    def scheduling_policy_of(self, job_queue: str) -> str | None:
+        """The scheduling policy ARN of a queue (None for FIFO)."""
+        ...
+
+    def describe_scheduling_policy(self, arn: str) -> SchedulingPolicy:
+        """One scheduling policy, as DescribeSchedulingPolicies describes it."""
+        ...
+
+    def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
+        """Every quota share of a queue with its settings."""
+        ...
+
+    def queue_capacity(self, job_queue: str) -> int:
+        """Instances the queue's service environments may run; 0 when Batch names none."""
         ...
 
 

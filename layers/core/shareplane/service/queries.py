@@ -6,8 +6,9 @@ import logging
 from typing import Any
 
 from ..domain.config import SharesConfig
+from ..domain.lifecycle import JobState
 from ..domain.records import job_record
-from .ports import JobStore, PayloadStore
+from .ports import JobStore, PayloadStore, PredictionStore
 
 logger = logging.getLogger(__name__)
 
@@ -21,34 +22,30 @@ def job_records(
     team: str | None = None,
     tier: str | None = None,
     payloads: PayloadStore | None = None,
+    predictions: PredictionStore | None = None,
 ) -> list[dict[str, Any]]:
     """Every job (optionally one status, share identifier, team or tier) as a record with its history.
 
     Team and tier come from the config's mapping of each job's share identifier, so filtering on them
     needs the config. With ``payloads``, each record also has ``uploader``: who dropped the job's spec
     (account, S3 request id and, once CloudTrail's event is in, the principal), from its payload item;
-    None for a job the submit path did not submit.
+    None for a job the submit path did not submit. With ``predictions``, each record also has
+    ``prediction``: the newest start prediction a watch tick stored for it (``StartPrediction.as_record``),
+    None before its first.
     """
     records = []
     for state in reader.jobs(status):
         if share and share not in (state.share_identifier, state.quota_share_name):
             continue
-        try:
-            training = (
-                reader.load_training_job(state.latest_training_job_arn)
-                if state.latest_training_job_arn
-                else None
-            )
-            record = job_record(state, reader.job_history(state.job_arn), training, config)
-        except (KeyError, TypeError, ValueError) as exc:
-            # One job whose stored history or training job cannot be read still leaves the others listed.
-            logger.warning("job %s: unreadable stored rows skipped: %r", state.job_arn, exc)
-            record = job_record(state, (), None, config)
+        record = job_record_of(reader, state, config)
         if (team and record["team"] != team) or (tier and record["tier"] != tier):
             continue
         if payloads is not None:
             payload = payloads.load_payload(state.job_arn)
             record["uploader"] = dict(payload.uploader) if payload and payload.uploader is not None else None
+        if predictions is not None:
+            prediction = predictions.load_prediction(state.job_arn)
+            record["prediction"] = prediction.as_record() if prediction else None
         records.append(record)
     return records
 
@@ -67,3 +64,16 @@ def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | Non
         "submittedAt": payload.submitted_at,
         "uploader": dict(payload.uploader) if payload.uploader is not None else None,
     }
+
+
+def job_record_of(reader: JobStore, state: JobState, config: SharesConfig | None = None) -> dict[str, Any]:
+    """One job's record with its history (and its training job's facts), read from the store."""
+    try:
+        training = (
+            reader.load_training_job(state.latest_training_job_arn) if state.latest_training_job_arn else None
+        )
+        return job_record(state, reader.job_history(state.job_arn), training, config)
+    except (KeyError, TypeError, ValueError) as exc:
+        # One job whose stored history or training job cannot be read still leaves the others listed.
+        logger.warning("job %s: unreadable stored rows skipped: %r", state.job_arn, exc)
+        return job_record(state, (), None, config)

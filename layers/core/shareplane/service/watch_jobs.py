@@ -10,7 +10,10 @@ Every few minutes (an EventBridge schedule):
    through ``record_observation`` as a RECONCILED observation, so a missed event is repaired by the
    same idempotent path. A job the table thinks active that Batch no longer knows raises one
    ``unknown_to_batch`` alert; a repaired FAILED job goes through the failure path.
-3. Gauges for the dashboard and alarms: runnable jobs and oldest wait by tier, instances in use by
+3. Predictions (when the run is given ``ForecastPorts``): each waiting GPU job's start forecast on the
+   live twin, stored on its record (``service/start_predictions.py``); the wait alert of step 1 carries
+   the job's newest one, so this step runs before it.
+4. Gauges for the dashboard and alarms: runnable jobs and oldest wait by tier, instances in use by
    share against entitlement and capacity, utilization.
 
 A run is decided at its tick's time (the Scheduled Event's ``time``), not at the clock's: waits, SLOs
@@ -26,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
 from ..domain.arns import job_id_of, queue_name
@@ -43,6 +46,10 @@ from ..schemas.service_job import reconciled_observation
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert
 from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted_team
 from .record_state import record_observation
+
+if TYPE_CHECKING:
+    from ..domain.start_prediction import StartPrediction
+    from .start_predictions import ForecastPorts
 
 logger = logging.getLogger(__name__)
 
@@ -79,12 +86,16 @@ class WatchReport:
     failed: list[str] = field(default_factory=list)
     #: Each budgeted team's month as this run saw it (``BudgetStatus.as_dict``).
     budgets: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: This run's start prediction of each waiting GPU job it forecast, by job ARN.
+    predictions: dict[str, StartPrediction] = field(default_factory=dict)
+    #: How many of them were stored (a prediction from a later tick already stored stays).
+    predictions_stored: int = 0
 
 
 _T = TypeVar("_T")
 #: The steps a watch run isolates its items in (the ``Step`` dimension of WatchItemsFailed, which the
 #: template's WatchItemsFailingAlarm adds up).
-WATCH_STEPS = ("list", "reconcile", "escalate", "gauges", "budgets")
+WATCH_STEPS = ("list", "reconcile", "forecast", "escalate", "gauges", "budgets")
 
 
 def isolated(
@@ -145,20 +156,25 @@ def read_tick(raw: Any, ports: FailurePorts) -> Tick:
     return tick
 
 
-def watch_tick(ports: FailurePorts, tick: Tick) -> WatchReport:
+def watch_tick(ports: FailurePorts, tick: Tick, forecast: ForecastPorts | None = None) -> WatchReport:
     """One watch run at ``tick``'s time; a schedule tick then becomes the watermark the next is bounded by."""
-    report = watch(ports, tick.now)
+    report = watch(ports, tick.now, forecast)
     if tick.scheduled:
         ports.ledger.advance_tick(WATCH_RUNNER, tick.tick)
     return report
 
 
-def watch(ports: FailurePorts, now: float) -> WatchReport:
-    """One run of the scheduled watch (escalate, reconcile, publish gauges) as of ``now``."""
+def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None) -> WatchReport:
+    """One run of the scheduled watch (reconcile, predict, escalate, publish gauges) as of ``now``.
+
+    Without ``forecast`` no start is predicted (and a wait alert carries no prediction).
+    """
     report = WatchReport()
     reconcile(ports, report, now)
     jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
-    escalate(jobs[JobStatus.RUNNABLE], ports, now, report)
+    if forecast is not None:
+        isolated(ports, report, "forecast", "all", partial(predict, forecast, jobs, ports, now, report))
+    escalate(jobs[JobStatus.RUNNABLE], ports, now, report, forecast)
     isolated(ports, report, "gauges", "all", lambda: publish_gauges(jobs, ports, now))
     for team in sorted(ports.config.budgets):
         isolated(ports, report, "budgets", team, partial(check_budget, team, ports, now, report))
@@ -185,13 +201,50 @@ def check_budget(team: str, ports: FailurePorts, now: float, report: WatchReport
     )
 
 
-def escalate(runnable: list[JobState], ports: FailurePorts, now: float, report: WatchReport) -> None:
+def predict(
+    forecast: ForecastPorts,
+    jobs: Mapping[JobStatus, list[JobState]],
+    ports: FailurePorts,
+    now: float,
+    report: WatchReport,
+) -> None:
+    """Forecast the waiting GPU jobs' starts and store each prediction on its job (one item each)."""
+    from .start_predictions import predict_starts  # light; the forecast itself loads only if a job waits
+
+    report.predictions = predict_starts(forecast, jobs, now)
+    for job_arn, prediction in report.predictions.items():
+        stored = isolated(
+            ports, report, "forecast", job_arn, partial(forecast.store.save_prediction, job_arn, prediction)
+        )
+        report.predictions_stored += bool(stored)
+
+
+def latest_prediction(
+    job_arn: str, report: WatchReport, forecast: ForecastPorts | None
+) -> StartPrediction | None:
+    """The job's newest prediction: this run's, else an earlier tick's (None: never predicted)."""
+    if job_arn in report.predictions:
+        return report.predictions[job_arn]
+    return forecast.store.load_prediction(job_arn) if forecast is not None else None
+
+
+def escalate(
+    runnable: list[JobState],
+    ports: FailurePorts,
+    now: float,
+    report: WatchReport,
+    forecast: ForecastPorts | None = None,
+) -> None:
     """Raise the priority of RUNNABLE service jobs past their tier's wait SLO, in bounded steps."""
     for job in runnable:
-        isolated(ports, report, "escalate", job.job_arn, partial(_escalate_one, job, ports, now, report))
+        isolated(
+            ports, report, "escalate", job.job_arn, partial(_escalate_one, job, ports, now, report, forecast)
+        )
 
 
-def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchReport) -> None:
+def _escalate_one(
+    job: JobState, ports: FailurePorts, now: float, report: WatchReport, forecast: ForecastPorts | None = None
+) -> None:
     config = ports.config
     # Batch's own value when this run described the job: the table's can lag it, since a new
     # priority alone carries no newer time to order it by, and a lagging one would re-raise a job
@@ -231,6 +284,7 @@ def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchR
             {"jobArn": job.job_arn},
         )
     elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
+        prediction = latest_prediction(job.job_arn, report, forecast)
         alert = simple_alert(
             AlertKind.WAIT_SLO,
             Severity.WARNING,
@@ -241,9 +295,12 @@ def _escalate_one(job: JobState, ports: FailurePorts, now: float, report: WatchR
             headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
             reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
             f"{escalation_ceiling(tier, config)} for {tier.value}): "
-            f"{job.status_reason or 'no reason given'}",
+            # Before Batch's reason: the alert keeps the first 200 characters of the reason.
+            + (f"predicted start {prediction.in_words()}; " if prediction else "")
+            + f"{job.status_reason or 'no reason given'}",
             fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
             "what holds the instances, or raise the share's weight",
+            extra={"prediction": prediction.as_record() if prediction else None},
         )
         # The job's tier, also on a team's plain share (where the share alone names no tier), and its
         # team also when it has no share (a CPU FIFO job: its team tag, as the reconcile described it).

@@ -1,0 +1,118 @@
+"""The live twin: a job queue's state read through the ports and built into the start forecast's input.
+
+The one builder of the forecast's input from live state. `shareplane why` and `submit --dry-run`
+read the whole jobs table through it; the watch_jobs Lambda reads a bounded set of jobs (its active
+ones and the newest finished ones, ``start_predictions``) through the same function. Read-only:
+DescribeJobQueues, DescribeServiceEnvironments, DescribeSchedulingPolicies or ListQuotaShares, and the
+jobs table.
+
+Loading this module loads the forecast (``domain.start_forecast``, ``domain.wait_explain``): only
+the paths that forecast import it, and only when they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain.arns import queue_name
+from ..domain.config import SchedulingMode, SharesConfig
+from ..domain.lifecycle import JobState, JobStatus
+from ..domain.rebalance import SharingStrategy
+from ..domain.records import job_record
+from ..domain.start_forecast import History, LiveQueue, QueueKind
+from ..domain.wait_explain import QueuePolicy, job_label, live_from_records
+from .ports import JobStore, QueueReader
+from .queries import job_record_of
+
+
+@dataclass(frozen=True)
+class TwinSources:
+    """Where the twin is read from: the jobs table, Batch's queue settings, the shares config."""
+
+    store: JobStore
+    batch: QueueReader
+    config: SharesConfig
+
+
+@dataclass(frozen=True)
+class LiveTwin:
+    """One queue at ``now``: its job records, its policy as Batch has it, and the forecast's input."""
+
+    queue: str
+    now: float
+    records: tuple[Mapping[str, Any], ...]
+    policy: QueuePolicy
+    live: LiveQueue
+    history: History
+
+
+def queue_policy(batch: QueueReader, queue: str, config: SharesConfig) -> QueuePolicy:
+    """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them.
+
+    Capacity is what the queue's service environments may run; the config's instance types when
+    Batch names none.
+    """
+    capacity = batch.queue_capacity(queue) or sum(t.capacity for t in config.instance_types.values())
+    if config.mode is SchedulingMode.QUOTA:
+        limits: dict[str, int] = {}
+        borrow = False
+        for share in batch.list_quota_shares(queue):
+            limits[share.name] = sum(share.settings.capacity_limits.values())
+            borrow = borrow or share.settings.strategy is not SharingStrategy.RESERVE
+        return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
+    arn = batch.scheduling_policy_of(queue)
+    if arn is None:
+        return QueuePolicy(QueueKind.FIFO, capacity)
+    policy = batch.describe_scheduling_policy(arn)
+    return QueuePolicy(
+        QueueKind.FAIRSHARE,
+        capacity,
+        weights={w.share_identifier: w.weight_factor for w in policy.weights},
+        decay_seconds=float(policy.share_decay_seconds or 0),
+        compute_reservation=int(policy.compute_reservation or 0),
+    )
+
+
+def never_dispatched(state: JobState) -> bool:
+    """A waiting job that never held capacity: its history has no hold, so the twin need not read it.
+
+    On a deep queue most jobs are such, and each history read is a query of the jobs table.
+    """
+    return (
+        state.status in (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
+        and state.scheduled_at is None
+        and state.started_at is None
+        and state.first_started_at is None
+        and not state.training_job_arns
+        and state.attempts == 0
+        and state.preemptions == 0
+        and state.capacity_requeues == 0
+    )
+
+
+def read_live_twin(
+    sources: TwinSources,
+    queue: str,
+    now: float,
+    *,
+    states: Iterable[JobState] | None = None,
+    name_of: Callable[[Mapping[str, Any]], str] = job_label,
+) -> LiveTwin:
+    """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
+
+    ``name_of`` names each job in the forecast (default: its name, as `why` shows it; the watch keys
+    its predictions by job ARN, which never repeats).
+    """
+    chosen = sources.store.jobs() if states is None else states
+    records = tuple(
+        job_record(state, (), None, sources.config)
+        if never_dispatched(state)
+        else job_record_of(sources.store, state, sources.config)
+        for state in chosen
+        if queue_name(state.job_queue) == queue_name(queue)
+    )
+    policy = queue_policy(sources.batch, queue, sources.config)
+    live, history = live_from_records(records, policy, now, name_of=name_of)
+    return LiveTwin(queue, now, records, policy, live, history)

@@ -1,0 +1,162 @@
+"""The watch's prediction step: each waiting GPU job's start forecast on the live twin, stored on its record.
+
+Each watch tick, after the reconcile has brought the table up to Batch, the twin is read as `shareplane
+why` reads it (``live_twin.read_live_twin``), but from a bounded set of jobs so that one tick fits the
+Lambda (120 s, 512 MB): every active job of the GPU queue (running jobs hold capacity, waiting ones are
+the queue) and the newest ``history_jobs`` finished ones of the last 14 days (their run times; the
+ByStatus index's time range, not a scan). The forecast runs ``samples`` times with a seed of the
+tick's time, so a redelivered tick forecasts the same; the ``max_jobs`` longest-waiting jobs are its
+targets (the run stops once they have all started, so the cap bounds the work).
+
+Each prediction is stored with the tick's time as ``predictedAt``, conditionally: it replaces a stored
+one only when its tick is later, so ticks handled out of order leave the newest tick's prediction.
+
+This module is light: the forecast's modules load only when a job is waiting (inside
+``predict_starts``), so a tick with an empty queue, and the handler's cold start, never load them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..domain.arns import queue_name
+from ..domain.config import SharesConfig
+from ..domain.errors import ConfigError
+from ..domain.lifecycle import JobState, JobStatus
+from ..domain.start_prediction import StartPrediction
+from .ports import JobStore, PredictionStore, QueueReader, RecentJobs
+
+#: The statuses of a job still waiting for capacity (the forecast's queue).
+WAITING = (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
+#: The statuses of a job holding capacity now.
+HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
+#: The statuses whose jobs' run times are the forecast's history.
+FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED)
+#: How far back finished jobs are read (as ``wait_explain.HISTORY_SECONDS``, which cuts them anyway).
+HISTORY_SECONDS = 14 * 86400
+
+
+@dataclass(frozen=True)
+class ForecastLimits:
+    """How much one watch tick forecasts (FORECAST_MAX_JOBS, FORECAST_SAMPLES, FORECAST_HISTORY_JOBS)."""
+
+    #: The longest-waiting jobs predicted each tick (the rest keep their stored prediction).
+    max_jobs: int = 500
+    #: Forward runs of the twin per tick (the p10-p90 range's resolution).
+    samples: int = 100
+    #: Finished jobs (newest first) whose run times are read; each costs one history query.
+    history_jobs: int = 500
+
+    def __post_init__(self) -> None:
+        for name, value, top in (
+            ("FORECAST_MAX_JOBS", self.max_jobs, 5000),
+            ("FORECAST_SAMPLES", self.samples, 1000),
+            ("FORECAST_HISTORY_JOBS", self.history_jobs, 5000),
+        ):
+            if not 0 <= value <= top:
+                raise ConfigError(name, f"is {value}", f"set it within 0..{top} (0 turns predictions off)")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the watch predicts at all (any limit at 0 turns it off)."""
+        return self.max_jobs > 0 and self.samples > 0
+
+
+class ForecastStore(JobStore, PredictionStore, Protocol):
+    """The jobs table as the prediction step reads and writes it."""
+
+
+@dataclass(frozen=True)
+class ForecastPorts:
+    """What the prediction step talks to; built by bootstrap (``Root.forecast_ports``)."""
+
+    store: ForecastStore
+    #: Finished jobs by status and creation time (the ByStatus index).
+    recent: RecentJobs
+    batch: QueueReader
+    config: SharesConfig
+    #: The GPU queue's name (the queue the twin models).
+    queue: str
+    limits: ForecastLimits = field(default_factory=ForecastLimits)
+
+
+def prediction_of(
+    low: float | None,
+    median: float | None,
+    high: float | None,
+    *,
+    started_fraction: float,
+    samples: int,
+    now: float,
+) -> StartPrediction:
+    """A forecast's quantiles (epoch seconds) as the prediction stored at ``now``'s tick."""
+
+    def ms(at: float | None) -> int | None:
+        return None if at is None or math.isinf(at) else int(round(at * 1000))
+
+    return StartPrediction(
+        predicted_at=int(round(now * 1000)),
+        p10=ms(low),
+        p50=ms(median),
+        p90=ms(high),
+        started_fraction=started_fraction,
+        samples=samples,
+    )
+
+
+def forecast_states(
+    ports: ForecastPorts, active: Mapping[JobStatus, Sequence[JobState]], now: float
+) -> list[JobState]:
+    """The jobs the twin is read from: the active ones, and the newest finished ones of the history."""
+    since_ms = int((now - HISTORY_SECONDS) * 1000)
+    finished = [job for status in FINISHED for job in ports.recent.jobs_in_status(status.value, since_ms)]
+    finished.sort(key=lambda j: (j.created_at or 0, j.job_arn), reverse=True)
+    chosen = [job for status in (*HOLDING, *WAITING) for job in active.get(status, ())]
+    return chosen + finished[: ports.limits.history_jobs]
+
+
+def predict_starts(
+    ports: ForecastPorts, active: Mapping[JobStatus, Sequence[JobState]], now: float
+) -> dict[str, StartPrediction]:
+    """Forecast the GPU queue's waiting jobs at ``now`` (the tick's time); job ARN -> its prediction.
+
+    Every prediction is offered to the store; one from a later tick already stored stays (see the
+    module docstring). What is returned is this tick's forecast, stored or not.
+    """
+    queue = queue_name(ports.queue)
+    waiting = [j for s in WAITING for j in active.get(s, ()) if queue_name(j.job_queue) == queue]
+    if not waiting or not ports.limits.enabled:
+        return {}
+    # The forecast loads here, on the one path that runs it.
+    from ..domain.start_forecast import ForecastSettings, forecast_starts
+    from ..domain.wait_explain import job_arn_label
+    from .live_twin import TwinSources, read_live_twin
+
+    twin = read_live_twin(
+        TwinSources(ports.store, ports.batch, ports.config),
+        ports.queue,
+        now,
+        states=forecast_states(ports, active, now),
+        name_of=job_arn_label,
+    )
+    # The longest-waiting first: oldest submission, then the twin's order.
+    targets = [j.name for j in sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))]
+    targets = targets[: ports.limits.max_jobs]
+    if not targets:
+        return {}
+    forecasts = forecast_starts(
+        twin.live,
+        twin.history,
+        targets=targets,
+        settings=ForecastSettings(samples=ports.limits.samples),
+        seed=int(round(now * 1000)),
+    )
+    return {
+        arn: prediction_of(
+            f.low, f.median, f.high, started_fraction=f.started_fraction, samples=f.samples, now=now
+        )
+        for arn, f in forecasts.items()
+    }
