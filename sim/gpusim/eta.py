@@ -123,7 +123,7 @@ class LiveView:
             self.first_dispatch[job.name] = now
             self.recent_starts[self.tier_of[job.name]].append((now, now - job.created))
         elif kind == "release":
-            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now)))
+            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now), job.count))
 
     def share_of(self, job: Job) -> str:
         return job.qshare.name if job.qshare is not None else (job.share or "")
