@@ -488,6 +488,7 @@ class _Run:
     def _fairshare_pass(self) -> None:
         now, window, hol = self.now, self.window, self.q.head_of_line_blocking
         skipped: set[str] = set()
+        accrue = fairshare.accrue
         while True:
             if self.free <= 0:
                 # Nothing fits (every job needs an instance): most passes of a deep queue end here,
@@ -496,9 +497,13 @@ class _Run:
             best: _Share | None = None
             best_key: tuple[float, int] | None = None
             for sh in self.shares.values():
-                if not sh.heap or sh.name in skipped:
+                if not sh.heap or (skipped and sh.name in skipped):
                     continue
-                key = (fairshare.standing(sh.usage_at(now, window), sh.rate, window), sh.heap[0][1])
+                # ``usage_at`` and ``fairshare.standing`` inlined: this loop is the forecast's hot path.
+                if sh.t0 != now:
+                    sh.usage = accrue(sh.usage, sh.rate, now - sh.t0, window)
+                    sh.t0 = now
+                key = (sh.usage + sh.rate * window, sh.heap[0][1])
                 if best_key is None or key < best_key:
                     best, best_key = sh, key
             if best is None:
