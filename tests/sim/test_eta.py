@@ -140,6 +140,18 @@ def test_widening_the_interval_never_lowers_coverage() -> None:
     assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
 
 
+def test_the_conformal_margin_covers_the_target_share_of_the_jobs_it_was_chosen_on() -> None:
+    starts = [1000.0 + 100 * k for k in range(10)]  # every forecast: p10 1000 s, p90 1800 s
+    # Actual waits from 700 s to 2 days: the forecast's own range holds few of them.
+    preds = [_prediction(f"j{n}", 0.0, starts, 700.0 * 1.12**n, 0.0) for n in range(60)]
+    assert measure(preds)["coverage"] < 0.2
+    chosen = tune(preds, target=0.8)
+    assert chosen.margin > 0
+    assert 0.8 <= measure(preds, chosen)["coverage"] <= 0.85
+    # A wider target needs a wider margin.
+    assert tune(preds, target=0.9).margin > chosen.margin
+
+
 class _TrueFuture(start_forecast._Run):
     """The forward model fed the true future: each job's real hold and the real later arrivals.
 
