@@ -129,6 +129,7 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     tuned = summary["later_half"]["tuned_on_earlier_half"]
     assert tuned["interval"] == [chosen.low, chosen.high]
     assert (tuned["widen"], tuned["p50_scale"]) == (chosen.widen, chosen.p50_scale)
+    assert tuned["margin_log_wait"] == chosen.margin
     later = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[30:]
     assert tuned["coverage"] == measure(later, chosen)["coverage"]
 

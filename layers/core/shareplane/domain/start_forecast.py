@@ -41,7 +41,7 @@ import bisect
 import heapq
 import math
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -273,15 +273,18 @@ class RunTimes:
     """Run-time curves per share and size class, falling back as history thins.
 
     A job's curve is the first with at least ``min_share_runs`` finished runs of: its share's runs of
-    its size class, everyone's of its size class, its share's of every size, everyone's.
+    its size class, everyone's of its size class, its share's of every size, everyone's. Curves are
+    built when first asked for (a forecast needs a few of them, rarely all).
     """
 
-    by_share: dict[str, Survival] = field(default_factory=dict)
-    everyone: Survival | None = None
+    #: Finished runs' and running jobs' ages by (share, size class).
+    done: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    going: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     min_share_runs: int = 20
     fallback: float = 3600.0
-    by_share_size: dict[tuple[str, int], Survival] = field(default_factory=dict)
-    by_size: dict[int, Survival] = field(default_factory=dict)
+    #: Built curves by (share or None for everyone's, size class or None for every size).
+    curves: dict[tuple[str | None, int | None], Survival] = field(default_factory=dict)
+    chosen: dict[tuple[str, int], Survival | None] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -298,39 +301,40 @@ class RunTimes:
             done.setdefault((run.share, size_class(run.instances)), []).append(run.held_seconds)
         for job in running:
             going.setdefault((job.share, size_class(job.instances)), []).append(now - job.started_at)
+        return cls(done, going, min_share_runs, fallback)
 
-        def pooled(
-            marks: dict[tuple[str, int], list[float]], keep: Callable[[tuple[str, int]], bool]
-        ) -> list[float]:
-            return [d for key, values in marks.items() if keep(key) for d in values]
+    def of_pool(self, share: str | None, size: int | None) -> Survival:
+        """The curve of ``share``'s runs (None: everyone's) of ``size`` class (None: every size)."""
+        key = (share, size)
+        built = self.curves.get(key)
+        if built is None:
 
-        keys = set(done) | set(going)
-        shares = {share for share, _ in keys}
-        sizes = {size for _, size in keys}
-        by_share_size = {k: Survival.of(done.get(k, []), going.get(k, [])) for k in keys}
-        by_share = {
-            s: Survival.of(pooled(done, lambda k, s=s: k[0] == s), pooled(going, lambda k, s=s: k[0] == s))
-            for s in shares
-        }
-        by_size = {
-            c: Survival.of(pooled(done, lambda k, c=c: k[1] == c), pooled(going, lambda k, c=c: k[1] == c))
-            for c in sizes
-        }
-        everyone = Survival.of(pooled(done, lambda _: True), pooled(going, lambda _: True))
-        return cls(
-            by_share, everyone if everyone.events else None, min_share_runs, fallback, by_share_size, by_size
-        )
+            def pooled(marks: dict[tuple[str, int], list[float]]) -> list[float]:
+                return [
+                    d
+                    for (s, c), values in marks.items()
+                    if (share is None or s == share) and (size is None or c == size)
+                    for d in values
+                ]
+
+            built = self.curves[key] = Survival.of(pooled(self.done), pooled(self.going))
+        return built
 
     def curve(self, share: str, instances: int = 1) -> Survival | None:
         size = size_class(instances)
-        for candidate in (
-            self.by_share_size.get((share, size)),
-            self.by_size.get(size),
-            self.by_share.get(share),
-        ):
-            if candidate is not None and candidate.events >= self.min_share_runs:
-                return candidate
-        return self.everyone
+        key = (share, size)
+        if key not in self.chosen:
+            pick: Survival | None = None
+            for pool in ((share, size), (None, size), (share, None)):
+                candidate = self.of_pool(*pool)
+                if candidate.events >= self.min_share_runs:
+                    pick = candidate
+                    break
+            else:
+                everyone = self.of_pool(None, None)
+                pick = everyone if everyone.events else None
+            self.chosen[key] = pick
+        return self.chosen[key]
 
     def draw(self, share: str, rng: random.Random, instances: int = 1) -> float:
         """A queued job's run time."""
