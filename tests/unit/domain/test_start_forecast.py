@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -176,7 +177,8 @@ def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
     )
     quiet = forecast_starts(q, h, settings=FEW)
     busy_history = History(h.finished, tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200)))
-    busy = forecast_starts(q, busy_history, settings=FEW)
+    # The 200 arrivals of the last 100 minutes, read over a 6-hour window.
+    busy = forecast_starts(q, busy_history, settings=replace(FEW, arrival_lookback_seconds=6 * 3600.0))
     assert quiet["qa"].median == 1590.0
     assert busy["qa"].median is None or busy["qa"].median > quiet["qa"].median
 

@@ -157,7 +157,9 @@ class ForecastSettings:
 
     samples: int = 100
     horizon_seconds: float = 14 * 86400.0
-    arrival_lookback_seconds: float = 6 * 3600.0
+    #: Arrivals are projected over waits of days to weeks, so their rate is measured over as long: a
+    #: short window carries one burst into every day ahead (the backtest showed it; README).
+    arrival_lookback_seconds: float = 14 * 86400.0
     min_share_runs: int = 20
     #: The lower and upper quantiles reported (p10 and p90 by default).
     low_quantile: float = 0.1
