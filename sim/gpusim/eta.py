@@ -19,10 +19,13 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``
   estimate cannot be built from it; this is the simplest honest baseline it supports.
 
-Anything tuned (``tune``: a scale on the p50 wait, the interval's quantile pair and how far it is
-widened) is chosen on the earlier half of the predicted jobs (by submission) and reported on the later
-half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside
-it, for the whole sample and both halves. ``shareplane why`` prints the untuned quantiles.
+Anything tuned (``tune``: a scale on the p50 wait, the interval's quantile pair and a conformal
+margin that widens it) is chosen on the earlier half of the predicted jobs (by submission) and
+reported on the later half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90
+figures are reported beside it, for the whole sample and both halves. The margin is split conformal
+prediction (conformalized quantile regression): the Monte Carlo range holds the run-time and arrival
+draws' spread but not the model's own error, which the earlier half measures. ``shareplane why``
+prints the untuned quantiles.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from shareplane.domain.start_forecast import (
     ShareState,
     forecast_starts,
 )
+from shareplane.domain.wait_explain import HISTORY_SECONDS
 
 from .model import Job
 from .states import DISPATCHED, FINAL
@@ -69,10 +73,13 @@ INTERVAL_CHOICES: tuple[tuple[float, float], ...] = (
 )
 #: The backtest's forecast: 10 runs a prediction (cost: 1,000 predictions on the 52k-job Philly
 #: trace at 0.95 load, where thousands wait, must finish in well under an hour on 2 shared cores), a
-#: 30-day horizon (the longest Philly waits at that load run past two weeks) and a day of arrivals
-#: (a whole daily cycle; chosen before any run, not tuned).
+#: 30-day horizon (the longest Philly waits at that load run past two weeks) and the arrival rate of
+#: the whole history the live path reads (14 days). A day's rate, used before, carried a day's burst
+#: into every day of a weeks-long forecast: on the earlier half, higher-priority copies of the burst
+#: kept passing LOWPRI jobs, and in 21 of 45 measured predictions no run started the job in 30 days
+#: though each started within 17 (a 100-job sample, seed 0).
 BACKTEST_SETTINGS = ForecastSettings(
-    samples=10, horizon_seconds=30 * 86400.0, arrival_lookback_seconds=86400.0
+    samples=10, horizon_seconds=30 * 86400.0, arrival_lookback_seconds=HISTORY_SECONDS
 )
 
 
@@ -105,6 +112,8 @@ class LiveView:
     def __init__(self, run: PolicyRun) -> None:
         self.run = run
         self.finished: list[FinishedRun] = []
+        #: When each of ``finished`` ended (ascending: the replay's clock only moves forward).
+        self.finished_at: list[float] = []
         self.first_dispatch: dict[str, float] = {}
         self.recent_starts: list[deque[tuple[float, float]]] = [deque() for _ in TIERS]
         self.tier_of = {j.name: j.tier for j in run.scenario.jobs}
@@ -123,7 +132,8 @@ class LiveView:
             self.first_dispatch[job.name] = now
             self.recent_starts[self.tier_of[job.name]].append((now, now - job.created))
         elif kind == "release":
-            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now)))
+            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now), job.count))
+            self.finished_at.append(now)
 
     def share_of(self, job: Job) -> str:
         return job.qshare.name if job.qshare is not None else (job.share or "")
@@ -196,7 +206,9 @@ class LiveView:
             )
             for j in sc.jobs[lo:hi]
         )
-        return live, History(tuple(self.finished), arrivals)
+        # The runs that ended in the last HISTORY_SECONDS, as the live path reads the jobs table.
+        recent = bisect.bisect_left(self.finished_at, now - HISTORY_SECONDS)
+        return live, History(tuple(self.finished[recent:]), arrivals)
 
 
 _SUBMITS: dict[int, list[float]] = {}
@@ -219,27 +231,54 @@ def sample_jobs(scenario: Scenario, size: int, seed: int) -> list[ScenarioJob]:
     return sorted(picked, key=lambda j: (j.submit, j.name))
 
 
+def log_wait(wait: float) -> float:
+    """A wait on the scale its errors are compared on: log(wait + 10 minutes), so a 2-day miss on a
+    20-day wait weighs what a 1-hour miss on a 10-hour wait does, and a zero wait stays finite."""
+    return math.log(max(0.0, wait) + MIN_WAIT_SECONDS)
+
+
+def from_log_wait(value: float) -> float:
+    return max(0.0, math.exp(value) - MIN_WAIT_SECONDS) if value < 700 else math.inf
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What the backtest may tune on the earlier half: the interval's quantiles, how far the interval
-    is widened (its low wait divided, its high wait multiplied by ``widen``), and a scale on the p50 wait.
+    is widened (its low wait divided, its high wait multiplied by ``widen``), a conformal ``margin``
+    (each bound moved outwards by that much on the ``log_wait`` scale) and a scale on the p50 wait.
     """
 
     low: float = 0.1
     high: float = 0.9
     widen: float = 1.0
     p50_scale: float = 1.0
+    margin: float = 0.0
 
     def bounds(self, p: Prediction) -> tuple[float, float]:
         low, high = p.at(self.low) - p.submitted_at, p.at(self.high) - p.submitted_at
-        return p.submitted_at + low / self.widen, p.submitted_at + high * self.widen
+        low, high = low / self.widen, high * self.widen
+        if self.margin:
+            low = from_log_wait(log_wait(low) - self.margin)
+            high = from_log_wait(log_wait(high) + self.margin) if high != math.inf else math.inf
+        return p.submitted_at + low, p.submitted_at + high
+
+    def nonconformity(self, p: Prediction) -> float:
+        """How far (``log_wait`` scale) the actual start fell outside [low, high]; negative inside.
+
+        Conformalized quantile regression (Romano, Patterson, Candes 2019): the interval widened by
+        the ``target`` quantile of these scores on held-out jobs covers about ``target`` of new ones.
+        """
+        assert p.actual_wait is not None
+        low, high = p.at(self.low) - p.submitted_at, p.at(self.high) - p.submitted_at
+        actual = log_wait(p.actual_wait)
+        above = actual - log_wait(high) if high != math.inf else -math.inf
+        return max(log_wait(low) - actual, above)
 
     def point(self, p: Prediction) -> float:
         return p.submitted_at + (p.at(0.5) - p.submitted_at) * self.p50_scale
 
 
 UNTUNED = Calibration()
-WIDEN_CHOICES = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 P50_SCALE_CHOICES = (0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0)
 
 
@@ -268,20 +307,37 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
 
 
 def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
-    """The p50 scale with the least median error, and the narrowest interval whose coverage is
-    closest to ``target``, on these predictions."""
+    """On these predictions: the p50 scale with the least median error; for each quantile pair the
+    conformal margin that covers ``target`` of them; of those, the pair whose interval is narrowest
+    (median width on the ``log_wait`` scale).
+
+    ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run.
+    """
 
     def error(scale: float) -> float:
         return measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"] or 0.0
 
     scale = min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0)))
-    candidates = [
-        Calibration(low, high, widen, scale) for low, high in INTERVAL_CHOICES for widen in WIDEN_CHOICES
-    ]
-    return min(
-        candidates,
-        key=lambda c: (abs((measure(predictions, c)["coverage"] or 0.0) - target), c.widen, c.low),
-    )
+    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
+    if not waited:
+        return Calibration(p50_scale=scale)
+    candidates = []
+    for low, high in INTERVAL_CHOICES:
+        pair = Calibration(low, high, p50_scale=scale)
+        scores = sorted(pair.nonconformity(p) for p in waited)
+        # The finite-sample conformal quantile: the ceil((n + 1) * target)-th smallest score.
+        k = min(len(scores), math.ceil((len(scores) + 1) * target))
+        # A score is infinite when no run started the job at all: no margin widens that interval,
+        # so the widest finite one stands in (the interval then covers less than ``target``).
+        finite = [x for x in scores if math.isfinite(x)]
+        margin = scores[k - 1] if math.isfinite(scores[k - 1]) else max(finite, default=0.0)
+        chosen = replace(pair, margin=round(margin, 4))
+        widths = []
+        for p in waited:
+            lo, hi = chosen.bounds(p)
+            widths.append(log_wait(hi - p.submitted_at) - log_wait(lo - p.submitted_at))
+        candidates.append((statistics.median(widths), low, chosen))
+    return min(candidates, key=lambda c: (c[0], c[1]))[2]
 
 
 @dataclass
@@ -367,6 +423,7 @@ def evaluate(result: EtaResult) -> EtaResult:
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
                 "widen": chosen.widen,
+                "margin_log_wait": chosen.margin,
                 "p50_scale": chosen.p50_scale,
                 "median_abs_error_seconds": tuned["median_abs_error_seconds"],
                 "coverage": tuned["coverage"],

@@ -129,6 +129,7 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     tuned = summary["later_half"]["tuned_on_earlier_half"]
     assert tuned["interval"] == [chosen.low, chosen.high]
     assert (tuned["widen"], tuned["p50_scale"]) == (chosen.widen, chosen.p50_scale)
+    assert tuned["margin_log_wait"] == chosen.margin
     later = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[30:]
     assert tuned["coverage"] == measure(later, chosen)["coverage"]
 
@@ -138,6 +139,18 @@ def test_widening_the_interval_never_lowers_coverage() -> None:
     preds = [_prediction(f"j{n}", 0.0, starts, 700.0 + 300 * n, 0.0) for n in range(10)]
     coverage = [measure(preds, Calibration(widen=w))["coverage"] for w in (1.0, 1.5, 2.0, 4.0)]
     assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
+
+
+def test_the_conformal_margin_covers_the_target_share_of_the_jobs_it_was_chosen_on() -> None:
+    starts = [1000.0 + 100 * k for k in range(10)]  # every forecast: p10 1000 s, p90 1800 s
+    # Actual waits from 700 s to 2 days: the forecast's own range holds few of them.
+    preds = [_prediction(f"j{n}", 0.0, starts, 700.0 * 1.12**n, 0.0) for n in range(60)]
+    assert measure(preds)["coverage"] < 0.2
+    chosen = tune(preds, target=0.8)
+    assert chosen.margin > 0
+    assert 0.8 <= measure(preds, chosen)["coverage"] <= 0.85
+    # A wider target needs a wider margin.
+    assert tune(preds, target=0.9).margin > chosen.margin
 
 
 class _TrueFuture(start_forecast._Run):

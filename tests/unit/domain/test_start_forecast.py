@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from shareplane.domain.start_forecast import (
     decayed_usage,
     fair_entitlements,
     forecast_starts,
+    size_class,
 )
 
 FEW = ForecastSettings(samples=40)
@@ -77,6 +79,35 @@ def test_a_share_with_too_few_runs_draws_from_everyone() -> None:
     rng = random.Random(0)
     assert {times.draw("a", rng) for _ in range(100)} == {10.0, 99.0}
     assert {times.draw("b", rng) for _ in range(100)} == {99.0}
+
+
+def test_size_classes_double() -> None:
+    assert [size_class(n) for n in (1, 2, 3, 4, 5, 8, 9, 16, 17)] == [0, 1, 2, 2, 3, 3, 4, 4, 5]
+
+
+def test_a_big_job_draws_from_big_jobs_runs_not_from_the_many_small_ones() -> None:
+    small = [FinishedRun("a", 60.0, 1) for _ in range(50)]
+    big = [FinishedRun("a", 90_000.0, 8) for _ in range(20)]
+    times = RunTimes.of([*small, *big], 20, 3600.0)
+    rng = random.Random(0)
+    assert {times.draw("a", rng, 8) for _ in range(50)} == {90_000.0}
+    assert {times.draw("a", rng, 1) for _ in range(50)} == {60.0}
+    # A running 8-instance job is conditioned on the big jobs' curve as well.
+    assert {times.remaining("a", 1000.0, rng, 8) for _ in range(20)} == {89_000.0}
+
+
+def test_a_size_class_with_too_few_runs_falls_back_to_everyones_of_that_size_then_its_share() -> None:
+    runs = [
+        *[FinishedRun("a", 60.0, 1) for _ in range(30)],
+        *[FinishedRun("a", 500.0, 4) for _ in range(2)],  # too few of the share's own
+        *[FinishedRun("b", 7000.0, 4) for _ in range(30)],
+    ]
+    times = RunTimes.of(runs, 20, 3600.0)
+    rng = random.Random(0)
+    # Everyone's 3-4 instance runs (a's two among them), never a's one-instance runs.
+    assert {times.draw("a", rng, 4) for _ in range(200)} == {500.0, 7000.0}
+    # No run of 5-8 instances anywhere: the share's own curve of every size.
+    assert {times.draw("a", rng, 8) for _ in range(400)} == {60.0, 500.0}
 
 
 def test_known_run_times_give_exact_starts_in_priority_then_submission_order() -> None:
@@ -146,7 +177,8 @@ def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
     )
     quiet = forecast_starts(q, h, settings=FEW)
     busy_history = History(h.finished, tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200)))
-    busy = forecast_starts(q, busy_history, settings=FEW)
+    # The 200 arrivals of the last 100 minutes, read over a 6-hour window.
+    busy = forecast_starts(q, busy_history, settings=replace(FEW, arrival_lookback_seconds=6 * 3600.0))
     assert quiet["qa"].median == 1590.0
     assert busy["qa"].median is None or busy["qa"].median > quiet["qa"].median
 

@@ -126,7 +126,7 @@ def live_from_records(
         for start, end in holds:
             holds_by_share.setdefault(share, []).append((start, end, instances))
             if end is not None and end <= now and now - end <= HISTORY_SECONDS:
-                finished.append(FinishedRun(share, end - start))
+                finished.append(FinishedRun(share, end - start, instances))
         status = record.get("status")
         name = name_of(record)
         if status in HOLDING and holds and holds[-1][1] is None:
