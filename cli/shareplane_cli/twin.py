@@ -10,9 +10,10 @@ watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from shareplane.domain.config import SharesConfig, Tier
@@ -25,7 +26,20 @@ from shareplane.domain.start_forecast import (
     StartForecast,
     forecast_starts,
 )
-from shareplane.domain.wait_explain import QueuePolicy, WaitExplanation, dispatch_order, explain_wait
+from shareplane.domain.wait_explain import (
+    HOLDING,
+    HeldRun,
+    InstanceTypes,
+    QueuePolicy,
+    WaitExplanation,
+    dispatch_order,
+    explain_wait,
+    instance_types_for,
+    job_label,
+    requested_resources,
+    share_of,
+    time_limit_ends_at,
+)
 from shareplane.service.live_twin import TwinSources, read_live_twin
 
 from .aws import Target
@@ -43,6 +57,8 @@ class Twin:
     live: LiveQueue
     history: History
     config: SharesConfig
+    #: A job's SubmitServiceJob request as the submit path stored it, by job ARN (None: not stored).
+    request_of: Callable[[str], Mapping[str, Any] | None] = field(default=lambda _arn: None, repr=False)
 
     def forecast(
         self,
@@ -91,7 +107,38 @@ class Twin:
             tier_of=self.tier_of_share(),
             tier_priorities=self.tier_priorities(),
             reclaim_due_at=self.reclaim_due_at(record),
+            held_runs=self.held_runs,
+            instance_types=self.instance_types(record),
         )
+
+    @cached_property
+    def running_records(self) -> dict[str, Mapping[str, Any]]:
+        """The records of the jobs holding capacity now, by their name in the live queue."""
+        holding = {r.name for r in self.live.running}
+        return {
+            job_label(r): r for r in self.records if r.get("status") in HOLDING and job_label(r) in holding
+        }
+
+    @cached_property
+    def held_runs(self) -> dict[str, HeldRun]:
+        """Each running job's instance type and when its time limit ends it (its stored request's)."""
+        runs: dict[str, HeldRun] = {}
+        for name, record in self.running_records.items():
+            kind, _count, limit = requested_resources(self.request_of(str(record.get("jobArn") or "")))
+            runs[name] = HeldRun(kind or record.get("instanceType"), time_limit_ends_at(record, limit))
+        return runs
+
+    def instance_types(self, record: Mapping[str, Any]) -> InstanceTypes | None:
+        """The waiting job's instance type (its stored request's, else its record's) and its team's others."""
+        kind, _count, _limit = requested_resources(self.request_of(str(record.get("jobArn") or "")))
+        requested = kind or record.get("instanceType")
+        if requested is None:
+            return None
+        running = [
+            {**r, "instanceType": self.held_runs[name].instance_type}
+            for name, r in self.running_records.items()
+        ]
+        return instance_types_for(self.config, share_of(record), requested, running)
 
     def heads(self, count: int) -> list[Head]:
         """The first ``count`` waiting jobs: Batch's order for those GetJobQueueSnapshot lists, the twin's
@@ -151,6 +198,12 @@ def load_twin(
     # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
     snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
     live = in_batchs_order(live_twin.live, snapshot, live_twin.records)
+
+    def request_of(job_arn: str) -> Mapping[str, Any] | None:
+        # Read only for the jobs an explanation asks about (the waiting job and those running).
+        payload = root.store.load_payload(job_arn) if job_arn else None
+        return payload.request if payload else None
+
     return Twin(
         job_queue,
         now,
@@ -160,6 +213,7 @@ def load_twin(
         live,
         live_twin.history,
         config,
+        request_of,
     )
 
 

@@ -8,12 +8,16 @@ forecast.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from . import fairshare
+from .config import SchedulingMode, SharesConfig
 from .errors import InvalidInputError
+from .lifecycle import gpus_per_instance
 from .start_forecast import (
     Arrival,
     FinishedRun,
@@ -184,6 +188,151 @@ class WaitExplanation:
     sooner: tuple[Finding, ...]
 
 
+@dataclass(frozen=True)
+class HeldRun:
+    """What the explanation knows of one running job beyond the forecast's view of it."""
+
+    #: Its instance type (None when its record has not seen one).
+    instance_type: str | None = None
+    #: When its time limit ends its attempt (epoch s, ``time_limit_ends_at``); None when not known.
+    limit_ends_at: float | None = None
+
+
+@dataclass(frozen=True)
+class TypeRoom:
+    """One GPU instance type of the queue as a waiting job's team sees it now."""
+
+    instance_type: str
+    gpus_per_instance: int
+    #: Instances of this type no running job holds (the config's capacity less what runs on it).
+    free: int
+    #: Instances of this type the job's share may still take (None: no bound but the type's capacity).
+    share_room: int | None = None
+
+
+@dataclass(frozen=True)
+class InstanceTypes:
+    """The waiting job's instance type, and the GPU types its team may run on with their room now."""
+
+    requested: str
+    gpus_per_instance: int
+    #: The team's max_instance_count (None: bounded by capacity only).
+    max_instances: int | None
+    #: Every GPU type of the queue the team may use, the requested one included.
+    rooms: tuple[TypeRoom, ...]
+
+    def room(self, instance_type: str) -> TypeRoom | None:
+        return next((r for r in self.rooms if r.instance_type == instance_type), None)
+
+
+def requested_resources(request: Mapping[str, Any] | None) -> tuple[str | None, int | None, float | None]:
+    """(instance type, instance count, time limit in s) a SubmitServiceJob request asks for.
+
+    The time limit is Batch's ``timeoutConfig.attemptDurationSeconds``: Batch terminates a service job
+    attempt that runs past it
+    (https://docs.aws.amazon.com/batch/latest/APIReference/API_ServiceJobTimeout.html). Without one, Batch
+    defers to SageMaker's own ``StoppingCondition``: ``MaxWaitTimeInSeconds`` for a managed spot job
+    (waiting for spot capacity plus running), else ``MaxRuntimeInSeconds``
+    (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html). The
+    SageMaker fields are read from ``serviceRequestPayload`` (CreateTrainingJob's request as JSON).
+    """
+    if not request:
+        return None, None, None
+    raw = request.get("serviceRequestPayload")
+    try:
+        payload = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    except ValueError:
+        payload = {}
+    payload = payload if isinstance(payload, Mapping) else {}
+    resources = payload.get("ResourceConfig") or {}
+    instance_type = resources.get("InstanceType")
+    count = resources.get("InstanceCount")
+    stopping = payload.get("StoppingCondition") or {}
+    sagemaker = (
+        stopping.get("MaxWaitTimeInSeconds")
+        if payload.get("EnableManagedSpotTraining")
+        else stopping.get("MaxRuntimeInSeconds")
+    )
+    batch = (request.get("timeoutConfig") or {}).get("attemptDurationSeconds")
+    limit = batch if batch is not None else sagemaker
+    return (
+        str(instance_type) if instance_type else None,
+        int(count) if count else None,
+        float(limit) if limit else None,
+    )
+
+
+def time_limit_ends_at(record: Mapping[str, Any], limit_seconds: float | None) -> float | None:
+    """When a running job's time limit ends its current attempt (epoch s), or None when not known.
+
+    The limit counts from the attempt's ``startedAt`` (Batch: "measured from the job attempt's
+    startedAt timestamp", https://docs.aws.amazon.com/batch/latest/APIReference/API_JobTimeout.html).
+    Only a ``startedAt`` of the attempt holding capacity now counts: a job still SCHEDULED has not
+    started its clock, so its limit bounds nothing yet. SageMaker's stop and upload after the limit
+    take a little longer, which no document bounds; they are not added.
+    """
+    holds = holds_of(record)
+    started = record.get("startedAt")
+    if limit_seconds is None or not holds or holds[-1][1] is not None or started is None:
+        return None
+    started_s = started / 1000.0
+    return started_s + limit_seconds if started_s >= holds[-1][0] else None
+
+
+def instance_types_for(
+    config: SharesConfig,
+    share: str,
+    requested: str,
+    running: Iterable[Mapping[str, Any]],
+) -> InstanceTypes | None:
+    """The GPU instance types a waiting job of ``share`` could run on, with their room now.
+
+    A job spec names one instance type (SageMaker's ResourceConfig.InstanceType), so another type
+    means the same job submitted again on it. A type is offered when the team may use it as admission
+    allows (``allowed_instance_types``; empty allows every type) and it is entitled to it or may
+    borrow it: on a fair-share queue any share runs on capacity no one holds; on a quota-share queue
+    the team's entitlement of the type is its share's limit, on top of which only LEND_AND_BORROW
+    borrows (``borrow_limit`` percent of it; -1 unbounded). ``running`` are the records of the jobs
+    holding capacity now (their ``instanceType`` and ``instanceCount``). None when the requested type
+    is not a GPU type of the config.
+    """
+    key = config.share_key(share)
+    team = config.teams.get(key.team) if key else None
+    if team is None or requested not in config.instance_types:
+        return None
+    held: dict[str, int] = {}
+    held_by_share: dict[str, int] = {}
+    for record in running:
+        kind = record.get("instanceType")
+        if kind is None:
+            continue
+        held[kind] = held.get(kind, 0) + instances_of(record)
+        if share_of(record) == share:
+            held_by_share[kind] = held_by_share.get(kind, 0) + instances_of(record)
+    quota = config.mode is SchedulingMode.QUOTA
+    rooms: list[TypeRoom] = []
+    for kind, limits in sorted(config.instance_types.items()):
+        gpus = gpus_per_instance(kind)
+        if team.allowed_instance_types and kind not in team.allowed_instance_types:
+            continue
+        own_limit = team.entitlement.get(kind, 0)
+        share_room: int | None = None
+        if quota and own_limit == 0:
+            # As admission refuses it: a quota share with no capacity of a GPU type never runs a job on it.
+            continue
+        if quota:
+            borrows = team.quota.strategy == "LEND_AND_BORROW"
+            if borrows and team.quota.borrow_limit == -1:
+                share_room = None
+            else:
+                extra = own_limit * team.quota.borrow_limit // 100 if borrows else 0
+                share_room = max(0, own_limit + extra - held_by_share.get(kind, 0))
+            if share_room == 0 and kind != requested:
+                continue
+        rooms.append(TypeRoom(kind, gpus, max(0, limits.capacity - held.get(kind, 0)), share_room))
+    return InstanceTypes(requested, gpus_per_instance(requested), team.max_instance_count, tuple(rooms))
+
+
 def _standing(queue: LiveQueue, share: ShareState, rate: float) -> float:
     window = fairshare.decay_window(queue.decay_seconds)
     return fairshare.standing(share.usage, rate, window)
@@ -196,12 +345,17 @@ def explain_wait(
     tier_of: Mapping[str, str] | None = None,
     tier_priorities: Mapping[str, int] | None = None,
     reclaim_due_at: float | None = None,
+    held_runs: Mapping[str, HeldRun] | None = None,
+    instance_types: InstanceTypes | None = None,
 ) -> WaitExplanation:
     """Why ``job_name`` (queued in ``queue``) has not started, from the queue's state now.
 
     ``tier_of`` names each share's tier (capacity held is grouped by share and tier);
     ``tier_priorities`` the schedulingPriority of each tier (a raise the job could ask for);
-    ``reclaim_due_at`` when its tier may reclaim capacity (None: it never does).
+    ``reclaim_due_at`` when its tier may reclaim capacity (None: it never does);
+    ``held_runs`` each running job's instance type and time limit, by its name in ``queue``
+    (a time limit pending, ``time_limit``); ``instance_types`` the job's type and the others its team
+    may use (another type with room now, ``other_instance_type``).
     """
     job = next((j for j in queue.queued if j.name == job_name), None)
     if job is None:
@@ -211,6 +365,9 @@ def explain_wait(
     for r in queue.running:
         held[r.share] = held.get(r.share, 0) + r.instances
     free = queue.capacity - sum(held.values())
+    own_room = instance_types.room(instance_types.requested) if instance_types else None
+    # On a queue of several GPU types the job fits only on its own type's free instances.
+    free_for_job = min(free, own_room.free) if own_room else free
     shares = {s.name: s for s in queue.shares}
     reasons: list[Finding] = []
     sooner: list[Finding] = []
@@ -279,7 +436,7 @@ def explain_wait(
             )
         )
 
-    if free < job.instances:
+    if free_for_job < job.instances:
         by_holder: dict[str, int] = {}
         for r in queue.running:
             label = f"{r.share}/{tiers[r.share]}" if r.share in tiers else r.share
@@ -288,11 +445,17 @@ def explain_wait(
         reasons.append(
             Finding(
                 "capacity_held",
-                f"it needs {job.instances} instances and {max(free, 0)} are free; held by {top}",
+                f"it needs {job.instances} instances and {max(free_for_job, 0)} are free; held by {top}",
             )
         )
-        if 0 < free:
-            sooner.append(Finding("fewer_instances", f"with {free} instance(s) it would fit now"))
+        if 0 < free_for_job:
+            sooner.append(Finding("fewer_instances", f"with {free_for_job} instance(s) it would fit now"))
+        if job.instances <= queue.capacity:
+            limit = _time_limit_pending(queue, job, free_for_job, held_runs or {}, instance_types)
+            if limit is not None:
+                reasons.append(limit)
+        if instance_types is not None:
+            sooner.extend(_other_instance_types(job, instance_types))
 
     if queue.head_of_line_blocking:
         blocker = _head_of_line(queue, shares, held, free)
@@ -333,6 +496,76 @@ def explain_wait(
             Finding("next", "nothing holds it back now: it should start at the queue's next scheduling pass")
         )
     return WaitExplanation(job.name, job.share, job.instances, free, tuple(reasons), tuple(sooner))
+
+
+def _time_limit_pending(
+    queue: LiveQueue,
+    job: QueuedJob,
+    free: int,
+    held_runs: Mapping[str, HeldRun],
+    instance_types: InstanceTypes | None,
+) -> Finding | None:
+    """The latest time enough capacity frees for ``job``: running jobs' time limits, soonest first.
+
+    Only jobs on the job's own instance type (when it is known) and with a known time limit count;
+    the time is when the last of those the job needs reaches its limit, so capacity frees by then
+    whatever else ends sooner. Which waiting job takes the freed capacity first is the queue's order,
+    which the other findings and the forecast say.
+    """
+    need = job.instances - max(free, 0)
+    ends: list[tuple[float, str, int]] = []
+    for run in queue.running:
+        facts = held_runs.get(run.name)
+        if facts is None or facts.limit_ends_at is None:
+            continue
+        if instance_types is not None and facts.instance_type != instance_types.requested:
+            continue
+        ends.append((facts.limit_ends_at, run.name, run.instances))
+    freed = 0
+    for n, (at, name, instances) in enumerate(sorted(ends)):
+        freed += instances
+        if freed >= need:
+            before = f"; {n} job(s) before it reach theirs sooner" if n else ""
+            in_seconds = max(0.0, at - queue.now)
+            return Finding(
+                "time_limit",
+                f"capacity frees by {_iso(at)} at the latest (in {in_seconds:.0f} s): {name} reaches its "
+                f"time limit{before}",
+            )
+    return None
+
+
+def _other_instance_types(job: QueuedJob, instance_types: InstanceTypes) -> list[Finding]:
+    """The same job on another GPU type its team may use, with the GPUs it asks for, that fits now.
+
+    The instance count keeps the job's GPUs exactly (a training job's world size is its GPU count),
+    so a type whose GPUs per instance do not divide them is not offered; nor one past the team's
+    max_instance_count, its share's room on that type, or the type's free instances.
+    """
+    gpus = job.instances * instance_types.gpus_per_instance
+    found: list[Finding] = []
+    for room in instance_types.rooms:
+        if room.instance_type == instance_types.requested or gpus <= 0 or room.gpus_per_instance <= 0:
+            continue
+        if gpus % room.gpus_per_instance:
+            continue
+        count = gpus // room.gpus_per_instance
+        if instance_types.max_instances is not None and count > instance_types.max_instances:
+            continue
+        if count > room.free or (room.share_room is not None and count > room.share_room):
+            continue
+        found.append(
+            Finding(
+                "other_instance_type",
+                f"the same job on {room.instance_type} would fit now: {count} instance(s), {gpus} GPUs "
+                f"as asked; {room.free} of that type are free",
+            )
+        )
+    return found
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def _has_queued(queue: LiveQueue, share: str) -> bool:
