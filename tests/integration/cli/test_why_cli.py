@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from gpusim import BatchApi, BatchModel
 from gpusim.model import NUM_INSTANCES
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
+from shareplane.domain.config import SharesConfig
 from shareplane.domain.start_forecast import QueueKind
 from shareplane.domain.wait_explain import QueuePolicy, live_from_records
 from shareplane.service.live_twin import queue_policy
@@ -168,3 +173,55 @@ def test_queue_policy_and_capacity_come_from_batch() -> None:
     assert policy.kind is QueueKind.FAIRSHARE
     assert policy.weights == {"ProdExp1": 0.5}
     assert (policy.decay_seconds, policy.compute_reservation) == (1800.0, 10)
+
+
+def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room() -> None:
+    """The running jobs' stored requests carry their time limits; the waiting job's its instance type."""
+    raw = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+    p4d, p5 = "ml.p4d.24xlarge", "ml.p5.48xlarge"
+    raw["instance_types"] = {p4d: {"capacity": 4}, p5: {"capacity": 2}}
+    raw["teams"]["ProdExp1"] |= {"entitlement": {p4d: 2, p5: 1}, "allowed_instance_types": [p4d, p5]}
+    raw["teams"]["ProdExp2"] |= {"entitlement": {p4d: 2}, "allowed_instance_types": [p4d, p5]}
+    config = SharesConfig.model_validate(raw)
+    records = [
+        record("r1", "ProdExp1", "RUNNING", 3, NOW - 5000, held=NOW - 4000)
+        | {"startedAt": int((NOW - 3900) * 1000)},
+        record("r2", "ProdExp2", "RUNNING", 1, NOW - 3000, held=NOW - 2500)
+        | {"startedAt": int((NOW - 2400) * 1000)},
+        record("w1", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
+    ]
+
+    def stored(instance_type: str, count: int, timeout: int) -> dict[str, Any]:
+        payload = {"ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count}}
+        return {
+            "serviceRequestPayload": json.dumps(payload),
+            "timeoutConfig": {"attemptDurationSeconds": timeout},
+        }
+
+    # r1 started 3900 s ago with a 5100 s limit (ends in 1200 s); r2 2400 s ago with 2700 s (in 300 s).
+    requests = {
+        ARN + "r1": stored(p4d, 3, 5100),
+        ARN + "r2": stored(p4d, 1, 2700),
+        ARN + "w1": stored(p4d, 2, 600),
+    }
+    policy = QueuePolicy(
+        QueueKind.FAIRSHARE, 6, weights={"ProdExp1": 1.0, "ProdExp2": 1.0}, decay_seconds=3600
+    )
+    live, history = live_from_records(records, policy, NOW)
+    twin = Twin(QUEUE, NOW, records, {}, policy, live, history, config, requests.get)
+
+    report = json.loads(json.dumps(why_report(twin, records[2], samples=20)))
+
+    held = {f["code"]: f["text"] for f in report["heldBackBy"]}
+    assert (
+        "capacity frees by 1970-01-12T14:06:40+00:00 at the latest (in 1200 s): r1 reaches its time limit"
+        in (held["time_limit"])
+    )
+    sooner = {f["code"]: f["text"] for f in report["startSooner"]}
+    assert sooner["other_instance_type"] == (
+        f"the same job on {p5} would fit now: 2 instance(s), 16 GPUs as asked; 2 of that type are free"
+    )
+    # Without the stored requests nothing is claimed: no time limit, no instance type to move from.
+    bare = why_report(replace(twin, request_of=lambda _arn: None), records[2], samples=20)
+    assert "time_limit" not in [f["code"] for f in bare["heldBackBy"]]
+    assert "other_instance_type" not in [f["code"] for f in bare["startSooner"]]
