@@ -16,7 +16,7 @@ from rich.console import Console
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.jobspec import MAX_SPEC_BYTES, parse_local_spec
 from shareplane.domain.start_forecast import QueuedJob
-from shareplane.domain.wait_explain import explain_wait
+from shareplane.domain.wait_explain import explain_wait, requested_resources
 
 from .aws import Target
 from .errors import CliError, ExitCode
@@ -53,6 +53,7 @@ def dry_run_spec(
         return report
     twin = twin or load_twin(target, config)
     gpu_jobs = []
+    requests: dict[str, Mapping[str, Any]] = {}
     for job in checked.jobs:
         request = job.request or {}
         name = DRY_RUN_PREFIX + (job.name or f"job {job.index}")
@@ -68,6 +69,7 @@ def dry_run_spec(
                 }
             )
             continue
+        requests[name] = request
         gpu_jobs.append(
             (
                 job.name,
@@ -85,7 +87,16 @@ def dry_run_spec(
         forecasts = twin.forecast({q.name for _, q in gpu_jobs}, live=live, samples=samples)
         tiers, priorities = twin.tier_of_share(), twin.tier_priorities()
         for original, queued in gpu_jobs:
-            explanation = explain_wait(live, queued.name, tier_of=tiers, tier_priorities=priorities)
+            # The job's own type: what `why` moves a waiting job from (the same job on another type).
+            requested = requested_resources(requests[queued.name])[0]
+            explanation = explain_wait(
+                live,
+                queued.name,
+                tier_of=tiers,
+                tier_priorities=priorities,
+                held_runs=twin.held_runs,
+                instance_types=twin.instance_types_of(queued.share, requested),
+            )
             report["jobs"].append(
                 {
                     "job": original,

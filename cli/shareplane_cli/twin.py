@@ -131,14 +131,17 @@ class Twin:
     def instance_types(self, record: Mapping[str, Any]) -> InstanceTypes | None:
         """The waiting job's instance type (its stored request's, else its record's) and its team's others."""
         kind, _count, _limit = requested_resources(self.request_of(str(record.get("jobArn") or "")))
-        requested = kind or record.get("instanceType")
+        return self.instance_types_of(share_of(record), kind or record.get("instanceType"))
+
+    def instance_types_of(self, share: str, requested: str | None) -> InstanceTypes | None:
+        """A job of ``share`` on ``requested``: the GPU types its team may use, with their room now."""
         if requested is None:
             return None
         running = [
             {**r, "instanceType": self.held_runs[name].instance_type}
             for name, r in self.running_records.items()
         ]
-        return instance_types_for(self.config, share_of(record), requested, running)
+        return instance_types_for(self.config, share, requested, running)
 
     def heads(self, count: int) -> list[Head]:
         """The first ``count`` waiting jobs: Batch's order for those GetJobQueueSnapshot lists, the twin's
