@@ -12,13 +12,27 @@ from moto import mock_aws
 from shareplane import bootstrap
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
+from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
 
 from tests.aws import create_jobs_table, topic_with_inbox
 from tests.conftest import load_event, load_handler
 from tests.fakes.failure_world import World
+from tests.fakes.shares_batch import FakeSharesBatch
 from tests.sqs import sqs_batch
 
 TABLE = "shareplane-jobs"
+
+
+def forecast_for(ports: Any, recent: Any) -> ForecastPorts:
+    """The watch's prediction step on the same job store, over a fake FIFO queue of four instances."""
+    return ForecastPorts(
+        store=ports.store,
+        recent=recent,
+        batch=FakeSharesBatch(capacity=4),
+        config=ports.config,
+        queue=ports.config.gpu_queue_name(),
+        limits=ForecastLimits(samples=20),
+    )
 
 
 @pytest.fixture
@@ -34,7 +48,8 @@ def world(aws_credentials: None) -> Any:
             fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
         )
         # Nothing from the environment: both handlers reach only these ports.
-        with bootstrap.installed(bootstrap.Root({}, failure_ports=ports)):
+        root = bootstrap.Root({}, failure_ports=ports, forecast_ports=forecast_for(ports, fakes.store))
+        with bootstrap.installed(root):
             yield fakes, ports, sqs, audit
 
 
@@ -119,7 +134,8 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     fakes.clock.now = detail["createdAt"] / 1000 - 3 * 3600
     ticked = replace(ports, store=store, clock=fakes.clock)
     handler = load_handler("watch_jobs")
-    with bootstrap.installed(bootstrap.Root({}, failure_ports=ticked)):
+    root = bootstrap.Root({}, failure_ports=ticked, forecast_ports=forecast_for(ticked, fakes.store))
+    with bootstrap.installed(root):
         # WHEN the schedule rule's tick for 06:10:00 arrives (and is delivered twice)
         tick = load_event("scheduled_event_watch_jobs")
         response = handler.lambda_handler(sqs_batch([tick, tick, {**tick, "time": "soon"}]), lambda_context)
