@@ -295,8 +295,7 @@ def checkpoint_uri(ports: DetectIdlePorts, job_id: str) -> str | None:
     described = ports.batch.describe(job_id)
     if described is None:
         return None
-    uri = (described.payload_object().get("CheckpointConfig") or {}).get("S3Uri")
-    return str(uri) if uri else None
+    return described.checkpoint_uri
 
 
 # ------------------------------------------------------------------------------------------------
