@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.fakes.lambda_context import FakeLambdaContext
 
 REPO = Path(__file__).resolve().parents[1]
 EVENTS = REPO / "events"
@@ -43,19 +44,6 @@ def load_handler(function: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-@dataclass
-class FakeLambdaContext:
-    """The attributes Powertools reads from a Lambda context."""
-
-    function_name: str = "shareplane-test"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:shareplane-test"
-    aws_request_id: str = "00000000-0000-4000-8000-000000000000"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
 
 
 @pytest.fixture

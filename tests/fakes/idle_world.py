@@ -90,7 +90,11 @@ class FakeGpuMetrics:
 
     def gpu_samples(self, dimensions: Sequence[str], start: float, end: float) -> dict[str, list[GpuSample]]:
         self.reads.append((tuple(dimensions), start, end))
-        return {d: [s for s in self.by_dimension.get(d, []) if start <= s.at <= end] for d in dimensions}
+        # In time order, as GetMetricData answers with ScanBy=TimestampAscending.
+        return {
+            d: sorted((s for s in self.by_dimension.get(d, []) if start <= s.at <= end), key=lambda s: s.at)
+            for d in dimensions
+        }
 
 
 def idle_config(**idle: Any) -> SharesConfig:

@@ -6,6 +6,8 @@ import pytest
 from gpusim import Engine, RealtimeEngine
 from gpusim.engine import LATE, URGENT
 
+from tests.fakes.clock import Clock
+
 
 def test_events_run_in_time_then_priority_then_fifo_order() -> None:
     engine, log = Engine(), []
@@ -36,22 +38,14 @@ def test_events_scheduled_in_the_past_run_now() -> None:
     assert log == [10]
 
 
-class FakeWall:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_realtime_engine_maps_wall_seconds_to_scaled_virtual_time() -> None:
-    wall = FakeWall()
+    wall = Clock(1000.0)
     engine, log = RealtimeEngine(speed=60, wall_clock=wall), []
     engine.schedule(120, log.append, "two-virtual-minutes")
     assert engine.wall_seconds_to_next() == pytest.approx(2.0)
-    wall.t += 1
+    wall.now += 1
     assert engine.advance_to_now() == pytest.approx(60) and log == []
-    wall.t += 1.5
+    wall.now += 1.5
     engine.advance_to_now()
     assert log == ["two-virtual-minutes"] and engine.now == pytest.approx(150)
 
@@ -60,7 +54,7 @@ def test_realtime_engine_drives_the_same_model() -> None:
     from gpusim import BatchApi, BatchModel
     from gpusim.model import ModelOptions
 
-    wall = FakeWall()
+    wall = Clock(1000.0)
     model = BatchModel(RealtimeEngine(speed=3600, wall_clock=wall), ModelOptions())
     api = BatchApi(model)
     api.create_service_environment(
@@ -93,7 +87,7 @@ def test_realtime_engine_drives_the_same_model() -> None:
     with model.engine.lock:
         model.engine.advance_to_now()
     assert api.describe_service_job(jobId=job["jobId"])["status"] == "SCHEDULED"
-    wall.t += 1  # one wall second = one virtual hour
+    wall.now += 1  # one wall second = one virtual hour
     assert model.sync() == pytest.approx(3600)
     assert api.describe_service_job(jobId=job["jobId"])["status"] == "SUCCEEDED"
 

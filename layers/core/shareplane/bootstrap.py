@@ -33,6 +33,7 @@ from .service.permission_denied import PermissionAlerts, guard
 
 if TYPE_CHECKING:
     from mypy_boto3_batch import BatchClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sagemaker import SageMakerClient
@@ -182,9 +183,10 @@ class Root:
         )
 
     @cached_property
-    def cloudwatch(self) -> Any:
-        # No CloudWatch stubs are installed: the one adapter that uses it types its call as a Protocol.
-        return self.client("cloudwatch")
+    def cloudwatch(self) -> CloudWatchClient:
+        return self.session.client(
+            "cloudwatch", endpoint_url=self.endpoint_for("cloudwatch"), config=_BOTO_CONFIG
+        )
 
     @cached_property
     def sns(self) -> SNSClient:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from shareplane.domain.arns import arn_tail, job_id_of, queue_name, resource_name
+from shareplane.domain.arns import account_of, arn_tail, job_id_of, queue_name, resource_name
 
 
 @pytest.mark.parametrize(
@@ -28,3 +28,8 @@ def test_a_job_id_and_a_queue_name_are_the_tail_and_a_bare_one_is_kept() -> None
     assert queue_name(None) == queue_name("") == "unknown"
     # an IAM user's name is its ARN's tail, a path included before it
     assert arn_tail("arn:aws:iam::111122223333:user/eng/mallory") == "mallory"
+
+
+def test_an_account_is_the_fifth_field_of_an_arn() -> None:
+    assert account_of("arn:aws:iam::111122223333:role/ml-eng") == "111122223333"
+    assert account_of("arn:aws:sts::444455556666:assumed-role/ml-eng/alice") == "444455556666"

@@ -9,11 +9,15 @@ which moto answers the same way CloudWatch does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..domain.idle import GPU_MEMORY_METRIC, GPU_METRIC, METRICS_NAMESPACE, GpuSample
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef
 
 #: GetMetricData's limit on MetricDataQueries per call.
 MAX_QUERIES_PER_CALL = 500
@@ -22,15 +26,9 @@ PERIOD_SECONDS = 60
 _METRICS = (GPU_METRIC, GPU_MEMORY_METRIC)
 
 
-class GetMetricDataClient(Protocol):
-    """The one CloudWatch call this adapter makes (a boto3 ``cloudwatch`` client has it)."""
-
-    def get_metric_data(self, **kwargs: Any) -> Mapping[str, Any]: ...
-
-
-def metric_queries(dimensions: Sequence[str]) -> list[dict[str, Any]]:
+def metric_queries(dimensions: Sequence[str]) -> list[MetricDataQueryTypeDef]:
     """The MetricDataQueries reading both GPU metrics of each host dimension (ids ``g<n>``, ``m<n>``)."""
-    queries = []
+    queries: list[MetricDataQueryTypeDef] = []
     for n, dimension in enumerate(dimensions):
         for metric, prefix in zip(_METRICS, ("g", "m"), strict=True):
             queries.append(
@@ -54,7 +52,7 @@ def metric_queries(dimensions: Sequence[str]) -> list[dict[str, Any]]:
 class CloudWatchGpuMetrics:
     """GpuMetricsReader on an injected CloudWatch client; counts the metrics it requested (the bill)."""
 
-    def __init__(self, client: GetMetricDataClient) -> None:
+    def __init__(self, client: CloudWatchClient) -> None:
         self._client = client
         #: Metrics requested so far (GetMetricData is billed per metric requested) and calls made.
         self.metrics_requested = 0

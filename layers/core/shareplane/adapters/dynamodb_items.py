@@ -89,6 +89,13 @@ def versioned_put(table: str, item: Mapping[str, Any], previous_version: int | N
     return put
 
 
+def get_item(client: DynamoDBClient, table: str, pk: str, sk: str) -> dict[str, Any] | None:
+    """One item by its key, read consistently, as plain Python; None when there is none."""
+    response = client.get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True)
+    item = response.get("Item")
+    return unmarshal(item) if item else None
+
+
 def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any]) -> bool:
     """Put an item only if its key is new; False when it exists (what makes a repeat a no-op)."""
     try:

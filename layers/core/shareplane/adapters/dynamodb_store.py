@@ -47,6 +47,7 @@ from ..domain.training import (
     TrainingTransition,
 )
 from .dynamodb_items import (
+    get_item,
     marshal,
     put_new,
     put_new_action,
@@ -456,11 +457,7 @@ class DynamoJobStore:
         return transact_new_and_versioned(self._client, actions, "state changed since it was read")
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        response = self._client.get_item(
-            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
-        )
-        item = response.get("Item")
-        return unmarshal(item) if item else None
+        return get_item(self._client, self._table, pk, sk)
 
     def _query_prefix(self, pk: str, prefix: str) -> list[dict[str, Any]]:
         return self._paginate(

@@ -25,6 +25,7 @@ from ..domain.lifecycle import HistoryEntry
 from ..domain.sent_alert import SentAlert
 from .dynamodb_items import (
     advance_tick_watermark,
+    get_item,
     index_items_since,
     marshal,
     put_new,
@@ -259,11 +260,7 @@ class DynamoFailureLedger:
         advance_tick_watermark(self._client, self._table, runner, tick)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        response = self._client.get_item(
-            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
-        )
-        item = response.get("Item")
-        return unmarshal(item) if item else None
+        return get_item(self._client, self._table, pk, sk)
 
 
 def _sent_alert(item: Mapping[str, Any]) -> SentAlert:

@@ -24,6 +24,7 @@ from ..domain.lifecycle import HistoryEntry
 from ..domain.reclaim_record import ReclaimRecord
 from .dynamodb_items import (
     advance_tick_watermark,
+    get_item,
     index_items_since,
     marshal,
     put_new,
@@ -88,11 +89,7 @@ class DynamoReclaimLedger:
         advance_tick_watermark(self._client, self._table, runner, tick)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        response = self._client.get_item(
-            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
-        )
-        item = response.get("Item")
-        return unmarshal(item) if item else None
+        return get_item(self._client, self._table, pk, sk)
 
     # -- reads ----------------------------------------------------------------------------
     def victims_for(self, beneficiary_id: str) -> int:

@@ -20,6 +20,11 @@ def resource_name(arn: str) -> str:
     return arn_tail(arn.rstrip("/")).rsplit(":", 1)[-1]
 
 
+def account_of(arn: str) -> str:
+    """The 12-digit account of an ARN (``arn:aws:iam::<account>:role/...``): its fifth ``:`` field."""
+    return arn.split(":")[4]
+
+
 def job_id_of(job_arn: str) -> str:
     """A Batch job's id from its ARN (``.../service-job/<id>``); an id is returned as it is."""
     return arn_tail(job_arn)

@@ -91,6 +91,20 @@ class DescribedJob:
         return parsed if isinstance(parsed, dict) else {}
 
     @property
+    def payload_instance_type(self) -> str | None:
+        """The payload's ``ResourceConfig.InstanceType``; None when it names none."""
+        resources = self.payload_object().get("ResourceConfig")
+        value = resources.get("InstanceType") if isinstance(resources, dict) else None
+        return str(value) if value else None
+
+    @property
+    def checkpoint_uri(self) -> str | None:
+        """The payload's ``CheckpointConfig.S3Uri``, where the training job keeps checkpoints; None: none."""
+        config = self.payload_object().get("CheckpointConfig")
+        uri = config.get("S3Uri") if isinstance(config, dict) else None
+        return str(uri) if uri else None
+
+    @property
     def latest_time_ms(self) -> int | None:
         """The latest epoch-millisecond time the description holds (its own, its attempts'); None if none."""
         times = [self.created_at, self.scheduled_at, self.started_at, self.stopped_at]

@@ -21,15 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .arns import account_of
 from .config import TeamConfig
 
 if TYPE_CHECKING:
     from .jobspec import Problem
-
-
-def account_of(principal_arn: str) -> str:
-    """The 12-digit account of an IAM ARN (``arn:aws:iam::<account>:role/...``)."""
-    return principal_arn.split(":")[4]
 
 
 def drop_refusal(

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, logs_link, simple_alert
-from ..domain.arns import queue_name
+from ..domain.arns import arn_tail, job_id_of, queue_name
 from ..domain.config import SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -216,7 +216,7 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
         )
         if gpus_per_instance(instance_type) <= 0 or not instance_type:
             continue
-        name = (training.training_job_name if training else None) or training_arn.rsplit("/", 1)[-1]
+        name = (training.training_job_name if training else None) or arn_tail(training_arn)
         count = (training.instance_count if training else None) or state.instance_count or 1
         team = team_of(config, state.share_identifier)
         tier = config.job_tier(state.share_identifier, state.scheduling_priority) or Tier.LOWPRI
@@ -228,7 +228,7 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
         jobs.append(
             _Job(
                 state=state,
-                job_id=state.job_id or state.job_arn.rsplit("/", 1)[-1],
+                job_id=state.job_id or job_id_of(state.job_arn),
                 team=team,
                 tier=tier,
                 instance_type=instance_type,
@@ -295,8 +295,7 @@ def checkpoint_uri(ports: DetectIdlePorts, job_id: str) -> str | None:
     described = ports.batch.describe(job_id)
     if described is None:
         return None
-    uri = (described.payload_object().get("CheckpointConfig") or {}).get("S3Uri")
-    return str(uri) if uri else None
+    return described.checkpoint_uri
 
 
 # ------------------------------------------------------------------------------------------------

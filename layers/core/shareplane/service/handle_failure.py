@@ -191,7 +191,7 @@ def handle_failed_job(
         share=scope,
         tier=tier,
         now=now,
-        instance_type=_payload_instance_type(described),
+        instance_type=described.payload_instance_type,
         budget_used=chain.failures,
         preemption_count=preemptions,
         preemption_retries_before_termination=described.preemption_retries_before_termination,
@@ -578,11 +578,6 @@ def _training_facts(described: DescribedJob, ports: FailurePorts) -> TrainingJob
         )
     found = ports.training.describe(name) or TrainingJobFacts()
     return replace(found, name=found.name or name)
-
-
-def _payload_instance_type(described: DescribedJob) -> str | None:
-    resources = described.payload_object().get("ResourceConfig")
-    return resources.get("InstanceType") if isinstance(resources, dict) else None
 
 
 def _history(described: DescribedJob, decision: FailureDecision, key: str, now: float) -> HistoryEntry:

@@ -360,7 +360,7 @@ def running_job(
     team = job_team(config, share)
     tier = job_tier(config, share, job.scheduling_priority)
     instance_type, count = _resources(job)
-    uri = (job.payload_object().get("CheckpointConfig") or {}).get("S3Uri")
+    uri = job.checkpoint_uri
     # A job of a share the config does not name holds capacity but is never stopped: reclaim cannot
     # tell whose it is, so it is treated as a job that cannot resume.
     resumable = bool(uri) and team is not None
