@@ -87,6 +87,72 @@ class ReclaimConfig(_Strict):
     allow_no_checkpoint_victims: bool = False
 
 
+class IdleAction(StrEnum):
+    """What the idle detector does to a job whose GPUs stay below the threshold for the window."""
+
+    #: An SNS alert (kind=idle) to the team, once per idle period; the job keeps running.
+    ALERT = "alert"
+    #: A warning alert first; still idle ``warning_grace_seconds`` later, the job is stopped.
+    STOP_AFTER_WARNING = "stop_after_warning"
+
+
+class HungAction(StrEnum):
+    """What the idle detector does to a hung job: GPUs busy but no new checkpoint for N intervals."""
+
+    #: An SNS alert (kind=hung), once per hung period; the job keeps running.
+    ALERT = "alert"
+    #: Stopped and requeued from its last checkpoint through the reclaim path (counted apart).
+    STOP_AND_REQUEUE = "stop_and_requeue"
+
+
+class IdleOverride(_Strict):
+    """Per tier or per team settings of the idle detector; an unset field keeps the broader one."""
+
+    threshold_percent_per_gpu: Annotated[float, Field(ge=0, le=100)] | None = None
+    window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
+    grace_seconds: Annotated[int, Field(ge=0, le=7 * 86400)] | None = None
+    action: IdleAction | None = None
+    warning_grace_seconds: Annotated[int, Field(ge=0, le=86400)] | None = None
+    hung_checkpoint_intervals: Annotated[int, Field(ge=1, le=100)] | None = None
+    hung_checkpoint_interval_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
+    hung_action: HungAction | None = None
+
+
+class IdleTeamOverride(IdleOverride):
+    """One team's idle settings, and per tier of that team (team-and-tier beats team beats tier)."""
+
+    tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
+
+
+class IdleConfig(_Strict):
+    """The idle-GPU detector (domain/idle.py): defaults, then per tier, team and team-tier overrides.
+
+    The defaults need no YAML text: the shares config reaches each Lambda in an environment variable
+    (4 KB for all of them together), so a config only spells what differs.
+    """
+
+    #: The kill switch: off, the detector reads nothing and decides nothing.
+    enabled: bool = True
+    #: A GPU below this percent (GPUUtilization per GPU of its host) is idle.
+    threshold_percent_per_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
+    #: How long every GPU of the job must stay below the threshold before it is flagged.
+    window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
+    #: After the job starts, samples are ignored this long (image pull, data loading).
+    grace_seconds: Annotated[int, Field(ge=0, le=7 * 86400)] = 900
+    action: IdleAction = IdleAction.ALERT
+    #: stop_after_warning: how long after the warning the job may still wake up before it is stopped.
+    warning_grace_seconds: Annotated[int, Field(ge=0, le=86400)] = 900
+    #: Hung: a job with a CheckpointConfig, GPUs busy, and no new checkpoint object for this many
+    #: intervals of ``hung_checkpoint_interval_seconds``.
+    hung_checkpoint_intervals: Annotated[int, Field(ge=1, le=100)] = 3
+    hung_checkpoint_interval_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
+    hung_action: HungAction = HungAction.ALERT
+    #: A host whose newest sample is older than this has no evidence now: nothing is decided on it.
+    max_sample_age_seconds: Annotated[int, Field(ge=60, le=86400)] = 900
+    tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
+    teams: Mapping[str, IdleTeamOverride] = Field(default_factory=dict)
+
+
 def resume_priority(tiers: Mapping[Tier, TierConfig], scheduling_priority: int) -> int:
     """A reclaimed job's schedulingPriority when requeued: one above its own, inside its tier's band.
 
@@ -360,6 +426,7 @@ class SharesConfig(_Strict):
     share_layout: ShareLayout = ShareLayout.TEAM
     fairshare: FairshareConfig = FairshareConfig()
     reclaim: ReclaimConfig = ReclaimConfig()
+    idle: IdleConfig = IdleConfig()
     failures: FailuresConfig = FailuresConfig()
     rebalance: RebalanceConfig = RebalanceConfig()
     queues: QueuesConfig = QueuesConfig()
@@ -383,6 +450,11 @@ class SharesConfig(_Strict):
             raise ConfigError(
                 "queues.cpu_fifo", "is missing but CPU instance types are listed", "name the FIFO CPU queue"
             )
+        for name in self.idle.teams:
+            if name not in self.teams:
+                raise ConfigError(
+                    f"idle.teams.{name}", "names no team of the config", f"use one of {sorted(self.teams)}"
+                )
         for name in self.budgets:
             if name not in self.teams:
                 raise ConfigError(
