@@ -13,8 +13,8 @@ What a trainer does with its GPUs is scripted per job, the way its run time is (
 SubmitServiceJob request, read by gpusim only; the handlers never read them):
 
 - ``gpusim:idle-after-seconds`` = S: after S seconds of training every GPU of every host idles
-  (0: the whole run, as a job stuck loading data; later: a notebook-style job left running). It still
-  ends at its scripted duration.
+  (0: the whole run, as a job stuck loading data; later: a notebook-style job left running). It writes
+  no checkpoint once idle (it makes no progress) and still ends at its scripted duration.
 - ``gpusim:hung-after-seconds`` = S: after S seconds of training the GPUs stay busy (a hung NCCL
   collective spins them) but the trainer writes no checkpoint and never finishes: only
   MaxRuntimeInSeconds, the attempt timeout or a stop end it.

@@ -572,12 +572,12 @@ class BatchModel:
         if job.epoch != epoch or job.status != RUNNING:
             return
         uri = self._checkpoint_uri(job)
-        if uri is None or job.gpu.hung_at(progress):
-            return  # a hung trainer writes no more checkpoints
+        interval = self.options.timings.checkpoint_interval
+        if uri is None or not self._writes_checkpoint(job, progress):
+            return  # a hung or idle trainer makes no progress, so it writes no more checkpoints
         self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), progress)
         if self.checkpoint_writer is not None:
             self.checkpoint_writer(uri, self.ms() / 1000, progress)
-        interval = self.options.timings.checkpoint_interval
         if progress + interval < job.duration:
             self.engine.schedule(interval, self._checkpoint, (job, epoch, progress + interval))
 
@@ -624,6 +624,11 @@ class BatchModel:
         writer(data)
         self._metrics_pending = True
         self.engine.schedule(self.options.timings.metrics_interval, self._publish_metrics)
+
+    def _writes_checkpoint(self, job: Job, progress: float) -> bool:
+        """Whether the trainer writes the checkpoint holding ``progress`` s (not once hung or idle)."""
+        idle_after = job.gpu.idle_after
+        return not (job.gpu.hung_at(progress) or (idle_after is not None and progress > idle_after))
 
     @staticmethod
     def _checkpoint_uri(job: Job) -> str | None:
@@ -803,9 +808,8 @@ class BatchModel:
         if job.training_since is None or interval <= 0 or "CheckpointConfig" not in job.payload:
             return None
         saves = (self.engine.now - job.training_since) // interval
-        hung_after = job.gpu.hung_after
-        while saves >= 1 and hung_after is not None and job.saved + saves * interval >= hung_after:
-            saves -= 1  # a hung trainer wrote none after it hung
+        while saves >= 1 and not self._writes_checkpoint(job, job.saved + saves * interval):
+            saves -= 1  # a hung or idle trainer wrote none after it stopped making progress
         return job.training_since + saves * interval if saves >= 1 else None
 
     def requeue_from_checkpoint(self, job: Job, reason: str, priority: int | None = None) -> None:
@@ -943,10 +947,10 @@ class BatchModel:
             return
         if "CheckpointConfig" not in job.payload:
             return
-        trained = now - job.training_since
-        if job.gpu.hung_after is not None:
-            trained = min(trained, max(0.0, job.gpu.hung_after - job.saved - 1e-9))
-        job.saved = min(job.duration, job.saved + (trained // interval) * interval)
+        saves = (now - job.training_since) // interval
+        while saves >= 1 and not self._writes_checkpoint(job, job.saved + saves * interval):
+            saves -= 1
+        job.saved = min(job.duration, job.saved + saves * interval)
         job.training_since = None
         uri = self._checkpoint_uri(job)
         if uri is not None:

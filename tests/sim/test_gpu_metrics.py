@@ -149,3 +149,19 @@ def test_metric_values_are_the_same_in_every_run_and_publishing_stops_when_nothi
         runs.append([(d["MetricName"], d["Value"]) for d in published])
     assert runs[0] == runs[1] and runs[0]
     assert job_key("a", "x") != job_key("a", "y")
+
+
+def test_an_idle_trainer_writes_no_checkpoint_once_idle_so_a_stop_keeps_only_its_busy_progress(
+    make_sim,
+) -> None:
+    sim = make_sim(timings=TIMINGS)
+    sim.env(), sim.queue()
+    written: list[float] = []
+    sim.model.checkpoint_writer = lambda uri, at, progress: written.append(progress)
+    job_id = submit(sim, "idler", duration=3600, **{IDLE_AFTER_TAG: "700"})
+    sim.run(until=2000)
+    assert written == [300.0, 600.0]
+    job = sim.model.jobs[job_id]
+    assert sim.model.last_checkpoint_at(job) == 30 + 600
+    sim.model.requeue_from_checkpoint(job, "stopped")
+    assert job.saved == 600
