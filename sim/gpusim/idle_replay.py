@@ -119,6 +119,8 @@ class IdleJob:
     """What the detector needs of one scenario job."""
 
     tier: Tier
+    #: The share it runs in, which names the team whose idle policy judges it.
+    team: str
     gpus: int
     hosts: int
     checkpoints: bool
@@ -149,9 +151,14 @@ class IdleDetection:
         self.gpus_per_host = gpus_per_instance(instance_type) or 1
         self.done = done
         self.interval = settings.interval_minutes * 60.0
-        self.policies = {t: policy_for(settings.policy, None, t) for t in Tier}
+        self.policies = {
+            (team, t): policy_for(settings.policy, team, t)
+            for team in {j.team for j in jobs.values()}
+            for t in Tier
+        }
         checkpoint = model.options.timings.checkpoint_interval
-        self.skipping = 0 < checkpoint < min(p.hung_after_seconds for p in self.policies.values())
+        hung_after = min((p.hung_after_seconds for p in self.policies.values()), default=0.0)
+        self.skipping = 0 < checkpoint < hung_after
         self.running: dict[str, Job] = {}
         self.notices: dict[str, Notice] = {}
         #: Tick index -> jobs to look at then; ``wake_of`` holds each job's current one.
@@ -178,7 +185,8 @@ class IdleDetection:
         if kind == "dispatch":
             self.running[job.name] = job
             self.notices.pop(job.name, None)
-            grace = self.policies[self.jobs[job.name].tier].grace_seconds
+            info = self.jobs[job.name]
+            grace = self.policies[info.team, info.tier].grace_seconds
             self._wake_at(job.name, self.model.engine.now + grace)
         elif kind == "release":
             self.running.pop(job.name, None)
@@ -259,7 +267,7 @@ class IdleDetection:
     def judge(self, name: str, job: Job, now: float) -> None:
         """One job at one tick: the Lambda's decision on what its hosts published, then its act."""
         info = self.jobs[name]
-        policy = self.policies[info.tier]
+        policy = self.policies[info.team, info.tier]
         started = job.started_at if job.started_at is not None else now
         checkpointing = info.checkpoints and "CheckpointConfig" in job.payload
         last_checkpoint = self.model.last_checkpoint_at(job)

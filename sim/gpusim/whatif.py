@@ -849,7 +849,11 @@ class PolicyRun:
         gpu = sc.gpus_per_unit
         jobs = {
             j.name: IdleJob(
-                TIERS[j.tier], j.units * gpu, hosts_for(j.units, gpu, self.instance_type), j.checkpoints
+                TIERS[j.tier],
+                sc.shares[j.share],
+                j.units * gpu,
+                hosts_for(j.units, gpu, self.instance_type),
+                j.checkpoints,
             )
             for j in sc.jobs
         }
