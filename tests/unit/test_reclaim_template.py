@@ -40,7 +40,7 @@ def test_reclaim_is_triggered_by_runnable_jobs_and_a_five_minute_tick() -> None:
     assert rules["ReclaimCapacitySchedule"]["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
 
 
-def test_only_the_reclaim_role_may_terminate_service_jobs_and_only_service_jobs() -> None:
+def test_only_the_reclaim_and_idle_roles_may_terminate_service_jobs_and_only_service_jobs() -> None:
     roles = resources(raw_template(), "AWS::IAM::Role")
     holders = {
         r
@@ -49,7 +49,12 @@ def test_only_the_reclaim_role_may_terminate_service_jobs_and_only_service_jobs(
             "batch:TerminateServiceJob" in actions(s) for s in role_statements(r).values() if "Action" in s
         )
     }
-    assert holders == {"ReclaimCapacityRole"}
+    assert holders == {"ReclaimCapacityRole", "DetectIdleRole"}
+    idle_stop = role_statements("DetectIdleRole")["StopIdleJobs"]
+    assert actions(idle_stop) == {"batch:TerminateServiceJob"}
+    assert idle_stop["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:batch:${AWS::Region}:${AWS::AccountId}:service-job/*"
+    }
     terminate = role_statements("ReclaimCapacityRole")["TerminateVictims"]
     assert actions(terminate) == {"batch:TerminateServiceJob"}
     # TerminateServiceJob's only resource type is the service job (IAM reference): a queue never matches.

@@ -17,6 +17,7 @@ _MODULES: tuple[str, ...] = (
     "config",
     "usage",
     "why",
+    "idle",
 )
 
 for _name in _MODULES:

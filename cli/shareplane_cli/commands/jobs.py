@@ -16,6 +16,7 @@ from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, emit, epoch_ms, print_json, print_table
+from .idle import idle_periods, idle_periods_line
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
@@ -98,6 +99,7 @@ def print_job_detail(record: dict[str, Any], output: Output) -> None:
             ("preemptions", record["preemptions"]),
             ("history", " > ".join(h["status"] for h in record["history"])),
             ("reason", record["failureReason"] or record["statusReason"]),
+            ("idle periods", idle_periods_line(record.get("idlePeriods", []))),
         ]
         print_table(record["jobName"], ["field", "value"], rows)
 
@@ -151,6 +153,9 @@ def jobs_command(
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
+    ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
+    for record in matches:
+        record["idlePeriods"] = idle_periods(ledger.decisions(str(record["jobArn"]).rsplit("/", 1)[-1]))
     if output is Output.JSON:
         # A name can match several jobs (the same spec dropped twice): one JSON array, always.
         print_json(matches)

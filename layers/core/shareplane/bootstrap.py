@@ -42,12 +42,15 @@ if TYPE_CHECKING:
 
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
+    from .adapters.cloudwatch_gpu_metrics import CloudWatchGpuMetrics
     from .adapters.failure_ledger import DynamoFailureLedger
+    from .adapters.idle_ledger import DynamoIdleLedger
     from .adapters.reclaim_ledger import DynamoReclaimLedger
     from .adapters.s3_spec_bucket import S3SpecBucket
     from .adapters.share_store import DynamoShareStore
     from .adapters.sns_alerts import SnsAlerts
     from .adapters.upload_attributions import DynamoUploadAttributions
+    from .service.detect_idle import DetectIdlePorts
     from .service.handle_failure import FailurePorts
     from .service.rebalance_shares import RebalancePorts, RebalanceSettings
     from .service.reclaim_capacity import ReclaimPorts
@@ -166,6 +169,11 @@ class Root:
         return self.session.client(
             "scheduler", endpoint_url=self.endpoint_for("scheduler"), config=_BOTO_CONFIG
         )
+
+    @cached_property
+    def cloudwatch(self) -> Any:
+        # No CloudWatch stubs are installed: the one adapter that uses it types its call as a Protocol.
+        return self.client("cloudwatch")
 
     @cached_property
     def sns(self) -> SNSClient:
@@ -377,6 +385,42 @@ class Root:
                 job_queue=self.environ.get("GPU_JOB_QUEUE") or config.gpu_queue_name(),
                 enabled=self.flag("RECLAIM_ENABLED", True),
                 dry_run=self.flag("RECLAIM_DRY_RUN", False),
+            ),
+            clock=self.clock,  # only a manual run and the alert claim's lease read it
+        )
+
+    # -- idle detector (detect_idle, `shareplane idle`) ------------------------------------------
+    @cached_property
+    def gpu_metrics(self) -> CloudWatchGpuMetrics:
+        """Training jobs' per-host GPU metrics (CloudWatch GetMetricData)."""
+        from .adapters.cloudwatch_gpu_metrics import CloudWatchGpuMetrics
+
+        return CloudWatchGpuMetrics(self.cloudwatch)
+
+    @cached_property
+    def idle_ledger(self) -> DynamoIdleLedger:
+        """The idle detector's decisions and idle-time watermarks, in the jobs table."""
+        from .adapters.idle_ledger import DynamoIdleLedger
+
+        return DynamoIdleLedger(self.dynamodb, self.table_name)
+
+    @cached_property
+    def idle_ports(self) -> DetectIdlePorts:
+        """The idle detector's ports: the jobs table, CloudWatch, Batch, S3 checkpoints, its ledger, SNS."""
+        from .adapters.s3_checkpoints import S3Checkpoints
+        from .service.detect_idle import DetectIdlePorts, IdleSettings
+
+        return DetectIdlePorts(
+            store=self.store,
+            gpu_metrics=self.gpu_metrics,
+            batch=self.batch_jobs,
+            checkpoints=S3Checkpoints(self.s3),
+            ledger=self.idle_ledger,
+            alerts=self.alerts,
+            metrics=self.metrics,
+            config=self.require_config(),
+            settings=IdleSettings(
+                enabled=self.flag("IDLE_ENABLED", True), region=self.session.region_name or "us-east-1"
             ),
             clock=self.clock,  # only a manual run and the alert claim's lease read it
         )

@@ -64,6 +64,8 @@ class AlertKind(StrEnum):
     RECLAIM = "reclaim"  # a job was stopped so a higher tier's waiting job could start (to the victim's team)
     PERMISSION_DENIED = "permission_denied"  # AWS refused a control-plane call: its role lacks a permission
     BUDGET = "budget"  # a team's month spend reached one of its budget's alert thresholds
+    IDLE = "idle"  # a running job's GPUs stayed idle for its team's window (alert, warning or stop)
+    HUNG = "hung"  # a running job's GPUs are busy but it wrote no checkpoint for its team's intervals
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,17 @@ FAILURE_METRIC_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "ReclaimVictims": ("Queue", "Team", "Tier"),
     "ReclaimGpuHoursLost": ("Queue", "Team", "Tier"),
     "ReclaimsSkipped": ("Queue", "Reason"),
+    # The idle detector, per share (team and tier): decisions recorded once, and idle GPU-hours counted
+    # once through a per-job watermark (service/detect_idle.py).
+    "IdleJobsFlagged": ("Queue", "Team", "Tier"),
+    "HungJobsFlagged": ("Queue", "Team", "Tier"),
+    "IdleJobsStopped": ("Queue", "Team", "Tier"),
+    "HungJobsRequeued": ("Queue", "Team", "Tier"),
+    "IdleGpuHours": ("Queue", "Team", "Tier"),
+    "ReclaimedGpuHours": ("Queue", "Team", "Tier"),
+    # Each tick: the GPU-weighted mean per-GPU utilisation of the share's running jobs (SageMaker's
+    # GPUUtilization), beside the allocation the dashboard shows from InstancesInUse and Utilization.
+    "TrueGpuUtilization": ("Queue", "Team", "Tier"),
     # One item a scheduled run could not handle (a deleted queue, an unreadable job), by the run's step.
     "WatchItemsFailed": ("Step",),
 }

@@ -55,6 +55,11 @@ class FailureClass(StrEnum):
     STOPPED_BY_USER = "stopped_by_user"
     #: Stopped by shareplane's reclaim (TerminateServiceJob) so a higher tier's waiting job can start.
     RECLAIMED = "reclaimed"
+    #: Stopped by shareplane's idle detector: its GPUs stayed idle past the warning (not retried).
+    IDLE_STOPPED = "idle_stopped"
+    #: Stopped by shareplane's idle detector as hung (GPUs busy, no new checkpoint): requeued from its
+    #: last checkpoint, spending the failure budget so a job that hangs every time ends in an alert.
+    HUNG = "hung"
     # ClientError variants: the job's configuration is wrong.
     DATA_NOT_FOUND = "data_not_found"
     S3_ACCESS_DENIED = "s3_access_denied"
@@ -157,6 +162,21 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
         "shareplane-reclaim",
         FailureClass.RECLAIMED,
         "shareplane reclaim:",
+        fields=(SignalField.STATUS_REASON,),
+        terminated=True,
+    ),
+    # The idle detector's own reasons (domain/idle.py: stop_reason), before "terminated" too.
+    _rule(
+        "shareplane-idle",
+        FailureClass.IDLE_STOPPED,
+        "shareplane idle:",
+        fields=(SignalField.STATUS_REASON,),
+        terminated=True,
+    ),
+    _rule(
+        "shareplane-hung",
+        FailureClass.HUNG,
+        "shareplane hung:",
         fields=(SignalField.STATUS_REASON,),
         terminated=True,
     ),
@@ -463,6 +483,20 @@ DEFAULT_CLASS_POLICIES: Mapping[FailureClass, ClassPolicy] = {
         "stopped so a higher tier's job that waited past its threshold could start; it was requeued at "
         "once and resumes from its last checkpoint: checkpoint often to lose less",
         uses_budget=False,
+    ),
+    FailureClass.IDLE_STOPPED: _policy(
+        False,
+        Severity.INFO,
+        "stopped because its GPUs stayed idle past the warning (the team was alerted first): fix the data "
+        "loading or the stall, or submit again",
+        # The detector alerted at the warning and at the stop; the failed event adds nothing.
+        alert=False,
+    ),
+    FailureClass.HUNG: _policy(
+        True,
+        Severity.WARNING,
+        "stopped because its GPUs were busy but it wrote no checkpoint for the team's hung-job intervals "
+        "(a hung collective or a deadlock); requeued from its last checkpoint: read the logs of the hang",
     ),
     FailureClass.DATA_NOT_FOUND: _policy(
         False,

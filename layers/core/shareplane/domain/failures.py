@@ -75,6 +75,7 @@ _STORM_EXEMPT = frozenset(
         FailureClass.SPOT_INTERRUPTION,
         FailureClass.STOPPED_BY_USER,
         FailureClass.RECLAIMED,
+        FailureClass.IDLE_STOPPED,
     }
 )
 

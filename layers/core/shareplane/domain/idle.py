@@ -21,7 +21,7 @@ clock) decide the same way, and any order or duplication of the same samples dec
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from .config import HungAction, IdleAction, IdleConfig, IdleOverride, Tier
@@ -30,6 +30,8 @@ from .lifecycle import gpus_per_instance
 __all__ = [
     "GPU_MEMORY_METRIC",
     "GPU_METRIC",
+    "HUNG_REASON_PREFIX",
+    "IDLE_REASON_PREFIX",
     "METRICS_NAMESPACE",
     "Act",
     "GpuSample",
@@ -47,6 +49,7 @@ __all__ = [
     "lookback_seconds",
     "per_gpu_percent",
     "policy_for",
+    "stop_reason",
 ]
 
 #: Where SageMaker publishes training jobs' instance metrics, and the two GPU metrics read here
@@ -200,6 +203,9 @@ class IdleDecision:
     peak_memory_percent: float | None = None
     #: A warned job is stopped at this time if it is still idle then.
     stop_at: float | None = None
+    #: The mean per-GPU utilisation over every host's samples in the window (percent): the job's true
+    #: GPU use, against the allocation it holds.
+    mean_percent_per_gpu: float | None = None
 
     @property
     def signal(self) -> Signal | None:
@@ -231,6 +237,7 @@ class _HostEvidence:
     newest: float
     peak_in_window: float
     peak_memory: float | None
+    window_values: tuple[float, ...]
 
 
 def _host_evidence(
@@ -256,6 +263,7 @@ def _host_evidence(
         newest=times[-1],
         peak_in_window=max(in_window, default=busiest[times[-1]]),
         peak_memory=max(memory_in_window, default=None),
+        window_values=tuple(in_window) or (busiest[times[-1]],),
     )
 
 
@@ -299,17 +307,18 @@ def decide(
     peak = max(e.peak_in_window for e in evidence.values())
     memories = [e.peak_memory for e in evidence.values() if e.peak_memory is not None]
     peak_memory = max(memories) if memories else None
+    # Every host weighs the same: each has the same GPUs, and the mean of its window is its use.
+    mean = sum(sum(e.window_values) / len(e.window_values) for e in evidence.values()) / len(evidence)
     idle_starts = [e.idle_since for e in evidence.values()]
     if all(start is not None for start in idle_starts):
         since = max(start for start in idle_starts if start is not None)
-        return _idle(policy, since, until, peak, peak_memory, previous, now)
-    busy = IdleDecision(Verdict.BUSY, Act.NONE, "GPUs busy", until=until, peak_percent_per_gpu=peak)
-    if not checkpointing:
-        return busy
-    checkpoint_since = max(last_checkpoint_at or grace_end, grace_end)
-    if now - checkpoint_since < policy.hung_after_seconds:
-        return busy
-    return _hung(policy, checkpoint_since, until, peak, peak_memory, previous, now)
+        decision = _idle(policy, since, until, peak, peak_memory, previous, now)
+    else:
+        decision = IdleDecision(Verdict.BUSY, Act.NONE, "GPUs busy", until=until, peak_percent_per_gpu=peak)
+        checkpoint_since = max(last_checkpoint_at or grace_end, grace_end)
+        if checkpointing and now - checkpoint_since >= policy.hung_after_seconds:
+            decision = _hung(policy, checkpoint_since, until, peak, peak_memory, previous, now)
+    return replace(decision, mean_percent_per_gpu=mean)
 
 
 def _idle(
@@ -383,3 +392,18 @@ def _hung(
 def idle_gpu_seconds(decision: IdleDecision, instance_type: str | None, instance_count: int) -> float:
     """GPU-seconds the evidence shows the job holding idle (for the idle GPU-hours metric)."""
     return decision.idle_seconds * gpus_per_instance(instance_type) * max(1, instance_count)
+
+
+#: Every TerminateServiceJob reason the idle detector gives starts with one of these; the failure path's
+#: classifier matches them (``shareplane-idle``: not retried; ``shareplane-hung``: requeued).
+IDLE_REASON_PREFIX = "shareplane idle:"
+HUNG_REASON_PREFIX = "shareplane hung:"
+#: TerminateServiceJob's reason holds at most this many characters.
+REASON_MAX_CHARS = 1024
+
+
+def stop_reason(decision: IdleDecision) -> str:
+    """The TerminateServiceJob reason of a stop the detector decided (idle, or hung and requeued)."""
+    prefix = HUNG_REASON_PREFIX if decision.verdict is Verdict.HUNG else IDLE_REASON_PREFIX
+    then = "requeued from its last checkpoint" if decision.verdict is Verdict.HUNG else "not requeued"
+    return f"{prefix} {decision.reason}; {then}"[:REASON_MAX_CHARS]

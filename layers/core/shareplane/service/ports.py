@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from ..domain.cost import AttemptCost
     from ..domain.described_job import DescribedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
+    from ..domain.idle import GpuSample
+    from ..domain.idle_record import IdleRecord
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
     from ..domain.reclaim_record import ReclaimRecord
     from ..domain.share_state import PlanAudit, SharesState
@@ -502,4 +504,53 @@ class CostReader(Protocol):
 
     def load_payload(self, job_arn: str) -> dict[str, Any] | None:
         """The job's payload item (``uploader.principal`` among it), if the submit path stored one."""
+        ...
+
+
+# -- idle detector (detect_idle) -----------------------------------------------------------------
+
+
+class GpuMetricsReader(Protocol):
+    """Training jobs' per-host GPU metrics (CloudWatch, ``/aws/sagemaker/TrainingJobs``)."""
+
+    def gpu_samples(self, dimensions: Sequence[str], start: float, end: float) -> dict[str, list[GpuSample]]:
+        """One-minute GPUUtilization (and GPUMemoryUtilization) samples of each ``<job>/algo-N`` dimension."""
+        ...
+
+
+class IdleLedger(Protocol):
+    """The idle detector's decisions, its idle-time watermarks and the alert dedupe items."""
+
+    def decisions(self, job_id: str) -> list[IdleRecord]:
+        """Every decision recorded for one job, oldest first."""
+        ...
+
+    def record(self, record: IdleRecord) -> bool:
+        """Write one decision unless it is there already; True when new."""
+        ...
+
+    def since(self, since: float) -> list[IdleRecord]:
+        """Every decision made at ``since`` or later, oldest first."""
+        ...
+
+    def count_idle(self, job_id: str, until: float) -> float | None:
+        """Move the job's counted-idle watermark up to ``until``; the one it replaced (None: first).
+
+        Raises nothing when it is already at or past ``until``: returns ``until`` then, so nothing new
+        is counted.
+        """
+        ...
+
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item."""
+        ...
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that a claimed alert went out."""
+        ...
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed."""
         ...
