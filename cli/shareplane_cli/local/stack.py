@@ -186,7 +186,21 @@ class LocalStack:
 
     # -- emulated trainers' instance metrics -----------------------------------------------------
     def write_metrics(self, metric_data: list[dict[str, Any]]) -> None:
-        """PutMetricData of running trainers' per-host metrics (gpusim.gpu_metrics), 1000 a request."""
+        """PutMetricData of running trainers' per-host metrics (gpusim.gpu_metrics), 1000 a request.
+
+        When this process runs the embedded AWS, the datapoints go straight into its CloudWatch store
+        (the records PutMetricData makes there): at a hundred hosts a minute, serialising them through
+        HTTP would take a good part of a core away from the handlers on a small machine.
+        """
+        if self._server is not None:
+            from moto.cloudwatch.models import cloudwatch_backends
+
+            stamped = [
+                {**d, "Timestamp": datetime.fromtimestamp(float(d["Timestamp"]), UTC).replace(tzinfo=None)}
+                for d in metric_data
+            ]
+            cloudwatch_backends[ACCOUNT][REGION].put_metric_data(gpu_metrics.NAMESPACE, stamped)
+            return
         if self._cloudwatch is None:
             self._cloudwatch = self.client("cloudwatch")
         entries = [
