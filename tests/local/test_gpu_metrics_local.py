@@ -77,6 +77,7 @@ def test_the_index_answers_metric_stat_queries_exactly_as_moto_does(
         start, end = naive + timedelta(minutes=17, seconds=30), naive + timedelta(hours=3, minutes=1)
         expected = backend.get_metric_data(queries, start, end, scan_by)
         assert index.get_metric_data(queries, start, end, scan_by) == expected
+        assert index.answered == 1
         assert sum(len(r["values"]) for r in expected) > 50
         # Data put after the index was built is seen too.
         cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=data[:10])
@@ -104,6 +105,8 @@ def test_a_running_job_on_the_local_stack_publishes_per_host_gpu_utilization_int
         tj = stack.emulator.model.training_jobs
         (name,) = [n for n in tj if n.lower() == training.lower()]
         cloudwatch = stack.client("cloudwatch")
+        assert stack.metric_index is not None
+        answered = stack.metric_index.answered
         start = datetime.fromtimestamp(described["startedAt"] / 1000, UTC)
         answer = cloudwatch.get_metric_data(
             MetricDataQueries=[query(0, f"{name}/algo-1", GPU_UTILIZATION, 60, "Average")],
@@ -111,6 +114,8 @@ def test_a_running_job_on_the_local_stack_publishes_per_host_gpu_utilization_int
             EndTime=start + timedelta(hours=1),
             ScanBy="TimestampAscending",
         )["MetricDataResults"][0]
+        # the index answered it, though moto also makes the SQS queues' own AWS/ metrics by then
+        assert stack.metric_index.answered == answered + 1
     # One sample a minute for the 30 minutes it trained: busy (or loading) first, then under 2% per GPU.
     values = answer["Values"]
     assert 28 <= len(values) <= 31

@@ -29,6 +29,8 @@ class MetricIndex:
         self._source: list[Any] | None = None
         self._seen = 0
         self._series: dict[Key, tuple[list[datetime], list[Any]]] = {}
+        #: GetMetricData calls answered from the index (not handed to moto).
+        self.answered = 0
 
     def _refresh(self) -> None:
         data = self.backend.metric_data
@@ -54,12 +56,20 @@ class MetricIndex:
         scan_by: str = "TimestampAscending",
     ) -> list[dict[str, Any]]:
         """moto's GetMetricData, from the index when every query is a plain MetricStat."""
-        plain = all("MetricStat" in q and q["MetricStat"]["Metric"].get("Dimensions") for q in queries)
-        if not plain or self.backend.aws_metric_data:
+        # The index holds what PutMetricData stored; moto makes the AWS/ namespaces' own metrics (SQS,
+        # DynamoDB...) when asked, so those queries go to moto.
+        plain = all(
+            "MetricStat" in q
+            and q["MetricStat"]["Metric"].get("Dimensions")
+            and not q["MetricStat"]["Metric"]["Namespace"].startswith("AWS/")
+            for q in queries
+        )
+        if not plain:
             return self.original(queries, start_time, end_time, scan_by)
         from moto.cloudwatch.models import Statistics
 
         self._refresh()
+        self.answered += 1
         # moto's own checks (and its errors) on the time range.
         start_time = start_time.replace(microsecond=0)
         end_time = end_time.replace(microsecond=0)

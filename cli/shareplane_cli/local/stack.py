@@ -118,6 +118,8 @@ class LocalStack:
         # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
         self.trails = TrailEmulation()
         self._cloudwatch: Any = None
+        #: The embedded CloudWatch's GetMetricData index (None when the stack runs elsewhere).
+        self.metric_index: metric_index.MetricIndex | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalStack:
@@ -130,7 +132,7 @@ class LocalStack:
             self.endpoint = f"http://{host}:{port}"
             # moto keeps its state per process, not per server: a fresh stack starts from nothing.
             urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
-            metric_index.install(ACCOUNT, REGION)
+            self.metric_index = metric_index.install(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):
