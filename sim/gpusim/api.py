@@ -31,8 +31,8 @@ from shareplane.domain import fairshare
 from shareplane.domain.arns import arn_tail
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
 
+from . import gpu_metrics, wire
 from . import payload as payload_rules
-from . import wire
 from .model import (
     NUM_INSTANCES,
     BatchModel,
@@ -668,10 +668,15 @@ class BatchApi(_Facade):
         pc = p.get("preemptionConfiguration")
         if pc is not None and pc.get("preemptionRetriesBeforeTermination", 0) < 0:
             raise client_error("preemptionRetriesBeforeTermination must be 0 or more")
+        try:
+            gpu = gpu_metrics.script_from_tags(p.get("tags"))
+        except InvalidInputError as exc:
+            raise client_error(str(exc)) from exc
         job = self.model.submit(
             queue,
             p["jobName"],
             payload,
+            gpu=gpu,
             payload_text=p["serviceRequestPayload"],
             share=share,
             quota_share=quota_share,

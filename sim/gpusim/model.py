@@ -43,6 +43,11 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   resubmitted, or submitted anew.
 - StopTrainingJob and MaxRuntimeInSeconds end the attempt as a failed attempt that goes through the
   retry strategy, like any other SageMaker failure.
+- GPU metrics (``gpu_metrics.py``): every ``Timings.metrics_interval`` the model hands
+  ``BatchModel.metrics_writer`` the GPUUtilization, GPUMemoryUtilization and CPUUtilization of each
+  host of each RUNNING job (the local stack puts them in its CloudWatch). A job's tags script it idle
+  (``gpusim:idle-after-seconds``) or hung (``gpusim:hung-after-seconds``: GPUs busy, no more
+  checkpoints, training never completes).
 - Billable time (DescribeTrainingJob's BillableTimeInSeconds and TrainingTimeInSeconds,
   https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingJob.html): a training
   job is billed from TrainingStartTime (here: when its attempt reaches STARTING, after the
@@ -61,8 +66,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import events as ev
+from . import gpu_metrics, texts, wire
 from . import payload as payload_rules
-from . import texts, wire
 from .engine import LATE, Engine, RealtimeEngine
 from .resources import (
     NUM_INSTANCES,
@@ -124,6 +129,8 @@ class Timings:
     #: A job whose payload has a CheckpointConfig saves its progress this often; a preempted attempt
     #: loses only the work since its last checkpoint (0: checkpoints are never taken into account).
     checkpoint_interval: float = 900.0
+    #: How often a RUNNING job's hosts publish their instance metrics (gpu_metrics.py).
+    metrics_interval: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -226,6 +233,11 @@ class BatchModel:
         #: Called as ``observer(kind, job)`` on "dispatch", "preempt" (before the release), "release" and
         #: "finish": what-if meters integrate demand and use from these without scanning every job.
         self.observer: Callable[[str, Job], None] | None = None
+        #: Called as ``metrics_writer(metric_data)`` every ``Timings.metrics_interval`` with the PutMetricData
+        #: entries of every host of every RUNNING job (gpu_metrics.py); None: nothing is published.
+        self.metrics_writer: Callable[[list[dict[str, Any]]], None] | None = None
+        self._metered: dict[str, Job] = {}
+        self._metrics_pending = False
 
     # ----------------------------------------------------------------------------------- time
     @property
@@ -296,6 +308,7 @@ class BatchModel:
         tags: dict[str, str] | None = None,
         duration: float | None = None,
         client_token: str | None = None,
+        gpu: gpu_metrics.GpuScript | None = None,
     ) -> Job:
         """Create a service job (validated by the caller) and queue it."""
         job = Job()
@@ -322,6 +335,8 @@ class BatchModel:
         job.preemption = preemption
         job.tags = tags or {}
         job.client_token = client_token
+        job.gpu = gpu if gpu is not None else gpu_metrics.script_from_tags(tags)
+        job.gpu_key = gpu_metrics.job_key(name, job.id)
         scripted = self.options.faults.scripted.get(name)
         job.script = list(scripted) if scripted else None
         job.status = SUBMITTED
@@ -528,6 +543,9 @@ class BatchModel:
             if interval > 0 and job.saved + interval < job.duration:
                 self.engine.schedule(interval, self._checkpoint, (job, epoch, job.saved + interval))
         train = job.duration - job.saved
+        if job.gpu.hung_after is not None:
+            # A hung collective never returns: only a limit or a stop ends the attempt.
+            train = float("inf")
         if outcome == "spot":
             train += timings.spot_restart
             self.engine.schedule(job.duration / 2, self._spot, arg)
@@ -543,7 +561,10 @@ class BatchModel:
         delay, kind = min(ends, key=lambda e: e[0])
         if kind == "ok" and timings.uploading > 0:
             self.engine.schedule(train, self._uploading, arg)
-        self.engine.schedule(delay, self._attempt_end, (job, epoch, kind))
+        if delay != float("inf"):
+            self.engine.schedule(delay, self._attempt_end, (job, epoch, kind))
+        if self.metrics_writer is not None:
+            self._meter(job)
 
     def _checkpoint(self, arg: tuple[Job, int, float]) -> None:
         """A running trainer writes a checkpoint holding ``progress`` training seconds."""
@@ -551,14 +572,63 @@ class BatchModel:
         if job.epoch != epoch or job.status != RUNNING:
             return
         uri = self._checkpoint_uri(job)
-        if uri is None:
-            return
+        interval = self.options.timings.checkpoint_interval
+        if uri is None or not self._writes_checkpoint(job, progress):
+            return  # a hung or idle trainer makes no progress, so it writes no more checkpoints
         self.checkpoints[uri] = max(self.checkpoints.get(uri, 0.0), progress)
         if self.checkpoint_writer is not None:
             self.checkpoint_writer(uri, self.ms() / 1000, progress)
-        interval = self.options.timings.checkpoint_interval
         if progress + interval < job.duration:
             self.engine.schedule(interval, self._checkpoint, (job, epoch, progress + interval))
+
+    # ------------------------------------------------------------------------------ GPU metrics
+    def training_progress(self, job: Job, at: float | None = None) -> float | None:
+        """Seconds of training a RUNNING job has done at ``at`` (default now), its checkpoints included."""
+        if job.status != RUNNING or job.training_since is None:
+            return None
+        return job.saved + ((self.engine.now if at is None else at) - job.training_since)
+
+    def host_readings(self, job: Job, at: float | None = None) -> list[gpu_metrics.HostReading]:
+        """What each host of a RUNNING job publishes at ``at`` (default now); [] when it is not training."""
+        progress = self.training_progress(job, at)
+        if progress is None:
+            return []
+        when = self.engine.now if at is None else at
+        shape = gpu_metrics.TrainerShape.of(job.gpu_key)
+        return [
+            gpu_metrics.reading(job.gpu_key, host, when, progress, job.instance_type, job.gpu, shape)
+            for host in range(1, job.count + 1)
+        ]
+
+    def _meter(self, job: Job) -> None:
+        self._metered[job.id] = job
+        if not self._metrics_pending:
+            self._metrics_pending = True
+            interval = self.options.timings.metrics_interval
+            due = (self.engine.now // interval + 1) * interval
+            self.engine.schedule_at(due, self._publish_metrics)
+
+    def _publish_metrics(self, _: Any = None) -> None:
+        """Every host of every RUNNING job publishes its instance metrics; stops when none is running."""
+        self._metrics_pending = False
+        for job_id in [i for i, j in self._metered.items() if j.status != RUNNING]:
+            del self._metered[job_id]
+        writer = self.metrics_writer
+        if not self._metered or writer is None:
+            return
+        stamp = self.ms() / 1000
+        data: list[dict[str, Any]] = []
+        for job in self._metered.values():
+            assert job.training is not None
+            data += gpu_metrics.metric_data(job.training.name, self.host_readings(job), stamp)
+        writer(data)
+        self._metrics_pending = True
+        self.engine.schedule(self.options.timings.metrics_interval, self._publish_metrics)
+
+    def _writes_checkpoint(self, job: Job, progress: float) -> bool:
+        """Whether the trainer writes the checkpoint holding ``progress`` s (not once hung or idle)."""
+        idle_after = job.gpu.idle_after
+        return not (job.gpu.hung_at(progress) or (idle_after is not None and progress > idle_after))
 
     @staticmethod
     def _checkpoint_uri(job: Job) -> str | None:
@@ -738,6 +808,8 @@ class BatchModel:
         if job.training_since is None or interval <= 0 or "CheckpointConfig" not in job.payload:
             return None
         saves = (self.engine.now - job.training_since) // interval
+        while saves >= 1 and not self._writes_checkpoint(job, job.saved + saves * interval):
+            saves -= 1  # a hung or idle trainer wrote none after it stopped making progress
         return job.training_since + saves * interval if saves >= 1 else None
 
     def requeue_from_checkpoint(self, job: Job, reason: str, priority: int | None = None) -> None:
@@ -875,8 +947,10 @@ class BatchModel:
             return
         if "CheckpointConfig" not in job.payload:
             return
-        trained = now - job.training_since
-        job.saved = min(job.duration, job.saved + (trained // interval) * interval)
+        saves = (now - job.training_since) // interval
+        while saves >= 1 and not self._writes_checkpoint(job, job.saved + saves * interval):
+            saves -= 1
+        job.saved = min(job.duration, job.saved + saves * interval)
         job.training_since = None
         uri = self._checkpoint_uri(job)
         if uri is not None:

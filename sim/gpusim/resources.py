@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Protocol
 
 from shareplane.domain import fairshare
 
+from .gpu_metrics import BUSY
+
 NUM_INSTANCES = "NUM_INSTANCES"
 
 
@@ -283,6 +285,8 @@ class Job:
         "capacity_seconds",
         "invalid",
         "judged",
+        "gpu",
+        "gpu_key",
     )
 
     def __init__(self) -> None:
@@ -314,3 +318,7 @@ class Job:
         #: Submitted through SubmitServiceJob, so SageMaker judges the payload at dispatch (a what-if's
         #: own jobs carry only the members the model reads).
         self.judged = False
+        #: What the trainer does with its GPUs (gpu_metrics.py): busy unless scripted idle or hung.
+        self.gpu = BUSY
+        #: The integer the job's metric values derive from (set at submission).
+        self.gpu_key = 0

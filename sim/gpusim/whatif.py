@@ -43,6 +43,10 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
   over the ratios as reported (a team far above 1 lowers it too).
 - ``preemption_gpu_hours_lost``: GPU-hours of attempts ended by preemption (their work is lost).
 - ``jobs``: jobs replayed.
+- ``idle``: with ``--idle-fraction F`` (``seed_idle``), a seeded fraction F of the jobs hold their GPUs
+  idle, and every policy runs the detect-idle Lambda's decision on its schedule (``idle_replay.py``):
+  ``idle_gpu_hours`` the seeded jobs would hold idle without detection, ``reclaimed_gpu_hours``
+  given back by stopping them, ``busy_jobs_stopped``.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -83,6 +87,8 @@ from shareplane.domain.tier_charge import TeamTierUsage, charged_plain_weights
 
 from .api import BatchApi
 from .engine import Engine
+from .gpu_metrics import GpuScript
+from .idle_replay import IdleDetection, IdleJob, IdleOutcome, IdleRun, hosts_for
 from .model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
 from .trace import TraceJob
 from .wire import billable_times
@@ -207,6 +213,8 @@ class WhatIfConfig(_Strict):
     reclaim: ReclaimConfig = ReclaimConfig()
     reclaim_interval_minutes: Annotated[float, Field(gt=0)] = 5.0
     report_buckets: Annotated[int, Field(ge=10, le=2000)] = 200
+    #: Seeded idle jobs and the idle detector (``idle_replay.py``); off unless a fraction is set.
+    idle: IdleRun = IdleRun()
 
     @model_validator(mode="after")
     def _check(self) -> WhatIfConfig:
@@ -314,6 +322,8 @@ class ScenarioJob:
     checkpoints: bool = True
     #: The job's Batch retryStrategy; None: ``retry_attempts`` attempts whatever the failure.
     retry: Mapping[str, Any] | None = None
+    #: Seeded idle job: its GPUs idle after this many seconds of training (0: the whole run).
+    idle_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -550,6 +560,33 @@ def build_scenario(
     )
 
 
+def seed_idle(scenario: Scenario, fraction: float | None = None, seed: int = 0) -> Scenario:
+    """The scenario with a seeded ``fraction`` of its jobs idle (default: the config's ``idle.fraction``).
+
+    Of those, ``whole_run_fraction`` idle from their first second of training, the rest after a
+    seeded point of their run time. Drawn from a stream of its own, so tiers, failures and
+    checkpointing stay as they were.
+    """
+    settings = scenario.config.idle
+    if fraction is None:
+        fraction = settings.fraction
+    if not 0 <= fraction <= 1:
+        raise InvalidInputError("--idle-fraction", f"{fraction} is not within 0..1", "pass e.g. 0.05")
+    if fraction == 0:
+        return scenario
+    rng = random.Random(f"idle-{seed}")
+    jobs = []
+    for job in scenario.jobs:
+        idle_after = None
+        if rng.random() < fraction:
+            whole = rng.random() < settings.whole_run_fraction
+            point = rng.uniform(settings.after_low, settings.after_high)
+            idle_after = 0.0 if whole else round(job.duration * point, 3)
+        jobs.append(replace(job, idle_after=idle_after) if idle_after is not None else job)
+    config = scenario.config.model_copy(update={"idle": settings.model_copy(update={"fraction": fraction})})
+    return replace(scenario, jobs=tuple(jobs), config=config)
+
+
 # -------------------------------------------------------------------------------------- meter
 class Meter:
     """Integrates held and demanded units per share from the model's observer calls, in O(1) each."""
@@ -737,6 +774,8 @@ class PolicyResult:
     final_weights: dict[str, float] = field(default_factory=dict)
     #: USD per share: every training job's BillableTimeInSeconds x its instances x the on-demand price.
     cost_usd: dict[str, float] = field(default_factory=dict)
+    #: Seeded idle jobs and what the idle detector did about them.
+    idle: IdleOutcome = field(default_factory=IdleOutcome)
 
     def summary(self) -> dict[str, Any]:
         """The JSON shape of one policy: exactly the measured fields."""
@@ -754,6 +793,7 @@ class PolicyResult:
             "reclaim_victims": self.reclaim_victims,
             "reclaim_gpu_hours_lost": round(self.reclaim_gpu_hours_lost, 3),
             "cost_usd": {k: round(v, 2) for k, v in self.cost_usd.items()},
+            "idle": self.idle.summary(),
             "jobs": self.jobs,
         }
 
@@ -805,6 +845,7 @@ class PolicyRun:
         self.ledger: Mapping[str, LedgerEntry] = {}
         self.ledger_as_of: float | None = None
         self.reclaim = _ReclaimRun(self) if policy is Policy.RECLAIM else None
+        self.idle = self._idle_detection()
         # Tiered policies: each team's plain identifier carries the tier charge, as the rebalance
         # Lambda sets it on its schedule (``shareplane.domain.tier_charge``).
         self.plain_weights = dict(self.weights)
@@ -818,10 +859,29 @@ class PolicyRun:
         """Every job arrived and finished: periodic work stops (two schedules never keep each other up)."""
         return self._next >= len(self.scenario.jobs) and self.model.finished >= len(self.scenario.jobs)
 
+    def _idle_detection(self) -> IdleDetection | None:
+        sc = self.scenario
+        if not any(j.idle_after is not None for j in sc.jobs):
+            return None
+        gpu = sc.gpus_per_unit
+        jobs = {
+            j.name: IdleJob(
+                TIERS[j.tier],
+                sc.shares[j.share],
+                j.units * gpu,
+                hosts_for(j.units, gpu, self.instance_type),
+                j.checkpoints,
+            )
+            for j in sc.jobs
+        }
+        return IdleDetection(self.model, sc.config.idle, jobs, self.instance_type, lambda: self.done)
+
     def _observe(self, kind: str, job: Job) -> None:
         self.meter.observe(kind, job)
         if self.reclaim is not None:
             self.reclaim.observe(kind, job)
+        if self.idle is not None:
+            self.idle.observe(kind, job)
 
     def share_identifier(self, job: ScenarioJob) -> str:
         """The fair-share identifier a job is submitted with: its team's share, per tier when tiered."""
@@ -903,6 +963,8 @@ class PolicyRun:
             self.model.engine.schedule(self._interval, self._charge)
         if self.reclaim is not None:
             self.reclaim.start()
+        if self.idle is not None:
+            self.idle.start()
 
     @property
     def _interval(self) -> float:
@@ -930,7 +992,10 @@ class PolicyRun:
                 priority=job.priority,
                 retry=self.retry if job.retry is None else dict(job.retry),
                 duration=job.duration,
+                gpu=GpuScript(idle_after=job.idle_after) if job.idle_after is not None else None,
             )
+            if self.idle is not None and job.idle_after is not None:
+                self.idle.seeded(job.name, job.duration, job.idle_after)
             if self.reclaim is not None:
                 self.reclaim.arrive(job)
         if self._next < len(jobs):
@@ -1076,6 +1141,7 @@ class PolicyRun:
             if self.policy is Policy.STATIC
             else dict(self.plain_weights if self.policy.tiered else self.weights),
             cost_usd=self.cost_by_share(),
+            idle=self.idle.outcome if self.idle is not None else IdleOutcome(),
         )
 
     def cost_by_share(self) -> dict[str, float]:

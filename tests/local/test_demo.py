@@ -58,7 +58,16 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     # FAILED (terminated) and its requeue is a job of its own
     victims = sum(len(r["victims"]) for r in summary["reclaims"])
     jobs = len(blog_workload())
-    assert sum(summary["jobs"].values()) == jobs + victims and summary["jobs"]["FAILED"] == 1 + victims
+    # (FAILED: the CUDA OOM job, each reclaim victim, and the idle job the idle detector stopped)
+    idle = summary["idle"]
+    assert sum(summary["jobs"].values()) == jobs + victims
+    assert summary["jobs"]["FAILED"] == 1 + victims + idle["jobs_stopped"]
+    # AND the idle detector flagged and stopped the job stuck loading data, and no other; its 5
+    # instances (40 GPUs) went back with most of its scripted 3 hours still to run
+    (stuck,) = [j.name for j in blog_workload() if j.idle_after_minutes is not None]
+    assert idle["flagged"] == [stuck]
+    assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (1, 1, 0)
+    assert 40 * 1.5 <= idle["reclaimed_gpu_hours"] <= 40 * 3
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"

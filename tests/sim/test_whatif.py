@@ -49,7 +49,16 @@ SUMMARY_KEYS = {
     "reclaims",
     "reclaim_victims",
     "reclaim_gpu_hours_lost",
+    "idle",
     "jobs",
+}
+IDLE_KEYS = {
+    "idle_gpu_hours",
+    "reclaimed_gpu_hours",
+    "busy_jobs_stopped",
+    "idle_jobs",
+    "idle_jobs_stopped",
+    "warnings",
 }
 
 
@@ -407,6 +416,36 @@ def test_the_cli_prints_json_with_every_policy_asked(small_csv, tmp_path) -> Non
     assert list(data["policies"]) == ["static", "fairshare"]
     assert set(data["policies"]["static"]) == SUMMARY_KEYS
     assert "fairshare" in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_the_cli_seeds_idle_jobs_and_every_policy_reports_what_the_detector_reclaimed(small_csv) -> None:
+    args = [
+        "simulate",
+        "--trace",
+        str(small_csv),
+        "--capacity",
+        "64",
+        "--policy",
+        "static,fairshare",
+        "--seed",
+        "4",
+    ]
+    plain = json.loads(CliRunner().invoke(app, [*args, "--output", "json"]).stdout)
+    result = CliRunner().invoke(app, [*args, "--idle-fraction", "0.2", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    for name, summary in json.loads(result.stdout)["policies"].items():
+        idle = summary["idle"]
+        assert set(idle) == IDLE_KEYS
+        assert idle["idle_jobs"] > 0 and idle["idle_gpu_hours"] > 0
+        assert 0 < idle["reclaimed_gpu_hours"] <= idle["idle_gpu_hours"] and idle["busy_jobs_stopped"] == 0
+        assert plain["policies"][name]["idle"] == dict.fromkeys(IDLE_KEYS, 0) | {
+            "idle_gpu_hours": 0.0,
+            "reclaimed_gpu_hours": 0.0,
+        }
+    table = CliRunner().invoke(app, [*args, "--idle-fraction", "0.2"])
+    assert "idle GPU-h reclaimed" in table.stdout and "busy jobs stopped as idle" in table.stdout
+    refused = CliRunner().invoke(app, [*args, "--idle-fraction", "1.5"])
+    assert refused.exit_code == 2 and "--idle-fraction" in refused.output
 
 
 def test_the_cli_prints_one_table_with_policies_as_columns(small_csv) -> None:

@@ -108,6 +108,13 @@ def demo_command(
             for r in summary["reclaims"]
             for v in r["victims"]
         ],
+        (
+            "idle jobs flagged / stopped / busy flagged",
+            f"{summary['idle']['jobs_flagged']} / {summary['idle']['jobs_stopped']} / "
+            f"{summary['idle']['busy_jobs_flagged']} ({', '.join(summary['idle']['flagged']) or 'none'})",
+            "",
+        ),
+        ("idle GPU-hours reclaimed", f"{summary['idle']['reclaimed_gpu_hours']:.1f}", ""),
         *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     ]
     print_table(

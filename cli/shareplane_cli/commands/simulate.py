@@ -18,6 +18,7 @@ from gpusim.whatif import (
     load_whatif_config,
     parse_policies,
     run_whatif,
+    seed_idle,
 )
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -67,6 +68,13 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
     table.add_row("reclaims (victims)", *(f"{r.reclaims} ({r.reclaim_victims})" for r in rs))
     table.add_row("GPU-h lost to reclaim", *(f"{r.reclaim_gpu_hours_lost:.1f}" for r in rs))
     table.add_row("rebalance plans applied", *(str(r.applied_plans) for r in rs))
+    if any(r.idle.idle_jobs for r in rs):
+        table.add_row("idle GPU-h (seeded)", *(f"{r.idle.idle_gpu_hours:.1f}" for r in rs))
+        table.add_row(
+            "idle GPU-h reclaimed",
+            *(f"{r.idle.reclaimed_gpu_hours:.1f} ({r.idle.reclaimed_fraction:.1%})" for r in rs),
+        )
+        table.add_row("busy jobs stopped as idle", *(str(r.idle.busy_jobs_stopped) for r in rs))
     for share in sc.shares:
         table.add_row(f"cost {share} (USD)", *(f"{r.cost_usd.get(share, 0.0):,.0f}" for r in rs))
     table.add_row("cost total (USD)", *(f"{sum(r.cost_usd.values()):,.0f}" for r in rs))
@@ -106,13 +114,23 @@ def simulate_command(
     eta_sample: Annotated[
         int, typer.Option("--eta-sample", min=1, help="With --eta: how many jobs get a prediction.")
     ] = 1000,
+    idle_fraction: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-fraction",
+            min=0.0,
+            max=1.0,
+            help="Seed this fraction of jobs to hold their GPUs idle (some whole run, some after a point) "
+            "and run the idle detector on its schedule (an `idle` object per policy in JSON).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
     err = stderr_console()
     try:
         policies = parse_policies(policy)
         settings = load_whatif_config(config)
-        scenario = build_scenario(load_trace(trace), settings, capacity, seed)
+        scenario = seed_idle(build_scenario(load_trace(trace), settings, capacity, seed), idle_fraction, seed)
         show = output is Output.TABLE and sys.stderr.isatty()
         etas: dict[str, EtaResult] = {}
         if eta:

@@ -10,6 +10,7 @@ the pure model (no stack, no wall clock): a few hours of cluster time take well 
 
 from __future__ import annotations
 
+from gpusim.idle_replay import IdleRun
 from gpusim.whatif import TIERS, Policy, PolicyRun, Scenario, ScenarioJob, TierMix, WhatIfConfig, scenario_of
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.lifecycle import gpus_per_instance
@@ -41,6 +42,7 @@ def partition_scenario(jobs: list[DemoJob], config: SharesConfig) -> Scenario:
                 script=job.outcomes,
                 checkpoints=True,  # every demo job names a checkpoint path
                 retry=request["retryStrategy"],
+                idle_after=None if job.idle_after_minutes is None else job.idle_after_minutes * 60,
             )
         )
     tiers = {
@@ -52,7 +54,11 @@ def partition_scenario(jobs: list[DemoJob], config: SharesConfig) -> Scenario:
         for tier in TIERS
     }
     whatif = WhatIfConfig(
-        gpus_per_unit=gpus_per_instance(INSTANCE_TYPE), instance_type=INSTANCE_TYPE, tiers=tiers
+        gpus_per_unit=gpus_per_instance(INSTANCE_TYPE),
+        instance_type=INSTANCE_TYPE,
+        tiers=tiers,
+        # The idle detector with the config's own policy, as the live run's detect_idle runs it.
+        idle=IdleRun(policy=config.idle),
     )
     return scenario_of(
         scenario_jobs,

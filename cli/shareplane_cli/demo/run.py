@@ -14,6 +14,7 @@ from gpusim import Faults
 from shareplane.bootstrap import Root
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.cost import AttemptCost
+from shareplane.domain.idle_record import IdleRecord
 from shareplane.domain.reclaim_record import ReclaimRecord
 from shareplane.service.queries import job_records
 
@@ -44,6 +45,8 @@ class LiveRun:
     reclaims: list[ReclaimRecord]
     #: Each training job's cost as record_state recorded it (its billable time x instances x price).
     costs: list[AttemptCost] = field(default_factory=list)
+    #: The idle detector's decisions that acted (warnings, alerts, stops), as audited in the jobs table.
+    idle: list[IdleRecord] = field(default_factory=list)
 
 
 def template_for(
@@ -134,4 +137,13 @@ def _play(
     end = max(t for t, _ in tracker.timeline)
     records = job_records(root.store, config=config)
     reclaims = root.reclaim_ledger.reclaims(since=0)
-    return LiveRun(tracker, records, submitted_at, end, len(runner.invocations), reclaims, root.store.costs())
+    return LiveRun(
+        tracker,
+        records,
+        submitted_at,
+        end,
+        len(runner.invocations),
+        reclaims,
+        root.store.costs(),
+        root.idle_ledger.since(0),
+    )

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.idle import Act, Signal
 from shareplane.domain.lifecycle import gpus_per_instance
 from shareplane.domain.share_observation import percentile
 
@@ -121,7 +122,43 @@ def summarize(
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),
         "reclaims": reclaim_summary(run),
         "cost": cost_summary(run, config),
+        "idle": idle_summary(run, jobs),
         "checks": checks(run, jobs, config),
+    }
+
+
+def first_running_seconds(record: dict[str, Any]) -> float | None:
+    """When the job's last attempt began training (its last RUNNING), in epoch seconds."""
+    times = [h["at"] for h in record["history"] if h["status"] == "RUNNING"]
+    return max(times) / 1000 if times else None
+
+
+def idle_summary(run: LiveRun, jobs: list[DemoJob]) -> dict[str, Any]:
+    """What the idle detector did: jobs flagged idle, stopped, flagged while busy, GPU-hours given back.
+
+    A job is flagged when a decision about it acted on the idle signal (an alert or a warning); busy
+    means not scripted to idle. Reclaimed: for each stopped job, its GPUs x the scripted training it
+    still had to do when it was stopped (all of it idle).
+    """
+    scripted = {j.name: j for j in jobs if j.idle_after_minutes is not None}
+    by_id = {r["jobId"]: r for r in run.records}
+    idle = [d for d in run.idle if d.signal is Signal.IDLE]
+    flagged = {d.job_id for d in idle}
+    stops = {d.job_id: d for d in idle if d.act is Act.STOP and d.stopped}
+    reclaimed = 0.0
+    for job_id, stop in stops.items():
+        record = by_id.get(job_id)
+        job = scripted.get(record["jobName"]) if record else None
+        started = first_running_seconds(record) if record else None
+        if job is not None and started is not None:
+            left = job.minutes * 60 - (stop.decided_at - started)
+            reclaimed += stop.gpus * max(0.0, left) / 3600
+    return {
+        "jobs_flagged": len(flagged),
+        "jobs_stopped": len(stops),
+        "busy_jobs_flagged": sum(1 for j in flagged if by_id.get(j, {}).get("jobName") not in scripted),
+        "reclaimed_gpu_hours": round(reclaimed, 1),
+        "flagged": sorted(str(by_id.get(j, {}).get("jobName", j)) for j in flagged),
     }
 
 

@@ -17,10 +17,11 @@ from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
-from gpusim import Faults, ModelOptions
+from gpusim import Faults, ModelOptions, gpu_metrics
 from gpusim.engine import HoldableClock
 from shareplane.domain.arns import arn_tail, resource_name
 
+from . import metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
@@ -28,6 +29,8 @@ from .template import FunctionSpec, TranslatedTemplate, load_sam_template, trans
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+#: Metrics one PutMetricData request may carry (CloudWatch API reference, PutMetricData).
+PUT_METRIC_DATA_LIMIT = 1000
 DEFAULT_STACK = "shareplane-local"
 #: Credentials the embedded AWS accepts; they are not valid anywhere else.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "shareplane-local", "AWS_SECRET_ACCESS_KEY": "shareplane-local"}
@@ -114,6 +117,9 @@ class LocalStack:
         self.intrinsics: Intrinsics | None = None
         # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
         self.trails = TrailEmulation()
+        self._cloudwatch: Any = None
+        #: The embedded CloudWatch's GetMetricData index (None when the stack runs elsewhere).
+        self.metric_index: metric_index.MetricIndex | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalStack:
@@ -126,6 +132,7 @@ class LocalStack:
             self.endpoint = f"http://{host}:{port}"
             # moto keeps its state per process, not per server: a fresh stack starts from nothing.
             urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
+            self.metric_index = metric_index.install(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):
@@ -178,6 +185,33 @@ class LocalStack:
             stored = s3_backends[ACCOUNT]["aws"].get_object(bucket, key)
             if stored is not None:
                 stored.last_modified = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+
+    # -- emulated trainers' instance metrics -----------------------------------------------------
+    def write_metrics(self, metric_data: list[dict[str, Any]]) -> None:
+        """PutMetricData of running trainers' per-host metrics (gpusim.gpu_metrics), 1000 a request.
+
+        When this process runs the embedded AWS, the datapoints go straight into its CloudWatch store
+        (the records PutMetricData makes there): at a hundred hosts a minute, serialising them through
+        HTTP would take a good part of a core away from the handlers on a small machine.
+        """
+        if self._server is not None:
+            from moto.cloudwatch.models import cloudwatch_backends
+
+            stamped = [
+                {**d, "Timestamp": datetime.fromtimestamp(float(d["Timestamp"]), UTC).replace(tzinfo=None)}
+                for d in metric_data
+            ]
+            cloudwatch_backends[ACCOUNT][REGION].put_metric_data(gpu_metrics.NAMESPACE, stamped)
+            return
+        if self._cloudwatch is None:
+            self._cloudwatch = self.client("cloudwatch")
+        entries = [
+            {**d, "Timestamp": datetime.fromtimestamp(float(d["Timestamp"]), UTC)} for d in metric_data
+        ]
+        for first in range(0, len(entries), PUT_METRIC_DATA_LIMIT):
+            self._cloudwatch.put_metric_data(
+                Namespace=gpu_metrics.NAMESPACE, MetricData=entries[first : first + PUT_METRIC_DATA_LIMIT]
+            )
 
     # -- clients and names ------------------------------------------------------------------
     def client(self, service: str) -> Any:
@@ -359,6 +393,8 @@ class LocalStack:
             wall_clock=self.clock,
             checkpoint_writer=self.write_checkpoint,
         ).start()
+        # Running trainers' per-host GPU metrics go into the embedded CloudWatch, as SageMaker's do.
+        emulator.model.metrics_writer = self.write_metrics
         try:
             made = emulator.provision(
                 self.translated.held_back, self.intrinsics, stack_name=self.spec.stack_name
