@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.domain.failure_rules import FailureClass
 from shareplane.domain.idle import HUNG_REASON_PREFIX, IDLE_REASON_PREFIX
-from shareplane.service.detect_idle import MANUAL_RUN, handle_message
+from shareplane.schemas.idle import MANUAL_RUN
+from shareplane.service.detect_idle import handle_message
 from shareplane.service.handle_failure import handle_message as handle_failure
 
 from tests.fakes.failure_world import World, failed_event, failed_job

@@ -15,8 +15,9 @@ from shareplane.domain.lifecycle import ObservationKind
 from shareplane.domain.reclaim import SKIP_JOB_BUDGET, SKIP_RUN_BUDGET
 from shareplane.domain.reclaim_reason import beneficiary_of, stop_reason
 from shareplane.domain.requeue import TAG_DISPLACED_BY, TAG_RECLAIMED_AT
+from shareplane.schemas.reclaim import MANUAL_RUN, RECLAIM_DUE
 from shareplane.service.handle_failure import handle_message as handle_failure
-from shareplane.service.reclaim_capacity import MANUAL_RUN, RECLAIM_DUE, handle_message, waiting_job
+from shareplane.service.reclaim_capacity import handle_message, waiting_job
 
 from tests.fakes.failure_world import World, failed_event, failed_job
 from tests.fakes.reclaim_world import (

@@ -33,7 +33,7 @@ from urllib.parse import quote
 from ..domain.alerts import AlertKind, FailureMetricEvent, logs_link, simple_alert
 from ..domain.arns import arn_tail, job_id_of, queue_name
 from ..domain.config import SharesConfig, Tier
-from ..domain.errors import InvalidInputError, RejectedByServiceError
+from ..domain.errors import RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.idle import (
     METRICS_NAMESPACE,
@@ -53,7 +53,8 @@ from ..domain.idle import (
 )
 from ..domain.idle_record import IdleRecord
 from ..domain.lifecycle import JobState, JobStatus, gpus_per_instance
-from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_time
+from ..schemas.idle import IdleRun, parse_idle_message
+from ..schemas.scheduled import check_tick_lead
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert
 from .ports import (
     AlertPublisher,
@@ -66,9 +67,6 @@ from .ports import (
 )
 
 logger = logging.getLogger(__name__)
-
-#: The body of a run asked for by hand (it carries no time: the one case the clock decides).
-MANUAL_RUN = {"shareplane": "detect-idle"}
 
 
 @dataclass(frozen=True)
@@ -135,21 +133,17 @@ class _Job:
 # Entry point
 # ------------------------------------------------------------------------------------------------
 def handle_message(raw: Any, ports: DetectIdlePorts) -> IdleOutcome:
-    """One queue message: a schedule tick, or a manual run."""
+    """Parse one queue message and run it: the handler's whole path, for callers holding a raw message."""
+    return detect_idle(parse_idle_message(raw), ports)
+
+
+def detect_idle(request: IdleRun, ports: DetectIdlePorts) -> IdleOutcome:
+    """One run: at its schedule tick's time, or at the clock's when asked for by hand."""
     if not ports.settings.enabled:
         return IdleOutcome("disabled (IdleEnabled=false)")
     if not ports.config.idle.enabled:
         return IdleOutcome("disabled (idle.enabled: false in the shares config)")
-    if raw == MANUAL_RUN:
-        return run(ports, ports.clock())
-    if not isinstance(raw, Mapping) or raw.get("detail-type") != "Scheduled Event":
-        raise InvalidInputError(
-            "detail-type",
-            f"{raw.get('detail-type') if isinstance(raw, Mapping) else type(raw).__name__!r} is not a "
-            "schedule tick",
-            f"route only the schedule rule's events (or {MANUAL_RUN}) to detect_idle",
-        )
-    return run(ports, tick_time(parse_scheduled_event(dict(raw))))
+    return run(ports, ports.clock() if request.at is None else request.at)
 
 
 def run(ports: DetectIdlePorts, now: float) -> IdleOutcome:

@@ -57,17 +57,19 @@ from ..domain.reclaim import (
 from ..domain.reclaim_reason import stop_reason
 from ..domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 from ..domain.requeue import ChainState
-from ..schemas.event_time import event_time
-from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id_at, tick_time
+from ..schemas.reclaim import (
+    ReclaimDue,
+    ReclaimTrigger,
+    RunnableEvent,
+    due_message,
+    parse_reclaim_message,
+)
+from ..schemas.scheduled import check_tick_lead, tick_id_at
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert
 from .ports import AlertPublisher, CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer
 
 logger = logging.getLogger(__name__)
 
-#: The body of this function's own delayed re-check of a waiting job.
-RECLAIM_DUE = "reclaim-due"
-#: The body of a run asked for by hand (it carries no time: the one case the clock decides).
-MANUAL_RUN = {"shareplane": "reclaim"}
 #: The reclaim runs' name in the tick watermark (``TickWatermarks``): the newest time one decided at.
 RECLAIM_RUNNER = "reclaim"
 #: SQS DelaySeconds maximum: a later due time is reached in hops of at most this.
@@ -118,46 +120,38 @@ class ReclaimOutcome:
 # Entry point
 # ------------------------------------------------------------------------------------------------
 def handle_message(raw: Any, ports: ReclaimPorts) -> ReclaimOutcome:
-    """Route one queue message: a RUNNABLE event, a due re-check, a schedule tick or a manual run."""
+    """Parse one queue message and run it: the handler's whole path, for callers holding a raw message."""
+    return reclaim(parse_reclaim_message(raw), ports)
+
+
+def reclaim(trigger: ReclaimTrigger, ports: ReclaimPorts) -> ReclaimOutcome:
+    """Act on one trigger: a RUNNABLE event, a due re-check, a schedule tick or a manual run."""
     settings = ports.settings
     if not settings.enabled:
         return ReclaimOutcome("disabled (ReclaimEnabled=false)")
     if ports.config.mode is SchedulingMode.QUOTA:
         return ReclaimOutcome("quota-share queue: AWS Batch preempts there itself")
-    if raw == MANUAL_RUN:
-        return run(ports, ports.clock())
-    if not isinstance(raw, Mapping):
-        raise InvalidInputError("message", "is not a JSON object", "send an event or a reclaim-due message")
-    if raw.get("shareplane") == RECLAIM_DUE:
-        return _due(raw, ports)
-    if raw.get("detail-type") == "Scheduled Event":
-        return run(ports, tick_time(parse_scheduled_event(dict(raw))))
-    if raw.get("detail-type") == "Batch Service Job State Change":
-        return _runnable(raw, ports)
-    raise InvalidInputError(
-        "detail-type",
-        f"{raw.get('detail-type')!r} is not a reclaim trigger",
-        "route only reclaim triggers here",
-    )
+    if isinstance(trigger, ReclaimDue):
+        return _due(trigger, ports)
+    if isinstance(trigger, RunnableEvent):
+        return _runnable(trigger, ports)
+    return run(ports, ports.clock() if trigger.at is None else trigger.at)
 
 
-def _runnable(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
+def _runnable(event: RunnableEvent, ports: ReclaimPorts) -> ReclaimOutcome:
     """A job became RUNNABLE: if its tier reclaims, decide now or when it becomes due."""
-    detail = raw.get("detail")
-    if not isinstance(detail, Mapping):
-        raise InvalidInputError("detail", "is missing or not an object", "send the event as AWS documents it")
-    if detail.get("status") != JobStatus.RUNNABLE.value:
-        return ReclaimOutcome(f"status {detail.get('status')}: nothing to do")
-    if queue_name(detail.get("jobQueue")) != queue_name(ports.settings.job_queue):
+    if event.status != JobStatus.RUNNABLE.value:
+        return ReclaimOutcome(f"status {event.status}: nothing to do")
+    if queue_name(event.job_queue) != queue_name(ports.settings.job_queue):
         return ReclaimOutcome("not the GPU queue")
-    now = event_time(raw)
+    now = event.at
     if now is None:
         raise InvalidInputError(
             "time", "is missing from the event and its detail", "send the event unchanged"
         )
     config = ports.config
-    priority = detail.get("schedulingPriority")
-    if config.tier_for_share(detail.get("shareIdentifier")) is None and not isinstance(priority, int):
+    priority = event.scheduling_priority
+    if config.tier_for_share(event.share_identifier) is None and priority is None:
         # AWS does not promise schedulingPriority in events: without it (and a team x tier share) the
         # tier is unknown, so the job is re-checked at the shortest threshold, where it is described.
         thresholds = [
@@ -166,25 +160,15 @@ def _runnable(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
         after: int | None = min(thresholds) if thresholds else None
         label = "no tier"
     else:
-        tier = job_tier(config, detail.get("shareIdentifier"), priority)
+        tier = job_tier(config, event.share_identifier, priority)
         after, label = config.tiers[tier].reclaim_after_seconds, tier.value
     if after is None:
         return ReclaimOutcome(f"{label} never reclaims", now)
-    created = detail.get("createdAt")
-    due = float(created) / 1000 + after if isinstance(created, int | float) else now
+    created = event.created_at
+    due = float(created) / 1000 + after if created is not None else now
     if due - now > 1:
-        return _hop(raw_job(detail), due, now, ports)
+        return _hop({"jobArn": event.job_arn, "jobId": event.job_id}, due, now, ports)
     return run(ports, now)
-
-
-def raw_job(detail: Mapping[str, Any]) -> dict[str, str]:
-    """The job a due message is about."""
-    return {"jobArn": str(detail.get("jobArn") or ""), "jobId": str(detail.get("jobId") or "")}
-
-
-def due_message(job: Mapping[str, str], due: float, hop: float) -> dict[str, Any]:
-    """A delayed re-check: decided at ``hopAt``; when that is before ``dueAt`` it only hops on."""
-    return {"shareplane": RECLAIM_DUE, **job, "dueAt": due, "hopAt": hop}
 
 
 def _hop(job: Mapping[str, str], due: float, now: float, ports: ReclaimPorts) -> ReclaimOutcome:
@@ -193,14 +177,10 @@ def _hop(job: Mapping[str, str], due: float, now: float, ports: ReclaimPorts) ->
     return ReclaimOutcome(f"re-check {job.get('jobId')} in {hop - now:.0f}s (due in {due - now:.0f}s)", now)
 
 
-def _due(raw: Mapping[str, Any], ports: ReclaimPorts) -> ReclaimOutcome:
-    due, hop = raw.get("dueAt"), raw.get("hopAt", raw.get("dueAt"))
-    if not isinstance(due, int | float) or not isinstance(hop, int | float):
-        raise InvalidInputError("dueAt", "is missing or not a number", "send reclaim-due messages as sent")
-    job = {"jobArn": str(raw.get("jobArn") or ""), "jobId": str(raw.get("jobId") or "")}
-    if due - hop > 1:
-        return _hop(job, float(due), float(hop), ports)
-    return run(ports, float(hop))
+def _due(due: ReclaimDue, ports: ReclaimPorts) -> ReclaimOutcome:
+    if due.due_at - due.hop_at > 1:
+        return _hop({"jobArn": due.job_arn, "jobId": due.job_id}, due.due_at, due.hop_at, ports)
+    return run(ports, due.hop_at)
 
 
 # ------------------------------------------------------------------------------------------------
