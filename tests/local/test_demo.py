@@ -58,16 +58,15 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     # FAILED (terminated) and its requeue is a job of its own
     victims = sum(len(r["victims"]) for r in summary["reclaims"])
     jobs = len(blog_workload())
-    # (FAILED: the CUDA OOM job, each reclaim victim, and the idle job the idle detector stopped)
-    idle = summary["idle"]
+    # (FAILED: the CUDA OOM job and each reclaim victim)
     assert sum(summary["jobs"].values()) == jobs + victims
-    assert summary["jobs"]["FAILED"] == 1 + victims + idle["jobs_stopped"]
-    # AND the idle detector flagged and stopped the job stuck loading data, and no other; its 5
-    # instances (40 GPUs) went back with most of its scripted 3 hours still to run
-    (stuck,) = [j.name for j in blog_workload() if j.idle_after_minutes is not None]
-    assert idle["flagged"] == [stuck]
-    assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (1, 1, 0)
-    assert 40 * 1.5 <= idle["reclaimed_gpu_hours"] <= 40 * 3
+    assert summary["jobs"]["FAILED"] == 1 + victims
+    # AND the idle detector, reading the emulator's GPU metrics of every running trainer (data-loading
+    # and evaluation dips included), flags none of these busy jobs
+    idle = summary["idle"]
+    assert idle["flagged"] == []
+    assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (0, 0, 0)
+    assert idle["reclaimed_gpu_hours"] == 0
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"

@@ -31,12 +31,13 @@ runner = CliRunner()
 
 
 def raw_config() -> dict[str, Any]:
-    """config/shares.yaml as plain data (a copy the test may change), without its budgets.
+    """config/shares.yaml as plain data (a copy the test may change), without its budgets and idle policy.
 
-    Budgets name the file's teams, which these tests rename and multiply; they never shape the queues.
+    Both name the file's teams, which these tests rename and multiply; they never shape the queues.
     """
     data = yaml.safe_load(CONFIG.read_text())
     data.pop("budgets", None)
+    data.pop("idle", None)
     return data
 
 
