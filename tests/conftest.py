@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.chromium import browser  # noqa: F401 - one session's browser for every folder
 from tests.fakes.lambda_context import FakeLambdaContext
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,8 +1,9 @@
 """A real headless Chromium (Debian's package) driven by playwright, with every network request refused.
 
 Playwright never downloads a browser here: it launches the system's Chromium by path. A machine
-without it fails the tests that use it with the command that installs it (`.ci/run` runs that
-command). A conftest imports ``browser`` to offer the fixture to its folder.
+without it fails the tests that use it with the command that installs it (`make test` runs that
+command when it is missing). The root conftest offers ``browser`` to every folder: one definition,
+so one playwright per session (a second sync playwright in the same thread refuses to start).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
             f"no Chromium at {CHROMIUM}: the report tests open the reports in a real headless browser. "
-            f"Install Debian's package with `{INSTALL}` (as root; .ci/run does this before `make test`).",
+            f"Install Debian's package with `{INSTALL}` (as root; `make test` does this when it is missing).",
             pytrace=False,
         )
     from playwright.sync_api import Route, sync_playwright
