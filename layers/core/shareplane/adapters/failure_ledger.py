@@ -277,3 +277,24 @@ def _sent_alert(item: Mapping[str, Any]) -> SentAlert:
         job=item.get("job"),
         body=json.loads(item.get("body") or "{}"),
     )
+
+
+class FailureAlertClaims:
+    """The failure ledger's alert claims, for another path's ledger: one dedupe item per alert, so the
+    quiet windows are shared across paths. A subclass sets ``_alerts`` to a ``DynamoFailureLedger``."""
+
+    _alerts: DynamoFailureLedger
+
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item (the failure path's, so quiet windows are shared)."""
+        return self._alerts.claim_alert(alert, now, quiet_seconds, claimed_at=claimed_at)
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that a claimed alert went out."""
+        self._alerts.confirm_alert(alert, now)
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed."""
+        self._alerts.release_alert(alert)

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts import Alert
 from ..domain.idle_record import IdleRecord
 from .dynamodb_items import index_items_since, put_new, unmarshal
 from .dynamodb_store import HISTORY_RETENTION_SECONDS
-from .failure_ledger import DynamoFailureLedger
+from .failure_ledger import DynamoFailureLedger, FailureAlertClaims
 from .idle_items import (
     COUNTED_SK,
     DECISION_PREFIX,
@@ -34,27 +33,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoIdleLedger:
+class DynamoIdleLedger(FailureAlertClaims):
     """IdleLedger on the jobs table (conditional puts: a decision is written once)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
         self._alerts = DynamoFailureLedger(client, table_name)
-
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        """Reserve an alert's dedupe item (the failure path's)."""
-        return self._alerts.claim_alert(alert, now, quiet_seconds, claimed_at=claimed_at)
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert went out."""
-        self._alerts.confirm_alert(alert, now)
-
-    def release_alert(self, alert: Alert) -> None:
-        """Give a claim back after publishing failed."""
-        self._alerts.release_alert(alert)
 
     def decisions(self, job_id: str) -> list[IdleRecord]:
         """Every decision recorded for one job, oldest first."""

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts import Alert
 from ..domain.lifecycle import HistoryEntry
 from ..domain.reclaim_record import ReclaimRecord
 from .dynamodb_items import (
@@ -33,7 +32,7 @@ from .dynamodb_items import (
     unmarshal,
 )
 from .dynamodb_store import HISTORY_RETENTION_SECONDS, history_item
-from .failure_ledger import DynamoFailureLedger
+from .failure_ledger import DynamoFailureLedger, FailureAlertClaims
 from .reclaim_items import reclaim_item, reclaim_of
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ def reclaim_pk(job_id: str) -> str:
     return f"RECLAIM#{job_id}"
 
 
-class DynamoReclaimLedger:
+class DynamoReclaimLedger(FailureAlertClaims):
     """ReclaimLedger on the jobs table; alerts go through the failure path's dedupe items."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -64,21 +63,6 @@ class DynamoReclaimLedger:
         self._table = table_name
         self._alerts = DynamoFailureLedger(client, table_name)
         self._decisions: dict[str, str] = {}
-
-    # -- alerts ---------------------------------------------------------------------------
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        """Reserve an alert's dedupe item (the failure path's, so quiet windows are shared)."""
-        return self._alerts.claim_alert(alert, now, quiet_seconds, claimed_at=claimed_at)
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert went out."""
-        self._alerts.confirm_alert(alert, now)
-
-    def release_alert(self, alert: Alert) -> None:
-        """Give a claim back after publishing failed."""
-        self._alerts.release_alert(alert)
 
     def last_tick(self, runner: str) -> str | None:
         """The newest schedule tick ``runner`` handled."""
