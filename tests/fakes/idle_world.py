@@ -111,8 +111,12 @@ def running_job(
     started: float,
     instances: int = 1,
     instance_type: str = P4,
+    quota: bool = False,
 ) -> tuple[JobState, TrainingJobState]:
-    """A RUNNING job as the jobs table holds it, and its training job (named after the job id)."""
+    """A RUNNING job as the jobs table holds it, and its training job (named after the job id).
+
+    ``quota``: on a quota-share queue, where the job has a quota share name and no share identifier.
+    """
     training_arn = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{job_id.lower()}"
     state = JobState(
         job_arn=f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}",
@@ -121,7 +125,8 @@ def running_job(
         job_id=job_id,
         job_name=f"name-{job_id}",
         job_queue=QUEUE_ARN,
-        share_identifier=share_of(team, tier),
+        share_identifier=None if quota else share_of(team, tier),
+        quota_share_name=team if quota else None,
         scheduling_priority={"HIGHPRI": 90, "MIDPRI": 50, "LOWPRI": 10}[tier],
         started_at=int(started * 1000),
         latest_training_job_arn=training_arn,

@@ -92,6 +92,18 @@ def test_stop_after_warning_warns_then_stops_and_the_failure_path_does_not_retry
     assert not fw.alerts.sent
 
 
+def test_a_quota_share_job_gets_its_teams_policy_from_its_quota_share() -> None:
+    # GIVEN a stop policy for ProdExp2's LOWPRI jobs only, and its idle job on a quota-share queue
+    # (no share identifier: its quota share names the team)
+    w = world(teams={"ProdExp2": {"tiers": {"LOWPRI": STOPPING}}})
+    idle_job(w, quota=True)
+    # WHEN it has been idle for the window THEN it is warned under its team's policy, not just alerted
+    assert handle_message(tick(FLAG), w.ports).acted == {"idle-1": "warn"}
+    (record,) = w.ledger.decisions("idle-1")
+    assert (record.team, record.share, record.tier) == ("ProdExp2", "ProdExp2", "LOWPRI")
+    assert handle_message(tick(FLAG + 600), w.ports).stopped == ["idle-1"]
+
+
 def test_a_busy_job_is_never_warned_or_stopped() -> None:
     w = world(**STOPPING)
     busy_job(w)

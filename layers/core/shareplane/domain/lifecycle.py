@@ -362,6 +362,11 @@ class JobState:
     def instance_count(self) -> float:
         return sum(usage.quantity for usage in self.capacity_usage)
 
+    @property
+    def share(self) -> str | None:
+        """The job's share identifier (fair-share queues), else its quota share (quota-share queues)."""
+        return self.share_identifier or self.quota_share_name
+
 
 #: Dimensions of each job metric. Low cardinality only: the job id is an EMF property, never a
 #: dimension (a dimension per job would multiply the custom-metric bill by the job count).

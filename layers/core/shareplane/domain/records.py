@@ -22,7 +22,7 @@ def job_record(
     events yields the same record. With the shares config, the job's team and tier stand beside its
     share identifier (from the config's mapping; None for a share the config does not name).
     """
-    share = state.share_identifier or state.quota_share_name
+    share = state.share
     tier = config.job_tier(share, state.scheduling_priority) if config else None
     return {
         "jobId": state.job_id,

@@ -212,8 +212,9 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
             continue
         name = (training.training_job_name if training else None) or arn_tail(training_arn)
         count = (training.instance_count if training else None) or state.instance_count or 1
-        team = team_of(config, state.share_identifier)
-        tier = config.job_tier(state.share_identifier, state.scheduling_priority) or Tier.LOWPRI
+        # A quota-share queue's job has no share identifier: its quota share names the team.
+        team = team_of(config, state.share)
+        tier = config.job_tier(state.share, state.scheduling_priority) or Tier.LOWPRI
         started = state.started_at / 1000
         if training and training.training_started_at:
             started = max(started, training.training_started_at / 1000)
@@ -335,7 +336,7 @@ def idle_record(
         job_name=state.job_name,
         training_job_name=job.training_job_name,
         queue=queue_name(state.job_queue) if state.job_queue else None,
-        share=state.share_identifier,
+        share=state.share,
         team=job.team,
         tier=job.tier.value,
         instance_type=job.instance_type,

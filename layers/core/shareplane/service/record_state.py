@@ -133,7 +133,7 @@ def metric_dimensions(state: JobState, config: SharesConfig | None) -> dict[str,
     The team comes from the config's mapping of the job's share identifier (or quota share); the tier
     from the identifier in the team_tier layout, else from the job's schedulingPriority.
     """
-    share = state.share_identifier or state.quota_share_name
+    share = state.share
     tier = config.job_tier(share, state.scheduling_priority) if config else None
     team = config.team_for_share(share) if config else None
     return {
