@@ -58,15 +58,19 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     # FAILED (terminated) and its requeue is a job of its own
     victims = sum(len(r["victims"]) for r in summary["reclaims"])
     jobs = len(blog_workload())
-    # (FAILED: the CUDA OOM job and each reclaim victim)
+    # (FAILED: the CUDA OOM job, the stuck job the idle detector stopped, and each reclaim victim)
     assert sum(summary["jobs"].values()) == jobs + victims
-    assert summary["jobs"]["FAILED"] == 1 + victims
+    assert summary["jobs"]["FAILED"] == 2 + victims
     # AND the idle detector, reading the emulator's GPU metrics of every running trainer (data-loading
-    # and evaluation dips included), flags none of these busy jobs
+    # and evaluation dips included), flags the stuck job and none of the busy ones, and stops it under
+    # ProdExp1's LOWPRI policy (in quota mode too, where the job has a quota share, no share identifier)
     idle = summary["idle"]
-    assert idle["flagged"] == []
-    assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (0, 0, 0)
-    assert idle["reclaimed_gpu_hours"] == 0
+    assert idle["flagged"] == ["p1-lowpri-stuck-01"]
+    assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (1, 1, 0)
+    assert idle["reclaimed_gpu_hours"] > 0
+    # AND its instances went to waiting work: queued jobs were dispatched right after the stop
+    (stop,) = idle["stops"]
+    assert stop["job"] == "p1-lowpri-stuck-01" and stop["gpus"] == 40 and stop["taken_by"], stop
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"

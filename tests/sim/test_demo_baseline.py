@@ -60,13 +60,15 @@ def test_the_baseline_is_hard_partitions_with_the_measured_figures() -> None:
     # AND the figures the README reports for hard partitions are these
     end = max(t for t, _ in static.timeline)
     capacity = CONFIG.instance_types[INSTANCE_TYPE].capacity
-    assert round(utilization(static.timeline, capacity, 0, end), 4) == 0.6433
-    assert round(end / 3600, 2) == 4.2
-    assert static_waits(static, jobs)["HIGHPRI"] == {"p50": 1380.0, "p95": 1380.0}
-    # AND the CUDA OOM job failed once (EXIT), the internal error was retried
+    assert round(utilization(static.timeline, capacity, 0, end), 4) == 0.651
+    assert round(end / 3600, 2) == 4.23
+    assert static_waits(static, jobs)["HIGHPRI"] == {"p50": 1500.0, "p95": 1500.0}
+    # AND the CUDA OOM job failed once (EXIT), the internal error was retried, and the same idle
+    # detector stopped the stuck job 63 minutes in (its 5 instances back to ProdExp1's queue)
     statuses = {view.name: view.status for view in static.jobs.values()}
-    assert statuses["p1-lowpri-late-02"] == "FAILED"
-    assert sum(1 for s in statuses.values() if s == "FAILED") == 1
+    assert statuses["p1-lowpri-late-02"] == "FAILED" and statuses["p1-lowpri-stuck-01"] == "FAILED"
+    assert sum(1 for s in statuses.values() if s == "FAILED") == 2
+    assert (3780.0, {"ProdExp1": 55, "ProdExp2": 40}) in static.timeline
 
 
 def test_the_demo_and_the_what_if_measure_the_same_waits_from_one_run() -> None:

@@ -17,7 +17,7 @@ from ..config_file import load_config
 from ..demo.baseline import run_static_partitions
 from ..demo.report import write_report
 from ..demo.run import DEMO_SPEED, run_live
-from ..demo.summary import summarize
+from ..demo.summary import TAKEN_WITHIN_SECONDS, summarize
 from ..demo.view import LiveView
 from ..demo.workload import INSTANCE_TYPE, blog_workload
 from ..local.noise_log import noise_to_log
@@ -115,6 +115,15 @@ def demo_command(
             "",
         ),
         ("idle GPU-hours reclaimed", f"{summary['idle']['reclaimed_gpu_hours']:.1f}", ""),
+        *[
+            (
+                f"idle stop of {stop['job']} ({stop['gpus']} GPUs)",
+                f"taken by {', '.join(stop['taken_by']) or 'no waiting job'} "
+                f"(dispatched within {TAKEN_WITHIN_SECONDS / 60:.0f} min)",
+                "",
+            )
+            for stop in summary["idle"]["stops"]
+        ],
         *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     ]
     print_table(

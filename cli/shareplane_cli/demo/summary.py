@@ -138,7 +138,8 @@ def idle_summary(run: LiveRun, jobs: list[DemoJob]) -> dict[str, Any]:
 
     A job is flagged when a decision about it acted on the idle signal (an alert or a warning); busy
     means not scripted to idle. Reclaimed: for each stopped job, its GPUs x the scripted training it
-    still had to do when it was stopped (all of it idle).
+    still had to do when it was stopped (all of it idle). Each stop names the waiting jobs dispatched
+    in the ``TAKEN_WITHIN_SECONDS`` after it: where its instances went.
     """
     scripted = {j.name: j for j in jobs if j.idle_after_minutes is not None}
     by_id = {r["jobId"]: r for r in run.records}
@@ -159,7 +160,33 @@ def idle_summary(run: LiveRun, jobs: list[DemoJob]) -> dict[str, Any]:
         "busy_jobs_flagged": sum(1 for j in flagged if by_id.get(j, {}).get("jobName") not in scripted),
         "reclaimed_gpu_hours": round(reclaimed, 1),
         "flagged": sorted(str(by_id.get(j, {}).get("jobName", j)) for j in flagged),
+        "stops": [
+            {
+                "job": str(by_id.get(job_id, {}).get("jobName", job_id)),
+                "gpus": stop.gpus,
+                "taken_by": dispatched_from_the_queue(run.records, stop.decided_at, TAKEN_WITHIN_SECONDS),
+            }
+            for job_id, stop in sorted(stops.items())
+        ],
     }
+
+
+#: A waiting job dispatched this soon after an idle stop is counted as taking the freed instances.
+TAKEN_WITHIN_SECONDS = 900.0
+WAITING = ("SUBMITTED", "PENDING", "RUNNABLE")
+
+
+def dispatched_from_the_queue(records: list[dict[str, Any]], at: float, within: float) -> list[str]:
+    """The jobs waiting at ``at`` (epoch seconds) that were dispatched within ``within`` seconds after it."""
+    at_ms, until_ms = at * 1000, (at + within) * 1000
+    names = []
+    for record in records:
+        before = [h for h in record["history"] if h["at"] <= at_ms]
+        if not before or before[-1]["status"] not in WAITING:
+            continue
+        if any(h["status"] == "SCHEDULED" and at_ms < h["at"] <= until_ms for h in record["history"]):
+            names.append(str(record["jobName"]))
+    return sorted(names)
 
 
 #: What the demo's cost means beside its GPU-hours (the report and the README say it too).

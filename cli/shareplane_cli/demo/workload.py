@@ -4,9 +4,9 @@ ProdExp1 (entitled to 60) submits more LOWPRI and MIDPRI work than it is entitle
 fine-tunes of 10 instances, then a hyperparameter sweep of 24 LOWPRI trials of 5) and borrows
 ProdExp2's idle instances; ProdExp2 (entitled to 40) submits 20 minutes later and gets its
 entitlement back; a HIGHPRI job ProdExp1 submits last starts before its team's earlier queued
-LOWPRI and MIDPRI work; three jobs fail (a capacity error, an internal error, a CUDA OOM). Every
-trainer is busy: the idle detector runs on their GPU metrics and must flag none. ``idle_after_minutes``
-scripts a job stuck with idle GPUs; the script has none (the README says why).
+LOWPRI and MIDPRI work; three jobs fail (a capacity error, an internal error, a CUDA OOM); one
+LOWPRI job of ProdExp1 holds its GPUs idle (stuck loading data) until the idle detector stops it,
+and every other trainer is busy, so the detector must flag that job and no other.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def blog_workload() -> list[DemoJob]:
         DemoJob("p1-midpri-ft-02", "ProdExp1", mid, 0, 10, 95, ("internal", "ok")),
         DemoJob("p1-midpri-ft-03", "ProdExp1", mid, 0, 10, 70),
         DemoJob("p1-midpri-ft-04", "ProdExp1", mid, 0, 10, 105),
+        # Stuck loading data from its first minute, scripted to hold 5 instances for 3 hours. Submitted
+        # before the sweep, it starts at once, so the detector flags it (15-minute grace, 30-minute
+        # window) and stops it (15 minutes after the warning) while the sweep still waits: its
+        # instances go to waiting trials, not to an idle cluster at the end of the run.
+        DemoJob("p1-lowpri-stuck-01", "ProdExp1", low, 0, 5, 180, idle_after_minutes=0),
     ]
     # A hyperparameter sweep: many trials of 50-75 minutes, more than the idle instances run at once.
     # Trials short against the run keep the makespan (the demo's utilization is makespan-based) from
