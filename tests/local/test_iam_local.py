@@ -175,6 +175,8 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         # quota mode: the start predictions' twin reads the GPU queue's quota shares (the quota-mode
         # scenario runs rebalance ticks, no watch tick)
         "ListGpuQueueQuotaShares: batch:ListQuotaShares",
+        # read only when more jobs wait than a tick predicts (FORECAST_MAX_JOBS, 500)
+        "ReadPredictionTimes: dynamodb:BatchGetItem",
     },
     "RebalanceSharesRole": {
         # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or
