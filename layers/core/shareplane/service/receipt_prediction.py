@@ -135,7 +135,7 @@ def predict_first_starts(
     except Exception as exc:  # noqa: BLE001 - nothing may fail a submission; the receipt says what failed
         logger.warning("the receipt's forecast failed", exc_info=True)
         return FirstPredictions({}, f"the forecast failed: {type(exc).__name__}: {exc}"[:300], budget.spent())
-    if not predictions:
+    if predictions is None:
         return FirstPredictions(
             {},
             f"fewer than {MIN_SAMPLES} forecast runs finished within its {_budget_words(forecast, budget)}",
@@ -158,8 +158,9 @@ def _budget_words(forecast: ReceiptForecast, budget: _Budget) -> str:
 
 def _forecast(
     forecast: ReceiptForecast, job_arns: Sequence[str], now: float, budget: _Budget
-) -> tuple[dict[str, StartPrediction], bool]:
-    """(each job's prediction, whether the runs were cut short); ``_OutOfTime`` while reading the twin."""
+) -> tuple[dict[str, StartPrediction] | None, bool]:
+    """(each waiting job's prediction, whether the runs were cut short); None when fewer than
+    ``MIN_SAMPLES`` runs finished; ``_OutOfTime`` while reading the twin."""
     # The forecast loads here, on the one path that runs it.
     from ..domain.start_forecast import ForecastSettings, forecast_starts
     from ..domain.wait_explain import job_arn_label
@@ -203,7 +204,7 @@ def _forecast(
             starts[arn].extend(one.starts)
         runs += CHUNK_SAMPLES
     if runs < MIN_SAMPLES:
-        return {}, cut
+        return None, cut
     low, high = ForecastSettings().low_quantile, ForecastSettings().high_quantile
     out = {}
     for arn, values in starts.items():

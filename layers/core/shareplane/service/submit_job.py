@@ -189,7 +189,8 @@ def submit_dropped_spec(
     if budget.notes:
         document["budget"] = {**(budget.status.as_dict() if budget.status else {}), "notes": budget.notes}
     if submitted and ports.forecast is not None:
-        document = _with_receipt_predictions(document, obj, answer_at, submitted, ports, now_ms, time_left)
+        at_ms = max(now_ms, head.last_modified_ms)
+        document = _with_receipt_predictions(document, obj, answer_at, submitted, ports, at_ms, time_left)
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
         ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
@@ -222,11 +223,13 @@ def _with_receipt_predictions(
     answer_at: str,
     submitted: list[SubmittedJob],
     ports: SubmitPorts,
-    now_ms: int,
+    at_ms: int,
     time_left: Callable[[], float] | None,
 ) -> dict[str, Any]:
     """The receipt with the GPU jobs' first predictions: an earlier answer's to this very version when
-    there is one (a re-delivered drop keeps what it was told), else a forecast made now, in its budget."""
+    there is one (a re-delivered drop keeps what it was told), else a forecast made at ``at_ms``, in its
+    budget: the handler's time, never before the jobs' creation (the drop's LastModified, on S3's clock,
+    which the twin would otherwise count as the future and leave the jobs out)."""
     assert ports.forecast is not None
     # Loaded on this path only: a drop that submitted nothing never pays for it.
     from .receipt_prediction import gpu_jobs, predict_first_starts
@@ -239,7 +242,7 @@ def _with_receipt_predictions(
     gpu = gpu_jobs({j.job_arn: j.queue for j in submitted}, ports.forecast.twin.queue)
     if not gpu:
         return with_first_predictions(document, {}, "only jobs of the GPU queue are forecast")
-    first = predict_first_starts(ports.forecast, gpu, now_ms / 1000, time_left)
+    first = predict_first_starts(ports.forecast, gpu, at_ms / 1000, time_left)
     logger.info(
         "receipt forecast",
         extra={
