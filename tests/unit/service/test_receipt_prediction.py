@@ -181,6 +181,30 @@ def test_a_job_no_longer_waiting_is_named_in_the_reason() -> None:
     assert first.reason == "1 job(s) were not waiting in the GPU queue's twin when it was read"
 
 
+def test_runs_not_a_multiple_of_a_chunk_are_run_exactly() -> None:
+    world = world_with_a_new_job()
+    first = predict_first_starts(receipt_forecast(world, samples=25), [NEW], NOW)
+    assert first.reason is None and first.predictions[NEW].samples == 25
+
+
+def test_a_slow_batch_read_is_stopped_by_the_budget() -> None:
+    # GIVEN Batch's queue settings answering after the budget is spent
+    world = world_with_a_new_job()
+    clock = TickingClock()
+    ports = receipt_forecast(world, clock)
+    batch = ports.twin.batch
+
+    class Slow:
+        def __getattr__(self, name: str) -> Any:
+            clock.now += 60.0
+            return getattr(batch, name)
+
+    slow = replace(ports, twin=replace(ports.twin, batch=Slow()))  # type: ignore[arg-type]
+    # THEN the next read stops the forecast, and the receipt says the twin was not read in time
+    first = predict_first_starts(slow, [NEW], NOW)
+    assert first.predictions == {} and first.reason is not None and "not read within" in first.reason
+
+
 def test_a_budget_of_zero_turns_the_forecast_off() -> None:
     world = world_with_a_new_job()
     first = predict_first_starts(receipt_forecast(world, budget=0.0), [NEW], NOW)

@@ -95,8 +95,8 @@ class _Budget:
         return self._clock() - self._started
 
 
-class _BudgetedStore:
-    """The forecast store, asking the budget before each table read of the twin (each job's history)."""
+class _Budgeted:
+    """A port of the twin's (the table, Batch's queue settings) asking the budget before each call."""
 
     def __init__(self, store: Any, budget: _Budget) -> None:
         self._store = store
@@ -168,8 +168,9 @@ def _forecast(
 
     ports = replace(
         forecast.twin,
-        store=cast(Any, _BudgetedStore(forecast.twin.store, budget)),
-        recent=cast(Any, _BudgetedStore(forecast.twin.recent, budget)),
+        store=cast(Any, _Budgeted(forecast.twin.store, budget)),
+        recent=cast(Any, _Budgeted(forecast.twin.recent, budget)),
+        batch=cast(Any, _Budgeted(forecast.twin.batch, budget)),
     )
     store = ports.store
     active: dict[JobStatus, list[JobState]] = {
@@ -190,19 +191,23 @@ def _forecast(
     targets = [a for a in job_arns if a in queued]
     if not targets:
         return {}, False
-    settings = ForecastSettings(samples=CHUNK_SAMPLES)
     starts: dict[str, list[float]] = {a: [] for a in targets}
     runs, cut = 0, False
     while runs < ports.limits.samples:
         if budget.left() <= 0:
             cut = True
             break
+        size = min(CHUNK_SAMPLES, ports.limits.samples - runs)
         chunk = forecast_starts(
-            twin.live, twin.history, targets=targets, settings=settings, seed=f"{round(now * 1000)}:{runs}"
+            twin.live,
+            twin.history,
+            targets=targets,
+            settings=ForecastSettings(samples=size),
+            seed=f"{round(now * 1000)}:{runs}",
         )
         for arn, one in chunk.items():
             starts[arn].extend(one.starts)
-        runs += CHUNK_SAMPLES
+        runs += size
     if runs < MIN_SAMPLES:
         return None, cut
     low, high = ForecastSettings().low_quantile, ForecastSettings().high_quantile
