@@ -193,6 +193,34 @@ def test_prediction_targets(last: dict[str, int], expected: list[str]) -> None:
     assert prediction_targets(["a", "b", "c", "d"], last, 2) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    last=st.dictionaries(st.integers(0, 29), st.integers(0, 5)),
+    waiting=st.integers(1, 30),
+    cap=st.integers(1, 12),
+)
+def test_prediction_targets_never_predicted_first_then_stalest_and_every_job_in_turn(
+    last: dict[int, int], waiting: int, cap: int
+) -> None:
+    # GIVEN jobs waiting in queue order, some predicted at earlier ticks
+    names = [f"j{n:02d}" for n in range(waiting)]
+    times = {f"j{n:02d}": t for n, t in last.items() if n < waiting}
+    chosen = prediction_targets(names, times, cap)
+    # THEN the cap holds, the never predicted come first in queue order, then the stalest
+    assert len(chosen) == min(cap, waiting) and len(set(chosen)) == len(chosen)
+    never = [n for n in names if n not in times]
+    assert chosen[: len(never)] == never[: len(chosen)]
+    stale = [times[n] for n in chosen if n in times]
+    assert stale == sorted(stale)
+    assert all(times[n] >= max(stale, default=0) for n in names if n in times and n not in chosen)
+    # AND ticks that store what they predict reach every waiting job within ceil(waiting / cap) ticks
+    predicted = dict(times)
+    for tick in range(-(-waiting // cap)):
+        for name in prediction_targets(names, predicted, cap):
+            predicted[name] = 100 + tick
+    assert all(predicted.get(n, 0) >= 100 for n in names)
+
+
 def test_under_the_cap_no_prediction_times_are_read() -> None:
     world = busy_world(waiting=3)
     read: list[object] = []
