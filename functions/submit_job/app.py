@@ -12,13 +12,23 @@ from shareplane.service.submit_job import submit_dropped_spec
 
 logger = sqs_batch.logger
 
+#: Seconds of the invocation the receipt's forecast leaves to the rest of the batch: this drop's answer,
+#: copy and delete (three S3 requests), and the next records, whose submissions come before any forecast.
+RESERVE_SECONDS = 15.0
+
+
+def forecast_time_left() -> float:
+    """Seconds of this invocation the receipt's forecast may still take."""
+    remaining = lambda_handler.remaining_seconds()
+    return float("inf") if remaining is None else remaining - RESERVE_SECONDS
+
 
 def handle(message: Any) -> None:
     """Answer every object the S3 event names."""
     ports = root().submit_ports
     for dropped in parse_object_created(message):
         logger.set_correlation_id(f"s3://{dropped.bucket}/{dropped.key}")
-        outcome = submit_dropped_spec(dropped, ports, int(time.time() * 1000))
+        outcome = submit_dropped_spec(dropped, ports, int(time.time() * 1000), time_left=forecast_time_left)
         logger.info(
             "answered",
             extra={

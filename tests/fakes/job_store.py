@@ -114,6 +114,9 @@ class FakeJobStore:
     def load_prediction(self, job_arn: str) -> StartPrediction | None:
         return self.predictions.get(job_arn)
 
+    def prediction_times(self, job_arns: Sequence[str]) -> dict[str, int]:
+        return {a: self.predictions[a].predicted_at for a in job_arns if a in self.predictions}
+
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
         return self.training_states.get(training_job_arn)

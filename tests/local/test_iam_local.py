@@ -7,7 +7,8 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 reports granted actions no recorded call used.
 
 The calls come from the failure/requeue, escalation, reclaim and idle scenarios of the other local tests
-(their module fixtures, run again here), a drop through the submit function (and its CloudTrail event
+(their module fixtures, run again here), a drop through the submit function (its receipt's forecast reading
+the GPU queue and the table as the watch does; and its CloudTrail event
 through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
 re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
 """
@@ -175,6 +176,8 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         # quota mode: the start predictions' twin reads the GPU queue's quota shares (the quota-mode
         # scenario runs rebalance ticks, no watch tick)
         "ListGpuQueueQuotaShares: batch:ListQuotaShares",
+        # read only when more jobs wait than a tick predicts (FORECAST_MAX_JOBS, 500)
+        "ReadPredictionTimes: dynamodb:BatchGetItem",
     },
     "RebalanceSharesRole": {
         # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or
@@ -207,9 +210,7 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
     },
     "SubmitJobRole": {
         # a drop event without a version id (the bucket is versioned, so only a replayed old event)
-        "ReadDropsAndAnswers: s3:GetObject",
         "RemoveAnsweredDrops: s3:DeleteObject",
-        "ReadJobs: dynamodb:Query",  # answering a drop seen before (receipt lookup)
         # a retried submit whose clientToken Batch rejected finds the job its first try created
         "FindEarlierSubmission: batch:ListServiceJobs",
         "FindEarlierSubmission: batch:DescribeServiceJob",

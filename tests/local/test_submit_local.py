@@ -62,6 +62,16 @@ def test_dropped_specs_are_submitted_or_rejected_beside_their_originals(
             "jobs[0].hyperparmeters",
         }
         receipt: dict[str, Any] = json.loads(s3.get_object(Bucket=bucket, Key=receipt_key)["Body"].read())
+        # AND the receipt gives each GPU job its first predicted start, forecast at submission on the
+        # live twin (the emulated Batch's queue, the table's jobs); the CPU FIFO job has none
+        gpu_jobs = [j for j in receipt["jobs"] if "cpu-fifo" not in j["queue"]]
+        assert len(gpu_jobs) == 2 and "submit_job" in receipt["prediction"]["predictedBy"]
+        for job in gpu_jobs:
+            prediction = job["prediction"]
+            assert prediction["samples"] == 100 and prediction["startedFraction"] > 0
+            assert prediction["predictedAt"] <= prediction["startP10"] <= prediction["startP50"]
+            assert prediction["startP50"] <= prediction["startP90"]
+        assert [j["prediction"] for j in receipt["jobs"] if j not in gpu_jobs] == [None]
         # AND the emulated Batch has the jobs, on the queues and share the receipt names
         batch = boto3.client(
             "batch",

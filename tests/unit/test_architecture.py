@@ -79,12 +79,14 @@ PATH_ONLY_MODULES = {
     # The idle detector's decision and its CloudWatch reader are detect_idle's alone.
     "shareplane.domain.idle": {"detect_idle"},
     "shareplane.adapters.cloudwatch_gpu_metrics": {"detect_idle"},
-    # The start forecast runs in the CLI and in watch_jobs' prediction step, which imports it only when
-    # a job waits: no handler's cold start pays for it (see the tick test below).
+    # The start forecast runs in the CLI, in watch_jobs' prediction step, which imports it only when a
+    # job waits, and in submit_job's receipt, only for a drop that submitted a GPU job: no handler's cold
+    # start pays for it (see the tick and drop tests below).
     "shareplane.domain.start_forecast": set(),
     "shareplane.domain.wait_explain": set(),
     "shareplane.service.live_twin": set(),
     "shareplane.service.start_predictions": set(),
+    "shareplane.service.receipt_prediction": set(),
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 
@@ -138,6 +140,49 @@ def test_the_watch_loads_the_forecast_only_on_the_tick_that_predicts(waiting: bo
     env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
     out = subprocess.run(
         [sys.executable, "-c", _WATCH_TICK.format(waiting=waiting)],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\n")[-2]
+    assert out == expected
+
+
+#: A drop through the submit path over fakes and moto, in a fresh interpreter, with the receipt's
+#: forecast on: ``body`` is the dropped spec.
+_SUBMIT_DROP = """
+import os, sys
+os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+from dataclasses import replace
+from moto import mock_aws
+from shareplane.service.receipt_prediction import ReceiptForecast
+from shareplane.service.start_predictions import ForecastPorts
+from tests.fakes.shares_batch import FakeSharesBatch
+from tests.integration.drop_world import build_world
+with mock_aws():
+    world = build_world()
+    twin = ForecastPorts(store=world.store, recent=world.store, batch=FakeSharesBatch(capacity=4),
+        config=world.config, queue="search-p4d-queue")
+    world.ports = replace(world.ports, forecast=ReceiptForecast(twin=twin, clock=lambda: 0.0))
+    outcome = world.handle(world.drop("submit/ProdExp1/a.yaml", {body!r}))
+print(outcome.status, "shareplane.domain.start_forecast" in sys.modules)
+"""
+_GPU_JOB = (
+    b"name: a\npriority: HIGHPRI\ninstance_type: ml.p4d.24xlarge\nframework: pytorch\n"
+    b'framework_version: "2.6.0"\noutput_path: s3://search-ml-training/prodexp1/out/\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [(b"name: [", "rejected False"), (_GPU_JOB, "accepted True")],
+    ids=["a drop that submits nothing never loads the forecast", "a drop that submits a GPU job loads it"],
+)
+def test_the_submit_path_loads_the_forecast_only_for_a_drop_it_forecasts(body: bytes, expected: str) -> None:
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
+    out = subprocess.run(
+        [sys.executable, "-c", _SUBMIT_DROP.format(body=body)],
         env=env,
         cwd=REPO,
         check=True,

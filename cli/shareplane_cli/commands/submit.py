@@ -19,6 +19,7 @@ from ..config_file import load_config
 from ..main import app
 from ..output import Output, emit, print_json, print_table, stderr_console
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
+from .jobs import predicted_start
 
 ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
@@ -53,16 +54,27 @@ def _print_answer(result: SubmitResult) -> None:
         return
     answer = result.answer
     jobs = [
-        (j["index"], j["name"], j["queue"], j["share"], j["priority"], j["jobId"])
+        (
+            j["index"],
+            j["name"],
+            j["queue"],
+            j["share"],
+            j["priority"],
+            j["jobId"],
+            predicted_start(j.get("prediction")) or "-",
+        )
         for j in answer.get("jobs", [])
     ]
     if jobs:
         print_table(
             f"{answer['outcome']}: {answer['original']}",
-            ["#", "job", "queue", "share", "tier", "job id"],
+            ["#", "job", "queue", "share", "tier", "job id", "predicted start"],
             jobs,
             console,
         )
+        why_none = (answer.get("prediction") or {}).get("notAtSubmission")
+        if why_none:
+            console.print(f"no predicted start yet: {why_none}", markup=False, highlight=False)
     problems = [(p["path"], p["message"], p["fix"]) for p in answer.get("problems", [])]
     if problems:
         print_table(f"refused ({answer['original']})", ["path", "problem", "fix"], problems, console)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .service.detect_idle import DetectIdlePorts
     from .service.handle_failure import FailurePorts
     from .service.rebalance_shares import RebalancePorts, RebalanceSettings
+    from .service.receipt_prediction import ReceiptForecast
     from .service.reclaim_capacity import ReclaimPorts
     from .service.record_state import RecordStatePorts
     from .service.record_uploader import UploaderPorts
@@ -293,7 +294,19 @@ class Root:
             attributions=self.upload_attributions,
             config=config,
             queues=self.submit_queues,
+            forecast=self.receipt_forecast,
         )
+
+    @cached_property
+    def receipt_forecast(self) -> ReceiptForecast | None:
+        """The receipt's first prediction: the watch's forecast ports, in RECEIPT_FORECAST_SECONDS per
+        drop (unset or 0: no forecast at submission; the receipt points to the watch's next tick)."""
+        seconds = self.number("RECEIPT_FORECAST_SECONDS", 0)
+        if seconds <= 0:
+            return None
+        from .service.receipt_prediction import ReceiptForecast
+
+        return ReceiptForecast(twin=self.forecast_ports, clock=time.monotonic, budget_seconds=float(seconds))
 
     # -- uploader attribution (record_uploader) ----------------------------------------------------
     @cached_property

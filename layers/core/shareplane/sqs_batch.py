@@ -37,6 +37,8 @@ class SqsBatchHandler:
     def __init__(self, handle_message: Callable[[Any], None]) -> None:
         #: The function's own message handler behind the permission guard: what runs for each record.
         self.record_handler = guard_permissions(handle_message)
+        #: The invocation being handled (None between invocations): its remaining time bounds optional work.
+        self.context: LambdaContext | None = None
         self._processor = BatchProcessor(event_type=EventType.SQS)
         self._handle_batch = logger.inject_lambda_context(self._process)
         # Made here, once the handler module has imported its path: the loggers of those modules
@@ -47,10 +49,19 @@ class SqsBatchHandler:
         result: dict[str, Any] = self._handle_batch(event, context)
         return result
 
+    def remaining_seconds(self) -> float | None:
+        """Seconds left in the invocation being handled (None outside one)."""
+        context = self.context
+        return None if context is None else context.get_remaining_time_in_millis() / 1000
+
     def _process(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        response = process_partial_response(
-            event=event, record_handler=self._record, processor=self._processor, context=context
-        )
+        self.context = context
+        try:
+            response = process_partial_response(
+                event=event, record_handler=self._record, processor=self._processor, context=context
+            )
+        finally:
+            self.context = None
         return dict(response)
 
     def _record(self, record: SQSRecord) -> None:

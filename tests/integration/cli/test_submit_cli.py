@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -259,3 +260,42 @@ def test_the_command_says_which_team_folder_it_used_and_why(
         ],
     )
     assert json.loads(printed.stdout)["teamFrom"] == "--team"
+
+
+def test_the_receipt_table_shows_each_jobs_predicted_start(
+    world: DropWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from shareplane.adapters.share_store import DynamoShareStore
+    from shareplane.service.receipt_prediction import ReceiptForecast
+    from shareplane.service.start_predictions import ForecastPorts
+
+    from tests.fakes.shares_batch import FakeSharesBatch
+    from tests.unit.service.test_start_predictions import POLICY
+
+    # GIVEN the function standing in forecasts at submission (an empty queue of 4 instances)
+    twin = ForecastPorts(
+        store=world.store,
+        recent=DynamoShareStore(world.dynamodb, "shareplane-jobs"),
+        batch=FakeSharesBatch(policy=POLICY, capacity=4),
+        config=world.config,
+        queue="search-p4d-queue",
+    )
+    world.ports = replace(world.ports, forecast=ReceiptForecast(twin=twin, clock=lambda: 0.0))
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    monkeypatch.setenv("COLUMNS", "240")
+    # WHEN the example spec is submitted with the table output
+    result = CliRunner().invoke(app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG)])
+    # THEN its two GPU jobs show a predicted start (p50, then p10 - p90), the CPU job none
+    assert result.exit_code == 0, result.output
+    assert "predicted start" in result.stdout
+    cells = {
+        line.split("│")[2].strip(): line.split("│")[7].strip()
+        for line in result.stdout.splitlines()
+        if "ranker" in line
+    }
+    start = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    for name in ("bert-large-ranker-ft-01", "ranker-lr-sweep-07"):
+        assert re.fullmatch(rf"{start} \({start} - {start}\)", cells[name]), cells
+    assert cells["ranker-tokenize-v7"] == "-"

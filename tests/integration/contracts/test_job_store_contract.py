@@ -243,3 +243,15 @@ def test_ticks_stored_in_any_order_leave_the_newest(store: Any, ticks: list[int]
     for tick in ticks:
         store.save_prediction(job, _prediction(tick * 300_000))
     assert store.load_prediction(job) == _prediction(max(ticks) * 300_000)
+
+
+def test_prediction_times_name_each_predicted_job_and_leave_out_the_others(store: Any) -> None:
+    # GIVEN 230 jobs (more than BatchGetItem's 100 keys), every third one predicted at its own tick
+    jobs = [f"{JOB}-times-{n}" for n in range(230)]
+    for n, job in enumerate(jobs[::3]):
+        store.save_prediction(job, _prediction(1_000_000 + n))
+    # WHEN the times are read (a job named twice, and one the table never saw)
+    times = store.prediction_times([*jobs, jobs[0], f"{JOB}-never"])
+    # THEN each predicted job has its tick, and no other job is named
+    assert times == {job: 1_000_000 + n for n, job in enumerate(jobs[::3])}
+    assert store.prediction_times([]) == {}

@@ -125,3 +125,63 @@ def test_a_bad_record_fails_alone(handler: Any, lambda_context: Any) -> None:
     }
     version = good["detail"]["object"]["version-id"]
     assert keys == {"rejected/ProdExp1/bad.yaml", f"answers/ProdExp1/bad.yaml/{version}.json"}
+
+
+# -- the receipt's first start prediction (RECEIPT_FORECAST_SECONDS set) ----------------------------
+@pytest.fixture
+def forecasting_handler(handler: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The handler with the receipt's forecast on; Batch's queue settings from the fake (moto has none)."""
+    from tests.fakes.shares_batch import FakeSharesBatch
+    from tests.unit.service.test_start_predictions import POLICY
+
+    monkeypatch.setenv("RECEIPT_FORECAST_SECONDS", "10")
+    with bootstrap.installed(
+        bootstrap.Root.from_environment(batch_policy=FakeSharesBatch(policy=POLICY, capacity=4))
+    ):
+        yield handler
+
+
+def receipt_of(event: dict[str, Any]) -> dict[str, Any]:
+    key, version = event["detail"]["object"]["key"], event["detail"]["object"]["version-id"]
+    team, name = key.split("/")[1:]
+    body = boto3.client("s3", region_name="us-east-1").get_object(
+        Bucket=BUCKET, Key=f"answers/{team}/{name}/{version}.json"
+    )["Body"]
+    return dict(json.loads(body.read()))
+
+
+def test_the_receipt_gives_each_gpu_jobs_first_prediction(
+    forecasting_handler: Any, lambda_context: Any
+) -> None:
+    # GIVEN the example spec (two GPU jobs, one CPU job) dropped with the forecast at submission on
+    event = dropped_event("submit/ProdExp1/predicted.yaml", SPEC)
+    stub_submissions(["bert-large-ranker-ft-01", "ranker-lr-sweep-07", "ranker-tokenize-v7"])
+    # WHEN the handler answers it
+    assert forecasting_handler.lambda_handler(sqs_batch([event]), lambda_context) == {"batchItemFailures": []}
+    # THEN the GPU jobs' entries carry p10/p50/p90 from the template's 100 runs; the CPU job's none
+    receipt = receipt_of(event)
+    predictions = {j["name"]: j["prediction"] for j in receipt["jobs"]}
+    assert predictions["ranker-tokenize-v7"] is None
+    for name in SHARES:
+        prediction = predictions[name]
+        assert prediction["samples"] == 100 and prediction["startedFraction"] > 0
+        assert prediction["predictedAt"] <= prediction["startP10"] <= prediction["startP50"]
+    assert "submit_job" in receipt["prediction"]["predictedBy"]
+
+
+def test_an_invocation_near_its_end_submits_and_receipts_without_a_prediction(
+    forecasting_handler: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an invocation with less time left than the rest of the batch is kept
+    app = load_handler("submit_job")
+    monkeypatch.setattr(
+        lambda_context, "get_remaining_time_in_millis", lambda: int(app.RESERVE_SECONDS * 1000)
+    )
+    event = dropped_event("submit/ProdExp1/late.yaml", SPEC)
+    stub_submissions(["bert-large-ranker-ft-01", "ranker-lr-sweep-07", "ranker-tokenize-v7"])
+    # WHEN the handler answers the drop
+    assert forecasting_handler.lambda_handler(sqs_batch([event]), lambda_context) == {"batchItemFailures": []}
+    # THEN every job is submitted and receipted, and the receipt says why it has no prediction
+    receipt = receipt_of(event)
+    assert receipt["outcome"] == "accepted" and all(j["prediction"] is None for j in receipt["jobs"])
+    assert "not read within the forecast's budget" in receipt["prediction"]["notAtSubmission"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from shareplane.domain.jobspec import MAX_SPEC_BYTES
 from shareplane.domain.lifecycle import JobStatus, ObservationKind
 
 from tests.conftest import REPO
-from tests.integration.drop_world import DropWorld, build_world
+from tests.integration.drop_world import NOW_MS, DropWorld, build_world
 
 GOOD_JOB = """\
 name: {name}
@@ -393,3 +394,123 @@ def test_fuzz_every_file_is_answered_and_never_lost(world: DropWorld, body: byte
     # the original's bytes survive: moved beside the answer, or left where they were
     assert world.body(outcome.destination or obj.key) == body
     assert world.handle(obj).status in ("already_answered", "rejected")  # a repeat changes nothing new
+
+
+# -- the receipt's first start prediction ---------------------------------------------------------
+def with_forecast(world: DropWorld, budget: float = 10.0) -> list[int]:
+    """The submit path given the receipt's forecast, reading the twin from the moto table through the
+    adapters the Lambda uses (the ByStatus index, each job's history); returns the forecasts' chunks."""
+    import shareplane.domain.start_forecast as start_forecast
+    from shareplane.adapters.share_store import DynamoShareStore
+    from shareplane.service.receipt_prediction import ReceiptForecast
+    from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
+
+    from tests.fakes.shares_batch import FakeSharesBatch
+    from tests.unit.service.test_start_predictions import POLICY
+
+    chunks: list[int] = []
+    forecast = start_forecast.forecast_starts
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        chunks.append(1)
+        return forecast(*args, **kwargs)
+
+    start_forecast.forecast_starts = counted  # type: ignore[assignment]
+    twin = ForecastPorts(
+        store=world.store,
+        recent=DynamoShareStore(world.dynamodb, "shareplane-jobs"),
+        batch=FakeSharesBatch(policy=POLICY, capacity=4),
+        config=world.config,
+        queue="search-p4d-queue",
+        limits=ForecastLimits(samples=40),
+    )
+    forecast_ports = ReceiptForecast(twin=twin, clock=lambda: 0.0, budget_seconds=budget)
+    world.ports = replace(world.ports, forecast=forecast_ports)
+    return chunks
+
+
+@pytest.fixture
+def chunks(world: DropWorld, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import shareplane.domain.start_forecast as start_forecast
+
+    monkeypatch.setattr(start_forecast, "forecast_starts", start_forecast.forecast_starts)  # restored after
+    return with_forecast(world)
+
+
+def test_the_receipt_carries_each_gpu_jobs_first_prediction(world: DropWorld, chunks: list[int]) -> None:
+    # GIVEN a spec with two GPU jobs dropped while the GPU queue has room for one
+    obj = world.drop(
+        "submit/ProdExp1/pair.yaml",
+        as_list(job("p-1"), job("p-2").replace("instance_count: 2", "instance_count: 3")).encode(),
+    )
+    # WHEN the submit path handles it
+    outcome = world.handle(obj)
+    # THEN the receipt gives each job its p10/p50/p90, made at the submission's time from 40 runs
+    receipt = world.json(outcome.answer or "")
+    assert outcome.status == "accepted" and len(chunks) == 4
+    for entry in receipt["jobs"]:
+        prediction = entry["prediction"]
+        assert prediction["predictedAt"] >= NOW_MS and prediction["samples"] == 40
+        assert (
+            prediction["predictedAt"]
+            <= prediction["startP10"]
+            <= prediction["startP50"]
+            <= prediction["startP90"]
+        )
+    assert "submit_job" in receipt["prediction"]["predictedBy"]
+    # AND the jobs' records hold no prediction: those are the watch's
+    assert all(world.store.load_prediction(e["jobArn"]) is None for e in receipt["jobs"])
+
+
+def test_a_redelivered_drop_keeps_the_first_answers_predictions(world: DropWorld, chunks: list[int]) -> None:
+    # GIVEN a drop answered once, whose original could not be deleted (the record fails and comes again)
+    obj = world.drop("submit/ProdExp1/again.yaml", job("g-1").encode())
+    bucket = world.ports.bucket
+
+    class Undeletable:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(bucket, name)
+
+        def delete(self, *args: Any) -> None:
+            raise ConnectionError("S3 unreachable")
+
+    world.ports = replace(world.ports, bucket=Undeletable())  # type: ignore[arg-type]
+    with pytest.raises(ConnectionError):
+        world.handle(obj)
+    first = world.json(next(k for k in world.keys() if k.startswith("answers/")))
+    forecasts = len(chunks)
+    # WHEN it is handled again, with more work queued in between
+    world.ports = replace(world.ports, bucket=bucket)
+    world.handle(
+        world.drop(
+            "submit/ProdExp1/other.yaml",
+            job("o-1").replace("instance_count: 2", "instance_count: 4").encode(),
+        )
+    )
+    forecasts_between = len(chunks)
+    outcome = world.handle(obj)
+    # THEN its receipt gives the very predictions the first answer gave, without a new forecast
+    again = world.json(outcome.answer or "")
+    assert again["jobs"] == first["jobs"] and again["prediction"] == first["prediction"]
+    assert forecasts_between > forecasts and len(chunks) == forecasts_between
+
+
+def test_a_failing_forecast_never_fails_the_submission(world: DropWorld, chunks: list[int]) -> None:
+    # GIVEN Batch's queue settings cannot be read
+    assert world.ports.forecast is not None
+    twin = world.ports.forecast.twin
+
+    class Unreachable:
+        def __getattr__(self, name: str) -> Any:
+            raise ConnectionError("Batch endpoint unreachable")
+
+    broken = replace(world.ports.forecast, twin=replace(twin, batch=Unreachable()))  # type: ignore[arg-type]
+    world.ports = replace(world.ports, forecast=broken)
+    # WHEN a spec is dropped
+    outcome = world.handle(world.drop("submit/ProdExp1/f.yaml", job("f-1").encode()))
+    # THEN it is submitted and receipted as ever, the receipt saying why it has no prediction
+    receipt = world.json(outcome.answer or "")
+    assert outcome.status == "accepted" and world.batch.distinct_jobs == 1
+    assert receipt["jobs"][0]["prediction"] is None
+    assert receipt["prediction"]["notAtSubmission"].startswith("the forecast failed: ConnectionError")
+    assert "watch_jobs tick" in receipt["prediction"]["predictedBy"]

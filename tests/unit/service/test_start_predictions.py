@@ -12,7 +12,12 @@ from shareplane.domain.errors import ConfigError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.domain.start_prediction import StartPrediction
 from shareplane.service.queries import job_records
-from shareplane.service.start_predictions import ForecastLimits, ForecastPorts, predict_starts
+from shareplane.service.start_predictions import (
+    ForecastLimits,
+    ForecastPorts,
+    predict_starts,
+    prediction_targets,
+)
 from shareplane.service.watch_jobs import watch
 
 from tests.fakes.failure_world import QUEUE_ARN, World
@@ -145,6 +150,83 @@ def test_the_cap_predicts_the_longest_waiting_jobs_only() -> None:
     ports = forecast_ports(world, ForecastLimits(max_jobs=2, samples=20))
     predictions = predict_starts(ports, {s: world.store.jobs(s.value) for s in JobStatus}, NOW)
     assert set(predictions) == {ARN + "wait-0", ARN + "wait-1"}
+
+
+def test_over_the_cap_a_new_job_is_predicted_before_the_stalest_predictions_are_refreshed() -> None:
+    # GIVEN three jobs waiting and room for two predictions a tick
+    world = busy_world(waiting=3)
+    ports = forecast_ports(world, ForecastLimits(max_jobs=2, samples=20))
+
+    def tick(at: float) -> set[str]:
+        active = {s: world.store.jobs(s.value) for s in JobStatus}
+        predictions = predict_starts(ports, active, at)
+        for arn, prediction in predictions.items():
+            world.store.save_prediction(arn, prediction)
+        return set(predictions)
+
+    # WHEN the first tick runs, THEN it predicts the two longest-waiting
+    assert tick(NOW) == {ARN + "wait-0", ARN + "wait-1"}
+    # WHEN a job is submitted behind them, THEN the next tick predicts the two never predicted
+    put_job(world.store, "wait-new", JobStatus.RUNNABLE, NOW + 100, priority=89)
+    assert tick(NOW + 300) == {ARN + "wait-2", ARN + "wait-new"}
+    # AND the tick after refreshes the stalest predictions
+    assert tick(NOW + 600) == {ARN + "wait-0", ARN + "wait-1"}
+    assert tick(NOW + 900) == {ARN + "wait-2", ARN + "wait-new"}
+
+
+@pytest.mark.parametrize(
+    ("last", "expected"),
+    [
+        ({}, ["a", "b"]),
+        ({"a": 5, "b": 5}, ["c", "d"]),
+        ({"a": 5, "b": 1, "c": 9, "d": 3}, ["b", "d"]),
+        ({"a": 5, "c": 9, "d": 3}, ["b", "d"]),
+    ],
+    ids=[
+        "none predicted: the longest-waiting",
+        "the never predicted before any predicted",
+        "all predicted: the stalest first",
+        "a never predicted job, then the stalest",
+    ],
+)
+def test_prediction_targets(last: dict[str, int], expected: list[str]) -> None:
+    assert prediction_targets(["a", "b", "c", "d"], last, 2) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    last=st.dictionaries(st.integers(0, 29), st.integers(0, 5)),
+    waiting=st.integers(1, 30),
+    cap=st.integers(1, 12),
+)
+def test_prediction_targets_never_predicted_first_then_stalest_and_every_job_in_turn(
+    last: dict[int, int], waiting: int, cap: int
+) -> None:
+    # GIVEN jobs waiting in queue order, some predicted at earlier ticks
+    names = [f"j{n:02d}" for n in range(waiting)]
+    times = {f"j{n:02d}": t for n, t in last.items() if n < waiting}
+    chosen = prediction_targets(names, times, cap)
+    # THEN the cap holds, the never predicted come first in queue order, then the stalest
+    assert len(chosen) == min(cap, waiting) and len(set(chosen)) == len(chosen)
+    never = [n for n in names if n not in times]
+    assert chosen[: len(never)] == never[: len(chosen)]
+    stale = [times[n] for n in chosen if n in times]
+    assert stale == sorted(stale)
+    assert all(times[n] >= max(stale, default=0) for n in names if n in times and n not in chosen)
+    # AND ticks that store what they predict reach every waiting job within ceil(waiting / cap) ticks
+    predicted = dict(times)
+    for tick in range(-(-waiting // cap)):
+        for name in prediction_targets(names, predicted, cap):
+            predicted[name] = 100 + tick
+    assert all(predicted.get(n, 0) >= 100 for n in names)
+
+
+def test_under_the_cap_no_prediction_times_are_read() -> None:
+    world = busy_world(waiting=3)
+    read: list[object] = []
+    world.store.prediction_times = lambda arns: read.append(arns) or {}  # type: ignore[method-assign]
+    predict_starts(forecast_ports(world), {s: world.store.jobs(s.value) for s in JobStatus}, NOW)
+    assert read == []
 
 
 def test_no_waiting_job_means_no_forecast() -> None:

@@ -72,6 +72,9 @@ PAYLOAD_SK = "PAYLOAD"
 PREDICTION_SK = "PREDICTION"
 #: A stored prediction is only newer than the stored one when its tick is strictly later.
 _NEWER_PREDICTION = "attribute_not_exists(pk) OR predictedAt < :at"
+#: BatchGetItem reads at most 100 keys a request; unprocessed keys are asked again this many times.
+_BATCH_GET_KEYS = 100
+_BATCH_GET_ROUNDS = 5
 HISTORY_PREFIX = "H#"
 #: History items expire (TTL, epoch seconds) this long after the event; current state never does.
 HISTORY_RETENTION_SECONDS = 400 * 24 * 3600
@@ -340,6 +343,29 @@ class DynamoJobStore:
         """The job's newest stored prediction; None before its first."""
         item = self._get(job_pk(job_arn), PREDICTION_SK)
         return prediction_from_item(item) if item else None
+
+    def prediction_times(self, job_arns: Sequence[str]) -> dict[str, int]:
+        """When each of these jobs was last predicted (epoch ms), read 100 at a time (BatchGetItem's
+        limit), ``predictedAt`` only; a job never predicted is absent."""
+        times: dict[str, int] = {}
+        unique = list(dict.fromkeys(job_arns))
+        for first in range(0, len(unique), _BATCH_GET_KEYS):
+            keys = [
+                {"pk": {"S": job_pk(a)}, "sk": {"S": PREDICTION_SK}}
+                for a in unique[first : first + _BATCH_GET_KEYS]
+            ]
+            request: dict[str, Any] = {self._table: {"Keys": keys, "ProjectionExpression": "pk, predictedAt"}}
+            for _ in range(_BATCH_GET_ROUNDS):
+                answer = self._client.batch_get_item(RequestItems=request)
+                for raw in answer.get("Responses", {}).get(self._table, []):
+                    item = unmarshal(raw)
+                    times[str(item["pk"]).removeprefix(job_pk(""))] = int(item["predictedAt"])
+                request = dict(answer.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+            # Keys still unprocessed after the rounds count as never predicted: such a job is then
+            # predicted first, which costs a forecast target, never a lost prediction.
+        return times
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:

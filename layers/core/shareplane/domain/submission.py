@@ -200,17 +200,50 @@ def _refused_jobs(result: SpecResult, refused_by_batch: Mapping[int, Problem]) -
     return out
 
 
-#: Where a submitted job's first start prediction is. The submit path does not forecast: the live twin
-#: reads the queue's active jobs, their holds' histories and Batch's queue settings, and the forecast
-#: runs until the new jobs start behind every job already waiting (seconds on a deep queue), for each
-#: drop, inside submit_job's 30 s, with Batch read permissions it does not hold.
-#: The watch's next tick predicts the job with the whole queue's other waiting jobs, once, and stores it
-#: on the job's record; `submit --dry-run` gives the same forecast before submitting.
+#: Where a submitted job's start predictions are when the submit path made none: the watch's next tick
+#: predicts the job with the whole queue's other waiting jobs and stores it on the job's record;
+#: `submit --dry-run` gives the same forecast before submitting.
 FIRST_PREDICTION = {
     "predictedBy": "the next watch_jobs tick (every 5 minutes), on the job's record",
     "read": "shareplane jobs --job JOB (field prediction; column predicted start) or shareplane why JOB",
     "beforeSubmitting": "shareplane submit --dry-run SPEC",
 }
+#: The receipt's prediction block when the submit path forecast its GPU jobs (each job's entry has its own).
+PREDICTED_AT_SUBMISSION = {
+    "predictedBy": (
+        "submit_job, on the live twin right after submission (each job's prediction); "
+        "each later watch_jobs tick refreshes it on the job's record"
+    ),
+    "read": FIRST_PREDICTION["read"],
+    "beforeSubmitting": FIRST_PREDICTION["beforeSubmitting"],
+}
+
+
+def with_first_predictions(
+    document: Mapping[str, Any], predictions: Mapping[str, Mapping[str, Any]], reason: str | None
+) -> dict[str, Any]:
+    """The receipt with each job's first prediction (``predictions``: job ARN -> its record, as
+    ``StartPrediction.as_record``; a job without one gets None) and the block saying where they came
+    from; ``reason`` says why a job has none (or why the runs were fewer than asked)."""
+    out = dict(document)
+    out["jobs"] = [{**job, "prediction": predictions.get(str(job.get("jobArn")))} for job in document["jobs"]]
+    block: dict[str, Any] = dict(PREDICTED_AT_SUBMISSION if predictions else FIRST_PREDICTION)
+    if reason:
+        block["notAtSubmission" if not predictions else "note"] = reason
+    out["prediction"] = block
+    return out
+
+
+def first_predictions_of(document: Any) -> tuple[dict[str, Mapping[str, Any]], dict[str, Any]] | None:
+    """The first predictions an earlier answer gave (job ARN -> record) and its prediction block; None
+    when it gave none (so a re-delivered drop's receipt keeps what its first answer said)."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("prediction"), Mapping):
+        return None
+    jobs = [j for j in document.get("jobs") or () if isinstance(j, Mapping) and "prediction" in j]
+    if not jobs:
+        return None
+    made = {str(j["jobArn"]): j["prediction"] for j in jobs if isinstance(j.get("prediction"), Mapping)}
+    return made, dict(document["prediction"])
 
 
 def build_answer(

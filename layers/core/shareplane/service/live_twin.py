@@ -2,7 +2,8 @@
 
 The one builder of the forecast's input from live state. `shareplane why` and `submit --dry-run`
 read the whole jobs table through it; the watch_jobs Lambda reads a bounded set of jobs (its active
-ones and the newest finished ones, ``start_predictions``) through the same function. Read-only:
+ones and the newest finished ones, ``start_predictions``) through the same function, and so does the
+submit_job Lambda for its receipt's first prediction (``receipt_prediction``). Read-only:
 DescribeJobQueues, DescribeServiceEnvironments, DescribeSchedulingPolicies or ListQuotaShares, and the
 jobs table.
 

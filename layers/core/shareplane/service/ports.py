@@ -375,6 +375,10 @@ class PredictionStore(Protocol):
         """The job's newest stored prediction; None before its first."""
         ...
 
+    def prediction_times(self, job_arns: Sequence[str]) -> dict[str, int]:
+        """When each of these jobs was last predicted (epoch ms); a job never predicted is absent."""
+        ...
+
 
 class RecentJobs(Protocol):
     """Jobs of one status created after a time (the ByStatus index's range), for the twin's history."""

@@ -5,8 +5,11 @@ why` reads it (``live_twin.read_live_twin``), but from a bounded set of jobs so 
 Lambda (120 s, 512 MB): every active job of the GPU queue (running jobs hold capacity, waiting ones are
 the queue) and the newest ``history_jobs`` finished ones of the last 14 days (their run times; the
 ByStatus index's time range, not a scan). The forecast runs ``samples`` times with a seed of the
-tick's time, so a redelivered tick forecasts the same; the ``max_jobs`` longest-waiting jobs are its
-targets (the run stops once they have all started, so the cap bounds the work).
+tick's time, so a redelivered tick forecasts the same. At most ``max_jobs`` jobs are its targets, one
+write each (``prediction_targets``): when more wait, the jobs never predicted come first (a job
+submitted behind a deep queue is not left without a prediction until it is among the oldest), then
+those whose stored prediction is the stalest (one BatchGetItem per 100 waiting jobs reads when each
+was last predicted).
 
 Each prediction is stored with the tick's time as ``predictedAt``, conditionally: it replaces a stored
 one only when its tick is later, so ticks handled out of order leave the newest tick's prediction.
@@ -107,6 +110,20 @@ def prediction_of(
     )
 
 
+def prediction_targets(waiting: Sequence[str], last_predicted: Mapping[str, int], cap: int) -> list[str]:
+    """The jobs a tick predicts, at most ``cap`` of ``waiting`` (longest-waiting first).
+
+    First the jobs never predicted, longest-waiting first, so a job that just arrived behind a deep
+    queue has a prediction at the next tick; then the stalest predictions (earliest ``predictedAt``,
+    ``last_predicted``'s epoch ms), so over successive ticks every waiting job's is refreshed.
+    """
+    position = {name: n for n, name in enumerate(waiting)}
+    ordered = sorted(
+        waiting, key=lambda name: (name in last_predicted, last_predicted.get(name, 0), position[name])
+    )
+    return ordered[:cap]
+
+
 def forecast_states(
     ports: ForecastPorts, active: Mapping[JobStatus, Sequence[JobState]], now: float
 ) -> list[JobState]:
@@ -142,9 +159,11 @@ def predict_starts(
         states=forecast_states(ports, active, now),
         name_of=job_arn_label,
     )
-    # The longest-waiting first: oldest submission, then the twin's order.
-    targets = [j.name for j in sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))]
-    targets = targets[: ports.limits.max_jobs]
+    queued = sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))
+    names = [j.name for j in queued]
+    # Over the cap, what each job was last predicted decides which ones this tick predicts.
+    last = ports.store.prediction_times(names) if len(names) > ports.limits.max_jobs else {}
+    targets = prediction_targets(names, last, ports.limits.max_jobs)
     if not targets:
         return {}
     forecasts = forecast_starts(

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.budget import Admission, BudgetStatus, admission, budget_status, demotion_note, refusal_message
 from ..domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
@@ -57,12 +57,14 @@ from ..domain.submission import (
     answer_key,
     answers,
     build_answer,
+    first_predictions_of,
     is_folder_marker,
     is_output_key,
     payload_item,
     payload_request_key,
     submitted_job,
     too_large_for_an_item,
+    with_first_predictions,
 )
 from ..domain.submitted_payload import SubmittedPayload
 from .ports import (
@@ -77,6 +79,9 @@ from .ports import (
 )
 from .record_state import record_observation
 from .record_uploader import attach_recorded_principal
+
+if TYPE_CHECKING:
+    from .receipt_prediction import ReceiptForecast
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +120,8 @@ class SubmitPorts:
     config: SharesConfig
     #: The deployed queues that the config's queue names stand for.
     queues: QueueNames = field(default_factory=QueueNames)
+    #: The receipt's first start prediction of the drop's GPU jobs (None: the receipt points to the watch).
+    forecast: ReceiptForecast | None = None
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,14 @@ class SubmitOutcome:
     jobs: tuple[SubmittedJob, ...] = field(default=())
 
 
-def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> SubmitOutcome:
-    """Handle one dropped object exactly once, whatever the number of events about it."""
+def submit_dropped_spec(
+    obj: DroppedObject, ports: SubmitPorts, now_ms: int, time_left: Callable[[], float] | None = None
+) -> SubmitOutcome:
+    """Handle one dropped object exactly once, whatever the number of events about it.
+
+    ``time_left``: the seconds the invocation can still give the receipt's forecast (see
+    ``service/receipt_prediction.py``).
+    """
     config, queues = ports.config, ports.queues
     if is_output_key(obj.key):
         # Our own answers: never specs (guards a notification configured on the whole bucket).
@@ -175,6 +188,9 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
     document["uploader"] = obj.uploader
     if budget.notes:
         document["budget"] = {**(budget.status.as_dict() if budget.status else {}), "notes": budget.notes}
+    if submitted and ports.forecast is not None:
+        at_ms = max(now_ms, head.last_modified_ms)
+        document = _with_receipt_predictions(document, obj, answer_at, submitted, ports, at_ms, time_left)
     movable = obj.key.startswith(SUBMIT_PREFIX)
     if movable:
         ports.bucket.copy(obj.bucket, obj.key, obj.version_id, dest)
@@ -199,6 +215,46 @@ def submit_dropped_spec(obj: DroppedObject, ports: SubmitPorts, now_ms: int) -> 
         extra={"key": obj.key, "outcome": outcome.value, "submitted": len(submitted), "answer": answer_at},
     )
     return SubmitOutcome(obj.key, outcome.value, dest if movable else obj.key, answer_at, tuple(submitted))
+
+
+def _with_receipt_predictions(
+    document: dict[str, Any],
+    obj: DroppedObject,
+    answer_at: str,
+    submitted: list[SubmittedJob],
+    ports: SubmitPorts,
+    at_ms: int,
+    time_left: Callable[[], float] | None,
+) -> dict[str, Any]:
+    """The receipt with the GPU jobs' first predictions: an earlier answer's to this very version when
+    there is one (a re-delivered drop keeps what it was told), else a forecast made at ``at_ms``, in its
+    budget: the handler's time, never before the jobs' creation (the drop's LastModified, on S3's clock,
+    which the twin would otherwise count as the future and leave the jobs out)."""
+    assert ports.forecast is not None
+    # Loaded on this path only: a drop that submitted nothing never pays for it.
+    from .receipt_prediction import gpu_jobs, predict_first_starts
+
+    previous = ports.bucket.get_json(obj.bucket, answer_at)
+    earlier = first_predictions_of(previous) if answers(previous, obj) else None
+    if earlier is not None:
+        made, block = earlier
+        return {**with_first_predictions(document, made, None), "prediction": block}
+    gpu = gpu_jobs({j.job_arn: j.queue for j in submitted}, ports.forecast.twin.queue)
+    if not gpu:
+        return with_first_predictions(document, {}, "only jobs of the GPU queue are forecast")
+    first = predict_first_starts(ports.forecast, gpu, at_ms / 1000, time_left)
+    logger.info(
+        "receipt forecast",
+        extra={
+            "key": obj.key,
+            "predicted": len(first.predictions),
+            "seconds": None if first.seconds is None else round(first.seconds, 3),
+            "reason": first.reason,
+        },
+    )
+    return with_first_predictions(
+        document, {arn: p.as_record() for arn, p in first.predictions.items()}, first.reason
+    )
 
 
 @dataclass
