@@ -25,7 +25,6 @@ from shareplane_cli.local.loop import StackLoop
 from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
-from tests.local.test_escalation_local import drive
 from tests.local.test_failures_local import cli_json, drain_queue, emulated, subscribe_to_alerts
 
 pytestmark = pytest.mark.local
@@ -90,11 +89,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> BudgetRun:
             return check
 
         # WHEN the job runs its hour and the watch ticks after its cost is recorded
-        drive(loop, deadline, lambda: bool(store.costs()), "the spender's cost recorded")
-        drive(loop, deadline, alerted(2), "both budget alerts")
+        loop.run_until(deadline, lambda: bool(store.costs()), "the spender's cost recorded")
+        loop.run_until(deadline, alerted(2), "both budget alerts")
         # ... and the watch keeps ticking for another virtual half hour
         until = stack.emulator.virtual_now() + 1800
-        drive(loop, deadline, lambda: stack.emulator.virtual_now() >= until, "half an hour more")
+        loop.run_until(deadline, lambda: stack.emulator.virtual_now() >= until, "half an hour more")
         notes.extend(drain_queue(stack.client("sqs"), inbox))
         # AND a LOWPRI spec is dropped while the team is over its budget
         s3, bucket = stack.client("s3"), stack.outputs["DropBucketName"]
@@ -106,7 +105,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> BudgetRun:
         def answered() -> bool:
             return "Contents" in s3.list_objects_v2(Bucket=bucket, Prefix=answer_key)
 
-        drive(loop, deadline, answered, "the LOWPRI drop answered")
+        loop.run_until(deadline, answered, "the LOWPRI drop answered")
         described = batch.describe_service_job(jobId=job_id)
         training_name = described["latestAttempt"]["serviceResourceId"]["value"].rsplit("/", 1)[-1]
         return BudgetRun(

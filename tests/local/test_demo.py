@@ -68,9 +68,13 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     assert idle["flagged"] == ["p1-lowpri-stuck-01"]
     assert (idle["jobs_flagged"], idle["jobs_stopped"], idle["busy_jobs_flagged"]) == (1, 1, 0)
     assert idle["reclaimed_gpu_hours"] > 0
-    # AND its instances went to waiting work: queued jobs were dispatched right after the stop
     (stop,) = idle["stops"]
-    assert stop["job"] == "p1-lowpri-stuck-01" and stop["gpus"] == 40 and stop["taken_by"], stop
+    assert stop["job"] == "p1-lowpri-stuck-01" and stop["gpus"] == 40
+    if mode == "fairshare":
+        # AND its instances went to waiting work: jobs waiting at the stop were the next dispatched.
+        # (In quota mode the job is preempted minutes after it starts, like the sweep's first trials,
+        # and stopped in its second attempt, by when the queue may have drained: README.)
+        assert stop["taken_by"] and stop["taken_after_seconds"] >= 0, stop
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":
         assert summary["preemptions"] >= 1, "ProdExp2 reclaims its lent instances by preemption"

@@ -90,8 +90,7 @@ def run() -> EscalationRun:
         deadline = time.monotonic() + WALL_LIMIT_SECONDS
         ids = {job.name: batch.submit_service_job(**submit_request(job, config))["jobId"] for job in FILLERS}
         # GIVEN the fillers hold every instance before ProdExp2 asks for any
-        drive(
-            loop,
+        loop.run_until(
             deadline,
             lambda: all(status(batch, i) == "RUNNING" for i in ids.values()),
             "fillers running",
@@ -108,7 +107,7 @@ def run() -> EscalationRun:
             )
             return at_ceiling and len(cli_json(stack, ["alerts"])) >= len(targets)
 
-        drive(loop, deadline, escalated, "both waiting jobs at their ceiling, with their wait alerts")
+        loop.run_until(deadline, escalated, "both waiting jobs at their ceiling, with their wait alerts")
         return EscalationRun(
             config=config,
             described={n: batch.describe_service_job(jobId=i) for n, i in ids.items()},
@@ -135,15 +134,6 @@ def why_json(stack: LocalStack, job: str) -> dict[str, Any]:
 def status(batch: Any, job_id: str) -> str:
     """A service job's status in the emulated Batch."""
     return str(batch.describe_service_job(jobId=job_id)["status"])
-
-
-def drive(loop: StackLoop, deadline: float, done: Any, what: str) -> None:
-    """Step the stack (schedules on the virtual clock, every queue) until ``done()``, or fail at the deadline."""
-    while not done():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not reached in {WALL_LIMIT_SECONDS:.0f} s: {what}")
-        loop.step()
-        time.sleep(0.05)
 
 
 def raises(record: dict[str, Any]) -> list[tuple[int, int, int]]:

@@ -68,15 +68,6 @@ class IdleRun:
     job_names: list[str]
 
 
-def drive(loop: StackLoop, deadline: float, done: Any, what: str) -> None:
-    """Step the stack (the emulator publishes the metrics) until ``done()``, or fail at the deadline."""
-    while not done():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not reached in {WALL_LIMIT_SECONDS:.0f} s: {what}")
-        loop.step()
-        time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def run() -> IdleRun:
     config = idle_config()
@@ -105,8 +96,8 @@ def run() -> IdleRun:
             job.name: str(batch.submit_service_job(**submit_request(job, config))["jobId"])
             for job in (IDLE, BUSY)
         }
-        drive(loop, deadline, lambda: status(batch, ids[IDLE.name]) == "FAILED", "the idle job stopped")
-        drive(loop, deadline, lambda: runner.drain() >= 0, "the last events handled")
+        loop.run_until(deadline, lambda: status(batch, ids[IDLE.name]) == "FAILED", "the idle job stopped")
+        loop.run_until(deadline, lambda: runner.drain() >= 0, "the last events handled")
         described = {name: batch.describe_service_job(jobId=i) for name, i in ids.items()}
         alerts = [
             json.loads(m["Body"])

@@ -109,15 +109,6 @@ def subscribe(stack: LocalStack, policy: dict[str, list[str]]) -> str:
     return url
 
 
-def drive(loop: StackLoop, deadline: float, done: Any, what: str) -> None:
-    """Step the stack until ``done()``, or fail at the deadline."""
-    while not done():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not reached in {WALL_LIMIT_SECONDS:.0f} s: {what}")
-        loop.step()
-        time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def run() -> ReclaimRun:
     config = reclaim_config()
@@ -147,8 +138,7 @@ def run() -> ReclaimRun:
         deadline = time.monotonic() + WALL_LIMIT_SECONDS
         ids = {job.name: submit(batch, job, config) for job in FILLERS}
         # GIVEN both teams fill 96 instances within their entitlements, then ProdExp2 borrows the last 4
-        drive(
-            loop,
+        loop.run_until(
             deadline,
             lambda: all(status(batch, i) == "RUNNING" for i in ids.values()),
             "fillers running",
@@ -156,7 +146,9 @@ def run() -> ReclaimRun:
         ids[VICTIM.name] = submit(batch, VICTIM, config)
         payload = json.loads(batch.describe_service_job(jobId=ids[VICTIM.name])["serviceRequestPayload"])
         uri = payload["CheckpointConfig"]["S3Uri"]
-        drive(loop, deadline, lambda: uri in model.checkpoints, "the borrowed job wrote its first checkpoint")
+        loop.run_until(
+            deadline, lambda: uri in model.checkpoints, "the borrowed job wrote its first checkpoint"
+        )
         # WHEN ProdExp1's HIGHPRI job arrives and waits past its threshold
         ids[URGENT.name] = submit(batch, URGENT, config)
         requeued = f"{VICTIM.name}-rq1"
@@ -165,8 +157,8 @@ def run() -> ReclaimRun:
             job = next((j for j in model.jobs.values() if j.name == requeued), None)
             return job is not None and job.status == "RUNNING"
 
-        drive(loop, deadline, resumed, "the victim requeued and running again")
-        drive(loop, deadline, lambda: runner.drain() >= 0, "the last events handled")
+        loop.run_until(deadline, resumed, "the victim requeued and running again")
+        loop.run_until(deadline, lambda: runner.drain() >= 0, "the last events handled")
         listed = batch.list_service_jobs(
             jobQueue=stack.outputs["GpuJobQueueArn"], filters=[{"name": "JOB_NAME", "values": ["*"]}]
         )

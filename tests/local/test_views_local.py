@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
 from tests.conftest import REPO
-from tests.local.test_escalation_local import drive, status
+from tests.local.test_escalation_local import status
 from tests.local.test_failures_local import emulated
 
 pytestmark = pytest.mark.local
@@ -80,8 +80,7 @@ def run() -> Any:
             j.name: batch.submit_service_job(**submit_request(j, config))["jobId"] for j in [*FILLERS, SHORT]
         }
         # GIVEN ProdExp1's fillers run and its short job has ended (and been costed)
-        drive(
-            loop,
+        loop.run_until(
             deadline,
             lambda: (
                 all(status(batch, ids[j.name]) == "RUNNING" for j in FILLERS)
@@ -92,8 +91,7 @@ def run() -> Any:
         # WHEN ProdExp2 submits a job that does not fit in the 4 instances left
         ids[WAITER.name] = batch.submit_service_job(**submit_request(WAITER, config))["jobId"]
         views = ViewsRun(stack, config, {})
-        drive(
-            loop,
+        loop.run_until(
             deadline,
             lambda: (
                 status(batch, ids[WAITER.name]) == "RUNNABLE"

@@ -17,7 +17,7 @@ from ..config_file import load_config
 from ..demo.baseline import run_static_partitions
 from ..demo.report import write_report
 from ..demo.run import DEMO_SPEED, run_live
-from ..demo.summary import TAKEN_WITHIN_SECONDS, summarize
+from ..demo.summary import summarize
 from ..demo.view import LiveView
 from ..demo.workload import INSTANCE_TYPE, blog_workload
 from ..local.noise_log import noise_to_log
@@ -118,8 +118,9 @@ def demo_command(
         *[
             (
                 f"idle stop of {stop['job']} ({stop['gpus']} GPUs)",
-                f"taken by {', '.join(stop['taken_by']) or 'no waiting job'} "
-                f"(dispatched within {TAKEN_WITHIN_SECONDS / 60:.0f} min)",
+                f"taken by {', '.join(stop['taken_by'])}, {stop['taken_after_seconds']:.0f} s later"
+                if stop["taken_by"]
+                else "no waiting job took its instances",
                 "",
             )
             for stop in summary["idle"]["stops"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.idle import Act, Signal
+from shareplane.domain.idle_record import IdleRecord
 from shareplane.domain.lifecycle import gpus_per_instance
 from shareplane.domain.share_observation import percentile
 
@@ -139,7 +140,7 @@ def idle_summary(run: LiveRun, jobs: list[DemoJob]) -> dict[str, Any]:
     A job is flagged when a decision about it acted on the idle signal (an alert or a warning); busy
     means not scripted to idle. Reclaimed: for each stopped job, its GPUs x the scripted training it
     still had to do when it was stopped (all of it idle). Each stop names the waiting jobs dispatched
-    in the ``TAKEN_WITHIN_SECONDS`` after it: where its instances went.
+    next after it, and how long after: where its instances went.
     """
     scripted = {j.name: j for j in jobs if j.idle_after_minutes is not None}
     by_id = {r["jobId"]: r for r in run.records}
@@ -161,32 +162,40 @@ def idle_summary(run: LiveRun, jobs: list[DemoJob]) -> dict[str, Any]:
         "reclaimed_gpu_hours": round(reclaimed, 1),
         "flagged": sorted(str(by_id.get(j, {}).get("jobName", j)) for j in flagged),
         "stops": [
-            {
-                "job": str(by_id.get(job_id, {}).get("jobName", job_id)),
-                "gpus": stop.gpus,
-                "taken_by": dispatched_from_the_queue(run.records, stop.decided_at, TAKEN_WITHIN_SECONDS),
-            }
+            stop_summary(str(by_id.get(job_id, {}).get("jobName", job_id)), stop, run.records)
             for job_id, stop in sorted(stops.items())
         ],
     }
 
 
-#: A waiting job dispatched this soon after an idle stop is counted as taking the freed instances.
-TAKEN_WITHIN_SECONDS = 900.0
+def stop_summary(name: str, stop: IdleRecord, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One idle stop: the job, its GPUs, and the waiting jobs that took its instances, how long after."""
+    taken_by, after = next_dispatch_from_the_queue(records, stop.decided_at)
+    return {"job": name, "gpus": stop.gpus, "taken_by": taken_by, "taken_after_seconds": after}
+
+
 WAITING = ("SUBMITTED", "PENDING", "RUNNABLE")
 
 
-def dispatched_from_the_queue(records: list[dict[str, Any]], at: float, within: float) -> list[str]:
-    """The jobs waiting at ``at`` (epoch seconds) that were dispatched within ``within`` seconds after it."""
-    at_ms, until_ms = at * 1000, (at + within) * 1000
-    names = []
+def next_dispatch_from_the_queue(records: list[dict[str, Any]], at: float) -> tuple[list[str], float | None]:
+    """The jobs waiting at ``at`` (epoch seconds) that were dispatched first after it, and how long after.
+
+    Instances freed at ``at`` stay free until the next dispatch, so that dispatch is the one that takes
+    them (with whatever else freed meanwhile); none: no job was waiting, or none was dispatched again.
+    """
+    at_ms = at * 1000
+    dispatched: dict[str, float] = {}
     for record in records:
         before = [h for h in record["history"] if h["at"] <= at_ms]
         if not before or before[-1]["status"] not in WAITING:
             continue
-        if any(h["status"] == "SCHEDULED" and at_ms < h["at"] <= until_ms for h in record["history"]):
-            names.append(str(record["jobName"]))
-    return sorted(names)
+        after = [h["at"] for h in record["history"] if h["status"] == "SCHEDULED" and h["at"] > at_ms]
+        if after:
+            dispatched[str(record["jobName"])] = min(after)
+    if not dispatched:
+        return [], None
+    first = min(dispatched.values())
+    return sorted(n for n, t in dispatched.items() if t == first), round(first / 1000 - at, 1)
 
 
 #: What the demo's cost means beside its GPU-hours (the report and the README say it too).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,6 +40,14 @@ class StackLoop:
             with hold():
                 self.fire(schedule)
         return sum(self.runner.poll_once(f, hold) for f in self.stack.functions if f.queue_logical_id)
+
+    def run_until(self, deadline: float, done: Callable[[], bool], what: str) -> None:
+        """Step until ``done()``; past ``deadline`` (``time.monotonic()``), fail naming ``what``."""
+        while not done():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not reached by the wall-clock deadline: {what}")
+            self.step()
+            time.sleep(0.05)
 
     def fire(self, schedule: Schedule) -> None:
         """Deliver one schedule's input to its target: a function of the template, or a queue."""
