@@ -10,6 +10,7 @@ watch_jobs invocation (120 s).
 from __future__ import annotations
 
 import json
+import resource
 import time
 import tracemalloc
 from collections import Counter
@@ -228,19 +229,31 @@ def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
     assert peak < 256 * 2**20
 
 
+#: The backtest's cost target, set before the run: 1,000 predictions in about half an hour on 2 cores
+#: for the Philly trace (a plain replay takes ~13 s), so a 30k-job trace stays practical: at most
+#: x150 a plain replay of the same trace and policy in wall time, with the forecasts in 2 processes.
+COST_TARGET_WALL_RATIO = 150.0
+WORKERS = 2
+
+
 @pytest.mark.bench
 def test_backtest_on_the_philly_trace(scenario) -> None:
-    # Wall time and this process's CPU time: on a shared machine the CPU ratio is the steadier one.
+    # Wall time and CPU time (this process's and the forecast workers'): on a shared machine the CPU
+    # ratio is the steadier one; the target is on wall time, what a user waits for.
     started, cpu = time.perf_counter(), time.process_time()
     plain = run_policy(scenario, Policy.FAIRSHARE, SEED)
     plain_seconds, plain_cpu = time.perf_counter() - started, time.process_time() - cpu
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started, cpu = time.perf_counter(), time.process_time()
-    result = evaluate(backtest(scenario, Policy.FAIRSHARE, seed=SEED, sample=SAMPLE))
+    result = evaluate(backtest(scenario, Policy.FAIRSHARE, seed=SEED, sample=SAMPLE, workers=WORKERS))
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds += (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     summary = result.summary()
     print(
-        f"\nbacktest, fairshare, {len(scenario.jobs)} jobs, {summary['predictions']} predictions: "
-        f"{seconds:.1f} s against a plain replay's {plain_seconds:.1f} s = x{seconds / plain_seconds:.1f}; "
+        f"\nbacktest, fairshare, {len(scenario.jobs)} jobs, {summary['predictions']} predictions, "
+        f"{WORKERS} forecast processes: {seconds:.1f} s against a plain replay's {plain_seconds:.1f} s "
+        f"= x{seconds / plain_seconds:.1f} (target <= x{COST_TARGET_WALL_RATIO:.0f}); "
         f"CPU {cpu_seconds:.1f} s against {plain_cpu:.1f} s = x{cpu_seconds / plain_cpu:.1f}"
     )
     print(json.dumps(summary, indent=1))
@@ -252,3 +265,7 @@ def test_backtest_on_the_philly_trace(scenario) -> None:
     assert summary["predictions"] >= 1000
     assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
     assert 0.70 <= tuned["coverage"] <= 0.95
+    assert seconds / plain_seconds <= COST_TARGET_WALL_RATIO
+    # What users are shown is what was measured: the shipped calibration is the earlier half's choice.
+    shipped = ForecastSettings().calibration
+    assert (shipped.p50_scale, shipped.log_margin) == (tuned["p50_scale"], tuned["margin_log_wait"])

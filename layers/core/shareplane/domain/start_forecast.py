@@ -219,8 +219,9 @@ def track_margin(margin: float, missed: bool, target: float, step: float) -> flo
 
 #: No calibration: the runs' own quantiles.
 UNCALIBRATED = Calibration()
-#: What users are shown: chosen on the earlier half of the Philly backtest (README "Backtest").
-SHIPPED_CALIBRATION = Calibration(p50_scale=1.0, log_margin=0.0)
+#: What users are shown: the backtest's choice on the earlier half of its predictions (``gpusim.eta.tune``:
+#: Philly at 0.95 load, fair-share, seed 0, a 200-prediction sample; README "Backtest").
+SHIPPED_CALIBRATION = Calibration(p50_scale=0.5, log_margin=0.8054)
 
 
 @dataclass(frozen=True)
