@@ -300,6 +300,7 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
     if not waited:
         return {
             "measured": 0,
+            "no_run_started": 0,
             "median_abs_error_seconds": None,
             "coverage": None,
             "baseline_median_abs_error_seconds": None,
@@ -312,6 +313,8 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
         inside += low <= p.actual_start <= high  # type: ignore[operator]
     return {
         "measured": len(waited),
+        # Jobs no run started within the horizon (their range is [horizon, later) less the margin).
+        "no_run_started": sum(1 for p in waited if not p.starts),
         "median_abs_error_seconds": round(statistics.median(errors), 1),
         "coverage": round(inside / len(waited), 4),
         "baseline_median_abs_error_seconds": round(statistics.median(baseline), 1),
