@@ -423,6 +423,8 @@ class EtaResult:
     result: PolicyResult
     forecast_seconds: float
     replay_seconds: float
+    #: CPU seconds the forecast processes spent (0 when the forecasts ran in this process).
+    worker_cpu_seconds: float = 0.0
     calibration: Calibration = UNTUNED
     measures: dict[str, Any] = field(default_factory=dict)
 
@@ -433,9 +435,11 @@ class EtaResult:
 
 def _forecast_one(
     live: LiveQueue, history: History, name: str, settings: ForecastSettings, seed: str
-) -> tuple[float, ...]:
-    """One target's runs' starts (a pool worker's unit of work: picklable in, picklable out)."""
-    return forecast_starts(live, history, targets={name}, settings=settings, seed=seed)[name].starts
+) -> tuple[tuple[float, ...], float]:
+    """One target's runs' starts and the CPU seconds they took (a pool worker's unit of work)."""
+    cpu = time.process_time()
+    starts = forecast_starts(live, history, targets={name}, settings=settings, seed=seed)[name].starts
+    return starts, time.process_time() - cpu
 
 
 def backtest(
@@ -465,12 +469,15 @@ def backtest(
         else None
     )
     # A few forecasts ahead of the workers at most: each holds a copy of the live state.
-    in_flight: deque[tuple[int, Future[tuple[float, ...]]]] = deque()
+    in_flight: deque[tuple[int, Future[tuple[tuple[float, ...], float]]]] = deque()
+    worker_cpu = [0.0]
 
     def collect(block_until: int) -> None:
         while len(in_flight) > block_until:
             index, future = in_flight.popleft()
-            made[index] = replace(made[index], starts=future.result())
+            starts, cpu = future.result()
+            made[index] = replace(made[index], starts=starts)
+            worker_cpu[0] += cpu
 
     def predict(target: ScenarioJob) -> None:
         started = time.perf_counter()
@@ -482,7 +489,7 @@ def backtest(
                 target.name,
                 now,
                 TIERS[target.tier].value,
-                () if pool else _forecast_one(*args),
+                () if pool else _forecast_one(*args)[0],
                 settings.samples,
                 view.baseline_wait(target.tier, now),
                 horizon_seconds=settings.horizon_seconds,
@@ -508,7 +515,7 @@ def backtest(
             pool.shutdown(cancel_futures=True)
     wall = time.perf_counter() - started
     predictions = [replace(p, actual_start=view.first_dispatch.get(p.job)) for p in made]
-    return EtaResult(policy, predictions, result, spent[0], wall - spent[0])
+    return EtaResult(policy, predictions, result, spent[0], wall - spent[0], worker_cpu[0])
 
 
 def evaluate(result: EtaResult) -> EtaResult:

@@ -250,3 +250,4 @@ def test_forecasting_in_worker_processes_gives_the_same_predictions(scenario) ->
     pooled = backtest(scenario, Policy.FAIRSHARE, sample=12, settings=FEW, workers=2)
     assert _predicted(alone) == _predicted(pooled)
     assert any(p.starts for p in pooled.predictions)
+    assert pooled.worker_cpu_seconds > 0 and alone.worker_cpu_seconds == 0
