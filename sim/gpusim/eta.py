@@ -19,24 +19,33 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``
   estimate cannot be built from it; this is the simplest honest baseline it supports.
 
-Anything tuned (``tune``: a scale on the p50 wait, the interval's quantile pair and a conformal
-margin that widens it) is chosen on the earlier half of the predicted jobs (by submission) and
-reported on the later half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90
-figures are reported beside it, for the whole sample and both halves. The margin is split conformal
-prediction (conformalized quantile regression): the Monte Carlo range holds the run-time and arrival
-draws' spread but not the model's own error, which the earlier half measures. ``shareplane why``
-prints the untuned quantiles.
+Anything tuned (``tune``: a scale on the p50 wait and a conformal margin that widens the p10-p90
+range) is chosen on the earlier half of the predicted jobs (by submission) and reported on the later
+half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside
+it, for the whole sample and both halves. The margin is split conformal prediction (conformalized
+quantile regression): the Monte Carlo range holds the run-time and arrival draws' spread but not the
+model's own error, which the earlier half measures. Both are applied by the domain's
+``Calibration``, the code every live path runs (``ForecastSettings.calibration``), and its shipped
+values are the earlier half's choice (``tests/bench/test_eta_bench.py`` checks it): what the later
+half measures is what ``shareplane why`` shows. ``later_half.online`` reports the alternative that
+needs no split: the margin adapted online from outcomes known at each prediction
+(``online_margins``: adaptive conformal inference).
+
+With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions).
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
+import multiprocessing
 import random
 import statistics
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,6 +61,11 @@ from shareplane.domain.start_forecast import (
     RunningJob,
     ShareState,
     forecast_starts,
+    log_wait,
+    track_margin,
+)
+from shareplane.domain.start_forecast import (
+    Calibration as ShownCalibration,
 )
 from shareplane.domain.wait_explain import HISTORY_SECONDS
 
@@ -63,24 +77,17 @@ from .whatif import TIERS, Policy, PolicyResult, PolicyRun, Scenario, ScenarioJo
 DEFAULT_SAMPLE = 1000
 MIN_WAIT_SECONDS = 600.0
 BASELINE_WINDOW_SECONDS = 86400.0
-#: The quantile pairs ``tune`` may pick from (low, high).
-INTERVAL_CHOICES: tuple[tuple[float, float], ...] = (
-    (0.05, 0.95),
-    (0.1, 0.9),
-    (0.15, 0.85),
-    (0.2, 0.8),
-    (0.25, 0.75),
-)
-#: The backtest's forecast: 10 runs a prediction (cost: 1,000 predictions on the 52k-job Philly
-#: trace at 0.95 load, where thousands wait, must finish in well under an hour on 2 shared cores), a
-#: 30-day horizon (the longest Philly waits at that load run past two weeks) and the arrival rate of
-#: the whole history the live path reads (14 days). A day's rate, used before, carried a day's burst
-#: into every day of a weeks-long forecast: on the earlier half, higher-priority copies of the burst
-#: kept passing LOWPRI jobs, and in 21 of 45 measured predictions no run started the job in 30 days
-#: though each started within 17 (a 100-job sample, seed 0).
-BACKTEST_SETTINGS = ForecastSettings(
-    samples=10, horizon_seconds=30 * 86400.0, arrival_lookback_seconds=HISTORY_SECONDS
-)
+#: The quantile pairs ``tune`` may pick from (low, high): only the p10-p90 range the forecast shows
+#: (``ForecastSettings``), fixed before any run; the margin widens it.
+INTERVAL_CHOICES: tuple[tuple[float, float], ...] = ((0.1, 0.9),)
+#: The backtest's forecast: the live path's settings (a 30-day horizon, 14 days of arrivals: the
+#: history the live path reads) with 10 runs a prediction (cost: 1,000 predictions on the 52k-job
+#: Philly trace at 0.95 load, where thousands wait, must stay practical on 2 shared cores). A day's
+#: arrival rate, used before, carried a day's burst into every day of a weeks-long forecast: on the
+#: earlier half, higher-priority copies of the burst kept passing LOWPRI jobs, and in 21 of 45
+#: measured predictions no run started the job in 30 days though each started within 17 (a 100-job
+#: sample, seed 0). Predictions keep the runs' raw starts; ``Calibration`` applies what is tuned.
+BACKTEST_SETTINGS = ForecastSettings(samples=10, arrival_lookback_seconds=HISTORY_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -95,11 +102,18 @@ class Prediction:
     samples: int
     baseline_wait: float
     actual_start: float | None = None
+    #: The forecast's horizon: a job fewer than the low quantile's share of runs started starts later.
+    horizon_seconds: float = math.inf
 
     def at(self, q: float) -> float:
         """The q-quantile of the runs' starts (inf when fewer than that share started it)."""
         k = max(1, math.ceil(q * self.samples))
         return self.starts[k - 1] if k <= len(self.starts) else math.inf
+
+    def raw(self, q: float) -> float | None:
+        """``at`` as the forecast reports it: None beyond the horizon."""
+        value = self.at(q)
+        return None if value == math.inf else value
 
     @property
     def actual_wait(self) -> float | None:
@@ -231,21 +245,13 @@ def sample_jobs(scenario: Scenario, size: int, seed: int) -> list[ScenarioJob]:
     return sorted(picked, key=lambda j: (j.submit, j.name))
 
 
-def log_wait(wait: float) -> float:
-    """A wait on the scale its errors are compared on: log(wait + 10 minutes), so a 2-day miss on a
-    20-day wait weighs what a 1-hour miss on a 10-hour wait does, and a zero wait stays finite."""
-    return math.log(max(0.0, wait) + MIN_WAIT_SECONDS)
-
-
-def from_log_wait(value: float) -> float:
-    return max(0.0, math.exp(value) - MIN_WAIT_SECONDS) if value < 700 else math.inf
-
-
 @dataclass(frozen=True)
 class Calibration:
-    """What the backtest may tune on the earlier half: the interval's quantiles, how far the interval
-    is widened (its low wait divided, its high wait multiplied by ``widen``), a conformal ``margin``
-    (each bound moved outwards by that much on the ``log_wait`` scale) and a scale on the p50 wait.
+    """What the backtest may tune on the earlier half: a scale on the p50 wait and a conformal
+    ``margin`` (each bound of the ``low``-``high`` range moved outwards by that much on the ``log_wait``
+    scale). Both are applied by the domain's ``Calibration`` (``shown``), the code the live forecast
+    runs; ``widen`` (the low wait divided, the high wait multiplied by it first) is a backtest-only
+    knob ``tune`` leaves at 1.
     """
 
     low: float = 0.1
@@ -254,13 +260,24 @@ class Calibration:
     p50_scale: float = 1.0
     margin: float = 0.0
 
+    @property
+    def shown(self) -> ShownCalibration:
+        """The p50 scale and margin as the forecast applies them (``ForecastSettings.calibration``)."""
+        return ShownCalibration(p50_scale=self.p50_scale, log_margin=self.margin)
+
+    def _raw_waits(self, p: Prediction) -> tuple[float, float]:
+        """The runs' low and high waits (widened); the low is the horizon when beyond it, the high inf."""
+        low, high = p.raw(self.low), p.raw(self.high)
+        low_wait = p.horizon_seconds if low is None else low - p.submitted_at
+        high_wait = math.inf if high is None else high - p.submitted_at
+        return low_wait / self.widen, high_wait * self.widen
+
     def bounds(self, p: Prediction) -> tuple[float, float]:
-        low, high = p.at(self.low) - p.submitted_at, p.at(self.high) - p.submitted_at
-        low, high = low / self.widen, high * self.widen
-        if self.margin:
-            low = from_log_wait(log_wait(low) - self.margin)
-            high = from_log_wait(log_wait(high) + self.margin) if high != math.inf else math.inf
-        return p.submitted_at + low, p.submitted_at + high
+        low_wait, high_wait = self._raw_waits(p)
+        now, shown = p.submitted_at, self.shown
+        low = now + low_wait if low_wait == math.inf else shown.low(now + low_wait, now, p.horizon_seconds)
+        high = None if high_wait == math.inf else shown.high(now + high_wait, now)
+        return low, math.inf if high is None else high
 
     def nonconformity(self, p: Prediction) -> float:
         """How far (``log_wait`` scale) the actual start fell outside [low, high]; negative inside.
@@ -269,13 +286,14 @@ class Calibration:
         the ``target`` quantile of these scores on held-out jobs covers about ``target`` of new ones.
         """
         assert p.actual_wait is not None
-        low, high = p.at(self.low) - p.submitted_at, p.at(self.high) - p.submitted_at
+        low_wait, high_wait = self._raw_waits(p)
         actual = log_wait(p.actual_wait)
-        above = actual - log_wait(high) if high != math.inf else -math.inf
-        return max(log_wait(low) - actual, above)
+        above = actual - log_wait(high_wait) if high_wait != math.inf else -math.inf
+        return max(log_wait(low_wait) - actual, above)
 
     def point(self, p: Prediction) -> float:
-        return p.submitted_at + (p.at(0.5) - p.submitted_at) * self.p50_scale
+        shown = self.shown.median(p.raw(0.5), p.submitted_at)
+        return math.inf if shown is None else shown
 
 
 UNTUNED = Calibration()
@@ -288,6 +306,7 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
     if not waited:
         return {
             "measured": 0,
+            "no_run_started": 0,
             "median_abs_error_seconds": None,
             "coverage": None,
             "baseline_median_abs_error_seconds": None,
@@ -300,6 +319,8 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
         inside += low <= p.actual_start <= high  # type: ignore[operator]
     return {
         "measured": len(waited),
+        # Jobs no run started within the horizon (their range is [horizon, later) less the margin).
+        "no_run_started": sum(1 for p in waited if not p.starts),
         "median_abs_error_seconds": round(statistics.median(errors), 1),
         "coverage": round(inside / len(waited), 4),
         "baseline_median_abs_error_seconds": round(statistics.median(baseline), 1),
@@ -340,6 +361,59 @@ def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
     return min(candidates, key=lambda c: (c[0], c[1]))[2]
 
 
+#: Online calibration's step on the ``log_wait`` scale, fixed before any run: a miss widens the range
+#: by 0.8 x 0.05 = 0.04 (4% on each bound), a cover narrows it by 0.01.
+ONLINE_STEP = 0.05
+
+
+def online_margins(
+    predictions: Sequence[Prediction], base: Calibration, target: float = 0.8, step: float = ONLINE_STEP
+) -> dict[str, float]:
+    """Each prediction's margin, adapted online from the outcomes known when it was made.
+
+    Adaptive conformal inference (Gibbs and Candes 2021) on the margin's own scale (quantile
+    tracking): starting from ``base.margin``, every outcome seen widens the margin by
+    ``step x target`` when the range missed and narrows it by ``step x (1 - target)`` when it
+    covered, so over any sequence about ``target`` of the ranges cover. An outcome counts once it is
+    known, as the live system would know it: a start (inside or below the range) at that start; a
+    miss above once the range's high end has passed with the job still waiting. Only jobs known to
+    have waited 10 minutes count (those measured). Nothing later than a prediction moves its margin.
+    """
+    ordered = sorted(predictions, key=lambda p: (p.submitted_at, p.job))
+    known: list[tuple[float, int, bool]] = []  # (when known, tiebreak, missed)
+    margin = base.margin
+    out: dict[str, float] = {}
+    for n, p in enumerate(ordered):
+        while known and known[0][0] < p.submitted_at:
+            _, _, missed = heapq.heappop(known)
+            margin = track_margin(margin, missed, target, step)
+        out[p.job] = margin
+        if p.actual_start is None:
+            continue
+        low, high = replace(base, margin=margin).bounds(p)
+        missed = not low <= p.actual_start <= high
+        # A start is known when it happens; a miss above as soon as the high end passes unstarted.
+        when = high if p.actual_start > high else p.actual_start
+        when = max(when, p.submitted_at + MIN_WAIT_SECONDS)
+        if p.actual_start - p.submitted_at >= MIN_WAIT_SECONDS:
+            heapq.heappush(known, (when, n, missed))
+    return out
+
+
+def measure_online(
+    predictions: Sequence[Prediction], base: Calibration, margins: dict[str, float]
+) -> dict[str, Any]:
+    """``measure``'s coverage with each prediction's own online margin (``online_margins``)."""
+    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
+    if not waited:
+        return {"measured": 0, "coverage": None}
+    inside = 0
+    for p in waited:
+        low, high = replace(base, margin=margins[p.job]).bounds(p)
+        inside += low <= p.actual_start <= high  # type: ignore[operator]
+    return {"measured": len(waited), "coverage": round(inside / len(waited), 4)}
+
+
 @dataclass
 class EtaResult:
     """Every prediction of one policy's backtest, and its measures."""
@@ -349,12 +423,23 @@ class EtaResult:
     result: PolicyResult
     forecast_seconds: float
     replay_seconds: float
+    #: CPU seconds the forecast processes spent (0 when the forecasts ran in this process).
+    worker_cpu_seconds: float = 0.0
     calibration: Calibration = UNTUNED
     measures: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The ``eta`` object ``shareplane simulate --eta`` adds to the policy."""
         return {"predictions": len(self.predictions), **self.measures}
+
+
+def _forecast_one(
+    live: LiveQueue, history: History, name: str, settings: ForecastSettings, seed: str
+) -> tuple[tuple[float, ...], float]:
+    """One target's runs' starts and the CPU seconds they took (a pool worker's unit of work)."""
+    cpu = time.process_time()
+    starts = forecast_starts(live, history, targets={name}, settings=settings, seed=seed)[name].starts
+    return starts, time.process_time() - cpu
 
 
 def backtest(
@@ -365,31 +450,54 @@ def backtest(
     sample: int = DEFAULT_SAMPLE,
     settings: ForecastSettings = BACKTEST_SETTINGS,
     jobs: Sequence[ScenarioJob] | None = None,
+    workers: int = 1,
 ) -> EtaResult:
-    """Replay ``scenario`` under ``policy``, forecasting each sampled job (or ``jobs``) at its submission."""
+    """Replay ``scenario`` under ``policy``, forecasting each sampled job (or ``jobs``) at its submission.
+
+    ``workers`` > 1 runs the forecasts in that many processes while the replay goes on: each reads
+    only the live state copied at its instant and draws from its own seed, so the predictions are
+    the same as in-process ones, in less wall time (the CPU time is the same).
+    """
     run = PolicyRun(scenario, policy, seed)
     view = LiveView(run)
     targets = list(jobs) if jobs is not None else sample_jobs(scenario, sample, seed)
     made: list[Prediction] = []
     spent = [0.0]
+    pool = (
+        ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+        if workers > 1
+        else None
+    )
+    # A few forecasts ahead of the workers at most: each holds a copy of the live state.
+    in_flight: deque[tuple[int, Future[tuple[tuple[float, ...], float]]]] = deque()
+    worker_cpu = [0.0]
+
+    def collect(block_until: int) -> None:
+        while len(in_flight) > block_until:
+            index, future = in_flight.popleft()
+            starts, cpu = future.result()
+            made[index] = replace(made[index], starts=starts)
+            worker_cpu[0] += cpu
 
     def predict(target: ScenarioJob) -> None:
         started = time.perf_counter()
         now = run.model.engine.now
         live, history = view.live_queue(target, settings.arrival_lookback_seconds)
-        forecast = forecast_starts(
-            live, history, targets={target.name}, settings=settings, seed=f"{seed}-{target.name}"
-        )[target.name]
+        args = (live, history, target.name, settings, f"{seed}-{target.name}")
         made.append(
             Prediction(
                 target.name,
                 now,
                 TIERS[target.tier].value,
-                forecast.starts,
+                () if pool else _forecast_one(*args)[0],
                 settings.samples,
                 view.baseline_wait(target.tier, now),
+                horizon_seconds=settings.horizon_seconds,
             )
         )
+        if pool:
+            in_flight.append((len(made) - 1, pool.submit(_forecast_one, *args)))
+            collect(2 * workers)
         spent[0] += time.perf_counter() - started
 
     # Scheduled before the replay's own arrivals, so each runs before its job (and anything else
@@ -397,10 +505,17 @@ def backtest(
     for target in targets:
         run.model.engine.schedule_at(target.submit, predict, target)
     started = time.perf_counter()
-    result = run.replay()
+    try:
+        result = run.replay()
+        waited = time.perf_counter()
+        collect(0)
+        spent[0] += time.perf_counter() - waited
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     wall = time.perf_counter() - started
     predictions = [replace(p, actual_start=view.first_dispatch.get(p.job)) for p in made]
-    return EtaResult(policy, predictions, result, spent[0], wall - spent[0])
+    return EtaResult(policy, predictions, result, spent[0], wall - spent[0], worker_cpu[0])
 
 
 def evaluate(result: EtaResult) -> EtaResult:
@@ -412,6 +527,9 @@ def evaluate(result: EtaResult) -> EtaResult:
     result.calibration = chosen
     whole = measure(preds)
     tuned = measure(later, chosen)
+    # Online: from no margin at the trace's start, adapted from outcomes as they become known.
+    margins = online_margins(preds, replace(chosen, margin=0.0))
+    online = measure_online(later, replace(chosen, margin=0.0), margins)
     result.measures = {
         "measured": whole["measured"],
         "median_abs_error_seconds": whole["median_abs_error_seconds"],
@@ -427,6 +545,13 @@ def evaluate(result: EtaResult) -> EtaResult:
                 "p50_scale": chosen.p50_scale,
                 "median_abs_error_seconds": tuned["median_abs_error_seconds"],
                 "coverage": tuned["coverage"],
+            },
+            "online": {
+                "target": 0.8,
+                "step_log_wait": ONLINE_STEP,
+                "margin_log_wait_first": round(margins[later[0].job], 4) if later else None,
+                "margin_log_wait_last": round(margins[later[-1].job], 4) if later else None,
+                "coverage": online["coverage"],
             },
         },
         "forecast_seconds": round(result.forecast_seconds, 2),

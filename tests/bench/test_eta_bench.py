@@ -2,9 +2,10 @@
 
 The claims (issue "Why is my job waiting"): on the jobs that waited at least 10 minutes, the
 forecast's median absolute error is at most half the baseline's (the median wait of the same tier's
-jobs that started in the 24 h before), and the actual start falls inside p10-p90 for 70-95% of them;
-the backtest costs a stated multiple of a plain replay; 500 queued jobs x 100 runs fit well inside a
-watch_jobs invocation (120 s).
+jobs that started in the 24 h before), and the actual start falls inside the shown (calibrated)
+p10-p90 for 70-95% of them; the shipped calibration is the one chosen on the earlier half; the
+backtest costs at most x150 a plain replay (wall, 2 forecast processes); 500 queued jobs x 100 runs
+fit well inside a watch_jobs invocation (120 s).
 """
 
 from __future__ import annotations
@@ -228,19 +229,30 @@ def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
     assert peak < 256 * 2**20
 
 
+#: The backtest's cost target, set before the run: 1,000 predictions in about half an hour on 2 cores
+#: for the Philly trace (a plain replay takes ~13 s), so a 30k-job trace stays practical: at most
+#: x150 a plain replay of the same trace and policy in wall time, with the forecasts in 2 processes.
+COST_TARGET_WALL_RATIO = 150.0
+WORKERS = 2
+
+
 @pytest.mark.bench
 def test_backtest_on_the_philly_trace(scenario) -> None:
-    # Wall time and this process's CPU time: on a shared machine the CPU ratio is the steadier one.
+    # Wall time and CPU time (this process's and the forecast workers'): on a shared machine the CPU
+    # ratio is the steadier one; the target is on wall time, what a user waits for.
     started, cpu = time.perf_counter(), time.process_time()
     plain = run_policy(scenario, Policy.FAIRSHARE, SEED)
     plain_seconds, plain_cpu = time.perf_counter() - started, time.process_time() - cpu
     started, cpu = time.perf_counter(), time.process_time()
-    result = evaluate(backtest(scenario, Policy.FAIRSHARE, seed=SEED, sample=SAMPLE))
+    result = evaluate(backtest(scenario, Policy.FAIRSHARE, seed=SEED, sample=SAMPLE, workers=WORKERS))
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    # The workers are the pool's processes, not this one's children: each reports its own CPU time.
+    cpu_seconds += result.worker_cpu_seconds
     summary = result.summary()
     print(
-        f"\nbacktest, fairshare, {len(scenario.jobs)} jobs, {summary['predictions']} predictions: "
-        f"{seconds:.1f} s against a plain replay's {plain_seconds:.1f} s = x{seconds / plain_seconds:.1f}; "
+        f"\nbacktest, fairshare, {len(scenario.jobs)} jobs, {summary['predictions']} predictions, "
+        f"{WORKERS} forecast processes: {seconds:.1f} s against a plain replay's {plain_seconds:.1f} s "
+        f"= x{seconds / plain_seconds:.1f} (target <= x{COST_TARGET_WALL_RATIO:.0f}); "
         f"CPU {cpu_seconds:.1f} s against {plain_cpu:.1f} s = x{cpu_seconds / plain_cpu:.1f}"
     )
     print(json.dumps(summary, indent=1))
@@ -252,3 +264,7 @@ def test_backtest_on_the_philly_trace(scenario) -> None:
     assert summary["predictions"] >= 1000
     assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
     assert 0.70 <= tuned["coverage"] <= 0.95
+    assert seconds / plain_seconds <= COST_TARGET_WALL_RATIO
+    # What users are shown is what was measured: the shipped calibration is the earlier half's choice.
+    shipped = ForecastSettings().calibration
+    assert (shipped.p50_scale, shipped.log_margin) == (tuned["p50_scale"], tuned["margin_log_wait"])

@@ -7,7 +7,16 @@ import math
 from dataclasses import replace
 
 import pytest
-from gpusim.eta import Calibration, Prediction, backtest, evaluate, measure, tune
+from gpusim.eta import (
+    Calibration,
+    Prediction,
+    backtest,
+    evaluate,
+    measure,
+    measure_online,
+    online_margins,
+    tune,
+)
 from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, scenario_of
 from shareplane.domain import start_forecast
 from shareplane.domain.start_forecast import ForecastSettings
@@ -205,3 +214,40 @@ def test_given_the_true_future_the_forward_model_starts_jobs_when_gpusim_does(sc
     assert len(waited) >= 20  # jobs that queued: the check is not only on jobs that start at once
     print(f"{len(exact)} of {len(result.predictions)} predicted to the second")
     assert len(exact) >= 0.95 * len(result.predictions)
+
+
+def test_online_margins_use_only_outcomes_known_before_each_prediction() -> None:
+    starts = [1000.0 + 100 * k for k in range(10)]
+    # One prediction an hour; each job waits 3 hours: far outside its forecast (misses).
+    preds = [
+        _prediction(f"j{n}", 3600.0 * n, [3600.0 * n + s for s in starts], 3600.0 * n + 10800, 0.0)
+        for n in range(12)
+    ]
+    margins = online_margins(preds, Calibration())
+    # The first starts with the base's margin; its miss is known once its p90 (1800 s) has passed
+    # unstarted, before the second prediction an hour in.
+    assert margins["j0"] == 0.0 and margins["j1"] == pytest.approx(0.05 * 0.8)
+    assert margins["j11"] > margins["j4"] > 0.0
+    # A later outcome changes no earlier margin.
+    moved = [*preds[:6], *(replace(p, actual_start=p.submitted_at + 1500.0) for p in preds[6:])]
+    later = online_margins(moved, Calibration())
+    assert all(later[f"j{n}"] == margins[f"j{n}"] for n in range(7))
+    assert measure_online(preds, Calibration(), margins)["measured"] == 12
+
+
+def test_a_miss_above_is_known_once_the_range_has_passed() -> None:
+    starts = [1000.0 + 100 * k for k in range(10)]  # p90 at 1800 s
+    # j0 never starts within 2 days; j1 is predicted an hour later: j0's miss is already known.
+    preds = [
+        _prediction("j0", 0.0, starts, 2 * 86400.0, 0.0),
+        _prediction("j1", 3600.0, [3600.0 + s for s in starts], 7200.0, 0.0),
+    ]
+    assert online_margins(preds, Calibration())["j1"] == pytest.approx(0.05 * 0.8)
+
+
+def test_forecasting_in_worker_processes_gives_the_same_predictions(scenario) -> None:
+    alone = backtest(scenario, Policy.FAIRSHARE, sample=12, settings=FEW)
+    pooled = backtest(scenario, Policy.FAIRSHARE, sample=12, settings=FEW, workers=2)
+    assert _predicted(alone) == _predicted(pooled)
+    assert any(p.starts for p in pooled.predictions)
+    assert pooled.worker_cpu_seconds > 0 and alone.worker_cpu_seconds == 0

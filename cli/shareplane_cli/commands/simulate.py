@@ -114,6 +114,15 @@ def simulate_command(
     eta_sample: Annotated[
         int, typer.Option("--eta-sample", min=1, help="With --eta: how many jobs get a prediction.")
     ] = 1000,
+    eta_workers: Annotated[
+        int,
+        typer.Option(
+            "--eta-workers",
+            min=1,
+            help="With --eta: forecast in this many processes beside the replay (same predictions, "
+            "less wall time).",
+        ),
+    ] = 1,
     idle_fraction: Annotated[
         float | None,
         typer.Option(
@@ -135,7 +144,9 @@ def simulate_command(
         etas: dict[str, EtaResult] = {}
         if eta:
             for p in policies:
-                etas[p.value] = evaluate(backtest(scenario, p, seed=seed, sample=eta_sample))
+                etas[p.value] = evaluate(
+                    backtest(scenario, p, seed=seed, sample=eta_sample, workers=eta_workers)
+                )
             result = WhatIfResult(scenario, {name: e.result for name, e in etas.items()}, seed)
         elif show:
             with Progress(
@@ -182,6 +193,7 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
         "baseline h",
         "coverage",
         "tuned: error h / coverage",
+        "online coverage",
     ):
         table.add_column(column, justify="right")
     for name, e in etas.items():
@@ -203,5 +215,6 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             h(late["baseline_median_abs_error_seconds"]),
             str(late["coverage_p10_p90"]),
             f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
+            str(late["online"]["coverage"]),
         )
     (console or Console()).print(table)

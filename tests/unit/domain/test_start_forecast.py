@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from shareplane.domain import fairshare
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.start_forecast import (
+    UNCALIBRATED,
     Arrival,
+    Calibration,
     FinishedRun,
     ForecastSettings,
     History,
@@ -24,10 +26,14 @@ from shareplane.domain.start_forecast import (
     decayed_usage,
     fair_entitlements,
     forecast_starts,
+    from_log_wait,
+    log_wait,
     size_class,
+    track_margin,
 )
 
-FEW = ForecastSettings(samples=40)
+# The model's own quantiles: the tests below check its order and draws, not the shipped calibration.
+FEW = ForecastSettings(samples=40, calibration=UNCALIBRATED)
 
 
 def queue(kind: QueueKind = QueueKind.FAIRSHARE, **kw) -> LiveQueue:
@@ -213,3 +219,61 @@ def test_decayed_usage_matches_stepping_the_accrual(holds, weight) -> None:
 
 def test_fair_entitlements_follow_inverse_weights() -> None:
     assert fair_entitlements(9, {"a": 1.0, "b": 0.5}) == pytest.approx({"a": 3.0, "b": 6.0})
+
+
+def test_the_calibration_scales_the_p50_wait_and_widens_the_range_on_the_log_scale() -> None:
+    cal = Calibration(p50_scale=0.5, log_margin=1.0)
+    now = 1000.0
+    assert cal.median(now + 7200.0, now) == now + 3600.0
+    assert cal.median(None, now) is None
+    high = cal.high(now + 7200.0, now)
+    low = cal.low(now + 7200.0, now, 86400.0)
+    assert high is not None and log_wait(high - now) == pytest.approx(log_wait(7200.0) + 1.0)
+    assert log_wait(low - now) == pytest.approx(log_wait(7200.0) - 1.0)
+    assert cal.high(None, now) is None  # later than the horizon stays open
+    # A low beyond the horizon is the horizon's end (less the margin), not "no range".
+    assert cal.low(None, now, 86400.0) == now + from_log_wait(log_wait(86400.0) - 1.0)
+    assert UNCALIBRATED.low(None, now, 86400.0) == now + 86400.0
+
+
+def test_the_forecast_shows_the_calibrated_quantiles() -> None:
+    q = queue()
+    h = history(*[("a", 600.0)] * 30, *[("b", 600.0)] * 30)
+    raw = forecast_starts(q, h, settings=FEW)["q2"]
+    cal = Calibration(p50_scale=2.0, log_margin=0.5)
+    shown = forecast_starts(q, h, settings=replace(FEW, calibration=cal))["q2"]
+    assert shown.starts == raw.starts
+    assert shown.median == cal.median(raw.median, q.now)
+    assert shown.high == cal.high(raw.high, q.now)
+    assert shown.low == cal.low(raw.low, q.now, FEW.horizon_seconds)
+    assert shown.low is not None and raw.low is not None and shown.low < raw.low
+
+
+def test_a_job_no_run_started_gets_a_range_from_the_horizon_on() -> None:
+    q = queue(queued=(QueuedJob("huge", "a", 3, 10, 950.0, 1),))
+    f = forecast_starts(
+        q,
+        history(*[("a", 100.0)] * 30),
+        settings=ForecastSettings(samples=5, horizon_seconds=3600, calibration=UNCALIBRATED),
+    )
+    assert (f["huge"].low, f["huge"].median, f["huge"].high) == (q.now + 3600, None, None)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("p50_scale", 0.0), ("log_margin", float("inf"))],
+    ids=["a zero p50 scale", "an infinite margin"],
+)
+def test_a_bad_calibration_names_the_field(field, value) -> None:
+    with pytest.raises(InvalidInputError, match=field):
+        Calibration(**{field: value})
+
+
+@given(st.lists(st.booleans(), min_size=200, max_size=400))
+def test_online_margin_steps_toward_the_target_coverage(outcomes) -> None:
+    """Tracking: the margin's net move is step x (misses - (1 - target) x outcomes)."""
+    margin = 0.0
+    for missed in outcomes:
+        margin = track_margin(margin, missed, target=0.8, step=0.05)
+    expected = 0.05 * (sum(outcomes) - 0.2 * len(outcomes))
+    assert margin == pytest.approx(expected)
