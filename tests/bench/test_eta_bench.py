@@ -138,6 +138,28 @@ def _put(
     store.histories[state.job_arn] = {e.key: e for e in history}
 
 
+def forecast_ports(store: FakeJobStore, live: Any) -> ForecastPorts:
+    """The forecast's ports over ``store``, with Batch showing the live state's fair-share policy."""
+    policy = {
+        "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/philly",
+        "name": "philly",
+        "fairsharePolicy": {
+            "shareDecaySeconds": int(live.decay_seconds),
+            "computeReservation": live.compute_reservation,
+            "shareDistribution": [
+                {"shareIdentifier": s.name, "weightFactor": s.weight_factor} for s in live.shares
+            ],
+        },
+    }
+    return ForecastPorts(
+        store=store,
+        recent=store,
+        batch=FakeSharesBatch(policy=policy, capacity=live.capacity),
+        config=load_config(REPO / "config" / "shares.yaml"),
+        queue="search-p4d-queue",
+    )
+
+
 @pytest.mark.bench
 def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
     """The Lambda's own path (``predict_starts``, then one conditional write each) on the live state 25
@@ -187,24 +209,7 @@ def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
             held=ended - done.held_seconds,
             ended=ended,
         )
-    policy = {
-        "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/philly",
-        "name": "philly",
-        "fairsharePolicy": {
-            "shareDecaySeconds": int(live.decay_seconds),
-            "computeReservation": live.compute_reservation,
-            "shareDistribution": [
-                {"shareIdentifier": s.name, "weightFactor": s.weight_factor} for s in live.shares
-            ],
-        },
-    }
-    ports = ForecastPorts(
-        store=store,
-        recent=store,
-        batch=FakeSharesBatch(policy=policy, capacity=live.capacity),
-        config=load_config(REPO / "config" / "shares.yaml"),
-        queue="search-p4d-queue",
-    )
+    ports = forecast_ports(store, live)
     active = {status: store.jobs(status.value) for status in JobStatus}
     started = time.perf_counter()
     predictions = predict_starts(ports, active, now)

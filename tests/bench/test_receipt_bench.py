@@ -26,11 +26,9 @@ from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.start_prediction import StartPrediction
 from shareplane.service.receipt_prediction import ReceiptForecast, predict_first_starts
 from shareplane.service.start_predictions import ForecastLimits, ForecastPorts, predict_starts
-from shareplane_cli.config_file import load_config
 
-from tests.bench.test_eta_bench import DAY_25, SEED, CountingStore, _put
+from tests.bench.test_eta_bench import DAY_25, SEED, CountingStore, _put, forecast_ports
 from tests.bench.test_eta_bench import scenario as scenario  # noqa: F401 - the Philly scenario fixture
-from tests.fakes.shares_batch import FakeSharesBatch
 
 REPO = Path(__file__).resolve().parents[2]
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
@@ -98,24 +96,7 @@ def deep_queue(scenario: Any) -> Iterator[DeepQueue]:  # noqa: F811 - the import
     # submit path records it (SUBMITTED, created at the drop's time).
     newest = max(live.queued, key=lambda j: (j.submitted_at, j.order))
     _put(store, "new", JobStatus.SUBMITTED, newest.share, 1, now, priority=newest.priority)
-    policy = {
-        "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/philly",
-        "name": "philly",
-        "fairsharePolicy": {
-            "shareDecaySeconds": int(live.decay_seconds),
-            "computeReservation": live.compute_reservation,
-            "shareDistribution": [
-                {"shareIdentifier": s.name, "weightFactor": s.weight_factor} for s in live.shares
-            ],
-        },
-    }
-    ports = ForecastPorts(
-        store=store,
-        recent=store,
-        batch=FakeSharesBatch(policy=policy, capacity=live.capacity),
-        config=load_config(REPO / "config" / "shares.yaml"),
-        queue="search-p4d-queue",
-    )
+    ports = forecast_ports(store, live)
     yield DeepQueue(store, ports, now, waiting, len(live.running), ARN + "new")
 
 

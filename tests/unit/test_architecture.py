@@ -131,22 +131,22 @@ print(len(report.predictions), "shareplane.domain.start_forecast" in sys.modules
 """
 
 
+def _last_line_of(script: str) -> str:
+    """What a fresh interpreter running ``script`` printed last."""
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
+    return out.split("\n")[-2]
+
+
 @pytest.mark.parametrize(
     ("waiting", "expected"),
     [(False, "0 False"), (True, "1 True")],
     ids=["a tick with no waiting job never loads the forecast", "a tick with a waiting job loads it"],
 )
 def test_the_watch_loads_the_forecast_only_on_the_tick_that_predicts(waiting: bool, expected: str) -> None:
-    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
-    out = subprocess.run(
-        [sys.executable, "-c", _WATCH_TICK.format(waiting=waiting)],
-        env=env,
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\n")[-2]
-    assert out == expected
+    assert _last_line_of(_WATCH_TICK.format(waiting=waiting)) == expected
 
 
 #: A drop through the submit path over fakes and moto, in a fresh interpreter, with the receipt's
@@ -180,16 +180,7 @@ _GPU_JOB = (
     ids=["a drop that submits nothing never loads the forecast", "a drop that submits a GPU job loads it"],
 )
 def test_the_submit_path_loads_the_forecast_only_for_a_drop_it_forecasts(body: bytes, expected: str) -> None:
-    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "AWS_DEFAULT_REGION": "us-east-1"}
-    out = subprocess.run(
-        [sys.executable, "-c", _SUBMIT_DROP.format(body=body)],
-        env=env,
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\n")[-2]
-    assert out == expected
+    assert _last_line_of(_SUBMIT_DROP.format(body=body)) == expected
 
 
 def test_the_functions_skip_pydantics_plugin_scan() -> None:
