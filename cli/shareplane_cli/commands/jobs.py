@@ -13,7 +13,7 @@ from rich.console import Console
 from shareplane.domain.arns import job_id_of
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.cost import running_cost
-from shareplane.domain.job_story import job_story, job_wait, observed_now
+from shareplane.domain.job_story import job_story, observed_now, wait_summary
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.records import history_label
 from shareplane.service.queries import job_records, job_submission
@@ -29,8 +29,13 @@ OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or ta
 
 
 def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None = None) -> None:
-    """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``)."""
+    """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``).
+
+    Each record gains its ``wait`` (``wait_summary``, as one job's story gives it); the table's wait
+    column is that object's text, so the two views cannot disagree.
+    """
     at = observed_now(records, time.time()) if now is None else now
+    listed = [{**r, "wait": wait_summary(r, at)} for r in records]
 
     def table() -> None:
         rows = [
@@ -45,13 +50,13 @@ def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None 
                 r["preemptions"],
                 r["capacityRequeues"],
                 epoch_ms(r["createdAt"]),
-                job_wait(r, at).text(),
+                r["wait"]["text"],
                 epoch_ms(r["stoppedAt"]),
                 predicted_start(r.get("prediction")),
                 " > ".join(history_label(h) for h in r["history"]),
                 (r["failureReason"] or r["statusReason"] or "")[:60],
             )
-            for r in records
+            for r in listed
         ]
         columns = [
             "job",
@@ -70,9 +75,9 @@ def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None 
             "history",
             "reason",
         ]
-        print_table(f"{len(records)} jobs", columns, rows)
+        print_table(f"{len(listed)} jobs", columns, rows)
 
-    emit(records, output, table)
+    emit(listed, output, table)
 
 
 def predicted_start(prediction: dict[str, Any] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""`shareplane jobs`: who uploaded each job, in the JSON records and in one job's detail view."""
+"""`shareplane jobs`: who uploaded each job and each job's wait, in the JSON records and in the views for people."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 from moto import mock_aws
+from shareplane.domain.lifecycle import JobObservation, JobStatus
+from shareplane.service.record_state import record_observation
 from shareplane.service.record_uploader import UploaderPorts, record_upload
 from shareplane_cli.main import app
 from typer.testing import CliRunner
@@ -50,3 +52,77 @@ def test_a_jobs_uploader_is_shown_before_and_after_cloudtrails_event(
         # AND a job nobody recorded is not found (exit 5), with the fix
         missing = runner.invoke(app, ["jobs", "--table", TABLE, "--job", "no-such-job"])
         assert missing.exit_code == 5 and "no recorded job" in missing.output
+
+
+def test_every_listed_job_carries_its_wait_as_its_story_and_the_table_give_it(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    with mock_aws():
+        world = build_world()
+        # GIVEN a drop's three jobs: one dispatched 90 s after its submission, one that failed before any
+        # dispatch, one still waiting
+        world.handle(replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333"))
+        jobs = {s.job_name: s for s in world.store.jobs()}
+        dispatched, failed, waiting = jobs[JOB], jobs["ranker-lr-sweep-07"], jobs["ranker-tokenize-v7"]
+        created = dispatched.created_at or 0
+        for observation in (
+            JobObservation(dispatched.job_arn, JobStatus.RUNNABLE, created_at=created),
+            JobObservation(
+                dispatched.job_arn, JobStatus.SCHEDULED, created_at=created, scheduled_at=created + 90_000
+            ),
+            JobObservation(
+                dispatched.job_arn,
+                JobStatus.RUNNING,
+                created_at=created,
+                scheduled_at=created + 90_000,
+                started_at=created + 150_000,
+            ),
+            JobObservation(
+                failed.job_arn,
+                JobStatus.FAILED,
+                created_at=failed.created_at,
+                stopped_at=(failed.created_at or 0) + 30_000,
+                status_reason="Cancelled by the team",
+            ),
+        ):
+            record_observation(observation, world.store, world.ports.metrics, world.config)
+        runner = CliRunner()
+        # WHEN the jobs are listed as JSON
+        listed = runner.invoke(app, ["jobs", "--table", TABLE, "--output", "json"])
+        assert listed.exit_code == 0, listed.output
+        waits = {r["jobName"]: r["wait"] for r in json.loads(listed.stdout)}
+        # THEN each carries its wait: to the first dispatch once dispatched, ...
+        assert waits[JOB] == {
+            "seconds": 90,
+            "ended": True,
+            "firstDispatchAt": created + 90_000,
+            "text": "1m30s",
+        }
+        # ... none for a job that ended without a dispatch (no start: no wait, and no dispatch time) ...
+        assert waits["ranker-lr-sweep-07"] == {
+            "seconds": None,
+            "ended": False,
+            "firstDispatchAt": None,
+            "text": "-",
+        }
+        # ... and the wait so far, not ended, with no dispatch time, for the job still waiting
+        still = waits[waiting.job_name]
+        assert still["ended"] is False and still["firstDispatchAt"] is None
+        assert still["seconds"] >= 0 and still["text"].endswith(" so far")
+        # AND one job's story gives the same object for the jobs whose wait no longer moves
+        for name in (JOB, "ranker-lr-sweep-07"):
+            detail = runner.invoke(app, ["jobs", "--table", TABLE, "--job", name, "--output", "json"])
+            assert json.loads(detail.stdout)[0]["wait"] == waits[name]
+        # AND the table's wait column shows each one's text (the same code computed both)
+        table = runner.invoke(app, ["jobs", "--table", TABLE])
+        assert table.exit_code == 0, table.output
+        header, *rows = [line for line in table.output.splitlines() if "│" in line or "┃" in line]
+        cells = [c.strip() for c in header.split("┃")]
+        column = cells.index("wait")
+        wait_cells = {
+            parts[cells.index("job")]: parts[column]
+            for parts in ([c.strip() for c in row.split("│")] for row in rows)
+        }
+        assert wait_cells[JOB] == "1m30s" and wait_cells["ranker-lr-sweep-07"] == "-"
+        assert wait_cells[waiting.job_name].endswith("so far")

@@ -79,6 +79,24 @@ def job_wait(record: Mapping[str, Any], now: float) -> JobWait:
     return JobWait(None, False)
 
 
+def wait_summary(record: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """A record's wait as JSON, as one job's story and the job list give it (``now``, epoch s, dates
+    the wait of a job still waiting).
+
+    ``seconds``: to the first dispatch, or so far while the job waits; None when it was never
+    dispatched and no longer waits. ``ended``: the wait ended at a dispatch. ``firstDispatchAt``: that
+    dispatch (SCHEDULED, epoch ms), None until it happens. ``text``: the table's wait cell.
+    """
+    wait = job_wait(record, now)
+    first = first_start(record)
+    return {
+        "seconds": None if wait.seconds is None else round(wait.seconds),
+        "ended": wait.ended,
+        "firstDispatchAt": None if first is None else round(first * 1000),
+        "text": wait.text(),
+    }
+
+
 def _kind(entry: Mapping[str, Any]) -> ObservationKind:
     return ObservationKind(entry.get("kind") or ObservationKind.STATE_CHANGE.value)
 
@@ -240,8 +258,6 @@ def job_story(
     item (``source``, ``request``, ``submittedAt``), None for a job it did not submit; ``now``
     (epoch s) dates the wait of a job still waiting; ``config`` reads the tier it was submitted in.
     """
-    wait = job_wait(record, now)
-    first = first_start(record)
     request = (submission or {}).get("request")
     return {
         **record,
@@ -252,12 +268,7 @@ def job_story(
             "submittedAt": submission.get("submittedAt"),
             "uploader": submission.get("uploader"),
         },
-        "wait": {
-            "seconds": None if wait.seconds is None else round(wait.seconds),
-            "ended": wait.ended,
-            "firstDispatchAt": None if first is None else round(first * 1000),
-            "text": wait.text(),
-        },
+        "wait": wait_summary(record, now),
         "placement": changes(record, request if isinstance(request, Mapping) else None, config),
         "timeline": timeline(record, training),
         "interruptions": interruptions(record),
