@@ -4,7 +4,8 @@ Usage is Batch's own count (GetJobQueueSnapshot's queueUtilization, per instance
 team as the rebalancer sums it: ``service.rebalance_shares.snapshot_in_use``); entitlements are the
 config's. The heads are the first waiting jobs of each queue, in Batch's order where the snapshot lists
 them, each with the live twin's forecast and the first reason `why` gives (the same twin, the same
-``explain_wait``, the same forecast). Read-only.
+``explain_wait``, the same forecast). Each queue is the kind Batch made it (``queue_policy``): the CPU
+FIFO queue beside a quota-share GPU queue shows its heads and says why it has no usage rows. Read-only.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 from shareplane.adapters.batch_policy import queue_usage
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.start_forecast import StartForecast
+from shareplane.domain.arns import queue_name
+from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.start_forecast import QueueKind, StartForecast
 from shareplane.domain.wait_explain import WAITING, instances_of
 from shareplane.service.rebalance_shares import snapshot_in_use
 
@@ -91,7 +93,7 @@ def queue_heads(twin: Twin, count: int, samples: int) -> list[dict[str, Any]]:
                 "atPositionSince": when(head.at_position_since),
                 "job": name,
                 "jobArn": record.get("jobArn"),
-                "share": explanation.share,
+                "share": explanation.share or None,  # None: a FIFO queue's job has no share
                 "tier": record.get("tier"),
                 "instances": explanation.instances,
                 "waitedSeconds": round(twin.now - created),
@@ -121,8 +123,12 @@ def queue_frame(
     twin = load_twin(target, config, table=table, queue=queue)
     # The twin's own GetJobQueueSnapshot answer, read as the adapter reads it: one call a frame.
     usage = queue_usage(twin.snapshot)
-    by_team, cut = snapshot_in_use(usage, config.mode, config)
+    # The queue's own kind, not the config's mode: the CPU FIFO queue beside a quota-share GPU queue
+    # has no quota shares (and a fair-share queue named with --queue lists its identifiers).
+    mode = SchedulingMode.QUOTA if twin.policy.kind is QueueKind.QUOTA else SchedulingMode.FAIRSHARE
+    by_team, cut = snapshot_in_use(usage, mode, config)
     in_use = sum(r.instances for r in twin.live.running)
+    skipped = no_share_usage(config, queue, twin.policy.kind)
     return {
         "queue": queue,
         "kind": twin.policy.kind.value,
@@ -130,10 +136,20 @@ def queue_frame(
         "inUse": in_use,
         "waitingJobs": len(twin.live.queued),
         "snapshotCut": cut,
-        "identifiers": {u.identifier: u.capacity.as_dict() for u in usage.top(config.mode)},
-        "shares": share_usage(twin, by_team, cut) if queue == config.gpu_queue_name() else [],
+        "identifiers": {u.identifier: u.capacity.as_dict() for u in usage.top(mode)},
+        "shares": [] if skipped else share_usage(twin, by_team, cut),
+        "sharesSkipped": skipped,
         "heads": queue_heads(twin, heads, samples),
     }
+
+
+def no_share_usage(config: SharesConfig, queue: str, kind: QueueKind) -> str | None:
+    """Why a queue gets no usage-against-entitlement rows (None: it gets them)."""
+    if kind is QueueKind.FIFO:
+        return "a FIFO queue has no shares: its jobs start in submission order as capacity frees"
+    if queue_name(queue) != queue_name(config.gpu_queue_name()):
+        return f"the config's entitlements are the GPU queue's ({config.gpu_queue_name()}), not this one's"
+    return None
 
 
 def frame(
@@ -188,6 +204,8 @@ def render(data: Mapping[str, Any]) -> RenderableType:
                     str(s["waiting"]),
                 )
             parts.append(usage)
+        elif q.get("sharesSkipped"):
+            parts.append(Text(f"usage vs entitlement: none ({q['sharesSkipped']})", style="dim"))
         heads = Table(title="queue heads", title_justify="left")
         for column in ("#", "job", "share", "inst", "waited", "start in p10/p50/p90", "held back by"):
             heads.add_column(column, justify="right" if column in ("#", "inst", "waited") else "left")
@@ -196,7 +214,7 @@ def render(data: Mapping[str, Any]) -> RenderableType:
             heads.add_row(
                 str(h["position"]) + ("" if h["placedBy"] == "GetJobQueueSnapshot" else "*"),
                 h["job"],
-                h["share"],
+                h["share"] or "-",
                 str(h["instances"]),
                 f"{h['waitedSeconds'] // 60}m",
                 _starts_text(h["startsInSeconds"]),

@@ -50,9 +50,10 @@ class LiveRun:
 
 
 def template_for(
-    mode: SchedulingMode, config: SharesConfig, template: Path, workdir: Path
+    mode: SchedulingMode, config: SharesConfig, template: Path, workdir: Path, *, stem: str = "demo"
 ) -> tuple[Path, SharesConfig]:
-    """template.yaml as is when the mode matches the config, else re-rendered for the other mode."""
+    """template.yaml as is when the mode matches the config, else re-rendered for the other mode
+    (as ``.<stem>-<mode>.template.yaml`` beside it: callers that may run at once pass their own stem)."""
     if mode == config.mode:
         return template, config
     other = config.model_copy(update={"mode": mode})
@@ -61,7 +62,7 @@ def template_for(
         template.read_text(), queue_template.render(other), queue_template.shares_config_json(raw)
     )
     # Beside the original: the template's CodeUri paths are relative to it.
-    path = template.parent / f".demo-{mode.value}.template.yaml"
+    path = template.parent / f".{stem}-{mode.value}.template.yaml"
     path.write_text(text)
     return path, other
 

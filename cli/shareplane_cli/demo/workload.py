@@ -35,6 +35,8 @@ class DemoJob:
     outcomes: tuple[str, ...] = ()  # gpusim scripted outcome per dispatch ("capacity", "internal", ...)
     #: Its GPUs idle after this many minutes of training (0: the whole run); None: busy throughout.
     idle_after_minutes: float | None = None
+    #: A CPU type (the config's ``queues.cpu_instance_types``) sends the job to the CPU FIFO queue.
+    instance_type: str = INSTANCE_TYPE
 
 
 def blog_workload() -> list[DemoJob]:
@@ -87,7 +89,7 @@ def submit_request(job: DemoJob, config: SharesConfig) -> dict:
         "name": job.name,
         "team": job.team,
         "priority": job.tier.value,
-        "instance_type": INSTANCE_TYPE,
+        "instance_type": job.instance_type,
         "instance_count": job.instances,
         "image": f"{image_prefix}trainer:2026.11",
         "inputs": {"train": f"{team.input_prefixes[0]}demo/{job.name}/"},

@@ -12,7 +12,7 @@ import yaml
 from gpusim import BatchApi, BatchModel
 from gpusim.model import NUM_INSTANCES
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.start_forecast import QueueKind
 from shareplane.domain.wait_explain import QueuePolicy, live_from_records
 from shareplane.service.live_twin import queue_policy
@@ -173,6 +173,27 @@ def test_queue_policy_and_capacity_come_from_batch() -> None:
     assert policy.kind is QueueKind.FAIRSHARE
     assert policy.weights == {"ProdExp1": 0.5}
     assert (policy.decay_seconds, policy.compute_reservation) == (1800.0, 10)
+
+
+def test_in_quota_mode_a_queue_other_than_the_gpu_queue_is_what_batch_made_it() -> None:
+    # GIVEN a quota-mode config and, beside its GPU queue, the CPU queue: Batch gives it no policy
+    quota = CONFIG.model_copy(update={"mode": SchedulingMode.QUOTA})
+    api = BatchApi(BatchModel())
+    api.create_service_environment(
+        serviceEnvironmentName="cpu",
+        serviceEnvironmentType="SAGEMAKER_TRAINING",
+        capacityLimits=[{"maxCapacity": 4, "capacityUnit": NUM_INSTANCES}],
+    )
+    api.create_job_queue(
+        jobQueueName="search-cpu-fifo-queue",
+        jobQueueType="SAGEMAKER_TRAINING",
+        priority=1,
+        serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "cpu"}],
+    )
+    # WHEN the twin reads its policy THEN it is a FIFO queue with its own capacity, not a quota-share
+    # queue with no quota shares (the config's mode is the GPU queue's)
+    policy = queue_policy(BatchPolicyAdapter(api), "search-cpu-fifo-queue", quota)
+    assert (policy.kind, policy.capacity, policy.limits) == (QueueKind.FIFO, 4, {})
 
 
 def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room() -> None:

@@ -247,3 +247,21 @@ def test_an_offered_type_keeps_the_gpus_and_fits_in_its_room(asked, own, free, l
         count = int(f.text.split("now: ", 1)[1].split(" ", 1)[0])
         assert kind != own and count * gpus_per_instance(kind) == asked * gpus_per_instance(own)
         assert count <= free[kind] and (limit is None or count <= limit)
+
+
+# ------------------------------------------------------------------------- a FIFO queue has no shares
+def test_a_fifo_queues_reasons_name_no_share() -> None:
+    # GIVEN the CPU FIFO queue: one job holds its 4 instances, two wait (CPU jobs carry no share)
+    records = [
+        record("hold", "", "RUNNING", 4, NOW - 5000, held=NOW - 4000, started=NOW - 3900),
+        record("first", "", "RUNNABLE", 1, NOW - 1000),
+        record("second", "", "RUNNABLE", 1, NOW - 500),
+    ]
+    live, _ = live_from_records(records, QueuePolicy(QueueKind.FIFO, 4), NOW)
+    # WHEN the second waiting job is explained
+    why = explain_wait(live, "second")
+    # THEN the job ahead of it is named by the queue's order, and capacity by jobs without a share
+    found = {f.code: f.text for f in why.held_back_by}
+    assert found["ahead_in_share"] == "1 job(s) submitted earlier go first (no shares: first in, first out)"
+    assert found["capacity_held"] == "it needs 1 instances and 0 are free; held by jobs without a share 4"
+    assert "share  " not in " ".join(found.values()) and "by  " not in " ".join(found.values())

@@ -32,6 +32,8 @@ from .start_forecast import (
 )
 
 WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
+#: What holds capacity in a queue without shares (a FIFO queue), as the reasons name it.
+NO_SHARE = "jobs without a share"
 HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
 ENDED = frozenset({"SUCCEEDED", "FAILED"})
 #: How far back finished runs and arrivals are read for the forecast (the jobs table keeps more).
@@ -432,14 +434,17 @@ def explain_wait(
         reasons.append(
             Finding(
                 "ahead_in_share",
-                f"{len(ahead)} job(s) of share {job.share} go first (higher priority or submitted earlier)",
+                f"{len(ahead)} job(s) of share {job.share} go first (higher priority or submitted earlier)"
+                if job.share
+                # A FIFO queue (the CPU queue) has no shares: one line, in submission order.
+                else f"{len(ahead)} job(s) submitted earlier go first (no shares: first in, first out)",
             )
         )
 
     if free_for_job < job.instances:
         by_holder: dict[str, int] = {}
         for r in queue.running:
-            label = f"{r.share}/{tiers[r.share]}" if r.share in tiers else r.share
+            label = f"{r.share}/{tiers[r.share]}" if r.share in tiers else r.share or NO_SHARE
             by_holder[label] = by_holder.get(label, 0) + r.instances
         top = ", ".join(f"{k} {v}" for k, v in sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
         reasons.append(

@@ -52,28 +52,39 @@ class LiveTwin:
 def queue_policy(batch: QueueReader, queue: str, config: SharesConfig) -> QueuePolicy:
     """The queue's kind, capacity and weights (fair-share) or limits (quota shares), as Batch has them.
 
-    Capacity is what the queue's service environments may run; the config's instance types when
-    Batch names none.
+    The config's quota mode is the GPU queue's: any other queue (the CPU FIFO queue `top` shows
+    beside it, or one named with ``--queue``) is what its scheduling policy makes it, FIFO without
+    one (a policy's type is fixed once set). Capacity is what the queue's service environments may
+    run; the config's instance types for that queue when Batch names none.
     """
-    capacity = batch.queue_capacity(queue) or sum(t.capacity for t in config.instance_types.values())
-    if config.mode is SchedulingMode.QUOTA:
-        limits: dict[str, int] = {}
-        borrow = False
-        for share in batch.list_quota_shares(queue):
-            limits[share.name] = sum(share.settings.capacity_limits.values())
-            borrow = borrow or share.settings.strategy is not SharingStrategy.RESERVE
-        return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
-    arn = batch.scheduling_policy_of(queue)
-    if arn is None:
-        return QueuePolicy(QueueKind.FIFO, capacity)
-    policy = batch.describe_scheduling_policy(arn)
-    return QueuePolicy(
-        QueueKind.FAIRSHARE,
-        capacity,
-        weights={w.share_identifier: w.weight_factor for w in policy.weights},
-        decay_seconds=float(policy.share_decay_seconds or 0),
-        compute_reservation=int(policy.compute_reservation or 0),
-    )
+    capacity = batch.queue_capacity(queue) or configured_capacity(config, queue)
+    quota = config.mode is SchedulingMode.QUOTA and queue_name(queue) == queue_name(config.gpu_queue_name())
+    if not quota:
+        arn = batch.scheduling_policy_of(queue)
+        if arn is None:
+            return QueuePolicy(QueueKind.FIFO, capacity)
+        policy = batch.describe_scheduling_policy(arn)
+        if policy.mode is not SchedulingMode.QUOTA:
+            return QueuePolicy(
+                QueueKind.FAIRSHARE,
+                capacity,
+                weights={w.share_identifier: w.weight_factor for w in policy.weights},
+                decay_seconds=float(policy.share_decay_seconds or 0),
+                compute_reservation=int(policy.compute_reservation or 0),
+            )
+    limits: dict[str, int] = {}
+    borrow = False
+    for share in batch.list_quota_shares(queue):
+        limits[share.name] = sum(share.settings.capacity_limits.values())
+        borrow = borrow or share.settings.strategy is not SharingStrategy.RESERVE
+    return QueuePolicy(QueueKind.QUOTA, capacity, limits=limits, borrow=borrow)
+
+
+def configured_capacity(config: SharesConfig, queue: str) -> int:
+    """Instances the config gives a queue: its CPU types for the CPU FIFO queue, else its GPU types."""
+    cpu = config.queues.cpu_fifo is not None and queue_name(queue) == queue_name(config.queues.cpu_fifo)
+    types = config.queues.cpu_instance_types if cpu else config.instance_types
+    return sum(t.capacity for t in types.values())
 
 
 def never_dispatched(state: JobState) -> bool:
