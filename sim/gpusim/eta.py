@@ -38,15 +38,17 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import json
 import math
 import multiprocessing
 import random
 import statistics
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from shareplane.domain.fairshare import accrue
@@ -77,9 +79,6 @@ from .whatif import TIERS, Policy, PolicyResult, PolicyRun, Scenario, ScenarioJo
 DEFAULT_SAMPLE = 1000
 MIN_WAIT_SECONDS = 600.0
 BASELINE_WINDOW_SECONDS = 86400.0
-#: The quantile pairs ``tune`` may pick from (low, high): only the p10-p90 range the forecast shows
-#: (``ForecastSettings``), fixed before any run; the margin widens it.
-INTERVAL_CHOICES: tuple[tuple[float, float], ...] = ((0.1, 0.9),)
 #: The backtest's forecast: the live path's settings (a 30-day horizon, 14 days of arrivals: the
 #: history the live path reads) with 10 runs a prediction (cost: 1,000 predictions on the 52k-job
 #: Philly trace at 0.95 load, where thousands wait, must stay practical on 2 shared cores). A day's
@@ -247,48 +246,50 @@ def sample_jobs(scenario: Scenario, size: int, seed: int) -> list[ScenarioJob]:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What the backtest may tune on the earlier half: a scale on the p50 wait and a conformal
-    ``margin`` (each bound of the ``low``-``high`` range moved outwards by that much on the ``log_wait``
-    scale). Both are applied by the domain's ``Calibration`` (``shown``), the code the live forecast
-    runs; ``widen`` (the low wait divided, the high wait multiplied by it first) is a backtest-only
-    knob ``tune`` leaves at 1.
+    """What the backtest may tune on the earlier half: a scale on the p50 wait and the conformal
+    margins (each bound of the ``low``-``high`` range moved outwards by that much on the ``log_wait``
+    scale): ``margin`` for a range whose low is within the horizon, ``beyond_margin`` for a job too
+    few runs started (its range is [the horizon's end, later)). All are applied by the domain's
+    ``Calibration`` (``shown``), the code the live forecast runs.
     """
 
     low: float = 0.1
     high: float = 0.9
-    widen: float = 1.0
     p50_scale: float = 1.0
     margin: float = 0.0
+    beyond_margin: float = 0.0
 
     @property
     def shown(self) -> ShownCalibration:
-        """The p50 scale and margin as the forecast applies them (``ForecastSettings.calibration``)."""
-        return ShownCalibration(p50_scale=self.p50_scale, log_margin=self.margin)
+        """The p50 scale and margins as the forecast applies them (``ForecastSettings.calibration``)."""
+        return ShownCalibration(
+            p50_scale=self.p50_scale, log_margin=self.margin, beyond_horizon_log_margin=self.beyond_margin
+        )
 
-    def _raw_waits(self, p: Prediction) -> tuple[float, float]:
-        """The runs' low and high waits (widened); the low is the horizon when beyond it, the high inf."""
-        low, high = p.raw(self.low), p.raw(self.high)
-        low_wait = p.horizon_seconds if low is None else low - p.submitted_at
-        high_wait = math.inf if high is None else high - p.submitted_at
-        return low_wait / self.widen, high_wait * self.widen
+    def with_margin(self, margin: float) -> Calibration:
+        """One margin for both kinds of range (the online method tracks one)."""
+        return replace(self, margin=margin, beyond_margin=margin)
+
+    def beyond_horizon(self, p: Prediction) -> bool:
+        """Whether ``p``'s range is [the horizon's end, later): fewer than ``low`` of its runs started it."""
+        return p.raw(self.low) is None
 
     def bounds(self, p: Prediction) -> tuple[float, float]:
-        low_wait, high_wait = self._raw_waits(p)
         now, shown = p.submitted_at, self.shown
-        low = now + low_wait if low_wait == math.inf else shown.low(now + low_wait, now, p.horizon_seconds)
-        high = None if high_wait == math.inf else shown.high(now + high_wait, now)
-        return low, math.inf if high is None else high
+        high = shown.high(p.raw(self.high), now)
+        return shown.low(p.raw(self.low), now, p.horizon_seconds), math.inf if high is None else high
 
     def nonconformity(self, p: Prediction) -> float:
-        """How far (``log_wait`` scale) the actual start fell outside [low, high]; negative inside.
+        """How far (``log_wait`` scale) the actual start fell outside the runs' [low, high]; negative inside.
 
         Conformalized quantile regression (Romano, Patterson, Candes 2019): the interval widened by
         the ``target`` quantile of these scores on held-out jobs covers about ``target`` of new ones.
         """
         assert p.actual_wait is not None
-        low_wait, high_wait = self._raw_waits(p)
+        low, high = p.raw(self.low), p.raw(self.high)
+        low_wait = p.horizon_seconds if low is None else low - p.submitted_at
         actual = log_wait(p.actual_wait)
-        above = actual - log_wait(high_wait) if high_wait != math.inf else -math.inf
+        above = -math.inf if high is None else actual - log_wait(high - p.submitted_at)
         return max(log_wait(low_wait) - actual, above)
 
     def point(self, p: Prediction) -> float:
@@ -298,11 +299,19 @@ class Calibration:
 
 UNTUNED = Calibration()
 P50_SCALE_CHOICES = (0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0)
+#: A kind of range gets a margin of its own from at least this many measured predictions; with
+#: fewer, it takes the margin of all of them (fixed before any run).
+MIN_GROUP_SIZE = 30
+
+
+def measured(predictions: Sequence[Prediction]) -> list[Prediction]:
+    """The predictions the measures count: jobs that started after waiting at least 10 minutes."""
+    return [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
 
 
 def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNED) -> dict[str, Any]:
     """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring)."""
-    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
+    waited = measured(predictions)
     if not waited:
         return {
             "measured": 0,
@@ -327,38 +336,45 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
     }
 
 
-def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
-    """On these predictions: the p50 scale with the least median error; for each quantile pair the
-    conformal margin that covers ``target`` of them; of those, the pair whose interval is narrowest
-    (median width on the ``log_wait`` scale).
+def conformal_margin(scores: Sequence[float], target: float) -> float:
+    """The split-conformal margin for ``target``: the ceil((n + 1) x target)-th smallest score.
 
-    ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run.
+    A score is infinite only for a range with no end (an infinite horizon): no margin reaches it, so
+    the widest finite one stands in (the range then covers less than ``target``).
+    """
+    ordered = sorted(scores)
+    if not ordered:
+        return 0.0
+    k = min(len(ordered), math.ceil((len(ordered) + 1) * target))
+    finite = [x for x in ordered if math.isfinite(x)]
+    return ordered[k - 1] if math.isfinite(ordered[k - 1]) else max(finite, default=0.0)
+
+
+def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
+    """On these predictions: the p50 scale with the least median error, and for each kind of range
+    (low within the horizon, or beyond it) the conformal margin that covers ``target`` of that kind.
+
+    ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run. One margin
+    for both kinds (``single_margin``) let the beyond-horizon ranges' error set the margin of every
+    range; group-conditional conformal prediction gives each kind the coverage asked for.
     """
 
     def error(scale: float) -> float:
         return measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"] or 0.0
 
-    scale = min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0)))
-    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
-    if not waited:
-        return Calibration(p50_scale=scale)
-    candidates = []
-    for low, high in INTERVAL_CHOICES:
-        pair = Calibration(low, high, p50_scale=scale)
-        scores = sorted(pair.nonconformity(p) for p in waited)
-        # The finite-sample conformal quantile: the ceil((n + 1) * target)-th smallest score.
-        k = min(len(scores), math.ceil((len(scores) + 1) * target))
-        # A score is infinite when no run started the job at all: no margin widens that interval,
-        # so the widest finite one stands in (the interval then covers less than ``target``).
-        finite = [x for x in scores if math.isfinite(x)]
-        margin = scores[k - 1] if math.isfinite(scores[k - 1]) else max(finite, default=0.0)
-        chosen = replace(pair, margin=round(margin, 4))
-        widths = []
-        for p in waited:
-            lo, hi = chosen.bounds(p)
-            widths.append(log_wait(hi - p.submitted_at) - log_wait(lo - p.submitted_at))
-        candidates.append((statistics.median(widths), low, chosen))
-    return min(candidates, key=lambda c: (c[0], c[1]))[2]
+    base = Calibration(p50_scale=min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0))))
+    waited = measured(predictions)
+    pooled = single_margin(waited, base, target)
+    margins = {}
+    for beyond in (False, True):
+        scores = [base.nonconformity(p) for p in waited if base.beyond_horizon(p) == beyond]
+        margins[beyond] = conformal_margin(scores, target) if len(scores) >= MIN_GROUP_SIZE else pooled
+    return replace(base, margin=round(margins[False], 4), beyond_margin=round(margins[True], 4))
+
+
+def single_margin(predictions: Sequence[Prediction], base: Calibration, target: float = 0.8) -> float:
+    """One conformal margin for every range, the kind of range ignored (the method ``tune`` replaced)."""
+    return round(conformal_margin([base.nonconformity(p) for p in measured(predictions)], target), 4)
 
 
 #: Online calibration's step on the ``log_wait`` scale, fixed before any run: a miss widens the range
@@ -372,12 +388,13 @@ def online_margins(
     """Each prediction's margin, adapted online from the outcomes known when it was made.
 
     Adaptive conformal inference (Gibbs and Candes 2021) on the margin's own scale (quantile
-    tracking): starting from ``base.margin``, every outcome seen widens the margin by
-    ``step x target`` when the range missed and narrows it by ``step x (1 - target)`` when it
-    covered, so over any sequence about ``target`` of the ranges cover. An outcome counts once it is
-    known, as the live system would know it: a start (inside or below the range) at that start; a
-    miss above once the range's high end has passed with the job still waiting. Only jobs known to
-    have waited 10 minutes count (those measured). Nothing later than a prediction moves its margin.
+    tracking), one margin for both kinds of range: starting from ``base.margin``, every outcome seen
+    widens the margin by ``step x target`` when the range missed and narrows it by
+    ``step x (1 - target)`` when it covered, so over any sequence about ``target`` of the ranges
+    cover. An outcome counts once it is known, as the live system would know it: a start (inside or
+    below the range) at that start; a miss above once the range's high end has passed with the job
+    still waiting. Only jobs known to have waited 10 minutes count (those measured). Nothing later
+    than a prediction moves its margin.
     """
     ordered = sorted(predictions, key=lambda p: (p.submitted_at, p.job))
     known: list[tuple[float, int, bool]] = []  # (when known, tiebreak, missed)
@@ -390,7 +407,7 @@ def online_margins(
         out[p.job] = margin
         if p.actual_start is None:
             continue
-        low, high = replace(base, margin=margin).bounds(p)
+        low, high = base.with_margin(margin).bounds(p)
         missed = not low <= p.actual_start <= high
         # A start is known when it happens; a miss above as soon as the high end passes unstarted.
         when = high if p.actual_start > high else p.actual_start
@@ -404,12 +421,12 @@ def measure_online(
     predictions: Sequence[Prediction], base: Calibration, margins: dict[str, float]
 ) -> dict[str, Any]:
     """``measure``'s coverage with each prediction's own online margin (``online_margins``)."""
-    waited = [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
+    waited = measured(predictions)
     if not waited:
         return {"measured": 0, "coverage": None}
     inside = 0
     for p in waited:
-        low, high = replace(base, margin=margins[p.job]).bounds(p)
+        low, high = base.with_margin(margins[p.job]).bounds(p)
         inside += low <= p.actual_start <= high  # type: ignore[operator]
     return {"measured": len(waited), "coverage": round(inside / len(waited), 4)}
 
@@ -431,6 +448,20 @@ class EtaResult:
     def summary(self) -> dict[str, Any]:
         """The ``eta`` object ``shareplane simulate --eta`` adds to the policy."""
         return {"predictions": len(self.predictions), **self.measures}
+
+
+def predictions_json(results: Mapping[str, EtaResult]) -> dict[str, Any]:
+    """Each policy's raw predictions (the runs' starts before any calibration), for ``load_predictions``."""
+    return {"predictions": {name: [asdict(p) for p in r.predictions] for name, r in results.items()}}
+
+
+def load_predictions(path: Path) -> dict[str, list[Prediction]]:
+    """What ``predictions_json`` wrote (``shareplane simulate --eta --eta-predictions FILE``), by policy."""
+    data = json.loads(path.read_text())
+    return {
+        name: [Prediction(**{**row, "starts": tuple(row["starts"])}) for row in rows]
+        for name, rows in data["predictions"].items()
+    }
 
 
 def _forecast_one(
@@ -527,9 +558,16 @@ def evaluate(result: EtaResult) -> EtaResult:
     result.calibration = chosen
     whole = measure(preds)
     tuned = measure(later, chosen)
+    by_kind = {
+        kind: measure([p for p in later if chosen.beyond_horizon(p) == beyond], chosen)
+        for kind, beyond in (("within_horizon", False), ("beyond_horizon", True))
+    }
+    # For comparison, the method ``tune`` replaced: one margin for every kind of range.
+    single = chosen.with_margin(single_margin(earlier, chosen))
     # Online: from no margin at the trace's start, adapted from outcomes as they become known.
-    margins = online_margins(preds, replace(chosen, margin=0.0))
-    online = measure_online(later, replace(chosen, margin=0.0), margins)
+    untuned_margins = chosen.with_margin(0.0)
+    margins = online_margins(preds, untuned_margins)
+    online = measure_online(later, untuned_margins, margins)
     result.measures = {
         "measured": whole["measured"],
         "median_abs_error_seconds": whole["median_abs_error_seconds"],
@@ -540,11 +578,19 @@ def evaluate(result: EtaResult) -> EtaResult:
             **_renamed(measure(later)),
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
-                "widen": chosen.widen,
-                "margin_log_wait": chosen.margin,
                 "p50_scale": chosen.p50_scale,
+                "margin_log_wait": chosen.margin,
+                "beyond_horizon_margin_log_wait": chosen.beyond_margin,
                 "median_abs_error_seconds": tuned["median_abs_error_seconds"],
                 "coverage": tuned["coverage"],
+                **{
+                    kind: {"measured": m["measured"], "coverage": m["coverage"]}
+                    for kind, m in by_kind.items()
+                },
+            },
+            "single_margin": {
+                "margin_log_wait": single.margin,
+                "coverage": measure(later, single)["coverage"],
             },
             "online": {
                 "target": 0.8,

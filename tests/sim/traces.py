@@ -14,6 +14,11 @@ from pathlib import Path
 
 from gpusim.trace import TraceJob
 
+#: The Philly backtest's raw predictions (``shareplane simulate --trace philly --policy fairshare --seed 0
+#: --eta --eta-workers 2 --eta-predictions ...``): what the shipped calibration was chosen on.
+#: ``make bench`` (tests/bench/test_eta_bench.py) checks that this code predicts exactly these.
+PHILLY_PREDICTIONS = Path(__file__).parent / "data" / "eta_philly_fairshare_seed0.json"
+
 
 def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
     """Poisson arrivals every ~2 minutes, lognormal run times, four teams of skewed size."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from gpusim.eta import EtaResult, backtest, evaluate
+from gpusim.eta import EtaResult, backtest, evaluate, predictions_json
 from gpusim.report import write_report
 from gpusim.trace import load_trace
 from gpusim.whatif import (
@@ -123,6 +124,14 @@ def simulate_command(
             "less wall time).",
         ),
     ] = 1,
+    eta_predictions: Annotated[
+        Path | None,
+        typer.Option(
+            "--eta-predictions",
+            help="With --eta: write every raw prediction (each run's start, the actual start) as JSON "
+            "here, to re-measure or re-tune the calibration without replaying.",
+        ),
+    ] = None,
     idle_fraction: Annotated[
         float | None,
         typer.Option(
@@ -168,6 +177,9 @@ def simulate_command(
     if report is not None:
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
+    if eta_predictions is not None and etas:
+        eta_predictions.write_text(json.dumps(predictions_json(etas)))
+        err.print(f"predictions: {eta_predictions}", highlight=False)
     if output is Output.JSON:
         data = result.to_json()
         for name, measured in etas.items():

@@ -231,9 +231,16 @@ def test_the_calibration_scales_the_p50_wait_and_widens_the_range_on_the_log_sca
     assert high is not None and log_wait(high - now) == pytest.approx(log_wait(7200.0) + 1.0)
     assert log_wait(low - now) == pytest.approx(log_wait(7200.0) - 1.0)
     assert cal.high(None, now) is None  # later than the horizon stays open
-    # A low beyond the horizon is the horizon's end (less the margin), not "no range".
-    assert cal.low(None, now, 86400.0) == now + from_log_wait(log_wait(86400.0) - 1.0)
     assert UNCALIBRATED.low(None, now, 86400.0) == now + 86400.0
+
+
+def test_a_low_beyond_the_horizon_takes_the_beyond_horizon_margin() -> None:
+    cal = Calibration(log_margin=1.0, beyond_horizon_log_margin=0.25)
+    now, horizon = 1000.0, 86400.0
+    # A low beyond the horizon is the horizon's end less its own margin, not "no range".
+    assert cal.low(None, now, horizon) == now + from_log_wait(log_wait(horizon) - 0.25)
+    # A low within the horizon, even the horizon itself, takes the other margin.
+    assert cal.low(now + horizon, now, horizon) == now + from_log_wait(log_wait(horizon) - 1.0)
 
 
 def test_the_forecast_shows_the_calibrated_quantiles() -> None:
@@ -261,8 +268,8 @@ def test_a_job_no_run_started_gets_a_range_from_the_horizon_on() -> None:
 
 @pytest.mark.parametrize(
     "field, value",
-    [("p50_scale", 0.0), ("log_margin", float("inf"))],
-    ids=["a zero p50 scale", "an infinite margin"],
+    [("p50_scale", 0.0), ("log_margin", float("inf")), ("beyond_horizon_log_margin", float("nan"))],
+    ids=["a zero p50 scale", "an infinite margin", "a margin that is not a number"],
 )
 def test_a_bad_calibration_names_the_field(field, value) -> None:
     with pytest.raises(InvalidInputError, match=field):
