@@ -509,6 +509,7 @@ class _Run:
         self.now = queue.now
         self.end = queue.now + horizon
         self.free = queue.capacity
+        self.kept_for, self.kept = math.nan, 1.0  # see _keep
         self.shares: dict[str, _Share] = {s.name: _Share(s, queue.now) for s in queue.shares}
         self.finishes: list[tuple[float, int, str, int]] = []  # (time, tiebreak, share, instances)
         self.counter = 0
@@ -536,10 +537,18 @@ class _Run:
     def _after(self, t: float) -> float:
         return t + self.rng.expovariate(self.rate) if self.rate > 0 and self.recent else math.inf
 
+    def _keep(self, elapsed: float) -> float:
+        """``exp(-elapsed / window)``, remembered for the last ``elapsed`` asked: the shares brought up
+        to date at one instant (most of them, at the last pass) ask the same (same float in, same out).
+        """
+        if elapsed != self.kept_for:
+            self.kept_for, self.kept = elapsed, math.exp(-elapsed / self.window)
+        return self.kept
+
     def _accrue(self, sh: _Share) -> None:
         """Bring ``sh``'s usage to ``now``: ``fairshare.accrue``, term for term."""
         if sh.t0 != self.now:
-            keep = math.exp(-(self.now - sh.t0) / self.window)
+            keep = self._keep(self.now - sh.t0)
             sh.usage = sh.usage * keep + sh.rate * self.window * (1.0 - keep)
             sh.t0 = self.now
 
@@ -566,7 +575,13 @@ class _Run:
         self._hold(sh, instances, self.now + self.run_times.draw(share, self.rng, instances))
 
     def run(self) -> dict[str, float]:
-        finishes, pending, end, release = self.finishes, self.pending, self.end, self._release
+        finishes, pending, end, shares, accrue = (
+            self.finishes,
+            self.pending,
+            self.end,
+            self.shares,
+            self._accrue,
+        )
         serve = self._quota_pass if self.q.kind is QueueKind.QUOTA else self._fairshare_pass
         serve()
         while pending:
@@ -578,7 +593,11 @@ class _Run:
             self.now = t
             while finishes and finishes[0][0] <= t:
                 _, _, share, instances = heapq.heappop(finishes)
-                release(share, instances)
+                sh = shares[share]  # ``_release``, written out: one call fewer per finish
+                accrue(sh)
+                sh.rate = max(0.0, sh.rate - instances * sh.weight)
+                sh.in_use -= instances
+                self.free += instances
             while self.next_arrival <= t:
                 self._arrive()
                 self.next_arrival = self._after(self.next_arrival)
@@ -586,7 +605,8 @@ class _Run:
         return self.starts
 
     def _arrive(self) -> None:
-        lane, key, instances, share = self.recent[self.rng.randrange(len(self.recent))]
+        # ``choice`` draws what ``randrange(len(recent))`` draws (one ``_randbelow``), with less around it.
+        lane, key, instances, share = self.rng.choice(self.recent)
         sh = self._share(lane)
         self.next_order += 1
         heapq.heappush(sh.heap, (key, self.next_order, "", instances, share))
@@ -611,10 +631,7 @@ class _Run:
         shares = self.shares.values()
         reserving = self.q.compute_reservation != 0
         skipped: set[str] = set()
-        exp = math.exp
-        # exp(-elapsed / window) for the last elapsed seen: the shares brought up to date at the same
-        # instant (most of them, at the last pass) share it; the same float in, the same float out.
-        kept_for, keep = math.nan, 1.0
+        kept_for, keep = self.kept_for, self.kept  # ``_keep``, read here once
         while self.free > 0:  # else nothing fits (every job needs an instance): most passes of a deep
             # queue end here, before ranking the shares; usage accrues in closed form, so skipping
             # changes nothing
@@ -630,7 +647,7 @@ class _Run:
                 if sh.t0 != now:
                     elapsed = now - sh.t0
                     if elapsed != kept_for:
-                        kept_for, keep = elapsed, exp(-elapsed / window)
+                        kept_for, keep = elapsed, self._keep(elapsed)
                     sh.usage = sh.usage * keep + sh.rate * window * (1.0 - keep)
                     sh.t0 = now
                 standing = sh.usage + sh.rate * window
