@@ -563,13 +563,6 @@ class _Run:
         self.counter += 1
         heapq.heappush(self.finishes, (until, self.counter, sh.name, instances))
 
-    def _release(self, share: str, instances: int) -> None:
-        sh = self.shares[share]
-        self._accrue(sh)
-        sh.rate = max(0.0, sh.rate - instances * sh.weight)
-        sh.in_use -= instances
-        self.free += instances
-
     def _start(self, sh: _Share) -> None:
         _, _, name, instances, share = heapq.heappop(sh.heap)
         now = self.now
@@ -605,7 +598,7 @@ class _Run:
             self.now = t
             while finishes and finishes[0][0] <= t:
                 _, _, share, instances = heapq.heappop(finishes)
-                sh = shares[share]  # ``_release``, written out: one call fewer per finish
+                sh = shares[share]  # the finish releases its instances
                 accrue(sh)
                 sh.rate = max(0.0, sh.rate - instances * sh.weight)
                 sh.in_use -= instances
