@@ -31,7 +31,8 @@ half measures is what ``shareplane why`` shows. ``later_half.online`` reports th
 needs no split: the margin adapted online from outcomes known at each prediction
 (``online_margins``: adaptive conformal inference).
 
-With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions).
+With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions); each
+process gets the trace's arrivals once, and each forecast sends only where its history's slice is.
 """
 
 from __future__ import annotations
