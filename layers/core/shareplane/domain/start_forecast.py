@@ -634,12 +634,12 @@ class _Run:
     def _fairshare_pass(self) -> None:
         now, window, hol = self.now, self.window, self.q.head_of_line_blocking
         shares = self.shares.values()
-        reserving = self.q.compute_reservation != 0
+        reserving = self.q.compute_reservation != 0  # else ``_usable_free`` is ``free``: no call
         skipped: set[str] = set()
         kept_for, keep = self.kept_for, self.kept  # ``_keep``, read here once
-        while self.free > 0:  # else nothing fits (every job needs an instance): most passes of a deep
-            # queue end here, before ranking the shares; usage accrues in closed form, so skipping
-            # changes nothing
+        # Once nothing fits (every job needs an instance) the pass ends: most passes of a deep queue end
+        # there, before ranking the shares. Usage accrues in closed form, so skipping changes nothing.
+        while self.free > 0:
             best: _Share | None = None
             best_standing = 0.0
             best_order = 0
