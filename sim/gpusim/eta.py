@@ -31,7 +31,8 @@ half measures is what ``shareplane why`` shows. ``later_half.online`` reports th
 needs no split: the margin adapted online from outcomes known at each prediction
 (``online_margins``: adaptive conformal inference).
 
-With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions).
+With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions); each
+process gets the trace's arrivals once, and each forecast sends only where its history's slice is.
 """
 
 from __future__ import annotations
@@ -130,6 +131,13 @@ class LiveView:
         self.first_dispatch: dict[str, float] = {}
         self.recent_starts: list[deque[tuple[float, float]]] = [deque() for _ in TIERS]
         self.tier_of = {j.name: j.tier for j in run.scenario.jobs}
+        sc, fair = run.scenario, run.policy.fair
+        #: Every submission as the history shows it, in submission order, built once: a prediction's
+        #: history is a slice of it (``arrival_span``), not thousands of new objects.
+        self.arrivals = tuple(
+            Arrival(j.submit, run.share_identifier(j) if fair else sc.shares[j.share], j.units, j.priority)
+            for j in sc.jobs
+        )
         inner = run.model.observer
 
         def observe(kind: str, job: Job) -> None:
@@ -207,21 +215,16 @@ class LiveView:
                 head_of_line_blocking=sc.config.head_of_line_blocking,
                 borrow=run.policy is not Policy.STATIC,
             )
-        submits = run_submits(sc)
-        lo = bisect.bisect_left(submits, now - arrivals_lookback)
-        hi = bisect.bisect_left(submits, now)  # submitted strictly before now
-        arrivals = tuple(
-            Arrival(
-                j.submit,
-                run.share_identifier(j) if fair else sc.shares[j.share],
-                j.units,
-                j.priority,
-            )
-            for j in sc.jobs[lo:hi]
-        )
+        lo, hi = self.arrival_span(arrivals_lookback)
         # The runs that ended in the last HISTORY_SECONDS, as the live path reads the jobs table.
         recent = bisect.bisect_left(self.finished_at, now - HISTORY_SECONDS)
-        return live, History(tuple(self.finished[recent:]), arrivals)
+        return live, History(tuple(self.finished[recent:]), self.arrivals[lo:hi])
+
+    def arrival_span(self, lookback: float) -> tuple[int, int]:
+        """Where the arrivals of the last ``lookback`` seconds are in ``arrivals`` (before now only)."""
+        now, submits = self.run.model.engine.now, run_submits(self.run.scenario)
+        # Submitted strictly before now: the target and anything else arriving now are not yet in.
+        return bisect.bisect_left(submits, now - lookback), bisect.bisect_left(submits, now)
 
 
 _SUBMITS: dict[int, list[float]] = {}
@@ -467,10 +470,33 @@ def load_predictions(path: Path) -> dict[str, list[Prediction]]:
 def _forecast_one(
     live: LiveQueue, history: History, name: str, settings: ForecastSettings, seed: str
 ) -> tuple[tuple[float, ...], float]:
-    """One target's runs' starts and the CPU seconds they took (a pool worker's unit of work)."""
+    """One target's runs' starts and the CPU seconds they took."""
     cpu = time.process_time()
     starts = forecast_starts(live, history, targets={name}, settings=settings, seed=seed)[name].starts
     return starts, time.process_time() - cpu
+
+
+#: A forecast process's copy of ``LiveView.arrivals``, given once when the process starts
+#: (``_start_worker``): each forecast then sends only where its slice is.
+_WORKER_ARRIVALS: tuple[Arrival, ...] = ()
+
+
+def _start_worker(arrivals: tuple[Arrival, ...]) -> None:
+    global _WORKER_ARRIVALS
+    _WORKER_ARRIVALS = arrivals
+
+
+def _forecast_in_worker(
+    live: LiveQueue,
+    finished: tuple[FinishedRun, ...],
+    span: tuple[int, int],
+    name: str,
+    settings: ForecastSettings,
+    seed: str,
+) -> tuple[tuple[float, ...], float]:
+    """``_forecast_one`` in a pool process, its history's arrivals read from the process's own copy
+    (the same history ``LiveView.live_queue`` gives: the same slice of the same arrivals)."""
+    return _forecast_one(live, History(finished, _WORKER_ARRIVALS[span[0] : span[1]]), name, settings, seed)
 
 
 def backtest(
@@ -495,7 +521,12 @@ def backtest(
     made: list[Prediction] = []
     spent = [0.0]
     pool = (
-        ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+        ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_start_worker,
+            initargs=(view.arrivals,),
+        )
         if workers > 1
         else None
     )
@@ -514,20 +545,23 @@ def backtest(
         started = time.perf_counter()
         now = run.model.engine.now
         live, history = view.live_queue(target, settings.arrival_lookback_seconds)
-        args = (live, history, target.name, settings, f"{seed}-{target.name}")
+        name, runs_seed = target.name, f"{seed}-{target.name}"
         made.append(
             Prediction(
                 target.name,
                 now,
                 TIERS[target.tier].value,
-                () if pool else _forecast_one(*args)[0],
+                () if pool else _forecast_one(live, history, name, settings, runs_seed)[0],
                 settings.samples,
                 view.baseline_wait(target.tier, now),
                 horizon_seconds=settings.horizon_seconds,
             )
         )
         if pool:
-            in_flight.append((len(made) - 1, pool.submit(_forecast_one, *args)))
+            span = view.arrival_span(settings.arrival_lookback_seconds)
+            args = (live, history.finished, span, name, settings, runs_seed)
+            forecast = pool.submit(_forecast_in_worker, *args)
+            in_flight.append((len(made) - 1, forecast))
             collect(2 * workers)
         spent[0] += time.perf_counter() - started
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import heapq
+import math
 import random
 from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain import fairshare
+from shareplane.domain import fairshare, start_forecast
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.start_forecast import (
     UNCALIBRATED,
@@ -284,3 +286,129 @@ def test_online_margin_steps_toward_the_target_coverage(outcomes) -> None:
         margin = track_margin(margin, missed, target=0.8, step=0.05)
     expected = 0.05 * (sum(outcomes) - 0.2 * len(outcomes))
     assert margin == pytest.approx(expected)
+
+
+class _PlainRun(start_forecast._Run):
+    """The forward run in its plain form: each rule one call (``fairshare.accrue``, ``standing``,
+    ``rng.expovariate``, ``rng.randrange``), ranked by comparing (standing, order) pairs. The model's
+    hand-written hot paths must give the same starts as this, float for float."""
+
+    def _accrue(self, sh) -> None:
+        if sh.t0 != self.now:
+            sh.usage = fairshare.accrue(sh.usage, sh.rate, self.now - sh.t0, self.window)
+            sh.t0 = self.now
+
+    def _after(self, t: float) -> float:
+        return t + self.rng.expovariate(self.rate) if self.rate > 0 and self.recent else math.inf
+
+    def _arrive(self) -> None:
+        lane, key, instances, share = self.recent[self.rng.randrange(len(self.recent))]
+        sh = self._share(lane)
+        self.next_order += 1
+        heapq.heappush(sh.heap, (key, self.next_order, "", instances, share))
+
+    def _start(self, sh) -> None:
+        _, _, name, instances, share = heapq.heappop(sh.heap)
+        if name in self.pending:
+            self.pending.discard(name)
+            self.starts[name] = self.now
+        self._hold(sh, instances, self.now + self.run_times.draw(share, self.rng, instances))
+
+    def _fairshare_pass(self) -> None:
+        skipped: set[str] = set()
+        while self.free > 0:
+            heads = [sh for sh in self.shares.values() if sh.heap and sh.name not in skipped]
+            if not heads:
+                return
+            for sh in heads:
+                self._accrue(sh)
+            best = min(
+                heads, key=lambda sh: (fairshare.standing(sh.usage, sh.rate, self.window), sh.heap[0][1])
+            )
+            if best.heap[0][3] > self._usable_free():
+                if self.q.head_of_line_blocking:
+                    return
+                skipped.add(best.name)
+                continue
+            self._start(best)
+
+    def run(self) -> dict[str, float]:
+        self._pass()
+        while self.pending:
+            t = min(self.finishes[0][0] if self.finishes else math.inf, self.next_arrival)
+            if t > self.end or t == math.inf:
+                break
+            self.now = t
+            while self.finishes and self.finishes[0][0] <= t:
+                _, _, share, instances = heapq.heappop(self.finishes)
+                sh = self.shares[share]
+                self._accrue(sh)
+                sh.rate = max(0.0, sh.rate - instances * sh.weight)
+                sh.in_use -= instances
+                self.free += instances
+            while self.next_arrival <= t:
+                self._arrive()
+                self.next_arrival = self._after(self.next_arrival)
+            self._pass()
+        return self.starts
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    kind=st.sampled_from(list(QueueKind)),
+    hol=st.booleans(),
+    reservation=st.sampled_from([0, 50]),
+)
+def test_the_runs_hot_paths_give_the_plain_forms_starts_float_for_float(seed, kind, hol, reservation) -> None:
+    # Shares of unequal weight and usage, jobs of 1 to 4 instances (a 4 blocks the head of its
+    # lane on 6 instances), arrivals of every share and priority: every rule the hot paths write out.
+    rng = random.Random(seed)
+    # d and e: idle and unused, so they tie on standing and the heads' order decides.
+    shares = (
+        ShareState("a", 0.5, 3000.0, 3),
+        ShareState("b", 1.0, 100.0, 2),
+        ShareState("c", 2.0, 0.0, 1),
+        ShareState("d"),
+        ShareState("e"),
+    )
+    names = ["a", "b", "c", "d", "e"]
+    live = queue(
+        kind,
+        capacity=6,
+        shares=shares,
+        decay_seconds=3600,
+        compute_reservation=reservation,
+        head_of_line_blocking=hol,
+        running=tuple(RunningJob(f"r{n}", names[n % 3], 1 + n % 2, 500.0 + 40 * n) for n in range(3)),
+        queued=tuple(
+            QueuedJob(f"q{n}", rng.choice(names), rng.choice([1, 1, 2, 4]), rng.choice([0, 5]), 900.0 + n, n)
+            for n in range(12)
+        ),
+    )
+    past = History(
+        finished=tuple(
+            FinishedRun(rng.choice(names), rng.uniform(60, 2000), rng.choice([1, 2])) for _ in range(60)
+        ),
+        arrivals=tuple(
+            Arrival(1000.0 - 30 * n, rng.choice(names), rng.choice([1, 2, 4]), rng.choice([0, 5]))
+            for n in range(30)
+        ),
+    )
+    run_times = RunTimes.of(past.finished, 20, 3600.0, live.running, live.now)
+    rate, recent = start_forecast.arrival_rate(past.arrivals, live.now, 3600.0)
+    kinds, lanes = start_forecast.arrival_kinds(recent, kind), start_forecast.queued_lanes(live)
+    targets, started = {j.name for j in live.queued}, 0
+    for k in range(10):
+        fast, plain = (
+            cls(live, run_times, rate, kinds, targets, 86400.0, random.Random(f"{seed}-{k}"), lanes)
+            for cls in (start_forecast._Run, _PlainRun)
+        )
+        assert fast.run() == plain.run()
+        started += len(fast.starts)
+        # Not only the same starts: the same floats, bit for bit, in every share's counters.
+        assert fast.now == plain.now and fast.free == plain.free
+        assert {n: (s.usage.hex(), s.t0.hex(), s.rate.hex()) for n, s in fast.shares.items()} == {
+            n: (s.usage.hex(), s.t0.hex(), s.rate.hex()) for n, s in plain.shares.items()
+        }
+    assert started  # the runs went through starts, finishes and arrivals

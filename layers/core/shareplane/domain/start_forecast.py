@@ -479,22 +479,34 @@ class _Share:
         self.heap: list[tuple[int, int, str, int, str]] = []
         self.active = False
 
-    def usage_at(self, now: float, window: float) -> float:
-        if self.t0 != now:
-            self.usage = fairshare.accrue(self.usage, self.rate, now - self.t0, window)
-            self.t0 = now
-        return self.usage
+
+#: A sampled arrival's kind, as ``_Run._arrive`` queues it: (lane, heap key's first field, instances,
+#: share the run time is drawn for).
+ArrivalKind = tuple[str, int, int, str]
+
+
+def arrival_kinds(recent: Sequence[Arrival], kind: QueueKind) -> list[ArrivalKind]:
+    """The recent arrivals as the forward runs copy them (built once per forecast, not per arrival)."""
+    fifo = kind is QueueKind.FIFO
+    return [
+        (FIFO_LANE if fifo else a.share, 0 if fifo else -a.priority, a.instances, a.share) for a in recent
+    ]
 
 
 class _Run:
-    """One forward run of the queue; ``starts`` gets each target's first dispatch time."""
+    """One forward run of the queue; ``starts`` gets each target's first dispatch time.
+
+    The hot paths are written out by hand (the forecast spends nearly all its time here), each with
+    the arithmetic and the draws of the plain form (``fairshare.accrue``, one ``rng`` stream in one
+    order), so the runs are bit for bit what the plain form gives (``tests/unit/domain``).
+    """
 
     def __init__(
         self,
         queue: LiveQueue,
         run_times: RunTimes,
         rate: float,
-        recent: Sequence[Arrival],
+        recent: Sequence[ArrivalKind],
         targets: Collection[str],
         horizon: float,
         rng: random.Random,
@@ -507,6 +519,7 @@ class _Run:
         self.now = queue.now
         self.end = queue.now + horizon
         self.free = queue.capacity
+        self.kept_for, self.kept = math.nan, 1.0  # see _keep
         self.shares: dict[str, _Share] = {s.name: _Share(s, queue.now) for s in queue.shares}
         self.finishes: list[tuple[float, int, str, int]] = []  # (time, tiebreak, share, instances)
         self.counter = 0
@@ -532,55 +545,86 @@ class _Run:
         return sh
 
     def _after(self, t: float) -> float:
-        return t + self.rng.expovariate(self.rate) if self.rate > 0 and self.recent else math.inf
+        if self.rate > 0 and self.recent:
+            # ``rng.expovariate(rate)`` written out, its own formula (CPython 3.11-3.13): the same draw.
+            return t + -math.log(1.0 - self.rng.random()) / self.rate
+        return math.inf
+
+    def _keep(self, elapsed: float) -> float:
+        """``exp(-elapsed / window)``, remembered for the last ``elapsed`` asked: the shares brought up
+        to date at one instant (most of them, at the last pass) ask the same (same float in, same out).
+        """
+        if elapsed != self.kept_for:
+            self.kept_for, self.kept = elapsed, math.exp(-elapsed / self.window)
+        return self.kept
+
+    def _accrue(self, sh: _Share) -> None:
+        """Bring ``sh``'s usage to ``now``: ``fairshare.accrue``, term for term."""
+        if sh.t0 != self.now:
+            keep = self._keep(self.now - sh.t0)
+            sh.usage = sh.usage * keep + sh.rate * self.window * (1.0 - keep)
+            sh.t0 = self.now
 
     def _hold(self, sh: _Share, instances: int, until: float) -> None:
-        sh.usage_at(self.now, self.window)
+        self._accrue(sh)
         sh.rate += instances * sh.weight
         sh.in_use += instances
         self.free -= instances
         self.counter += 1
         heapq.heappush(self.finishes, (until, self.counter, sh.name, instances))
 
-    def _release(self, share: str, instances: int) -> None:
-        sh = self.shares[share]
-        sh.usage_at(self.now, self.window)
-        sh.rate = max(0.0, sh.rate - instances * sh.weight)
-        sh.in_use -= instances
-        self.free += instances
-
     def _start(self, sh: _Share) -> None:
         _, _, name, instances, share = heapq.heappop(sh.heap)
+        now = self.now
         if name in self.pending:
             self.pending.discard(name)
-            self.starts[name] = self.now
-        self._hold(sh, instances, self.now + self.run_times.draw(share, self.rng, instances))
+            self.starts[name] = now
+        until = now + self.run_times.draw(share, self.rng, instances)
+        # ``_hold``, written out (one call fewer per start); a pass has mostly brought ``sh`` to now.
+        if sh.t0 != now:
+            self._accrue(sh)
+        sh.rate += instances * sh.weight
+        sh.in_use += instances
+        self.free -= instances
+        self.counter += 1
+        heapq.heappush(self.finishes, (until, self.counter, sh.name, instances))
 
     def run(self) -> dict[str, float]:
-        self._pass()
-        while self.pending:
-            t_finish = self.finishes[0][0] if self.finishes else math.inf
-            t = min(t_finish, self.next_arrival)
-            if t > self.end or t == math.inf:
+        finishes, pending, end, shares, accrue = (
+            self.finishes,
+            self.pending,
+            self.end,
+            self.shares,
+            self._accrue,
+        )
+        serve = self._quota_pass if self.q.kind is QueueKind.QUOTA else self._fairshare_pass
+        serve()
+        while pending:
+            t = finishes[0][0] if finishes else math.inf
+            if self.next_arrival < t:
+                t = self.next_arrival
+            if t > end or t == math.inf:
                 break
             self.now = t
-            while self.finishes and self.finishes[0][0] <= t:
-                _, _, share, instances = heapq.heappop(self.finishes)
-                self._release(share, instances)
+            while finishes and finishes[0][0] <= t:
+                _, _, share, instances = heapq.heappop(finishes)
+                sh = shares[share]  # the finish releases its instances
+                accrue(sh)
+                sh.rate = max(0.0, sh.rate - instances * sh.weight)
+                sh.in_use -= instances
+                self.free += instances
             while self.next_arrival <= t:
                 self._arrive()
                 self.next_arrival = self._after(self.next_arrival)
-            self._pass()
+            serve()
         return self.starts
 
     def _arrive(self) -> None:
-        like = self.recent[self.rng.randrange(len(self.recent))]
-        fifo = self.q.kind is QueueKind.FIFO
-        sh = self._share(FIFO_LANE if fifo else like.share)
+        # ``choice`` draws what ``randrange(len(recent))`` draws (one ``_randbelow``), with less around it.
+        lane, key, instances, share = self.rng.choice(self.recent)
+        sh = self._share(lane)
         self.next_order += 1
-        heapq.heappush(
-            sh.heap, (0 if fifo else -like.priority, self.next_order, "", like.instances, like.share)
-        )
+        heapq.heappush(sh.heap, (key, self.next_order, "", instances, share))
 
     # The passes mirror gpusim's schedulers (sim/gpusim/schedulers.py) on this reduced state.
     def _pass(self) -> None:
@@ -599,28 +643,39 @@ class _Run:
 
     def _fairshare_pass(self) -> None:
         now, window, hol = self.now, self.window, self.q.head_of_line_blocking
+        shares = self.shares.values()
+        reserving = self.q.compute_reservation != 0  # else ``_usable_free`` is ``free``: no call
         skipped: set[str] = set()
-        accrue = fairshare.accrue
-        while True:
-            if self.free <= 0:
-                # Nothing fits (every job needs an instance): most passes of a deep queue end here,
-                # before ranking the shares. Usage accrues in closed form, so skipping changes nothing.
-                return
+        kept_for, keep = self.kept_for, self.kept  # ``_keep``, read here once
+        # Once nothing fits (every job needs an instance) the pass ends: most passes of a deep queue end
+        # there, before ranking the shares. Usage accrues in closed form, so skipping changes nothing.
+        while self.free > 0:
             best: _Share | None = None
-            best_key: tuple[float, int] | None = None
-            for sh in self.shares.values():
-                if not sh.heap or (skipped and sh.name in skipped):
+            best_standing = 0.0
+            best_order = 0
+            for sh in shares:
+                heap = sh.heap
+                if not heap or (skipped and sh.name in skipped):
                     continue
-                # ``usage_at`` and ``fairshare.standing`` inlined: this loop is the forecast's hot path.
+                # ``fairshare.accrue`` and ``fairshare.standing`` written out, term for term (the same
+                # floats): this loop is the forecast's hot path.
                 if sh.t0 != now:
-                    sh.usage = accrue(sh.usage, sh.rate, now - sh.t0, window)
+                    elapsed = now - sh.t0
+                    if elapsed != kept_for:
+                        kept_for, keep = elapsed, self._keep(elapsed)
+                    sh.usage = sh.usage * keep + sh.rate * window * (1.0 - keep)
                     sh.t0 = now
-                key = (sh.usage + sh.rate * window, sh.heap[0][1])
-                if best_key is None or key < best_key:
-                    best, best_key = sh, key
+                standing = sh.usage + sh.rate * window
+                # Lowest (standing, head's submission order) first, as comparing the pairs would.
+                if (
+                    best is None
+                    or standing < best_standing
+                    or (standing == best_standing and heap[0][1] < best_order)
+                ):
+                    best, best_standing, best_order = sh, standing, heap[0][1]
             if best is None:
                 return
-            if best.heap[0][3] > self._usable_free():
+            if best.heap[0][3] > (self._usable_free() if reserving else self.free):
                 if hol:
                     return
                 skipped.add(best.name)
@@ -678,9 +733,10 @@ def forecast_starts(
     rate, recent = arrival_rate(history.arrivals, queue.now, settings.arrival_lookback_seconds)
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
+    kinds = arrival_kinds(recent, queue.kind)
     starts: dict[str, list[float]] = {name: [] for name in wanted}
     for _ in range(settings.samples):
-        run = _Run(queue, run_times, rate, recent, wanted, settings.horizon_seconds, rng, lanes)
+        run = _Run(queue, run_times, rate, kinds, wanted, settings.horizon_seconds, rng, lanes)
         for name, t in run.run().items():
             starts[name].append(t)
     out = {}
