@@ -19,16 +19,18 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``
   estimate cannot be built from it; this is the simplest honest baseline it supports.
 
-Anything tuned (``tune``: a scale on the p50 wait and a conformal margin that widens the p10-p90
-range) is chosen on the earlier half of the predicted jobs (by submission) and reported on the later
-half (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside
-it, for the whole sample and both halves. The margin is split conformal prediction (conformalized
-quantile regression): the Monte Carlo range holds the run-time and arrival draws' spread but not the
-model's own error, which the earlier half measures. Both are applied by the domain's
-``Calibration``, the code every live path runs (``ForecastSettings.calibration``), and its shipped
-values are the earlier half's choice (``tests/bench/test_eta_bench.py`` checks it): what the later
-half measures is what ``shareplane why`` shows. ``later_half.online`` reports the alternative that
-needs no split: the margin adapted online from outcomes known at each prediction
+Anything tuned (``tune``: a scale on the p50 wait and conformal margins that widen the p10-p90
+range, one per kind of range: within the horizon, or beyond it) is chosen on the earlier half of the
+predicted jobs (by submission) and reported on the later half (``later_half.tuned_on_earlier_half``);
+the untuned p50 and p10-p90 figures are reported beside it, for the whole sample and both halves. The
+margins are split conformal prediction (conformalized quantile regression): the Monte Carlo range
+holds the run-time and arrival draws' spread but not the model's own error, which the earlier half
+measures. All are applied by the domain's ``Calibration``, the code every live path runs
+(``ForecastSettings.calibration``), and its shipped values are the earlier half's choice on the
+predictions kept in tests/sim/data (``tests/sim/test_eta.py`` checks the choice,
+``tests/bench/test_eta_bench.py`` that this code predicts them): what the later half measures is
+what ``shareplane why`` shows. ``later_half.online`` reports the alternative that needs no split: the
+margin adapted online from outcomes known at each prediction
 (``online_margins``: adaptive conformal inference).
 
 With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions); each
