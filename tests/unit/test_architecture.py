@@ -87,6 +87,17 @@ PATH_ONLY_MODULES = {
     "shareplane.service.live_twin": set(),
     "shareplane.service.start_predictions": set(),
     "shareplane.service.receipt_prediction": set(),
+    # The job store every handler loads reads and writes these only on their own paths, so it imports
+    # them there: a stored prediction (watch_jobs' prediction step, the receipt, the CLI), a recorded
+    # cost (record_state's SageMaker events, the usage report; submit_job's and watch_jobs' budget checks
+    # import it themselves), a submitted payload read back (handle_failure's requeue, the CLI).
+    "shareplane.domain.start_prediction": set(),
+    "shareplane.domain.cost": {"submit_job", "watch_jobs"},
+    "shareplane.domain.submitted_payload": {"submit_job"},
+    "shareplane.adapters.payload_items": set(),
+    # A described job is what the paths that call DescribeServiceJob or ListServiceJobs read; record_state
+    # reads events only.
+    "shareplane.domain.described_job": {"handle_failure", "reclaim_capacity", "watch_jobs"},
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 

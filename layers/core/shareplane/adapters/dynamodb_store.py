@@ -35,10 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from ..domain.cost import AttemptCost, BillableSource, with_job
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
-from ..domain.start_prediction import StartPrediction, prediction_from_record
-from ..domain.submitted_payload import SubmittedPayload
 from ..domain.training import (
     TrainingHistoryEntry,
     TrainingJobObservation,
@@ -56,11 +53,14 @@ from .dynamodb_items import (
     unmarshal,
     versioned_put,
 )
-from .payload_items import payload_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+    from ..domain.cost import AttemptCost
+    from ..domain.start_prediction import StartPrediction
+    from ..domain.submitted_payload import SubmittedPayload
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +181,8 @@ def prediction_item(job_arn: str, prediction: StartPrediction) -> dict[str, Any]
 
 def prediction_from_item(item: Mapping[str, Any]) -> StartPrediction:
     """Rebuild a stored prediction from its item (its fields are the record's ``prediction``)."""
+    from ..domain.start_prediction import prediction_from_record  # the prediction path's alone
+
     prediction = prediction_from_record(dict(item))
     if prediction is None:
         raise ValueError(f"{item.get('pk')}: a PREDICTION item without predictedAt")
@@ -225,6 +227,8 @@ def cost_item(cost: AttemptCost) -> dict[str, Any]:
 
 def cost_from_item(item: Mapping[str, Any]) -> AttemptCost:
     """Rebuild an attempt's cost from its COST item."""
+    from ..domain.cost import AttemptCost, BillableSource  # the cost paths' alone
+
     return AttemptCost(
         training_job_arn=item["trainingJobArn"],
         team=item.get("team"),
@@ -320,6 +324,8 @@ class DynamoJobStore:
 
     def load_payload(self, job_arn: str) -> SubmittedPayload | None:
         """The job's submitted payload, if the submit path stored one."""
+        from .payload_items import payload_of  # the requeue path's and the CLI's alone
+
         item = self._get(job_pk(job_arn), PAYLOAD_SK)
         return payload_of(job_arn, item) if item else None
 
@@ -442,6 +448,8 @@ class DynamoJobStore:
 
     def costs(self) -> list[AttemptCost]:
         """Every recorded attempt's cost, each with its Batch job when a link names it."""
+        from ..domain.cost import with_job
+
         items = self._paginate(
             "scan",
             FilterExpression="entity IN (:c, :l)",

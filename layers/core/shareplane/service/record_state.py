@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from ..domain.arns import queue_name
 from ..domain.config import SharesConfig
-from ..domain.cost import attempt_cost, cost_dimensions, cost_metrics
 from ..domain.errors import ConcurrentUpdateError
 from ..domain.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, decide
 from ..domain.training import TrainingJobObservation, decide_training
@@ -92,6 +91,9 @@ def _record_cost(
     Tried before the state is written and whether or not the event is a duplicate, so a redelivery
     after a failure between the two still costs the attempt; the store's condition keeps it to once.
     """
+    # Imported here: only SageMaker's events are costed, and a Batch event's cold start skips it.
+    from ..domain.cost import attempt_cost, cost_dimensions, cost_metrics
+
     cost = attempt_cost(obs, config)
     if cost is not None and store.record_cost(cost):
         metrics.emit(
