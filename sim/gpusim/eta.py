@@ -360,8 +360,9 @@ def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
     (low within the horizon, or beyond it) the conformal margin that covers ``target`` of that kind.
 
     ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run. One margin
-    for both kinds (``single_margin``) let the beyond-horizon ranges' error set the margin of every
-    range; group-conditional conformal prediction gives each kind the coverage asked for.
+    for both kinds (``single_margin``) mixes two kinds of error, a range the runs placed and a job
+    they never started; group-conditional conformal prediction gives each kind, on the jobs it is
+    chosen on, the coverage asked for.
     """
 
     def error(scale: float) -> float:
