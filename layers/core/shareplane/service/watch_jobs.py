@@ -25,6 +25,7 @@ the same time as the jobs' own. Only a run asked for by hand, with no tick, read
 from __future__ import annotations
 
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -271,7 +272,8 @@ def _escalate_one(
                 key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
                 status=JobStatus.RUNNABLE,
                 at=at,
-                reason=f"schedulingPriority {current} -> {target}: waited {waited:.0f}s, "
+                # The whole seconds the steps were counted from (rounding could name the next step's).
+                reason=f"schedulingPriority {current} -> {target}: waited {math.floor(waited)}s, "
                 f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
                 kind=ObservationKind.PRIORITY_ESCALATED,
                 digest=f"escalate:{target}",
