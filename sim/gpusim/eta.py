@@ -48,7 +48,7 @@ import random
 import statistics
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -252,28 +252,27 @@ def sample_jobs(scenario: Scenario, size: int, seed: int) -> list[ScenarioJob]:
 @dataclass(frozen=True)
 class Calibration:
     """What the backtest may tune on the earlier half: a scale on the p50 wait and the conformal
-    margins (each bound of the ``low``-``high`` range moved outwards by that much on the ``log_wait``
-    scale): ``margin`` for a range whose low is within the horizon, ``beyond_margin`` for a job too
-    few runs started (its range is [the horizon's end, later)). All are applied by the domain's
-    ``Calibration`` (``shown``), the code the live forecast runs.
+    margins (``low_margin`` moves the ``low`` bound down, ``high_margin`` the ``high`` bound up, on
+    the ``log_wait`` scale; a job too few runs started has the range [the horizon's end, later)).
+    All are applied by the domain's ``Calibration`` (``shown``), the code the live forecast runs.
     """
 
     low: float = 0.1
     high: float = 0.9
     p50_scale: float = 1.0
-    margin: float = 0.0
-    beyond_margin: float = 0.0
+    low_margin: float = 0.0
+    high_margin: float = 0.0
 
     @property
     def shown(self) -> ShownCalibration:
         """The p50 scale and margins as the forecast applies them (``ForecastSettings.calibration``)."""
         return ShownCalibration(
-            p50_scale=self.p50_scale, log_margin=self.margin, beyond_horizon_log_margin=self.beyond_margin
+            p50_scale=self.p50_scale, low_log_margin=self.low_margin, high_log_margin=self.high_margin
         )
 
     def with_margin(self, margin: float) -> Calibration:
-        """One margin for both kinds of range (the online method tracks one)."""
-        return replace(self, margin=margin, beyond_margin=margin)
+        """One margin for both bounds (the symmetric methods, and the online one, use one)."""
+        return replace(self, low_margin=margin, high_margin=margin)
 
     def beyond_horizon(self, p: Prediction) -> bool:
         """Whether ``p``'s range is [the horizon's end, later): fewer than ``low`` of its runs started it."""
@@ -284,18 +283,26 @@ class Calibration:
         high = shown.high(p.raw(self.high), now)
         return shown.low(p.raw(self.low), now, p.horizon_seconds), math.inf if high is None else high
 
+    def below(self, p: Prediction) -> float:
+        """How far (``log_wait`` scale) the actual start fell below the runs' low; negative above it."""
+        assert p.actual_wait is not None
+        low = p.raw(self.low)
+        low_wait = p.horizon_seconds if low is None else low - p.submitted_at
+        return log_wait(low_wait) - log_wait(p.actual_wait)
+
+    def above(self, p: Prediction) -> float:
+        """How far the actual start fell above the runs' high (-inf when the high is open)."""
+        assert p.actual_wait is not None
+        high = p.raw(self.high)
+        return -math.inf if high is None else log_wait(p.actual_wait) - log_wait(high - p.submitted_at)
+
     def nonconformity(self, p: Prediction) -> float:
-        """How far (``log_wait`` scale) the actual start fell outside the runs' [low, high]; negative inside.
+        """How far the actual start fell outside the runs' [low, high], either side; negative inside.
 
         Conformalized quantile regression (Romano, Patterson, Candes 2019): the interval widened by
         the ``target`` quantile of these scores on held-out jobs covers about ``target`` of new ones.
         """
-        assert p.actual_wait is not None
-        low, high = p.raw(self.low), p.raw(self.high)
-        low_wait = p.horizon_seconds if low is None else low - p.submitted_at
-        actual = log_wait(p.actual_wait)
-        above = -math.inf if high is None else actual - log_wait(high - p.submitted_at)
-        return max(log_wait(low_wait) - actual, above)
+        return max(self.below(p), self.above(p))
 
     def point(self, p: Prediction) -> float:
         shown = self.shown.median(p.raw(0.5), p.submitted_at)
@@ -304,8 +311,8 @@ class Calibration:
 
 UNTUNED = Calibration()
 P50_SCALE_CHOICES = (0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0)
-#: A kind of range gets a margin of its own from at least this many measured predictions; with
-#: fewer, it takes the margin of all of them (fixed before any run).
+#: A group (kind of range, tier) gets a margin of its own from at least this many measured
+#: predictions; with fewer, it takes the margin of all of them (fixed before any run).
 MIN_GROUP_SIZE = 30
 
 
@@ -314,8 +321,11 @@ def measured(predictions: Sequence[Prediction]) -> list[Prediction]:
     return [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
 
 
-def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNED) -> dict[str, Any]:
-    """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring)."""
+def measure(predictions: Sequence[Prediction], calibration: Calibration | Fitted = UNTUNED) -> dict[str, Any]:
+    """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring).
+
+    ``calibration`` is one for every prediction or, for a method with a margin per group, a
+    function giving each prediction its own."""
     waited = measured(predictions)
     if not waited:
         return {
@@ -325,11 +335,12 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration = UNTUNE
             "coverage": None,
             "baseline_median_abs_error_seconds": None,
         }
-    errors = [abs(calibration.point(p) - p.actual_start) for p in waited]  # type: ignore[operator]
+    of = calibration if callable(calibration) else (lambda p: calibration)
+    errors = [abs(of(p).point(p) - p.actual_start) for p in waited]  # type: ignore[operator]
     baseline = [abs(p.submitted_at + p.baseline_wait - p.actual_start) for p in waited]  # type: ignore[operator]
     inside = 0
     for p in waited:
-        low, high = calibration.bounds(p)
+        low, high = of(p).bounds(p)
         inside += low <= p.actual_start <= high  # type: ignore[operator]
     return {
         "measured": len(waited),
@@ -355,32 +366,109 @@ def conformal_margin(scores: Sequence[float], target: float) -> float:
     return ordered[k - 1] if math.isfinite(ordered[k - 1]) else max(finite, default=0.0)
 
 
-def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
-    """On these predictions: the p50 scale with the least median error, and for each kind of range
-    (low within the horizon, or beyond it) the conformal margin that covers ``target`` of that kind.
+# ------------------------------------------------------------------- choosing the margins' method
+#: A method's margins as fitted: each prediction's calibration.
+Fitted = Callable[[Prediction], Calibration]
+#: A method: fitted on the measured predictions, from a calibration without margins, for a target.
+MarginMethod = Callable[[Sequence[Prediction], Calibration, float], Fitted]
 
-    ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run. One margin
-    for both kinds (``single_margin``) mixes two kinds of error, a range the runs placed and a job
-    they never started; group-conditional conformal prediction gives each kind, on the jobs it is
-    chosen on, the coverage asked for.
-    """
+
+def pooled_margin(waited: Sequence[Prediction], base: Calibration, target: float) -> Calibration:
+    """One margin for both bounds of every range (conformalized quantile regression)."""
+    return base.with_margin(round(conformal_margin([base.nonconformity(p) for p in waited], target), 4))
+
+
+def asymmetric_margins(waited: Sequence[Prediction], base: Calibration, target: float) -> Calibration:
+    """A margin for each bound, each covering (1 + target) / 2 on its own side (the asymmetric
+    variant of Romano, Patterson and Candes 2019): for a model whose misses are mostly on one side."""
+    side = (1.0 + target) / 2
+    return replace(
+        base,
+        low_margin=round(conformal_margin([base.below(p) for p in waited], side), 4),
+        high_margin=round(conformal_margin([base.above(p) for p in waited], side), 4),
+    )
+
+
+def _for_all(fit: Callable[[Sequence[Prediction], Calibration, float], Calibration]) -> MarginMethod:
+    """A method whose one calibration serves every prediction."""
+
+    def fitted(waited: Sequence[Prediction], base: Calibration, target: float) -> Fitted:
+        calibration = fit(waited, base, target)
+        return lambda p: calibration
+
+    return fitted
+
+
+def _by_group(key: Callable[[Calibration, Prediction], object]) -> MarginMethod:
+    """One symmetric margin per group of ranges, a group known when the range is made
+    (group-conditional, "Mondrian", conformal prediction, Vovk et al. 2005); a group with fewer
+    than ``MIN_GROUP_SIZE`` measured predictions takes the pooled margin."""
+
+    def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> Fitted:
+        everyone = pooled_margin(waited, base, target)
+        groups: dict[object, list[float]] = {}
+        for p in waited:
+            groups.setdefault(key(base, p), []).append(base.nonconformity(p))
+        margins = {
+            g: base.with_margin(round(conformal_margin(scores, target), 4))
+            for g, scores in groups.items()
+            if len(scores) >= MIN_GROUP_SIZE
+        }
+        return lambda p: margins.get(key(base, p), everyone)
+
+    return fit
+
+
+#: The candidate methods for the margins, in order of preference on a tie (fixed before their
+#: selection was run; README "Backtest"): by kind of range (within the horizon, or beyond it) and by
+#: tier are group-conditional.
+MARGIN_METHODS: dict[str, MarginMethod] = {
+    "pooled": _for_all(pooled_margin),
+    "by_kind": _by_group(lambda base, p: base.beyond_horizon(p)),
+    "asymmetric": _for_all(asymmetric_margins),
+    "by_tier": _by_group(lambda base, p: p.tier),
+}
+#: Two methods whose validation coverage is this close count as a tie.
+METHOD_TIE = 0.005
+
+
+def _p50_base(predictions: Sequence[Prediction]) -> Calibration:
+    """No margins, and the p50 scale with the least median error on these predictions."""
 
     def error(scale: float) -> float:
         return measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"] or 0.0
 
-    base = Calibration(p50_scale=min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0))))
-    waited = measured(predictions)
-    pooled = single_margin(waited, base, target)
-    margins = {}
-    for beyond in (False, True):
-        scores = [base.nonconformity(p) for p in waited if base.beyond_horizon(p) == beyond]
-        margins[beyond] = conformal_margin(scores, target) if len(scores) >= MIN_GROUP_SIZE else pooled
-    return replace(base, margin=round(margins[False], 4), beyond_margin=round(margins[True], 4))
+    return Calibration(p50_scale=min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0))))
 
 
-def single_margin(predictions: Sequence[Prediction], base: Calibration, target: float = 0.8) -> float:
-    """One conformal margin for every range, the kind of range ignored (the method ``tune`` replaced)."""
-    return round(conformal_margin([base.nonconformity(p) for p in measured(predictions)], target), 4)
+def choose_method(
+    predictions: Sequence[Prediction], target: float = 0.8
+) -> tuple[str, dict[str, float | None]]:
+    """Which of ``MARGIN_METHODS`` to use, chosen on these predictions alone (the earlier half):
+    each fitted on their first half (by submission), measured on their second; the method whose
+    coverage there is nearest ``target`` wins, a tie going to the earlier in the list. Returns the
+    method and each one's coverage there."""
+    ordered = sorted(predictions, key=lambda p: (p.submitted_at, p.job))
+    fit_on, check_on = ordered[: len(ordered) // 2], ordered[len(ordered) // 2 :]
+    base, waited = _p50_base(fit_on), measured(fit_on)
+    coverage = {
+        name: measure(check_on, method(waited, base, target))["coverage"]
+        for name, method in MARGIN_METHODS.items()
+    }
+    distance = {name: math.inf if c is None else abs(c - target) for name, c in coverage.items()}
+    best = min(distance.values())
+    return next(name for name, d in distance.items() if d <= best + METHOD_TIE), coverage
+
+
+def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
+    """On these predictions: the p50 scale with the least median error, and the asymmetric margins,
+    the method ``choose_method`` chose on the Philly backtest's earlier half (``tests/sim/test_eta.py``;
+    a method with a margin per group could not be shipped: the domain's ``Calibration`` has one per
+    bound).
+
+    ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run.
+    """
+    return asymmetric_margins(measured(predictions), _p50_base(predictions), target)
 
 
 #: Online calibration's step on the ``log_wait`` scale, fixed before any run: a miss widens the range
@@ -394,7 +482,7 @@ def online_margins(
     """Each prediction's margin, adapted online from the outcomes known when it was made.
 
     Adaptive conformal inference (Gibbs and Candes 2021) on the margin's own scale (quantile
-    tracking), one margin for both kinds of range: starting from ``base.margin``, every outcome seen
+    tracking), one margin for both bounds: starting from none (``base``'s are ignored), every outcome seen
     widens the margin by ``step x target`` when the range missed and narrows it by
     ``step x (1 - target)`` when it covered, so over any sequence about ``target`` of the ranges
     cover. An outcome counts once it is known, as the live system would know it: a start (inside or
@@ -404,7 +492,7 @@ def online_margins(
     """
     ordered = sorted(predictions, key=lambda p: (p.submitted_at, p.job))
     known: list[tuple[float, int, bool]] = []  # (when known, tiebreak, missed)
-    margin = base.margin
+    margin = 0.0
     out: dict[str, float] = {}
     for n, p in enumerate(ordered):
         while known and known[0][0] < p.submitted_at:
@@ -599,8 +687,7 @@ def evaluate(result: EtaResult) -> EtaResult:
         kind: measure([p for p in later if chosen.beyond_horizon(p) == beyond], chosen)
         for kind, beyond in (("within_horizon", False), ("beyond_horizon", True))
     }
-    # For comparison, the method ``tune`` replaced: one margin for every kind of range.
-    single = chosen.with_margin(single_margin(earlier, chosen))
+    method, validation = choose_method(earlier)
     # Online: from no margin at the trace's start, adapted from outcomes as they become known.
     untuned_margins = chosen.with_margin(0.0)
     margins = online_margins(preds, untuned_margins)
@@ -610,24 +697,25 @@ def evaluate(result: EtaResult) -> EtaResult:
         "median_abs_error_seconds": whole["median_abs_error_seconds"],
         "coverage_p10_p90": whole["coverage"],
         "baseline_median_abs_error_seconds": whole["baseline_median_abs_error_seconds"],
-        "earlier_half": _renamed(measure(earlier)),
+        "earlier_half": {
+            **_renamed(measure(earlier)),
+            # Which margins' method, chosen inside the earlier half: fitted on its first half,
+            # measured on its second (``choose_method``); ``tune`` fits the asymmetric one.
+            "method_selection": {"coverage": validation, "chosen": method},
+        },
         "later_half": {
             **_renamed(measure(later)),
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
                 "p50_scale": chosen.p50_scale,
-                "margin_log_wait": chosen.margin,
-                "beyond_horizon_margin_log_wait": chosen.beyond_margin,
+                "low_margin_log_wait": chosen.low_margin,
+                "high_margin_log_wait": chosen.high_margin,
                 "median_abs_error_seconds": tuned["median_abs_error_seconds"],
                 "coverage": tuned["coverage"],
                 **{
                     kind: {"measured": m["measured"], "coverage": m["coverage"]}
                     for kind, m in by_kind.items()
                 },
-            },
-            "single_margin": {
-                "margin_log_wait": single.margin,
-                "coverage": measure(later, single)["coverage"],
             },
             "online": {
                 "target": 0.8,

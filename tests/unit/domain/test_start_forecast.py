@@ -224,32 +224,31 @@ def test_fair_entitlements_follow_inverse_weights() -> None:
 
 
 def test_the_calibration_scales_the_p50_wait_and_widens_the_range_on_the_log_scale() -> None:
-    cal = Calibration(p50_scale=0.5, log_margin=1.0)
+    cal = Calibration(p50_scale=0.5, low_log_margin=1.0, high_log_margin=0.25)
     now = 1000.0
     assert cal.median(now + 7200.0, now) == now + 3600.0
     assert cal.median(None, now) is None
     high = cal.high(now + 7200.0, now)
     low = cal.low(now + 7200.0, now, 86400.0)
-    assert high is not None and log_wait(high - now) == pytest.approx(log_wait(7200.0) + 1.0)
+    assert high is not None and log_wait(high - now) == pytest.approx(log_wait(7200.0) + 0.25)
     assert log_wait(low - now) == pytest.approx(log_wait(7200.0) - 1.0)
     assert cal.high(None, now) is None  # later than the horizon stays open
     assert UNCALIBRATED.low(None, now, 86400.0) == now + 86400.0
 
 
-def test_a_low_beyond_the_horizon_takes_the_beyond_horizon_margin() -> None:
-    cal = Calibration(log_margin=1.0, beyond_horizon_log_margin=0.25)
+def test_a_low_beyond_the_horizon_is_the_horizons_end_less_the_low_margin() -> None:
+    cal = Calibration(low_log_margin=0.25, high_log_margin=1.0)
     now, horizon = 1000.0, 86400.0
-    # A low beyond the horizon is the horizon's end less its own margin, not "no range".
+    # A low beyond the horizon is the horizon's end less the low's margin, not "no range".
     assert cal.low(None, now, horizon) == now + from_log_wait(log_wait(horizon) - 0.25)
-    # A low within the horizon, even the horizon itself, takes the other margin.
-    assert cal.low(now + horizon, now, horizon) == now + from_log_wait(log_wait(horizon) - 1.0)
+    assert cal.low(None, now, horizon) == cal.low(now + horizon, now, horizon)
 
 
 def test_the_forecast_shows_the_calibrated_quantiles() -> None:
     q = queue()
     h = history(*[("a", 600.0)] * 30, *[("b", 600.0)] * 30)
     raw = forecast_starts(q, h, settings=FEW)["q2"]
-    cal = Calibration(p50_scale=2.0, log_margin=0.5)
+    cal = Calibration(p50_scale=2.0, low_log_margin=0.5, high_log_margin=0.5)
     shown = forecast_starts(q, h, settings=replace(FEW, calibration=cal))["q2"]
     assert shown.starts == raw.starts
     assert shown.median == cal.median(raw.median, q.now)
@@ -270,7 +269,7 @@ def test_a_job_no_run_started_gets_a_range_from_the_horizon_on() -> None:
 
 @pytest.mark.parametrize(
     "field, value",
-    [("p50_scale", 0.0), ("log_margin", float("inf")), ("beyond_horizon_log_margin", float("nan"))],
+    [("p50_scale", 0.0), ("high_log_margin", float("inf")), ("low_log_margin", float("nan"))],
     ids=["a zero p50 scale", "an infinite margin", "a margin that is not a number"],
 )
 def test_a_bad_calibration_names_the_field(field, value) -> None:
