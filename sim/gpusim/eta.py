@@ -20,10 +20,10 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   estimate cannot be built from it; this is the simplest honest baseline it supports.
 
 Anything tuned (``tune``: a scale on the p50 wait and conformal margins that widen the p10-p90
-range, one per kind of range: within the horizon, or beyond it) is chosen on the earlier half of the
-predicted jobs (by submission) and reported on the later half (``later_half.tuned_on_earlier_half``);
-the untuned p50 and p10-p90 figures are reported beside it, for the whole sample and both halves. The
-margins are split conformal prediction (conformalized quantile regression): the Monte Carlo range
+range, one per bound; which way of making the margins, ``choose_method``, inside the earlier half) is
+chosen on the earlier half of the predicted jobs (by submission) and reported on the later half
+(``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside it,
+for the whole sample and both halves. The margins are split conformal prediction (conformalized quantile regression): the Monte Carlo range
 holds the run-time and arrival draws' spread but not the model's own error, which the earlier half
 measures. All are applied by the domain's ``Calibration``, the code every live path runs
 (``ForecastSettings.calibration``), and its shipped values are the earlier half's choice on the
