@@ -23,15 +23,15 @@ Anything tuned (``tune``: a scale on the p50 wait and conformal margins that wid
 range, one per bound; which way of making the margins, ``choose_method``, inside the earlier half) is
 chosen on the earlier half of the predicted jobs (by submission) and reported on the later half
 (``later_half.tuned_on_earlier_half``); the untuned p50 and p10-p90 figures are reported beside it,
-for the whole sample and both halves. The margins are split conformal prediction (conformalized quantile regression): the Monte Carlo range
-holds the run-time and arrival draws' spread but not the model's own error, which the earlier half
-measures. All are applied by the domain's ``Calibration``, the code every live path runs
-(``ForecastSettings.calibration``), and its shipped values are the earlier half's choice on the
-predictions kept in tests/sim/data (``tests/sim/test_eta.py`` checks the choice,
-``tests/bench/test_eta_bench.py`` that this code predicts them): what the later half measures is
-what ``shareplane why`` shows. ``later_half.online`` reports the alternative that needs no split: the
-margin adapted online from outcomes known at each prediction
-(``online_margins``: adaptive conformal inference).
+for the whole sample and both halves. The margins are split conformal prediction (conformalized
+quantile regression): the Monte Carlo range holds the run-time and arrival draws' spread but not the
+model's own error, which the earlier half measures. All are applied by the domain's
+``Calibration``, the code every live path runs (``ForecastSettings.calibration``), and its shipped
+values are the earlier half's choice on the predictions kept in tests/sim/data
+(``tests/sim/test_eta.py`` checks the choice, ``tests/bench/test_eta_bench.py`` that this code
+predicts them): what the later half measures is what ``shareplane why`` shows.
+``later_half.online`` reports the alternative that needs no split: the margin adapted online from
+outcomes known at each prediction (``online_margins``: adaptive conformal inference).
 
 With ``workers`` > 1 the forecasts run in a process pool beside the replay (same predictions); each
 process gets the trace's arrivals once, and each forecast sends only where its history's slice is.
@@ -482,8 +482,8 @@ def online_margins(
     """Each prediction's margin, adapted online from the outcomes known when it was made.
 
     Adaptive conformal inference (Gibbs and Candes 2021) on the margin's own scale (quantile
-    tracking), one margin for both bounds: starting from none (``base``'s are ignored), every outcome seen
-    widens the margin by ``step x target`` when the range missed and narrows it by
+    tracking), one margin for both bounds: starting from none (``base``'s are ignored), every
+    outcome seen widens the margin by ``step x target`` when the range missed and narrows it by
     ``step x (1 - target)`` when it covered, so over any sequence about ``target`` of the ranges
     cover. An outcome counts once it is known, as the live system would know it: a start (inside or
     below the range) at that start; a miss above once the range's high end has passed with the job
