@@ -11,7 +11,8 @@ changes the future and checks no prediction moves).
 Start is the first dispatch (SCHEDULED); wait is start minus submission. Reported per policy
 (``EtaResult.summary``), on the jobs that waited at least ``min_wait_seconds`` (10 minutes):
 
-- ``median_abs_error_seconds``: median of |predicted p50 start - actual start|;
+- ``median_abs_error_seconds``: median of |predicted p50 start - actual start| (null when more than
+  half the jobs had no p50 within the horizon: the median error is then unbounded);
 - ``coverage_p10_p90``: the share of actual starts within [p10, p90] (a bound the forecast left
   open, because too few runs started the job within the horizon, counts as "later than any");
 - ``baseline_median_abs_error_seconds``: the same error for the guess a person makes from the
@@ -342,11 +343,12 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration | Fitted
     for p in waited:
         low, high = of(p).bounds(p)
         inside += low <= p.actual_start <= high  # type: ignore[operator]
+    error = statistics.median(errors)
     return {
         "measured": len(waited),
         # Jobs no run started within the horizon (their range is [horizon, later) less the margin).
         "no_run_started": sum(1 for p in waited if not p.starts),
-        "median_abs_error_seconds": round(statistics.median(errors), 1),
+        "median_abs_error_seconds": round(error, 1) if math.isfinite(error) else None,
         "coverage": round(inside / len(waited), 4),
         "baseline_median_abs_error_seconds": round(statistics.median(baseline), 1),
     }
@@ -436,7 +438,8 @@ def _p50_base(predictions: Sequence[Prediction]) -> Calibration:
     """No margins, and the p50 scale with the least median error on these predictions."""
 
     def error(scale: float) -> float:
-        return measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"] or 0.0
+        median = measure(predictions, Calibration(p50_scale=scale))["median_abs_error_seconds"]
+        return math.inf if median is None else float(median)
 
     return Calibration(p50_scale=min(P50_SCALE_CHOICES, key=lambda k: (error(k), abs(k - 1.0))))
 

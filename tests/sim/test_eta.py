@@ -158,6 +158,17 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     assert tuned["coverage"] == measure(later, chosen)["coverage"]
 
 
+def test_an_unbounded_median_error_is_null_not_infinity() -> None:
+    starts = [1000.0 + 100 * k for k in range(4)]  # 4 of 10 runs started each job: no p50
+    preds = [_prediction(f"j{n}", 0.0, starts, 5000.0, 0.0) for n in range(5)]
+    measures = measure(preds)
+    assert measures["median_abs_error_seconds"] is None
+    assert measures["baseline_median_abs_error_seconds"] == 5000.0
+    json.dumps(measures, allow_nan=False)  # valid JSON for any reader
+    # The p50 scale cannot help such jobs: every choice ties and the scale stays 1.
+    assert tune(preds).p50_scale == 1.0
+
+
 def test_widening_the_interval_never_lowers_coverage() -> None:
     starts = [1000.0 + 100 * k for k in range(10)]
     preds = [_prediction(f"j{n}", 0.0, starts, 700.0 + 300 * n, 0.0) for n in range(10)]
