@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from shareplane.domain.described_job import DescribedJob, JobAttempt
 from shareplane.domain.errors import InvalidInputError, UnknownEventError
 from shareplane.domain.lifecycle import JobObservation, JobStatus, ObservationKind
 from shareplane.domain.training import TrainingJobObservation
 from shareplane.schemas import parse_state_event
+from shareplane.schemas.service_job import reconciled_observation
 
 from tests.conftest import EVENTS, load_event, load_scenario, scenario_names
 
@@ -102,3 +104,23 @@ def test_bad_events_name_the_field(event: object, error: type[Exception], field:
         parse_state_event(event)
     assert caught.value.field == field  # type: ignore[attr-defined]
     assert caught.value.fix  # type: ignore[attr-defined]
+
+
+def test_a_reconciled_read_of_a_preempted_job_carries_when_its_attempt_ended() -> None:
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchrun0"
+    started, stopped = 1_773_710_120_000, 1_773_713_660_000
+    described = DescribedJob(
+        job_arn="arn:aws:batch:us-east-1:123456789012:service-job/j1",
+        job_id="j1",
+        status="RUNNABLE",
+        created_at=1_773_710_000_000,
+        started_at=started,  # the preempted dispatch's, as Batch keeps it
+        latest_training_job_arn=arn,
+        preempted_attempts=1,
+        recent_preempted_attempts=(JobAttempt(arn, started, stopped, "Cross-share preemption"),),
+        has_preemption_summary=True,
+    )
+    observed = reconciled_observation(described)
+    assert observed.kind is ObservationKind.RECONCILED
+    # No envelope, a startedAt an hour old: the preempted attempt's stop is the evidence.
+    assert (observed.attempt_time_ms, observed.at_ms) == (stopped, stopped)

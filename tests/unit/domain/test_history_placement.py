@@ -12,12 +12,19 @@ from dataclasses import dataclass, replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.lifecycle import HistoryEntry, JobObservation, JobStatus, decide, place_history
+from shareplane.domain.lifecycle import (
+    HistoryEntry,
+    JobObservation,
+    JobStatus,
+    ObservationKind,
+    decide,
+    place_history,
+)
 
 from tests.streams import CAPACITY, JOB, detours, outcomes
 
 CREATED = 1_773_690_900_000
-TIME_FIELDS = ("scheduled_at", "started_at", "stopped_at")
+TIME_FIELDS = ("scheduled_at", "started_at", "stopped_at", "attempt_time_ms")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,9 @@ def lifecycles(draw: st.DrawFn) -> list[Happened]:
         else:
             attempts += 1
             happen(arn, status=JobStatus.RUNNABLE, attempts=attempts, status_reason="retry or preemption")
+            # From now on the detail lists the ended attempt, stopped at this moment.
+            current = replace(current, attempt_time_ms=now)
+            lived[-1] = Happened(now, arn, current)
     return lived
 
 
@@ -116,8 +126,9 @@ def test_history_follows_the_evidence_when_detail_times_are_dropped(data: st.Dat
         own = own_time(happened.obs)
         if own:
             assert entry.at == own  # a state's own detail time is exact
-        if happened.obs.delivered_at_ms is not None:
-            assert entry.at >= happened.obs.delivered_at_ms
+        for evidence in (happened.obs.delivered_at_ms, happened.obs.attempt_time_ms):
+            if evidence is not None:
+                assert entry.at >= evidence
     # within one dispatch, the history is the lifecycle order
     for dispatch in {h.dispatch for h in seen}:
         truth = [h.obs.digest for h in seen if h.dispatch == dispatch]
@@ -155,4 +166,24 @@ def test_without_an_envelope_a_state_takes_the_time_of_the_state_it_follows() ->
     assert [(e.status, e.at) for e in placed] == [
         (JobStatus.SCHEDULED, CREATED + 9000),
         (JobStatus.RUNNING, CREATED + 9000),
+    ]
+
+
+def test_a_reconciled_requeue_shows_when_its_attempt_ended_not_when_its_dispatch_started() -> None:
+    """The reconciler's read of a preempted job has no envelope time, and its ``startedAt`` is the
+    preempted dispatch's; only the preempted attempt's ``stoppedAt`` says when it went back."""
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchrun0"
+    started, preempted = CREATED + 60_000, CREATED + 3_600_000
+    running = JobObservation(
+        job_arn=JOB, status=JobStatus.RUNNING, created_at=CREATED, scheduled_at=CREATED + 5000,
+        started_at=started, attempts=0, latest_training_job_arn=arn, delivered_at_ms=started + 30_000,
+    )  # fmt: skip
+    requeued = replace(
+        running, status=JobStatus.RUNNABLE, kind=ObservationKind.RECONCILED, preemptions=1,
+        delivered_at_ms=None, attempt_time_ms=preempted,
+    )  # fmt: skip
+    placed = recorded([requeued, running])
+    assert [(e.status, e.at) for e in placed] == [
+        (JobStatus.RUNNING, started + 30_000),
+        (JobStatus.RUNNABLE, preempted),
     ]

@@ -12,8 +12,8 @@ The ordering key of an observation is the tuple
 - ``final``: SUCCEEDED and FAILED end a job; nothing outranks them.
 - ``attempts`` / ``preemptions``: both only grow, and a retry or a preemption sends the job back to
   RUNNABLE with a larger count, so the regression sorts after what it regresses from.
-- ``stamp_ms``: the largest epoch-millisecond time in ``detail`` (createdAt, scheduledAt,
-  startedAt, stoppedAt and the attempts' times). A new dispatch after a capacity requeue carries a
+- ``stamp_ms``: the largest of the detail's job times (createdAt, scheduledAt, startedAt,
+  stoppedAt). A new dispatch after a capacity requeue carries a
   later ``scheduledAt``. The envelope ``time`` (1-second precision, set per delivery) is never used.
 - ``phase``: the position inside one dispatch when the times tie. A RUNNABLE that names a previous
   training job (``latestAttempt``) comes after that job's SCHEDULED/STARTING/RUNNING; a RUNNABLE
@@ -22,11 +22,12 @@ The ordering key of an observation is the tuple
 
 Where an observation sits in the job's *history* is decided by the best evidence (``at_ms``, then
 ``place_history``): the detail's own time for its state (scheduledAt for SCHEDULED, startedAt for
-STARTING, stoppedAt for an end); failing that, the latest of the detail's other times and
-the envelope time, each a lower bound (the envelope's second is cut, never rounded up); then the
-lifecycle order within one dispatch (RUNNABLE, SCHEDULED, STARTING, RUNNING, requeued), which lifts a
-state placed before the one it follows to that one's time. AWS's own samples omit ``scheduledAt``,
-and a detail whose only time is ``createdAt`` would otherwise put a STARTING before its SCHEDULED.
+STARTING, stoppedAt for an end); failing that, the latest of the detail's other times, its
+attempts' times and the envelope time, each a lower bound (the envelope's second is cut, never
+rounded up); then the lifecycle order within one dispatch (RUNNABLE, SCHEDULED, STARTING, RUNNING,
+requeued), which lifts a state placed before the one it follows to that one's time. AWS's own
+samples omit ``scheduledAt``, and a detail whose only time is ``createdAt`` would otherwise put a
+STARTING before its SCHEDULED.
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ class JobObservation:
     #: The EventBridge envelope ``time`` (whole seconds, so a lower bound of the moment), whatever the
     #: detail holds; evidence for the history only, not part of the content digest.
     delivered_at_ms: int | None = None
+    #: The latest time an attempt the detail lists (``attempts``, ``preemptionSummary``) started or
+    #: stopped: a lower bound for the state the detail reports. The only evidence a reconciler's
+    #: read of a preempted or retried job has of when it went back to RUNNABLE (it has no envelope,
+    #: and its ``startedAt`` is the dispatch's). Evidence for the history only, like the envelope's.
+    attempt_time_ms: int | None = None
 
     @property
     def is_annotation(self) -> bool:
@@ -182,12 +188,12 @@ class JobObservation:
         """When this observation's state was entered, by the best evidence its event holds.
 
         The detail's own time for the state; else the latest lower bound: the detail's other times
-        (states this one follows) and the envelope time.
+        (states this one follows), its attempts' times and the envelope time.
         """
         own = self.own_time_ms
         if own:
             return own
-        return max(self.stamp_ms, self.delivered_at_ms or 0)
+        return max(self.stamp_ms, self.delivered_at_ms or 0, self.attempt_time_ms or 0)
 
     @property
     def phase(self) -> int:

@@ -107,8 +107,10 @@ def service_job_observation(detail: ServiceJobDetail, kind: ObservationKind) -> 
         else None
     )
     summary = detail.preemptionSummary
+    finished = [*(detail.attempts or ()), *(summary.recentPreemptedAttempts if summary else ())]
     if summary:
         arns += [a.serviceResourceId.value for a in summary.recentPreemptedAttempts if a.serviceResourceId]
+    attempt_times = [t for a in finished for t in (a.startedAt, a.stoppedAt) if t]
     usage = tuple(CapacityUsage(u.capacityUnit, u.quantity) for u in detail.capacityUsage or ())
     typed = [u.unit for u in usage if u.unit != "NUM_INSTANCES"]
     return JobObservation(
@@ -132,6 +134,7 @@ def service_job_observation(detail: ServiceJobDetail, kind: ObservationKind) -> 
         training_job_arns=tuple(dict.fromkeys(arns)),
         capacity_usage=usage,
         instance_type=typed[0] if typed else None,
+        attempt_time_ms=max(attempt_times, default=None),
     )
 
 
