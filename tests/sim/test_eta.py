@@ -247,10 +247,10 @@ def test_a_group_with_too_few_jobs_takes_the_margin_of_all_of_them() -> None:
 
 
 def _covering(share_inside: float) -> eta.MarginMethod:
-    """A stand-in method whose fitted range covers the first ``share_inside`` of the jobs it is shown."""
+    """A stand-in method whose fitted range covers ``share_inside`` of every 1,000 jobs it is shown."""
 
     def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> eta.Fitted:
-        return lambda p: base.with_margin(50.0 if int(p.job[1:]) % 100 < share_inside * 100 else -50.0)
+        return lambda p: base.with_margin(50.0 if int(p.job[1:]) % 1000 < share_inside * 1000 else -50.0)
 
     return fit
 
@@ -258,7 +258,7 @@ def _covering(share_inside: float) -> eta.MarginMethod:
 def test_the_method_is_chosen_inside_the_predictions_given_nearest_the_target(monkeypatch) -> None:
     starts = [1000.0 + 100 * k for k in range(10)]
     preds = [_prediction(f"j{n}", 60.0 * n, [60.0 * n + s for s in starts], 60.0 * n + 1400.0, 0.0)
-             for n in range(200)]  # fmt: skip
+             for n in range(2000)]  # fmt: skip
     fitted_on: list[list[str]] = []
 
     def recording(share_inside: float) -> eta.MarginMethod:
@@ -271,13 +271,16 @@ def test_the_method_is_chosen_inside_the_predictions_given_nearest_the_target(mo
     monkeypatch.setattr(
         eta,
         "MARGIN_METHODS",
-        {"wide": recording(0.99), "near": recording(0.84), "nearer": recording(0.81), "tie": recording(0.79)},
+        {"wide": recording(0.99), "almost": recording(0.797), "exact": recording(0.8), "far": recording(0.7)},
     )
     method, coverage = choose_method(preds)
-    # Fitted on the first half by submission, measured on the second; a tie goes to the first listed.
-    assert all(jobs == [f"j{n}" for n in range(100)] for jobs in fitted_on)
-    assert coverage == {"wide": 0.99, "near": 0.84, "nearer": 0.81, "tie": 0.79}
-    assert method == "nearer"
+    # Fitted on the first half by submission, measured on the second.
+    assert all(jobs == [f"j{n}" for n in range(1000)] for jobs in fitted_on)
+    assert coverage == {"wide": 0.99, "almost": 0.797, "exact": 0.8, "far": 0.7}
+    # Within 0.005 of the nearest is a tie, and a tie goes to the method listed first.
+    assert method == "almost"
+    monkeypatch.setattr(eta, "MARGIN_METHODS", {"wide": recording(0.99), "exact": recording(0.8)})
+    assert choose_method(preds)[0] == "exact"
 
 
 class _TrueFuture(start_forecast._Run):
