@@ -174,10 +174,12 @@ class Calibration:
 
     The Monte Carlo range holds the spread of the run-time and arrival draws, not the model's own
     error; conformal margins measured on past predictions add it (conformalized quantile regression,
-    Romano, Patterson and Candes 2019). Each bound has its own margin (their asymmetric variant):
-    the model errs differently early and late. A job too few runs started has the range
-    [the horizon's end, later), whose low takes ``low_log_margin`` too. Waits are counted from the
-    forecast's ``now``.
+    Romano, Patterson and Candes 2019). Each bound has its own margin (their asymmetric variant),
+    because the model misses further on one side than the other (on the backtest's earlier half,
+    actual starts fell further below the low than above the high; the backtest chose this way of
+    making margins over one margin for both, README "Backtest"). A job too few runs started has
+    the range [the horizon's end, later), whose low takes ``low_log_margin`` too. Waits are counted
+    from the forecast's ``now``.
     """
 
     p50_scale: float = 1.0
