@@ -6,7 +6,8 @@ jobs that started in the 24 h before), and the actual start falls inside the sho
 p10-p90 for 70-95% of them; the shipped calibration is the one chosen on the earlier half, and the
 predictions it was chosen on (committed, so the regular tests check the choice) are this code's; the
 backtest costs at most x150 a plain replay (wall, 2 forecast processes); 500 queued jobs x 100 runs
-fit well inside a watch_jobs invocation (120 s).
+fit well inside a watch_jobs invocation (120 s). The error and coverage targets are checked again on
+a second seed nothing was chosen on.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from shareplane_cli.config_file import load_config
 
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.shares_batch import FakeSharesBatch
-from tests.sim.traces import PHILLY_PREDICTIONS
+from tests.sim.traces import PHILLY_PREDICTIONS, PHILLY_PREDICTIONS_SEED1
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "whatif.yaml"
@@ -276,3 +277,22 @@ def test_backtest_on_the_philly_trace(scenario) -> None:
     assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
     assert seconds / plain_seconds <= COST_TARGET_WALL_RATIO
     assert 0.70 <= tuned["coverage"] <= 0.95
+
+
+@pytest.mark.bench
+def test_the_backtests_targets_hold_on_another_seed() -> None:
+    """Seed 1: the scenario's synthetic attributes (teams, tiers), the sample and the draws change;
+    nothing was chosen on it. Its predictions are committed, so the regular tests check the method
+    choice and the coverage on them; this checks the code predicts them, and the targets."""
+    seed = 1
+    scenario = build_scenario(load_trace(NAMED_TRACES["philly"]), load_whatif_config(CONFIG), None, seed)
+    result = evaluate(backtest(scenario, Policy.FAIRSHARE, seed=seed, sample=SAMPLE, workers=WORKERS))
+    summary = result.summary()
+    print(json.dumps(summary, indent=1))
+    assert result.predictions == load_predictions(PHILLY_PREDICTIONS_SEED1)["fairshare"]
+    later = summary["later_half"]
+    tuned = later["tuned_on_earlier_half"]
+    assert 0.70 <= tuned["coverage"] <= 0.95
+    # Measured: 75,580.0 s against the baseline's 77,976.5 s (0.97x): the error target does not
+    # replicate (README "Backtest").
+    assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2

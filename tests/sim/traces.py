@@ -18,6 +18,9 @@ from gpusim.trace import TraceJob
 #: --eta --eta-workers 2 --eta-predictions ...``): what the shipped calibration was chosen on.
 #: ``make bench`` (tests/bench/test_eta_bench.py) checks that this code predicts exactly these.
 PHILLY_PREDICTIONS = Path(__file__).parent / "data" / "eta_philly_fairshare_seed0.json"
+#: The same backtest with seed 1 (the scenario's synthetic attributes, the sample and the draws):
+#: a replication nothing was chosen on.
+PHILLY_PREDICTIONS_SEED1 = Path(__file__).parent / "data" / "eta_philly_fairshare_seed1.json"
 
 
 def synthetic_trace(seed: int = 7, count: int = 300) -> list[TraceJob]:
