@@ -13,8 +13,8 @@ The ordering key of an observation is the tuple
 - ``attempts`` / ``preemptions``: both only grow, and a retry or a preemption sends the job back to
   RUNNABLE with a larger count, so the regression sorts after what it regresses from.
 - ``stamp_ms``: the largest of the detail's job times (createdAt, scheduledAt, startedAt,
-  stoppedAt). A new dispatch after a capacity requeue carries a
-  later ``scheduledAt``. The envelope ``time`` (1-second precision, set per delivery) is never used.
+  stoppedAt). A new dispatch after a capacity requeue carries a later ``scheduledAt``. The envelope
+  ``time`` (1-second precision, set per delivery) is never used.
 - ``phase``: the position inside one dispatch when the times tie. A RUNNABLE that names a previous
   training job (``latestAttempt``) comes after that job's SCHEDULED/STARTING/RUNNING; a RUNNABLE
   without one is the job's first wait.
