@@ -518,14 +518,8 @@ def measure_online(
     predictions: Sequence[Prediction], base: Calibration, margins: dict[str, float]
 ) -> dict[str, Any]:
     """``measure``'s coverage with each prediction's own online margin (``online_margins``)."""
-    waited = measured(predictions)
-    if not waited:
-        return {"measured": 0, "coverage": None}
-    inside = 0
-    for p in waited:
-        low, high = base.with_margin(margins[p.job]).bounds(p)
-        inside += low <= p.actual_start <= high  # type: ignore[operator]
-    return {"measured": len(waited), "coverage": round(inside / len(waited), 4)}
+    measures = measure(predictions, lambda p: base.with_margin(margins[p.job]))
+    return {"measured": measures["measured"], "coverage": measures["coverage"]}
 
 
 @dataclass
