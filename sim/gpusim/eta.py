@@ -83,14 +83,13 @@ from .whatif import TIERS, Policy, PolicyResult, PolicyRun, Scenario, ScenarioJo
 DEFAULT_SAMPLE = 1000
 MIN_WAIT_SECONDS = 600.0
 BASELINE_WINDOW_SECONDS = 86400.0
-#: The backtest's forecast: the live path's settings (a 30-day horizon, 14 days of arrivals: the
-#: history the live path reads) with 10 runs a prediction (cost: 1,000 predictions on the 52k-job
-#: Philly trace at 0.95 load, where thousands wait, must stay practical on 2 shared cores). A day's
-#: arrival rate, used before, carried a day's burst into every day of a weeks-long forecast: on the
-#: earlier half, higher-priority copies of the burst kept passing LOWPRI jobs, and in 21 of 45
-#: measured predictions no run started the job in 30 days though each started within 17 (a 100-job
-#: sample, seed 0). Predictions keep the runs' raw starts; ``Calibration`` applies what is tuned.
-BACKTEST_SETTINGS = ForecastSettings(samples=10, arrival_lookback_seconds=HISTORY_SECONDS)
+#: The backtest's forecast: the live path's settings (a 30-day horizon, 30 days of arrivals) with 10
+#: runs a prediction (cost: 1,000 predictions on the 52k-job Philly trace at 0.95 load, where
+#: thousands wait, must stay practical on 2 shared cores). Shorter arrival windows carried a burst
+#: into every day of a weeks-long forecast: higher-priority copies of it kept passing LOWPRI jobs
+#: (with 14 days, no run started 57 of 187 measured earlier-half jobs of a 200-job sample within 30
+#: days). Predictions keep the runs' raw starts; ``Calibration`` applies what is tuned.
+BACKTEST_SETTINGS = ForecastSettings(samples=10)
 
 
 @dataclass(frozen=True)
@@ -141,6 +140,8 @@ class LiveView:
             Arrival(j.submit, run.share_identifier(j) if fair else sc.shares[j.share], j.units, j.priority)
             for j in sc.jobs
         )
+        #: The control plane has seen every submission since the trace's first.
+        self.observed_since = self.arrivals[0].at if self.arrivals else 0.0
         inner = run.model.observer
 
         def observe(kind: str, job: Job) -> None:
@@ -221,7 +222,7 @@ class LiveView:
         lo, hi = self.arrival_span(arrivals_lookback)
         # The runs that ended in the last HISTORY_SECONDS, as the live path reads the jobs table.
         recent = bisect.bisect_left(self.finished_at, now - HISTORY_SECONDS)
-        return live, History(tuple(self.finished[recent:]), self.arrivals[lo:hi])
+        return live, History(tuple(self.finished[recent:]), self.arrivals[lo:hi], self.observed_since)
 
     def arrival_span(self, lookback: float) -> tuple[int, int]:
         """Where the arrivals of the last ``lookback`` seconds are in ``arrivals`` (before now only)."""
@@ -567,11 +568,12 @@ def _forecast_one(
 #: A forecast process's copy of ``LiveView.arrivals``, given once when the process starts
 #: (``_start_worker``): each forecast then sends only where its slice is.
 _WORKER_ARRIVALS: tuple[Arrival, ...] = ()
+_WORKER_OBSERVED_SINCE = 0.0
 
 
-def _start_worker(arrivals: tuple[Arrival, ...]) -> None:
-    global _WORKER_ARRIVALS
-    _WORKER_ARRIVALS = arrivals
+def _start_worker(arrivals: tuple[Arrival, ...], observed_since: float) -> None:
+    global _WORKER_ARRIVALS, _WORKER_OBSERVED_SINCE
+    _WORKER_ARRIVALS, _WORKER_OBSERVED_SINCE = arrivals, observed_since
 
 
 def _forecast_in_worker(
@@ -584,7 +586,8 @@ def _forecast_in_worker(
 ) -> tuple[tuple[float, ...], float]:
     """``_forecast_one`` in a pool process, its history's arrivals read from the process's own copy
     (the same history ``LiveView.live_queue`` gives: the same slice of the same arrivals)."""
-    return _forecast_one(live, History(finished, _WORKER_ARRIVALS[span[0] : span[1]]), name, settings, seed)
+    history = History(finished, _WORKER_ARRIVALS[span[0] : span[1]], _WORKER_OBSERVED_SINCE)
+    return _forecast_one(live, history, name, settings, seed)
 
 
 def backtest(
@@ -613,7 +616,7 @@ def backtest(
             workers,
             mp_context=multiprocessing.get_context("forkserver"),
             initializer=_start_worker,
-            initargs=(view.arrivals,),
+            initargs=(view.arrivals, view.observed_since),
         )
         if workers > 1
         else None

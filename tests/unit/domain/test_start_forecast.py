@@ -191,6 +191,18 @@ def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
     assert busy["qa"].median is None or busy["qa"].median > quiet["qa"].median
 
 
+def test_the_arrival_rate_is_measured_over_the_part_of_the_lookback_observed() -> None:
+    arrivals = [Arrival(t, "a", 1, 10) for t in (100.0, 400.0, 700.0, 1000.0)]
+    # The whole lookback observed: 3 arrivals in the last 850 s (a 4th before it).
+    assert start_forecast.arrival_rate(arrivals, 1000.0, 850.0)[0] == 3 / 850.0
+    # Observed only since 400 s (a new table, the trace's start): 3 in 600 s, not 3 in the 850 s
+    # asked for, of which the unobserved 250 s would read as a time nothing arrived.
+    rate, recent = start_forecast.arrival_rate(arrivals, 1000.0, 850.0, since=400.0)
+    assert rate == 3 / 600.0 and [a.at for a in recent] == [400.0, 700.0, 1000.0]
+    # Nothing observed yet: no rate, not a division by zero.
+    assert start_forecast.arrival_rate(arrivals, 1000.0, 850.0, since=1000.0)[0] == 0.0
+
+
 def test_unknown_target_and_bad_state_name_the_field() -> None:
     with pytest.raises(InvalidInputError, match="targets"):
         forecast_starts(queue(), History(), targets={"nope"})

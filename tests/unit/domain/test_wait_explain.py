@@ -130,6 +130,17 @@ def test_the_limit_counts_from_the_holding_attempts_start_and_not_before_it_star
     assert time_limit_ends_at(RECORDS[2], 3600) is None
 
 
+def test_the_history_holds_every_submission_since_the_oldest_record() -> None:
+    old = record("old", "ProdExp1", "SUCCEEDED", 1, NOW - 20 * 86400)
+    _, history = live_from_records([*RECORDS, old], FAIR, NOW)
+    # Arrivals are not cut here (the forecast's lookback does that), and they are known complete
+    # from the oldest record on: the rate is measured over no more than that.
+    assert [a.at for a in history.arrivals][0] == NOW - 20 * 86400
+    assert len(history.arrivals) == len(RECORDS) + 1
+    assert history.arrivals_since == NOW - 20 * 86400
+    assert live_from_records([], FAIR, NOW)[1].arrivals_since == NOW
+
+
 # --------------------------------------------------------------------------------- a time limit pending
 def test_capacity_frees_by_the_time_limit_of_the_last_job_it_needs() -> None:
     live, _ = live_from_records(RECORDS, FAIR, NOW)

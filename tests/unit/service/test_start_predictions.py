@@ -10,11 +10,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
+from shareplane.domain.start_forecast import ForecastSettings
 from shareplane.domain.start_prediction import StartPrediction
+from shareplane.service.live_twin import TwinSources, read_live_twin
 from shareplane.service.queries import job_records
 from shareplane.service.start_predictions import (
+    HOLDING,
+    READ_SECONDS,
+    WAITING,
     ForecastLimits,
     ForecastPorts,
+    forecast_states,
     predict_starts,
     prediction_targets,
 )
@@ -331,3 +337,32 @@ def test_the_twin_reads_no_history_of_a_waiting_job_that_never_held_capacity() -
     assert len(predictions) == 3
     assert not any("wait-" in arn for arn in read)
     assert {ARN + f"run-{n}" for n in range(4)} <= set(read)
+
+
+def test_past_the_history_cap_the_older_finished_jobs_count_only_as_arrivals() -> None:
+    # GIVEN the busy queue (40 finished, 4 running, 3 waiting), with its history reads recorded, and
+    # a cap of 10 finished jobs whose histories (run times) are read
+    world = busy_world(waiting=3)
+    read: list[str] = []
+    history_of = world.store.job_history
+    world.store.job_history = lambda arn: read.append(arn) or history_of(arn)  # type: ignore[method-assign]
+    ports = forecast_ports(world, ForecastLimits(samples=40, history_jobs=10))
+    # WHEN the twin is read as the watch reads it
+    states = forecast_states(ports, {s: world.store.jobs(s.value) for s in (*HOLDING, *WAITING)}, NOW)
+    twin = read_live_twin(
+        TwinSources(world.store, ports.batch, world.config),
+        ports.queue,
+        NOW,
+        states=states.states,
+        submissions=states.submissions,
+    )
+    # THEN the 10 newest finished jobs give run times, and every job of the window is an arrival:
+    # the rate is not what the cap lets through
+    finished_read = [arn for arn in read if "old-" in arn]
+    assert sorted(finished_read) == sorted(ARN + f"old-{n}" for n in range(30, 40))
+    assert len(twin.history.finished) == 10
+    assert len(twin.history.arrivals) == 40 + 4 + 3
+
+
+def test_the_watch_reads_as_far_back_as_the_forecast_counts_arrivals() -> None:
+    assert READ_SECONDS >= ForecastSettings().arrival_lookback_seconds

@@ -28,7 +28,8 @@ What the model does not know it samples, from what was observable when the forec
 - A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
   lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
 - Future arrivals: a Poisson process at the rate of the arrivals in the last
-  ``arrival_lookback_seconds``, each a copy (share, instances, priority) of one of those arrivals.
+  ``arrival_lookback_seconds`` (or the part of them observed, ``History.arrivals_since``), each a
+  copy (share, instances, priority) of one of those arrivals.
 
 Each of ``samples`` runs gives every target job a start time (or none within ``horizon_seconds``);
 the quantiles of those are the forecast. Every draw comes from one ``random.Random`` seeded by the
@@ -149,6 +150,9 @@ class History:
 
     finished: tuple[FinishedRun, ...] = ()
     arrivals: tuple[Arrival, ...] = ()
+    #: Since when ``arrivals`` holds every submission (the oldest job read, the trace's start): a
+    #: rate over the lookback would count the unobserved part of it as a time nothing arrived.
+    arrivals_since: float = -math.inf
 
 
 #: Waits are calibrated on log(wait + 10 minutes): a 2-day miss on a 20-day wait weighs what a 1-hour
@@ -244,9 +248,11 @@ class ForecastSettings:
     #: Thirty days: in the Philly backtest at 0.95 load, LOWPRI jobs in the deep backlog waited up to
     #: 19.5 days (a 200-prediction sample: 29 of 56 such waits were longer than 14 days, the old horizon).
     horizon_seconds: float = 30 * 86400.0
-    #: Arrivals are projected over waits of days to weeks, so their rate is measured over as long: a
-    #: short window carries one burst into every day ahead (the backtest showed it; README).
-    arrival_lookback_seconds: float = 14 * 86400.0
+    #: Arrivals are projected over the horizon, so their rate is measured over as long: a shorter
+    #: window carries a burst into every day ahead, and a job joins a deep backlog just when the
+    #: recent rate ran above capacity. Chosen on the backtest's earlier half (14 days, 30, or all
+    #: history; README "Backtest").
+    arrival_lookback_seconds: float = 30 * 86400.0
     min_share_runs: int = 20
     #: The lower and upper quantiles reported (p10 and p90 by default).
     low_quantile: float = 0.1
@@ -458,10 +464,14 @@ class RunTimes:
         return curve.draw_beyond(elapsed, rng) - elapsed
 
 
-def arrival_rate(arrivals: Sequence[Arrival], now: float, lookback: float) -> tuple[float, list[Arrival]]:
-    """Arrivals per second over the last ``lookback`` seconds, and those arrivals."""
-    recent = [a for a in arrivals if now - lookback <= a.at <= now]
-    return (len(recent) / lookback if lookback > 0 else 0.0), recent
+def arrival_rate(
+    arrivals: Sequence[Arrival], now: float, lookback: float, since: float = -math.inf
+) -> tuple[float, list[Arrival]]:
+    """Arrivals per second over the last ``lookback`` seconds, or the part of them observed (from
+    ``since``, ``History.arrivals_since``), and those arrivals."""
+    start = max(now - lookback, since)
+    recent = [a for a in arrivals if start <= a.at <= now]
+    return (len(recent) / (now - start) if now > start else 0.0), recent
 
 
 # ------------------------------------------------------------------------------ forward model
@@ -731,7 +741,9 @@ def forecast_starts(
     run_times = RunTimes.of(
         history.finished, settings.min_share_runs, settings.fallback_run_seconds, queue.running, queue.now
     )
-    rate, recent = arrival_rate(history.arrivals, queue.now, settings.arrival_lookback_seconds)
+    rate, recent = arrival_rate(
+        history.arrivals, queue.now, settings.arrival_lookback_seconds, history.arrivals_since
+    )
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
     kinds = arrival_kinds(recent, queue.kind)

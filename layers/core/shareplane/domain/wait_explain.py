@@ -36,7 +36,7 @@ WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
 NO_SHARE = "jobs without a share"
 HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
 ENDED = frozenset({"SUCCEEDED", "FAILED"})
-#: How far back finished runs and arrivals are read for the forecast (the jobs table keeps more).
+#: How far back finished runs are read for the forecast (the jobs table keeps more).
 HISTORY_SECONDS = 14 * 86400.0
 
 
@@ -111,6 +111,8 @@ def live_from_records(
 ) -> tuple[LiveQueue, History]:
     """The queue at ``now`` and its history, from its job records (other queues' records left out).
 
+    Every submission since the oldest record is taken to be among them (the whole table, or the
+    watch's read of a window: all of its jobs); the forecast measures the arrival rate over no more.
     ``name_of`` names each job in the forecast (the forecast is keyed by it).
     """
     running: list[RunningJob] = []
@@ -126,8 +128,7 @@ def live_from_records(
         created = (record.get("createdAt") or 0) / 1000.0
         if created > now:
             continue
-        if now - created <= HISTORY_SECONDS:
-            arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
+        arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
         holds = holds_of(record)
         for start, end in holds:
             holds_by_share.setdefault(share, []).append((start, end, instances))
@@ -166,7 +167,7 @@ def live_from_records(
         head_of_line_blocking=policy.head_of_line_blocking,
         borrow=policy.borrow,
     )
-    return live, History(tuple(finished), tuple(arrivals))
+    return live, History(tuple(finished), tuple(arrivals), arrivals[0].at if arrivals else now)
 
 
 # ------------------------------------------------------------------------------- explanation

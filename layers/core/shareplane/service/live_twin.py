@@ -110,20 +110,28 @@ def read_live_twin(
     now: float,
     *,
     states: Iterable[JobState] | None = None,
+    submissions: Iterable[JobState] = (),
     name_of: Callable[[Mapping[str, Any]], str] = job_label,
 ) -> LiveTwin:
     """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
 
-    ``name_of`` names each job in the forecast (default: its name, as `why` shows it; the watch keys
-    its predictions by job ARN, which never repeats).
+    ``submissions`` are finished jobs a bounded read counts only as arrivals: their histories are
+    not read, so they add no run time or usage. ``name_of`` names each job in the forecast (default:
+    its name, as `why` shows it; the watch keys its predictions by job ARN, which never repeats).
     """
     chosen = sources.store.jobs() if states is None else states
+
+    def record_of(state: JobState, whole: bool) -> dict[str, Any]:
+        if whole and not never_dispatched(state):
+            return job_record_of(sources.store, state, sources.config)
+        return job_record(state, (), None, sources.config)
+
+    mine = queue_name(queue)
     records = tuple(
-        job_record(state, (), None, sources.config)
-        if never_dispatched(state)
-        else job_record_of(sources.store, state, sources.config)
-        for state in chosen
-        if queue_name(state.job_queue) == queue_name(queue)
+        record_of(state, whole)
+        for read, whole in ((chosen, True), (submissions, False))
+        for state in read
+        if queue_name(state.job_queue) == mine
     )
     policy = queue_policy(sources.batch, queue, sources.config)
     live, history = live_from_records(records, policy, now, name_of=name_of)

@@ -178,12 +178,14 @@ def _forecast(
     }
     # The new jobs as written a moment ago (the index may not list them yet), in place of any listed copy.
     new = [state for arn in job_arns if (state := store.load_job(arn)) is not None]
-    chosen = {s.job_arn: s for s in forecast_states(ports, active, now)} | {s.job_arn: s for s in new}
+    read = forecast_states(ports, active, now)
+    chosen = {s.job_arn: s for s in read.states} | {s.job_arn: s for s in new}
     twin = read_live_twin(
         TwinSources(store, ports.batch, ports.config),
         ports.queue,
         now,
         states=chosen.values(),
+        submissions=read.submissions,
         name_of=job_arn_label,
     )
     budget.check()

@@ -3,13 +3,14 @@
 Each watch tick, after the reconcile has brought the table up to Batch, the twin is read as `shareplane
 why` reads it (``live_twin.read_live_twin``), but from a bounded set of jobs so that one tick fits the
 Lambda (120 s, 512 MB): every active job of the GPU queue (running jobs hold capacity, waiting ones are
-the queue) and the newest ``history_jobs`` finished ones of the last 14 days (their run times; the
-ByStatus index's time range, not a scan). The forecast runs ``samples`` times with a seed of the
-tick's time, so a redelivered tick forecasts the same. At most ``max_jobs`` jobs are its targets, one
-write each (``prediction_targets``): when more wait, the jobs never predicted come first (a job
-submitted behind a deep queue is not left without a prediction until it is among the oldest), then
-those whose stored prediction is the stalest (one BatchGetItem per 100 waiting jobs reads when each
-was last predicted).
+the queue) and the newest ``history_jobs`` finished ones of the last 30 days (their run times; the
+ByStatus index's time range, not a scan), the older finished ones of those days only for their
+submissions (the arrival rate: no history query each). The forecast runs ``samples`` times with a
+seed of the tick's time, so a redelivered tick forecasts the same. At most ``max_jobs`` jobs are its
+targets, one write each (``prediction_targets``): when more wait, the jobs never predicted come
+first (a job submitted behind a deep queue is not left without a prediction until it is among the
+oldest), then those whose stored prediction is the stalest (one BatchGetItem per 100 waiting jobs
+reads when each was last predicted).
 
 Each prediction is stored with the tick's time as ``predictedAt``, conditionally: it replaces a stored
 one only when its tick is later, so ticks handled out of order leave the newest tick's prediction.
@@ -38,8 +39,10 @@ WAITING = (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
 HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
 #: The statuses whose jobs' run times are the forecast's history.
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED)
-#: How far back finished jobs are read (as ``wait_explain.HISTORY_SECONDS``, which cuts them anyway).
-HISTORY_SECONDS = 14 * 86400
+#: How far back finished jobs are read: the forecast's arrival lookback (``ForecastSettings``, not
+#: imported here: this module stays light); their run times count for 14 days of it
+#: (``wait_explain.HISTORY_SECONDS``).
+READ_SECONDS = 30 * 86400
 
 
 @dataclass(frozen=True)
@@ -124,15 +127,28 @@ def prediction_targets(waiting: Sequence[str], last_predicted: Mapping[str, int]
     return ordered[:cap]
 
 
+@dataclass(frozen=True)
+class TwinStates:
+    """The jobs a bounded read of the twin is built from (``read_live_twin``'s ``states`` and
+    ``submissions``)."""
+
+    #: Read whole, their histories too: the active jobs and the newest finished ones.
+    states: list[JobState]
+    #: The other finished jobs of the window: their submissions count towards the arrival rate
+    #: (no history query each; left out, a busy queue's rate would read as what the cap lets through).
+    submissions: list[JobState]
+
+
 def forecast_states(
     ports: ForecastPorts, active: Mapping[JobStatus, Sequence[JobState]], now: float
-) -> list[JobState]:
-    """The jobs the twin is read from: the active ones, and the newest finished ones of the history."""
-    since_ms = int((now - HISTORY_SECONDS) * 1000)
+) -> TwinStates:
+    """The jobs the twin is read from: the active ones, and the finished ones of the history."""
+    since_ms = int((now - READ_SECONDS) * 1000)
     finished = [job for status in FINISHED for job in ports.recent.jobs_in_status(status.value, since_ms)]
     finished.sort(key=lambda j: (j.created_at or 0, j.job_arn), reverse=True)
     chosen = [job for status in (*HOLDING, *WAITING) for job in active.get(status, ())]
-    return chosen + finished[: ports.limits.history_jobs]
+    cap = ports.limits.history_jobs
+    return TwinStates(chosen + finished[:cap], finished[cap:])
 
 
 def predict_starts(
@@ -152,11 +168,13 @@ def predict_starts(
     from ..domain.wait_explain import job_arn_label
     from .live_twin import TwinSources, read_live_twin
 
+    read = forecast_states(ports, active, now)
     twin = read_live_twin(
         TwinSources(ports.store, ports.batch, ports.config),
         ports.queue,
         now,
-        states=forecast_states(ports, active, now),
+        states=read.states,
+        submissions=read.submissions,
         name_of=job_arn_label,
     )
     queued = sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))
