@@ -236,8 +236,8 @@ UNCALIBRATED = Calibration()
 #: What users are shown: the backtest's choice on the earlier half of its predictions (``gpusim.eta.tune``
 #: on Philly at 0.95 load, fair-share, seed 0, 1,000 predictions, kept in
 #: tests/sim/data/eta_philly_fairshare_seed0.json; README "Backtest"). On the later half this range
-#: covered 0.9222 of the actual starts (target 0.70-0.95).
-SHIPPED_CALIBRATION = Calibration(p50_scale=0.5, low_log_margin=1.0063, high_log_margin=0.7921)
+#: covered 0.905 of the actual starts (target 0.70-0.95).
+SHIPPED_CALIBRATION = Calibration(p50_scale=1.0, low_log_margin=0.7349, high_log_margin=0.9571)
 
 
 @dataclass(frozen=True)
