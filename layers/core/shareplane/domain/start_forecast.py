@@ -28,8 +28,8 @@ What the model does not know it samples, from what was observable when the forec
 - A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
   lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
 - Future arrivals: a Poisson process at the rate of the arrivals in the last
-  ``arrival_lookback_seconds`` (or the part of them observed, ``History.arrivals_since``), each a
-  copy (share, instances, priority) of one of those arrivals.
+  ``arrival_lookback_seconds`` (or the part of them observed, ``History.arrivals_since``, but a
+  day at least), each a copy (share, instances, priority) of one of those arrivals.
 
 Each of ``samples`` runs gives every target job a start time (or none within ``horizon_seconds``);
 the quantiles of those are the forecast. Every draw comes from one ``random.Random`` seeded by the
@@ -253,6 +253,11 @@ class ForecastSettings:
     #: recent rate ran above capacity. Chosen on the backtest's earlier half (14 days, 30, or all
     #: history; README "Backtest").
     arrival_lookback_seconds: float = 30 * 86400.0
+    #: A table younger than this (a new deployment, the demo) has seen a burst, not a rate: its
+    #: arrivals are counted over this long at least, so the first hour's burst is not projected
+    #: over the 30 days ahead (nor a forward run made of tens of thousands of its copies). A choice
+    #: of ours, not measured: the backtest's predictions all come after 11 days of the trace.
+    shortest_arrival_span_seconds: float = 86400.0
     min_share_runs: int = 20
     #: The lower and upper quantiles reported (p10 and p90 by default).
     low_quantile: float = 0.1
@@ -465,13 +470,14 @@ class RunTimes:
 
 
 def arrival_rate(
-    arrivals: Sequence[Arrival], now: float, lookback: float, since: float = -math.inf
+    arrivals: Sequence[Arrival], now: float, lookback: float, since: float = -math.inf, shortest: float = 0.0
 ) -> tuple[float, list[Arrival]]:
     """Arrivals per second over the last ``lookback`` seconds, or the part of them observed (from
-    ``since``, ``History.arrivals_since``), and those arrivals."""
+    ``since``, ``History.arrivals_since``) but no less than ``shortest``, and those arrivals."""
     start = max(now - lookback, since)
+    span = max(now - start, min(shortest, lookback))
     recent = [a for a in arrivals if start <= a.at <= now]
-    return (len(recent) / (now - start) if now > start else 0.0), recent
+    return (len(recent) / span if span > 0 else 0.0), recent
 
 
 # ------------------------------------------------------------------------------ forward model
@@ -742,7 +748,11 @@ def forecast_starts(
         history.finished, settings.min_share_runs, settings.fallback_run_seconds, queue.running, queue.now
     )
     rate, recent = arrival_rate(
-        history.arrivals, queue.now, settings.arrival_lookback_seconds, history.arrivals_since
+        history.arrivals,
+        queue.now,
+        settings.arrival_lookback_seconds,
+        history.arrivals_since,
+        settings.shortest_arrival_span_seconds,
     )
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
