@@ -57,7 +57,7 @@ def test_forecast_of_500_queued_jobs_x_100_runs_fits_a_lambda(scenario) -> None:
     run.start()
     run.model.run(until=DAY_25)
     probe = next(j for j in scenario.jobs if j.submit >= DAY_25)
-    live, history = view.live_queue(probe, 86400.0)
+    live, history = view.live_queue(probe, ForecastSettings().arrival_lookback_seconds)
     live = type(live)(**{**live.__dict__, "queued": tuple(sorted(live.queued, key=lambda j: j.order)[:500])})
     assert len(live.queued) == 500
     started = time.perf_counter()
