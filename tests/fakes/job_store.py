@@ -89,6 +89,10 @@ class FakeJobStore:
             if created_after_ms is None or (s.created_at or 0) >= created_after_ms
         ]
 
+    def oldest_created_ms(self, status: str) -> int | None:
+        """The ByStatus index's first key in one status (``RecentJobs``)."""
+        return min((s.created_at or 0 for s in self.jobs(status)), default=None)
+
     def job_for_training_job(self, training_job_arn: str) -> str | None:
         return self.links.get(training_job_arn)
 

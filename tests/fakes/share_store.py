@@ -68,6 +68,9 @@ class FakeShareStore:
             return audit_from_item(copy.deepcopy(exact[0]))
         return audit_from_item(copy.deepcopy(matches[0])) if len(matches) == 1 else None
 
+    def oldest_created_ms(self, status: str) -> int | None:
+        return min((j.created_at or 0 for j in self.jobs if j.status.value == status), default=None)
+
     def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
         return [
             j

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from shareplane.adapters.dynamodb_items import marshal
+from shareplane.adapters.dynamodb_store import job_state_item
 from shareplane.adapters.share_store import DynamoShareStore
 from shareplane.domain.config import SchedulingMode
 from shareplane.domain.errors import ConcurrentUpdateError
+from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.rebalance import RebalancePlan, ShareChange
 from shareplane.domain.share_state import PlanAudit, SharesState
 
@@ -67,3 +70,32 @@ def test_an_audit_is_found_by_its_plan_id_or_a_unique_prefix(store: Any) -> None
     assert store.audit("abc").plan_id == "abc123"
     assert store.audit("ab") is None  # two plans start so
     assert store.audit("zzz") is None
+
+
+def put_jobs(store: Any, *jobs: JobState) -> None:
+    """Job states as the jobs store writes them (the ByStatus index's keys included)."""
+    if isinstance(store, FakeShareStore):
+        store.jobs.extend(jobs)
+        return
+    for job in jobs:
+        store._client.put_item(TableName=store._table, Item=marshal(job_state_item(job)))
+
+
+def job(name: str, status: JobStatus, created_ms: int) -> JobState:
+    arn = f"arn:aws:batch:us-east-1:123456789012:service-job/{name}"
+    return JobState(job_arn=arn, status=status, seq="a", job_id=name, created_at=created_ms)
+
+
+def test_jobs_of_a_status_by_creation_time_and_the_oldest_ones_time(store: Any) -> None:
+    put_jobs(
+        store,
+        job("b", JobStatus.SUCCEEDED, 2_000_000),
+        job("a", JobStatus.SUCCEEDED, 1_000_000),
+        job("c", JobStatus.SUCCEEDED, 3_000_000),
+        job("f", JobStatus.FAILED, 500_000),
+    )
+    assert sorted(j.job_id for j in store.jobs_in_status("SUCCEEDED", 2_000_000)) == ["b", "c"]
+    # The index's first key of the status: one item read, however many jobs it holds.
+    assert store.oldest_created_ms("SUCCEEDED") == 1_000_000
+    assert store.oldest_created_ms("FAILED") == 500_000
+    assert store.oldest_created_ms("RUNNING") is None

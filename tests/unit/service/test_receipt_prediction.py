@@ -20,7 +20,14 @@ from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
 
 from tests.fakes.failure_world import World
 from tests.fakes.job_store import FakeJobStore
-from tests.unit.service.test_start_predictions import ARN, NOW, busy_world, forecast_ports, put_job
+from tests.unit.service.test_start_predictions import (
+    ARN,
+    NOW,
+    busy_world,
+    forecast_inputs,
+    forecast_ports,
+    put_job,
+)
 
 NEW = ARN + "new-0"
 
@@ -272,3 +279,17 @@ def test_a_receipt_without_a_prediction_says_why_and_where_the_first_one_will_be
 )
 def test_an_answer_without_first_predictions_gives_none(document: Any) -> None:
     assert first_predictions_of(document) is None
+
+
+def test_the_receipt_reads_the_twin_as_the_watch_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the busy queue and a new job, with a cap of 10 finished jobs read whole
+    world = world_with_a_new_job(waiting=3)
+    seen = forecast_inputs(monkeypatch)
+    forecast = receipt_forecast(world)
+    forecast = replace(
+        forecast, twin=replace(forecast.twin, limits=ForecastLimits(samples=40, history_jobs=10))
+    )
+    # WHEN the receipt forecasts the new job
+    assert predict_first_starts(forecast, [NEW], NOW).reason is None
+    # THEN the older finished jobs count as arrivals, as at the watch's tick, and the new job is one
+    assert seen and all(len(h.finished) == 10 and len(h.arrivals) == 40 + 4 + 3 + 1 for h in seen)

@@ -8,19 +8,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.domain import start_forecast
 from shareplane.domain.errors import ConfigError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
-from shareplane.domain.start_forecast import ForecastSettings
+from shareplane.domain.start_forecast import ForecastSettings, History
 from shareplane.domain.start_prediction import StartPrediction
-from shareplane.service.live_twin import TwinSources, read_live_twin
 from shareplane.service.queries import job_records
 from shareplane.service.start_predictions import (
-    HOLDING,
     READ_SECONDS,
-    WAITING,
     ForecastLimits,
     ForecastPorts,
-    forecast_states,
     predict_starts,
     prediction_targets,
 )
@@ -339,29 +336,74 @@ def test_the_twin_reads_no_history_of_a_waiting_job_that_never_held_capacity() -
     assert {ARN + f"run-{n}" for n in range(4)} <= set(read)
 
 
-def test_past_the_history_cap_the_older_finished_jobs_count_only_as_arrivals() -> None:
+def forecast_inputs(monkeypatch: pytest.MonkeyPatch) -> list[History]:
+    """Every history the forecast is given from now on (its callers import it when they run)."""
+    seen: list[History] = []
+    real = start_forecast.forecast_starts
+
+    def recording(live: Any, history: History, **kw: Any) -> Any:
+        seen.append(history)
+        return real(live, history, **kw)
+
+    monkeypatch.setattr(start_forecast, "forecast_starts", recording)
+    return seen
+
+
+def test_past_the_history_cap_the_older_finished_jobs_count_only_as_arrivals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # GIVEN the busy queue (40 finished, 4 running, 3 waiting), with its history reads recorded, and
     # a cap of 10 finished jobs whose histories (run times) are read
     world = busy_world(waiting=3)
     read: list[str] = []
     history_of = world.store.job_history
     world.store.job_history = lambda arn: read.append(arn) or history_of(arn)  # type: ignore[method-assign]
+    seen = forecast_inputs(monkeypatch)
+    # WHEN the watch predicts
     ports = forecast_ports(world, ForecastLimits(samples=40, history_jobs=10))
-    # WHEN the twin is read as the watch reads it
-    states = forecast_states(ports, {s: world.store.jobs(s.value) for s in (*HOLDING, *WAITING)}, NOW)
-    twin = read_live_twin(
-        TwinSources(world.store, ports.batch, world.config),
-        ports.queue,
-        NOW,
-        states=states.states,
-        submissions=states.submissions,
-    )
+    predict_starts(ports, {s: world.store.jobs(s.value) for s in JobStatus}, NOW)
     # THEN the 10 newest finished jobs give run times, and every job of the window is an arrival:
     # the rate is not what the cap lets through
-    finished_read = [arn for arn in read if "old-" in arn]
-    assert sorted(finished_read) == sorted(ARN + f"old-{n}" for n in range(30, 40))
-    assert len(twin.history.finished) == 10
-    assert len(twin.history.arrivals) == 40 + 4 + 3
+    (history,) = seen
+    assert sorted(a for a in read if "old-" in a) == sorted(ARN + f"old-{n}" for n in range(30, 40))
+    assert len(history.finished) == 10
+    assert len(history.arrivals) == 40 + 4 + 3
+
+
+def test_a_job_that_finished_between_the_reads_arrives_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the watch's read of the active jobs shows run-0 RUNNING; by the finished read it SUCCEEDED
+    world = busy_world(waiting=3)
+    active = {s: world.store.jobs(s.value) for s in JobStatus}
+    put_job(world.store, "run-0", JobStatus.SUCCEEDED, NOW - 1800, held=NOW - 1500, ended=NOW - 10)
+    seen = forecast_inputs(monkeypatch)
+    # WHEN the watch predicts
+    predict_starts(forecast_ports(world), active, NOW)
+    # THEN the job is one arrival, and its finished state stands
+    (history,) = seen
+    assert len(history.arrivals) == 40 + 4 + 3
+
+
+def test_an_old_quiet_table_measures_a_burst_over_the_window_not_over_the_burst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a table whose first job finished 60 days ago, quiet until the busy queue's last 20 hours
+    world = busy_world(waiting=3)
+    put_job(
+        world.store,
+        "first",
+        JobStatus.SUCCEEDED,
+        NOW - 60 * 86400,
+        held=NOW - 60 * 86400,
+        ended=NOW - 59 * 86400,
+    )
+    seen = forecast_inputs(monkeypatch)
+    # WHEN the watch predicts (it reads 30 days of finished jobs, not the first one)
+    predict_starts(forecast_ports(world), {s: world.store.jobs(s.value) for s in JobStatus}, NOW)
+    # THEN its arrivals are known complete since the table's first job (the index's first key), as
+    # `why` reading the whole table knows: the 20 hours' jobs are a rate over the 30 days
+    (history,) = seen
+    assert history.arrivals_since == NOW - 60 * 86400
+    assert all(a.at >= NOW - 30 * 86400 for a in history.arrivals)
 
 
 def test_the_watch_reads_as_far_back_as_the_forecast_counts_arrivals() -> None:

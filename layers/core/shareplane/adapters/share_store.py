@@ -151,6 +151,20 @@ class DynamoShareStore:
                 return jobs
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def oldest_created_ms(self, status: str) -> int | None:
+        """The ByStatus index's first key in one status: its createdAt (one item read)."""
+        response = self._client.query(
+            TableName=self._table,
+            IndexName="ByStatus",
+            KeyConditionExpression="gsi1pk = :p",
+            ExpressionAttributeValues={":p": {"S": f"STATUS#{status}"}},
+            ScanIndexForward=True,
+            Limit=1,
+        )
+        items = response.get("Items", [])
+        # gsi1sk is "<createdAt ms, 13 digits>#<jobArn>".
+        return int(items[0]["gsi1sk"]["S"][:13]) if items else None
+
     # -- plumbing -----------------------------------------------------------------------------
     def _key(self, sk: str) -> dict[str, Any]:
         return {"pk": {"S": SHARES_PK}, "sk": {"S": sk}}

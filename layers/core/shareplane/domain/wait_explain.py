@@ -36,7 +36,7 @@ WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
 NO_SHARE = "jobs without a share"
 HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
 ENDED = frozenset({"SUCCEEDED", "FAILED"})
-#: How far back finished runs are read for the forecast (the jobs table keeps more).
+#: Finished runs count for the forecast's run times when they ended within this long.
 HISTORY_SECONDS = 14 * 86400.0
 
 
@@ -107,12 +107,13 @@ def live_from_records(
     policy: QueuePolicy,
     now: float,
     *,
+    arrivals_since: float | None = None,
     name_of: Callable[[Mapping[str, Any]], str] = job_label,
 ) -> tuple[LiveQueue, History]:
     """The queue at ``now`` and its history, from its job records (other queues' records left out).
 
-    Every submission since the oldest record is taken to be among them (the whole table, or the
-    watch's read of a window: all of its jobs); the forecast measures the arrival rate over no more.
+    ``arrivals_since``: since when the records hold every submission (default: since the oldest
+    record, true of the whole table); the forecast measures the arrival rate over no more.
     ``name_of`` names each job in the forecast (the forecast is keyed by it).
     """
     running: list[RunningJob] = []
@@ -128,7 +129,8 @@ def live_from_records(
         created = (record.get("createdAt") or 0) / 1000.0
         if created > now:
             continue
-        arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
+        if record.get("createdAt"):  # a record without its submission time is no arrival
+            arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
         holds = holds_of(record)
         for start, end in holds:
             holds_by_share.setdefault(share, []).append((start, end, instances))
@@ -167,7 +169,8 @@ def live_from_records(
         head_of_line_blocking=policy.head_of_line_blocking,
         borrow=policy.borrow,
     )
-    return live, History(tuple(finished), tuple(arrivals), arrivals[0].at if arrivals else now)
+    since = arrivals_since if arrivals_since is not None else arrivals[0].at if arrivals else now
+    return live, History(tuple(finished), tuple(arrivals), since)
 
 
 # ------------------------------------------------------------------------------- explanation

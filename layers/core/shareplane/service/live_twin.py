@@ -2,8 +2,9 @@
 
 The one builder of the forecast's input from live state. `shareplane why` and `submit --dry-run`
 read the whole jobs table through it; the watch_jobs Lambda reads a bounded set of jobs (its active
-ones and the newest finished ones, ``start_predictions``) through the same function, and so does the
-submit_job Lambda for its receipt's first prediction (``receipt_prediction``). Read-only:
+ones, the newest finished ones whole and the older ones as submissions only,
+``start_predictions.bounded_twin``) through the same function, and so does the submit_job Lambda for
+its receipt's first prediction (``receipt_prediction``). Read-only:
 DescribeJobQueues, DescribeServiceEnvironments, DescribeSchedulingPolicies or ListQuotaShares, and the
 jobs table.
 
@@ -111,13 +112,16 @@ def read_live_twin(
     *,
     states: Iterable[JobState] | None = None,
     submissions: Iterable[JobState] = (),
+    arrivals_since: float | None = None,
     name_of: Callable[[Mapping[str, Any]], str] = job_label,
 ) -> LiveTwin:
     """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
 
     ``submissions`` are finished jobs a bounded read counts only as arrivals: their histories are
-    not read, so they add no run time or usage. ``name_of`` names each job in the forecast (default:
-    its name, as `why` shows it; the watch keys its predictions by job ARN, which never repeats).
+    not read, so they add no run time or usage. ``arrivals_since``: since when the jobs read hold
+    every submission (default: since the oldest of them, true of the whole table). ``name_of``
+    names each job in the forecast (default: its name, as `why` shows it; the watch keys its
+    predictions by job ARN, which never repeats).
     """
     chosen = sources.store.jobs() if states is None else states
 
@@ -134,5 +138,5 @@ def read_live_twin(
         if queue_name(state.job_queue) == mine
     )
     policy = queue_policy(sources.batch, queue, sources.config)
-    live, history = live_from_records(records, policy, now, name_of=name_of)
+    live, history = live_from_records(records, policy, now, arrivals_since=arrivals_since, name_of=name_of)
     return LiveTwin(queue, now, records, policy, live, history)

@@ -387,6 +387,10 @@ class RecentJobs(Protocol):
         """Jobs in one status, optionally only those created after ``created_after_ms``."""
         ...
 
+    def oldest_created_ms(self, status: str) -> int | None:
+        """When the oldest job in one status was created (epoch ms; None: no such job)."""
+        ...
+
 
 class QueueReader(Protocol):
     """What the live twin reads of a job queue from Batch: its policy or quota shares, its capacity."""

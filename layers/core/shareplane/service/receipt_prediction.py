@@ -29,7 +29,7 @@ from typing import Any, cast
 from ..domain.arns import queue_name
 from ..domain.lifecycle import JobState, JobStatus
 from ..domain.start_prediction import StartPrediction
-from .start_predictions import HOLDING, WAITING, ForecastPorts, forecast_states, prediction_of
+from .start_predictions import HOLDING, WAITING, ForecastPorts, bounded_twin, prediction_of
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +163,6 @@ def _forecast(
     ``MIN_SAMPLES`` runs finished; ``_OutOfTime`` while reading the twin."""
     # The forecast loads here, on the one path that runs it.
     from ..domain.start_forecast import ForecastSettings, forecast_starts
-    from ..domain.wait_explain import job_arn_label
-    from .live_twin import TwinSources, read_live_twin
 
     ports = replace(
         forecast.twin,
@@ -178,16 +176,7 @@ def _forecast(
     }
     # The new jobs as written a moment ago (the index may not list them yet), in place of any listed copy.
     new = [state for arn in job_arns if (state := store.load_job(arn)) is not None]
-    read = forecast_states(ports, active, now)
-    chosen = {s.job_arn: s for s in read.states} | {s.job_arn: s for s in new}
-    twin = read_live_twin(
-        TwinSources(store, ports.batch, ports.config),
-        ports.queue,
-        now,
-        states=chosen.values(),
-        submissions=read.submissions,
-        name_of=job_arn_label,
-    )
+    twin = bounded_twin(ports, active, now, newest=new)
     budget.check()
     queued = {j.name for j in twin.live.queued}
     targets = [a for a in job_arns if a in queued]

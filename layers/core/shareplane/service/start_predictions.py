@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..domain.arns import queue_name
 from ..domain.config import SharesConfig
@@ -32,6 +32,9 @@ from ..domain.errors import ConfigError
 from ..domain.lifecycle import JobState, JobStatus
 from ..domain.start_prediction import StartPrediction
 from .ports import JobStore, PredictionStore, QueueReader, RecentJobs
+
+if TYPE_CHECKING:  # the twin loads the forecast: only the paths that forecast import it
+    from .live_twin import LiveTwin
 
 #: The statuses of a job still waiting for capacity (the forecast's queue).
 WAITING = (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
@@ -127,28 +130,51 @@ def prediction_targets(waiting: Sequence[str], last_predicted: Mapping[str, int]
     return ordered[:cap]
 
 
-@dataclass(frozen=True)
-class TwinStates:
-    """The jobs a bounded read of the twin is built from (``read_live_twin``'s ``states`` and
-    ``submissions``)."""
+def bounded_twin(
+    ports: ForecastPorts,
+    active: Mapping[JobStatus, Sequence[JobState]],
+    now: float,
+    newest: Sequence[JobState] = (),
+) -> LiveTwin:
+    """The twin as the watch (and the submit receipt) read it: bounded, to fit a Lambda.
 
-    #: Read whole, their histories too: the active jobs and the newest finished ones.
-    states: list[JobState]
-    #: The other finished jobs of the window: their submissions count towards the arrival rate
-    #: (no history query each; left out, a busy queue's rate would read as what the cap lets through).
-    submissions: list[JobState]
+    Every active job (``newest``, jobs just written, in place of any listed copy) and the finished
+    ones created in the last ``READ_SECONDS``: the newest ``history_jobs`` read whole (their
+    histories give run times and usage), the others only as submissions, for the arrival rate (no
+    history query each: left out, a busy queue's rate would read as what the cap lets through). The
+    submissions are complete since the table's first job (the ByStatus index's first key of each
+    finished status, or an older active job), which may be long before the window.
+    """
+    from ..domain.wait_explain import job_arn_label
+    from .live_twin import TwinSources, read_live_twin
 
-
-def forecast_states(
-    ports: ForecastPorts, active: Mapping[JobStatus, Sequence[JobState]], now: float
-) -> TwinStates:
-    """The jobs the twin is read from: the active ones, and the finished ones of the history."""
     since_ms = int((now - READ_SECONDS) * 1000)
-    finished = [job for status in FINISHED for job in ports.recent.jobs_in_status(status.value, since_ms)]
+    fresh = {s.job_arn for s in newest}
+    finished = [
+        job
+        for status in FINISHED
+        for job in ports.recent.jobs_in_status(status.value, since_ms)
+        if job.job_arn not in fresh
+    ]
     finished.sort(key=lambda j: (j.created_at or 0, j.job_arn), reverse=True)
-    chosen = [job for status in (*HOLDING, *WAITING) for job in active.get(status, ())]
+    # A job that finished between the two reads is listed in both: its finished state stands.
+    done = fresh | {j.job_arn for j in finished}
+    unfinished = [
+        s for status in (*HOLDING, *WAITING) for s in active.get(status, ()) if s.job_arn not in done
+    ]
     cap = ports.limits.history_jobs
-    return TwinStates(chosen + finished[:cap], finished[cap:])
+    whole = [*unfinished, *finished[:cap], *newest]
+    firsts = [ms for status in FINISHED if (ms := ports.recent.oldest_created_ms(status.value)) is not None]
+    firsts += [s.created_at for s in whole if s.created_at]
+    return read_live_twin(
+        TwinSources(ports.store, ports.batch, ports.config),
+        ports.queue,
+        now,
+        states=whole,
+        submissions=finished[cap:],
+        arrivals_since=min(firsts) / 1000.0 if firsts else now,
+        name_of=job_arn_label,
+    )
 
 
 def predict_starts(
@@ -165,18 +191,8 @@ def predict_starts(
         return {}
     # The forecast loads here, on the one path that runs it.
     from ..domain.start_forecast import ForecastSettings, forecast_starts
-    from ..domain.wait_explain import job_arn_label
-    from .live_twin import TwinSources, read_live_twin
 
-    read = forecast_states(ports, active, now)
-    twin = read_live_twin(
-        TwinSources(ports.store, ports.batch, ports.config),
-        ports.queue,
-        now,
-        states=read.states,
-        submissions=read.submissions,
-        name_of=job_arn_label,
-    )
+    twin = bounded_twin(ports, active, now)
     queued = sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))
     names = [j.name for j in queued]
     # Over the cap, what each job was last predicted decides which ones this tick predicts.
