@@ -4,7 +4,8 @@ Right after SubmitServiceJob the submit path reads the live twin as the watch do
 (``start_predictions.bounded_twin``: the GPU queue's active jobs, the newest finished ones whole and
 the older ones as submissions) plus the new jobs' own states (read consistently: the ByStatus index
 may not list a job written a moment ago), and forecasts the new jobs with the watch's
-``FORECAST_SAMPLES`` runs. The receipt carries what it finds; the job's record is the watch's (its ticks store and refresh the prediction there).
+``FORECAST_SAMPLES`` runs. The receipt carries what it finds; the job's record is the watch's (its
+ticks store and refresh the prediction there).
 
 Nothing here may fail or hold up a submission: the jobs are submitted and recorded before this runs,
 every error becomes the receipt's reason for carrying no prediction, and the work stops when its budget
