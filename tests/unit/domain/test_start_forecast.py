@@ -175,16 +175,22 @@ def test_a_job_that_never_fits_has_no_start_within_the_horizon() -> None:
     assert f["huge"].median is None and f["huge"].started_fraction == 0.0
 
 
+#: A job of share "a" (far over its usage) waiting for the one instance, which a "b" job holds.
+ONE_INSTANCE = queue(
+    capacity=1,
+    shares=(ShareState("a", usage=1e6), ShareState("b")),
+    running=(RunningJob("r", "b", 1, 990.0),),
+    queued=(QueuedJob("qa", "a", 1, 10, 995.0, 1),),
+)
+#: Ten-minute runs of both shares, and 200 arrivals of share "b" in the last 100 minutes.
+TEN_MINUTE_RUNS = history(*[("a", 600.0)] * 20, *[("b", 600.0)] * 20)
+B_BURST = tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200))
+
+
 def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
-    h = history(*[("a", 600.0)] * 20, *[("b", 600.0)] * 20)
-    q = queue(
-        capacity=1,
-        shares=(ShareState("a", usage=1e6), ShareState("b")),
-        running=(RunningJob("r", "b", 1, 990.0),),
-        queued=(QueuedJob("qa", "a", 1, 10, 995.0, 1),),
-    )
+    q, h = ONE_INSTANCE, TEN_MINUTE_RUNS
     quiet = forecast_starts(q, h, settings=FEW)
-    busy_history = History(h.finished, tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200)))
+    busy_history = History(h.finished, B_BURST)
     # The 200 arrivals of the last 100 minutes, read over a 6-hour window.
     busy = forecast_starts(q, busy_history, settings=replace(FEW, arrival_lookback_seconds=6 * 3600.0))
     assert quiet["qa"].median == 1590.0
@@ -208,16 +214,7 @@ def test_the_arrival_rate_is_measured_over_the_part_of_the_lookback_observed() -
 
 def test_a_burst_on_a_young_table_is_not_projected_over_the_horizon() -> None:
     # GIVEN a share whose 200 jobs all arrived in the table's first 100 minutes
-    h = history(*[("a", 600.0)] * 20, *[("b", 600.0)] * 20)
-    burst = History(
-        h.finished, tuple(Arrival(1000.0 - 30 * i, "b", 1, 10) for i in range(200)), 1000.0 - 6000
-    )
-    q = queue(
-        capacity=1,
-        shares=(ShareState("a", usage=1e6), ShareState("b")),
-        running=(RunningJob("r", "b", 1, 990.0),),
-        queued=(QueuedJob("qa", "a", 1, 10, 995.0, 1),),
-    )
+    q, burst = ONE_INSTANCE, History(TEN_MINUTE_RUNS.finished, B_BURST, 1000.0 - 6000)
     # THEN counted over a day, its copies arrive at 200 a day, and the job starts in every run
     young = forecast_starts(q, burst, settings=FEW)
     assert young["qa"].started_fraction == 1.0
