@@ -96,6 +96,14 @@ class CountingStore(FakeJobStore):
         self.requests["Query (ByStatus)"] += 1
         return super().jobs_in_status(status, created_after_ms)
 
+    def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
+        self.requests["Query (ByStatus, newest)"] += 1
+        return super().newest_in_status(status, created_after_ms, limit)
+
+    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[Any, int]]:
+        self.requests["Query (arrival counts)"] += 1
+        return super().arrival_counts(queue, since_ms)
+
     def save_prediction(self, job_arn: str, prediction: Any) -> bool:
         self.requests["PutItem (prediction)"] += 1
         return super().save_prediction(job_arn, prediction)

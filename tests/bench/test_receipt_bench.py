@@ -123,9 +123,12 @@ def test_the_receipts_forecast_at_the_back_of_a_deep_queue_fits_its_budget(deep_
     assert prediction is not None and first.reason is None
     assert prediction.samples == deep_queue.ports.limits.samples
     assert elapsed < RECEIPT_BUDGET_SECONDS <= SUBMIT_TIMEOUT_SECONDS / 12
-    # AND the twin read what the watch's step reads: the active statuses and 30 days of finished jobs
-    # by the index, the histories of the jobs that held capacity, and the new job by its key
-    assert requests["Query (ByStatus)"] == 8
+    # AND the twin read what the watch's step reads: the active statuses and the newest finished jobs
+    # by the index, 30 days of arrival counts, the histories of the jobs that held capacity, and the
+    # new job by its key
+    assert requests["Query (ByStatus)"] == 6
+    assert requests["Query (ByStatus, newest)"] == 2
+    assert requests["Query (arrival counts)"] == 1
     assert requests["Query (history)"] == deep_queue.running + deep_queue.ports.limits.history_jobs
 
 

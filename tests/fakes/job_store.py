@@ -7,17 +7,24 @@ as the adapter reads them.
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.payload_items import payload_of
+from shareplane.domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
 from shareplane.domain.cost import AttemptCost
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
 from shareplane.domain.start_prediction import StartPrediction
 from shareplane.domain.submitted_payload import SubmittedPayload
 from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+
+
+def index_order(state: JobState) -> tuple[int, str]:
+    """Where a job sits in the ByStatus index (its sort key: creation time, then ARN)."""
+    return (state.created_at or 0, state.job_arn)
 
 
 def as_stored(value: Any) -> Any:
@@ -52,10 +59,14 @@ class FakeJobStore:
     spend: dict[tuple[str, str], float] = field(default_factory=dict)
     #: Job ARN -> its newest stored start prediction (the PREDICTION items).
     predictions: dict[str, StartPrediction] = field(default_factory=dict)
+    #: The arrival counts (the ARRIVALS items), moved by each state written, as on the table.
+    arrivals: Counter[ArrivalKey] = field(default_factory=Counter)
 
     def put_states(self, *states: JobState) -> None:
         """Place job states as if they had been recorded (a test's starting table)."""
-        self.states.update({state.job_arn: state for state in states})
+        for state in states:
+            self._count(self.states.get(state.job_arn), state)
+            self.states[state.job_arn] = state
 
     # -- jobs -------------------------------------------------------------------------------
     def load_job(self, job_arn: str) -> JobState | None:
@@ -69,6 +80,7 @@ class FakeJobStore:
             return False
         self._check_version(self.states.get(state.job_arn), transition.previous)
         self.histories.setdefault(state.job_arn, {})[entry.key] = entry
+        self._count(transition.previous, state)
         self.states[state.job_arn] = state
         self.links.update(dict.fromkeys(transition.new_training_job_arns, state.job_arn))
         return True
@@ -88,6 +100,22 @@ class FakeJobStore:
             for s in self.jobs(status)
             if created_after_ms is None or (s.created_at or 0) >= created_after_ms
         ]
+
+    def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
+        """The ByStatus index read from its end (``RecentJobs``)."""
+        listed = [s for s in self.jobs(status) if (s.created_at or 0) >= created_after_ms]
+        return sorted(listed, key=index_order, reverse=True)[: max(0, limit)]
+
+    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
+        """The queue's counts above zero from the hour ``since_ms`` falls in (``ArrivalCounts``)."""
+        return sorted(
+            (key, n)
+            for key, n in self.arrivals.items()
+            if key.queue == queue and key.hour_ms >= hour_of(since_ms) and n > 0
+        )
+
+    def _count(self, previous: JobState | None, state: JobState) -> None:
+        self.arrivals.update(arrival_moves(previous, state))
 
     def oldest_created_ms(self, status: str) -> int | None:
         """The ByStatus index's first key in one status (``RecentJobs``)."""

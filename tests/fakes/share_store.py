@@ -11,6 +11,8 @@ from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import JobState
 from shareplane.domain.share_state import PlanAudit, SharesState
 
+from tests.fakes.job_store import index_order
+
 
 @dataclass
 class FakeShareStore:
@@ -78,3 +80,7 @@ class FakeShareStore:
             if j.status.value == status
             and (created_after_ms is None or (j.created_at or 0) >= created_after_ms)
         ]
+
+    def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
+        newest = sorted(self.jobs_in_status(status, created_after_ms), key=index_order, reverse=True)
+        return newest[: max(0, limit)]

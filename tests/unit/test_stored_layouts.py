@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from shareplane.adapters.arrival_items import count_update, counts_from_item, hour_sk
 from shareplane.adapters.dynamodb_store import prediction_from_item, prediction_item
 from shareplane.adapters.failure_items import (
     applied_attributes,
@@ -19,6 +20,7 @@ from shareplane.adapters.failure_items import (
     storm_failure_item,
 )
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
+from shareplane.domain.arrival_counts import ArrivalKey
 from shareplane.domain.config import SchedulingMode
 from shareplane.domain.failure_record import Applied, DecisionRecord, StormFailure
 from shareplane.domain.failure_rules import FailureClass, Severity
@@ -242,3 +244,28 @@ def test_a_prediction_item_gives_back_its_prediction(prediction: StartPrediction
     item = as_the_table_returns(prediction_item("arn:aws:batch:us-east-1:1:service-job/j", prediction))
     assert prediction_from_item(item) == prediction
     assert prediction_from_record(prediction.as_record()) == prediction  # the record's field, read back
+
+
+@given(
+    share=st.text(min_size=0, max_size=12),
+    instances=st.integers(1, 64),
+    priority=st.integers(0, 9999),
+    count=st.integers(1, 10**6),
+)
+def test_an_hours_arrival_count_reads_back_under_its_key(
+    share: str, instances: int, priority: int, count: int
+) -> None:
+    # GIVEN one kind of job counted in an hour's item (any share name, a "|" in it too)
+    key = ArrivalKey("gpu", 7 * 3_600_000, share, instances, priority)
+    update = count_update("jobs", "gpu", key.hour_ms, {key: count})["Update"]
+    (name,) = update["ExpressionAttributeNames"].values()
+    item = {
+        "pk": "ARRIVALS#gpu",
+        "sk": hour_sk(key.hour_ms),
+        "entity": "arrivals",
+        "expiresAt": 1,
+        name: count,
+    }
+    # THEN the item reads back as that count, and a count moved down to 0 as none
+    assert counts_from_item("gpu", item) == [(key, count)]
+    assert counts_from_item("gpu", {**item, name: 0}) == []

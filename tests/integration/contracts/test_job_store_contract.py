@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -10,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.domain.arrival_counts import HOUR_MS, ArrivalKey, arrival_key
 from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
+from shareplane.domain.lifecycle import CapacityUsage, Decision, JobObservation, JobStatus, decide
 from shareplane.domain.start_prediction import StartPrediction
 from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus, decide_training
 from shareplane.schemas import parse_state_event
@@ -179,6 +181,59 @@ def test_any_delivery_order_with_redeliveries_is_stored_alike(
         assert fake.job_history(JOB) == table.job_history(JOB)
         assert len(table.job_history(JOB)) == len({o.digest for o in observations})
         assert fake.jobs() == table.jobs()
+
+
+def late_fields(observations: list[JobObservation]) -> list[JobObservation]:
+    """``observations`` as Batch may send them: capacity known from RUNNING on, and the final event
+    without share, priority or capacity (as in Batch's official SUCCEEDED sample)."""
+    two = (CapacityUsage("NUM_INSTANCES", 2),)
+    out = [replace(o, capacity_usage=two) if o.status is JobStatus.RUNNING else o for o in observations]
+    final = out[-1]
+    return [*out[:-1], replace(final, share_identifier=None, scheduling_priority=None, capacity_usage=())]
+
+
+def test_a_finished_job_is_counted_once_in_its_queues_creation_hour(store: Any) -> None:
+    # GIVEN one job recorded from its first event to its last
+    observations = lifecycle(["preempt"], "succeed")
+    for observation in observations:
+        record_observation(observation, store, FakeMetrics(), None)
+    # THEN it is counted once, under its queue, the hour it was created, its share, instances, priority
+    created = observations[0].created_at or 0
+    expected = ArrivalKey("gpu", created - created % HOUR_MS, "ProdExp1", 1, 50)
+    assert store.arrival_counts("gpu", created) == [(expected, 1)]
+    # and read only for its queue and from the hour a read starts in
+    assert store.arrival_counts("cpu", created) == []
+    assert store.arrival_counts("gpu", created + HOUR_MS) == []
+
+
+def test_an_active_job_is_not_counted(store: Any) -> None:
+    for observation in lifecycle([], "succeed")[:-1]:
+        record_observation(observation, store, FakeMetrics(), None)
+    assert store.arrival_counts("gpu", 0) == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), detours=detours, outcome=outcomes)
+def test_in_any_delivery_order_a_job_is_counted_once_under_its_final_key(
+    aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
+) -> None:
+    # GIVEN one job's observations, the last without the fields the earlier ones carry, shuffled and
+    # partly delivered twice, recorded on the fake and the table
+    observations = late_fields(lifecycle(detours, outcome))
+    delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
+    fake = FakeJobStore()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        table = DynamoJobStore(client, create_jobs_table(client))
+        for observation in delivered:
+            for store in (fake, table):
+                record_observation(observation, store, FakeMetrics(), None)
+        # THEN both count the job once, under the key of its final state (the fields a late event
+        # brought moved the count, whatever came first)
+        final = table.load_job(JOB)
+        assert final is not None and final.instance_count == 2
+        expected = [(arrival_key(final), 1)]
+        assert fake.arrival_counts("gpu", 0) == table.arrival_counts("gpu", 0) == expected
 
 
 def attempt_cost(training_job: str, team: str | None, at_ms: int, billable_seconds: float) -> AttemptCost:

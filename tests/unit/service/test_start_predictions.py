@@ -349,23 +349,33 @@ def forecast_inputs(monkeypatch: pytest.MonkeyPatch) -> list[History]:
     return seen
 
 
-def test_past_the_history_cap_the_older_finished_jobs_count_only_as_arrivals(
+def test_past_the_history_cap_the_finished_jobs_arrive_from_the_counts_and_only_the_newest_are_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # GIVEN the busy queue (40 finished, 4 running, 3 waiting), with its history reads recorded, and
-    # a cap of 10 finished jobs whose histories (run times) are read
+    # GIVEN the busy queue (40 finished, 4 running, 3 waiting), with its reads of finished jobs and
+    # of histories recorded, and a cap of 10 finished jobs read whole (their run times)
     world = busy_world(waiting=3)
     read: list[str] = []
     history_of = world.store.job_history
     world.store.job_history = lambda arn: read.append(arn) or history_of(arn)  # type: ignore[method-assign]
+    listed: list[str] = []
+    newest_of, all_of = world.store.newest_in_status, world.store.jobs_in_status
+    world.store.newest_in_status = (  # type: ignore[method-assign]
+        lambda status, after, limit: [listed.append(j.job_arn) or j for j in newest_of(status, after, limit)]
+    )
+    world.store.jobs_in_status = lambda *a: listed.extend(["a whole status read"]) or all_of(*a)  # type: ignore[method-assign]
     seen = forecast_inputs(monkeypatch)
     # WHEN the watch predicts
     ports = forecast_ports(world, ForecastLimits(samples=40, history_jobs=10))
     predict_starts(ports, {s: world.store.jobs(s.value) for s in JobStatus}, NOW)
-    # THEN the 10 newest finished jobs give run times, and every job of the window is an arrival:
-    # the rate is not what the cap lets through
+    # THEN only the 10 newest finished jobs are read and give run times, and every job of the window
+    # is an arrival (the finished ones from the arrival counts): the rate is not what the cap lets through
     (history,) = seen
-    assert sorted(a for a in read if "old-" in a) == sorted(ARN + f"old-{n}" for n in range(30, 40))
+    assert (
+        sorted(listed)
+        == sorted(a for a in read if "old-" in a)
+        == sorted(ARN + f"old-{n}" for n in range(30, 40))
+    )
     assert len(history.finished) == 10
     assert len(history.arrivals) == 40 + 4 + 3
 

@@ -137,7 +137,9 @@ def transact_new_and_versioned(
     """One TransactWriteItems whose first action puts a new item and whose second is a versioned put.
 
     False when the first item exists (this write happened already); ConcurrentUpdateError(``moved``)
-    when the versioned item changed since it was read; any other cancellation propagates.
+    when the versioned item changed since it was read, or another transaction was writing one of the
+    items (a shared counter such as an hour's arrival count: read again and retry); any other
+    cancellation propagates.
     """
     try:
         client.transact_write_items(TransactItems=actions)
@@ -147,7 +149,7 @@ def transact_new_and_versioned(
         reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
         if reasons and reasons[0] == "ConditionalCheckFailed":
             return False
-        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed" or "TransactionConflict" in reasons:
             raise ConcurrentUpdateError(moved) from exc
         raise
     return True

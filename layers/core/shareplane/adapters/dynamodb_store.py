@@ -14,11 +14,13 @@ Layout (one table, string keys ``pk``/``sk``):
 | ``TJ#<arn>``        | ``COST``         | what the training job cost, written once          |
 | ``SPEND#<team>``    | ``<YYYY-MM>``    | the team's recorded cost in a month (budgets)     |
 | ``TICK#<runner>``   | ``TICK``         | the newest schedule tick a periodic run handled   |
+| ``ARRIVALS#<queue>``| ``HOUR#<hour>``  | finished jobs counted by creation hour (TTL)      |
 
 Each applied observation is ONE TransactWriteItems request: the history item (condition: not there
 yet, which is what makes a re-delivered event a no-op), the state item (condition: the version we
-read, so two writers can never lose a transition or move the state backwards) and any new
-training-job links.
+read, so two writers can never lose a transition or move the state backwards), any new
+training-job links and, once the job has finished, its move in the arrival counts
+(``arrival_items``): counted in the same write as its state, a job is counted once.
 
 The PREDICTION item sits beside the STATE item, not on it: the state is rewritten whole at each
 transition (a versioned put), which would drop a prediction, and a prediction must not bump the
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
+from ..domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import (
     TrainingHistoryEntry,
@@ -43,6 +46,7 @@ from ..domain.training import (
     TrainingJobStatus,
     TrainingTransition,
 )
+from .arrival_items import arrivals_pk, count_update, counts_from_item, hour_sk
 from .dynamodb_items import (
     get_item,
     marshal,
@@ -281,7 +285,22 @@ class DynamoJobStore:
             }
             for arn in transition.new_training_job_arns
         ]
+        buckets: dict[tuple[str, int], dict[ArrivalKey, int]] = {}
+        for key, delta in arrival_moves(transition.previous, state).items():
+            buckets.setdefault((key.queue, key.hour_ms), {})[key] = delta
+        # One action per hour item: a transaction may not name an item twice.
+        actions += [count_update(self._table, q, hour, deltas) for (q, hour), deltas in buckets.items()]
         return self._transact(actions)
+
+    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
+        """The queue's finished jobs counted by creation hour, from the hour ``since_ms`` falls in."""
+        first = {"S": hour_sk(hour_of(since_ms))}
+        items = self._paginate(
+            "query",
+            KeyConditionExpression="pk = :p AND sk >= :s",
+            ExpressionAttributeValues={":p": {"S": arrivals_pk(queue)}, ":s": first},
+        )
+        return [count for item in items for count in counts_from_item(queue, item)]
 
     def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
         """History items of a job in the order they happened (the sort key is the order)."""

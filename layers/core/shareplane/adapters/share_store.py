@@ -131,6 +131,16 @@ class DynamoShareStore:
     # -- jobs ---------------------------------------------------------------------------------
     def jobs_in_status(self, status: str, created_after_ms: int | None = None) -> list[JobState]:
         """Jobs in one status from the ByStatus index, optionally only those created after a time."""
+        return self._by_status(status, created_after_ms)
+
+    def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
+        """The ``limit`` jobs in one status created last, after a time; newest first (read from the
+        index's end, no more than ``limit`` items)."""
+        return self._by_status(status, created_after_ms, limit=limit) if limit > 0 else []
+
+    def _by_status(
+        self, status: str, created_after_ms: int | None, limit: int | None = None
+    ) -> list[JobState]:
         condition = "gsi1pk = :p"
         values: dict[str, Any] = {":p": {"S": f"STATUS#{status}"}}
         if created_after_ms is not None:
@@ -143,11 +153,15 @@ class DynamoShareStore:
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
+        if limit is not None:
+            params["ScanIndexForward"] = False
         jobs: list[JobState] = []
         while True:
+            if limit is not None:
+                params["Limit"] = limit - len(jobs)
             response = self._client.query(**params)
             jobs += [job_state_from_item(unmarshal(i)) for i in response.get("Items", [])]
-            if "LastEvaluatedKey" not in response:
+            if "LastEvaluatedKey" not in response or (limit is not None and len(jobs) >= limit):
                 return jobs
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import fairshare
+from .arrival_counts import ArrivalKey
 from .config import SchedulingMode, SharesConfig
 from .errors import InvalidInputError
 from .lifecycle import gpus_per_instance
@@ -109,12 +110,15 @@ def live_from_records(
     *,
     arrivals_since: float | None = None,
     name_of: Callable[[Mapping[str, Any]], str] = job_label,
+    finished_arrivals: Sequence[Arrival] | None = None,
 ) -> tuple[LiveQueue, History]:
     """The queue at ``now`` and its history, from its job records (other queues' records left out).
 
     ``arrivals_since``: since when the records hold every submission (default: since the oldest
     record, true of the whole table); the forecast measures the arrival rate over no more.
     ``name_of`` names each job in the forecast (the forecast is keyed by it).
+    ``finished_arrivals``: the finished jobs' arrivals, counted apart (``counted_arrivals``, the
+    watch's and the receipt's bounded read); the records of finished jobs then add only their runs.
     """
     running: list[RunningJob] = []
     queued: list[QueuedJob] = []
@@ -129,7 +133,8 @@ def live_from_records(
         created = (record.get("createdAt") or 0) / 1000.0
         if created > now:
             continue
-        if record.get("createdAt"):  # a record without its submission time is no arrival
+        counted = finished_arrivals is not None and record.get("status") in ENDED
+        if record.get("createdAt") and not counted:  # a record without its submission time is no arrival
             arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
         holds = holds_of(record)
         for start, end in holds:
@@ -169,8 +174,19 @@ def live_from_records(
         head_of_line_blocking=policy.head_of_line_blocking,
         borrow=policy.borrow,
     )
+    if finished_arrivals is not None:
+        arrivals = sorted([*arrivals, *(a for a in finished_arrivals if a.at <= now)], key=lambda a: a.at)
     since = arrivals_since if arrivals_since is not None else arrivals[0].at if arrivals else now
     return live, History(tuple(finished), tuple(arrivals), since)
+
+
+def counted_arrivals(counts: Iterable[tuple[ArrivalKey, int]]) -> list[Arrival]:
+    """The arrival counts as the forecast's arrivals: each counted job at the start of its hour."""
+    return [
+        Arrival(key.hour_ms / 1000.0, key.share, key.instances, key.priority)
+        for key, n in counts
+        for _ in range(n)
+    ]
 
 
 # ------------------------------------------------------------------------------- explanation

@@ -2,7 +2,7 @@
 
 The one builder of the forecast's input from live state. `shareplane why` and `submit --dry-run`
 read the whole jobs table through it; the watch_jobs Lambda reads a bounded set of jobs (its active
-ones, the newest finished ones whole and the older ones as submissions only,
+ones and the newest finished ones whole, the finished ones' arrivals from the arrival counts,
 ``start_predictions.bounded_twin``) through the same function, and so does the submit_job Lambda for
 its receipt's first prediction (``receipt_prediction``). Read-only:
 DescribeJobQueues, DescribeServiceEnvironments, DescribeSchedulingPolicies or ListQuotaShares, and the
@@ -14,7 +14,7 @@ the paths that forecast import it, and only when they do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..domain.config import SchedulingMode, SharesConfig
 from ..domain.lifecycle import JobState, JobStatus
 from ..domain.rebalance import SharingStrategy
 from ..domain.records import job_record
-from ..domain.start_forecast import History, LiveQueue, QueueKind
+from ..domain.start_forecast import Arrival, History, LiveQueue, QueueKind
 from ..domain.wait_explain import QueuePolicy, job_label, live_from_records
 from .ports import JobStore, QueueReader
 from .queries import job_record_of
@@ -111,32 +111,34 @@ def read_live_twin(
     now: float,
     *,
     states: Iterable[JobState] | None = None,
-    submissions: Iterable[JobState] = (),
+    finished_arrivals: Sequence[Arrival] | None = None,
     arrivals_since: float | None = None,
     name_of: Callable[[Mapping[str, Any]], str] = job_label,
 ) -> LiveTwin:
     """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
 
-    ``submissions`` are finished jobs a bounded read counts only as arrivals: their histories are
-    not read, so they add no run time or usage. ``arrivals_since``: since when the jobs read hold
-    every submission (default: since the oldest of them, true of the whole table). ``name_of``
+    ``finished_arrivals``: the finished jobs' arrivals as a bounded read counts them (the arrival
+    counts), in place of the finished ``states``' own. ``arrivals_since``: since when the jobs read
+    hold every submission (default: since the oldest of them, true of the whole table). ``name_of``
     names each job in the forecast (default: its name, as `why` shows it; the watch keys its
     predictions by job ARN, which never repeats).
     """
     chosen = sources.store.jobs() if states is None else states
 
-    def record_of(state: JobState, whole: bool) -> dict[str, Any]:
-        if whole and not never_dispatched(state):
+    def record_of(state: JobState) -> dict[str, Any]:
+        if not never_dispatched(state):
             return job_record_of(sources.store, state, sources.config)
         return job_record(state, (), None, sources.config)
 
     mine = queue_name(queue)
-    records = tuple(
-        record_of(state, whole)
-        for read, whole in ((chosen, True), (submissions, False))
-        for state in read
-        if queue_name(state.job_queue) == mine
-    )
+    records = tuple(record_of(state) for state in chosen if queue_name(state.job_queue) == mine)
     policy = queue_policy(sources.batch, queue, sources.config)
-    live, history = live_from_records(records, policy, now, arrivals_since=arrivals_since, name_of=name_of)
+    live, history = live_from_records(
+        records,
+        policy,
+        now,
+        arrivals_since=arrivals_since,
+        name_of=name_of,
+        finished_arrivals=finished_arrivals,
+    )
     return LiveTwin(queue, now, records, policy, live, history)

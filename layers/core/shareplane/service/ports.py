@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts import Alert
+    from ..domain.arrival_counts import ArrivalKey
     from ..domain.attribution import StoredAttribution
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.cost import AttemptCost
@@ -387,8 +388,20 @@ class RecentJobs(Protocol):
         """Jobs in one status, optionally only those created after ``created_after_ms``."""
         ...
 
+    def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
+        """The ``limit`` jobs in one status created last, after ``created_after_ms``; newest first."""
+        ...
+
     def oldest_created_ms(self, status: str) -> int | None:
         """When the oldest job in one status was created (epoch ms; None: no such job)."""
+        ...
+
+
+class ArrivalCounts(Protocol):
+    """Finished jobs counted by queue, creation hour, share, instances and priority (``arrival_counts``)."""
+
+    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
+        """The queue's counts above zero, from the hour ``since_ms`` falls in."""
         ...
 
 

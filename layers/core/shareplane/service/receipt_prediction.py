@@ -2,7 +2,7 @@
 
 Right after SubmitServiceJob the submit path reads the live twin as the watch does
 (``start_predictions.bounded_twin``: the GPU queue's active jobs, the newest finished ones whole and
-the older ones as submissions) plus the new jobs' own states (read consistently: the ByStatus index
+the finished ones' arrival counts) plus the new jobs' own states (read consistently: the ByStatus index
 may not list a job written a moment ago), and forecasts the new jobs with the watch's
 ``FORECAST_SAMPLES`` runs. The receipt carries what it finds; the job's record is the watch's (its
 ticks store and refresh the prediction there).

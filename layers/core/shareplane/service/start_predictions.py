@@ -3,9 +3,10 @@
 Each watch tick, after the reconcile has brought the table up to Batch, the twin is read as `shareplane
 why` reads it (``live_twin.read_live_twin``), but from a bounded set of jobs so that one tick fits the
 Lambda (120 s, 512 MB): every active job of the GPU queue (running jobs hold capacity, waiting ones are
-the queue) and the newest ``history_jobs`` finished ones of the last 30 days (their run times; the
-ByStatus index's time range, not a scan), the older finished ones of those days only for their
-submissions (the arrival rate: no history query each). The forecast runs ``samples`` times with a
+the queue) and the newest ``history_jobs`` finished ones of the last 30 days (their run times; read
+from the ByStatus index's end, not a scan), and the finished jobs' arrivals of those days from the
+arrival counts (``domain.arrival_counts``: one item an hour, where reading each job would be tens of
+thousands of items a tick on a busy queue). The forecast runs ``samples`` times with a
 seed of the tick's time, so a redelivered tick forecasts the same. At most ``max_jobs`` jobs are its
 targets, one write each (``prediction_targets``): when more wait, the jobs never predicted come
 first (a job submitted behind a deep queue is not left without a prediction until it is among the
@@ -31,7 +32,7 @@ from ..domain.config import SharesConfig
 from ..domain.errors import ConfigError
 from ..domain.lifecycle import JobState, JobStatus
 from ..domain.start_prediction import StartPrediction
-from .ports import JobStore, PredictionStore, QueueReader, RecentJobs
+from .ports import ArrivalCounts, JobStore, PredictionStore, QueueReader, RecentJobs
 
 if TYPE_CHECKING:  # the twin loads the forecast: only the paths that forecast import it
     from .live_twin import LiveTwin
@@ -42,9 +43,9 @@ WAITING = (JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE)
 HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
 #: The statuses whose jobs' run times are the forecast's history.
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED)
-#: How far back finished jobs are read: the forecast's arrival lookback (``ForecastSettings``, not
-#: imported here: this module stays light); their run times count for 14 days of it
-#: (``wait_explain.HISTORY_SECONDS``).
+#: How far back finished jobs and arrivals are read: the forecast's arrival lookback
+#: (``ForecastSettings``, not imported here: this module stays light); run times count for 14 days
+#: of it (``wait_explain.HISTORY_SECONDS``).
 READ_SECONDS = 30 * 86400
 
 
@@ -74,7 +75,7 @@ class ForecastLimits:
         return self.max_jobs > 0 and self.samples > 0
 
 
-class ForecastStore(JobStore, PredictionStore, Protocol):
+class ForecastStore(JobStore, PredictionStore, ArrivalCounts, Protocol):
     """The jobs table as the prediction step reads and writes it."""
 
 
@@ -138,41 +139,49 @@ def bounded_twin(
 ) -> LiveTwin:
     """The twin as the watch (and the submit receipt) read it: bounded, to fit a Lambda.
 
-    Every active job (``newest``, jobs just written, in place of any listed copy) and the finished
-    ones created in the last ``READ_SECONDS``: the newest ``history_jobs`` read whole (their
-    histories give run times and usage), the others only as submissions, for the arrival rate (no
-    history query each: left out, a busy queue's rate would read as what the cap lets through). The
-    submissions are complete since the table's first job (the ByStatus index's first key of each
-    finished status, or an older active job), which may be long before the window.
+    Every active job (``newest``, jobs just written, in place of any listed copy) and the newest
+    ``history_jobs`` finished ones created in the last ``READ_SECONDS``, read whole (their histories
+    give run times and usage); the finished jobs' arrivals come from the arrival counts (one item an
+    hour), not from their records: a busy queue finishes tens of thousands of jobs in the window.
+    The arrivals are complete since the table's first job (the ByStatus index's first key of each
+    finished status, or an older active job), which may be long before the window. A job that
+    finishes between the watch's read of the active jobs and this read is in both (one arrival
+    counted twice, out of the window's thousands).
     """
-    from ..domain.wait_explain import job_arn_label
+    from ..domain.arrival_counts import hour_of
+    from ..domain.wait_explain import counted_arrivals, job_arn_label
     from .live_twin import TwinSources, read_live_twin
 
     since_ms = int((now - READ_SECONDS) * 1000)
     fresh = {s.job_arn for s in newest}
-    finished = [
-        job
-        for status in FINISHED
-        for job in ports.recent.jobs_in_status(status.value, since_ms)
-        if job.job_arn not in fresh
-    ]
-    finished.sort(key=lambda j: (j.created_at or 0, j.job_arn), reverse=True)
+    cap = ports.limits.history_jobs
+    finished = sorted(
+        (
+            job
+            for status in FINISHED
+            for job in ports.recent.newest_in_status(status.value, since_ms, cap)
+            if job.job_arn not in fresh
+        ),
+        key=lambda j: (j.created_at or 0, j.job_arn),
+        reverse=True,
+    )[:cap]
     # A job that finished between the two reads is listed in both: its finished state stands.
     done = fresh | {j.job_arn for j in finished}
     unfinished = [
         s for status in (*HOLDING, *WAITING) for s in active.get(status, ()) if s.job_arn not in done
     ]
-    cap = ports.limits.history_jobs
-    whole = [*unfinished, *finished[:cap], *newest]
+    whole = [*unfinished, *finished, *newest]
     firsts = [ms for status in FINISHED if (ms := ports.recent.oldest_created_ms(status.value)) is not None]
     firsts += [s.created_at for s in whole if s.created_at]
+    # Counted arrivals sit at their hour's start: observation starts at the first job's hour.
+    since = hour_of(min(firsts)) / 1000.0 if firsts else now
     return read_live_twin(
         TwinSources(ports.store, ports.batch, ports.config),
         ports.queue,
         now,
         states=whole,
-        submissions=finished[cap:],
-        arrivals_since=min(firsts) / 1000.0 if firsts else now,
+        finished_arrivals=counted_arrivals(ports.store.arrival_counts(queue_name(ports.queue), since_ms)),
+        arrivals_since=since,
         name_of=job_arn_label,
     )
 
