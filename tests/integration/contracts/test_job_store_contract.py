@@ -161,13 +161,23 @@ def test_a_stored_state_reads_back_equal_field_for_field(store: Any) -> None:
     assert store.load_job(JOB) == written and store.jobs("FAILED") == [written]
 
 
+def late_fields(observations: list[JobObservation]) -> list[JobObservation]:
+    """``observations`` as Batch may send them: capacity known from RUNNING on, and the final event
+    without share, priority or capacity (as in Batch's official SUCCEEDED sample)."""
+    two = (CapacityUsage("NUM_INSTANCES", 2),)
+    out = [replace(o, capacity_usage=two) if o.status is JobStatus.RUNNING else o for o in observations]
+    final = out[-1]
+    return [*out[:-1], replace(final, share_identifier=None, scheduling_priority=None, capacity_usage=())]
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), detours=detours, outcome=outcomes)
 def test_any_delivery_order_with_redeliveries_is_stored_alike(
     aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
 ) -> None:
-    # GIVEN one job's observations, shuffled and partly delivered twice, recorded on the fake and the table
-    observations = lifecycle(detours, outcome)
+    # GIVEN one job's observations, the last without fields the earlier ones carry, shuffled and
+    # partly delivered twice, recorded on the fake and the table
+    observations = late_fields(lifecycle(detours, outcome))
     delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
     fake = FakeJobStore()
     with mock_aws():
@@ -181,15 +191,10 @@ def test_any_delivery_order_with_redeliveries_is_stored_alike(
         assert fake.job_history(JOB) == table.job_history(JOB)
         assert len(table.job_history(JOB)) == len({o.digest for o in observations})
         assert fake.jobs() == table.jobs()
-
-
-def late_fields(observations: list[JobObservation]) -> list[JobObservation]:
-    """``observations`` as Batch may send them: capacity known from RUNNING on, and the final event
-    without share, priority or capacity (as in Batch's official SUCCEEDED sample)."""
-    two = (CapacityUsage("NUM_INSTANCES", 2),)
-    out = [replace(o, capacity_usage=two) if o.status is JobStatus.RUNNING else o for o in observations]
-    final = out[-1]
-    return [*out[:-1], replace(final, share_identifier=None, scheduling_priority=None, capacity_usage=())]
+        # AND both count the job once, under its final state's key (a late event's fields moved it)
+        final = table.load_job(JOB)
+        assert final is not None and final.instance_count == 2
+        assert fake.arrival_counts("gpu", 0) == table.arrival_counts("gpu", 0) == [(arrival_key(final), 1)]
 
 
 def test_a_finished_job_is_counted_once_in_its_queues_creation_hour(store: Any) -> None:
@@ -210,30 +215,6 @@ def test_an_active_job_is_not_counted(store: Any) -> None:
     for observation in lifecycle([], "succeed")[:-1]:
         record_observation(observation, store, FakeMetrics(), None)
     assert store.arrival_counts("gpu", 0) == []
-
-
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data(), detours=detours, outcome=outcomes)
-def test_in_any_delivery_order_a_job_is_counted_once_under_its_final_key(
-    aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
-) -> None:
-    # GIVEN one job's observations, the last without the fields the earlier ones carry, shuffled and
-    # partly delivered twice, recorded on the fake and the table
-    observations = late_fields(lifecycle(detours, outcome))
-    delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
-    fake = FakeJobStore()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        table = DynamoJobStore(client, create_jobs_table(client))
-        for observation in delivered:
-            for store in (fake, table):
-                record_observation(observation, store, FakeMetrics(), None)
-        # THEN both count the job once, under the key of its final state (the fields a late event
-        # brought moved the count, whatever came first)
-        final = table.load_job(JOB)
-        assert final is not None and final.instance_count == 2
-        expected = [(arrival_key(final), 1)]
-        assert fake.arrival_counts("gpu", 0) == table.arrival_counts("gpu", 0) == expected
 
 
 def attempt_cost(training_job: str, team: str | None, at_ms: int, billable_seconds: float) -> AttemptCost:
