@@ -15,6 +15,9 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   half the jobs had no p50 within the horizon: the median error is then unbounded);
 - ``coverage_p10_p90``: the share of actual starts within [p10, p90] (a bound the forecast left
   open, because too few runs started the job within the horizon, counts as "later than any");
+- ``started_after_last_arrival``: how many of those jobs started after the trace's last submission,
+  when the replay's queue only drains: a forecast made live carries the recent arrivals forward and
+  cannot know they stop, so those starts measure the trace's end as much as the forecast;
 - ``baseline_median_abs_error_seconds``: the same error for the guess a person makes from the
   dashboard: the median wait of the same tier's jobs that started in the 24 h before the prediction
   (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``
@@ -323,12 +326,22 @@ def measured(predictions: Sequence[Prediction]) -> list[Prediction]:
     return [p for p in predictions if p.actual_wait is not None and p.actual_wait >= MIN_WAIT_SECONDS]
 
 
-def measure(predictions: Sequence[Prediction], calibration: Calibration | Fitted = UNTUNED) -> dict[str, Any]:
+def measure(
+    predictions: Sequence[Prediction],
+    calibration: Calibration | Fitted = UNTUNED,
+    last_arrival: float | None = None,
+) -> dict[str, Any]:
     """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring).
 
     ``calibration`` is one for every prediction or, for a method with a margin per group, a
-    function giving each prediction its own."""
+    function giving each prediction its own. ``started_after_last_arrival`` counts the jobs that
+    started after the trace's last submission (None without ``last_arrival``)."""
     waited = measured(predictions)
+    drained = {
+        "started_after_last_arrival": None
+        if last_arrival is None
+        else sum(1 for p in waited if p.actual_start > last_arrival)  # type: ignore[operator]
+    }
     if not waited:
         return {
             "measured": 0,
@@ -336,6 +349,7 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration | Fitted
             "median_abs_error_seconds": None,
             "coverage": None,
             "baseline_median_abs_error_seconds": None,
+            **drained,
         }
     of = calibration if callable(calibration) else (lambda p: calibration)
     errors = [abs(of(p).point(p) - p.actual_start) for p in waited]  # type: ignore[operator]
@@ -352,6 +366,7 @@ def measure(predictions: Sequence[Prediction], calibration: Calibration | Fitted
         "median_abs_error_seconds": round(error, 1) if math.isfinite(error) else None,
         "coverage": round(inside / len(waited), 4),
         "baseline_median_abs_error_seconds": round(statistics.median(baseline), 1),
+        **drained,
     }
 
 
@@ -536,6 +551,9 @@ class EtaResult:
     worker_cpu_seconds: float = 0.0
     calibration: Calibration = UNTUNED
     measures: dict[str, Any] = field(default_factory=dict)
+    #: The trace's last submission (seconds): a start after it comes from a queue that only drains,
+    #: which no forecast made live can know (None when unknown, as for predictions read back alone).
+    last_arrival: float | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``eta`` object ``shareplane simulate --eta`` adds to the policy."""
@@ -543,8 +561,13 @@ class EtaResult:
 
 
 def predictions_json(results: Mapping[str, EtaResult]) -> dict[str, Any]:
-    """Each policy's raw predictions (the runs' starts before any calibration), for ``load_predictions``."""
-    return {"predictions": {name: [asdict(p) for p in r.predictions] for name, r in results.items()}}
+    """Each policy's raw predictions (the runs' starts before any calibration), for ``load_predictions``,
+    and the trace's last submission, for ``load_last_arrival``."""
+    last = next((r.last_arrival for r in results.values()), None)
+    return {
+        "predictions": {name: [asdict(p) for p in r.predictions] for name, r in results.items()},
+        "last_arrival": last,
+    }
 
 
 def load_predictions(path: Path) -> dict[str, list[Prediction]]:
@@ -554,6 +577,12 @@ def load_predictions(path: Path) -> dict[str, list[Prediction]]:
         name: [Prediction(**{**row, "starts": tuple(row["starts"])}) for row in rows]
         for name, rows in data["predictions"].items()
     }
+
+
+def load_last_arrival(path: Path) -> float | None:
+    """The trace's last submission ``predictions_json`` wrote (None in a file written before it was)."""
+    value = json.loads(path.read_text()).get("last_arrival")
+    return None if value is None else float(value)
 
 
 def _forecast_one(
@@ -671,7 +700,16 @@ def backtest(
             pool.shutdown(cancel_futures=True)
     wall = time.perf_counter() - started
     predictions = [replace(p, actual_start=view.first_dispatch.get(p.job)) for p in made]
-    return EtaResult(policy, predictions, result, spent[0], wall - spent[0], worker_cpu[0])
+    submits = run_submits(scenario)
+    return EtaResult(
+        policy,
+        predictions,
+        result,
+        spent[0],
+        wall - spent[0],
+        worker_cpu[0],
+        last_arrival=submits[-1] if submits else None,
+    )
 
 
 def evaluate(result: EtaResult) -> EtaResult:
@@ -681,7 +719,8 @@ def evaluate(result: EtaResult) -> EtaResult:
     earlier, later = preds[:half], preds[half:]
     chosen = tune(earlier)
     result.calibration = chosen
-    whole = measure(preds)
+    last = result.last_arrival
+    whole = measure(preds, last_arrival=last)
     tuned = measure(later, chosen)
     by_kind = {
         kind: measure([p for p in later if chosen.beyond_horizon(p) == beyond], chosen)
@@ -697,14 +736,15 @@ def evaluate(result: EtaResult) -> EtaResult:
         "median_abs_error_seconds": whole["median_abs_error_seconds"],
         "coverage_p10_p90": whole["coverage"],
         "baseline_median_abs_error_seconds": whole["baseline_median_abs_error_seconds"],
+        "started_after_last_arrival": whole["started_after_last_arrival"],
         "earlier_half": {
-            **_renamed(measure(earlier)),
+            **_renamed(measure(earlier, last_arrival=last)),
             # Which margins' method, chosen inside the earlier half: fitted on its first half,
             # measured on its second (``choose_method``); ``tune`` fits the asymmetric one.
             "method_selection": {"coverage": validation, "chosen": method},
         },
         "later_half": {
-            **_renamed(measure(later)),
+            **_renamed(measure(later, last_arrival=last)),
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
                 "p50_scale": chosen.p50_scale,

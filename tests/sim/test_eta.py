@@ -7,6 +7,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from gpusim import eta
@@ -20,6 +21,7 @@ from gpusim.eta import (
     backtest,
     choose_method,
     evaluate,
+    load_last_arrival,
     load_predictions,
     measure,
     measure_online,
@@ -388,9 +390,12 @@ def test_the_cli_writes_the_raw_predictions_the_calibration_is_tuned_on(tmp_path
     assert len(loaded) == eta["predictions"] == 40
     assert any(p.starts for p in loaded) and any(p.actual_start for p in loaded)
     # Re-measured from the file alone, the figures are the command's.
-    again = evaluate(EtaResult(Policy.FAIRSHARE, loaded, None, 0.0, 0.0)).summary()  # type: ignore[arg-type]
+    last = load_last_arrival(out)
+    assert last is not None and last >= max(p.submitted_at for p in loaded)
+    again = evaluate(EtaResult(Policy.FAIRSHARE, loaded, None, 0.0, 0.0, last_arrival=last)).summary()  # type: ignore[arg-type]
     assert again["later_half"] == eta["later_half"]
     assert again["coverage_p10_p90"] == eta["coverage_p10_p90"]
+    assert again["started_after_last_arrival"] == eta["started_after_last_arrival"] is not None
 
 
 def test_the_shipped_calibration_is_the_earlier_halfs_choice_on_the_philly_backtest() -> None:
@@ -407,6 +412,34 @@ def test_the_shipped_calibration_is_the_earlier_halfs_choice_on_the_philly_backt
         later["tuned_on_earlier_half"]["median_abs_error_seconds"]
         <= later["baseline_median_abs_error_seconds"] / 2
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "earlier", "later"), [(PHILLY_PREDICTIONS, 3, 174), (PHILLY_PREDICTIONS_SEED1, 0, 179)]
+)
+def test_the_backtest_counts_the_later_jobs_that_started_only_once_submissions_stopped(
+    path: Path, earlier: int, later: int
+) -> None:
+    # GIVEN the Philly backtest's predictions and the trace's last submission (day 55.56)
+    result = evaluate(
+        EtaResult(
+            Policy.FAIRSHARE,
+            load_predictions(path)["fairshare"],
+            None,
+            0.0,
+            0.0,
+            last_arrival=load_last_arrival(path),
+        )  # type: ignore[arg-type]
+    )
+    summary = result.summary()
+    # THEN it says how many measured jobs started after it (a few of the earlier half's, a third of
+    # the later half's), and read back without the trace, it says it does not know
+    assert load_last_arrival(path) == 4800091.0
+    assert summary["earlier_half"]["started_after_last_arrival"] == earlier
+    assert summary["later_half"]["started_after_last_arrival"] == later
+    assert summary["started_after_last_arrival"] == earlier + later
+    unknown = evaluate(EtaResult(Policy.FAIRSHARE, load_predictions(path)["fairshare"], None, 0.0, 0.0))  # type: ignore[arg-type]
+    assert unknown.summary()["later_half"]["started_after_last_arrival"] is None
 
 
 def test_on_another_seed_the_same_method_is_chosen_and_its_range_covers_the_target() -> None:

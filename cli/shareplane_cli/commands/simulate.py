@@ -206,6 +206,7 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
         "coverage",
         "tuned: error h / coverage",
         "online coverage",
+        "started after last arrival",
     ):
         table.add_column(column, justify="right")
     for name, e in etas.items():
@@ -228,5 +229,6 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             str(late["coverage_p10_p90"]),
             f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
             str(late["online"]["coverage"]),
+            "-" if late["started_after_last_arrival"] is None else str(late["started_after_last_arrival"]),
         )
     (console or Console()).print(table)
