@@ -284,9 +284,10 @@ class Calibration:
         return p.raw(self.low) is None
 
     def bounds(self, p: Prediction) -> tuple[float, float]:
-        now, shown = p.submitted_at, self.shown
-        high = shown.high(p.raw(self.high), now)
-        return shown.low(p.raw(self.low), now, p.horizon_seconds), math.inf if high is None else high
+        low, _, high = self.shown.shown(
+            p.raw(self.low), p.raw(0.5), p.raw(self.high), p.submitted_at, p.horizon_seconds
+        )
+        return low, math.inf if high is None else high
 
     def below(self, p: Prediction) -> float:
         """How far (``log_wait`` scale) the actual start fell below the runs' low; negative above it."""

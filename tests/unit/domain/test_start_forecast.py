@@ -289,6 +289,28 @@ def test_the_forecast_shows_the_calibrated_quantiles() -> None:
     assert shown.low is not None and raw.low is not None and shown.low < raw.low
 
 
+@given(
+    waits=st.lists(st.floats(0, 40 * 86400.0), min_size=3, max_size=3).map(sorted),
+    open_from=st.integers(1, 3),
+    scale=st.floats(0.1, 4.0),
+    low_margin=st.floats(-2.0, 2.0),
+    high_margin=st.floats(-2.0, 2.0),
+)
+def test_the_shown_range_holds_the_shown_p50_whatever_the_calibration(
+    waits: list[float], open_from: int, scale: float, low_margin: float, high_margin: float
+) -> None:
+    # GIVEN the runs' raw p10 <= p50 <= p90 (those from ``open_from`` on beyond the horizon) and any
+    # calibration: a p50 scaled below the low, or margins that narrow the range
+    now, horizon = 1000.0, 30 * 86400.0
+    raw = [now + w if n < open_from else None for n, w in enumerate(waits)]
+    cal = Calibration(p50_scale=scale, low_log_margin=low_margin, high_log_margin=high_margin)
+    low, median, high = cal.shown(raw[0], raw[1], raw[2], now, horizon)
+    # THEN the shown range still holds the shown p50, and what is open stays open
+    assert median is None or low <= median
+    assert median is None or high is None or median <= high
+    assert (median is None) == (raw[1] is None) and (high is None) == (raw[2] is None)
+
+
 def test_a_job_no_run_started_gets_a_range_from_the_horizon_on() -> None:
     q = queue(queued=(QueuedJob("huge", "a", 3, 10, 950.0, 1),))
     f = forecast_starts(

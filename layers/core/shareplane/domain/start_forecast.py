@@ -215,6 +215,24 @@ class Calibration:
         """The shown high start (None: later than the horizon, stays open)."""
         return None if raw is None else now + _widened(max(0.0, raw - now), self.high_log_margin)
 
+    def shown(
+        self, low: float | None, median: float | None, high: float | None, now: float, horizon: float
+    ) -> tuple[float, float | None, float | None]:
+        """The shown low, median and high from the runs' raw ones, in order: a p50 scaled below the
+        low (or above the high) by a scale and margins tuned apart widens the range to hold it."""
+        shown_low, shown_median, shown_high = (
+            self.low(low, now, horizon),
+            self.median(median, now),
+            self.high(high, now),
+        )
+        if shown_median is None:
+            return shown_low, None, shown_high
+        return (
+            min(shown_low, shown_median),
+            shown_median,
+            None if shown_high is None else max(shown_high, shown_median),
+        )
+
 
 def _widened(wait: float, log_margin: float) -> float:
     """``wait`` moved by ``log_margin`` on the ``log_wait`` scale (no margin leaves it exact)."""
@@ -773,12 +791,13 @@ def forecast_starts(
             k = max(1, math.ceil(q * n))
             return values[k - 1] if k <= len(values) else None
 
-        cal = settings.calibration
+        raw = (at(settings.low_quantile), at(0.5), at(settings.high_quantile))
+        low, median, high = settings.calibration.shown(*raw, queue.now, settings.horizon_seconds)
         out[name] = StartForecast(
             job=name,
-            low=cal.low(at(settings.low_quantile), queue.now, settings.horizon_seconds),
-            median=cal.median(at(0.5), queue.now),
-            high=cal.high(at(settings.high_quantile), queue.now),
+            low=low,
+            median=median,
+            high=high,
             started_fraction=len(values) / n,
             samples=n,
             starts=tuple(values),
