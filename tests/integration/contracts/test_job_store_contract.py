@@ -211,6 +211,20 @@ def test_a_finished_job_is_counted_once_in_its_queues_creation_hour(store: Any) 
     assert store.arrival_counts("gpu", created + HOUR_MS) == []
 
 
+def test_any_share_name_is_counted_and_read_back_under_it(store: Any) -> None:
+    # GIVEN jobs of shares whose names hold the layout's separator, spaces and accents
+    for n, share in enumerate(["Prod|Exp|1", "équipe a", ""]):
+        for observation in lifecycle([], "succeed", created=1_773_690_900_000 + n):
+            record_observation(
+                replace(observation, job_arn=f"{JOB}-{n}", share_identifier=share), store, FakeMetrics(), None
+            )
+    # THEN each is counted under its own name
+    hour = 1_773_690_900_000 - 1_773_690_900_000 % HOUR_MS
+    assert store.arrival_counts("gpu", 0) == sorted(
+        (ArrivalKey("gpu", hour, share, 1, 50), 1) for share in ["Prod|Exp|1", "équipe a", ""]
+    )
+
+
 def test_an_active_job_is_not_counted(store: Any) -> None:
     for observation in lifecycle([], "succeed")[:-1]:
         record_observation(observation, store, FakeMetrics(), None)

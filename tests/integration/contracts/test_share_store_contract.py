@@ -99,3 +99,18 @@ def test_jobs_of_a_status_by_creation_time_and_the_oldest_ones_time(store: Any) 
     assert store.oldest_created_ms("SUCCEEDED") == 1_000_000
     assert store.oldest_created_ms("FAILED") == 500_000
     assert store.oldest_created_ms("RUNNING") is None
+
+
+def test_the_newest_jobs_of_a_status_are_read_from_the_index_end(store: Any) -> None:
+    put_jobs(
+        store,
+        *[job(f"j{n:02d}", JobStatus.SUCCEEDED, 1_000_000 + n * 1000) for n in range(30)],
+        job("f", JobStatus.FAILED, 5_000_000),
+    )
+    # Newest first, no more than asked, only of the status and after the time
+    newest = [j.job_id for j in store.newest_in_status("SUCCEEDED", 1_005_000, 10)]
+    assert newest == [f"j{n:02d}" for n in range(29, 19, -1)]
+    assert [j.job_id for j in store.newest_in_status("SUCCEEDED", 1_025_000, 10)] == [
+        f"j{n:02d}" for n in range(29, 24, -1)
+    ]
+    assert store.newest_in_status("SUCCEEDED", 0, 0) == []

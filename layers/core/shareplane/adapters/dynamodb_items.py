@@ -4,7 +4,9 @@ conditional writes (put once, put at a version, tick watermarks) the adapters bu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -131,25 +133,44 @@ def advance_tick_watermark(client: DynamoDBClient, table: str, runner: str, tick
             raise
 
 
+#: A transaction that met another one on an item it writes (a shared count: an hour's arrival count,
+#: a team's month spend) is sent again up to this many times, after a jittered wait that doubles,
+#: as DynamoDB advises for TransactionConflict; a burst of jobs of one hour finishing together (a
+#: cancelled sweep) all write that hour's count.
+CONFLICT_RETRIES = 6
+CONFLICT_WAIT_SECONDS = 0.025
+
+
 def transact_new_and_versioned(
-    client: DynamoDBClient, actions: Sequence[TransactWriteItemTypeDef], moved: str
+    client: DynamoDBClient,
+    actions: Sequence[TransactWriteItemTypeDef],
+    moved: str,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> bool:
     """One TransactWriteItems whose first action puts a new item and whose second is a versioned put.
 
     False when the first item exists (this write happened already); ConcurrentUpdateError(``moved``)
-    when the versioned item changed since it was read, or another transaction was writing one of the
-    items (a shared counter such as an hour's arrival count: read again and retry); any other
-    cancellation propagates.
+    when the versioned item changed since it was read, or when another transaction still held one
+    of the items after ``CONFLICT_RETRIES`` waits (read again and retry); any other cancellation
+    propagates. A cancelled transaction wrote nothing, so sending it again is safe: its conditions
+    are checked again.
     """
-    try:
-        client.transact_write_items(TransactItems=actions)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "TransactionCanceledException":
-            raise
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-        if reasons and reasons[0] == "ConditionalCheckFailed":
-            return False
-        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed" or "TransactionConflict" in reasons:
-            raise ConcurrentUpdateError(moved) from exc
-        raise
-    return True
+    attempt = 0
+    while True:
+        try:
+            client.transact_write_items(TransactItems=actions)
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                return False
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise ConcurrentUpdateError(moved) from exc
+            if "TransactionConflict" not in reasons:
+                raise
+            if attempt == CONFLICT_RETRIES:
+                raise ConcurrentUpdateError(f"{moved} (another write held an item)") from exc
+            sleep(random.uniform(0.0, CONFLICT_WAIT_SECONDS * 2**attempt))
+            attempt += 1

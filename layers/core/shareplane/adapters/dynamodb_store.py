@@ -293,14 +293,15 @@ class DynamoJobStore:
         return self._transact(actions)
 
     def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
-        """The queue's finished jobs counted by creation hour, from the hour ``since_ms`` falls in."""
+        """The queue's finished jobs counted by creation hour, sorted, from the hour ``since_ms`` is in."""
         first = {"S": hour_sk(hour_of(since_ms))}
         items = self._paginate(
             "query",
             KeyConditionExpression="pk = :p AND sk >= :s",
             ExpressionAttributeValues={":p": {"S": arrivals_pk(queue)}, ":s": first},
         )
-        return [count for item in items for count in counts_from_item(queue, item)]
+        # Sorted: an item's attributes come back in no set order, and the forecast draws by position.
+        return sorted(count for item in items for count in counts_from_item(queue, item))
 
     def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
         """History items of a job in the order they happened (the sort key is the order)."""

@@ -46,7 +46,8 @@ def arrival_key(state: JobState) -> ArrivalKey | None:
     """What ``state``'s job counts as (None without a creation time or a queue: no arrival).
 
     Share, instances and priority as the twin reads a record (``wait_explain``): the share or quota
-    share, 1 instance when its capacity was never reported, priority 0 when it has none.
+    share, 1 instance when Batch never reported its capacity (a record read whole would take its
+    training job's count then; the state alone has none), priority 0 when it has none.
     """
     if not state.created_at or not state.job_queue:
         return None

@@ -401,7 +401,7 @@ class ArrivalCounts(Protocol):
     """Finished jobs counted by queue, creation hour, share, instances and priority (``arrival_counts``)."""
 
     def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
-        """The queue's counts above zero, from the hour ``since_ms`` falls in."""
+        """The queue's counts above zero, from the hour ``since_ms`` falls in, sorted by key."""
         ...
 
 

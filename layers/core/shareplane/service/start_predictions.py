@@ -145,8 +145,8 @@ def bounded_twin(
     hour), not from their records: a busy queue finishes tens of thousands of jobs in the window.
     The arrivals are complete since the table's first job (the ByStatus index's first key of each
     finished status, or an older active job), which may be long before the window. A job that
-    finishes between the watch's read of the active jobs and this read is in both (one arrival
-    counted twice, out of the window's thousands).
+    finishes between the watch's read of the active jobs and this read, and is not among the
+    newest, is read as active this tick and counted twice (one of the window's thousands).
     """
     from ..domain.arrival_counts import hour_of
     from ..domain.wait_explain import counted_arrivals, job_arn_label
@@ -165,7 +165,8 @@ def bounded_twin(
         key=lambda j: (j.created_at or 0, j.job_arn),
         reverse=True,
     )[:cap]
-    # A job that finished between the two reads is listed in both: its finished state stands.
+    # A job that finished between the two reads and is among the newest is listed in both: its
+    # finished state stands (an older one is read as active this tick, and counted twice).
     done = fresh | {j.job_arn for j in finished}
     unfinished = [
         s for status in (*HOLDING, *WAITING) for s in active.get(status, ()) if s.job_arn not in done
