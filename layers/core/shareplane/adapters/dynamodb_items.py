@@ -134,9 +134,10 @@ def advance_tick_watermark(client: DynamoDBClient, table: str, runner: str, tick
 
 
 #: A transaction that met another one on an item it writes (a shared count: an hour's arrival count,
-#: a team's month spend) is sent again up to this many times, after a jittered wait that doubles,
-#: as DynamoDB advises for TransactionConflict; a burst of jobs of one hour finishing together (a
-#: cancelled sweep) all write that hour's count.
+#: a team's month spend) is sent again up to this many times, after a jittered wait that doubles:
+#: DynamoDB cancels a TransactWriteItems that conflicts with a concurrent one (TransactionConflict;
+#: API reference, TransactionCanceledException) and botocore does not retry it. A burst of jobs of
+#: one hour finishing together (a cancelled sweep) all write that hour's count.
 CONFLICT_RETRIES = 6
 CONFLICT_WAIT_SECONDS = 0.025
 
