@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,12 @@ from shareplane.domain.training import TrainingJobObservation, TrainingJobState,
 def index_order(state: JobState) -> tuple[int, str]:
     """Where a job sits in the ByStatus index (its sort key: creation time, then ARN)."""
     return (state.created_at or 0, state.job_arn)
+
+
+def newest_of(states: Iterable[JobState], status: str, created_after_ms: int, limit: int) -> list[JobState]:
+    """The ByStatus index read from its end: the ``limit`` newest of ``status`` after a time."""
+    listed = [s for s in states if s.status.value == status and (s.created_at or 0) >= created_after_ms]
+    return sorted(listed, key=index_order, reverse=True)[: max(0, limit)]
 
 
 def as_stored(value: Any) -> Any:
@@ -103,8 +109,7 @@ class FakeJobStore:
 
     def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
         """The ByStatus index read from its end (``RecentJobs``)."""
-        listed = [s for s in self.jobs(status) if (s.created_at or 0) >= created_after_ms]
-        return sorted(listed, key=index_order, reverse=True)[: max(0, limit)]
+        return newest_of(self.states.values(), status, created_after_ms, limit)
 
     def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
         """The queue's counts above zero from the hour ``since_ms`` falls in (``ArrivalCounts``)."""

@@ -11,7 +11,7 @@ from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import JobState
 from shareplane.domain.share_state import PlanAudit, SharesState
 
-from tests.fakes.job_store import index_order
+from tests.fakes.job_store import newest_of
 
 
 @dataclass
@@ -82,5 +82,4 @@ class FakeShareStore:
         ]
 
     def newest_in_status(self, status: str, created_after_ms: int, limit: int) -> list[JobState]:
-        newest = sorted(self.jobs_in_status(status, created_after_ms), key=index_order, reverse=True)
-        return newest[: max(0, limit)]
+        return newest_of(self.jobs, status, created_after_ms, limit)

@@ -257,7 +257,7 @@ def test_an_hours_arrival_count_reads_back_under_its_key(
 ) -> None:
     # GIVEN one kind of job counted in an hour's item (any share name, a "|" in it too)
     key = ArrivalKey("gpu", 7 * 3_600_000, share, instances, priority)
-    update = count_update("jobs", "gpu", key.hour_ms, {key: count})["Update"]
+    update = count_update("jobs", "gpu", key.hour_ms, {key: count}, 1)["Update"]
     (name,) = update["ExpressionAttributeNames"].values()
     item = {
         "pk": "ARRIVALS#gpu",

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 ARRIVALS_PREFIX = "ARRIVALS#"
 HOUR_PREFIX = "HOUR#"
-#: Counts expire (TTL, epoch seconds) this long after their hour, as job history does.
-ARRIVAL_RETENTION_SECONDS = 400 * 24 * 3600
 
 
 def arrivals_pk(queue: str) -> str:
@@ -42,13 +40,14 @@ def kind_name(key: ArrivalKey) -> str:
 
 
 def count_update(
-    table: str, queue: str, hour_ms: int, deltas: Mapping[ArrivalKey, int]
+    table: str, queue: str, hour_ms: int, deltas: Mapping[ArrivalKey, int], expires_at: int
 ) -> TransactWriteItemTypeDef:
-    """One transaction action adding ``deltas`` (all of this queue and hour) to the hour's item."""
+    """One transaction action adding ``deltas`` (all of this queue and hour) to the hour's item,
+    which expires (TTL) at ``expires_at`` (epoch seconds)."""
     names = {f"#k{n}": kind_name(key) for n, key in enumerate(deltas)}
     values: dict[str, Any] = {f":d{n}": {"N": str(delta)} for n, delta in enumerate(deltas.values())}
     values[":e"] = {"S": "arrivals"}
-    values[":x"] = {"N": str(hour_ms // 1000 + ARRIVAL_RETENTION_SECONDS)}
+    values[":x"] = {"N": str(expires_at)}
     adds = ", ".join(f"#k{n} :d{n}" for n in range(len(deltas)))
     return {
         "Update": {

@@ -288,8 +288,11 @@ class DynamoJobStore:
         buckets: dict[tuple[str, int], dict[ArrivalKey, int]] = {}
         for key, delta in arrival_moves(transition.previous, state).items():
             buckets.setdefault((key.queue, key.hour_ms), {})[key] = delta
-        # One action per hour item: a transaction may not name an item twice.
-        actions += [count_update(self._table, q, hour, deltas) for (q, hour), deltas in buckets.items()]
+        # One action per hour item: a transaction may not name an item twice. Counts expire as history does.
+        actions += [
+            count_update(self._table, q, hour, deltas, hour // 1000 + HISTORY_RETENTION_SECONDS)
+            for (q, hour), deltas in buckets.items()
+        ]
         return self._transact(actions)
 
     def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
