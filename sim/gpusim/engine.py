@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,36 +73,55 @@ class Engine:
 
 
 class HoldableClock:
-    """A monotonic wall clock that can be held still; a ``RealtimeEngine`` on it stops while it is held.
+    """A monotonic wall clock that can be held still and bounded; a ``RealtimeEngine`` on it follows.
 
     The local stack holds it while its handlers work: on AWS a Lambda answers an event in about a
     second, but on a loaded laptop at 400x a second of handler time would pass as minutes of
-    virtual time, and decisions (a reclaim, a requeue) would come that much late.
+    virtual time, and decisions (a reclaim, a requeue) would come that much late. It also bounds how
+    far the clock may run before its driver's next turn (``run_at_most``): a stall between turns (the
+    machine busy with other work) would otherwise pass as minutes too, and the cluster would move on
+    while nothing submitted, polled or decided.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        # (held since, total held before): one tuple, read and replaced at once, because the
-        # emulator's threads read the clock while the loop holds and releases it.
-        self._state: tuple[float | None, float] = (None, 0.0)
+        # (held since, total held before, the reading it may not fall below, nor pass): one tuple,
+        # read and replaced at once, because the emulator's threads read the clock while the loop
+        # holds and bounds it. The floor is the reading when a hold or a bound last changed the
+        # arithmetic, so rounding in it never takes a reading back.
+        self._state: tuple[float | None, float, float, float] = (None, 0.0, -math.inf, math.inf)
 
     def __call__(self) -> float:
-        held_at, held_for = self._state
-        return (self._clock() if held_at is None else held_at) - held_for
+        held_at, held_for, floor, ceiling = self._state
+        return min(max((self._clock() if held_at is None else held_at) - held_for, floor), ceiling)
 
     @contextmanager
     def held(self) -> Iterator[None]:
         """Hold the clock for the duration of the block (nested holds are one hold)."""
-        held_at, held_for = self._state
+        held_at, held_for, floor, ceiling = self._state
         if held_at is not None:
             yield
             return
         since = self._clock()
-        self._state = (since, held_for)
+        self._state = (since, held_for, floor, ceiling)
         try:
             yield
         finally:
-            self._state = (None, held_for + self._clock() - since)
+            reading = self()
+            _, held_for, _, ceiling = self._state
+            self._state = (None, held_for + self._clock() - since, reading, ceiling)
+
+    def run_at_most(self, seconds: float) -> None:
+        """From its reading now, let the clock run at most ``seconds`` until the next call.
+
+        Time it stood at its bound counts as held, so the reading goes on from there, never back.
+        """
+        reading = self()
+        held_at, held_for, _, ceiling = self._state
+        raw = (self._clock() if held_at is None else held_at) - held_for
+        if raw > ceiling:
+            held_for += raw - ceiling
+        self._state = (held_at, held_for, reading, reading + seconds)
 
 
 class RealtimeEngine(Engine):

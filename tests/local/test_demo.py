@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from shareplane_cli.demo.workload import blog_workload
+from shareplane_cli.local.loop import MAX_VIRTUAL_SECONDS_PER_STEP
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
@@ -83,6 +84,8 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
         # the control plane reclaimed for the HIGHPRI job: a checkpointing LOWPRI victim, audited
         (reclaim,) = summary["reclaims"]
         assert reclaim["tier"] == "HIGHPRI" and reclaim["victims"]
+        # when it became due (300 s): its delayed re-check on the virtual clock, not the next tick
+        assert 300 <= reclaim["waited_seconds"] <= 300 + 2 * MAX_VIRTUAL_SECONDS_PER_STEP
         for victim in reclaim["victims"]:
             assert victim["tier"] == "LOWPRI" and victim["checkpoint_age_seconds"] is not None
             assert 0 <= victim["minutes_lost"] <= 15 + 3, "since its last 15-minute checkpoint, plus start-up"

@@ -161,7 +161,7 @@ def settle(stack: LocalStack, runner: FunctionRunner, loop: StackLoop, batch: An
         # comes: settled is every job final, every decision applied, and the last events handled.
         loop.step()
         if busy():
-            time.sleep(0.05)  # a requeue's backoff runs on the wall clock (an SQS delay)
+            time.sleep(0.05)  # a requeue backs off on the virtual clock (an SQS delay the loop releases)
             continue
         assert stack.emulator is not None and stack.emulator.wait_for_events(10)
         runner.drain()

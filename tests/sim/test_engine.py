@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from gpusim import Engine, RealtimeEngine
-from gpusim.engine import LATE, URGENT
+from gpusim.engine import LATE, URGENT, HoldableClock
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.fakes.clock import Clock
 
@@ -95,3 +99,64 @@ def test_realtime_engine_drives_the_same_model() -> None:
 def test_realtime_engine_refuses_a_non_positive_speed() -> None:
     with pytest.raises(ValueError):
         RealtimeEngine(speed=0)
+
+
+def test_a_held_clock_stands_still_and_goes_on_from_where_it_stood() -> None:
+    wall = Clock(now=100.0)
+    clock = HoldableClock(wall)
+    with clock.held():
+        wall.now = 160.0
+        assert clock() == 100.0
+    wall.now = 170.0
+    assert clock() == 110.0
+
+
+def test_a_bounded_clock_runs_no_further_than_its_bound_then_on_from_there() -> None:
+    wall = Clock(now=100.0)
+    clock = HoldableClock(wall)
+    clock.run_at_most(5.0)
+    wall.now = 103.0
+    assert clock() == 103.0
+    wall.now = 190.0  # a stall: the driver's next turn comes late
+    assert clock() == 105.0
+    clock.run_at_most(5.0)
+    assert clock() == 105.0  # the stall passed as no time
+    wall.now = 192.0
+    assert clock() == 107.0
+    with clock.held():
+        wall.now = 300.0
+        clock.run_at_most(5.0)
+        assert clock() == 107.0
+    wall.now = 301.0
+    assert clock() == 108.0
+
+
+#: One driver move: ("wait", wall seconds), ("bound", seconds) or ("hold", wall seconds inside).
+CLOCK_MOVES = st.lists(
+    st.tuples(
+        st.sampled_from(["wait", "bound", "hold"]),
+        st.floats(min_value=0, max_value=1e4, allow_nan=False, allow_infinity=False),
+    ),
+    max_size=40,
+)
+
+
+@given(CLOCK_MOVES)
+def test_a_clock_bounded_and_held_in_any_order_never_goes_back_nor_past_its_bound(moves) -> None:
+    wall = Clock(now=1000.0)
+    clock = HoldableClock(wall)
+    readings, bound = [clock()], math.inf
+    for move, seconds in moves:
+        if move == "wait":
+            wall.now += seconds
+        elif move == "bound":
+            clock.run_at_most(seconds)
+            bound = clock() + seconds
+        else:
+            with clock.held():
+                before = clock()
+                wall.now += seconds
+                assert clock() == before
+        readings.append(clock())
+        assert readings[-1] <= bound
+    assert readings == sorted(readings)

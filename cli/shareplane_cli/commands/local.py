@@ -175,7 +175,8 @@ def up_command(
             with Live(console=err, transient=True) if err.is_terminal else nullcontext() as live:
                 progress = _UpProgress(noise, live)
                 runner = FunctionRunner(stack, on_invocation=progress.invocation)
-                loop = StackLoop(stack, runner, report=progress.tick)
+                # Unbounded: this loop sleeps between turns on purpose, and its user acts in wall time.
+                loop = StackLoop(stack, runner, report=progress.tick, max_virtual_seconds_per_step=None)
                 for logical, reason in loop.skipped.items():
                     noise.note(f"{logical}: {reason}", "schedule not run")
                 if skipped or loop.skipped:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .emulator import Schedule, ScheduleClock, scheduled_event, template_schedules
 from .runner import FunctionRunner
 from .stack import ACCOUNT, REGION, LocalStack
+
+#: At most this much virtual time passes between two turns, however long the machine took between
+#: them: a turn submits, fires schedules and polls queues, so a longer stall would pass as cluster
+#: time in which nothing was decided (30 s is under the shortest schedule, delay or threshold here).
+MAX_VIRTUAL_SECONDS_PER_STEP = 30.0
 
 
 @dataclass
@@ -19,6 +25,9 @@ class StackLoop:
     stack: LocalStack
     runner: FunctionRunner
     report: Callable[[str], None] = lambda _message: None
+    #: Virtual seconds the clock may run between two turns (None: as the wall clock runs, for a
+    #: driver that sleeps between turns on purpose and whose user acts in wall time, as ``up``).
+    max_virtual_seconds_per_step: float | None = MAX_VIRTUAL_SECONDS_PER_STEP
     clock: ScheduleClock = field(init=False)
     skipped: dict[str, str] = field(init=False)
 
@@ -33,13 +42,31 @@ class StackLoop:
 
         The emulator's clock is held while a schedule fires or a handler runs: the handlers' own time
         passes as no virtual time (on AWS a Lambda answers in about a second, while here at 400x a
-        second of handler time would be minutes of cluster time).
+        second of handler time would be minutes of cluster time). Between turns it runs at most
+        ``max_virtual_seconds_per_step``; the messages a handler delays wait on it too.
         """
-        hold = self.stack.clock.held
-        for schedule in self.clock.due(self.stack.emulator.virtual_now()):
-            with hold():
+        stack, emulator = self.stack, self.stack.emulator
+        assert emulator is not None
+        if self.max_virtual_seconds_per_step is not None:
+            stack.clock.run_at_most(self.max_virtual_seconds_per_step / emulator.speed)
+        if stack.delays is not None:
+            stack.delays.release(emulator.virtual_now())
+        for schedule in self.clock.due(emulator.virtual_now()):
+            with self.handling():
                 self.fire(schedule)
-        return sum(self.runner.poll_once(f, hold) for f in self.stack.functions if f.queue_logical_id)
+        return sum(self.runner.poll_once(f, self.handling) for f in stack.functions if f.queue_logical_id)
+
+    @contextmanager
+    def handling(self) -> Iterator[None]:
+        """The clock held while handlers work; then the delays they asked for, counted from that time."""
+        stack, emulator = self.stack, self.stack.emulator
+        assert emulator is not None
+        with stack.clock.held():
+            try:
+                yield
+            finally:
+                if stack.delays is not None:
+                    stack.delays.capture(emulator.virtual_now())
 
     def run_until(self, deadline: float, done: Callable[[], bool], what: str) -> None:
         """Step until ``done()``; past ``deadline`` (``time.monotonic()``), fail naming ``what``."""

@@ -25,6 +25,7 @@ from . import metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
+from .sqs_delays import VirtualDelays
 from .template import FunctionSpec, TranslatedTemplate, load_sam_template, translate
 
 REGION = "us-east-1"
@@ -103,7 +104,8 @@ class LocalStack:
         self.emulate = endpoint is None if emulate is None else emulate
         self.speed = speed
         self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
-        # The emulator's wall clock: held while the handlers work (see gpusim.engine.HoldableClock).
+        # The emulator's wall clock: held while the handlers work, bounded between the loop's turns
+        # (see gpusim.engine.HoldableClock).
         self.clock = HoldableClock()
         self.emulator: Emulator | None = None
         #: What the emulator provisioned (and skipped) of the template's Batch resources.
@@ -120,6 +122,8 @@ class LocalStack:
         self._cloudwatch: Any = None
         #: The embedded CloudWatch's GetMetricData index (None when the stack runs elsewhere).
         self.metric_index: metric_index.MetricIndex | None = None
+        #: The embedded SQS's delayed messages on the virtual clock (None when the stack runs elsewhere).
+        self.delays: VirtualDelays | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalStack:
@@ -133,6 +137,7 @@ class LocalStack:
             # moto keeps its state per process, not per server: a fresh stack starts from nothing.
             urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
             self.metric_index = metric_index.install(ACCOUNT, REGION)
+            self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):
@@ -154,6 +159,7 @@ class LocalStack:
             uninstall(self.trails)
             self._server.stop()
             self._server = None
+            self.delays = None
 
     def __enter__(self) -> LocalStack:
         return self.start()
