@@ -14,7 +14,7 @@ from .stack import ACCOUNT, REGION, LocalStack
 
 #: At most this much virtual time passes between two turns, however long the machine took between
 #: them: a turn submits, fires schedules and polls queues, so a longer stall would pass as cluster
-#: time in which nothing was decided (30 s is under the shortest schedule, delay or threshold here).
+#: time in which nothing was decided (30 s: a tenth of the 5-minute schedules and the demo's threshold).
 MAX_VIRTUAL_SECONDS_PER_STEP = 30.0
 
 
