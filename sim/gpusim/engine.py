@@ -115,6 +115,8 @@ class HoldableClock:
         """From its reading now, let the clock run at most ``seconds`` until the next call.
 
         Time it stood at its bound counts as held, so the reading goes on from there, never back.
+        The bound stays until the next call: a driver that stops calling stops the clock, so code
+        that waits for the emulator to move must go on calling (turn the loop) while it waits.
         """
         reading = self()
         held_at, held_for, _, ceiling = self._state

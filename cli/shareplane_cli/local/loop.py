@@ -50,7 +50,9 @@ class StackLoop:
         if self.max_virtual_seconds_per_step is not None:
             stack.clock.run_at_most(self.max_virtual_seconds_per_step / emulator.speed)
         if stack.delays is not None:
-            stack.delays.release(emulator.virtual_now())
+            now = emulator.virtual_now()
+            stack.delays.capture(now)  # sent outside a turn (a drain): counted from this turn
+            stack.delays.release(now)
         for schedule in self.clock.due(emulator.virtual_now()):
             with self.handling():
                 self.fire(schedule)

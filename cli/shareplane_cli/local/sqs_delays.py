@@ -28,16 +28,18 @@ class VirtualDelays:
     def capture(self, virtual_now: float) -> None:
         """Re-time the messages sent since the last call with a delay; call it at their send's time.
 
-        moto stamps a delayed message ``delayed_until = sent + delay`` in wall milliseconds; the delay
-        is read back from the two and counted from ``virtual_now`` instead.
+        moto stamps a delayed message ``delayed_until = sent + delay`` in wall milliseconds (whole
+        seconds of delay, measured a moment after the send); the delay is read back from the two and
+        counted from ``virtual_now`` instead. A message already received is past its delay: a late
+        capture must not delay it again.
         """
         for message in self._messages():
-            if message.id in self.pending or not message.sent_timestamp:
+            if message.id in self.pending or not message.sent_timestamp or message.approximate_receive_count:
                 continue
             delay_ms = message.delayed_until - message.sent_timestamp
-            if delay_ms <= 0 or math.isinf(message.delayed_until):
+            if delay_ms <= 0:
                 continue
-            self.pending[message.id] = (message, virtual_now + round(delay_ms / 1000))
+            self.pending[message.id] = (message, virtual_now + math.floor(delay_ms / 1000))
             message.delayed_until = math.inf
 
     def release(self, virtual_now: float) -> None:

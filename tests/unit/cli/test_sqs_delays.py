@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import boto3
 from moto import mock_aws
 from shareplane_cli.local.sqs_delays import VirtualDelays
@@ -54,3 +56,19 @@ def test_delays_are_counted_from_the_virtual_time_each_message_was_captured_at()
     assert receive(sqs, url) == []
     delays.release(110.0)
     assert receive(sqs, url) == ["second"]
+
+
+@mock_aws
+def test_a_message_already_received_is_not_delayed_again_by_a_late_capture() -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="drained")["QueueUrl"]
+    delays = VirtualDelays(ACCOUNT, REGION)
+    # GIVEN a message sent outside a turn, whose wall-clock delay ran out before any capture,
+    # received once and failed back to the queue (visible again at once)
+    sqs.send_message(QueueUrl=url, MessageBody="requeue", DelaySeconds=1)
+    time.sleep(1.2)
+    (message,) = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    # WHEN the next turn captures THEN it is left as it is: received again, not hidden for a new delay
+    delays.capture(5000.0)
+    assert delays.pending == {} and receive(sqs, url) == ["requeue"]
