@@ -126,6 +126,38 @@ class HoldableClock:
         self._state = (held_at, held_for, reading, reading + seconds)
 
 
+class SteppedClock:
+    """A clock that moves only when its driver says: the local stack run as a discrete-event simulation.
+
+    A ``RealtimeEngine`` on a ``HoldableClock`` follows the wall clock, so a driver waits in wall time
+    for the cluster's hours to pass and holds the clock while its handlers work. On this clock
+    nothing passes by itself: the driver (``StackLoop``) runs its handlers while it stands still and,
+    when a turn finds nothing to do, moves it to the next moment something is due (``advance``). The
+    cluster's hours then cost only the work done in them, and a run no longer depends on how busy
+    the machine is. It keeps ``HoldableClock``'s interface, so the same emulator runs on either.
+    """
+
+    def __init__(self) -> None:
+        self._reading = 0.0
+
+    def __call__(self) -> float:
+        return self._reading
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A no-op: the clock stands still unless advanced."""
+        yield
+
+    def run_at_most(self, seconds: float) -> None:
+        """A no-op: the clock never runs by itself."""
+
+    def advance(self, seconds: float) -> None:
+        """Move the reading ``seconds`` forward."""
+        if seconds < 0:
+            raise ValueError("a clock never goes back")
+        self._reading += seconds
+
+
 class RealtimeEngine(Engine):
     """The same engine whose virtual time follows the wall clock, ``speed`` virtual seconds per second.
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 from gpusim import Faults
+from gpusim.engine import SteppedClock
 from shareplane.bootstrap import Root
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.cost import AttemptCost
@@ -79,7 +80,12 @@ def run_live(
     with tempfile.TemporaryDirectory() as workdir:
         path, config = template_for(mode, config, template, Path(workdir))
         try:
-            stack = LocalStack(StackSpec(path), speed=speed, faults=Faults(scripted=scripted_outcomes(jobs)))
+            stack = LocalStack(
+                StackSpec(path),
+                speed=speed,
+                faults=Faults(scripted=scripted_outcomes(jobs)),
+                clock=SteppedClock(),
+            )
             with stack:
                 return _play(stack, jobs, config, on_tick)
         finally:
@@ -126,15 +132,13 @@ def _play(
             job = pending.pop(0)
             batch.submit_service_job(**submit_request(job, config))
             submitted_at[job.name] = now
-        handled = loop.step()
+        loop.step(wake_at=start + pending[0].submit_minute * 60 if pending else None)
         on_tick(tracker, now)
         if not pending and tracker.all_final(len(jobs)):
             runner.drain()  # the last job events through the handlers; schedules stop here
             break
         if time.monotonic() > wall_deadline:
             raise TimeoutError(f"the demo did not finish within {WALL_LIMIT_SECONDS:.0f} s of wall time")
-        if not handled:
-            time.sleep(0.02)
     end = max(t for t, _ in tracker.timeline)
     records = job_records(root.store, config=config)
     reclaims = root.reclaim_ledger.reclaims(since=0)

@@ -376,6 +376,10 @@ class ScheduleClock:
         self.schedules = list(schedules)
         self._next = [start + s.every_seconds for s in self.schedules]
 
+    def next_due(self) -> float | None:
+        """The virtual time the next schedule fires (None: there are none)."""
+        return min(self._next, default=None)
+
     def due(self, now: float) -> list[Schedule]:
         """The schedules whose time has come by ``now``, each at most once."""
         fired = []

@@ -1,4 +1,4 @@
-"""One turn of the local stack: fire the template's due schedules on the virtual clock, poll the queues."""
+"""One turn of the local stack: let virtual time pass, fire the template's due schedules, poll the queues."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from gpusim.engine import SteppedClock
 
 from .emulator import Schedule, ScheduleClock, scheduled_event, template_schedules
 from .runner import FunctionRunner
@@ -20,7 +22,15 @@ MAX_VIRTUAL_SECONDS_PER_STEP = 30.0
 
 @dataclass
 class StackLoop:
-    """Drives a started LocalStack with an emulator: schedules, then every function's queue."""
+    """Drives a started LocalStack with an emulator: schedules, then every function's queue.
+
+    On a wall clock (``HoldableClock``, ``shareplane up``) virtual time passes as the wall clock runs,
+    at most ``max_virtual_seconds_per_step`` a turn. On a ``SteppedClock`` (the demo, the tests) it
+    passes only when a turn found nothing to do: the next turn first moves it to the next moment
+    something is due (a schedule, a delayed message, the caller's ``wake_at``), at most
+    ``max_virtual_seconds_per_step`` ahead, and waits until the emulator's events of that time are on
+    the embedded EventBridge, so no turn polls before they arrive.
+    """
 
     stack: LocalStack
     runner: FunctionRunner
@@ -30,6 +40,8 @@ class StackLoop:
     max_virtual_seconds_per_step: float | None = MAX_VIRTUAL_SECONDS_PER_STEP
     clock: ScheduleClock = field(init=False)
     skipped: dict[str, str] = field(init=False)
+    #: Whether the last turn found nothing to do (on a SteppedClock, the next one moves the clock).
+    _idle: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         assert self.stack.translated is not None and self.stack.emulator is not None, "start the stack first"
@@ -37,26 +49,51 @@ class StackLoop:
         schedules, self.skipped = template_schedules(resources, self.stack.resolve)
         self.clock = ScheduleClock(schedules, start=self.stack.emulator.virtual_now())
 
-    def step(self) -> int:
-        """Fire what is due, poll each queue once; returns how many records were handled.
+    @property
+    def stepped(self) -> bool:
+        """Whether virtual time passes only between turns (a SteppedClock), not with the wall clock."""
+        return isinstance(self.stack.clock, SteppedClock)
 
-        The emulator's clock is held while a schedule fires or a handler runs: the handlers' own time
-        passes as no virtual time (on AWS a Lambda answers in about a second, while here at 400x a
-        second of handler time would be minutes of cluster time). Between turns it runs at most
-        ``max_virtual_seconds_per_step``; the messages a handler delays wait on it too.
+    def step(self, wake_at: float | None = None) -> int:
+        """Let time pass, fire what is due, poll each queue once; returns how many records were handled.
+
+        ``wake_at``: a virtual time the caller acts at (a submission), which a stepped turn does not
+        pass. The emulator's clock is held while a schedule fires or a handler runs: the handlers'
+        own time passes as no virtual time (on AWS a Lambda answers in about a second, while here at
+        400x a second of handler time would be minutes of cluster time). The messages a handler
+        delays wait on the virtual clock too.
         """
         stack, emulator = self.stack, self.stack.emulator
         assert emulator is not None
-        if self.max_virtual_seconds_per_step is not None:
+        if self.stepped:
+            self._advance(wake_at)
+        elif self.max_virtual_seconds_per_step is not None:
             stack.clock.run_at_most(self.max_virtual_seconds_per_step / emulator.speed)
         if stack.delays is not None:
             now = emulator.virtual_now()
             stack.delays.capture(now)  # sent outside a turn (a drain): counted from this turn
             stack.delays.release(now)
-        for schedule in self.clock.due(emulator.virtual_now()):
+        fired = self.clock.due(emulator.virtual_now())
+        for schedule in fired:
             with self.handling():
                 self.fire(schedule)
-        return sum(self.runner.poll_once(f, self.handling) for f in stack.functions if f.queue_logical_id)
+        handled = sum(self.runner.poll_once(f, self.handling) for f in stack.functions if f.queue_logical_id)
+        self._idle = not fired and not handled
+        return handled
+
+    def _advance(self, wake_at: float | None) -> None:
+        """On a SteppedClock: after an idle turn, move to the next moment something is due; then let
+        the emulator run what is due and put its events on EventBridge."""
+        emulator = self.stack.emulator
+        assert emulator is not None and isinstance(self.stack.clock, SteppedClock)
+        now = emulator.virtual_now()
+        if self._idle:
+            bound = self.max_virtual_seconds_per_step or MAX_VIRTUAL_SECONDS_PER_STEP
+            delays = self.stack.delays
+            due = [self.clock.next_due(), delays.next_due() if delays else None, wake_at]
+            target = min([now + bound, *(t for t in due if t is not None and t > now)])
+            self.stack.clock.advance((target - now) / emulator.speed)
+        emulator.wait_for_events()
 
     @contextmanager
     def handling(self) -> Iterator[None]:
@@ -76,7 +113,8 @@ class StackLoop:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"not reached by the wall-clock deadline: {what}")
             self.step()
-            time.sleep(0.05)
+            if not self.stepped:
+                time.sleep(0.05)
 
     def fire(self, schedule: Schedule) -> None:
         """Deliver one schedule's input to its target: a function of the template, or a queue."""

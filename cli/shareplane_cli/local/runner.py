@@ -103,10 +103,10 @@ class FunctionRunner:
     invocations: list[Invocation] = field(default_factory=list)
     on_invocation: Callable[[Invocation], None] | None = None
     _modules: dict[str, ModuleType] = field(default_factory=dict)
-    _active_env: dict[str, str] | None = None
-    #: The composition root of the function last invoked (its template environment), kept while the
-    #: next invocation has the same environment, as a warm Lambda container keeps its clients.
-    _root: Root | None = None
+    #: Each function's composition root and the environment it was built from: kept while the
+    #: function's environment stays the same, as each function's warm Lambda container keeps its
+    #: clients; a changed environment builds a new one, as a new container would.
+    _roots: dict[str, tuple[dict[str, str], Root]] = field(default_factory=dict)
     #: Every AWS call the functions made, as IAM would authorize it (see aws_calls).
     recorder: AwsCallRecorder = field(init=False)
     _roles: dict[str, RolePolicy | None] = field(default_factory=dict)
@@ -134,8 +134,11 @@ class FunctionRunner:
         self, function: FunctionSpec, hold: Callable[[], AbstractContextManager[None]] = nullcontext
     ) -> int:
         """Receive one batch for a function and invoke it (inside ``hold()``); returns the record count."""
+        queue = function.queue_logical_id or ""
+        if not self.stack.may_have_messages(queue):
+            return 0
         sqs = self.stack.client("sqs")
-        url = self.stack.queue_url(function.queue_logical_id or "")
+        url = self.stack.queue_url(queue)
         messages = sqs.receive_message(
             QueueUrl=url,
             MaxNumberOfMessages=min(10, function.batch_size),
@@ -184,14 +187,13 @@ class FunctionRunner:
         with patched_environ(env), contextlib.redirect_stdout(_STDOUT), _STDOUT.capturing(buffer):
             module = self._module(function)  # imported under its own environment, as in Lambda
             _log_to_invocations(module)
-            if self._root is None or env != self._active_env:
-                # A different function's environment: a new root (new clients, bound to this
-                # function's endpoints and queues), as a new Lambda container would build.
-                self._root = Root(env)
-                self._active_env = env
+            built_from, root = self._roots.get(function.logical_id, (None, None))
+            if root is None or built_from != env:
+                root = Root(env)
+                self._roots[function.logical_id] = (env, root)
             handler = getattr(module, function.handler.split(".")[-1])
             role = self._role(function)
-            with self.recorder.acting_as(function.logical_id, role), installed(self._root):
+            with self.recorder.acting_as(function.logical_id, role), installed(root):
                 response = handler(event, context)
         self._record_runtime_logs(function, role)
         return response, buffer.getvalue()

@@ -49,6 +49,10 @@ class VirtualDelays:
                 message.delayed_until = 0.0
                 del self.pending[message_id]
 
+    def next_due(self) -> float | None:
+        """The virtual time the next delayed message becomes visible (None: none is delayed)."""
+        return min((due for _, due in self.pending.values()), default=None)
+
     def _messages(self) -> list[Any]:
         from moto.sqs.models import sqs_backends
 

@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -18,10 +19,10 @@ from urllib.parse import urlparse
 import boto3
 from botocore.config import Config
 from gpusim import Faults, ModelOptions, gpu_metrics
-from gpusim.engine import HoldableClock
+from gpusim.engine import HoldableClock, SteppedClock
 from shareplane.domain.arns import arn_tail, resource_name
 
-from . import metric_index
+from . import embedded_dynamodb, metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
@@ -95,6 +96,7 @@ class LocalStack:
         speed: float | None = None,
         emulate: bool | None = None,
         faults: Any = None,
+        clock: HoldableClock | SteppedClock | None = None,
     ) -> None:
         self.spec = spec
         self.endpoint = endpoint
@@ -104,9 +106,11 @@ class LocalStack:
         self.emulate = endpoint is None if emulate is None else emulate
         self.speed = speed
         self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
-        # The emulator's wall clock: held while the handlers work, bounded between the loop's turns
-        # (see gpusim.engine.HoldableClock).
-        self.clock = HoldableClock()
+        # The emulator's clock. By default a wall clock, held while the handlers work and bounded
+        # between the loop's turns (see gpusim.engine.HoldableClock), for a user who acts in wall
+        # time (`shareplane up`); a SteppedClock moves only when a StackLoop's turn finds nothing to
+        # do (the demo and the tests: the cluster's hours cost only the work done in them).
+        self.clock = clock if clock is not None else HoldableClock()
         self.emulator: Emulator | None = None
         #: What the emulator provisioned (and skipped) of the template's Batch resources.
         self.emulated: BatchResources | None = None
@@ -119,7 +123,9 @@ class LocalStack:
         self.intrinsics: Intrinsics | None = None
         # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
         self.trails = TrailEmulation()
-        self._cloudwatch: Any = None
+        self._session = boto3.session.Session()
+        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._clients_lock = threading.Lock()
         #: The embedded CloudWatch's GetMetricData index (None when the stack runs elsewhere).
         self.metric_index: metric_index.MetricIndex | None = None
         #: The embedded SQS's delayed messages on the virtual clock (None when the stack runs elsewhere).
@@ -137,6 +143,7 @@ class LocalStack:
             # moto keeps its state per process, not per server: a fresh stack starts from nothing.
             urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
             self.metric_index = metric_index.install(ACCOUNT, REGION)
+            embedded_dynamodb.install(ACCOUNT, REGION)
             self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
@@ -209,27 +216,35 @@ class LocalStack:
             ]
             cloudwatch_backends[ACCOUNT][REGION].put_metric_data(gpu_metrics.NAMESPACE, stamped)
             return
-        if self._cloudwatch is None:
-            self._cloudwatch = self.client("cloudwatch")
         entries = [
             {**d, "Timestamp": datetime.fromtimestamp(float(d["Timestamp"]), UTC)} for d in metric_data
         ]
         for first in range(0, len(entries), PUT_METRIC_DATA_LIMIT):
-            self._cloudwatch.put_metric_data(
+            self.client("cloudwatch").put_metric_data(
                 Namespace=gpu_metrics.NAMESPACE, MetricData=entries[first : first + PUT_METRIC_DATA_LIMIT]
             )
 
     # -- clients and names ------------------------------------------------------------------
     def client(self, service: str) -> Any:
-        """A boto3 client for the embedded AWS."""
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint,
-            region_name=REGION,
-            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            config=Config(retries={"mode": "standard", "max_attempts": 3}),
-        )
+        """The boto3 client of a service of the embedded AWS, built once per endpoint and kept.
+
+        Building a client loads its service model (tens of milliseconds), and the runner polls every
+        queue at each turn: a client per call would cost more than the calls. Clients are
+        thread-safe (the emulator's threads write checkpoints and metrics); building them from one
+        session is not, hence the lock.
+        """
+        with self._clients_lock:
+            key = (service, self.endpoint)
+            if key not in self._clients:
+                self._clients[key] = self._session.client(
+                    service,
+                    endpoint_url=self.endpoint,
+                    region_name=REGION,
+                    aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                    aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                    config=Config(retries={"mode": "standard", "max_attempts": 3}),
+                )
+            return self._clients[key]
 
     @property
     def functions(self) -> list[FunctionSpec]:
@@ -251,6 +266,17 @@ class LocalStack:
         if physical.startswith("http"):
             return physical
         return self.client("sqs").get_queue_url(QueueName=physical)["QueueUrl"]
+
+    def may_have_messages(self, logical_id: str) -> bool:
+        """Whether a queue of the template may hold a visible message (False only when it surely holds
+        none): read from the embedded SQS this process runs, without a ReceiveMessage round trip, so
+        the runner polls only the queues with work. True when the stack runs elsewhere."""
+        if self._server is None:
+            return True
+        from moto.sqs.models import sqs_backends
+
+        queue = sqs_backends[ACCOUNT][REGION].queues.get(resource_name(self.queue_url(logical_id)))
+        return queue is None or any(m.visible and not m.delayed for m in list(queue._messages))
 
     def resolve(self, value: Any) -> Any:
         """``value`` with its intrinsics resolved against this stack (see intrinsics.Intrinsics)."""
@@ -456,8 +482,6 @@ class _MotoServer:
         self._thread: Any = None
 
     def start(self) -> None:
-        import threading
-
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
