@@ -236,6 +236,7 @@ def _install_plain_attribute_values() -> None:
         walk(self, serialized, value, shape, key)
 
     serialize_structure.plain_attribute_values = True  # type: ignore[attr-defined]
+    serialize_structure.moto_walk = walk  # type: ignore[attr-defined]
     BaseJSONSerializer._serialize_type_structure = serialize_structure  # type: ignore[method-assign]
 
 
