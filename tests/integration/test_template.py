@@ -726,6 +726,13 @@ def test_imports_under_type_checking_do_not_count_and_all_others_do(tmp_path: Pa
     assert top_level_imports(module) == {"typing", "yaml", "json", "botocore"}
 
 
+@cache
+def installed_distributions() -> dict[str, list[str]]:
+    """Top-level module -> the distributions that provide it (read once: it walks every installed one)."""
+    return dict(importlib.metadata.packages_distributions())
+
+
+@cache
 def layer_requirements() -> set[str]:
     """Normalised distribution names in layers/core/requirements.txt."""
     lines = (CORE / "requirements.txt").read_text().splitlines()
@@ -748,7 +755,7 @@ def test_lambda_code_never_imports_the_sagemaker_sdk(path: Path) -> None:
     "path", lambda_code_files(), ids=lambda p: f"{p.relative_to(REPO)} imports only what Lambda will have"
 )
 def test_lambda_code_imports_only_packages_the_runtime_layers_or_requirements_provide(path: Path) -> None:
-    distributions = importlib.metadata.packages_distributions()
+    distributions = installed_distributions()
     third_party = top_level_imports(path) - set(sys.stdlib_module_names) - {"shareplane", "__future__"}
     missing = {
         module

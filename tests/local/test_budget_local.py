@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane_cli.demo.workload import DemoJob, submit_request
@@ -71,7 +72,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> BudgetRun:
     config_path.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
-    with LocalStack(spec, speed=SPEED) as stack:
+    with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch, sagemaker = emulated(stack, "batch"), emulated(stack, "sagemaker")
         inbox = subscribe_to_alerts(stack)
         runner = FunctionRunner(stack)

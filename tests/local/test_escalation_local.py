@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
@@ -83,7 +84,7 @@ def run() -> EscalationRun:
     config = short_slo_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
-    with LocalStack(spec, speed=SPEED) as stack:
+    with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         runner = FunctionRunner(stack)
         loop = StackLoop(stack, runner)

@@ -29,6 +29,7 @@ import boto3
 import pytest
 import yaml
 from gpusim import Faults
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
@@ -92,7 +93,7 @@ def run() -> FailureRun:
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
     faults = Faults(scripted={job.name: job.outcomes for job in JOBS})
-    with LocalStack(spec, speed=SPEED, faults=faults) as stack:
+    with LocalStack(spec, speed=SPEED, faults=faults, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         inbox = subscribe_to_alerts(stack)
         queue = stack.outputs["GpuJobQueueArn"]
@@ -161,8 +162,7 @@ def settle(stack: LocalStack, runner: FunctionRunner, loop: StackLoop, batch: An
         # comes: settled is every job final, every decision applied, and the last events handled.
         loop.step()
         if busy():
-            time.sleep(0.05)  # a requeue backs off on the virtual clock (an SQS delay the loop releases)
-            continue
+            continue  # a requeue backs off on the virtual clock (an SQS delay the loop releases)
         assert stack.emulator is not None and stack.emulator.wait_for_events(10)
         runner.drain()
         if not busy() and not delayed(stack):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane_cli.demo.run import template_for
 from shareplane_cli.local import LocalStack, StackSpec, aws_calls
@@ -67,7 +68,7 @@ def _quota_mode_drop_and_ticks() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         path, _ = template_for(SchedulingMode.QUOTA, config, REPO / "template.yaml", Path(workdir))
         try:
-            with LocalStack(StackSpec(path), speed=100.0) as stack:
+            with LocalStack(StackSpec(path), speed=100.0, clock=SteppedClock()) as stack:
                 spec = (REPO / "config" / "jobs" / "prodexp1-bert.yaml").read_bytes()
                 stack.client("s3").put_object(
                     Bucket=stack.outputs["DropBucketName"], Key="submit/ProdExp1/sweep.yaml", Body=spec
@@ -78,7 +79,6 @@ def _quota_mode_drop_and_ticks() -> None:
                 while not any(i.function == "RebalanceSharesFunction" for i in runner.invocations):
                     assert time.monotonic() < deadline, "no rebalance tick within 120 s"
                     loop.step()
-                    time.sleep(0.05)
         finally:
             path.unlink(missing_ok=True)
 

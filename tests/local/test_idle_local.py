@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.idle import IDLE_REASON_PREFIX
 from shareplane.domain.idle_record import IdleRecord
@@ -75,7 +76,7 @@ def run() -> IdleRun:
     spec = StackSpec(
         REPO / "template.yaml", parameters={"SharesConfig": shares_json, "RebalanceDryRun": "true"}
     )
-    with LocalStack(spec, speed=SPEED) as stack:
+    with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         sqs, sns = stack.client("sqs"), stack.client("sns")
         inbox = sqs.create_queue(QueueName="prodexp2-idle-alerts")["QueueUrl"]

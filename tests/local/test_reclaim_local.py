@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane.domain.reclaim_reason import beneficiary_of
 from shareplane.domain.reclaim_record import ReclaimRecord
@@ -116,7 +117,7 @@ def run() -> ReclaimRun:
     spec = StackSpec(
         REPO / "template.yaml", parameters={"SharesConfig": shares_json, "RebalanceDryRun": "true"}
     )
-    with LocalStack(spec, speed=SPEED) as stack:
+    with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         assert stack.emulator is not None
         model = stack.emulator.model
         batch = emulated(stack, "batch")

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.run import template_for
@@ -92,7 +93,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     config_path = workdir / "shares.yaml"
     config_path.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     try:
-        with LocalStack(StackSpec(template), speed=SPEED) as stack:
+        with LocalStack(StackSpec(template), speed=SPEED, clock=SteppedClock()) as stack:
             batch = emulated(stack, "batch")
             runner = FunctionRunner(stack)
             loop = StackLoop(stack, runner)

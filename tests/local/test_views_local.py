@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from gpusim.engine import SteppedClock
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.workload import DemoJob, submit_request
@@ -71,7 +72,7 @@ def as_json(run: ViewsRun, args: list[str]) -> Any:
 @pytest.fixture(scope="module")
 def run() -> Any:
     config = load_config(CONFIG_PATH)
-    with LocalStack(StackSpec(REPO / "template.yaml"), speed=SPEED) as stack:
+    with LocalStack(StackSpec(REPO / "template.yaml"), speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         runner = FunctionRunner(stack)
         loop = StackLoop(stack, runner)

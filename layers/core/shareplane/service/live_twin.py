@@ -126,9 +126,12 @@ def read_live_twin(
     chosen = sources.store.jobs() if states is None else states
 
     def record_of(state: JobState) -> dict[str, Any]:
-        if not never_dispatched(state):
-            return job_record_of(sources.store, state, sources.config)
-        return job_record(state, (), None, sources.config)
+        if never_dispatched(state):
+            return job_record(state, (), None, sources.config)
+        # The twin reads a record's holds (its history) and its size; its training job adds a size
+        # only when Batch's events have not given one, so it is read only then.
+        training = not (state.instance_count and state.instance_type)
+        return job_record_of(sources.store, state, sources.config, with_training=training)
 
     mine = queue_name(queue)
     records = tuple(record_of(state) for state in chosen if queue_name(state.job_queue) == mine)

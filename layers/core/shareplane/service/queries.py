@@ -66,11 +66,16 @@ def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | Non
     }
 
 
-def job_record_of(reader: JobStore, state: JobState, config: SharesConfig | None = None) -> dict[str, Any]:
-    """One job's record with its history (and its training job's facts), read from the store."""
+def job_record_of(
+    reader: JobStore, state: JobState, config: SharesConfig | None = None, *, with_training: bool = True
+) -> dict[str, Any]:
+    """One job's record with its history (and, ``with_training``, its training job's facts), read from
+    the store."""
     try:
         training = (
-            reader.load_training_job(state.latest_training_job_arn) if state.latest_training_job_arn else None
+            reader.load_training_job(state.latest_training_job_arn)
+            if with_training and state.latest_training_job_arn
+            else None
         )
         return job_record(state, reader.job_history(state.job_arn), training, config)
     except (KeyError, TypeError, ValueError) as exc:
