@@ -28,7 +28,7 @@ from shareplane_cli.local.runner import FunctionRunner
 from tests.conftest import REPO
 from tests.local.test_failures_local import cli_json, drain_queue, emulated, subscribe_to_alerts
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 SPEED = 500.0
 WALL_LIMIT_SECONDS = 120.0

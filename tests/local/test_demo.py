@@ -17,7 +17,15 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.local
 
 
-@pytest.mark.parametrize("mode", ["fairshare", "quota"], ids=lambda m: f"in {m} mode")
+# One mode on each xdist worker (tests/local/conftest.py): the two demos are the longest tests.
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("fairshare", marks=pytest.mark.xdist_group("stack-1")),
+        pytest.param("quota", marks=pytest.mark.xdist_group("stack-2")),
+    ],
+    ids=lambda m: f"in {m} mode",
+)
 def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Browser) -> None:
     result = CliRunner().invoke(
         app,

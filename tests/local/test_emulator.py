@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "batch_resources.yaml"
 PSEUDO = {"AWS::StackName": "teststack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}

@@ -34,7 +34,7 @@ from typer.testing import CliRunner
 from tests.conftest import REPO
 from tests.local.test_failures_local import cli_json, emulated
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
 #: Virtual seconds per wall second: the hour of waiting below plays out in about seven seconds.
 SPEED = 500.0
@@ -79,8 +79,14 @@ class EscalationRun:
     why: dict[str, Any]  # `shareplane why wait-mid-01 --output json`, while it waits
 
 
-@pytest.fixture(scope="module")
-def run() -> EscalationRun:
+@pytest.fixture
+def run(escalation_run: EscalationRun) -> EscalationRun:
+    """This module's scenario, run once a session (``tests/local/conftest.py``: the IAM replay reads its calls)."""
+    return escalation_run
+
+
+def run_scenario() -> EscalationRun:
+    """The scenario on a stack of its own."""
     config = short_slo_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})

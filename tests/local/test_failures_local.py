@@ -41,7 +41,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
 #: Virtual seconds per wall second: a ten-minute job plays out in about two seconds.
 SPEED = 500.0
@@ -87,8 +87,14 @@ class FailureRun:
 
 
 # ------------------------------------------------------------------------------------------- the run
-@pytest.fixture(scope="module")
-def run() -> FailureRun:
+@pytest.fixture
+def run(failure_run: FailureRun) -> FailureRun:
+    """This module's scenario, run once a session (``tests/local/conftest.py``: the IAM replay reads its calls)."""
+    return failure_run
+
+
+def run_scenario() -> FailureRun:
+    """The scenario on a stack of its own."""
     config = small_policy_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})

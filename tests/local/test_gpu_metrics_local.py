@@ -18,7 +18,7 @@ from shareplane_cli.local.stack import patched_environ
 
 from tests.local.test_emulator import stack_template, submit_request
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 HOSTS = [f"AWSBatchjob-{n}/algo-{h}" for n in range(3) for h in (1, 2)]
 

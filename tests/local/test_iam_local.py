@@ -7,7 +7,7 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 reports granted actions no recorded call used.
 
 The calls come from the failure/requeue, escalation, reclaim and idle scenarios of the other local tests
-(their module fixtures, run again here), a drop through the submit function (its receipt's forecast reading
+(recorded as they ran, once a session: tests/local/conftest.py), a drop through the submit function (its receipt's forecast reading
 the GPU queue and the table as the watch does; and its CloudTrail event
 through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
 re-rendered in quota mode (a drop to a quota share, then rebalance ticks).
@@ -19,7 +19,6 @@ import tempfile
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,12 +33,8 @@ from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
 from tests.iam_policy import Decision, evaluate, statement_problems, unused_grants
-from tests.local.test_escalation_local import run as escalation_run  # noqa: F401 - a fixture
-from tests.local.test_failures_local import run as failure_run  # noqa: F401 - a fixture
-from tests.local.test_idle_local import run as idle_run  # noqa: F401 - a fixture
-from tests.local.test_reclaim_local import run as reclaim_run  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
 
 def _submit_drops() -> None:
@@ -84,17 +79,14 @@ def _quota_mode_drop_and_ticks() -> None:
 
 
 @pytest.fixture(scope="module")
-def recorded(request: pytest.FixtureRequest) -> Iterator[list[AwsCall]]:
-    calls: list[AwsCall] = []
-    aws_calls.observers.append(calls.append)
-    try:
-        _submit_drops()
-        _quota_mode_drop_and_ticks()
-        for scenario in ("failure_run", "escalation_run", "reclaim_run", "idle_run"):
-            request.getfixturevalue(scenario)
-    finally:
-        aws_calls.observers.remove(calls.append)
-    yield calls
+def recorded(request: pytest.FixtureRequest, recorded_calls: list[AwsCall]) -> list[AwsCall]:
+    """The calls of the session's scenario runs (each run once: tests/local/conftest.py), and of two
+    runs of this module's own: drops through the submit path, and the config in quota mode."""
+    for scenario in ("failure_run", "escalation_run", "reclaim_run", "idle_run"):
+        request.getfixturevalue(scenario)
+    _submit_drops()
+    _quota_mode_drop_and_ticks()
+    return list(recorded_calls)
 
 
 def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> None:

@@ -37,7 +37,7 @@ from tests.conftest import REPO
 from tests.local.test_escalation_local import status
 from tests.local.test_failures_local import emulated
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
 SPEED = 100.0
 WALL_LIMIT_SECONDS = 180.0
@@ -69,8 +69,14 @@ class IdleRun:
     job_names: list[str]
 
 
-@pytest.fixture(scope="module")
-def run() -> IdleRun:
+@pytest.fixture
+def run(idle_run: IdleRun) -> IdleRun:
+    """This module's scenario, run once a session (``tests/local/conftest.py``: the IAM replay reads its calls)."""
+    return idle_run
+
+
+def run_scenario() -> IdleRun:
+    """The scenario on a stack of its own."""
     config = idle_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(

@@ -43,7 +43,7 @@ from tests.conftest import REPO
 from tests.local.test_escalation_local import status
 from tests.local.test_failures_local import cli_json, emulated
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
 #: Virtual seconds per wall second. Each trigger is decided at its own (virtual) time, but handled a
 #: few wall seconds later: at this speed that lag stays a few minutes of virtual time, so the
@@ -110,8 +110,14 @@ def subscribe(stack: LocalStack, policy: dict[str, list[str]]) -> str:
     return url
 
 
-@pytest.fixture(scope="module")
-def run() -> ReclaimRun:
+@pytest.fixture
+def run(reclaim_run: ReclaimRun) -> ReclaimRun:
+    """This module's scenario, run once a session (``tests/local/conftest.py``: the IAM replay reads its calls)."""
+    return reclaim_run
+
+
+def run_scenario() -> ReclaimRun:
+    """The scenario on a stack of its own."""
     config = reclaim_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(

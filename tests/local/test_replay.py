@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REPO, SCENARIOS, load_scenario, scenario_names
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 
 def replay(tmp_path: Path, lines: list[dict], name: str) -> list[dict]:

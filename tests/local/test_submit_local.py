@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 
 def test_dropped_specs_are_submitted_or_rejected_beside_their_originals(

@@ -38,7 +38,7 @@ from tests.conftest import REPO
 from tests.local.test_escalation_local import status
 from tests.local.test_failures_local import emulated
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 SPEED = 500.0
 LOW, MID = Tier.LOWPRI, Tier.MIDPRI

@@ -21,7 +21,7 @@ from tests.conftest import REPO
 from tests.local.test_failures_local import drain_queue, subscribe_to_alerts
 from tests.local.test_submit_local import _job
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 SUBMITTER_ROLE = "arn:aws:iam::111122223333:role/prodexp1-ml-engineers"
 

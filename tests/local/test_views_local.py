@@ -30,7 +30,7 @@ from tests.conftest import REPO
 from tests.local.test_escalation_local import status
 from tests.local.test_failures_local import emulated
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
 SPEED = 500.0
 CONFIG_PATH = REPO / "config" / "shares.yaml"
