@@ -37,7 +37,7 @@ from typer.testing import CliRunner
 
 from tests.sim.traces import PHILLY_PREDICTIONS, PHILLY_PREDICTIONS_SEED1, synthetic_trace, write_csv
 
-FEW = ForecastSettings(samples=8, arrival_lookback_seconds=3600.0)
+FEW = ForecastSettings(samples=4, arrival_lookback_seconds=3600.0)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def _predicted(result) -> dict[str, tuple[float, ...]]:
 def test_changing_future_run_times_and_arrivals_changes_no_prediction(scenario, policy) -> None:
     jobs = scenario.jobs
     cut = jobs[len(jobs) // 2].submit
-    targets = [j for j in jobs if j.submit <= cut][-40:]
+    targets = [j for j in jobs if j.submit <= cut][-12:]
     ended = _finish_times(scenario, policy)
     # The future: every job not finished by the cut runs three times as long; later arrivals come
     # 10 minutes later, are half as long, and twenty more jobs arrive after them.
@@ -100,7 +100,7 @@ def test_a_changed_past_run_time_does_change_predictions(scenario) -> None:
     """The predictor does read the history: a run that ended before the cut moves the forecasts."""
     jobs = scenario.jobs
     cut = jobs[len(jobs) // 2].submit
-    targets = [j for j in jobs if j.submit <= cut][-20:]
+    targets = [j for j in jobs if j.submit <= cut][-8:]
     first = jobs[0]
     past = scenario_of(
         [replace(first, duration=first.duration + 1.0), *jobs[1:]],
@@ -116,7 +116,7 @@ def test_a_changed_past_run_time_does_change_predictions(scenario) -> None:
 
 def test_predicting_leaves_the_replay_as_a_plain_replay_runs_it(scenario) -> None:
     plain = PolicyRun(scenario, Policy.FAIRSHARE).replay()
-    result = backtest(scenario, Policy.FAIRSHARE, sample=50, settings=FEW)
+    result = backtest(scenario, Policy.FAIRSHARE, sample=12, settings=FEW)
     assert result.result.wait_seconds == plain.wait_seconds
     assert result.result.utilization == plain.utilization
 

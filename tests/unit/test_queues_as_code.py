@@ -310,13 +310,28 @@ def test_quota_mode_refuses_what_batch_would_refuse(change: Any, field: str) -> 
     assert err.value.field == field
 
 
-def test_quota_mode_template_passes_cfn_lint() -> None:
-    # GIVEN the repository's template with the quota-mode blocks in place of the fair-share ones
-    from cfnlint.api import lint
-
-    text = queue_template.apply(TEMPLATE.read_text(), queue_template.render(quota_config()))
-    matches = lint(text, regions=["us-east-1"])
-    assert not matches, "\n".join(str(m) for m in matches)
+def test_the_quota_mode_preview_is_written_beside_and_the_template_is_left_alone(tmp_path: Path) -> None:
+    # (`make template` lints this preview with template.yaml in one cfn-lint run.)
+    # GIVEN the repository's fair-share config WHEN it is rendered in quota mode to another file
+    preview = tmp_path / "quota.template.yaml"
+    before = TEMPLATE.read_text()
+    result = runner.invoke(
+        app,
+        ["config", "render", "--mode", "quota", "--output", str(preview)]
+        + ["--config", str(CONFIG), "--template", str(TEMPLATE)],
+    )
+    assert result.exit_code == 0, result.output
+    # THEN the preview holds the quota-share blocks, with the mode in its SharesConfig default
+    quota = cfn_yaml.loads(preview.read_text())
+    (policy,) = of_type(quota, "AWS::Batch::SchedulingPolicy").values()
+    assert of_type(quota, "AWS::Batch::QuotaShare") and set(policy["Properties"]) == {"Name", "QuotaSharePolicy"}
+    assert json.loads(quota["Parameters"]["SharesConfig"]["Default"])["mode"] == "quota"
+    assert TEMPLATE.read_text() == before
+    # AND without --output a mode switch is refused, naming the option
+    refused = runner.invoke(
+        app, ["config", "render", "--mode", "quota", "--config", str(CONFIG), "--template", str(TEMPLATE)]
+    )
+    assert refused.exit_code == 2 and "--output" in refused.output
 
 
 # ---------------------------------------------------------------------------------------------------

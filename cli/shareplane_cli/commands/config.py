@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 import yaml
 from rich.console import Console
+from shareplane.domain.config import SchedulingMode
 from shareplane.domain.errors import ShareplaneError
 
 from .. import drop_policy, queue_template
@@ -37,14 +38,25 @@ def render_command(
     check: Annotated[
         bool, typer.Option("--check", help="Change nothing; exit 1 with a diff when the template is stale.")
     ] = False,
+    mode: Annotated[
+        SchedulingMode | None,
+        typer.Option(help="Render the config as if in this mode (a preview: needs --output)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the rendered template here and leave the template as it is."),
+    ] = None,
 ) -> None:
     """Rewrite the template's generated Batch queue blocks and SharesConfig default from the config."""
     try:
         config = load_config(config_path)
         # The default is the file itself as JSON (what the Lambdas read), not the model's dump.
-        shares_json = queue_template.shares_config_json(
-            yaml.safe_load(config_path.read_text(encoding="utf-8"))
-        )
+        raw = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        if mode is not None and mode is not config.mode:
+            if output is None:
+                raise _fail(f"--mode {mode.value} renders a preview: name the file it goes to with --output")
+            config, raw = config.model_copy(update={"mode": mode}), {**raw, "mode": mode.value}
+        shares_json = queue_template.shares_config_json(raw)
         blocks = queue_template.render(config)
         team_folders = drop_policy.render_statements(config)
     except ShareplaneError as exc:
@@ -54,10 +66,17 @@ def render_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {template_path}: {exc}") from exc
     try:
-        queue_template.refuse_mode_switch(before, config)
+        if output is None:  # a switch in place would replace the deployed queues (a preview is no switch)
+            queue_template.refuse_mode_switch(before, config)
         after = drop_policy.apply_statements(queue_template.apply(before, blocks, shares_json), team_folders)
     except ShareplaneError as exc:
         raise _fail(f"{template_path}: {exc}") from exc
+
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(after, encoding="utf-8")
+        typer.echo(f"{output}: {template_path} with {config_path}'s Batch queues in {config.mode.value} mode")
+        return
 
     if after == before:
         typer.echo(f"{template_path} is up to date with {config_path}")
