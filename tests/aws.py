@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
+import pytest
 from botocore.awsrequest import AWSResponse
 
 from tests.conftest import REPO
@@ -33,6 +36,34 @@ def table_definition(logical_id: str = "JobsTable") -> dict[str, Any]:
     if props.get("GlobalSecondaryIndexes"):
         definition["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
     return definition
+
+
+#: Credentials and a region no real account accepts, so no test can reach one.
+TEST_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+@contextlib.contextmanager
+def test_credentials() -> Iterator[None]:
+    """TEST_CREDENTIALS for a block (a module's moto), with no profile or endpoint of the machine's."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in TEST_CREDENTIALS.items():
+            patch.setenv(key, value)
+        for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+            patch.delenv(key, raising=False)
+        yield
+
+
+def clear_table(client: Any, table: str) -> None:
+    """Delete every item of a table (a module's shared moto table, between tests)."""
+    for page in client.get_paginator("scan").paginate(TableName=table, ProjectionExpression="pk, sk"):
+        for item in page.get("Items", []):
+            client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
 
 
 def create_jobs_table(client: Any, name: str = "shareplane-jobs") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,15 +54,9 @@ def lambda_context() -> FakeLambdaContext:
 
 
 @pytest.fixture
-def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+def aws_credentials() -> Iterator[None]:
     """Fake credentials and a region, so no test can reach a real account."""
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(key, raising=False)
+    from tests.aws import test_credentials
+
+    with test_credentials():
+        yield

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.arrival_counts import HOUR_MS, ArrivalKey, arrival_key
 from shareplane.domain.cost import AttemptCost, BillableSource
@@ -20,7 +18,7 @@ from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
-from tests.aws import create_jobs_table
+from tests.aws import clear_table
 from tests.conftest import load_scenario
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.metrics import FakeMetrics
@@ -173,28 +171,28 @@ def late_fields(observations: list[JobObservation]) -> list[JobObservation]:
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), detours=detours, outcome=outcomes)
 def test_any_delivery_order_with_redeliveries_is_stored_alike(
-    aws_credentials: None, data: st.DataObject, detours: list[str], outcome: str
+    jobs_table: tuple[Any, str], data: st.DataObject, detours: list[str], outcome: str
 ) -> None:
     # GIVEN one job's observations, the last without fields the earlier ones carry, shuffled and
     # partly delivered twice, recorded on the fake and the table
     observations = late_fields(lifecycle(detours, outcome))
     delivered = data.draw(st.permutations(observations + data.draw(st.lists(st.sampled_from(observations)))))
     fake = FakeJobStore()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        table = DynamoJobStore(client, create_jobs_table(client))
-        for observation in delivered:
-            for store in (fake, table):
-                record_observation(observation, store, FakeMetrics(), None)
-        # THEN both hold the same state and the same history, one item per distinct observation
-        assert fake.load_job(JOB) == table.load_job(JOB)
-        assert fake.job_history(JOB) == table.job_history(JOB)
-        assert len(table.job_history(JOB)) == len({o.digest for o in observations})
-        assert fake.jobs() == table.jobs()
-        # AND both count the job once, under its final state's key (a late event's fields moved it)
-        final = table.load_job(JOB)
-        assert final is not None and final.instance_count == 2
-        assert fake.arrival_counts("gpu", 0) == table.arrival_counts("gpu", 0) == [(arrival_key(final), 1)]
+    client, name = jobs_table
+    clear_table(client, name)
+    table = DynamoJobStore(client, name)
+    for observation in delivered:
+        for store in (fake, table):
+            record_observation(observation, store, FakeMetrics(), None)
+    # THEN both hold the same state and the same history, one item per distinct observation
+    assert fake.load_job(JOB) == table.load_job(JOB)
+    assert fake.job_history(JOB) == table.job_history(JOB)
+    assert len(table.job_history(JOB)) == len({o.digest for o in observations})
+    assert fake.jobs() == table.jobs()
+    # AND both count the job once, under its final state's key (a late event's fields moved it)
+    final = table.load_job(JOB)
+    assert final is not None and final.instance_count == 2
+    assert fake.arrival_counts("gpu", 0) == table.arrival_counts("gpu", 0) == [(arrival_key(final), 1)]
 
 
 def test_a_finished_job_is_counted_once_in_its_queues_creation_hour(store: Any) -> None:

@@ -8,16 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
-from tests.aws import create_jobs_table
+from tests.aws import clear_table
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
 
 DAY = "2026-03-17"
@@ -190,26 +188,26 @@ claims = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(claims=claims, per_job=st.integers(1, 4), per_day=st.integers(1, 6))
 def test_any_run_of_claims_ends_alike_and_within_both_budgets(
-    aws_credentials: None, claims: list[tuple[str, set[str], str, bool]], per_job: int, per_day: int
+    jobs_table: tuple[Any, str], claims: list[tuple[str, set[str], str, bool]], per_job: int, per_day: int
 ) -> None:
     # GIVEN any sequence of reclaims (some planned from the count they read), on the fake and the table
     fake = FakeReclaimLedger()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        table = DynamoReclaimLedger(client, create_jobs_table(client))
-        outcomes: dict[str, list[str]] = {"fake": [], "table": []}
-        for n, (waiting, victims, day, read_count) in enumerate(claims):
-            for name, ledger in (("fake", fake), ("table", table)):
-                extra = {"victims_before": ledger.victims_for(waiting)} if read_count else {}
-                rec = record(f"d{n}", *sorted(victims), waiting=waiting, **extra)
-                histories = [history(v, f"d{n}") for v in sorted(victims)]
-                outcomes[name].append(
-                    ledger.claim(rec, histories, day=day, max_per_job=per_job, max_per_day=per_day)
-                )
-        # THEN both answer every claim the same, hold the same victims and counts, within the budgets
-        assert outcomes["fake"] == outcomes["table"]
-        assert fake.stopping() == table.stopping()
-        for waiting in ("hi-0", "hi-1"):
-            assert fake.victims_for(waiting) == table.victims_for(waiting) <= per_job
-        for day in ("2026-03-17", "2026-03-18"):
-            assert fake.victims_on(day) == table.victims_on(day) <= per_day
+    client, name = jobs_table
+    clear_table(client, name)
+    table = DynamoReclaimLedger(client, name)
+    outcomes: dict[str, list[str]] = {"fake": [], "table": []}
+    for n, (waiting, victims, day, read_count) in enumerate(claims):
+        for name, ledger in (("fake", fake), ("table", table)):
+            extra = {"victims_before": ledger.victims_for(waiting)} if read_count else {}
+            rec = record(f"d{n}", *sorted(victims), waiting=waiting, **extra)
+            histories = [history(v, f"d{n}") for v in sorted(victims)]
+            outcomes[name].append(
+                ledger.claim(rec, histories, day=day, max_per_job=per_job, max_per_day=per_day)
+            )
+    # THEN both answer every claim the same, hold the same victims and counts, within the budgets
+    assert outcomes["fake"] == outcomes["table"]
+    assert fake.stopping() == table.stopping()
+    for waiting in ("hi-0", "hi-1"):
+        assert fake.victims_for(waiting) == table.victims_for(waiting) <= per_job
+    for day in ("2026-03-17", "2026-03-18"):
+        assert fake.victims_on(day) == table.victims_on(day) <= per_day
