@@ -1,4 +1,23 @@
-"""Shared fixtures: event samples, a Lambda context, handler loading by path, AWS test credentials."""
+"""Shared fixtures (event samples, a Lambda context, handler loading by path, AWS test credentials)
+and hypothesis's two settings profiles.
+
+``ci`` (the default, ``make test``) runs a quarter of each property's examples (tests/properties.py),
+derandomized, so a run's result depends on the code alone and a failure replays as it was seen.
+``thorough`` (``HYPOTHESIS_PROFILE=thorough``; ``make thorough`` and ``make bench``, and before a
+release) runs every property at its full size with fresh random examples.
+
+What ``ci`` still catches: real defects from the project's history, each put back into today's code
+and run under ``ci`` (the count is the examples ``ci`` ran until the first failure):
+- a7f6843 (S3 allowlists compared with a slash appended, so "s3://shared/corpora" was accepted and
+  SageMaker read "corpora-restricted/..."): test_jobspec.py::
+  test_an_accepted_input_uri_only_reads_keys_under_an_allowed_prefix fails;
+- 7966ac2 (a calibration with a p50 scale below 1 showed a p50 outside its own p10-p90):
+  test_start_forecast.py::test_the_shown_range_holds_the_shown_p50_whatever_the_calibration fails
+  at its 13th example;
+- b1693e6 (RUNNING placed at startedAt, before the STARTING it follows when scheduledAt is missing):
+  test_history_placement.py::test_history_follows_the_evidence_when_detail_times_are_dropped fails
+  at its 11th example.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +30,15 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.browser.chromium import browser  # noqa: F401 - one session's browser for every folder
 from tests.fakes.lambda_context import FakeLambdaContext
+from tests.properties import PROFILE
+
+settings.register_profile("ci", max_examples=25, derandomize=True, database=None, deadline=None)
+settings.register_profile("thorough", max_examples=100, deadline=None)
+settings.load_profile(PROFILE)
 
 REPO = Path(__file__).resolve().parents[1]
 EVENTS = REPO / "events"

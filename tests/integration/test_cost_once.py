@@ -24,6 +24,7 @@ from shareplane.service.record_state import record_observation
 from tests.aws import create_jobs_table
 from tests.conftest import REPO
 from tests.fakes.metrics import FakeMetrics
+from tests.properties import examples
 
 CONFIG = SharesConfig.model_validate(__import__("yaml").safe_load((REPO / "config/shares.yaml").read_text()))
 P4D_PRICE = 37.688
@@ -84,7 +85,9 @@ def dynamodb(aws_credentials: None) -> Any:
         yield boto3.client("dynamodb", region_name="us-east-1")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_duplicated_and_reordered_events_cost_each_attempt_exactly_once(
     dynamodb: Any, data: st.DataObject

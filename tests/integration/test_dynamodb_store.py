@@ -21,6 +21,7 @@ from shareplane.service.record_state import record_observation
 
 from tests.aws import create_jobs_table
 from tests.conftest import load_scenario
+from tests.properties import examples
 from tests.streams import lifecycle
 
 
@@ -150,7 +151,9 @@ def _writer(store: DynamoJobStore, part: list[JobObservation]) -> Iterator[None]
                 continue  # re-read and re-decide, as the service does
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(schedule=st.lists(st.integers(0, 1), min_size=1, max_size=200))
 def test_racing_writers_never_lose_a_transition_or_move_the_state_backwards(
     dynamodb: Any, schedule: list[int]

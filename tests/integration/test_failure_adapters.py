@@ -25,6 +25,7 @@ from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
 from tests.fakes.failure_ledger import FakeFailureLedger, decided
 from tests.fakes.failure_world import shares_config
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
+from tests.properties import examples
 
 REGION = "us-east-1"
 
@@ -203,7 +204,9 @@ def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: 
     assert described["ActionAfterCompletion"] == "DELETE"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     ticks=st.lists(
         st.datetimes(datetime(2026, 1, 1), datetime(2027, 1, 1)).map(

@@ -26,6 +26,7 @@ from shareplane.service.submit_job import submit_dropped_spec
 
 from tests.conftest import REPO
 from tests.integration.drop_world import BUCKET, NOW_MS, TABLE, DropWorld, build_world
+from tests.properties import examples
 
 REQUEST = "7K3Q9ZP1M2X8C4VA"
 KEY = "submit/ProdExp1/sweep.yaml"
@@ -86,7 +87,7 @@ def _alerts(world: DropWorld) -> list[dict[str, Any]]:
     return [n for n in notes if "uploader_not_submitter" in n.get("Message", "")]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     drops=st.integers(1, 3),
     trails=st.integers(1, 3),

@@ -31,6 +31,7 @@ from shareplane_cli.local.template import load_sam_template
 from typer.testing import CliRunner
 
 from tests.conftest import REPO
+from tests.properties import examples
 
 pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
@@ -137,7 +138,7 @@ def test_a_false_condition_leaves_a_resource_out_and_fn_if_takes_the_other_branc
     assert "schedulingPolicyArn" not in queues(emulator)["gpu-queue"], "AWS::NoValue removes the property"
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.permutations(sorted(load_sam_template(FIXTURE)["Resources"])))
 def test_the_resources_come_out_the_same_whatever_order_the_template_lists_them(order: list[str]) -> None:
     resources = load_sam_template(FIXTURE)["Resources"]

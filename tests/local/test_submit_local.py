@@ -14,6 +14,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.conftest import REPO
+from tests.properties import examples
 
 pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-2")]
 
@@ -179,7 +180,7 @@ def test_fuzz_every_drop_is_answered_moved_and_its_team_notified() -> None:
         runner = FunctionRunner(stack)
         round_number = 0
 
-        @settings(max_examples=6, deadline=None, phases=[Phase.generate])
+        @settings(max_examples=examples(6), deadline=None, phases=[Phase.generate])
         @given(drops=DROPS)
         def one_round(drops: list[tuple[str, str, str]]) -> None:
             nonlocal round_number

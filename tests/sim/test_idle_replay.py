@@ -22,6 +22,7 @@ from shareplane.domain.config import IdleAction, IdleConfig
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.idle import Act, GpuSample, IdlePolicy, Verdict, decide
 
+from tests.properties import examples
 from tests.sim.traces import synthetic_trace
 
 HOUR = 3600.0
@@ -110,7 +111,7 @@ def test_seed_idle_draws_the_fraction_from_its_own_stream_and_keeps_every_other_
         seed_idle(base, 1.5)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     values=st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=70),
     started=st.floats(0, 3000),

@@ -21,6 +21,7 @@ from gpusim.server import MAX_ENTRIES, EventPublisher, GpuSimServer, to_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.properties import examples
 from tests.sim.conftest import FAST, payload
 
 G5 = "ml.g5.xlarge"
@@ -603,7 +604,7 @@ def _envelope(i: int) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(fail_calls=st.sets(st.integers(0, 12), max_size=6), refuse=st.sets(st.integers(0, 29), max_size=10))
 def test_the_publisher_delivers_every_event_once_through_failures_and_partial_refusals(
     fail_calls: set[int], refuse: set[int]

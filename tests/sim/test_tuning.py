@@ -25,6 +25,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.fakes.rebalance_world import shares_config
+from tests.properties import examples
 from tests.sim.traces import synthetic_trace, write_csv
 
 SMALL_CONFIG = WhatIfConfig(shares=SharesMapping(top_k=3))
@@ -46,7 +47,7 @@ def test_the_split_is_by_job_count_and_each_part_starts_at_zero() -> None:
     assert [j.submit for j in split.held_out] == [0.0, 10.0, 20.0, 30.0, 40.0]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     submits=st.lists(st.integers(0, 10_000), min_size=2, max_size=60),
     fraction=st.floats(0.05, 0.95),

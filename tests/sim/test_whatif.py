@@ -29,6 +29,7 @@ from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
+from tests.properties import examples
 from tests.sim.traces import synthetic_trace, write_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -234,7 +235,7 @@ def test_exported_job_records_replay_as_a_trace(tmp_path) -> None:
     assert result.results["fairshare"].wait_seconds["HIGHPRI"] == {"p50": 0.0, "p95": 0.0, "p99": 0.0}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.permutations(range(6)))
 def test_exported_records_load_the_same_in_any_order(tmp_path_factory, order) -> None:
     records = [
@@ -298,7 +299,7 @@ def test_an_unknown_policy_names_the_option_and_the_choices() -> None:
     ),
     st.integers(0, 3),
 )
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_entitlements_add_up_to_the_capacity_and_hold_each_largest_job(jobs, top_k) -> None:
     trace = [TraceJob(float(i * 10), float(d), g, team) for i, (team, g, d) in enumerate(jobs)]
     config = WhatIfConfig(shares=SharesMapping(top_k=top_k + 1), target_load=0.5)

@@ -27,6 +27,7 @@ from shareplane_cli import drop_policy
 from shareplane_cli.config_file import load_config
 
 from tests.conftest import REPO
+from tests.properties import examples
 
 TEMPLATE = REPO / "template.yaml"
 BUCKET_ARN = "arn:aws:s3:::shareplane-drop"
@@ -209,7 +210,7 @@ KEYS = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     principal=PRINCIPALS,
     key=KEYS,

@@ -21,6 +21,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.conftest import REPO
+from tests.properties import examples
 
 TEMPLATE = REPO / "template.yaml"
 CONFIG = REPO / "config" / "shares.yaml"
@@ -324,7 +325,10 @@ def test_the_quota_mode_preview_is_written_beside_and_the_template_is_left_alone
     # THEN the preview holds the quota-share blocks, with the mode in its SharesConfig default
     quota = cfn_yaml.loads(preview.read_text())
     (policy,) = of_type(quota, "AWS::Batch::SchedulingPolicy").values()
-    assert of_type(quota, "AWS::Batch::QuotaShare") and set(policy["Properties"]) == {"Name", "QuotaSharePolicy"}
+    assert of_type(quota, "AWS::Batch::QuotaShare") and set(policy["Properties"]) == {
+        "Name",
+        "QuotaSharePolicy",
+    }
     assert json.loads(quota["Parameters"]["SharesConfig"]["Default"])["mode"] == "quota"
     assert TEMPLATE.read_text() == before
     # AND without --output a mode switch is refused, naming the option
@@ -569,7 +573,7 @@ def _reordered(data: dict[str, Any], teams: list[str], types: list[str]) -> dict
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=configs(), seed=st.randoms(use_true_random=False))
 def test_render_does_not_depend_on_the_order_of_teams_or_instance_types(
     data: dict[str, Any], seed: Any
@@ -582,7 +586,7 @@ def test_render_does_not_depend_on_the_order_of_teams_or_instance_types(
     assert queue_template.render(SharesConfig.model_validate(data)) == first
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=configs(), layout=st.sampled_from(["team", "team_tier"]))
 def test_weights_are_inverse_to_entitlements(data: dict[str, Any], layout: str) -> None:
     data.update(mode="fairshare", share_layout=layout)
@@ -602,7 +606,7 @@ def test_weights_are_inverse_to_entitlements(data: dict[str, Any], layout: str) 
                 assert w[a] <= w[b]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(data=configs())
 def test_applying_the_blocks_twice_changes_nothing_more(data: dict[str, Any]) -> None:
     blocks = queue_template.render(SharesConfig.model_validate(data))

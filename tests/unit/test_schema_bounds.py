@@ -14,6 +14,7 @@ from shareplane.schemas import parse_state_event
 from shareplane.schemas.common import MAX_COUNT, MAX_EPOCH_MS
 
 from tests.conftest import load_event
+from tests.properties import examples
 
 SERVICE_JOB = load_event("batch_service_job_state_change_succeeded")
 TIME_FIELDS = ("createdAt", "scheduledAt", "startedAt", "stoppedAt")
@@ -61,7 +62,7 @@ def test_an_envelope_time_past_2286_is_refused() -> None:
     assert refused.value.field == "time"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     times=st.fixed_dictionaries({f: st.integers(-(10**16), 10**16) for f in TIME_FIELDS}),
     priority=st.integers(-(10**5), 10**5),

@@ -7,7 +7,9 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
-def test_an_xdist_group_runs_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_xdist_group_runs_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The local stacks are shared per xdist_group (tests/local/conftest.py): were the groups ignored,
     # every scenario would start once per worker and `make test` would run past its budget unnoticed.
     pytester.makepyfile(

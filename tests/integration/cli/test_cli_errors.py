@@ -24,6 +24,7 @@ from shareplane_cli.output import epoch_ms
 from typer.testing import CliRunner
 
 from tests.aws import create_jobs_table
+from tests.properties import examples
 
 REPO = Path(__file__).resolve().parents[3]
 runner = CliRunner()
@@ -184,7 +185,7 @@ errors = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exc=errors)
 def test_every_anticipated_error_has_a_problem_a_fix_and_a_documented_code(exc: Exception) -> None:
     explained = explain(exc)
@@ -193,7 +194,7 @@ def test_every_anticipated_error_has_a_problem_a_fix_and_a_documented_code(exc: 
     assert explained.code in {ExitCode.BAD_INPUT, ExitCode.UNREACHABLE, ExitCode.NOT_FOUND}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=400))
 def test_any_config_file_is_answered_without_a_traceback(data: bytes, tmp_path_factory: Any) -> None:
     config = tmp_path_factory.mktemp("cfg") / "shares.yaml"

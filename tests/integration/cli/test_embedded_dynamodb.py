@@ -24,6 +24,7 @@ from moto.dynamodb.models import dynamodb_backends
 from shareplane_cli.local import embedded_dynamodb
 
 from tests.aws import table_definition
+from tests.properties import examples
 
 ACCOUNT = "123456789012"
 PATCHED, PLAIN = "us-east-1", "us-west-2"
@@ -94,7 +95,9 @@ def actions(draw: st.DrawFn) -> dict[str, Any]:
     return {kind: action}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(transactions=st.lists(st.lists(actions(), min_size=1, max_size=4), min_size=1, max_size=6))
 def test_a_transaction_answers_and_leaves_the_items_as_motos_own(
     moto_regions: dict[str, Any], transactions: list[list[dict[str, Any]]]
@@ -152,7 +155,9 @@ def pages(client: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
             return answers
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(stored=ITEMS, asked=st.lists(queries(), min_size=1, max_size=5))
 def test_a_query_answers_page_for_page_as_motos_own(
     moto_regions: dict[str, Any], stored: list[tuple[str, str, str | None, int]], asked: list[dict[str, Any]]
@@ -185,7 +190,9 @@ VALUES = st.recursive(
         st.builds(lambda b: {"BOOL": b}, st.booleans()),
         st.just({"NULL": True}),
         st.builds(lambda s: {"SS": sorted(s)}, st.sets(st.text(max_size=3), min_size=1, max_size=3)),
-        st.builds(lambda s: {"NS": sorted(str(n) for n in s)}, st.sets(st.integers(), min_size=1, max_size=3)),
+        st.builds(
+            lambda s: {"NS": sorted(str(n) for n in s)}, st.sets(st.integers(), min_size=1, max_size=3)
+        ),
         st.builds(lambda b: {"B": b}, st.binary(max_size=4)),
     ),
     lambda inner: st.one_of(
@@ -207,13 +214,15 @@ def serialized(item: dict[str, Any], *, plain: bool) -> Any:
     operation = get_service_model("dynamodb").operation_model("GetItem")
     BaseJSONSerializer._serialize_type_structure = walk  # type: ignore[method-assign]
     try:
-        body = JSONSerializer(operation, value_picker=XFormedAttributePicker()).serialize({"Item": item})["body"]
+        body = JSONSerializer(operation, value_picker=XFormedAttributePicker()).serialize({"Item": item})[
+            "body"
+        ]
     finally:
         BaseJSONSerializer._serialize_type_structure = installed  # type: ignore[method-assign]
     return json.loads(body, parse_float=Decimal)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(item=st.dictionaries(st.text(min_size=1, max_size=4), VALUES, max_size=5))
 def test_an_item_is_written_as_motos_own_serializer_writes_it(item: dict[str, Any]) -> None:
     assert serialized(item, plain=True) == serialized(item, plain=False)

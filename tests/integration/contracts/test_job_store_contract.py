@@ -22,6 +22,7 @@ from tests.aws import clear_table
 from tests.conftest import load_scenario
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.metrics import FakeMetrics
+from tests.properties import examples
 from tests.streams import JOB, detours, lifecycle, outcomes
 
 TRAINING_JOB = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchllm-run1"
@@ -168,7 +169,9 @@ def late_fields(observations: list[JobObservation]) -> list[JobObservation]:
     return [*out[:-1], replace(final, share_identifier=None, scheduling_priority=None, capacity_usage=())]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data(), detours=detours, outcome=outcomes)
 def test_any_delivery_order_with_redeliveries_is_stored_alike(
     jobs_table: tuple[Any, str], data: st.DataObject, detours: list[str], outcome: str
@@ -284,7 +287,9 @@ def test_a_prediction_never_touches_the_jobs_state_or_its_version(store: Any) ->
     assert [h.key for h in store.job_history(JOB)] == [first.history.key]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ticks=st.lists(st.integers(1, 6), min_size=1, max_size=8))
 def test_ticks_stored_in_any_order_leave_the_newest(store: Any, ticks: list[int]) -> None:
     job = f"{JOB}-{'-'.join(map(str, ticks))}"  # one job per example: the table outlives examples

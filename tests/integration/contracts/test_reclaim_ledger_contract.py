@@ -17,6 +17,7 @@ from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import clear_table
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
+from tests.properties import examples
 
 DAY = "2026-03-17"
 WAITING = "hi-1"
@@ -185,7 +186,9 @@ claims = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(claims=claims, per_job=st.integers(1, 4), per_day=st.integers(1, 6))
 def test_any_run_of_claims_ends_alike_and_within_both_budgets(
     jobs_table: tuple[Any, str], claims: list[tuple[str, set[str], str, bool]], per_job: int, per_day: int

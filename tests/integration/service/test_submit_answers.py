@@ -20,6 +20,7 @@ from shareplane.service.submit_job import payload_request
 
 from tests.integration.drop_world import BUCKET, DropWorld, build_world
 from tests.integration.service.test_submit_job import as_list, job
+from tests.properties import examples
 
 OWNER = "123456789012"
 
@@ -75,7 +76,9 @@ def test_a_request_that_fits_stays_in_the_item(world: DropWorld) -> None:
     assert not any(k.startswith("payloads/") for k in world.keys())
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     # sizes in bands, so the few examples reach both sides of the item limit
     count=st.sampled_from([0, 10, 60, 100]),
@@ -114,7 +117,7 @@ def test_an_alert_about_a_key_with_control_or_non_ascii_characters_has_a_subject
     assert alert["attributes"]["team"] == "ProdExp1" and alert["message"]["team"] == "ProdExp1"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(max_size=300))
 def test_every_subject_meets_the_publish_rules(text: str) -> None:
     # https://docs.aws.amazon.com/sns/latest/api/API_Publish.html: ASCII text that begins with a letter,
@@ -278,7 +281,9 @@ GENERATED_KEYS = st.builds(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(keys=st.lists(GENERATED_KEYS, min_size=1, max_size=4), good=st.booleans())
 def test_generated_drops_are_each_answered_to_their_team_and_no_answer_is_overwritten(
     world: DropWorld, keys: list[str], good: bool
@@ -331,7 +336,9 @@ SPECS = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     jobs=SPECS,
     name=st.sampled_from(["a.yaml", "a.json", "a.txt", ".a.yaml", "a b.yml"]),

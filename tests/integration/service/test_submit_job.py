@@ -15,6 +15,7 @@ from shareplane.domain.lifecycle import JobStatus, ObservationKind
 
 from tests.conftest import REPO
 from tests.integration.drop_world import NOW_MS, DropWorld, build_world
+from tests.properties import examples
 
 GOOD_JOB = """\
 name: {name}
@@ -383,7 +384,9 @@ KEYS = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(body=SPECISH, key=KEYS)
 def test_fuzz_every_file_is_answered_and_never_lost(world: DropWorld, body: bytes, key: str) -> None:
     obj = world.drop(key, body)

@@ -36,6 +36,8 @@ from shareplane.domain.failures import (
     storm_guard,
 )
 
+from tests.properties import examples
+
 # The exact strings of the SageMaker failure taxonomy and the AWS Batch service-job reasons.
 CAPACITY_FR = (
     "CapacityError: Unable to provision requested ML compute capacity. "
@@ -262,7 +264,7 @@ def test_extra_rules_from_config_run_before_the_defaults() -> None:
 maybe_text = st.none() | st.text(max_size=1200)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     status=maybe_text,
     failure=maybe_text,
@@ -304,7 +306,7 @@ TRUNCATION_CASES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=st.sampled_from(TRUNCATION_CASES), data=st.data())
 def test_classification_is_stable_under_truncation_past_the_marker(
     case: tuple[str, str], data: st.DataObject
@@ -405,7 +407,7 @@ def test_backoff_rejects_attempt_zero_naming_the_field() -> None:
     assert err.value.field == "attempt"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     attempt=st.integers(1, 10_000),
     base=st.floats(1, 1000),
@@ -605,7 +607,7 @@ def test_a_job_of_unknown_team_is_only_upsized_to_what_every_team_may_use() -> N
 G5 = ["ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.8xlarge"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     allowed=st.lists(st.sampled_from([*G5, "ml.p4d.24xlarge"]), unique=True),
     current=st.sampled_from(G5),
@@ -805,7 +807,7 @@ def test_priority_escalation(tier: Tier, current: int, waited: float, expected: 
     assert priority_escalation(current, tier, waited, CONFIG) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     tier=st.sampled_from(list(Tier)),
     current=st.integers(0, 9999),

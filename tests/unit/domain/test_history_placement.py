@@ -21,6 +21,7 @@ from shareplane.domain.lifecycle import (
     place_history,
 )
 
+from tests.properties import examples
 from tests.streams import CAPACITY, JOB, detours, outcomes
 
 CREATED = 1_773_690_900_000
@@ -106,7 +107,7 @@ def own_time(obs: JobObservation) -> int | None:
     return obs.own_time_ms
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_history_follows_the_evidence_when_detail_times_are_dropped(data: st.DataObject) -> None:
     lived = data.draw(lifecycles(), label="life")

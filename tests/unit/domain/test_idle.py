@@ -26,6 +26,8 @@ from shareplane.domain.idle import (
     policy_for,
 )
 
+from tests.properties import examples
+
 P4 = "ml.p4d.24xlarge"  # 8 GPUs per host
 START = 1_760_000_000.0
 POLICY = IdlePolicy(
@@ -337,7 +339,7 @@ policies = st.sampled_from([POLICY, STOPPING, CHECKPOINTED])
 times = st.integers(min_value=10, max_value=130).map(lambda m: 600.0 + 60 * m)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(samples=host_samples, now=times, previous=notices, policy=policies, count=st.sampled_from([1, 2]))
 def test_never_stopped_for_idleness_while_any_gpu_is_busy_in_the_window(
     samples, now, previous, policy, count
@@ -358,7 +360,7 @@ def test_never_stopped_for_idleness_while_any_gpu_is_busy_in_the_window(
         assert decision.verdict is Verdict.HUNG and policy.hung_action is HungAction.STOP_AND_REQUEUE
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(samples=host_samples, now=times, previous=notices, policy=policies, seed=st.integers(0, 2**16))
 def test_the_order_and_duplicates_of_samples_do_not_matter(samples, now, previous, policy, seed) -> None:
     shuffled = list(samples) + list(samples[: len(samples) // 2])
@@ -367,7 +369,7 @@ def test_the_order_and_duplicates_of_samples_do_not_matter(samples, now, previou
     assert judge(shuffled, now, policy, **kw) == judge(samples, now, policy, **kw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(samples=host_samples, now=times, policy=policies)
 def test_a_repeated_tick_after_acting_does_not_act_again(samples, now, policy) -> None:
     kw = {"instance_count": 1, "checkpointing": True}

@@ -29,6 +29,8 @@ from shareplane.domain.jobspec import (
 )
 from shareplane.domain.jobspec.rules import JobContext
 
+from tests.properties import examples
+
 KEY = "submit/ProdExp1/jobs.yaml"
 ACCOUNT = "111122223333"
 ECR = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com"
@@ -1137,7 +1139,7 @@ def check_answer(result: SpecResult) -> None:
         assert problem.path and problem.message and problem.fix
 
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FUZZ

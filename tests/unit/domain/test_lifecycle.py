@@ -20,6 +20,7 @@ from shareplane.domain.lifecycle import (
 from shareplane.schemas import parse_state_event
 
 from tests.conftest import load_scenario, scenario_names
+from tests.properties import examples
 from tests.streams import detours, lifecycle, outcomes
 
 
@@ -185,7 +186,7 @@ def _shuffled_with_duplicates(data: st.DataObject, events: list[JobObservation])
     return data.draw(st.permutations(events + copies), label="delivery order")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(path=detours, outcome=outcomes, data=st.data())
 def test_any_order_with_any_duplicates_converges_to_the_in_order_result(
     path: list[str], outcome: str, data: st.DataObject
@@ -198,7 +199,7 @@ def test_any_order_with_any_duplicates_converges_to_the_in_order_result(
     assert [h.status for _, h in sorted(history.items())] == [e.status for e in events]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scenario=st.sampled_from(scenario_names()), data=st.data())
 def test_recorded_scenarios_converge_under_any_delivery(scenario: str, data: st.DataObject) -> None:
     events = job_observations(scenario)

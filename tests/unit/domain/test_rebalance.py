@@ -31,6 +31,8 @@ from shareplane.domain.rebalance import (
     update_ledger,
 )
 
+from tests.properties import examples
+
 P4 = "ml.p4d.24xlarge"
 P5 = "ml.p5.48xlarge"
 NOW = 1_760_000_000.0
@@ -263,7 +265,7 @@ allocation_inputs = st.integers(1, 6).flatmap(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(allocation_inputs)
 def test_allocation_respects_demand_and_capacity_and_is_work_conserving(inputs) -> None:
     capacity, demands, weights_, guarantees = inputs
@@ -282,7 +284,7 @@ def test_allocation_respects_demand_and_capacity_and_is_work_conserving(inputs) 
         assert all(alloc[n] >= c - 1e-9 for n, c in zip(names, claims, strict=True))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(allocation_inputs, st.randoms(use_true_random=False))
 def test_allocation_does_not_depend_on_the_order_of_the_shares(inputs, rng) -> None:
     capacity, demands, weights_, guarantees = inputs
@@ -738,7 +740,7 @@ def random_snapshot(rows, **more) -> ShareSnapshot:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(shares_strategy, st.randoms(use_true_random=False))
 def test_plans_are_deterministic_and_independent_of_share_order(rows, rng) -> None:
     snap = random_snapshot(rows, ledger_as_of=NOW - 300)
@@ -749,7 +751,7 @@ def test_plans_are_deterministic_and_independent_of_share_order(rows, rng) -> No
     assert plan_rebalance(replace(snap, shares=tuple(shuffled)), DEFAULTS) == first
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(shares_strategy, st.floats(0.05, 1.0), st.floats(0.0, 0.2))
 def test_every_weight_stays_in_bounds_and_within_one_step(rows, max_step, deadband) -> None:
     config = RebalanceConfig(max_step=max_step, deadband=deadband)
@@ -761,7 +763,7 @@ def test_every_weight_stays_in_bounds_and_within_one_step(rows, max_step, deadba
             assert abs(change.after / change.before - 1) >= deadband
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(shares_strategy, st.floats(0.1, 1.0))
 def test_a_steady_snapshot_reaches_a_fixed_point(rows, max_step) -> None:
     # GIVEN the same demand at every run; each plan is applied before the next run
@@ -783,7 +785,7 @@ def test_a_steady_snapshot_reaches_a_fixed_point(rows, max_step) -> None:
     assert all(p.is_empty for p in plans[first_empty:])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.integers(20, 80),
     st.integers(1, 6),

@@ -22,6 +22,8 @@ from shareplane.domain.reclaim import (
     plan_reclaim,
 )
 
+from tests.properties import examples
+
 P4 = "ml.p4d.24xlarge"
 NOW = 1_760_000_000.0
 TIERS = {
@@ -256,7 +258,7 @@ def _eligible(snapshot: ReclaimSnapshot, rules: ReclaimConfig) -> list[RunningJo
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(clusters())
 def test_property_every_victim_is_allowed_and_none_is_taken_twice(snapshot):
     plan = plan_reclaim(snapshot, TIERS, RULES)
@@ -277,7 +279,7 @@ def test_property_every_victim_is_allowed_and_none_is_taken_twice(snapshot):
             assert v.job_id not in w.displaced_by and w.job_id not in job.displaced_by, "no thrash"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(clusters())
 def test_property_no_over_reclaim_and_fewest_victims(snapshot):
     plan = plan_reclaim(snapshot, TIERS, RULES)
@@ -306,7 +308,7 @@ def test_property_no_over_reclaim_and_fewest_victims(snapshot):
                 assert sum(combo) < reclaim.short_instances, "a smaller set would do"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(clusters(), st.randoms(use_true_random=False))
 def test_property_plans_ignore_input_order_and_never_modify_it(snapshot, rnd):
     before = copy.deepcopy(snapshot)
@@ -319,7 +321,7 @@ def test_property_plans_ignore_input_order_and_never_modify_it(snapshot, rnd):
     assert plan_reclaim(shuffled, TIERS, RULES) == plan
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(clusters())
 def test_property_a_replanned_decision_adds_no_victims(snapshot):
     # Re-delivery after the plan was applied: victims are stopping, beneficiaries counted them.

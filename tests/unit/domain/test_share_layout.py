@@ -16,6 +16,7 @@ from shareplane.domain.fairshare import ShareWeight
 from shareplane.domain.jobspec import parse_spec_file
 from shareplane.domain.rebalance import RebalancePlan, ShareChange, identifier_plan, team_weights
 
+from tests.properties import examples
 from tests.unit.domain.test_jobspec import config_dict, good_job
 
 MULTIPLIERS = {"HIGHPRI": 0.05, "MIDPRI": 0.5, "LOWPRI": 1.0}
@@ -266,7 +267,7 @@ def test_a_queue_not_yet_migrated_reads_the_teams_plain_entry() -> None:
     assert team_weights(CONFIG, weights) == weights
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     team_weight=st.floats(0.0001, 999.9999),
     multipliers=st.tuples(*[st.floats(0.01, 1.0) for _ in Tier]),

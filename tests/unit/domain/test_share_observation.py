@@ -20,6 +20,8 @@ from shareplane.domain.share_observation import (
     tier_wait,
 )
 
+from tests.properties import examples
+
 P4D = "ml.p4d.24xlarge"
 
 
@@ -56,7 +58,7 @@ def test_percentile_refuses_a_q_that_is_not_a_fraction(q: float) -> None:
         percentile([1.0], q)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(values=st.lists(st.floats(0, 1e6), min_size=1, max_size=40), q=st.floats(0.01, 1.0))
 def test_percentile_is_a_value_with_at_least_q_of_the_values_at_or_below_it(
     values: list[float], q: float
@@ -145,7 +147,7 @@ def test_the_snapshot_derives_demand_from_use_and_waiting_and_keeps_the_rest() -
     assert obs == before
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**16))
 def test_the_snapshot_does_not_depend_on_the_order_of_the_raw_waits(seed: int) -> None:
     rng = random.Random(seed)

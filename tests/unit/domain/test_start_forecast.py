@@ -34,6 +34,8 @@ from shareplane.domain.start_forecast import (
     track_margin,
 )
 
+from tests.properties import examples
+
 # The model's own quantiles: the tests below check its order and draws, not the shipped calibration.
 FEW = ForecastSettings(samples=40, calibration=UNCALIBRATED)
 
@@ -232,7 +234,7 @@ def test_unknown_target_and_bad_state_name_the_field() -> None:
         ForecastSettings(samples=0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     holds=st.lists(
         st.tuples(st.floats(0, 5000), st.floats(1, 3000), st.integers(1, 8)), min_size=1, max_size=6
@@ -406,7 +408,7 @@ class _PlainRun(start_forecast._Run):
         return self.starts
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     seed=st.integers(0, 10**6),
     kind=st.sampled_from(list(QueueKind)),

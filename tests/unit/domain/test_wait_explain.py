@@ -24,6 +24,8 @@ from shareplane.domain.wait_explain import (
     time_limit_ends_at,
 )
 
+from tests.properties import examples
+
 REPO = Path(__file__).resolve().parents[3]
 NOW = 1_000_000.0
 P4D, P5, G5 = "ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.g5.12xlarge"
@@ -237,7 +239,7 @@ def test_a_type_the_config_lacks_gives_no_rooms() -> None:
     assert instance_types_for(config(), "nobody", P4D, RECORDS) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     asked=st.integers(1, 4),
     own=st.sampled_from([P4D, P5, G5]),

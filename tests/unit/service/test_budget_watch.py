@@ -14,6 +14,7 @@ from shareplane.service.watch_jobs import watch
 
 from tests.conftest import REPO
 from tests.fakes.failure_world import World
+from tests.properties import examples
 
 
 def budget_config(**budget: Any) -> SharesConfig:
@@ -58,7 +59,7 @@ def test_thresholds_reached_alert_once_with_team_kind_and_severity_attributes() 
     assert [s["subject"].split(": ")[-1] for s in published(world)[3:]] == ["50% of the 2026-04 budget spent"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(ticks=st.lists(st.sampled_from([at(5), at(17), at(28), at(3, 4), at(29, 4)]), min_size=1, max_size=12))
 def test_each_threshold_alerts_once_a_month_under_repeated_and_reordered_ticks(ticks: list[float]) -> None:
     world = World(config=budget_config())

@@ -16,6 +16,7 @@ from shareplane.service.handle_failure import handle_message as handle_failure
 from tests.fakes.failure_world import World, failed_event, failed_job
 from tests.fakes.idle_world import IdleWorld, idle_config
 from tests.fakes.reclaim_world import T0, tick
+from tests.properties import examples
 
 STOPPING = {"action": "stop_after_warning", "warning_grace_seconds": 600}
 # Started at T0; grace 900 s, window 1800 s: idle from T0 + 900 is flagged at T0 + 2700.
@@ -209,7 +210,7 @@ def test_metrics_are_read_in_one_batch_over_the_longest_lookback() -> None:
 ticks = st.lists(st.sampled_from([FLAG + 300 * k for k in range(0, 8)]), min_size=1, max_size=12)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(order=ticks, wakes=st.booleans())
 def test_ticks_in_any_order_and_repeated_converge_and_never_stop_a_busy_job(order, wakes) -> None:
     # GIVEN an idle job (that may wake up within its warning grace) and a busy job, under

@@ -19,6 +19,7 @@ from shareplane.service.watch_jobs import WATCH_RUNNER, WatchReport, escalate, r
 from tests.conftest import load_event
 from tests.fakes.alerts import SenderDied
 from tests.fakes.failure_world import PAYLOAD, QUEUE_ARN, World, failed_event, failed_job, shares_config
+from tests.properties import examples
 
 #: When failed_job()'s job stopped: the time its FAILED event is decided at.
 STOPPED_AT_MS = 1773720900000
@@ -110,7 +111,7 @@ def test_the_budget_carries_over_the_chain_and_ends_in_one_alert() -> None:
     copies=st.lists(st.sampled_from(["batch", "sagemaker", "due"]), min_size=1, max_size=12),
     due_copies=st.integers(min_value=1, max_value=4),
 )
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_any_number_of_duplicate_deliveries_in_any_order_submit_exactly_once(
     copies: list[str], due_copies: int
 ) -> None:
@@ -324,7 +325,7 @@ def decide_storm(clocks: list[float | None]) -> tuple[list[Any], list[Any], list
         max_size=14,
     )
 )
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_backoff_and_the_storm_guard_do_not_depend_on_when_the_events_are_handled(
     clocks: list[float],
 ) -> None:
@@ -583,7 +584,7 @@ def test_one_teams_cpu_failures_never_trip_another_teams_storm_guard() -> None:
     assert outcome.decision == "requeue"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     teams=st.lists(st.sampled_from(["ProdExp1", "ProdExp2"]), min_size=1, max_size=24),
     shared=st.booleans(),

@@ -36,6 +36,7 @@ from tests.fakes.rebalance_world import (
 )
 from tests.fakes.share_store import FakeShareStore
 from tests.fakes.shares_batch import FakeSharesBatch
+from tests.properties import examples
 
 TICK = "2026-03-16T22:25:00Z"
 SETTINGS = RebalanceSettings(job_queue="search-p4d-queue", scheduling_policy_arn=POLICY_ARN)
@@ -160,7 +161,7 @@ def test_tier_wait_p90(started: list, waiting: list, expected: float | None) -> 
     assert Tier.LOWPRI not in waits
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**32), copies=st.integers(1, 2))
 def test_the_snapshot_does_not_depend_on_the_order_the_table_returns_jobs(seed: int, copies: int) -> None:
     batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.5})

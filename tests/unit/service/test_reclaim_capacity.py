@@ -30,6 +30,7 @@ from tests.fakes.reclaim_world import (
     service_job,
     tick,
 )
+from tests.properties import examples
 
 DUE = T0 + AFTER
 
@@ -260,7 +261,7 @@ def test_a_run_that_died_after_claiming_is_finished_by_the_next_delivery() -> No
     assert next(iter(w.ledger.decisions.values()))["applied"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     order=st.permutations(range(5)),
     duplicates=st.lists(st.integers(0, 4), max_size=6),

@@ -20,6 +20,7 @@ from shareplane_cli import queue_template
 from tests.fakes.metrics import FakeMetrics
 from tests.fakes.rebalance_world import NOW, shares_config
 from tests.fakes.share_store import FakeShareStore
+from tests.properties import examples
 from tests.unit.service.test_rebalance_shares import SETTINGS, TICK, quota_world, tiered_world, world
 
 LATER = NOW + 300
@@ -168,7 +169,7 @@ def test_the_repository_configs_baseline_is_what_a_reset_policy_reads_back_as() 
 weights = st.floats(min_value=0.0001, max_value=999.9999).map(lambda w: round(w, 4))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(applied=st.dictionaries(st.sampled_from(["A", "B", "C"]), st.tuples(weights, weights), min_size=1))
 def test_after_a_reset_one_reconcile_brings_back_every_override_and_a_second_finds_nothing(
     applied: dict[str, tuple[float, float]],

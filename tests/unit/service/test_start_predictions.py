@@ -26,6 +26,7 @@ from shareplane.service.watch_jobs import watch
 from tests.fakes.failure_world import QUEUE_ARN, World
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.shares_batch import FakeSharesBatch
+from tests.properties import examples
 
 NOW = 1773720000.0
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
@@ -196,7 +197,7 @@ def test_prediction_targets(last: dict[str, int], expected: list[str]) -> None:
     assert prediction_targets(["a", "b", "c", "d"], last, 2) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     last=st.dictionaries(st.integers(0, 29), st.integers(0, 5)),
     waiting=st.integers(1, 30),
@@ -293,7 +294,9 @@ def tick_predictions() -> dict[float, dict[str, StartPrediction]]:
     return {tick: predict_starts(ports, active, tick) for tick in TICKS}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(order=st.lists(st.sampled_from(TICKS), min_size=1, max_size=10))
 def test_ticks_in_any_order_and_number_leave_the_newest_ticks_prediction(
     tick_predictions: dict[float, dict[str, StartPrediction]], order: list[float]

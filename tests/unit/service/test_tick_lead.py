@@ -23,6 +23,7 @@ from tests.fakes.reclaim_world import AFTER, T0, ReclaimWorld, borrowed_cluster
 from tests.fakes.reclaim_world import tick as reclaim_tick
 from tests.fakes.share_store import FakeShareStore
 from tests.fakes.shares_batch import FakeSharesBatch
+from tests.properties import examples
 from tests.unit.service.test_rebalance_shares import SETTINGS, world
 
 YEAR = 365 * 86400.0
@@ -66,7 +67,7 @@ def test_ticks_ahead_of_the_clock_but_a_period_after_the_watermark_are_admitted(
     check_tick_lead(virtual, NOW, tick_id(virtual - 300))  # a month ahead of the clock, a tick later
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     offsets=st.lists(
         st.one_of(st.floats(-3600, 3600), st.floats(2 * 86400, 100 * YEAR)), min_size=1, max_size=6

@@ -15,6 +15,7 @@ from shareplane.service.watch_jobs import watch
 from tests.fakes.failure_world import QUEUE_ARN, World
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.service_jobs import FakeServiceJobs
+from tests.properties import examples
 
 NOW = 1773720000.0
 GONE_QUEUE = QUEUE_ARN.replace("search-p4d-queue", "deleted-queue")
@@ -129,7 +130,7 @@ def test_a_job_batch_cannot_describe_fails_alone() -> None:
     assert {ARN + ids[0], ARN + ids[2]} <= set(report.escalated)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     healthy=st.integers(1, 6),
     poisoned_queue=st.booleans(),
