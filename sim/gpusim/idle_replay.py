@@ -99,14 +99,15 @@ def hosts_for(units: int, gpus_per_unit: int, instance_type: str) -> int:
 
 def certainly_busy(
     policy: IdlePolicy,
-    newest_per_gpu: float,
+    newest_host_total: float,
     now: float,
     started_at: float,
     checkpointing: bool,
     last_checkpoint_at: float | None,
 ) -> bool:
-    """Whether ``decide`` must answer BUSY, no act: a host's newest sample is busy and no hang is possible."""
-    if newest_per_gpu < policy.threshold_percent_per_gpu:
+    """Whether ``decide`` must answer BUSY, no act: a host's newest sample (its GPUUtilization, the sum
+    over its GPUs) is busy and no hang is possible."""
+    if newest_host_total < policy.threshold_percent_of_one_gpu:
         return False
     if not checkpointing:
         return True
@@ -275,7 +276,12 @@ class IdleDetection:
         newest = math.floor(now / step) * step
         assert job.training_since is not None
         if newest >= job.training_since and certainly_busy(
-            policy, self._per_gpu(job, 1, newest), now, started, checkpointing, last_checkpoint
+            policy,
+            self._per_gpu(job, 1, newest) * self.gpus_per_host,
+            now,
+            started,
+            checkpointing,
+            last_checkpoint,
         ):
             self._wake_at(name, max(now + self.interval, self._next_low(job, now)))
             return

@@ -2,7 +2,7 @@
 
 The targets of the idle issue: at least 80% of the idle GPU-hours reclaimed, and no job stopped for
 idleness while its GPUs were busy. The detector runs with the production defaults
-(``IdleConfig``: 5% per GPU for 30 minutes after a 15-minute grace, stopped 15 minutes after its
+(``IdleConfig``: each host under 5% of one GPU for 30 minutes after a 15-minute grace, stopped 15 minutes after its
 warning), chosen before any replay and not tuned on the trace; the trace is still cut by job count
 as ``tune-rebalance`` cuts it, and each half is measured on its own (the later half is the one no
 setting of this project was chosen on), each sized for the target load by itself.

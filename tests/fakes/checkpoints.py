@@ -11,8 +11,8 @@ from shareplane.adapters.s3_checkpoints import split_s3_uri
 class FakeCheckpoints:
     """Checkpoint objects (``s3://bucket/key`` -> when written, epoch seconds), and every prefix read.
 
-    Read as S3Checkpoints reads a bucket: every object whose key starts with the prefix counts, at any
-    depth, and the newest one written by the bound wins.
+    Read as S3Checkpoints reads a bucket: the URI is a folder (a "/" is added when it has none), every
+    object under it counts, at any depth, and the newest one written by the bound wins.
     """
 
     objects: dict[str, float] = field(default_factory=dict)
@@ -28,6 +28,8 @@ class FakeCheckpoints:
             bucket, prefix = split_s3_uri(s3_uri)
         except ValueError:
             return None
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
         times = [
             at
             for uri, at in self.objects.items()

@@ -112,10 +112,12 @@ def running_job(
     instances: int = 1,
     instance_type: str = P4,
     quota: bool = False,
+    recorded_priority: bool = True,
 ) -> tuple[JobState, TrainingJobState]:
     """A RUNNING job as the jobs table holds it, and its training job (named after the job id).
 
     ``quota``: on a quota-share queue, where the job has a quota share name and no share identifier.
+    ``recorded_priority``: False for a record without schedulingPriority (AWS's sample event has none).
     """
     training_arn = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{job_id.lower()}"
     state = JobState(
@@ -127,7 +129,7 @@ def running_job(
         job_queue=QUEUE_ARN,
         share_identifier=None if quota else share_of(team, tier),
         quota_share_name=team if quota else None,
-        scheduling_priority={"HIGHPRI": 90, "MIDPRI": 50, "LOWPRI": 10}[tier],
+        scheduling_priority={"HIGHPRI": 90, "MIDPRI": 50, "LOWPRI": 10}[tier] if recorded_priority else None,
         started_at=int(started * 1000),
         latest_training_job_arn=training_arn,
         capacity_usage=(CapacityUsage(instance_type, instances),),

@@ -67,6 +67,16 @@ def test_the_newest_object_under_the_prefix_at_any_depth_wins(under_test: Reader
     assert under_test.reader.newest(PREFIX, None) == T0 - 60
 
 
+def test_a_checkpoint_uri_is_listed_as_a_folder(under_test: ReaderUnderTest) -> None:
+    # GIVEN run-10's checkpoints beside run-1's (empty) folder, whose URI lacks the trailing slash
+    run_1 = f"s3://{BUCKET}/prodexp2/ckpt/run-1"
+    under_test.write(f"s3://{BUCKET}/prodexp2/ckpt/run-10/step-1.pt", T0 - 30)
+    # THEN run-1 has no checkpoint, with or without the slash
+    assert under_test.reader.newest(run_1) is None and under_test.reader.newest(run_1 + "/") is None
+    under_test.write(run_1 + "/step-1.pt", T0 - 600)
+    assert under_test.reader.newest(run_1) == T0 - 600
+
+
 @pytest.mark.parametrize(
     ("bound", "newest"),
     [(T0 - 60, T0 - 60), (T0 - 61, T0 - 300), (T0 - 300, T0 - 300), (T0 - 601, None)],
@@ -78,13 +88,6 @@ def test_only_checkpoints_written_by_the_bound_count(
     for at in (T0 - 600, T0 - 300, T0 - 60):
         under_test.write(PREFIX + f"step-{int(T0 - at)}.pt", at)
     assert under_test.reader.newest(PREFIX, bound) == newest
-
-
-def test_a_prefix_is_a_key_prefix_not_a_folder(under_test: ReaderUnderTest) -> None:
-    under_test.write(f"s3://{BUCKET}/prodexp2/ckpt/p2-50/step-1.pt", T0)
-    under_test.write(PREFIX + "step-1.pt", T0 - 100)
-    assert under_test.reader.newest(PREFIX) == T0 - 100
-    assert under_test.reader.newest(PREFIX.rstrip("/")) == T0
 
 
 def test_nothing_readable_under_the_prefix_is_no_checkpoint(under_test: ReaderUnderTest) -> None:

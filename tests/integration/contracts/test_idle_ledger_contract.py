@@ -40,7 +40,7 @@ def record(job_id: str, act: Act, at: float, **extra: Any) -> IdleRecord:
         "instance_type": "ml.p4d.24xlarge",
         "instances": 2,
         "gpus": 16,
-        "peak_percent_per_gpu": 1.25,
+        "peak_host_percent": 1.25,
         "idle_gpu_hours": 7.911,
         **extra,
     }

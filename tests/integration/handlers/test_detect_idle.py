@@ -89,7 +89,7 @@ def test_the_tick_flags_the_idle_job_only_warns_then_stops_it(world: Any, lambda
     ledger = DynamoIdleLedger(dynamodb, TABLE)
     (warning,) = ledger.decisions("idle-1")
     assert warning.act.value == "warn" and warning.gpus == 8 and not ledger.decisions("busy-1")
-    assert warning.peak_percent_per_gpu == 0.0 and warning.peak_memory_percent == 30.0
+    assert warning.peak_host_percent == 0.0 and warning.peak_memory_percent == 30.0
     # each tick: one GetMetricData call for 3 hosts x 2 metrics
     assert (metrics.calls, metrics.metrics_requested) == (2, 12)
     (message,) = sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10)["Messages"]

@@ -197,6 +197,38 @@ def test_capacity_released_for_a_skipped_waiter_is_counted_for_no_other():
     assert [r.job_id for r in plan.reclaims] == ["hi2"] and len(plan.victim_ids) == 1
 
 
+def test_a_checkpoint_path_that_stayed_empty_cannot_resume_so_it_is_not_a_victim():
+    # GIVEN B's borrowed LOWPRI job with a CheckpointConfig that never wrote a checkpoint (11 h run),
+    # and A's own LOWPRI jobs with checkpoints 30 s old, on a full cluster
+    never = runner("b-never", ran=11 * 3600, ckpt_age=None)
+    own = [runner(f"a{i}", team="A", ckpt_age=30) for i in range(2)]
+    entitled = [runner(f"b{i}", ran=50_000 - i) for i in range(4)] + [
+        runner(f"x{i}", team="A") for i in range(3)
+    ]
+    cluster = [never, *own, *entitled]
+    plan = plan_reclaim(snap([waiter(instances=1)], cluster), TIERS, RULES)
+    # THEN an own-team job that can resume is stopped, losing 30 s, never the one that cannot
+    assert victims(plan) == ["a0"] and plan.reclaims[0].lost_instance_seconds == 30
+    # AND where the config allows jobs that cannot resume, it loses everything since its dispatch
+    allowed = plan_reclaim(
+        snap([waiter(instances=1)], cluster), TIERS, RULES.model_copy(update={"allow_no_checkpoint_victims": True})
+    )
+    assert victims(allowed) == ["b-never"] and allowed.reclaims[0].lost_instance_seconds == 11 * 3600
+
+
+def test_inside_a_class_the_least_work_lost_beats_the_fewest_victims():
+    # GIVEN B's borrowed jobs: one of 2 instances checkpointed 50 min ago, two of 1 checkpointed 1 min ago
+    running = [runner(f"b{i}", ran=20_000 - i, ckpt_age=60) for i in range(4)]
+    running += [
+        runner("big", instances=2, ckpt_age=3000),
+        runner("s1", ckpt_age=60),
+        runner("s2", ckpt_age=60),
+    ]
+    plan = plan_reclaim(snap([waiter(instances=2)], running, capacity=8), TIERS, RULES)
+    # THEN the two small ones go (120 instance-s lost), not the big one (6000)
+    assert sorted(victims(plan)) == ["s1", "s2"] and plan.reclaims[0].lost_instance_seconds == 120
+
+
 def test_borrowed_jobs_are_the_most_recently_dispatched():
     jobs = [runner(f"b{i}", ran=1000 - i) for i in range(6)]
     assert borrowed_jobs(jobs, ENTITLED) == {"b4", "b5"}
@@ -229,7 +261,9 @@ def clusters(draw):
                 size,
                 NOW - draw(st.integers(min_value=0, max_value=20_000)),
                 checkpoints=draw(st.booleans()),
-                last_checkpoint_at=NOW - draw(st.integers(min_value=0, max_value=3000)),
+                last_checkpoint_at=draw(
+                    st.none() | st.integers(min_value=0, max_value=3000).map(lambda a: NOW - a)
+                ),
                 last_stopped_at=draw(st.none() | st.just(NOW - 100.0)),
             )
         )
@@ -253,6 +287,7 @@ def _eligible(snapshot: ReclaimSnapshot, rules: ReclaimConfig) -> list[RunningJo
         j
         for j in snapshot.running
         if j.checkpoints
+        and j.last_checkpoint_at is not None
         and NOW - j.dispatched_at >= rules.min_runtime_seconds
         and (j.last_stopped_at is None or NOW - j.last_stopped_at >= rules.cooldown_seconds)
     ]
@@ -273,7 +308,7 @@ def test_property_every_victim_is_allowed_and_none_is_taken_twice(snapshot):
         assert TIERS[w.tier].reclaim_after_seconds is not None
         for v in reclaim.victims:
             job = by_id[v.job_id]
-            assert v.job_id in eligible, "no checkpoint, too young or stopped recently"
+            assert v.job_id in eligible, "cannot resume, too young or stopped recently"
             assert list(Tier).index(job.tier) > list(Tier).index(w.tier), "only lower tiers"
             assert job.team == w.team or v.job_id in borrowed, "other teams lose only borrowed capacity"
             assert v.job_id not in w.displaced_by and w.job_id not in job.displaced_by, "no thrash"
@@ -281,7 +316,7 @@ def test_property_every_victim_is_allowed_and_none_is_taken_twice(snapshot):
 
 @settings(max_examples=examples(300), deadline=None)
 @given(clusters())
-def test_property_no_over_reclaim_and_fewest_victims(snapshot):
+def test_property_no_over_reclaim_and_least_work_lost_within_the_class_order(snapshot):
     plan = plan_reclaim(snapshot, TIERS, RULES)
     for reclaim in plan.reclaims:
         sizes = [v.instances for v in reclaim.victims]
@@ -289,23 +324,38 @@ def test_property_no_over_reclaim_and_fewest_victims(snapshot):
         # No over-reclaim: without any one victim the shortfall would not be covered.
         assert all(sum(sizes) - s < reclaim.short_instances for s in sizes)
     if len(plan.reclaims) == 1 and len(snapshot.waiting) == 1:
-        # Fewest victims: no smaller set of the waiter's eligible candidates covers the shortfall
-        # (brute force over the whole pool the planner could choose from).
+        # Least work lost: no set within the budgets from the planner's pool (the smallest run of
+        # classes, lowest tier and borrowed first, that covers the shortfall) covers it losing less
+        # (brute force).
         (reclaim,) = plan.reclaims
         (waiter,) = snapshot.waiting
         borrowed = borrowed_jobs(snapshot.running, snapshot.entitlements)
         rank = list(Tier).index
-        pool = [
-            j.instances
+        eligible = [
+            j
             for j in _eligible(snapshot, RULES)
             if rank(j.tier) > rank(waiter.tier)
             and (j.team == waiter.team or j.job_id in borrowed)
             and j.job_id not in waiter.displaced_by
             and waiter.job_id not in j.displaced_by
         ]
-        for k in range(1, len(reclaim.victims)):
+
+        def klass(j: RunningJob) -> tuple[int, int]:
+            return (-rank(j.tier), 0 if j.job_id in borrowed else 1)
+
+        pool: list[RunningJob] = []
+        for each in sorted({klass(j) for j in eligible}):
+            pool += [j for j in eligible if klass(j) == each]
+            if sum(j.instances for j in pool) >= reclaim.short_instances:
+                break
+        assert {v.job_id for v in reclaim.victims} <= {j.job_id for j in pool}, "the class order"
+        lost = sum(v.lost_instance_seconds for v in reclaim.victims)
+        limit = min(RULES.max_victims_per_job - waiter.victims_so_far, RULES.max_victims_per_run)
+        for k in range(1, limit + 1):
             for combo in combinations(pool, k):
-                assert sum(combo) < reclaim.short_instances, "a smaller set would do"
+                if sum(j.instances for j in combo) >= reclaim.short_instances:
+                    loses = sum(j.instances * j.work_since_checkpoint(NOW) for j in combo)
+                    assert loses >= lost, "a set losing less work would do"
 
 
 @settings(max_examples=examples(200), deadline=None)

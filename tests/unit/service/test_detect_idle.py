@@ -105,6 +105,20 @@ def test_a_quota_share_job_gets_its_teams_policy_from_its_quota_share() -> None:
     assert handle_message(tick(FLAG + 600), w.ports).stopped == ["idle-1"]
 
 
+def test_a_job_whose_tier_is_unknown_is_judged_by_the_most_lenient_policy() -> None:
+    # GIVEN LOWPRI jobs stopped when idle, MIDPRI ones only alerted, and an idle quota-share job
+    # whose record has no schedulingPriority (so neither its share nor its priority names its tier)
+    w = world(tiers={"LOWPRI": STOPPING})
+    idle_job(w, tier="MIDPRI", quota=True, recorded_priority=False)
+    # WHEN the detector runs past the window and past a warning's grace
+    flagged = handle_message(tick(FLAG), w.ports)
+    later = handle_message(tick(FLAG + 1200), w.ports)
+    # THEN it is alerted, never warned or stopped, and the alert says why
+    assert flagged.acted == {"idle-1": "alert"} and later.acted == {} and not w.batch.terminated
+    ((_, body, attributes),) = w.alerts.sent
+    assert "most lenient policy: tier unknown" in body["reason"] and attributes["tier"] == "none"
+
+
 def test_a_busy_job_is_never_warned_or_stopped() -> None:
     w = world(**STOPPING)
     busy_job(w)

@@ -6,7 +6,7 @@ its in-memory fake both store these items. Members whose value is None are not s
 Decision (``IDLE#<job id>`` / ``DECISION#<decided at, epoch ms>#<act>``)::
 
     jobArn jobId signal act decidedAt since until reason jobName trainingJobName queue share team tier
-    instanceType instances gpus peakPercentPerGpu peakMemoryPercent stopAt idleGpuHours stopped
+    instanceType instances gpus peakHostPercent peakMemoryPercent stopAt idleGpuHours stopped
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def idle_item(record: IdleRecord) -> dict[str, Any]:
         "instanceType": record.instance_type,
         "instances": record.instances,
         "gpus": record.gpus,
-        "peakPercentPerGpu": record.peak_percent_per_gpu,
+        "peakHostPercent": record.peak_host_percent,
         "peakMemoryPercent": record.peak_memory_percent,
         "stopAt": record.stop_at,
         "idleGpuHours": record.idle_gpu_hours,
@@ -94,7 +94,7 @@ def idle_record_of(item: Mapping[str, Any]) -> IdleRecord:
         instance_type=_str(item.get("instanceType")),
         instances=int(item.get("instances") or 1),
         gpus=int(item.get("gpus") or 0),
-        peak_percent_per_gpu=_float(item.get("peakPercentPerGpu")),
+        peak_host_percent=_float(item.get("peakHostPercent")),
         peak_memory_percent=_float(item.get("peakMemoryPercent")),
         stop_at=_float(item.get("stopAt")),
         idle_gpu_hours=float(item.get("idleGpuHours") or 0.0),

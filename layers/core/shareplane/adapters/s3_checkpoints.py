@@ -26,7 +26,7 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 
 class S3Checkpoints:
-    """CheckpointReader on an injected S3 client: ListObjectsV2 under the prefix, newest LastModified."""
+    """CheckpointReader on an injected S3 client: ListObjectsV2 under the folder, newest LastModified."""
 
     def __init__(self, client: S3Client) -> None:
         self._client = client
@@ -40,6 +40,9 @@ class S3Checkpoints:
             bucket, prefix = split_s3_uri(s3_uri)
         except ValueError:
             return None
+        # Listed as a folder: ".../run-1" must not see ".../run-10/"'s files (a key prefix would).
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
         newest: float | None = None
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)

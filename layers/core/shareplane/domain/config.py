@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -106,10 +106,20 @@ class HungAction(StrEnum):
     STOP_AND_REQUEUE = "stop_and_requeue"
 
 
+def _renamed_threshold(data: Any) -> Any:
+    if isinstance(data, Mapping) and "threshold_percent_per_gpu" in data:
+        raise ValueError(
+            "threshold_percent_per_gpu is now threshold_percent_of_one_gpu: SageMaker's GPUUtilization"
+            " is a host's sum over its GPUs, and a host is idle while that sum stays below this percent"
+            " of one GPU (rename the key; 5 keeps the old default)"
+        )
+    return data
+
+
 class IdleOverride(_Strict):
     """Per tier or per team settings of the idle detector; an unset field keeps the broader one."""
 
-    threshold_percent_per_gpu: Annotated[float, Field(ge=0, le=100)] | None = None
+    threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] | None = None
     window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
     grace_seconds: Annotated[int, Field(ge=0, le=7 * 86400)] | None = None
     action: IdleAction | None = None
@@ -117,6 +127,8 @@ class IdleOverride(_Strict):
     hung_checkpoint_intervals: Annotated[int, Field(ge=1, le=100)] | None = None
     hung_checkpoint_interval_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
     hung_action: HungAction | None = None
+
+    _renamed = model_validator(mode="before")(_renamed_threshold)
 
 
 class IdleTeamOverride(IdleOverride):
@@ -134,8 +146,9 @@ class IdleConfig(_Strict):
 
     #: The kill switch: off, the detector reads nothing and decides nothing.
     enabled: bool = True
-    #: A GPU below this percent (GPUUtilization per GPU of its host) is idle.
-    threshold_percent_per_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
+    #: A host whose GPUUtilization (the sum over its GPUs, 0..100 x GPUs) stays below this percent of
+    #: one GPU is idle: one GPU at this level keeps the host busy, whatever its other GPUs do.
+    threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
     #: How long every GPU of the job must stay below the threshold before it is flagged.
     window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
     #: After the job starts, samples are ignored this long (image pull, data loading).
@@ -150,8 +163,13 @@ class IdleConfig(_Strict):
     hung_action: HungAction = HungAction.ALERT
     #: A host whose newest sample is older than this has no evidence now: nothing is decided on it.
     max_sample_age_seconds: Annotated[int, Field(ge=60, le=86400)] = 900
+    #: A gap between a host's samples longer than this restarts its idle period: what a gap held is
+    #: not known (SageMaker publishes one sample a minute; five missing ones are an allowance).
+    max_sample_gap_seconds: Annotated[int, Field(ge=60, le=86400)] = 300
     tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
     teams: Mapping[str, IdleTeamOverride] = Field(default_factory=dict)
+
+    _renamed = model_validator(mode="before")(_renamed_threshold)
 
 
 def resume_priority(tiers: Mapping[Tier, TierConfig], scheduling_priority: int) -> int:

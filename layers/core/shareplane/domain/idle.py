@@ -1,21 +1,25 @@
-"""Idle and hung GPU jobs: the per-team policy, per-GPU normalisation and the decision for one job.
+"""Idle and hung GPU jobs: the per-team policy and the decision for one job.
 
 SageMaker publishes ``GPUUtilization`` per host of a training job (namespace
-``/aws/sagemaker/TrainingJobs``, dimension ``Host`` = ``<training job name>/algo-N``), from 0 to
-100 x the host's GPU count. Everything here is a pure function of the samples, the job's facts and
-the decision's time, so the Lambda (on a schedule tick's time) and the what-if simulator (on its
-clock) decide the same way, and any order or duplication of the same samples decides the same.
+``/aws/sagemaker/TrainingJobs``, dimension ``Host`` = ``<training job name>/algo-N``), the sum over
+the host's GPUs: 0 to 100 x its GPU count. One number per host cannot tell one busy GPU from eight
+barely used ones, so the rule is on the host's total: everything here is a pure function of the
+samples, the job's facts and the decision's time, so the Lambda (on a schedule tick's time) and the
+what-if simulator (on its clock) decide the same way, and any order or duplication of the same
+samples decides the same.
 
-- **Idle**: after ``grace_seconds`` from the start, every GPU of every host stays below
-  ``threshold_percent_per_gpu`` for ``window_seconds``. Evidence only: a host without samples, or
-  whose newest sample is older than ``max_sample_age_seconds``, leaves the job undecided, and the
-  idle period is measured between samples (from the first idle sample after the last busy one to
-  the newest), never extrapolated to ``now``.
+- **Idle**: after ``grace_seconds`` from the start, every host's total stays below
+  ``threshold_percent_of_one_gpu`` (a host with one GPU at that level is busy, whatever the others
+  do) for ``window_seconds``. Evidence only: a host without samples, or whose newest sample is older
+  than ``max_sample_age_seconds``, leaves the job undecided; the idle period is measured between
+  samples (from the first idle sample after the last busy one, or after the last gap longer than
+  ``max_sample_gap_seconds``, to the newest), never extrapolated over a gap or to ``now``.
 - **Hung**: a job with a CheckpointConfig whose GPUs are busy, but that wrote no checkpoint object for
   ``hung_checkpoint_intervals`` x ``hung_checkpoint_interval_seconds`` (counted from the start's
   grace when it has none yet).
-- A job is never stopped for idleness while any of its GPUs is at or above the threshold in the
+- A job is never stopped for idleness while any host's total is at or above the threshold in the
   window; a hung job is stopped only where its team's hung policy says so.
+- A job whose team or tier is not known is judged by the most lenient policy it could have.
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ __all__ = [
     "host_dimension",
     "hosts_of",
     "idle_gpu_seconds",
+    "lenient_policy",
     "lookback_seconds",
-    "per_gpu_percent",
     "policy_for",
     "stop_reason",
 ]
@@ -63,7 +67,7 @@ GPU_MEMORY_METRIC = "GPUMemoryUtilization"
 class IdlePolicy:
     """The idle and hung rules one job is judged by (one team and tier's, resolved from the config)."""
 
-    threshold_percent_per_gpu: float = 5.0
+    threshold_percent_of_one_gpu: float = 5.0
     window_seconds: float = 1800.0
     grace_seconds: float = 900.0
     action: IdleAction = IdleAction.ALERT
@@ -72,6 +76,7 @@ class IdlePolicy:
     hung_checkpoint_interval_seconds: float = 1800.0
     hung_action: HungAction = HungAction.ALERT
     max_sample_age_seconds: float = 900.0
+    max_sample_gap_seconds: float = 300.0
 
     @property
     def hung_after_seconds(self) -> float:
@@ -83,9 +88,43 @@ _OVERRIDABLE = tuple(IdleOverride.model_fields)
 
 
 def policy_for(config: IdleConfig, team: str | None, tier: Tier | None) -> IdlePolicy:
-    """The policy of one team and tier: defaults, then the tier's, the team's, the team's tier's."""
+    """The policy of one team and tier: defaults, then the tier's, the team's, the team's tier's.
+
+    A team or tier that is not known (None) takes the most lenient policy of those it could be.
+    """
+    if team is None and config.teams:
+        return lenient_policy(
+            [policy_for(config, name, tier) for name in config.teams] + [_policy(config, None, tier)]
+        )
+    if tier is None:
+        return lenient_policy([_policy(config, team, each) for each in Tier])
+    return _policy(config, team, tier)
+
+
+def lenient_policy(policies: list[IdlePolicy]) -> IdlePolicy:
+    """The policy that acts least and latest of ``policies``: each setting at its most lenient."""
+    return IdlePolicy(
+        threshold_percent_of_one_gpu=min(p.threshold_percent_of_one_gpu for p in policies),
+        window_seconds=max(p.window_seconds for p in policies),
+        grace_seconds=max(p.grace_seconds for p in policies),
+        action=IdleAction.ALERT
+        if any(p.action is IdleAction.ALERT for p in policies)
+        else IdleAction.STOP_AFTER_WARNING,
+        warning_grace_seconds=max(p.warning_grace_seconds for p in policies),
+        hung_checkpoint_intervals=max(p.hung_checkpoint_intervals for p in policies),
+        hung_checkpoint_interval_seconds=max(p.hung_checkpoint_interval_seconds for p in policies),
+        hung_action=HungAction.ALERT
+        if any(p.hung_action is HungAction.ALERT for p in policies)
+        else HungAction.STOP_AND_REQUEUE,
+        max_sample_age_seconds=min(p.max_sample_age_seconds for p in policies),
+        max_sample_gap_seconds=min(p.max_sample_gap_seconds for p in policies),
+    )
+
+
+def _policy(config: IdleConfig, team: str | None, tier: Tier | None) -> IdlePolicy:
     values: dict[str, object] = {name: getattr(config, name) for name in _OVERRIDABLE}
     values["max_sample_age_seconds"] = config.max_sample_age_seconds
+    values["max_sample_gap_seconds"] = config.max_sample_gap_seconds
     team_override = config.teams.get(team or "")
     layers: list[IdleOverride | None] = [
         config.tiers.get(tier) if tier else None,
@@ -117,14 +156,6 @@ def host_dimension(training_job_name: str, host: str) -> str:
     return f"{training_job_name}/{host}"
 
 
-def per_gpu_percent(gpu_utilization: float, instance_type: str | None) -> float | None:
-    """``GPUUtilization`` of a host (0..100 x its GPUs) as percent per GPU; None for a type without GPUs."""
-    gpus = gpus_per_instance(instance_type)
-    if gpus <= 0:
-        return None
-    return gpu_utilization / gpus
-
-
 @dataclass(frozen=True)
 class GpuSample:
     """One CloudWatch datapoint of one host: GPUUtilization as published (0..100 x the host's GPUs)."""
@@ -144,11 +175,11 @@ class Verdict(StrEnum):
     GRACE = "grace"
     #: A host has no recent samples: nothing is decided.
     NO_DATA = "no_data"
-    #: Some GPU is at or above the threshold.
+    #: Some host's total is at or above the threshold.
     BUSY = "busy"
-    #: Every GPU below the threshold, for less than the window so far.
+    #: Every host's total below the threshold, for less than the window so far (gaps restart it).
     IDLING = "idling"
-    #: Every GPU below the threshold for at least the window.
+    #: Every host's total below the threshold for at least the window, with no gap in the evidence.
     IDLE = "idle"
     #: GPUs busy, checkpointing configured, no new checkpoint for the policy's intervals.
     HUNG = "hung"
@@ -193,12 +224,13 @@ class IdleDecision:
     verdict: Verdict
     act: Act
     reason: str
-    #: Idle: the first idle sample after the last busy one; hung: the newest checkpoint (or grace end).
+    #: Idle: the first idle sample after the last busy one or gap; hung: the newest checkpoint (or
+    #: grace end).
     since: float | None = None
     #: The newest sample every host has (the end of the evidence).
     until: float | None = None
-    #: The highest per-GPU utilisation any host showed in the window (percent).
-    peak_percent_per_gpu: float | None = None
+    #: The highest host total any host showed in the window (percent of one GPU).
+    peak_host_percent: float | None = None
     #: The highest GPUMemoryUtilization any host showed in the window (percent), when published.
     peak_memory_percent: float | None = None
     #: A warned job is stopped at this time if it is still idle then.
@@ -233,33 +265,40 @@ class IdleDecision:
 
 @dataclass(frozen=True)
 class _HostEvidence:
-    idle_since: float | None  # first idle sample after the last busy one; None when the newest is busy
+    #: The first idle sample after the last busy one or the last gap; None when the newest is busy.
+    idle_since: float | None
     newest: float
+    #: Host totals (percent of one GPU) in the window.
     peak_in_window: float
     peak_memory: float | None
     window_values: tuple[float, ...]
 
 
 def _host_evidence(
-    samples: Iterable[GpuSample], gpus: int, threshold: float, window_start: float
+    samples: Iterable[GpuSample], threshold: float, max_gap: float, window_start: float
 ) -> _HostEvidence | None:
     # A time is busy if any sample at that time is: duplicates and their order then cannot matter.
     busiest: dict[float, float] = {}
     memory: dict[float, float] = {}
     for sample in samples:
-        per_gpu = sample.gpu_utilization / gpus
-        busiest[sample.at] = max(per_gpu, busiest.get(sample.at, per_gpu))
+        total = sample.gpu_utilization
+        busiest[sample.at] = max(total, busiest.get(sample.at, total))
         if sample.gpu_memory_utilization is not None:
             memory[sample.at] = max(sample.gpu_memory_utilization, memory.get(sample.at, 0.0))
     if not busiest:
         return None
     times = sorted(busiest)
-    last_busy = max((t for t in times if busiest[t] >= threshold), default=None)
-    idle_times = [t for t in times if last_busy is None or t > last_busy]
+    idle_since: float | None = None
+    for previous, at in zip([None, *times], times, strict=False):
+        if busiest[at] >= threshold:
+            idle_since = None
+        elif idle_since is None or (previous is not None and at - previous > max_gap):
+            # Nothing is known of a gap: the idle period starts again after it.
+            idle_since = at
     in_window = [busiest[t] for t in times if t >= window_start]
     memory_in_window = [memory[t] for t in memory if t >= window_start]
     return _HostEvidence(
-        idle_since=idle_times[0] if idle_times else None,
+        idle_since=idle_since,
         newest=times[-1],
         peak_in_window=max(in_window, default=busiest[times[-1]]),
         peak_memory=max(memory_in_window, default=None),
@@ -299,7 +338,9 @@ def decide(
             per_host[sample.host].append(sample)
     evidence: dict[str, _HostEvidence] = {}
     for host, host_samples in per_host.items():
-        found = _host_evidence(host_samples, gpus, policy.threshold_percent_per_gpu, window_start)
+        found = _host_evidence(
+            host_samples, policy.threshold_percent_of_one_gpu, policy.max_sample_gap_seconds, window_start
+        )
         if found is None or found.newest < now - policy.max_sample_age_seconds:
             return IdleDecision(Verdict.NO_DATA, Act.NONE, f"no recent GPUUtilization samples for {host}")
         evidence[host] = found
@@ -308,17 +349,17 @@ def decide(
     memories = [e.peak_memory for e in evidence.values() if e.peak_memory is not None]
     peak_memory = max(memories) if memories else None
     # Every host weighs the same: each has the same GPUs, and the mean of its window is its use.
-    mean = sum(sum(e.window_values) / len(e.window_values) for e in evidence.values()) / len(evidence)
+    mean_total = sum(sum(e.window_values) / len(e.window_values) for e in evidence.values()) / len(evidence)
     idle_starts = [e.idle_since for e in evidence.values()]
     if all(start is not None for start in idle_starts):
         since = max(start for start in idle_starts if start is not None)
         decision = _idle(policy, since, until, peak, peak_memory, previous, now)
     else:
-        decision = IdleDecision(Verdict.BUSY, Act.NONE, "GPUs busy", until=until, peak_percent_per_gpu=peak)
+        decision = IdleDecision(Verdict.BUSY, Act.NONE, "GPUs busy", until=until, peak_host_percent=peak)
         checkpoint_since = max(last_checkpoint_at or grace_end, grace_end)
         if checkpointing and now - checkpoint_since >= policy.hung_after_seconds:
             decision = _hung(policy, checkpoint_since, until, peak, peak_memory, previous, now)
-    return replace(decision, mean_percent_per_gpu=mean)
+    return replace(decision, mean_percent_per_gpu=mean_total / gpus)
 
 
 def _idle(
@@ -331,7 +372,7 @@ def _idle(
     now: float,
 ) -> IdleDecision:
     idle_for = until - since
-    threshold = policy.threshold_percent_per_gpu
+    threshold = policy.threshold_percent_of_one_gpu
     window = policy.window_seconds
 
     def decision(verdict: Verdict, act: Act, reason: str, stop_at: float | None = None) -> IdleDecision:
@@ -341,9 +382,9 @@ def _idle(
         return decision(
             Verdict.IDLING,
             Act.NONE,
-            f"every GPU below {threshold:g}% for {idle_for:.0f} s of the {window:.0f} s window",
+            f"every host below {threshold:g}% of one GPU for {idle_for:.0f} s of the {window:.0f} s window",
         )
-    reason = f"every GPU below {threshold:g}% for {idle_for:.0f} s (window {window:.0f} s)"
+    reason = f"every host below {threshold:g}% of one GPU for {idle_for:.0f} s (window {window:.0f} s)"
     # A notice given after this idle period began is about this period: a busy sample since then
     # would have moved ``since`` past it.
     noticed = previous if previous and previous.signal is Signal.IDLE and previous.at >= since else None
@@ -368,7 +409,7 @@ def _hung(
     now: float,
 ) -> IdleDecision:
     reason = (
-        f"GPUs busy (peak {peak:.0f}% per GPU) but no new checkpoint for {now - since:.0f} s "
+        f"GPUs busy (peak {peak:.0f}% of one GPU on a host) but no new checkpoint for {now - since:.0f} s "
         f"({policy.hung_checkpoint_intervals} x {policy.hung_checkpoint_interval_seconds:.0f} s)"
     )
     noticed = previous is not None and previous.signal is Signal.HUNG and previous.since >= since
@@ -384,7 +425,7 @@ def _hung(
         reason,
         since=since,
         until=until,
-        peak_percent_per_gpu=peak,
+        peak_host_percent=peak,
         peak_memory_percent=peak_memory,
     )
 

@@ -36,7 +36,7 @@ class IdleRecord:
     instance_type: str | None = None
     instances: int = 1
     gpus: int = 0
-    peak_percent_per_gpu: float | None = None
+    peak_host_percent: float | None = None
     peak_memory_percent: float | None = None
     #: When a warned job will be stopped if it is still idle then.
     stop_at: float | None = None

@@ -17,15 +17,18 @@ The rules, in order:
    waiter's own team or hold capacity *borrowed* beyond their own team's entitlement. A team's
    borrowed jobs are its most recently dispatched ones: walking its running jobs from the oldest
    dispatch, a job whose instances take the team past its entitlement is borrowed.
-3. Never a victim: a job without a CheckpointConfig (unless ``allow_no_checkpoint_victims``), a job
+3. Never a victim: a job that cannot resume, i.e. without a CheckpointConfig or with one under which
+   no checkpoint was ever written (unless ``allow_no_checkpoint_victims``; such a job then loses
+   everything since its dispatch), a job
    younger than ``min_runtime_seconds`` in its current attempt, a job stopped or preempted within
    ``cooldown_seconds``, a job already being stopped (its capacity is its beneficiary's), and a job
    whose own stop this waiter caused (no thrash: a victim never reclaims from the job that displaced
    it, and the reverse).
 4. Candidates fall into classes: lowest tier first, then borrowed before own-team. The pool is the
    smallest run of classes, in that order, whose instances cover what the waiter is short of. In the
-   pool, the plan takes the fewest victims, then the least work lost (instances x seconds since the
-   last checkpoint, or since dispatch), then job ids: an exact 0/1 knapsack over the shortfall.
+   pool, the plan takes the least work lost (instances x seconds since the last checkpoint, or since
+   dispatch), then the fewest victims, then job ids: an exact 0/1 knapsack over the shortfall and
+   the number of victims.
 5. Budgets: at most ``max_victims_per_job`` victims for one waiter over its life,
    ``max_victims_per_run`` per plan and ``max_victims_per_day`` per queue. A waiter whose shortfall
    cannot be covered within them reclaims nothing (stopping part of what it needs helps nobody).
@@ -90,7 +93,7 @@ class RunningJob:
     dispatched_at: float
     #: Whether it has a CheckpointConfig (a trainer without one loses everything when stopped).
     checkpoints: bool
-    #: When its newest checkpoint object was written; None: none yet.
+    #: When its newest checkpoint object was written; None: none yet (or not read).
     last_checkpoint_at: float | None = None
     #: When it was last stopped by a reclaim or preempted; None: never.
     last_stopped_at: float | None = None
@@ -104,6 +107,12 @@ class RunningJob:
             _check_time(name, getattr(self, name))
         if self.instances < 1:
             raise InvalidInputError("instances", f"{self.instances} is below 1", "count instances from 1")
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a stop leaves something to resume from: a CheckpointConfig under which a checkpoint
+        was written (a configured path that stayed empty resumes nothing)."""
+        return self.checkpoints and self.last_checkpoint_at is not None
 
     def work_since_checkpoint(self, now: float) -> float:
         """Seconds of training a stop now would lose: since the newest checkpoint of this attempt."""
@@ -216,30 +225,34 @@ def borrowed_jobs(running: Iterable[RunningJob], entitlements: Mapping[str, Mapp
     return out
 
 
-def fewest_victims(pool: list[_Candidate], short: int, limit: int) -> list[_Candidate] | None:
-    """The subset covering ``short`` instances with the fewest jobs, then least lost work, then ids.
+def least_loss_victims(pool: list[_Candidate], short: int, limit: int) -> list[_Candidate] | None:
+    """The subset of at most ``limit`` jobs covering ``short`` instances that loses the least work,
+    then has the fewest jobs, then the smallest ids; None when none covers it.
 
-    A 0/1 knapsack over the shortfall (sums capped at ``short``): exact, O(len(pool) x short).
+    A 0/1 knapsack over the shortfall (sums capped at ``short``) and the victim count, exact:
+    O(len(pool) x short x limit).
     """
-    Best = tuple[int, float, tuple[str, ...], tuple[int, ...]]
-    best: list[Best | None] = [None] * (short + 1)
-    best[0] = (0, 0.0, (), ())
+    Best = tuple[float, tuple[str, ...], tuple[int, ...]]
+    limit = min(limit, len(pool))
+    # best[k][covered]: the least-loss way to cover ``covered`` instances with exactly k victims.
+    best: list[list[Best | None]] = [[None] * (short + 1) for _ in range(limit + 1)]
+    best[0][0] = (0.0, (), ())
     for index, cand in enumerate(pool):
         size = cand.job.instances
-        for covered in range(short, -1, -1):
-            cur = best[covered]
-            if cur is None or cur[0] >= limit:
-                continue
-            to = min(short, covered + size)
-            ids = tuple(sorted((*cur[2], cand.job.job_id)))
-            new = (cur[0] + 1, cur[1] + cand.lost, ids, (*cur[3], index))
-            old = best[to]
-            if old is None or new[:3] < old[:3]:
-                best[to] = new
-    found = best[short]
-    if found is None:
+        for k in range(limit - 1, -1, -1):
+            for covered in range(short, -1, -1):
+                cur = best[k][covered]
+                if cur is None:
+                    continue
+                to = min(short, covered + size)
+                new = (cur[0] + cand.lost, tuple(sorted((*cur[1], cand.job.job_id))), (*cur[2], index))
+                old = best[k + 1][to]
+                if old is None or new[:2] < old[:2]:
+                    best[k + 1][to] = new
+    found = [(b[0], k, b[1], b[2]) for k in range(1, limit + 1) if (b := best[k][short]) is not None]
+    if not found:
         return None
-    return [pool[i] for i in found[3]]
+    return [pool[i] for i in min(found)[3]]
 
 
 def plan_reclaim(
@@ -262,7 +275,7 @@ def plan_reclaim(
     candidates = [
         _Candidate(job, job.job_id in borrowed, job.instances * job.work_since_checkpoint(now))
         for job in sorted(holding, key=lambda j: j.job_id)
-        if (job.checkpoints or rules.allow_no_checkpoint_victims)
+        if (job.resumable or rules.allow_no_checkpoint_victims)
         and now - job.dispatched_at >= rules.min_runtime_seconds
         and (job.last_stopped_at is None or now - job.last_stopped_at >= rules.cooldown_seconds)
     ]
@@ -309,10 +322,10 @@ def plan_reclaim(
             skipped.append(Skip(waiter.job_id, SKIP_NO_VICTIMS))
             continue
         limit = min(job_budget, run_budget)
-        chosen = fewest_victims(pool, short, limit) if limit > 0 else None
+        chosen = least_loss_victims(pool, short, limit) if limit > 0 else None
         if chosen is None:
-            unbounded = fewest_victims(pool, short, len(pool))
-            reason = SKIP_RUN_BUDGET if unbounded and len(unbounded) <= job_budget else SKIP_JOB_BUDGET
+            within_job_budget = least_loss_victims(pool, short, job_budget) is not None
+            reason = SKIP_RUN_BUDGET if within_job_budget else SKIP_JOB_BUDGET
             skipped.append(Skip(waiter.job_id, reason))
             continue
         for c in chosen:

@@ -113,7 +113,8 @@ class _Job:
     state: JobState
     job_id: str
     team: str | None
-    tier: Tier
+    #: None: neither the share nor the priority names a tier; the most lenient policy judges the job.
+    tier: Tier | None
     instance_type: str
     instances: int
     training_job_name: str
@@ -161,6 +162,11 @@ def run(ports: DetectIdlePorts, now: float) -> IdleOutcome:
     for job in jobs:
         samples = [s for d in job.dimensions for s in found.get(d, [])]
         decision = judge(job, samples, ports, now)
+        if job.team is None or job.tier is None:
+            unknown = "team" if job.team is None else "tier"
+            decision = replace(
+                decision, reason=f"{decision.reason} (judged by the most lenient policy: {unknown} unknown)"
+            )
         outcome.verdicts[job.job_id] = decision.verdict.value
         count_idle_time(job, decision, ports)
         if decision.mean_percent_per_gpu is not None:
@@ -176,7 +182,7 @@ def run(ports: DetectIdlePorts, now: float) -> IdleOutcome:
 
 def _share(job: _Job) -> tuple[str, str, str]:
     queue = queue_name(job.state.job_queue) if job.state.job_queue else "unknown"
-    return queue, job.team or "none", job.tier.value
+    return queue, job.team or "none", job.tier.value if job.tier else "none"
 
 
 def publish_true_utilization(use: Mapping[tuple[str, str, str], list[float]], ports: DetectIdlePorts) -> None:
@@ -214,7 +220,7 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
         count = (training.instance_count if training else None) or state.instance_count or 1
         # A quota-share queue's job has no share identifier: its quota share names the team.
         team = team_of(config, state.share)
-        tier = config.job_tier(state.share, state.scheduling_priority) or Tier.LOWPRI
+        tier = config.job_tier(state.share, state.scheduling_priority)
         started = state.started_at / 1000
         if training and training.training_started_at:
             started = max(started, training.training_started_at / 1000)
@@ -338,11 +344,11 @@ def idle_record(
         queue=queue_name(state.job_queue) if state.job_queue else None,
         share=state.share,
         team=job.team,
-        tier=job.tier.value,
+        tier=job.tier.value if job.tier else None,
         instance_type=job.instance_type,
         instances=job.instances,
         gpus=job.gpus,
-        peak_percent_per_gpu=decision.peak_percent_per_gpu,
+        peak_host_percent=decision.peak_host_percent,
         peak_memory_percent=decision.peak_memory_percent,
         stop_at=decision.stop_at,
         idle_gpu_hours=round(gpu_seconds / 3600, 3),
@@ -399,7 +405,7 @@ def _alert(record: IdleRecord, ports: DetectIdlePorts, now: float) -> int:
             "stopAt": record.stop_at,
             "instanceType": record.instance_type,
             "gpus": record.gpus,
-            "peakPercentPerGpu": record.peak_percent_per_gpu,
+            "peakHostPercent": record.peak_host_percent,
             "peakMemoryPercent": record.peak_memory_percent,
             "idleGpuHours": record.idle_gpu_hours,
             "metrics": metrics_link(region, record.training_job_name or record.job_id),
@@ -466,7 +472,7 @@ def count_idle_time(job: _Job, decision: IdleDecision, ports: DetectIdlePorts) -
     queue = queue_name(job.state.job_queue) if job.state.job_queue else "unknown"
     ports.metrics.emit(
         [FailureMetricEvent("IdleGpuHours", round(seconds * job.gpus / 3600, 4), "None")],
-        {"Queue": queue, "Team": job.team or "none", "Tier": job.tier.value},
+        {"Queue": queue, "Team": job.team or "none", "Tier": job.tier.value if job.tier else "none"},
         {"jobArn": job.state.job_arn},
     )
 

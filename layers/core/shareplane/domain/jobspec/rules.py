@@ -160,6 +160,18 @@ def outputs_under_team_prefixes(spec: JobSpec, ctx: JobContext) -> Iterator[Rule
             yield RuleProblem(name, *_outside(uri, ctx.team_name, "output", prefixes))
 
 
+def checkpoints_go_to_a_folder(spec: JobSpec, ctx: JobContext) -> Iterator[RuleProblem]:
+    """A checkpoint path ends in "/": SageMaker writes its files under it as a key prefix, and reclaim
+    and the hung check list it as a folder, so ".../run-1" would also see ".../run-10"'s files."""
+    uri = spec.checkpoint_path
+    if uri is not None and not uri.endswith("/"):
+        yield RuleProblem(
+            "checkpoint_path",
+            f"{uri!r} does not end in '/': its keys would share a prefix with any path that extends it",
+            f"end it with a slash: {uri + '/'!r}",
+        )
+
+
 def spot_wait_covers_runtime(spec: JobSpec, ctx: JobContext) -> Iterator[RuleProblem]:
     """A spot job names how long it may wait, at least its runtime; an on-demand job names no wait."""
     if spec.spot:
@@ -212,6 +224,7 @@ JOB_RULES: tuple[JobRule, ...] = (
     team_has_execution_role,
     inputs_under_team_prefixes,
     outputs_under_team_prefixes,
+    checkpoints_go_to_a_folder,
     spot_wait_covers_runtime,
     within_team_retry_limit,
     tags_avoid_reserved_prefixes,
