@@ -1188,6 +1188,9 @@ class _ReclaimRun:
         self.displaced: dict[str, frozenset[str]] = {}
         self.last_stopped: dict[str, float] = {}
         self.day, self.today = -1, 0
+        # The rate window the plans of the current one counted, and its victims so far (the Lambda's
+        # RECLAIM#WINDOW counter).
+        self.window, self.in_window = -1, 0
         self.reclaims = 0
         self.victims = 0
         unit = cfg.instance_type
@@ -1263,6 +1266,7 @@ class _ReclaimRun:
                 for name, job in self.running.items()
             ),
             victims_today=self.today,
+            victims_in_window=self.in_window,
         )
 
     def plan(self) -> None:
@@ -1279,6 +1283,9 @@ class _ReclaimRun:
         day = int(now // 86400)
         if day != self.day:
             self.day, self.today = day, 0
+        window = int(now // self.rules.rate_window_seconds)
+        if window != self.window:
+            self.window, self.in_window = window, 0
         plan = plan_reclaim(self.snapshot(), self.tiers, self.rules)
         for reclaim in plan.reclaims:
             self.reclaims += 1
@@ -1286,6 +1293,7 @@ class _ReclaimRun:
             for victim in reclaim.victims:
                 self.victims += 1
                 self.today += 1
+                self.in_window += 1
                 self.last_stopped[victim.job_id] = now
                 self.displaced[victim.job_id] = self.displaced.get(victim.job_id, frozenset()) | {
                     reclaim.job_id

@@ -14,6 +14,7 @@ from typing import Any
 from shareplane.adapters.reclaim_items import reclaim_item, reclaim_of
 from shareplane.domain.alerts import Alert
 from shareplane.domain.lifecycle import HistoryEntry
+from shareplane.domain.reclaim import ClaimBudgets
 from shareplane.domain.reclaim_record import ReclaimRecord
 
 from tests.fakes import alert_claims
@@ -27,6 +28,7 @@ class FakeReclaimLedger:
     victims: dict[str, tuple[str, str]] = field(default_factory=dict)
     per_job: dict[str, int] = field(default_factory=dict)
     per_day: dict[str, int] = field(default_factory=dict)
+    per_window: dict[str, int] = field(default_factory=dict)
     history: dict[str, HistoryEntry] = field(default_factory=dict)
     alert_items: dict[str, dict[str, Any]] = field(default_factory=dict)
     ticks: dict[str, str] = field(default_factory=dict)
@@ -44,6 +46,9 @@ class FakeReclaimLedger:
     def victims_on(self, day: str) -> int:
         return self.per_day.get(day, 0)
 
+    def victims_in(self, window: str) -> int:
+        return self.per_window.get(window, 0)
+
     def stopping(self) -> dict[str, str]:
         return {v: b for v, (b, _) in self.victims.items()}
 
@@ -51,14 +56,9 @@ class FakeReclaimLedger:
         return self.victims[victim_id][1] if victim_id in self.victims else None
 
     def claim(
-        self,
-        record: ReclaimRecord,
-        histories: Sequence[tuple[str, HistoryEntry]],
-        *,
-        day: str,
-        max_per_job: int,
-        max_per_day: int,
+        self, record: ReclaimRecord, histories: Sequence[tuple[str, HistoryEntry]], budgets: ClaimBudgets
     ) -> str:
+        day, window = budgets.day, budgets.window
         key = (record.job_id, record.decision_id)
         if key in self.decisions:
             return "exists"
@@ -67,9 +67,10 @@ class FakeReclaimLedger:
         held = self.per_job.get(record.job_id, 0)
         if (
             any(i in self.victims for i in ids)
-            or held + n > max_per_job
+            or held + n > budgets.max_per_job
             or (record.victims_before is not None and held != record.victims_before)
-            or self.per_day.get(day, 0) + n > max_per_day
+            or self.per_day.get(day, 0) + n > budgets.max_per_day
+            or self.per_window.get(window, 0) + n > budgets.max_per_window
             or any(f"{arn}|{e.key}" in self.history for arn, e in histories)
         ):
             return "refused"
@@ -78,9 +79,42 @@ class FakeReclaimLedger:
             self.victims[i] = key
         self.per_job[record.job_id] = held + n
         self.per_day[day] = self.per_day.get(day, 0) + n
+        self.per_window[window] = self.per_window.get(window, 0) + n
         for arn, entry in histories:
             self.history[f"{arn}|{entry.key}"] = entry
         return "claimed"
+
+    def release(
+        self,
+        record: ReclaimRecord,
+        histories: Sequence[tuple[str, HistoryEntry]],
+        budgets: ClaimBudgets,
+        unstopped: int,
+    ) -> bool:
+        key = (record.job_id, record.decision_id)
+        item = self.decisions.get(key)
+        ids = [v.job_id for v in record.victims]
+        counters = [
+            (self.per_job, record.job_id),
+            (self.per_day, budgets.day),
+            (self.per_window, budgets.window),
+        ]
+        if (
+            item is None
+            or item.get("applied")
+            or any(self.victims.get(i, (None,))[0] != record.job_id for i in ids)
+            or any(counter.get(name, 0) < unstopped for counter, name in counters if unstopped)
+        ):
+            return False
+        del self.decisions[key]
+        for i in ids:
+            del self.victims[i]
+        for counter, name in counters:
+            if unstopped:
+                counter[name] -= unstopped
+        for arn, entry in histories:
+            self.history.pop(f"{arn}|{entry.key}", None)
+        return True
 
     def load(self, beneficiary_id: str, decision_id: str) -> ReclaimRecord | None:
         item = self.decisions.get((beneficiary_id, decision_id))

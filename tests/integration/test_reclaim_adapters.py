@@ -11,6 +11,7 @@ from moto import mock_aws
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.s3_checkpoints import S3Checkpoints
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim import ClaimBudgets
 from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import create_jobs_table
@@ -88,6 +89,12 @@ def record(decision: str, victims: list[str], beneficiary: str = "hi", **extra: 
     )
 
 
+def budgets(
+    day: str = "2026-03-17", max_per_job: int = 4, max_per_day: int = 100, max_per_window: int = 100
+) -> ClaimBudgets:
+    return ClaimBudgets(day, "300s@1773720000", max_per_job, max_per_day, max_per_window)
+
+
 def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
     at = int(NOW * 1000)
     entry = HistoryEntry(
@@ -101,10 +108,12 @@ def test_a_claim_is_written_once_with_its_counters_victims_and_history(aws: Any)
     create_jobs_table(dynamodb, TABLE)
     ledger = DynamoReclaimLedger(dynamodb, TABLE)
     limits = {"day": "2026-03-17", "max_per_job": 4, "max_per_day": 100}
-    assert ledger.claim(record("d1", ["v1", "v2"]), [history("hi", "d1")], **limits) == "claimed"
+    assert ledger.claim(record("d1", ["v1", "v2"]), [history("hi", "d1")], budgets(**limits)) == "claimed"
     # a re-delivery of the same decision finds it; a different decision over a taken victim is refused
-    assert ledger.claim(record("d1", ["v1", "v2"]), [history("hi", "d1")], **limits) == "exists"
-    assert ledger.claim(record("d2", ["v2"], "other"), [history("other", "d2")], **limits) == "refused"
+    assert ledger.claim(record("d1", ["v1", "v2"]), [history("hi", "d1")], budgets(**limits)) == "exists"
+    assert (
+        ledger.claim(record("d2", ["v2"], "other"), [history("other", "d2")], budgets(**limits)) == "refused"
+    )
     assert (ledger.victims_for("hi"), ledger.victims_for("other"), ledger.victims_on("2026-03-17")) == (
         2,
         0,
@@ -140,8 +149,8 @@ def test_budgets_are_enforced_by_the_write(
     _, dynamodb = aws
     create_jobs_table(dynamodb, TABLE)
     ledger = DynamoReclaimLedger(dynamodb, TABLE)
-    assert ledger.claim(record("d1", ["v1", "v2"]), [], day="2026-03-17", **limits) == "claimed"
-    assert ledger.claim(record("d2", victims), [], day="2026-03-17", **limits) == "refused", case
+    assert ledger.claim(record("d1", ["v1", "v2"]), [], budgets(day="2026-03-17", **limits)) == "claimed"
+    assert ledger.claim(record("d2", victims), [], budgets(day="2026-03-17", **limits)) == "refused", case
     assert ledger.victims_for("hi") == 2 and ledger.stopping() == {"v1": "hi", "v2": "hi"}
 
 
@@ -154,10 +163,10 @@ def test_two_racing_plans_for_one_waiting_job_cannot_both_stop_their_victims(aws
     first = record("d1", ["v1"], victims_before=0)
     second = record("d2", ["v2"], victims_before=0)
     # THEN the second claim finds the counter moved and is refused
-    assert ledger.claim(first, [], **limits) == "claimed"
-    assert ledger.claim(second, [], **limits) == "refused"
+    assert ledger.claim(first, [], budgets(**limits)) == "claimed"
+    assert ledger.claim(second, [], budgets(**limits)) == "refused"
     # AND a later plan that read the new count goes through
-    assert ledger.claim(record("d3", ["v3"], victims_before=1), [], **limits) == "claimed"
+    assert ledger.claim(record("d3", ["v3"], victims_before=1), [], budgets(**limits)) == "claimed"
     assert ledger.victims_for("hi") == 2
 
 

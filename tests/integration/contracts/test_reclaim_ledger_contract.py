@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim import ClaimBudgets
 from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import clear_table
@@ -20,6 +21,7 @@ from tests.fakes.reclaim_ledger import FakeReclaimLedger
 from tests.properties import examples
 
 DAY = "2026-03-17"
+WINDOW = "300s@1773720000"
 WAITING = "hi-1"
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
 
@@ -62,12 +64,22 @@ def history(job: str, decision: str) -> tuple[str, HistoryEntry]:
     return ARN + job, entry
 
 
+def budgets(per_job: int = 4, per_day: int = 10, per_window: int = 10) -> ClaimBudgets:
+    return ClaimBudgets(DAY, WINDOW, per_job, per_day, per_window)
+
+
 def claim(
-    ledger: Any, rec: ReclaimRecord, *, per_job: int = 4, per_day: int = 10, histories: Any = None
+    ledger: Any,
+    rec: ReclaimRecord,
+    *,
+    per_job: int = 4,
+    per_day: int = 10,
+    per_window: int = 10,
+    histories: Any = None,
 ) -> str:
     if histories is None:
         histories = [history(v.job_id, rec.decision_id) for v in rec.victims]
-    return ledger.claim(rec, histories, day=DAY, max_per_job=per_job, max_per_day=per_day)
+    return ledger.claim(rec, histories, budgets(per_job, per_day, per_window))
 
 
 def test_a_claim_writes_its_victims_and_counters_once(ledger: Any) -> None:
@@ -114,6 +126,37 @@ def test_the_per_day_budget_counts_every_waiting_job(ledger: Any, more: int, out
     victims = [f"new-{i}" for i in range(more)]
     assert claim(ledger, record("d1", *victims), per_day=3) == outcome
     assert ledger.victims_on(DAY) == 2 + (more if outcome == "claimed" else 0)
+
+
+def test_the_rate_window_budget_holds_across_claims_for_any_waiting_job(ledger: Any) -> None:
+    # GIVEN a rate limit of one victim per window: four claims one after the other (four triggers)
+    outcomes = [claim(ledger, record(f"d{n}", f"lo-{n}", waiting=f"hi-{n}"), per_window=1) for n in range(4)]
+    # THEN only the first stops anyone; the others write nothing
+    assert outcomes == ["claimed", "refused", "refused", "refused"]
+    assert ledger.victims_in(WINDOW) == 1 and ledger.victims_in("300s@1773720300") == 0
+    assert ledger.stopping() == {"lo-0": "hi-0"}
+
+
+def test_a_released_claim_gives_back_its_victims_counters_and_history(ledger: Any) -> None:
+    rec = record("d1", "lo-1", "lo-2")
+    histories = [history(v.job_id, "d1") for v in rec.victims]
+    assert claim(ledger, rec, histories=histories) == "claimed"
+    # WHEN its waiting job no longer waits, before any victim was stopped
+    assert ledger.release(rec, histories, budgets(), 2) is True
+    # THEN nothing of it is left, and it is released once
+    assert ledger.load(WAITING, "d1") is None and ledger.stopping() == {}
+    assert (ledger.victims_for(WAITING), ledger.victims_on(DAY), ledger.victims_in(WINDOW)) == (0, 0, 0)
+    assert ledger.release(rec, histories, budgets(), 2) is False
+    # AND its history items are free again: the same decision can be claimed anew
+    assert claim(ledger, rec, histories=histories) == "claimed"
+
+
+def test_an_applied_claim_is_never_released(ledger: Any) -> None:
+    rec = record("d1", "lo-1")
+    claim(ledger, rec)
+    ledger.mark_applied(WAITING, "d1", 1773720060.0)
+    assert ledger.release(rec, [], budgets(), 1) is False
+    assert ledger.stopping() == {"lo-1": WAITING} and ledger.victims_on(DAY) == 1
 
 
 def test_an_over_budget_first_claim_is_refused_on_a_fresh_day(ledger: Any) -> None:
@@ -189,9 +232,13 @@ claims = st.lists(
 @settings(
     max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(claims=claims, per_job=st.integers(1, 4), per_day=st.integers(1, 6))
-def test_any_run_of_claims_ends_alike_and_within_both_budgets(
-    jobs_table: tuple[Any, str], claims: list[tuple[str, set[str], str, bool]], per_job: int, per_day: int
+@given(claims=claims, per_job=st.integers(1, 4), per_day=st.integers(1, 6), per_window=st.integers(1, 6))
+def test_any_run_of_claims_ends_alike_and_within_every_budget(
+    jobs_table: tuple[Any, str],
+    claims: list[tuple[str, set[str], str, bool]],
+    per_job: int,
+    per_day: int,
+    per_window: int,
 ) -> None:
     # GIVEN any sequence of reclaims (some planned from the count they read), on the fake and the table
     fake = FakeReclaimLedger()
@@ -204,9 +251,8 @@ def test_any_run_of_claims_ends_alike_and_within_both_budgets(
             extra = {"victims_before": ledger.victims_for(waiting)} if read_count else {}
             rec = record(f"d{n}", *sorted(victims), waiting=waiting, **extra)
             histories = [history(v, f"d{n}") for v in sorted(victims)]
-            outcomes[name].append(
-                ledger.claim(rec, histories, day=day, max_per_job=per_job, max_per_day=per_day)
-            )
+            limits = ClaimBudgets(day, f"300s@{day}", per_job, per_day, per_window)
+            outcomes[name].append(ledger.claim(rec, histories, limits))
     # THEN both answer every claim the same, hold the same victims and counts, within the budgets
     assert outcomes["fake"] == outcomes["table"]
     assert fake.stopping() == table.stopping()
@@ -214,3 +260,4 @@ def test_any_run_of_claims_ends_alike_and_within_both_budgets(
         assert fake.victims_for(waiting) == table.victims_for(waiting) <= per_job
     for day in ("2026-03-17", "2026-03-18"):
         assert fake.victims_on(day) == table.victims_on(day) <= per_day
+        assert fake.victims_in(f"300s@{day}") == table.victims_in(f"300s@{day}") <= per_window

@@ -178,7 +178,7 @@ def test_audit_fields_describe_the_cost():
 
 
 def test_higher_tier_and_older_waiters_are_served_first_within_the_run_budget():
-    rules = RULES.model_copy(update={"max_victims_per_run": 2})
+    rules = RULES.model_copy(update={"max_victims_per_window": 2})
     young = waiter("young", instances=2, waited=400)
     old = waiter("old", instances=2, waited=900)
     plan = plan_reclaim(snap([young, old], full_cluster()), TIERS, rules)
@@ -301,7 +301,7 @@ def test_property_every_victim_is_allowed_and_none_is_taken_twice(snapshot):
     by_id = {j.job_id: j for j in snapshot.running}
     waiters = {w.job_id: w for w in snapshot.waiting}
     assert len(plan.victim_ids) == len(set(plan.victim_ids))
-    assert len(plan.victim_ids) <= RULES.max_victims_per_run
+    assert len(plan.victim_ids) <= RULES.max_victims_per_window
     eligible = {j.job_id for j in _eligible(snapshot, RULES)}
     for reclaim in plan.reclaims:
         w = waiters[reclaim.job_id]
@@ -350,7 +350,7 @@ def test_property_no_over_reclaim_and_least_work_lost_within_the_class_order(sna
                 break
         assert {v.job_id for v in reclaim.victims} <= {j.job_id for j in pool}, "the class order"
         lost = sum(v.lost_instance_seconds for v in reclaim.victims)
-        limit = min(RULES.max_victims_per_job - waiter.victims_so_far, RULES.max_victims_per_run)
+        limit = min(RULES.max_victims_per_job - waiter.victims_so_far, RULES.max_victims_per_window)
         for k in range(1, limit + 1):
             for combo in combinations(pool, k):
                 if sum(j.instances for j in combo) >= reclaim.short_instances:

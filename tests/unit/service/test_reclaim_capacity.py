@@ -234,6 +234,64 @@ def test_a_racing_run_that_overruns_the_budget_is_refused_by_the_ledger() -> Non
     w.ledger.victims_on = real  # type: ignore[method-assign]
 
 
+def test_the_rate_limit_holds_across_triggers_seconds_apart() -> None:
+    # GIVEN two HIGHPRI jobs past their threshold, two borrowed victims, and a rate limit of 1 a window
+    w = world(config=reclaim_config(max_victims_per_window=1))
+    w.batch.add(service_job("hi-2", "ProdExp1", "HIGHPRI", "RUNNABLE", created=T0))
+    # WHEN four triggers come one second apart
+    outcomes = [handle_message(tick(DUE + n), w.ports) for n in range(4)]
+    # THEN one victim is stopped in the window; the other waiter is told the budget is spent
+    assert len(stopped(w)) == 1
+    assert outcomes[-1].skipped["hi-2"] == SKIP_RUN_BUDGET
+    # AND the next window stops the next victim
+    handle_message(tick(DUE + w.config.reclaim.rate_window_seconds), w.ports)
+    assert len(stopped(w)) == 2
+
+
+def test_a_claim_whose_waiting_job_no_longer_waits_is_released_and_nobody_is_stopped_or_told() -> None:
+    # GIVEN the waiting job is dispatched between the plan's read and the stop
+    w = world()
+    describe = w.batch.describe
+
+    def dispatched_after_the_plan(job_id: str) -> Any:
+        found = describe(job_id)
+        if job_id == "hi" and any(d["for"] == "hi" for d in _victim_items(w)):
+            w.batch.jobs["hi"]["status"] = "SCHEDULED"
+            return describe(job_id)
+        return found
+
+    w.batch.describe = dispatched_after_the_plan  # type: ignore[method-assign]
+    outcome = handle_message(tick(DUE), w.ports)
+    # THEN no victim is stopped, no one is alerted, and the claim is gone with its counters and history
+    assert stopped(w) == [] and w.alerts.sent == [] and outcome.released == {"hi": "SCHEDULED"}
+    assert w.ledger.decisions == {} and w.ledger.stopping() == {} and w.ledger.history == {}
+    assert (
+        sum(w.ledger.per_day.values()) == sum(w.ledger.per_window.values()) == w.ledger.victims_for("hi") == 0
+    )
+
+
+def test_an_interrupted_reclaim_whose_waiting_job_was_cancelled_is_released_not_finished() -> None:
+    # GIVEN a run died after its claim, before any stop; then the waiting job was cancelled
+    w = world(config=reclaim_config(max_victims_per_window=1))
+    w.batch.die_on_call = 1
+    with pytest.raises(ConnectionError):
+        handle_message(tick(DUE), w.ports)
+    (claimed,) = w.ledger.stopping()
+    w.batch.jobs["hi"]["status"] = "FAILED"
+    # WHEN the next tick comes, with another HIGHPRI job waiting
+    w.batch.add(service_job("hi-2", "ProdExp1", "HIGHPRI", "RUNNABLE", created=T0))
+    outcome = handle_message(tick(DUE + 300), w.ports)
+    # THEN the claim is released and nobody is told its victim was stopped for the cancelled job
+    assert outcome.released == {"hi": "FAILED"} and w.ledger.victims_for("hi") == 0
+    assert w.ledger.stopping().get(claimed) != "hi"
+    assert all(beneficiary_of(reason) == "hi-2" for _, reason in w.batch.terminated)
+    assert all(body["beneficiary"].endswith("/hi-2") for _, body, _ in w.alerts.sent)
+
+
+def _victim_items(w: ReclaimWorld) -> list[dict[str, str]]:
+    return [{"victim": v, "for": b} for v, b in w.ledger.stopping().items()]
+
+
 # --------------------------------------------------------------------------------- re-delivery, crashes
 def test_a_victim_still_stopping_is_not_stopped_again_and_its_capacity_is_the_waiters() -> None:
     # GIVEN Batch takes a while to stop a job (it is still RUNNING after TerminateServiceJob)

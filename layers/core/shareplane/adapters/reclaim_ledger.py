@@ -5,6 +5,7 @@
 | ``RECLAIM#<waiting job>`` | ``DECISION#<id>``   | one reclaim: who waited, victims, what each loses    |
 | ``RECLAIM#<waiting job>`` | ``COUNT``           | victims stopped for that job (its per-job budget)    |
 | ``RECLAIM#DAY``           | ``<YYYY-MM-DD>``    | victims stopped that UTC day (the per-day budget)    |
+| ``RECLAIM#WINDOW``        | ``<len>s@<start>``  | victims stopped in one rate window (the rate limit)  |
 | ``RECLAIM#VICTIMS``       | ``<victim job id>`` | the job a victim is stopped for (once a victim; TTL) |
 | ``JOB#<jobArn>``          | ``H#...``           | RECLAIM / RECLAIMED history items                    |
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.lifecycle import HistoryEntry
+from ..domain.reclaim import ClaimBudgets
 from ..domain.reclaim_record import ReclaimRecord
 from .dynamodb_items import (
     advance_tick_watermark,
@@ -42,12 +44,17 @@ if TYPE_CHECKING:
 DECISION_PREFIX = "DECISION#"
 COUNT_SK = "COUNT"
 DAY_PK = "RECLAIM#DAY"
+WINDOW_PK = "RECLAIM#WINDOW"
 VICTIMS_PK = "RECLAIM#VICTIMS"
 RECLAIMS_INDEX_PK = "RECLAIMS"
 #: A victim item only matters while the victim still runs; two days is plenty, and TTL keeps it small.
 VICTIM_RETENTION_SECONDS = 2 * 24 * 3600
 #: Day counters are read for their own day only.
 DAY_RETENTION_SECONDS = 3 * 24 * 3600
+
+
+def _key(pk: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
 
 
 def reclaim_pk(job_id: str) -> str:
@@ -84,6 +91,11 @@ class DynamoReclaimLedger(FailureAlertClaims):
     def victims_on(self, day: str) -> int:
         """Victims stopped on one UTC day."""
         item = self._get(DAY_PK, day)
+        return int(item.get("victims") or 0) if item else 0
+
+    def victims_in(self, window: str) -> int:
+        """Victims stopped in one rate window."""
+        item = self._get(WINDOW_PK, window)
         return int(item.get("victims") or 0) if item else 0
 
     def stopping(self) -> dict[str, str]:
@@ -130,13 +142,7 @@ class DynamoReclaimLedger(FailureAlertClaims):
         }
 
     def claim(
-        self,
-        record: ReclaimRecord,
-        histories: Sequence[tuple[str, HistoryEntry]],
-        *,
-        day: str,
-        max_per_job: int,
-        max_per_day: int,
+        self, record: ReclaimRecord, histories: Sequence[tuple[str, HistoryEntry]], budgets: ClaimBudgets
     ) -> str:
         """One transaction: decision, victims, counters (within budget) and history items; see the port."""
         now = record.decided_at
@@ -160,8 +166,11 @@ class DynamoReclaimLedger(FailureAlertClaims):
         # The waiting job's counter must still hold what the plan read: two racing runs that planned
         # different victims for one job cannot both stop theirs.
         seen = record.victims_before
-        actions.append(self._add(reclaim_pk(record.job_id), COUNT_SK, n, max_per_job, now, seen=seen))
-        actions.append(self._add(DAY_PK, day, n, max_per_day, now, DAY_RETENTION_SECONDS))
+        actions.append(self._add(reclaim_pk(record.job_id), COUNT_SK, n, budgets.max_per_job, now, seen=seen))
+        actions.append(self._add(DAY_PK, budgets.day, n, budgets.max_per_day, now, DAY_RETENTION_SECONDS))
+        actions.append(
+            self._add(WINDOW_PK, budgets.window, n, budgets.max_per_window, now, DAY_RETENTION_SECONDS)
+        )
         actions += [put_new_action(self._table, history_item(arn, entry)) for arn, entry in histories]
         try:
             self._client.transact_write_items(TransactItems=actions)
@@ -206,6 +215,65 @@ class DynamoReclaimLedger(FailureAlertClaims):
                 "ExpressionAttributeValues": values,
             }
         }
+
+    def release(
+        self,
+        record: ReclaimRecord,
+        histories: Sequence[tuple[str, HistoryEntry]],
+        budgets: ClaimBudgets,
+        unstopped: int,
+    ) -> bool:
+        """One transaction: the unapplied decision, its victim items and history items go; the counters
+        give back ``unstopped``."""
+        table = self._table
+        decision = _key(reclaim_pk(record.job_id), DECISION_PREFIX + record.decision_id)
+        actions: list[TransactWriteItemTypeDef] = [
+            {
+                "Delete": {
+                    "TableName": table,
+                    "Key": decision,
+                    "ConditionExpression": "attribute_exists(pk) AND NOT applied = :t",
+                    "ExpressionAttributeValues": {":t": {"BOOL": True}},
+                }
+            }
+        ]
+        actions += [
+            {
+                "Delete": {
+                    "TableName": table,
+                    "Key": _key(VICTIMS_PK, v.job_id),
+                    "ConditionExpression": "#for = :b",
+                    "ExpressionAttributeNames": {"#for": "for"},
+                    "ExpressionAttributeValues": {":b": {"S": record.job_id}},
+                }
+            }
+            for v in record.victims
+        ]
+        counters = [(reclaim_pk(record.job_id), COUNT_SK), (DAY_PK, budgets.day), (WINDOW_PK, budgets.window)]
+        give_back = {":n": {"N": str(-unstopped)}, ":u": {"N": str(unstopped)}}
+        actions += [
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": _key(pk, sk),
+                    "UpdateExpression": "ADD victims :n",
+                    "ConditionExpression": "victims >= :u",
+                    "ExpressionAttributeValues": give_back,
+                }
+            }
+            for pk, sk in counters
+            if unstopped
+        ]
+        for arn, entry in histories:
+            item = history_item(arn, entry)
+            actions.append({"Delete": {"TableName": table, "Key": _key(item["pk"], item["sk"])}})
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            return False
+        return True
 
     def record_dry_run(self, record: ReclaimRecord) -> bool:
         """Write a dry-run decision once."""

@@ -82,10 +82,23 @@ class ReclaimConfig(_Strict):
     max_victims_per_job: Annotated[int, Field(ge=1, le=100)] = 4
     #: Most victims per day (UTC, by decision time) for the whole queue.
     max_victims_per_day: Annotated[int, Field(ge=1)] = 100
-    #: Most victims per decision (one event or one schedule tick): the rate limit.
-    max_victims_per_run: Annotated[int, Field(ge=1)] = 8
-    #: Jobs without a CheckpointConfig lose all their work when stopped: never victims unless allowed.
+    #: The rate limit: most victims per ``rate_window_seconds`` window (by decision time) for the whole
+    #: queue, however many runs decide in it, counted in the same transaction as the day's.
+    max_victims_per_window: Annotated[int, Field(ge=1)] = 8
+    rate_window_seconds: Annotated[int, Field(ge=60, le=86400)] = 300
+    #: Jobs that cannot resume (no CheckpointConfig, or one under which nothing was written) lose all
+    #: their work when stopped: never victims unless allowed.
     allow_no_checkpoint_victims: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_rate_limit(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "max_victims_per_run" in data:
+            raise ValueError(
+                "max_victims_per_run is now max_victims_per_window: the rate limit holds per"
+                " rate_window_seconds (300 unless set) across runs, not per run (rename the key)"
+            )
+        return data
 
 
 class IdleAction(StrEnum):

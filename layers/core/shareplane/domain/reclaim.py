@@ -30,7 +30,8 @@ The rules, in order:
    dispatch), then the fewest victims, then job ids: an exact 0/1 knapsack over the shortfall and
    the number of victims.
 5. Budgets: at most ``max_victims_per_job`` victims for one waiter over its life,
-   ``max_victims_per_run`` per plan and ``max_victims_per_day`` per queue. A waiter whose shortfall
+   ``max_victims_per_window`` per ``rate_window_seconds`` and ``max_victims_per_day`` per queue
+   (the snapshot says how many the window and the day already took). A waiter whose shortfall
    cannot be covered within them reclaims nothing (stopping part of what it needs helps nobody).
 """
 
@@ -50,7 +51,7 @@ TIER_RANK = {tier: rank for rank, tier in enumerate(Tier)}  # 0 = HIGHPRI
 SKIP_FITS = "fits in free capacity"
 SKIP_NO_VICTIMS = "no eligible victims cover the shortfall"
 SKIP_JOB_BUDGET = "victim budget per job spent"
-SKIP_RUN_BUDGET = "victim budget per run or per day spent"
+SKIP_RUN_BUDGET = "victim budget per window or per day spent"
 
 
 def _check_time(field_name: str, value: float | None) -> None:
@@ -135,6 +136,8 @@ class ReclaimSnapshot:
     running: tuple[RunningJob, ...]
     #: Victims already stopped today (UTC day of ``now``).
     victims_today: int = 0
+    #: Victims already stopped in the rate window of ``now`` (``rate_window``).
+    victims_in_window: int = 0
 
     def __post_init__(self) -> None:
         _check_time("now", self.now)
@@ -279,7 +282,13 @@ def plan_reclaim(
         and now - job.dispatched_at >= rules.min_runtime_seconds
         and (job.last_stopped_at is None or now - job.last_stopped_at >= rules.cooldown_seconds)
     ]
-    run_budget = max(0, min(rules.max_victims_per_run, rules.max_victims_per_day - snapshot.victims_today))
+    run_budget = max(
+        0,
+        min(
+            rules.max_victims_per_window - snapshot.victims_in_window,
+            rules.max_victims_per_day - snapshot.victims_today,
+        ),
+    )
 
     due = []
     for waiter in snapshot.waiting:
@@ -368,3 +377,32 @@ def lost_minutes(victim: Victim) -> float:
 def utc_day(now: float) -> str:
     """The UTC day (``YYYY-MM-DD``) of an epoch second: the per-day victim budget's bucket."""
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+def rate_window(now: float, seconds: int) -> str:
+    """The rate window an epoch second falls in (``<length>s@<start>``): the rate limit's bucket."""
+    start = int(now // seconds) * seconds
+    return f"{seconds}s@{start}"
+
+
+@dataclass(frozen=True)
+class ClaimBudgets:
+    """The counters a claim adds its victims to (the waiting job's, the day's, the rate window's), and
+    the most each may hold: one transaction checks all three, so no run or race overruns any."""
+
+    day: str
+    window: str
+    max_per_job: int
+    max_per_day: int
+    max_per_window: int
+
+    @classmethod
+    def at(cls, now: float, rules: ReclaimConfig) -> ClaimBudgets:
+        """The budgets of a decision made at ``now``."""
+        return cls(
+            day=utc_day(now),
+            window=rate_window(now, rules.rate_window_seconds),
+            max_per_job=rules.max_victims_per_job,
+            max_per_day=rules.max_victims_per_day,
+            max_per_window=rules.max_victims_per_window,
+        )

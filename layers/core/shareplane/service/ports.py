@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..domain.idle import GpuSample
     from ..domain.idle_record import IdleRecord
     from ..domain.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.reclaim import ClaimBudgets
     from ..domain.reclaim_record import ReclaimRecord
     from ..domain.share_state import PlanAudit, SharesState
     from ..domain.start_prediction import StartPrediction
@@ -463,6 +464,10 @@ class ReclaimLedger(TickWatermarks, Protocol):
         """Victims stopped on one UTC day (the per-day budget)."""
         ...
 
+    def victims_in(self, window: str) -> int:
+        """Victims stopped in one rate window (``domain.reclaim.rate_window``; the rate limit)."""
+        ...
+
     def stopping(self) -> dict[str, str]:
         """Victim job id -> the job id it is being (or was) stopped for, for recent reclaims."""
         ...
@@ -472,19 +477,24 @@ class ReclaimLedger(TickWatermarks, Protocol):
         ...
 
     def claim(
-        self,
-        record: ReclaimRecord,
-        histories: Sequence[tuple[str, HistoryEntry]],
-        *,
-        day: str,
-        max_per_job: int,
-        max_per_day: int,
+        self, record: ReclaimRecord, histories: Sequence[tuple[str, HistoryEntry]], budgets: ClaimBudgets
     ) -> str:
         """Write a reclaim once with its victims, history items and counters, in one transaction.
 
         ``claimed``: written now; ``exists``: this decision was written before (a redelivery);
         ``refused``: a victim is already someone else's or a budget would be overrun (a racing run).
         """
+        ...
+
+    def release(
+        self,
+        record: ReclaimRecord,
+        histories: Sequence[tuple[str, HistoryEntry]],
+        budgets: ClaimBudgets,
+        unstopped: int,
+    ) -> bool:
+        """Undo a claim not yet applied, in one transaction: the decision, its victim items and history
+        items go, and the counters give back ``unstopped`` victims. False when it was applied or gone."""
         ...
 
     def load(self, beneficiary_id: str, decision_id: str) -> ReclaimRecord | None:

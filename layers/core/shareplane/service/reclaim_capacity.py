@@ -7,9 +7,13 @@ pick the fewest victims that lose the least work, and applies the plan:
 
 1. one transaction writes the decision (``RECLAIM#<waiting job>`` / ``DECISION#<id>``, the id a digest
    of the waiting job and its victims), a victim item per victim (new only: a job is stopped for one
-   waiting job at most), a history item on the waiting job and on each victim, and the per-job and
-   per-day victim counters (conditional on the budgets, so racing runs cannot overrun them);
-2. TerminateServiceJob of each victim, with a reason that names the waiting job; the victim's FAILED
+   waiting job at most), a history item on the waiting job and on each victim, and the per-job,
+   per-day and per-rate-window victim counters (conditional on the budgets, so racing runs and
+   triggers seconds apart cannot overrun them);
+2. the waiting job is described again: if it no longer waits (dispatched, cancelled, gone), the claim
+   is released in one transaction (decision, victim items, history items, counters) and nobody is
+   stopped or told; else TerminateServiceJob of each victim, with a reason that names the waiting
+   job; the victim's FAILED
    event then goes through the failure path, which classifies it ``reclaimed`` and requeues the same
    payload at once (CheckpointConfig included, so it resumes) without spending its failure budget,
    tagged with the job it was displaced by so it never reclaims from that job;
@@ -44,6 +48,7 @@ from ..domain.failure_rules import Severity
 from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind, gpus_per_instance
 from ..domain.reclaim import (
     TIER_RANK,
+    ClaimBudgets,
     Reclaim,
     ReclaimPlan,
     ReclaimSnapshot,
@@ -52,6 +57,7 @@ from ..domain.reclaim import (
     WaitingJob,
     lost_minutes,
     plan_reclaim,
+    rate_window,
     utc_day,
 )
 from ..domain.reclaim_reason import stop_reason
@@ -75,6 +81,8 @@ RECLAIM_RUNNER = "reclaim"
 #: SQS DelaySeconds maximum: a later due time is reached in hops of at most this.
 MAX_HOP_SECONDS = 900
 HOLDING = (JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING)
+#: A beneficiary in one of these still waits; anything else (dispatched, ended, gone) releases its claim.
+WAITING = frozenset({JobStatus.SUBMITTED.value, JobStatus.PENDING.value, JobStatus.RUNNABLE.value})
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,8 @@ class ReclaimOutcome:
     #: Reclaims planned but not applied (dry run), by waiting job.
     planned: dict[str, list[str]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Claims released because their waiting job no longer waited (its status, or "gone").
+    released: dict[str, str] = field(default_factory=dict)
     alerts: int = 0
 
 
@@ -220,14 +230,36 @@ def finish_interrupted(
         for j in snapshot.running
         if (beneficiary := j.stopping_for) and (decision := ports.ledger.decision_of(j.job_id))
     }
+    holding = {j.job_id for j in snapshot.running}
     for beneficiary, decision in sorted(pending):
         stored = ports.ledger.load(beneficiary, decision)
         if stored is None or stored.applied:
+            continue
+        unstopped = sum(1 for v in stored.victims if v.job_id in holding)
+        if not _still_waits(beneficiary, stored, ports, unstopped, outcome):
             continue
         outcome.stopped[beneficiary] = _stop(stored, ports)
         if ports.ledger.mark_applied(beneficiary, decision, now):
             outcome.alerts += _announce(stored, ports, now)
     outcome.result = _summary(outcome)
+
+
+def _still_waits(
+    beneficiary: str, record: ReclaimRecord, ports: ReclaimPorts, unstopped: int, outcome: ReclaimOutcome
+) -> bool:
+    """Whether the waiting job still waits, described now; if not, its claim is released unapplied."""
+    job = ports.batch.describe(beneficiary)
+    if job is not None and job.status in WAITING:
+        return True
+    budgets = ClaimBudgets.at(record.decided_at, ports.config.reclaim)
+    histories = reclaim_histories(record, {}, record.decided_at)
+    if ports.ledger.release(record, histories, budgets, unstopped):
+        status = job.status if job is not None else "gone"
+        outcome.released[beneficiary] = status
+        logger.info(
+            "reclaim released: its job no longer waits", extra={"job_id": beneficiary, "status": status}
+        )
+    return False
 
 
 def job_tier(config: SharesConfig, share: str | None, priority: Any) -> Tier:
@@ -295,6 +327,7 @@ def build_snapshot(ports: ReclaimPorts, now: float) -> tuple[ReclaimSnapshot | N
         waiting=tuple(sorted(waiting, key=lambda w: w.job_id)),
         running=tuple(sorted(running, key=lambda r: r.job_id)),
         victims_today=ports.ledger.victims_on(utc_day(now)),
+        victims_in_window=ports.ledger.victims_in(rate_window(now, config.reclaim.rate_window_seconds)),
     )
     return snapshot, described
 
@@ -399,14 +432,8 @@ def apply_plan(
                 logger.info("reclaim planned (dry run)", extra={"reclaim": asdict(record)})
             outcome.planned[reclaim.job_id] = [v.job_id for v in reclaim.victims]
             continue
-        histories = reclaim_histories(reclaim, record, described, plan.now)
-        claimed = ports.ledger.claim(
-            record,
-            histories,
-            day=utc_day(plan.now),
-            max_per_job=ports.config.reclaim.max_victims_per_job,
-            max_per_day=ports.config.reclaim.max_victims_per_day,
-        )
+        histories = reclaim_histories(record, described, plan.now)
+        claimed = ports.ledger.claim(record, histories, ClaimBudgets.at(plan.now, ports.config.reclaim))
         if claimed == "refused":
             outcome.skipped[reclaim.job_id] = "a racing run took a victim or the budget first"
             continue
@@ -415,6 +442,8 @@ def apply_plan(
             if stored is None or stored.applied:
                 continue
             record = stored
+        if not _still_waits(reclaim.job_id, record, ports, len(record.victims), outcome):
+            continue
         outcome.stopped[reclaim.job_id] = _stop(record, ports)
         if ports.ledger.mark_applied(reclaim.job_id, record.decision_id, plan.now):
             outcome.alerts += _announce(record, ports, plan.now)
@@ -475,7 +504,7 @@ def reclaim_record(
 
 
 def reclaim_histories(
-    reclaim: Reclaim, record: ReclaimRecord, described: Mapping[str, DescribedJob], now: float
+    record: ReclaimRecord, described: Mapping[str, DescribedJob], now: float
 ) -> list[tuple[str, HistoryEntry]]:
     """The history item the waiting job gets (what was stopped for it) and each victim's (why it was)."""
     at = int(now * 1000)
