@@ -13,7 +13,7 @@ from shareplane.service.handle_failure import FailurePorts
 
 from tests.conftest import REPO
 from tests.fakes.alerts import FakeAlerts
-from tests.fakes.clock import Clock
+from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.failure_ledger import FakeFailureLedger
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.metrics import FakeMetrics
@@ -114,7 +114,7 @@ class World:
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
     timer: FakeTimer = field(default_factory=FakeTimer)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=delivery_clock)
 
     @property
     def ports(self) -> FailurePorts:

@@ -18,7 +18,7 @@ from shareplane.service.detect_idle import DetectIdlePorts, IdleSettings
 from tests.fakes import alert_claims
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
-from tests.fakes.clock import Clock
+from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.metrics import FakeMetrics
 from tests.fakes.reclaim_world import P4, QUEUE_ARN, reclaim_config, service_job, share_of
@@ -158,7 +158,7 @@ class IdleWorld:
     ledger: FakeIdleLedger = field(default_factory=FakeIdleLedger)
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=delivery_clock)
     enabled: bool = True
 
     @property

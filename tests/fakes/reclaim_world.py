@@ -14,7 +14,7 @@ from shareplane.service.reclaim_capacity import ReclaimPorts, ReclaimSettings
 from tests.conftest import REPO
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
-from tests.fakes.clock import Clock
+from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.metrics import FakeMetrics
 from tests.fakes.reclaim_ledger import FakeReclaimLedger
 from tests.fakes.service_jobs import FakeServiceJobs
@@ -100,7 +100,7 @@ class ReclaimWorld:
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
     timer: FakeTimer = field(default_factory=FakeTimer)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=delivery_clock)
     enabled: bool = True
     dry_run: bool = False
 

@@ -189,7 +189,9 @@ class FunctionRunner:
             _log_to_invocations(module)
             built_from, root = self._roots.get(function.logical_id, (None, None))
             if root is None or built_from != env:
-                root = Root(env)
+                # The emulator's clock is each function's own, as a Lambda's is AWS's: triggers are
+                # dated on it, and the functions bound them by it.
+                root = Root(env, clock=self.stack.cluster_time)
                 self._roots[function.logical_id] = (env, root)
             handler = getattr(module, function.handler.split(".")[-1])
             role = self._role(function)

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 import boto3
 from botocore.config import Config
 from gpusim import Faults, ModelOptions, gpu_metrics
-from gpusim.engine import HoldableClock, SteppedClock
+from gpusim.engine import HoldableClock, RealtimeEngine, SteppedClock
 from shareplane.domain.arns import arn_tail, resource_name
 
 from . import embedded_dynamodb, metric_index
@@ -250,6 +250,19 @@ class LocalStack:
     def functions(self) -> list[FunctionSpec]:
         assert self.translated is not None, "start() first"
         return self.translated.functions
+
+    def cluster_time(self) -> float:
+        """Epoch seconds on the cluster's clock: the emulator's virtual time when it runs, else the wall.
+
+        Each function's composition root reads it as its own clock (as a Lambda reads AWS's), so the
+        functions bound their triggers' times by the clock those triggers were dated on.
+        """
+        if self.emulator is None:
+            return time.time()
+        model = self.emulator.model
+        engine = model.engine
+        assert isinstance(engine, RealtimeEngine)
+        return model.ms(max(engine.virtual_now(), engine.now)) / 1000
 
     def environment(self) -> dict[str, str]:
         """The endpoint variables to export for this stack."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -122,7 +123,7 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     from shareplane.service.record_state import record_observation
 
     # GIVEN a LOWPRI job RUNNABLE since 22:26:40 (its SLO is 4 h), recorded in the table and in Batch,
-    # and a wall clock hours before the job was even created (as it lags the local stack's virtual one)
+    # and the function's clock a minute past the tick it receives
     store = DynamoJobStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
     runnable = load_event("batch_service_job_state_change_capacity_requeue")
     detail = runnable["detail"]
@@ -131,7 +132,8 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
     fakes.batch.listed[(detail["jobQueue"], "RUNNABLE")] = [
         {"jobArn": detail["jobArn"], "jobId": detail["jobId"]}
     ]
-    fakes.clock.now = detail["createdAt"] / 1000 - 3 * 3600
+    tick_at = datetime.fromisoformat(load_event("scheduled_event_watch_jobs")["time"].replace("Z", "+00:00"))
+    fakes.clock.now = tick_at.timestamp() + 60
     ticked = replace(ports, store=store, clock=fakes.clock)
     handler = load_handler("watch_jobs")
     root = bootstrap.Root({}, failure_ports=ticked, forecast_ports=forecast_for(ticked, fakes.store))

@@ -970,6 +970,29 @@ def test_the_same_object_version_maps_to_the_same_requests() -> None:
     assert [j.payload_digest for j in first.jobs] == [j.payload_digest for j in again.jobs]
 
 
+def test_a_tier_the_team_is_not_allowed_is_refused_naming_the_allowance() -> None:
+    # GIVEN ProdExp1 allowed MIDPRI and LOWPRI only
+    config = with_team(allowed_tiers=["MIDPRI", "LOWPRI"])
+    # THEN its HIGHPRI job is refused, naming the field and the fix; MIDPRI passes
+    (job,) = parse([good_job(priority="HIGHPRI")], config).jobs
+    (problem,) = [p for p in job.problems if p.path == "jobs[0].priority"]
+    assert "HIGHPRI is not allowed for team ProdExp1" in problem.message
+    assert "teams.ProdExp1.allowed_tiers" in problem.fix
+    assert only_job(parse([good_job(priority="MIDPRI")], config)).request is not None
+    # AND without an allowance every tier is allowed
+    assert only_job(parse([good_job(priority="HIGHPRI")])).request is not None
+    # AND a CPU job (FIFO: no tier) is not checked
+    assert only_job(parse([good_job(priority="HIGHPRI", instance_type="ml.c5.xlarge")], config)).request
+
+
+def test_a_checkpoint_path_is_a_folder_so_no_other_run_shares_its_keys() -> None:
+    folder = good_job()["checkpoint_path"]
+    assert folder.endswith("/")
+    (job,) = parse([good_job(checkpoint_path=folder.rstrip("/"))]).jobs
+    (problem,) = [p for p in job.problems if p.path == "jobs[0].checkpoint_path"]
+    assert "does not end in '/'" in problem.message and problem.fix == f"end it with a slash: {folder!r}"
+
+
 def test_client_tokens_are_distinct_across_versions_indices_keys_and_buckets() -> None:
     tokens = {
         client_token(bucket, key, version, index)

@@ -14,7 +14,7 @@ from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
 from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
-from shareplane.service.watch_jobs import WATCH_RUNNER, WatchReport, escalate, read_tick
+from shareplane.service.watch_jobs import WatchReport, escalate, read_tick
 
 from tests.conftest import load_event
 from tests.fakes.alerts import SenderDied
@@ -441,7 +441,7 @@ def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(
 
 def test_the_watch_tick_is_run_at_its_time_and_only_a_manual_run_reads_the_clock() -> None:
     world = World()
-    world.clock.now = TICK_AT - 3600  # behind the tick by clock skew and delivery: the tick decides
+    world.clock.now = TICK_AT + 90  # delivered after its time: the tick decides, not the clock
     tick = read_tick(WATCH_TICK, world.ports)
     assert (tick.now, tick.tick) == (TICK_AT, "2026-03-17T06:10:00Z")
     world.clock.now = 42.0
@@ -472,11 +472,9 @@ def test_waits_are_measured_from_the_tick_so_a_redelivered_tick_escalates_the_sa
     # GIVEN a MIDPRI job created 3700 s before the tick (its SLO is 3600 s)
     world = World(config=shares_config())
     job = waiting_in_batch(world, runnable(50, 3700, TICK_AT))
-    # WHEN the tick is handled with the clock months behind it (the wall clock under the local
-    # stack's virtual one, where waits used to come out negative, and where the tick five virtual
-    # minutes before is the watermark that admits it), then redelivered an hour later
-    world.ledger.advance_tick(WATCH_RUNNER, "2026-03-17T06:05:00Z")
-    for clock in (TICK_AT - FAR, TICK_AT + 3600):
+    # WHEN the tick is handled as it arrives (the clock a little behind it, by skew), then
+    # redelivered an hour later
+    for clock in (TICK_AT - 30, TICK_AT + 3600):
         world.clock.now = clock
         escalate([job], world.ports, read_tick(WATCH_TICK, world.ports).now, WatchReport())
     # THEN both runs raise it one step to the same priority, recorded once in its history
@@ -639,3 +637,47 @@ def test_a_requeue_retried_after_its_submit_went_through_finds_that_job_instead_
     assert retried.result == "requeued" and retried.new_job_arn == world.batch.tokens[first["clientToken"]]
     assert len(world.batch.tokens) == 1 and world.alerts.sent == []
     assert world.metrics.count("RequeuesRefused") == 0
+
+
+def training_stopped_event(described: dict[str, Any]) -> dict[str, Any]:
+    """SageMaker's Stopped event of a described job's latest training job."""
+    event = load_event("sagemaker_training_job_state_change_failed_cuda_oom")
+    arn = described["latestAttempt"]["serviceResourceId"]["value"]
+    event["resources"] = [arn]
+    event["detail"].update(
+        TrainingJobArn=arn,
+        TrainingJobName=arn.rsplit("/", 1)[-1],
+        TrainingJobStatus="Stopped",
+        SecondaryStatus="Stopped",
+        FailureReason=None,
+    )
+    return event
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "shareplane reclaim: stopped for hi (name-hi, HIGHPRI, waited 300 s); resumes from checkpoint",
+        "shareplane idle: every host below 5% of one GPU for 1800 s (window 1800 s); not requeued",
+    ],
+    ids=["a reclaimed job", "an idle-stopped job"],
+)
+@pytest.mark.parametrize("sagemaker_first", [False, True], ids=["Batch's event first", "SageMaker's first"])
+def test_a_stopped_jobs_two_end_events_requeue_and_alert_at_most_once(
+    reason: str, sagemaker_first: bool
+) -> None:
+    # GIVEN a job shareplane stopped: Batch's FAILED event and its training job's SageMaker Stopped event
+    alone = World()
+    alone.batch.add(failed_job("p2-5", reason=reason, terminated=True, share="ProdExp2", priority=10))
+    handle_message(failed_event(alone.batch.jobs["p2-5"]), alone.ports)
+    w = World()
+    w.batch.add(failed_job("p2-5", reason=reason, terminated=True, share="ProdExp2", priority=10))
+    described = w.batch.jobs["p2-5"]
+    w.store.links[described["latestAttempt"]["serviceResourceId"]["value"]] = described["jobArn"]
+    events = [failed_event(described), training_stopped_event(described)]
+    # WHEN both arrive, in either order, and each is delivered twice
+    for event in (events[::-1] if sagemaker_first else events) * 2:
+        handle_message(event, w.ports)
+    # THEN the job is requeued (or not) and its team told exactly as for Batch's event alone
+    assert len(w.batch.submits) == len(alone.batch.submits) == (1 if "reclaim" in reason else 0)
+    assert len(w.alerts.sent) == len(alone.alerts.sent) <= 1

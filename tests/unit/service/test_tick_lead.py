@@ -50,21 +50,25 @@ def test_a_tick_dated_far_ahead_is_refused_and_later_ticks_still_run() -> None:
     with pytest.raises(InvalidInputError) as refused:
         tick(batch, store, metrics, NOW + 74 * YEAR, NOW + 1)
     # THEN it is refused naming the time and the fix (to the DLQ alone), and the state is untouched
-    assert refused.value.field == "time" and "ahead of the clock" in refused.value.problem
+    assert refused.value.field == "time" and "ahead of this function's clock" in refused.value.problem
     assert store.state == before
     # AND the next genuine tick is handled, not skipped as a redelivery
     assert tick(batch, store, metrics, NOW + 300, NOW + 300) != SKIP_DUPLICATE_TICK
 
 
-def test_ticks_ahead_of_the_clock_but_a_period_after_the_watermark_are_admitted() -> None:
-    # The local stack's virtual clock runs far ahead of the wall clock; its ticks are minutes apart.
+def test_a_chain_of_ticks_each_ahead_of_the_last_cannot_walk_the_bound_forward() -> None:
+    # GIVEN a handled tick, then ticks 23 h apart, each ahead of the clock (and of the last handled)
     batch, store, metrics = world({"ProdExp1": 0.5, "ProdExp2": 0.5})
-    virtual = NOW + 30 * 86400
     tick(batch, store, metrics, NOW, NOW)
-    for step in range(1, 400):  # 400 ticks five virtual minutes apart walk the watermark 33 h ahead
-        at = NOW + step * 300.0
-        assert tick(batch, store, metrics, at, NOW) != SKIP_DUPLICATE_TICK
-    check_tick_lead(virtual, NOW, tick_id(virtual - 300))  # a month ahead of the clock, a tick later
+    for day in range(1, 8):
+        with pytest.raises(InvalidInputError):
+            tick(batch, store, metrics, NOW + day * 23 * 3600, NOW + 60)
+    # THEN the watermark never moved: the next real tick runs
+    assert tick(batch, store, metrics, NOW + 300, NOW + 300) != SKIP_DUPLICATE_TICK
+    # AND the bound is the function's clock and its small lead alone
+    check_tick_lead(NOW + MAX_TICK_LEAD_SECONDS, NOW)
+    with pytest.raises(InvalidInputError):
+        check_tick_lead(NOW + MAX_TICK_LEAD_SECONDS + 1, NOW)
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -104,12 +108,12 @@ def test_a_watch_tick_dated_far_ahead_is_refused_and_a_genuine_one_moves_the_wat
     assert failures.ledger.ticks == {WATCH_RUNNER: tick_id(now + 60)}
 
 
-def test_a_watch_tick_a_month_ahead_of_the_clock_is_admitted_a_period_after_the_watermark() -> None:
-    # The local stack's virtual clock runs far ahead of the wall clock; its ticks are minutes apart.
+def test_a_watch_tick_ahead_of_the_clock_is_refused_whatever_the_watermark() -> None:
     failures = World()
-    virtual = failures.clock.now + 30 * 86400
-    failures.ledger.advance_tick(WATCH_RUNNER, tick_id(virtual - 300))
-    assert read_tick(reclaim_tick(virtual), failures.ports).now == virtual
+    ahead = failures.clock.now + 3600
+    failures.ledger.advance_tick(WATCH_RUNNER, tick_id(ahead - 300))
+    with pytest.raises(InvalidInputError):
+        read_tick(reclaim_tick(ahead), failures.ports)
 
 
 # ------------------------------------------------------------------------------------------ reclaim
@@ -118,13 +122,14 @@ def test_a_watch_tick_a_month_ahead_of_the_clock_is_admitted_a_period_after_the_
     [
         reclaim_tick(T0 + AFTER + 74 * YEAR),
         due_message({"jobArn": "hi", "jobId": "hi"}, T0 + AFTER + 74 * YEAR, T0 + AFTER + 74 * YEAR),
+        reclaim_tick(T0 + 86400),
     ],
-    ids=["a schedule tick", "a due re-check"],
+    ids=["a schedule tick", "a due re-check", "a tick a day ahead"],
 )
 def test_a_reclaim_trigger_dated_far_ahead_stops_nothing_and_the_next_genuine_tick_reclaims(
     trigger: dict,
 ) -> None:
-    # GIVEN ProdExp2 borrows two instances and a HIGHPRI ProdExp1 job waits (not yet 300 s)
+    # GIVEN ProdExp2 borrows two instances and a HIGHPRI ProdExp1 job has waited 60 s
     reclaiming = ReclaimWorld()
     borrowed_cluster(reclaiming)
     reclaiming.clock.now = T0 + 60

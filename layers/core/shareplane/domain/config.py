@@ -258,6 +258,9 @@ class TeamConfig(_Strict):
     allowed_image_prefixes: tuple[Annotated[str, Field(min_length=1)], ...] = ()
     # Empty: every framework under `frameworks`.
     allowed_frameworks: tuple[str, ...] = ()
+    # The tiers the team's jobs may ask for (a HIGHPRI job takes back other teams' borrowed capacity,
+    # so it is an allowance); empty: every tier. CPU FIFO jobs have no tier and are not checked.
+    allowed_tiers: tuple[Tier, ...] = ()
     input_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
     # Output and checkpoint URIs must lie under one of these.
     output_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()

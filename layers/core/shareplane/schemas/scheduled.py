@@ -63,38 +63,26 @@ def tick_time(event: ScheduledEvent) -> float:
     return float(int(_utc(event).timestamp()))
 
 
-#: How far ahead of both the receiving clock and the stored watermark (the last tick handled) a
-#: scheduled tick may be dated. A run records its tick as the watermark and every tick at or before
-#: it is a no-op redelivery, so one tick dated in 2100 would silence every later run until 2100.
-#: On AWS a tick is delivered minutes after its own time and a redelivery keeps that time (it only
-#: gets older), so a genuine tick is never ahead of the clock by more than clock skew. On the local
-#: stack ticks are stamped with the emulator's virtual clock, which runs ahead of the wall clock
-#: without bound (100x and more); there the watermark term admits them, since consecutive ticks are a
-#: schedule period apart in virtual time. One day is far above both, and bounds what a bad tick can
-#: still cost: at most a day of skipped runs, instead of decades.
-MAX_TICK_LEAD_SECONDS = 86400
+#: How far ahead of the receiving function's own clock a scheduled tick or trigger may be dated. On
+#: AWS a tick is delivered after its own time and a redelivery keeps that time (it only gets older),
+#: and an event is dated when its state changed, before it was sent: a genuine trigger is never ahead
+#: of the clock by more than the clocks' skew (Lambda's is kept by the Amazon Time Sync Service, well
+#: under a second). A run records its tick as a watermark and every tick at or before it is a no-op
+#: redelivery, so a tick dated ahead would silence the real ones, and a trigger dated ahead would
+#: make every waiting job look long past its threshold. The bound is against the clock alone, never
+#: a watermark: a chain of ticks each a little ahead of the last would otherwise walk it anywhere. On
+#: the local stack each function's clock is the emulator's virtual one, so the same bound holds there.
+MAX_TICK_LEAD_SECONDS = 60
 
 
-def check_tick_lead(tick_at: float, clock_now: float, watermark: str | None) -> None:
-    """Refuse a tick dated more than MAX_TICK_LEAD_SECONDS ahead of both the clock and ``watermark``.
-
-    ``watermark`` is the tick id of the last tick handled (``tick_id``'s format), or None.
-    """
-    reference = clock_now
-    if watermark:
-        try:
-            last = datetime.strptime(watermark, TICK_ID_FORMAT).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            last = None
-        if last is not None:
-            reference = max(reference, last)
-    lead = tick_at - reference
+def check_tick_lead(tick_at: float, clock_now: float) -> None:
+    """Refuse a tick or trigger dated more than MAX_TICK_LEAD_SECONDS ahead of the receiving clock."""
+    lead = tick_at - clock_now
     if lead > MAX_TICK_LEAD_SECONDS:
         when = datetime.fromtimestamp(tick_at, UTC).strftime(TICK_ID_FORMAT)
         raise InvalidInputError(
             "time",
-            f"is {when}, {lead:.0f}s ahead of the clock and of the last tick handled "
-            f"(at most {MAX_TICK_LEAD_SECONDS}s allowed); a run dated there would decide as if that "
-            "time had come",
+            f"is {when}, {lead:.0f}s ahead of this function's clock (at most {MAX_TICK_LEAD_SECONDS}s "
+            "allowed); a run dated there would decide as if that time had come",
             "deliver the schedule rule's (or AWS's) own events; drop this message from the dead-letter queue",
         )

@@ -149,7 +149,7 @@ def detect_idle(request: IdleRun, ports: DetectIdlePorts) -> IdleOutcome:
 
 def run(ports: DetectIdlePorts, now: float) -> IdleOutcome:
     """Judge every running GPU job at ``now`` and apply what each decision says."""
-    check_tick_lead(now, ports.clock(), None)
+    check_tick_lead(now, ports.clock())
     jobs = running_gpu_jobs(ports, now)
     outcome = IdleOutcome("judged", now)
     if not jobs:

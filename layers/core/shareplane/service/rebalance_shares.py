@@ -632,17 +632,17 @@ def rebalance_shares(
 ) -> RebalanceOutcome:
     """One scheduled run at ``now`` (its tick's time): snapshot, decide, apply once per tick (or record).
 
-    With ``clock_now`` (the receiving Lambda's clock), a tick dated far ahead of both it and the last
-    tick handled is refused before it can move the watermark (``check_tick_lead``).
+    With ``clock_now`` (the receiving Lambda's clock), a tick dated ahead of it is refused before it
+    can move the watermark (``check_tick_lead``).
     """
+    if clock_now is not None:
+        check_tick_lead(now, clock_now)
     queue = settings.job_queue
     plan_id = plan_id_for(queue_name(queue), tick_id)
     for _ in range(MAX_CONFLICT_RETRIES):
         state = store.load_state()
         version = state.version if state is not None else None
         last_tick = state.last_tick if state is not None else None
-        if clock_now is not None:
-            check_tick_lead(now, clock_now, last_tick)
         if state is not None and last_tick is not None and tick_id <= last_tick:
             return _redelivered(tick_id, state, batch, store, metrics, settings, config)
 

@@ -199,11 +199,11 @@ def _due(due: ReclaimDue, ports: ReclaimPorts) -> ReclaimOutcome:
 def run(ports: ReclaimPorts, now: float) -> ReclaimOutcome:
     """Read the GPU queue, plan at ``now`` and apply the plan (or only audit it, in dry run).
 
-    Every trigger's time is bounded first (``check_tick_lead``, against the clock and the newest time
-    a run decided at): a tick or event dated far ahead would make every waiting job look long past
-    its threshold, and capacity would be reclaimed for all of them at once.
+    Every trigger's time is bounded first (``check_tick_lead``, against this function's clock): a
+    tick or event dated ahead would make every waiting job look long past its threshold, and
+    capacity would be reclaimed for all of them at once.
     """
-    check_tick_lead(now, ports.clock(), ports.ledger.last_tick(RECLAIM_RUNNER))
+    check_tick_lead(now, ports.clock())
     snapshot, described = build_snapshot(ports, now)
     if snapshot is None:
         outcome = ReclaimOutcome("no waiting job is due", now)

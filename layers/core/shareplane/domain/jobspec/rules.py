@@ -160,6 +160,18 @@ def outputs_under_team_prefixes(spec: JobSpec, ctx: JobContext) -> Iterator[Rule
             yield RuleProblem(name, *_outside(uri, ctx.team_name, "output", prefixes))
 
 
+def tier_is_allowed(spec: JobSpec, ctx: JobContext) -> Iterator[RuleProblem]:
+    """A GPU job asks only for a tier its team is allowed (HIGHPRI reclaims others' capacity)."""
+    allowed = [tier.value for tier in ctx.team.allowed_tiers]
+    if allowed and spec.priority not in allowed and not ctx.runs_on_cpu(spec):
+        yield RuleProblem(
+            "priority",
+            f"{spec.priority} is not allowed for team {ctx.team_name} (allowed: {', '.join(allowed)})",
+            f"use one of {', '.join(allowed)}, or ask the platform team to add {spec.priority} to "
+            f"teams.{ctx.team_name}.allowed_tiers",
+        )
+
+
 def checkpoints_go_to_a_folder(spec: JobSpec, ctx: JobContext) -> Iterator[RuleProblem]:
     """A checkpoint path ends in "/": SageMaker writes its files under it as a key prefix, and reclaim
     and the hung check list it as a folder, so ".../run-1" would also see ".../run-10"'s files."""
@@ -225,6 +237,7 @@ JOB_RULES: tuple[JobRule, ...] = (
     inputs_under_team_prefixes,
     outputs_under_team_prefixes,
     checkpoints_go_to_a_folder,
+    tier_is_allowed,
     spot_wait_covers_runtime,
     within_team_retry_limit,
     tags_avoid_reserved_prefixes,
