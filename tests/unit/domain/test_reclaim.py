@@ -1,4 +1,4 @@
-"""Checkpoint-aware reclaim: who may be a victim, fewest victims losing least work, budgets, no thrash."""
+"""Checkpoint-aware reclaim: who may be a victim, the least work lost inside the class order, budgets, no thrash."""
 
 from __future__ import annotations
 

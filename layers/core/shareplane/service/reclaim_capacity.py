@@ -3,7 +3,7 @@
 AWS Batch fair-share never preempts. When a job of a tier with ``reclaim_after_seconds`` has waited
 that long, this use case reads the GPU queue as it is (ListServiceJobs, DescribeServiceJob, the
 newest object under each candidate's CheckpointConfig.S3Uri), lets ``domain.reclaim.plan_reclaim``
-pick the fewest victims that lose the least work, and applies the plan:
+pick the victims that can resume and lose the least work, and applies the plan:
 
 1. one transaction writes the decision (``RECLAIM#<waiting job>`` / ``DECISION#<id>``, the id a digest
    of the waiting job and its victims), a victim item per victim (new only: a job is stopped for one
