@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from shareplane import sqs_batch
@@ -18,14 +17,15 @@ def handle(message: Any) -> None:
     event = parse_scheduled_event(message)
     tick = tick_id(event)
     logger.set_correlation_id(tick)
+    composition = root()
     outcome = rebalance_tick(
         tick,
         # The tick's time, not the clock's: a redelivered tick decides exactly as its first delivery,
         # and on the local stack cooldowns and wait windows run on the emulator's virtual clock.
         tick_time(event),
-        root().rebalance_ports,
+        composition.rebalance_ports,
         # The clock only bounds how far ahead of it a tick may be dated; decisions use the tick's time.
-        clock_now=time.time(),
+        clock_now=composition.clock(),
     )
     logger.info(
         "rebalanced", extra={"action": outcome.action, "reason": outcome.reason, "plan_id": outcome.plan_id}
