@@ -491,12 +491,17 @@ class _MotoServer:
         if not isinstance(backends.list_of_moto_modules, _Listed):
             backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
 
+        class _Handler(MotoRequestHandler):
+            # Headers and body go out in two writes: with Nagle's algorithm the body waits for the
+            # client's (delayed) ACK of the headers. TCP_NODELAY took a GetItem from 8.0 to 6.4 ms.
+            disable_nagle_algorithm = True
+
         self._server = make_server(
             "127.0.0.1",
             0,
             trails.wrap(DomainDispatcherApplication(create_backend_app)),
             True,
-            request_handler=MotoRequestHandler,
+            request_handler=_Handler,
         )
         self._thread: Any = None
 
