@@ -142,10 +142,9 @@ WATCH_RUNNER = "watch"
 def read_tick(raw: Any, ports: FailurePorts) -> Tick:
     """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run.
 
-    A tick dated more than a day ahead of both the clock and the newest tick handled is refused
+    A tick dated more than ``MAX_TICK_LEAD_SECONDS`` ahead of this function's clock is refused
     (``check_tick_lead``): run at its time, every waiting job would look that far past its SLO, and
-    escalations and wait alerts would go out for all of them. Leads within the day are run (the local
-    stack's virtual clock needs them).
+    escalations and wait alerts would go out for all of them.
     """
     if raw == MANUAL_RUN:
         # A run asked for by hand has no schedule tick to date it: the one case the wall clock decides.
