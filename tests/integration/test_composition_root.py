@@ -86,3 +86,62 @@ def test_the_clis_root_is_the_functions_root_with_the_commands_options(aws_crede
     client = store._client  # noqa: SLF001 - what the adapter was given
     assert (client.meta.region_name, client.meta.endpoint_url) == ("eu-west-1", "http://127.0.0.1:4566")
     assert store._table == "jobs"  # noqa: SLF001
+
+
+def test_the_roots_clients_read_timestamps_in_utc_as_the_same_instants(aws_credentials: None) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from moto import mock_aws
+
+    stamps = [datetime(2026, 1, 31, 23, 59, tzinfo=UTC) + timedelta(minutes=m) for m in range(3)]
+    with mock_aws():
+        root = Root({})
+        metric = {
+            "Namespace": "Test",
+            "MetricName": "GPUUtilization",
+            "Dimensions": [{"Name": "Host", "Value": "h"}],
+        }
+        root.cloudwatch.put_metric_data(
+            Namespace="Test",
+            MetricData=[
+                {
+                    "MetricName": "GPUUtilization",
+                    "Dimensions": metric["Dimensions"],
+                    "Timestamp": at,
+                    "Value": 1.0,
+                }
+                for at in stamps
+            ],
+        )
+        # WHEN the root's CloudWatch client reads them back (JSON protocol: epoch seconds on the wire)
+        result = root.cloudwatch.get_metric_data(
+            MetricDataQueries=[
+                {"Id": "g", "MetricStat": {"Metric": metric, "Period": 60, "Stat": "Average"}}
+            ],
+            StartTime=stamps[0],
+            EndTime=stamps[-1] + timedelta(minutes=1),
+            ScanBy="TimestampAscending",
+        )["MetricDataResults"][0]["Timestamps"]
+        # THEN each is the instant written, dated in UTC (not botocore's costly local zone)
+        assert result == stamps and all(at.tzinfo is UTC for at in result)
+        # ... and a client any other root builds on the same session does too
+        assert (
+            Root({}, session=root.session)
+            .client("cloudwatch")
+            .get_metric_data(
+                MetricDataQueries=[
+                    {"Id": "g", "MetricStat": {"Metric": metric, "Period": 60, "Stat": "Average"}}
+                ],
+                StartTime=stamps[0],
+                EndTime=stamps[-1] + timedelta(minutes=1),
+            )["MetricDataResults"][0]["Timestamps"][0]
+            .tzinfo
+            is UTC
+        )
+
+
+def test_a_timestamp_in_words_is_read_as_botocore_reads_it() -> None:
+    from datetime import UTC, datetime
+
+    assert bootstrap.utc_timestamp("2026-02-01T00:00:00Z") == datetime(2026, 2, 1, tzinfo=UTC)
+    assert bootstrap.utc_timestamp(1769904000) == datetime(2026, 2, 1, tzinfo=UTC)

@@ -111,6 +111,7 @@ class FunctionRunner:
     recorder: AwsCallRecorder = field(init=False)
     _roles: dict[str, RolePolicy | None] = field(default_factory=dict)
     _topic_keys: dict[str, str | None] = field(default_factory=dict)
+    _queue_arns: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.recorder = AwsCallRecorder(Location(REGION, ACCOUNT, self._topic_key))
@@ -148,9 +149,7 @@ class FunctionRunner:
         if not messages:
             return 0
         with hold():
-            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-                "QueueArn"
-            ]
+            arn = self._queue_arn(url)
             event = {"Records": [_sqs_record(m, arn) for m in messages]}
             try:
                 response, output = self.invoke(function, event)
@@ -199,6 +198,15 @@ class FunctionRunner:
                 response = handler(event, context)
         self._record_runtime_logs(function, role)
         return response, buffer.getvalue()
+
+    def _queue_arn(self, url: str) -> str:
+        """A queue's ARN (the records' eventSourceARN), asked of SQS once per queue."""
+        if url not in self._queue_arns:
+            attributes = self.stack.client("sqs").get_queue_attributes(
+                QueueUrl=url, AttributeNames=["QueueArn"]
+            )
+            self._queue_arns[url] = attributes["Attributes"]["QueueArn"]
+        return self._queue_arns[url]
 
     # -- what the function's role is asked for ---------------------------------------------------
     def _role(self, function: FunctionSpec) -> RolePolicy | None:

@@ -22,7 +22,7 @@ from gpusim import Faults, ModelOptions, gpu_metrics
 from gpusim.engine import HoldableClock, RealtimeEngine, SteppedClock
 from shareplane.domain.arns import arn_tail, resource_name
 
-from . import embedded_dynamodb, metric_index
+from . import embedded_dynamodb, input_paths, metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
@@ -135,7 +135,6 @@ class LocalStack:
     def start(self) -> LocalStack:
         """Start moto (unless an endpoint was given) and create the stack (unless it exists)."""
         if self.endpoint is None:
-            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per AWS call
             self._server = _MotoServer(self.trails)
             self._server.start()
             host, port = self._server.get_host_and_port()
@@ -144,6 +143,7 @@ class LocalStack:
             urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"))
             self.metric_index = metric_index.install(ACCOUNT, REGION)
             embedded_dynamodb.install(ACCOUNT, REGION)
+            input_paths.install()
             self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         cloudformation = self.client("cloudformation")
@@ -474,49 +474,78 @@ class LocalStack:
 
 
 class _MotoServer:
-    """moto's server as its ThreadedMotoServer builds it, the app wrapped to give each request an id
-    and remember its caller (cloudtrail.py)."""
+    """moto's WSGI app, as its ThreadedMotoServer builds it, served by waitress on loopback; the app
+    wrapped to give each request an id and remember its caller (cloudtrail.py).
+
+    waitress, not werkzeug's development server (moto's own choice): werkzeug closes the connection
+    after every response, so each AWS call paid for a new TCP connection and a new server thread
+    (about a fifth of a GetItem here); waitress keeps boto3's pooled connections alive and answers on
+    a fixed pool of threads, with TCP_NODELAY set (headers and body go out in two writes, and with
+    Nagle's algorithm the body would wait for the client's delayed ACK).
+    """
+
+    #: Worker threads: every caller in this process (handlers, the emulator's event publisher, the
+    #: CLI) makes one call at a time, and none long-polls.
+    THREADS = 8
 
     def __init__(self, trails: TrailEmulation) -> None:
         from moto import backends
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
-        from werkzeug.serving import make_server
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from waitress.server import create_server
 
         # moto routes each request by listing its own package folder on disk, twice (about 2 ms, a
         # quarter of a GetItem); the folder does not change while the process runs.
         if not isinstance(backends.list_of_moto_modules, _Listed):
             backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
-
-        class _Handler(MotoRequestHandler):
-            # Headers and body go out in two writes: with Nagle's algorithm the body waits for the
-            # client's (delayed) ACK of the headers. TCP_NODELAY took a GetItem from 8.0 to 6.4 ms.
-            disable_nagle_algorithm = True
-
-        self._server = make_server(
-            "127.0.0.1",
-            0,
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "task queue depth" notices
+        self._server: Any = create_server(
             trails.wrap(DomainDispatcherApplication(create_backend_app)),
-            True,
-            request_handler=_Handler,
+            host="127.0.0.1",
+            port=0,
+            threads=self.THREADS,
+            ident="moto",
         )
+        self._server.channel_class = _bodiless_requests_not_held()
         self._thread: Any = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
 
     def get_host_and_port(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return str(host), int(port)
 
     def stop(self) -> None:
-        self._server.shutdown()
+        from waitress import wasyncore
+
+        self._server.task_dispatcher.shutdown()
+        wasyncore.close_all(self._server._map)  # the listening socket and every kept-alive connection
         if self._thread is not None:
             self._thread.join()
+
+
+def _bodiless_requests_not_held() -> type:
+    """waitress's connection class, with a parser that never holds a request without a body.
+
+    boto3 puts an empty S3 object (a folder marker) with ``Expect: 100-continue`` and
+    ``Content-Length: 0``; waitress answers ``100 Continue`` and then waits for a body that never
+    comes, until the client's read timeout. A server may skip the interim answer when it already has
+    the whole body (RFC 9110, section 10.1.1), which a request without one always has.
+    """
+    from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser
+
+    class BodilessNotHeld(HTTPRequestParser):  # type: ignore[misc]
+        def parse_header(self, header_plus: bytes) -> None:
+            super().parse_header(header_plus)
+            if self.body_rcv is None:  # no Content-Length above 0 and not chunked: nothing to wait for
+                self.expect_continue = False
+
+    class Channel(HTTPChannel):  # type: ignore[misc]
+        parser_class = BodilessNotHeld
+
+    return Channel
 
 
 @dataclass(frozen=True)
