@@ -30,7 +30,7 @@ BUILT := .aws-sam/build/template.yaml
 PACKAGED := template.yaml $(shell find layers/core functions -type f -not -path '*/__pycache__/*' 2>/dev/null)
 QUOTA_PREVIEW := .aws-sam/quota-mode.template.yaml
 
-.PHONY: demo test checks lint template pytest thorough unit layer bench clean
+.PHONY: demo test checks lint template docs pytest thorough unit layer bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,7 +64,13 @@ test: $(DEV_INSTALLED) $(TOOLS_INSTALLED) $(CHROMIUM)
 	@start=$$(date +%s); status=0; $(MAKE) --no-print-directory checks || status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s of wall time (installs not counted)"; exit $$status
 
-checks: lint template pytest
+checks: lint template docs pytest
+
+# The manual: its reference pages must be what the code generates now, and a strict build fails on a
+# broken link, a missing anchor or a page left out of the navigation. The site goes to site/.
+docs: $(DEV_INSTALLED)
+	$(BIN)/python -m shareplane_cli.reference --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The 15 slowest tests are printed in every run, so a test that grows shows where the time went.
 pytest: $(DEV_INSTALLED) $(CHROMIUM)
@@ -108,4 +114,4 @@ bench: $(DEV_INSTALLED) layer thorough
 	$(BIN)/pytest -q -m bench tests/bench -p no:xdist -s
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam
+	rm -rf $(VENV) $(TOOLS) .aws-sam site

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.browser.chromium import Browser, drawn_charts, open_report
+from tests.browser.pictures import save_pictures
 from tests.browser.reports import Report, demo_report, whatif_report
 
 #: Each report's charts, by the id of the element plotly draws into.
@@ -71,6 +72,8 @@ def opened(request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: p
     kind = request.param
     report = BUILDERS[kind](tmp_path_factory.mktemp(kind.replace("-", "")))
     page, errors = open_report(browser, report.path, len(CHARTS[kind]))
+    if kind == "what-if" and not errors:
+        save_pictures(page, "whatif")  # the documentation's pictures of the what-if report, redrawn
     yield kind, report, page, errors
     page.close()
 

@@ -12,6 +12,7 @@ from shareplane_cli.main import app
 from typer.testing import CliRunner
 
 from tests.browser.chromium import Browser, drawn_charts, open_report
+from tests.browser.pictures import save_pictures
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.local
@@ -117,6 +118,8 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     # each team's entitlement a dashed line at its configured value in both panels
     page, errors = open_report(browser, tmp_path / "report" / "index.html", charts=3)
     charts = drawn_charts(page)
+    if mode == "fairshare" and not errors:
+        save_pictures(page, "demo")  # the documentation's pictures of the demo (`make demo`'s mode), redrawn
     page.close()
     assert errors == [] and browser.refused == []
     assert set(charts) == {"usage", "waits", "timeline"}
