@@ -52,7 +52,8 @@ class ShareLayout(StrEnum):
     #: Fair-share serves the identifier with the lowest weighted usage, so a HIGHPRI identifier, which
     #: holds little usage and weighs little, is served first across teams. Only the tiers that need
     #: cross-team priority get their own: every extra identifier a team has active adds to what the
-    #: team gets against the others (measured in the what-if), so MIDPRI and LOWPRI share one.
+    #: team gets against the others (measured in the what-if: docs/design/share-layout.md), so MIDPRI
+    #: and LOWPRI share one.
     TEAM_TIER = "team_tier"
 
 
