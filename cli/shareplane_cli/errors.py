@@ -1,6 +1,6 @@
 """The CLI's one error path: every failure becomes a message naming the problem and the fix, and an exit code.
 
-Exit codes (the README lists them):
+Exit codes (docs/reference/exit-codes.md is generated from this list):
 
 - 0 ``OK``: done.
 - 1 ``REJECTED``: the command ran and its answer is no (``submit`` rejected a spec, ``validate`` found

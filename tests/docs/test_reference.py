@@ -2,7 +2,8 @@
 
 GIVEN the code (pydantic config models, the typer app, alert kinds, metric tables, template.yaml, the
 exit codes) WHEN the reference pages under docs/reference/ are read THEN each names every field,
-command, option, alert kind, metric, widget, alarm, rule, sample event and exit code, and each page
+command, option, alert kind, metric, widget, alarm, rule, sample event and exit code, every config
+field has a description of its own in its model (a `#:` comment) that its row shows, and each page
 is exactly what `python -m shareplane_cli.reference` writes now (a stale page fails with the command
 that refreshes it).
 """
@@ -17,6 +18,7 @@ from shareplane.domain.config import SharesConfig
 from shareplane_cli import reference
 from shareplane_cli.errors import ExitCode
 from shareplane_cli.reference import alerts, cli, config, events, metrics
+from shareplane_cli.reference.markdown import cell
 
 from tests.conftest import REPO
 
@@ -70,6 +72,21 @@ def test_the_config_page_lists_every_field_with_its_type_default_and_bounds() ->
     for model in nested:
         for name in model.model_fields:
             assert any(f.model is model and f.path.endswith(name) for f in every), (model, name)
+
+
+def test_every_config_field_has_a_description_of_its_own_and_the_page_shows_it() -> None:
+    every = config.fields()
+    # A model reached along several paths (IdleOverride, BackoffConfig) is named once per field.
+    undescribed = sorted(
+        {f"{f.model.__name__}.{f.path.rsplit('.', 1)[-1]}" for f in every if not f.description}
+    )
+    assert not undescribed, (
+        f"{len(undescribed)} config fields have no description: write a `#:` comment right above each "
+        f"in its model, then run `python -m shareplane_cli.reference`: {', '.join(undescribed)}"
+    )
+    listed = rows("config.md")
+    for field in every:
+        assert cell(field.description) in listed[field.path], f"config.md: {field.path} lacks its description"
 
 
 def test_the_cli_page_lists_every_command_and_option() -> None:

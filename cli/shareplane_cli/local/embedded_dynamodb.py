@@ -1,17 +1,17 @@
 """The embedded DynamoDB made to cost what DynamoDB's own calls cost: by item and by partition, not by table.
 
 moto keeps a table's items in memory and answers two calls by walking all of them, which on the jobs
-table (every job's history) grows with the run: by the end of the demo its Query took about 30 ms
-and its TransactWriteItems about 85 ms, most of the handlers' time. ``install`` gives the embedded
-DynamoDB of one account and region:
+table (every job's history) grows with the run until those calls are most of the handlers' time
+(docs/design/embedded-dynamodb.md has what each cost). ``install`` gives the embedded DynamoDB of one
+account and region:
 
 - a TransactWriteItems that copies only the items the transaction names (at most 100, each named
   once) and puts exactly those back when one action fails, where moto deep-copies every table named;
 - a Query that hands moto's own query the one partition it asks for (the base table), or only the
   items whose index key matches (an index), where moto sorts every item of the table first;
 - items written out as moto writes them, without its model walk for every attribute value: moto's
-  JSON serializer looks each of an AttributeValue's ten members up through its alias providers, which
-  took 8 ms of every response; a value of the plain kinds (S, N, BOOL, NULL, SS, NS, M, L) is
+  JSON serializer looks each of an AttributeValue's ten members up through its alias providers, a
+  cost on every response; a value of the plain kinds (S, N, BOOL, NULL, SS, NS, M, L) is
   written directly, in the same form, and any other (B, BS, an unexpected shape) by moto's walk.
 
 The actions, conditions, ordering, paging and errors stay moto's own (its ``put_item``,
@@ -19,7 +19,7 @@ The actions, conditions, ordering, paging and errors stay moto's own (its ``put_
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html,
 https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html,
 https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_AttributeValue.html) is what moto
-models, and ``tests/integration/test_embedded_dynamodb.py`` checks that each answers as moto's own.
+models, and ``tests/integration/cli/test_embedded_dynamodb.py`` checks that each answers as moto's own.
 """
 
 from __future__ import annotations

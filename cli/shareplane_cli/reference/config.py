@@ -1,7 +1,15 @@
 """The shares config reference: every field of ``SharesConfig`` and its nested models.
 
-Each field's type, default and bounds come from the pydantic model; its description from the comment
-written above it in the model's source (``#:`` or ``#``), else from its model's docstring.
+Each field's type, default and bounds come from the pydantic model; its description from the ``#:``
+comment written above it in the model's source (the attribute-comment convention Sphinx reads too).
+Plain ``#`` comments are notes for whoever changes the code and stay off the page. Every field must
+have its own description: the docs tests fail naming each field that has none.
+
+The descriptions are comments rather than pydantic's own: ``Field(description=...)`` would rewrite
+every declaration (a default such as ``= False`` and an optional ``Annotated[...] | None`` each need
+a ``Field`` of their own), and with ``use_attribute_docstrings`` pydantic reads and parses each model
+class's source while it builds the model, at every Lambda cold start. A comment costs the handlers
+nothing and leaves the declarations as they are.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from pydantic_core import PydanticUndefined
 from shareplane.domain.config import SharesConfig
 
 from . import markdown
-from .markdown import code, first_paragraph, table
+from .markdown import code, table
 
 __all__ = ["ConfigField", "fields", "page"]
 
@@ -55,18 +63,24 @@ def _walk(model: type[BaseModel], prefix: str, seen: tuple[type[BaseModel], ...]
         path = f"{prefix}{name}"
         annotation = info.annotation
         nested, suffix = _nested_model(annotation)
-        description = comments.get(name) or (first_paragraph(nested.__doc__) if nested else "")
-        if not description:
-            description = _enum_doc(annotation)
         yield ConfigField(
-            path, _type_name(annotation), _default(info), _bounds(info, annotation), description, model
+            path,
+            _type_name(annotation),
+            _default(info),
+            _bounds(info, annotation),
+            comments.get(name, ""),
+            model,
         )
         if nested is not None and nested not in seen:
             yield from _walk(nested, f"{path}{suffix}.", (*seen, model))
 
 
 def _comments(model: type[BaseModel]) -> dict[str, str]:
-    """Field name -> the comment block written right above it, over the model and its bases."""
+    """Field name -> the ``#:`` lines written right above it, over the model and its bases.
+
+    Plain ``#`` lines among them are skipped (a note for the code's reader may sit between the
+    description and the field); any other line ends the block.
+    """
     found: dict[str, str] = {}
     for cls in reversed(model.__mro__):
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
@@ -78,8 +92,10 @@ def _comments(model: type[BaseModel]) -> dict[str, str]:
         pending: list[str] = []
         for line in lines[1:]:
             stripped = line.strip()
+            if stripped.startswith("#:"):
+                pending.append(stripped[2:].strip())
+                continue
             if stripped.startswith("#"):
-                pending.append(stripped.lstrip("#:").strip())
                 continue
             match = _FIELD_LINE.match(line)
             if match and pending and match.group(1) in model.model_fields:
@@ -150,13 +166,6 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation.__name__
     return getattr(annotation, "__name__", str(annotation))
-
-
-def _enum_doc(annotation: Any) -> str:
-    inner = _unwrap(annotation)
-    if isinstance(inner, type) and issubclass(inner, enum.Enum):
-        return first_paragraph(inner.__doc__)
-    return ""
 
 
 def _default(info: FieldInfo) -> str:

@@ -7,8 +7,9 @@ permission guard (an AccessDenied is alerted once, see ``service.permission_deni
 fails only its own record: SQS retries it, and after maxReceiveCount it goes to the DLQ alone.
 
 A handler imports this module first (``from shareplane import sqs_batch`` sorts before every
-``shareplane.*`` import): Powertools' batch utility builds its parser models (about 25 ms of cold
-start) when pydantic is already imported, and the shares config and event schemas import pydantic.
+``shareplane.*`` import): Powertools' batch utility builds its parser models, which no handler
+uses, when pydantic is already imported, and the shares config and event schemas import pydantic
+(docs/design/cold-start.md has what that cost).
 ``tests/unit/test_architecture.py`` fails when a handler loads those models.
 """
 

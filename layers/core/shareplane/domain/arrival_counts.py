@@ -1,9 +1,9 @@
 """Arrival counts: how many jobs each queue received per hour, by share, instances and priority.
 
 The start forecast projects the arrivals of the last 30 days forward (``start_forecast``). On a busy
-queue those are tens of thousands of jobs: on the Philly trace's day 50, reading each finished one's
-record on every watch tick, and on every drop's receipt, is 89.1 MiB from the ByStatus index and
-11.32 s of CPU to parse on one core (``tests/bench/test_arrival_read_bench.py``). So each job is counted
+queue those are tens of thousands of jobs, too many to read record by record on every watch tick and
+every drop's receipt (docs/design/arrival-counts.md has what that read measured against these
+counts; ``tests/bench/test_arrival_read_bench.py`` measures both). So each job is counted
 once it has finished, in its queue's bucket for the hour it was created, by the transaction that
 records its state: the counts hold every finished job under its current key, whatever order or how
 many times its events came. Jobs still active are read whole by the twin and counted from their

@@ -52,31 +52,38 @@ class ShareLayout(StrEnum):
     #: Fair-share serves the identifier with the lowest weighted usage, so a HIGHPRI identifier, which
     #: holds little usage and weighs little, is served first across teams. Only the tiers that need
     #: cross-team priority get their own: every extra identifier a team has active adds to what the
-    #: team gets against the others (measured in the what-if), so MIDPRI and LOWPRI share one.
+    #: team gets against the others (measured in the what-if: docs/design/share-layout.md), so MIDPRI
+    #: and LOWPRI share one.
     TEAM_TIER = "team_tier"
 
 
 class TierConfig(_Strict):
     """What a tier means: the schedulingPriority its jobs get and the wait it promises."""
 
+    #: The Batch schedulingPriority this tier's jobs are submitted with, 0 to 9999 (higher runs first inside a
+    #: share); escalation raises a waiting job up to one below the next tier's value.
     scheduling_priority: Annotated[int, Field(ge=0, le=9999)]
+    #: The wait this tier promises, in seconds from submission to first start: past it a waiting job's
+    #: priority rises step by step and the rebalancer boosts its share, past twice it the job raises a wait
+    #: alert, and each first start counts as SloAttained or SloMissed.
     wait_slo_seconds: Annotated[int, Field(gt=0)]
-    #: team_tier layout: whether the tier has a share identifier of its own per team (else its jobs go
-    #: to the team's identifier, where schedulingPriority orders them), and that identifier's
-    #: weightFactor as a multiple of the team's (lower gets more).
+    #: team_tier layout: whether the tier has a share identifier of its own per team, `<team share><TIER>`;
+    #: false: its jobs go to the team's identifier, where schedulingPriority orders them.
     own_share: bool = False
+    #: team_tier layout, with own_share: the tier identifier's weightFactor as a fraction of the team's (lower
+    #: gets more: 0.05 serves the tier first across teams; 1 weighs it like the team's).
     weight_multiplier: Annotated[float, Field(gt=0, le=1)] = 1.0
-    #: A job of this tier that has waited this long may reclaim capacity lower tiers hold (see
-    #: domain/reclaim.py); unset: the tier never reclaims.
+    #: A job of this tier that has waited this many seconds may reclaim capacity lower tiers hold, by
+    #: stopping jobs that resume from a checkpoint (0: as soon as it waits); unset: the tier never reclaims.
     reclaim_after_seconds: Annotated[int, Field(ge=0)] | None = None
 
 
 class ReclaimConfig(_Strict):
     """Guard rails of checkpoint-aware reclaim (domain/reclaim.py); the template's switches turn it on."""
 
-    #: A job younger than this (in its current attempt) is never a victim.
+    #: A job that has run fewer seconds than this (in its current attempt) is never a victim.
     min_runtime_seconds: Annotated[int, Field(ge=0)] = 900
-    #: A job stopped or preempted this recently is never a victim again.
+    #: A job stopped or preempted within this many seconds is never a victim again.
     cooldown_seconds: Annotated[int, Field(ge=0)] = 3600
     #: Most victims stopped for one waiting job over its life.
     max_victims_per_job: Annotated[int, Field(ge=1, le=100)] = 4
@@ -85,6 +92,7 @@ class ReclaimConfig(_Strict):
     #: The rate limit: most victims per ``rate_window_seconds`` window (by decision time) for the whole
     #: queue, however many runs decide in it, counted in the same transaction as the day's.
     max_victims_per_window: Annotated[int, Field(ge=1)] = 8
+    #: The window max_victims_per_window counts in, in seconds (60 to 86400).
     rate_window_seconds: Annotated[int, Field(ge=60, le=86400)] = 300
     #: Jobs that cannot resume (no CheckpointConfig, or one under which nothing was written) lose all
     #: their work when stopped: never victims unless allowed.
@@ -132,13 +140,21 @@ def _renamed_threshold(data: Any) -> Any:
 class IdleOverride(_Strict):
     """Per tier or per team settings of the idle detector; an unset field keeps the broader one."""
 
+    #: Overrides idle.threshold_percent_of_one_gpu (percent of one GPU); unset: the broader setting.
     threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] | None = None
+    #: Overrides idle.window_seconds (seconds); unset: the broader setting.
     window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
+    #: Overrides idle.grace_seconds (seconds); unset: the broader setting.
     grace_seconds: Annotated[int, Field(ge=0, le=7 * 86400)] | None = None
+    #: Overrides idle.action (alert or stop_after_warning); unset: the broader setting.
     action: IdleAction | None = None
+    #: Overrides idle.warning_grace_seconds (seconds); unset: the broader setting.
     warning_grace_seconds: Annotated[int, Field(ge=0, le=86400)] | None = None
+    #: Overrides idle.hung_checkpoint_intervals; unset: the broader setting.
     hung_checkpoint_intervals: Annotated[int, Field(ge=1, le=100)] | None = None
+    #: Overrides idle.hung_checkpoint_interval_seconds (seconds); unset: the broader setting.
     hung_checkpoint_interval_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] | None = None
+    #: Overrides idle.hung_action (alert or stop_and_requeue); unset: the broader setting.
     hung_action: HungAction | None = None
 
     _renamed = model_validator(mode="before")(_renamed_threshold)
@@ -147,6 +163,7 @@ class IdleOverride(_Strict):
 class IdleTeamOverride(IdleOverride):
     """One team's idle settings, and per tier of that team (team-and-tier beats team beats tier)."""
 
+    #: Overrides for one tier of this team, the narrowest level (team-and-tier beats team beats tier).
     tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
 
 
@@ -162,24 +179,34 @@ class IdleConfig(_Strict):
     #: A host whose GPUUtilization (the sum over its GPUs, 0..100 x GPUs) stays below this percent of
     #: one GPU is idle: one GPU at this level keeps the host busy, whatever its other GPUs do.
     threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
-    #: How long every GPU of the job must stay below the threshold before it is flagged.
+    #: How long, in seconds, every host of the job must stay below the threshold before it is flagged.
     window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
-    #: After the job starts, samples are ignored this long (image pull, data loading).
+    #: Seconds after the job starts during which samples are ignored (image pull, data loading).
     grace_seconds: Annotated[int, Field(ge=0, le=7 * 86400)] = 900
+    #: What an idle job gets: alert (an SNS alert, kind=idle; the job runs on) or stop_after_warning (a
+    #: warning, then a stop if still idle warning_grace_seconds later; not requeued).
     action: IdleAction = IdleAction.ALERT
-    #: stop_after_warning: how long after the warning the job may still wake up before it is stopped.
+    #: stop_after_warning: seconds after the warning the job may still wake up before it is stopped (0:
+    #: stopped at the next run that finds it still idle).
     warning_grace_seconds: Annotated[int, Field(ge=0, le=86400)] = 900
     #: Hung: a job with a CheckpointConfig, GPUs busy, and no new checkpoint object for this many
     #: intervals of ``hung_checkpoint_interval_seconds``.
     hung_checkpoint_intervals: Annotated[int, Field(ge=1, le=100)] = 3
+    #: The interval hung_checkpoint_intervals counts, in seconds: 3 x 1800 flags a busy job that wrote no
+    #: checkpoint for 90 minutes.
     hung_checkpoint_interval_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 1800
+    #: What a hung job gets: alert (an SNS alert, kind=hung) or stop_and_requeue (stopped and requeued from
+    #: its last checkpoint, spending one attempt of its failure budget).
     hung_action: HungAction = HungAction.ALERT
-    #: A host whose newest sample is older than this has no evidence now: nothing is decided on it.
+    #: A host whose newest sample is older than this many seconds has no evidence now: nothing is decided
+    #: on it.
     max_sample_age_seconds: Annotated[int, Field(ge=60, le=86400)] = 900
-    #: A gap between a host's samples longer than this restarts its idle period: what a gap held is
+    #: A gap between a host's samples longer than this (seconds) restarts its idle period: what a gap held is
     #: not known (SageMaker publishes one sample a minute; five missing ones are an allowance).
     max_sample_gap_seconds: Annotated[int, Field(ge=60, le=86400)] = 300
+    #: Overrides per tier (HIGHPRI, MIDPRI, LOWPRI); a field left out keeps the default above.
     tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
+    #: Overrides per team, and per tier of that team; team-and-tier beats team beats tier.
     teams: Mapping[str, IdleTeamOverride] = Field(default_factory=dict)
 
     _renamed = model_validator(mode="before")(_renamed_threshold)
@@ -207,12 +234,17 @@ class ShareKey:
 class InstanceTypeConfig(_Strict):
     """One GPU instance family's service environment: how many instances the cluster may run."""
 
+    #: Most instances of this type the cluster runs at once: its service environment's capacity limit (in
+    #: fair-share mode a GPU family's types share one limit, their sum). The teams' entitlements to a GPU
+    #: type add up to at most this.
     capacity: Annotated[int, Field(gt=0)]
 
 
 class TeamQuotaConfig(_Strict):
     """Quota mode: how a team's quota share lends and borrows, and whether priority preempts inside it."""
 
+    #: The quota share's sharing strategy: RESERVE keeps its idle capacity to itself, LEND lends it to other
+    #: shares, LEND_AND_BORROW lends it and borrows theirs.
     strategy: Literal["RESERVE", "LEND", "LEND_AND_BORROW"] = "LEND_AND_BORROW"
     #: Percent of the share's own limits it may borrow on top (LEND_AND_BORROW only); -1: unlimited.
     borrow_limit: Annotated[int, Field(ge=-1)] = -1
@@ -248,29 +280,44 @@ class TeamConfig(_Strict):
     means the team can submit nothing until the platform team grants them.
     """
 
+    #: The team's share identifier on a fair-share queue, or its quota share name in quota mode: letters and
+    #: digits (the team_tier layout appends a tier name, within Batch's 255).
     share: Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,255}$")]
+    #: Instances per instance type the team is entitled to (a type left out: 0): its share's weight (the
+    #: best-entitled team weighs 1.0, lower gets more), its quota share's limits, and the line past which its
+    #: jobs hold borrowed capacity.
     entitlement: Mapping[str, Annotated[int, Field(ge=0)]]
-    # Empty: any instance type the cluster has (admission still checks capacity).
+    #: Instance types the team's jobs may use; empty: any type the cluster has (admission still checks
+    #: capacity).
     allowed_instance_types: tuple[str, ...] = ()
-    # None: bounded by the instance type's capacity only.
+    #: Most instances one of the team's jobs may ask for; unset: bounded by the instance type's capacity only.
     max_instance_count: Annotated[int, Field(gt=0)] | None = None
-    # Image URIs must start with one of these; empty: no custom images, frameworks only.
+    #: Prefixes a custom image URI must start with; empty: no custom images, only the images under
+    #: `frameworks`.
     allowed_image_prefixes: tuple[Annotated[str, Field(min_length=1)], ...] = ()
-    # Empty: every framework under `frameworks`.
+    #: Frameworks under `frameworks` the team's jobs may name; empty: every one.
     allowed_frameworks: tuple[str, ...] = ()
-    # The tiers the team's jobs may ask for (a HIGHPRI job takes back other teams' borrowed capacity,
-    # so it is an allowance); empty: every tier. CPU FIFO jobs have no tier and are not checked.
+    #: The tiers the team's jobs may ask for (a HIGHPRI job takes back other teams' borrowed capacity,
+    #: so it is an allowance); empty: every tier. CPU FIFO jobs have no tier and are not checked.
     allowed_tiers: tuple[Tier, ...] = ()
+    #: S3 prefixes (ending in /) every input channel of the team's jobs must lie under; empty: the team's jobs
+    #: may read no inputs.
     input_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
-    # Output and checkpoint URIs must lie under one of these.
+    #: S3 prefixes (ending in /) the team's output and checkpoint URIs must lie under; empty: the team
+    #: can submit nothing (every job names an output).
     output_prefixes: tuple[Annotated[str, Field(pattern=S3_PREFIX_PATTERN)], ...] = ()
+    #: The IAM role SageMaker assumes to run the team's jobs; unset: the team can submit nothing.
     execution_role_arn: Annotated[str, Field(pattern=ROLE_ARN_PATTERN)] | None = None
-    # Who may drop specs under submit/<team>/: the drop bucket's policy denies everyone else, and the
-    # submit path refuses a drop from an account none of them is in. Empty: the folder is open to
-    # whoever the bucket's IAM lets write (no per-team isolation).
+    #: Who may drop specs under submit/<team>/: the drop bucket's policy denies everyone else, and the
+    #: submit path refuses a drop from an account none of them is in. Empty: the folder is open to
+    #: whoever the bucket's IAM lets write (no per-team isolation).
     submitters: tuple[Annotated[str, Field(pattern=PRINCIPAL_ARN_PATTERN)], ...] = ()
+    #: Batch retryStrategy attempts a job gets when its spec sets no retry_attempts (1: Batch does not retry
+    #: it).
     default_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 2
+    #: Most retry_attempts a job spec may ask for; a spec above it is refused at submission.
     max_retry_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    #: Quota mode: how the team's quota share lends, borrows and preempts (unused in fair-share mode).
     quota: TeamQuotaConfig = TeamQuotaConfig()
 
     @property
@@ -292,6 +339,8 @@ class TeamConfig(_Strict):
 class PriceConfig(_Strict):
     """What one instance of a type costs per hour, in USD (SageMaker training; config/prices/)."""
 
+    #: On-demand price of one instance-hour of SageMaker training, in USD: every finished attempt is costed at
+    #: its billable time x instances x this.
     on_demand_usd_per_hour: Annotated[float, Field(gt=0, le=10000)]
     #: Only estimates a running managed spot job: a finished one's saving is already in its
     #: BillableTimeInSeconds, so its cost is billable time x the on-demand price. None: estimate
@@ -324,9 +373,12 @@ class BudgetEnforcement(StrEnum):
 class BudgetConfig(_Strict):
     """A team's monthly budget (UTC calendar months), its alert thresholds and its enforcement."""
 
+    #: What the team may spend per UTC calendar month, in USD, on its training jobs' costs.
     monthly_usd: Annotated[float, Field(gt=0)]
     #: Fractions of the budget whose crossing alerts once a month (1.0: the budget is spent).
     alert_thresholds: tuple[Annotated[float, Field(gt=0, le=10)], ...] = (0.8, 1.0)
+    #: What submission does once the month's spend reaches the budget: none (alerts only), refuse_lowpri (new
+    #: LOWPRI jobs refused) or demote_to_lowpri (new HIGHPRI and MIDPRI jobs go in at LOWPRI).
     enforcement: BudgetEnforcement = BudgetEnforcement.NONE
 
     @model_validator(mode="after")
@@ -343,17 +395,21 @@ class BudgetConfig(_Strict):
 class FrameworkImage(_Strict):
     """The training image URIs of one framework version, per device kind."""
 
+    #: Training image URI for this framework version's jobs on GPU instance types.
     gpu: Annotated[str, Field(min_length=1)]
+    #: Training image URI for jobs on CPU instance types; unset: this version cannot run on CPU.
     cpu: Annotated[str, Field(min_length=1)] | None = None
 
 
 class QueuesConfig(_Strict):
     """Names of the cluster's Batch job queues, and the CPU instance types served by the FIFO queue."""
 
-    # None: "<cluster>-gpu".
+    #: The GPU job queue's name (fair-share or quota-share); unset: `<cluster>-gpu`. A new name creates a new
+    #: queue.
     gpu: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")] | None = None
-    # None: no CPU queue; CPU jobs are refused.
+    #: The FIFO job queue for CPU jobs; unset: no CPU queue, and CPU jobs are refused.
     cpu_fifo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")] | None = None
+    #: CPU instance types the FIFO queue runs, each with its capacity; none may also be a GPU instance type.
     cpu_instance_types: Mapping[str, InstanceTypeConfig] = Field(default_factory=dict)
     #: How long the job at the head of a queue may sit RUNNABLE for want of SageMaker capacity before
     #: Batch terminates it so the jobs behind it can run (jobStateTimeLimitActions; capacity errors
@@ -367,21 +423,30 @@ class QueuesConfig(_Strict):
 class FairshareConfig(_Strict):
     """The fair-share scheduling policy's knobs (AWS Batch FairsharePolicy)."""
 
+    #: shareDecaySeconds: how long past usage counts against a share, in seconds (0: Batch's minimum of 600;
+    #: at most 604800, a week); longer remembers more.
     share_decay_seconds: Annotated[int, Field(ge=0, le=604800)] = 3600
+    #: computeReservation: keeps (value/100) ^ active shares of the capacity free for shares not yet active; 0
+    #: reserves nothing.
     compute_reservation: Annotated[int, Field(ge=0, le=99)] = 0
 
 
 class ShareBoundsConfig(_Strict):
     """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
 
+    #: This share's lowest weightFactor; unset: rebalance.weight_factor_min.
     weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
+    #: This share's highest weightFactor; unset: rebalance.weight_factor_max.
     weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
 
 
 class RebalanceConfig(_Strict):
     """Guard rails and knobs of the share rebalancer (see domain/rebalance.py for what each does)."""
 
+    #: Lowest weightFactor a plan sets (lower gets more, so this bounds how far a share is favoured); Batch's
+    #: range is 0.0001 to 999.9999.
     weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] = 0.01
+    #: Highest weightFactor a plan sets (bounds how far a share is held back).
     weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] = 100.0
     #: Per share identifier (or quota share name) overrides of the weightFactor bounds.
     shares: Mapping[str, ShareBoundsConfig] = {}
@@ -389,26 +454,35 @@ class RebalanceConfig(_Strict):
     max_step: Annotated[float, Field(gt=0, le=10)] = 0.25
     #: Relative changes smaller than this are dropped, so noise never reaches the API.
     deadband: Annotated[float, Field(ge=0, lt=1)] = 0.05
+    #: No plan is applied within this many seconds of the last applied one (0: every run may apply).
     cooldown_seconds: Annotated[int, Field(ge=0)] = 900
+    #: Half-life of the lend/borrow ledger's balances, in seconds (a week by default): older favours fade.
     ledger_half_life_seconds: Annotated[int, Field(gt=0)] = 7 * 24 * 3600
-    #: Longest interval one ledger update credits; a longer gap is not extrapolated from one sample.
+    #: Longest interval one ledger update credits, in seconds; a longer gap is not extrapolated from one
+    #: sample.
     ledger_max_interval_seconds: Annotated[int, Field(gt=0)] = 3600
     #: Most the lend/borrow ledger can raise or lower a share's water-filling weight (relative).
     ledger_nudge: Annotated[float, Field(ge=0, lt=1)] = 0.2
     #: Water-filling weight multiplier for shares waiting in a tier whose wait p90 breaks its SLO.
     slo_boost_factor: Annotated[float, Field(ge=1, le=100)] = 1.5
     #: Quota mode: whether plans set LEND_AND_BORROW shares' borrowLimit to what their target needs.
-    #: Off by default: a lender takes its capacity back by preemption whatever the limit, so a cap only
-    #: bites while the lender leaves capacity idle, and a plan made minutes ago caps a share below what
-    #: is idle now (the README's quota demo figures show the idle GPUs it cost). On, it trades those
-    #: idle GPUs for fewer cross-share preemptions. Off, a borrowLimit an earlier plan set stays as it
-    #: is: roll that plan back (``shareplane shares --rollback``) to return to the configured value.
+    #: On, it trades GPUs left idle under a cap for fewer cross-share preemptions. Off, a borrowLimit an
+    #: earlier plan set stays as it is: roll that plan back (``shareplane shares --rollback``) to return
+    #: to the configured value.
+    # Off by default: a lender takes its capacity back by preemption whatever the limit, so a cap only
+    # bites while the lender leaves capacity idle, and a plan made minutes ago caps a share below what
+    # is idle now (docs/design/share-layout.md gives the idle GPUs it cost in the quota demo).
     manage_borrow_limit: bool = False
-    #: Quota mode, with ``manage_borrow_limit``: bounds of borrowLimit (percent of the share's own limits).
+    #: Quota mode, with manage_borrow_limit: lowest borrowLimit a plan sets, in percent of the share's own
+    #: limits.
     borrow_limit_min: Annotated[int, Field(ge=0)] = 0
+    #: Quota mode, with manage_borrow_limit: highest borrowLimit a plan sets, in percent of the share's own
+    #: limits.
     borrow_limit_max: Annotated[int, Field(ge=0)] = 100
-    #: Quota mode: bounds of each maxCapacity as a fraction of the entitlement; 1.0/1.0 pins limits.
+    #: Quota mode: lowest maxCapacity a plan sets, as a fraction of the entitlement (1.0 with a maximum of 1.0
+    #: pins the limits).
     capacity_limit_min_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    #: Quota mode: highest maxCapacity a plan sets, as a multiple of the entitlement.
     capacity_limit_max_fraction: Annotated[float, Field(ge=1, le=100)] = 1.0
 
     @model_validator(mode="after")
@@ -456,21 +530,39 @@ class RebalanceConfig(_Strict):
 class SharesConfig(_Strict):
     """Root of config/shares.yaml."""
 
+    #: The cluster's name, lowercase: its AWS resources are named after it (the GPU queue defaults to
+    #: `<cluster>-gpu`).
     cluster: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,40}$")]
+    #: How the GPU queue shares capacity: fairshare (one queue, teams weighted by weightFactor) or quota (a
+    #: quota share per team with capacity limits, lending and preemption); fixed for a queue once created.
     mode: SchedulingMode = SchedulingMode.FAIRSHARE
+    #: The GPU instance types the cluster runs (SageMaker names such as ml.p4d.24xlarge), each with its
+    #: capacity.
     instance_types: Mapping[str, InstanceTypeConfig]
+    #: The three priority tiers, HIGHPRI, MIDPRI and LOWPRI (all required): priority, wait SLO, share and
+    #: reclaim settings.
     tiers: Mapping[Tier, TierConfig]
+    #: Each team by name: its share, entitlement, and what its job specs may use.
     teams: Mapping[str, TeamConfig]
-    #: Fair-share mode only: quota mode always has one quota share per team (at most 20 per queue),
-    #: and in-share preemption orders tiers inside a team.
+    #: Which share identifiers the GPU queue has: team (one per team) or team_tier (also one per team for
+    #: each tier with own_share). Fair-share mode only: quota mode always has one quota share per team (at
+    #: most 20 per queue), and in-share preemption orders tiers inside a team.
     share_layout: ShareLayout = ShareLayout.TEAM
+    #: The fair-share scheduling policy's settings (fair-share mode).
     fairshare: FairshareConfig = FairshareConfig()
+    #: Guard rails of checkpoint-aware reclaim; a tier opts in with reclaim_after_seconds, and the template's
+    #: ReclaimEnabled is the kill switch.
     reclaim: ReclaimConfig = ReclaimConfig()
+    #: The idle-GPU detector: defaults, then overrides per tier, team and team tier.
     idle: IdleConfig = IdleConfig()
+    #: The failure path: classifier rules, retry policy per class and tier, backoff, budgets and guards.
     failures: FailuresConfig = FailuresConfig()
+    #: Guard rails and knobs of the share rebalancer, which re-plans weights or quota limits every 5 minutes.
     rebalance: RebalanceConfig = RebalanceConfig()
+    #: The Batch job queues' names, and the CPU instance types of the FIFO queue.
     queues: QueuesConfig = QueuesConfig()
-    # framework -> version -> image URIs; job specs name a framework instead of an image.
+    #: Training images by framework and version (pytorch, "2.6.0", gpu and cpu URIs): a job spec names a
+    #: framework and version instead of an image.
     frameworks: Mapping[str, Mapping[str, FrameworkImage]] = Field(default_factory=dict)
     #: Instance type -> price per instance-hour; a type without one is counted in hours, not dollars.
     prices: Mapping[str, PriceConfig] = Field(default_factory=dict)

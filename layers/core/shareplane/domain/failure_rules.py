@@ -115,13 +115,20 @@ class _Strict(BaseModel):
 class FailureRule(_Strict):
     """One classifier rule: every condition given must hold; the first matching rule wins."""
 
+    #: The rule's name, unique across all rules: a decision records the rule that classified it.
     id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+    #: The class a failure this rule matches gets; what happens next is that class's policy (see classes).
     failure_class: FailureClass
     #: Any of these, case-insensitive, as a substring of any of ``fields`` (or the whole field if
     #: ``exact``: SageMaker status names are short words that also occur inside free-text reasons).
     contains: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+    #: The signal texts contains is looked for in: status_reason (Batch's statusReason), failure_reason
+    #: (SageMaker's FailureReason), secondary_status, training_job_status.
     fields: tuple[SignalField, ...] = _REASON_TEXTS
+    #: Match contains against a whole field (trimmed, any case) instead of as a substring.
     exact: bool = False
+    #: Only when the job's exit code (given, or read from an AlgorithmError's ExitCode) is one of these;
+    #: empty: any. Without contains, the exit code alone matches.
     exit_codes: tuple[int, ...] = ()
     #: Only when the job was (True) or was not (False) terminated through TerminateServiceJob.
     terminated: bool | None = None
@@ -375,9 +382,15 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
 class BackoffConfig(_Strict):
     """Exponential backoff: ``min(cap, base * factor**(n-1))``, then +/- ``jitter`` of that."""
 
+    #: Delay before the first retry, in seconds; each later retry multiplies it by factor.
     base_seconds: Annotated[float, Field(gt=0)] = 60
+    #: What each retry multiplies the delay by (1: the same delay every time).
     factor: Annotated[float, Field(ge=1)] = 2.0
+    #: Longest delay before jitter, in seconds, at least base_seconds (delays up to 900 s wait in SQS, longer
+    #: ones in a one-time schedule).
     cap_seconds: Annotated[float, Field(gt=0)] = 3600
+    #: Fraction each delay moves up or down by, drawn from the job so a re-delivered failure gets the same
+    #: delay (0: none).
     jitter: Annotated[float, Field(ge=0, lt=1)] = 0.1
 
     @model_validator(mode="after")
@@ -408,11 +421,18 @@ class ClassPolicy(_Strict):
 class ClassPolicyOverride(_Strict):
     """A partial ``ClassPolicy``: fields left out keep the default."""
 
+    #: Whether a failure of this class is requeued (after the backoff); unset: the built-in policy.
     retry: bool | None = None
+    #: Whether a retry spends an attempt of the job's failure budget; capacity errors, preemptions and
+    #: reclaims never do.
     uses_budget: bool | None = None
+    #: Whether the retry moves to the next larger instance type of the class's ladder.
     upsize: bool | None = None
+    #: Whether a failure that is not retried raises an alert (false: it is only recorded).
     alert: bool | None = None
+    #: The alert's severity attribute: critical, warning or info.
     severity: Severity | None = None
+    #: The suggested fix the alert and the job's history show.
     fix: str | None = None
 
 
@@ -596,21 +616,28 @@ DEFAULT_GPU_MEMORY_LADDERS: Mapping[str, tuple[str, ...]] = {
 class TierPolicy(_Strict):
     """Per-tier changes to the failure policy."""
 
+    #: This tier's failure budget; unset: failures.budget.
     budget: Annotated[int, Field(ge=0, le=100)] | None = None
+    #: This tier's backoff; unset: failures.backoff.
     backoff: BackoffConfig | None = None
+    #: This tier's class changes, applied over failures.classes.
     classes: Mapping[FailureClass, ClassPolicyOverride] = {}
 
 
 class StormGuardConfig(_Strict):
     """More than ``max_failures`` failures of one share within ``window_seconds`` is a storm."""
 
+    #: More failures than this of one share (a CPU job: of one team) within window_seconds is a storm.
     max_failures: Annotated[int, Field(ge=1)] = 10
+    #: The storm guard's window, in seconds; requeueing resumes when the rate drops below the limit.
     window_seconds: Annotated[float, Field(gt=0)] = 600
 
 
 class EscalationConfig(_Strict):
     """Raising a waiting job's schedulingPriority once it is past its tier's wait SLO."""
 
+    #: How much the priority rises per interval past the SLO, counted from the tier's own; never up to the
+    #: next tier's (HIGHPRI stops at 9999).
     step: Annotated[int, Field(ge=1, le=9999)] = 5
     #: Seconds between steps past the SLO; None means one step per wait SLO.
     every_seconds: Annotated[float, Field(gt=0)] | None = None
@@ -621,19 +648,31 @@ class FailuresConfig(_Strict):
 
     #: Rules checked before the defaults (the place for site-specific failure texts).
     extra_rules: tuple[FailureRule, ...] = ()
+    #: The built-in rules, tried after extra_rules; setting this replaces them all (add to extra_rules
+    #: instead).
     rules: tuple[FailureRule, ...] = DEFAULT_RULES
+    #: Per failure class, changes to its built-in policy (retry, budget, upsize, alert, severity, fix).
     classes: Mapping[FailureClass, ClassPolicyOverride] = {}
+    #: The delay before a requeue, for every tier without a backoff of its own.
     backoff: BackoffConfig = BackoffConfig()
     #: Failures a job may have retried before it is parked with an alert.
     budget: Annotated[int, Field(ge=0, le=100)] = 3
+    #: Per tier, its own budget, backoff and class changes; a tier left out uses the settings above.
     tiers: Mapping[TierName, TierPolicy] = {"HIGHPRI": TierPolicy(budget=5), "LOWPRI": TierPolicy(budget=2)}
+    #: The per-share storm guard: past its rate, requeueing pauses for that share and one digest alert goes
+    #: out.
     storm: StormGuardConfig = StormGuardConfig()
+    #: Instance types by family, smallest first at a fixed GPU count: a host OOM retry moves one step up (to a
+    #: type the team may use).
     host_memory_ladders: Mapping[str, tuple[str, ...]] = DEFAULT_HOST_MEMORY_LADDERS
+    #: The same for more memory per GPU, used by a class whose policy sets upsize (GPU OOM does not by
+    #: default).
     gpu_memory_ladders: Mapping[str, tuple[str, ...]] = DEFAULT_GPU_MEMORY_LADDERS
     #: Spot interruptions after which the retry switches to on-demand; None keeps spot.
     spot_on_demand_after: Annotated[int, Field(ge=1)] | None = 3
     #: Preemptions of one job that raise an alert.
     preemption_alert_after: Annotated[int, Field(ge=1)] = 3
+    #: How watch_jobs raises a waiting job's schedulingPriority once it is past its tier's wait SLO.
     escalation: EscalationConfig = EscalationConfig()
 
     @model_validator(mode="after")

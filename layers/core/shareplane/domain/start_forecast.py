@@ -181,7 +181,7 @@ class Calibration:
     Romano, Patterson and Candes 2019). Each bound has its own margin (their asymmetric variant),
     because the model misses further on one side than the other (on the backtest's earlier half,
     actual starts fell further below the low than above the high; the backtest chose this way of
-    making margins over one margin for both, README "Backtest"). A job too few runs started has
+    making margins over one margin for both: docs/design/start-forecast.md). A job too few runs started has
     the range [the horizon's end, later), whose low takes ``low_log_margin`` too. Waits are counted
     from the forecast's ``now``.
     """
@@ -253,8 +253,8 @@ def track_margin(margin: float, missed: bool, target: float, step: float) -> flo
 UNCALIBRATED = Calibration()
 #: What users are shown: the backtest's choice on the earlier half of its predictions (``gpusim.eta.tune``
 #: on Philly at 0.95 load, fair-share, seed 0, 1,000 predictions, kept in
-#: tests/sim/data/eta_philly_fairshare_seed0.json; README "Backtest"). On the later half this range
-#: covered 0.905 of the actual starts (target 0.70-0.95).
+#: tests/sim/data/eta_philly_fairshare_seed0.json; docs/design/start-forecast.md). On the later half
+#: this range covered 0.905 of the actual starts (target 0.70-0.95).
 SHIPPED_CALIBRATION = Calibration(p50_scale=1.0, low_log_margin=0.7349, high_log_margin=0.9571)
 
 
@@ -269,7 +269,7 @@ class ForecastSettings:
     #: Arrivals are projected over the horizon, so their rate is measured over as long: a shorter
     #: window carries a burst into every day ahead, and a job joins a deep backlog just when the
     #: recent rate ran above capacity. Chosen on the backtest's earlier half (14 days, 30, or all
-    #: history; README "Backtest").
+    #: history; docs/design/start-forecast.md).
     arrival_lookback_seconds: float = 30 * 86400.0
     #: A table younger than this (a new deployment, the demo) has seen a burst, not a rate: its
     #: arrivals are counted over this long at least, so the first hour's burst is not projected

@@ -5,8 +5,7 @@ a fair-share percentage for each share identifier from its own usage
 (https://docs.aws.amazon.com/batch/latest/userguide/fair-share-scheduling.html), so
 the team's plain identifier never pays for the HIGHPRI work: a team with much HIGHPRI work would
 then get its entitlement on the plain identifier *plus* its HIGHPRI GPU-hours, at the expense of the
-other teams (measured on the Philly trace: the worst team's entitlement ratio fell from 0.970 to
-0.889).
+other teams (docs/design/share-layout.md has what the what-if measured without the charge).
 
 The charge makes the plain identifier accrue usage as if it had run the team's own-tier work too.
 Batch accrues ``instances x weightFactor`` per second, so multiplying the plain identifier's weight
@@ -73,8 +72,8 @@ def charged_plain_weights(
     ``team_weights`` and ``plain_weights`` are keyed by the team's share (its plain identifier), as
     set now; a team missing from either is left alone. No deadband: the charge moves slowly (its
     memory is the decay window), so following it exactly costs at most one UpdateSchedulingPolicy
-    per run, and the rebalancer's 5% deadband made it lag (on the Philly trace, seed 1, the worst
-    team's ratio fell to 0.949 with it, 0.959 without).
+    per run, and the rebalancer's deadband made it lag (docs/design/share-layout.md, "The tier
+    charge", has the seed where it missed the team-ratio target).
     """
     out: dict[str, float] = {}
     for share, tier_usage in sorted(usage.items()):

@@ -60,8 +60,8 @@ class Detail(BaseModel):
 class Envelope(BaseModel):
     """The EventBridge envelope (the fields of Powertools' EventBridgeModel).
 
-    Written out rather than subclassed: importing the Powertools parser package costs about 25 ms
-    of every cold start and nothing else of it is used. ``account`` is optional because some
+    Written out rather than subclassed: importing the Powertools parser package adds to every cold
+    start (docs/design/cold-start.md) and nothing else of it is used. ``account`` is optional because some
     deliveries and replays omit it.
     """
 
