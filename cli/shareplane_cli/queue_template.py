@@ -649,7 +649,7 @@ def refuse_mode_switch(text: str, config: SharesConfig) -> None:
             f"is {config.mode.value}, but the template's GPU queue {queue} was created with a "
             f"{mode.value} scheduling policy, and a policy's type is fixed once created",
             f"keep mode {mode.value}, or give the new mode a new queue: set queues.gpu to a new name "
-            "(README: Switching between fair-share and quota mode)",
+            "(docs/concepts/shares.md: Switching between fair-share and quota mode)",
         )
 
 

@@ -439,8 +439,8 @@ def _by_group(key: Callable[[Calibration, Prediction], object]) -> MarginMethod:
 
 
 #: The candidate methods for the margins, in order of preference on a tie (fixed before their
-#: selection was run; README "Backtest"): by kind of range (within the horizon, or beyond it) and by
-#: tier are group-conditional.
+#: selection was run; docs/design/start-forecast.md): by kind of range (within the horizon, or
+#: beyond it) and by tier are group-conditional.
 MARGIN_METHODS: dict[str, MarginMethod] = {
     "pooled": _for_all(pooled_margin),
     "by_kind": _by_group(lambda base, p: base.beyond_horizon(p)),

@@ -302,5 +302,5 @@ def test_the_backtests_targets_hold_on_another_seed() -> None:
     tuned = later["tuned_on_earlier_half"]
     assert 0.70 <= tuned["coverage"] <= 0.95
     # Measured: 64,749.1 s against the baseline's 77,976.5 s (0.83x): the error target does not
-    # replicate (README "Backtest": mostly the jobs that started after the trace's last submission).
+    # replicate (docs/design/start-forecast.md: mostly the jobs that started after the trace's last submission).
     assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2

@@ -1,7 +1,7 @@
 """Benchmarks of the state-recording path: AWS calls per event, cold import, throughput, package size.
 
 Run with `make bench`. Figures are ratios or counts measured in one run, printed as a table. Asserted:
-the exact counts (write requests per event) and the README's cold-import target, a ratio of two
+the exact counts (write requests per event) and docs/benchmarks.md's cold-import target, a ratio of two
 times measured side by side; never an absolute time.
 """
 
@@ -111,7 +111,7 @@ def _built_layer() -> Path | None:
     return sites[0] if sites else None
 
 
-#: The README's target for a handler's cold import against BASELINE (Benchmarks).
+#: docs/benchmarks.md's target for a handler's cold import against BASELINE.
 COLD_IMPORT_TARGET = 1.25
 BASELINE = "import boto3; from aws_lambda_powertools import Logger, Metrics; from pydantic import BaseModel"
 
@@ -157,7 +157,7 @@ def test_cold_import_of_each_handler_against_the_sdk_baseline(tmp_path: Path) ->
     for name, label, h, b, r in rows:
         print(f"  {name:<18} {label:<13} {h * 1000:7.0f} ms vs baseline {b * 1000:5.0f} ms = {r:.2f}x")
     over = [f"{name} ({label}) {r:.2f}x" for name, label, _, _, r in rows if r > COLD_IMPORT_TARGET]
-    assert rows and not over, f"cold import above the README's {COLD_IMPORT_TARGET}x target: {over}"
+    assert rows and not over, f"cold import above docs/benchmarks.md's {COLD_IMPORT_TARGET}x target: {over}"
 
 
 def _size(path: Path, *, bytecode: bool = False) -> int:

@@ -3,7 +3,7 @@
 The stack is the operator views' (`tests/local/test_views_local.py`): ProdExp1 runs 96 of the 100
 instances and ProdExp2's 8-instance job waits. Both commands run in this process, alternating (jobs,
 why, jobs, why, ...), so the machine's load falls on both alike; each pair gives one ratio. Printed:
-the median ratio, its min and max, and the median times (and their ratio). Asserted: the README's target on the median.
+the median ratio, its min and max, and the median times (and their ratio). Asserted: docs/benchmarks.md's target on the median.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.bench
 
 #: Alternating pairs measured (after one unmeasured pair that warms imports and connections).
 PAIRS = 25
-#: README Benchmarks: `why` at most this many times a plain `jobs` call, by the median pair.
+#: docs/benchmarks.md: `why` at most this many times a plain `jobs` call, by the median pair.
 TARGET_RATIO = 3.0
 
 

@@ -83,7 +83,7 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     if mode == "fairshare":
         # AND its instances went to waiting work: jobs waiting at the stop were the next dispatched.
         # (In quota mode the HIGHPRI job's in-share preemption takes it before it can be flagged, and
-        # it is stopped in its second attempt, by when the queue may have drained: README.)
+        # it is stopped in its second attempt, by when the queue may have drained.)
         assert stop["taken_by"] and stop["taken_after_seconds"] >= 0, stop
     assert summary["capacity_requeues"] >= 1
     if mode == "quota":

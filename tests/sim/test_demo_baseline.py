@@ -57,7 +57,7 @@ def test_the_baseline_is_hard_partitions_with_the_measured_figures() -> None:
     # THEN no team ever holds more than its entitlement (nothing is lent)
     peak = {team: max(use.get(team, 0) for _, use in static.timeline) for team in CONFIG.teams}
     assert peak == {"ProdExp1": 60, "ProdExp2": 40}
-    # AND the figures the README reports for hard partitions are these
+    # AND the figures the README's result table reports for hard partitions are these
     end = max(t for t, _ in static.timeline)
     capacity = CONFIG.instance_types[INSTANCE_TYPE].capacity
     assert round(utilization(static.timeline, capacity, 0, end), 4) == 0.651

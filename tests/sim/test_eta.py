@@ -445,7 +445,7 @@ def test_the_backtest_counts_the_later_jobs_that_started_only_once_submissions_s
 
 def test_on_another_seed_the_same_method_is_chosen_and_its_range_covers_the_target() -> None:
     """Seed 1 (nothing was chosen on it): the method choice and the coverage replicate; the error
-    target does not (README "Backtest"; ``make bench`` asserts it and fails)."""
+    target does not (docs/design/start-forecast.md; ``make bench`` asserts it and fails)."""
     predictions = load_predictions(PHILLY_PREDICTIONS_SEED1)["fairshare"]
     result = evaluate(EtaResult(Policy.FAIRSHARE, predictions, None, 0.0, 0.0))  # type: ignore[arg-type]
     summary = result.summary()

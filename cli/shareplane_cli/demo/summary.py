@@ -198,7 +198,8 @@ def next_dispatch_from_the_queue(records: list[dict[str, Any]], at: float) -> tu
     return sorted(n for n, t in dispatched.items() if t == first), round(first / 1000 - at, 1)
 
 
-#: What the demo's cost means beside its GPU-hours (the report and the README say it too).
+#: What the demo's cost means beside its GPU-hours (the report and docs/concepts/cost-and-budgets.md
+#: say it too).
 COST_NOTE = (
     "cost = SageMaker's BillableTimeInSeconds x instances x the on-demand price, per training job "
     "(every attempt). Billing runs from TrainingStartTime to TrainingEndTime, so instance provisioning "
