@@ -806,9 +806,11 @@ class BatchApi(_Facade):
         front = [{"jobArn": j.arn, "earliestTimeAtPosition": model.ms(j.wait_since)} for j in runnable[:100]]
         out: dict[str, Any] = {"frontOfQueue": {"jobs": front, "lastUpdatedAt": now_ms}}
         held = [j for j in model.jobs.values() if j.queue is queue and j.status in DISPATCHED]
+        # "For service jobs, this is the instance type" (API_QueueSnapshotCapacityUsage.html), as in
+        # DescribeServiceJob, whatever unit the service environment limits.
         total: dict[str, float] = {}
         for j in held:
-            total[j.unit] = total.get(j.unit, 0.0) + j.count
+            total[j.instance_type] = total.get(j.instance_type, 0.0) + j.count
         util: dict[str, Any] = {
             "totalCapacityUsage": [{"capacityUnit": u, "quantity": q} for u, q in total.items()],
             "lastUpdatedAt": now_ms,
@@ -837,18 +839,19 @@ class BatchApi(_Facade):
                 ][:20]
             }
         elif queue.kind == FAIRSHARE:
-            per_share: dict[str, float] = {}
+            per_share: dict[str, dict[str, float]] = {}
             for j in held:
-                per_share[j.share] = per_share.get(j.share, 0.0) + j.count
-            top = sorted(per_share.items(), key=lambda kv: -kv[1])[:20]
+                usage = per_share.setdefault(j.share, {})
+                usage[j.instance_type] = usage.get(j.instance_type, 0.0) + j.count
+            top = sorted(per_share.items(), key=lambda kv: -sum(kv[1].values()))[:20]
             util["fairshareUtilization"] = {
                 "activeShareCount": queue.active_shares,
                 "topCapacityUtilization": [
                     {
                         "shareIdentifier": s,
-                        "capacityUsage": [{"capacityUnit": model.capacity_unit(held[0]), "quantity": q}],
+                        "capacityUsage": [{"capacityUnit": u, "quantity": q} for u, q in usage.items()],
                     }
-                    for s, q in top
+                    for s, usage in top
                 ],
             }
         out["queueUtilization"] = util

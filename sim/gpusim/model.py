@@ -906,9 +906,9 @@ class BatchModel:
                 job.blocked = blocked
                 if self.bus.active:
                     detail = wire.queue_blocked_detail(self, job, blocked)
-                    self.bus.publish(
-                        ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms()
-                    )
+                    # The service job's ARN alone (batch-service-job-queue-blocked-events.html); the
+                    # queue's ARN is in the detail's jobQueue.
+                    self.bus.publish(ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn], detail, self.ms())
             code = blocked.split(" - ")[0] if blocked else None
             action = self._time_limit_action(job, code)
             if action is not None:
@@ -960,13 +960,6 @@ class BatchModel:
     def spot_billable_fraction(self) -> float:
         """What a managed spot training job is billed for, as a fraction of its training time."""
         return self.options.spot_billable_fraction
-
-    def capacity_unit(self, job: Job) -> str:
-        """The unit the job's capacity is counted in (where it runs, else its queue's first environment)."""
-        if job.unit:
-            return job.unit
-        envs = job.queue.environments
-        return envs[0].unit_for(job.instance_type) if envs else NUM_INSTANCES
 
     # --------------------------------------------------------------------------------- events
     def subscribe(self, listener: ev.Listener) -> None:

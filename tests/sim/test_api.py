@@ -8,6 +8,7 @@ import pytest
 from gpusim import ApiError
 
 G5 = "ml.g5.xlarge"
+P5 = "ml.p5.48xlarge"
 
 
 def quota_setup(sim) -> str:
@@ -102,7 +103,7 @@ def test_submit_describe_list_update_terminate(make_sim) -> None:
     desc = sim.job(a)
     assert json.loads(desc["serviceRequestPayload"])["TrainingJobName"] == "alpha"
     assert desc["tags"]["team"] == "nlp"
-    assert desc["capacityUsage"] == [{"capacityUnit": "NUM_INSTANCES", "quantity": 1.0}]
+    assert desc["capacityUsage"] == [{"capacityUnit": P5, "quantity": 1.0}]
     assert [j["jobName"] for j in sim.batch.list_service_jobs(jobQueue="q")["jobSummaryList"]] == ["alpha"]
     runnable = sim.batch.list_service_jobs(jobQueue="q", jobStatus="RUNNABLE")["jobSummaryList"]
     assert [j["jobName"] for j in runnable] == ["beta"]
