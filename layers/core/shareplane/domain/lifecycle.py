@@ -148,6 +148,9 @@ class JobObservation:
     #: read of a preempted or retried job has of when it went back to RUNNABLE (it has no envelope,
     #: and its ``startedAt`` is the dispatch's). Evidence for the history only, like the envelope's.
     attempt_time_ms: int | None = None
+    #: A preemption-completed detail's latest preempted attempt: the dispatch whose end its RUNNABLE
+    #: records. Evidence for the history only, not part of the content digest.
+    ended_training_job_arn: str | None = None
 
     @property
     def is_annotation(self) -> bool:
@@ -173,7 +176,11 @@ class JobObservation:
         """The detail's time for this observation's own state, when it carries one.
 
         RUNNING has none: ``startedAt`` is when the job reached STARTING, a lower bound for RUNNING.
+        A completed preemption's RUNNABLE has its preempted attempt's ``stoppedAt``: the job went back
+        to the queue when that attempt stopped (the envelope comes later, in whole seconds).
         """
+        if self.kind is ObservationKind.PREEMPTION_COMPLETED:
+            return self.stopped_at
         return {
             JobStatus.SUBMITTED: self.created_at,
             JobStatus.PENDING: self.created_at,
@@ -272,16 +279,21 @@ class HistoryEntry:
     action: str | None = None
 
 
-#: History kinds that are job states AWS reported (the others are shareplane's own notes, placed at
-#: the time they were decided).
+#: History kinds that are job states AWS reported, each in its dispatch (the others are shareplane's
+#: own notes, placed at the time they were decided). A completed preemption is the job's return to
+#: RUNNABLE at the end of the dispatch it preempted, whether or not Batch's own state change arrives.
 _STATE_KINDS = frozenset(
     {
         ObservationKind.SUBMITTED,
         ObservationKind.STATE_CHANGE,
         ObservationKind.QUEUE_BLOCKED,
         ObservationKind.RECONCILED,
+        ObservationKind.PREEMPTION_COMPLETED,
     }
 )
+#: Kinds placed in lifecycle order within one instant: the states, and a started preemption (RUNNING,
+#: with no dispatch named), which comes before the RUNNABLE its completion records.
+_LIFECYCLE_KINDS = _STATE_KINDS | {ObservationKind.PREEMPTION_STARTED}
 
 
 def place_history(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
@@ -311,7 +323,7 @@ def _entry_phase(entry: HistoryEntry) -> int:
 
 
 def _placed_order(entry: HistoryEntry) -> tuple[int, int, int, int, int, str]:
-    if entry.kind not in _STATE_KINDS:
+    if entry.kind not in _LIFECYCLE_KINDS:
         return (entry.at, 1, 0, 0, 0, entry.key)
     phase = _entry_phase(entry)
     # At one instant, earlier dispatches (fewer attempts/preemptions) and earlier phases come first.
@@ -458,7 +470,7 @@ def decide(current: JobState | None, obs: JobObservation) -> Transition:
         digest=digest,
         attempts=obs.attempts,
         preemptions=obs.preemptions,
-        training_job_arn=obs.latest_training_job_arn,
+        training_job_arn=obs.latest_training_job_arn or obs.ended_training_job_arn,
     )
     decision = Decision.APPLY if newest else Decision.STALE
     return Transition(
