@@ -867,8 +867,15 @@ class SageMakerApi(_Facade):
     def _tj(self, name: str) -> TrainingJob:
         tj = self.model.training_jobs.get(name)
         if tj is None:
+            # Training-job names are unique whatever their case: a lower-cased ARN's tail finds the job.
+            tj = next((j for j in self.model.training_jobs.values() if j.name.lower() == name.lower()), None)
+        if tj is None:
             raise ApiError(400, "ValidationException", "Requested resource not found.")
         return tj
+
+    def _arn(self, tj: TrainingJob) -> str:
+        """The TrainingJobArn SageMaker's List and Describe answer with (``lowercase_training_job_arns``)."""
+        return tj.arn.lower() if self.model.options.lowercase_training_job_arns else tj.arn
 
     def _times(self, d: dict[str, Any]) -> dict[str, Any]:
         for key in ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime"):
@@ -883,8 +890,10 @@ class SageMakerApi(_Facade):
     def describe_training_job(self, **p: Any) -> dict[str, Any]:
         """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
         self._check("DescribeTrainingJob", p)
-        d = wire.describe_training_job(self.model, self._tj(p["TrainingJobName"]))
+        tj = self._tj(p["TrainingJobName"])
+        d = wire.describe_training_job(self.model, tj)
         d.pop("Tags", None)
+        d["TrainingJobArn"] = self._arn(tj)
         return self._times(d)
 
     def list_training_jobs(self, **p: Any) -> dict[str, Any]:
@@ -920,7 +929,7 @@ class SageMakerApi(_Facade):
         for tj in page:
             s: dict[str, Any] = {
                 "TrainingJobName": tj.name,
-                "TrainingJobArn": tj.arn,
+                "TrainingJobArn": self._arn(tj),
                 "CreationTime": ms(tj.created),
                 "LastModifiedTime": ms(tj.modified),
                 "TrainingJobStatus": tj.status,

@@ -29,6 +29,11 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   rejects a bad one (``payload.create_training_job_error``), which ends the job FAILED with no
   attempt, as a ResourceLimitExceeded does. Training-job names and ARNs keep the casing Batch gives
   them (``AWSBatch...``, as in the service-job-events.html sample).
+- ``lowercase_training_job_arns`` (off): SageMaker's ListTrainingJobs and DescribeTrainingJob answer
+  with the ``TrainingJobArn`` lower-cased, while Batch's answers and every event keep ``AWSBatch...``.
+  Other AWS users report SageMaker returning lower-cased training-job ARNs from some calls (the
+  documents say nothing either way); names stay as created, and a name is found whatever its case.
+  The local stack turns it on, so the control plane is proven against both spellings.
 - ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
   blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
   environment can ever hold it) matches the action's reason; off, any head job waiting too long.
@@ -179,6 +184,8 @@ class ModelOptions:
     reorder_window: int = 0
     #: BillableTimeInSeconds / TrainingTimeInSeconds of a managed spot training job (undocumented).
     spot_billable_fraction: float = 0.3
+    #: SageMaker's List and Describe calls return training-job ARNs lower-cased (see the module docstring).
+    lowercase_training_job_arns: bool = False
 
 
 def rule_matches(pattern: str, reason: str) -> bool:

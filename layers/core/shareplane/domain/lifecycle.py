@@ -39,6 +39,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from .arns import training_job_key
+
 
 class JobStatus(StrEnum):
     """Service-job (and container-job) states as AWS Batch names them."""
@@ -588,5 +590,11 @@ def gpus_per_instance(instance_type: str | None) -> int:
 
 
 def correlates(state: JobState, training_job_arn: str) -> bool:
-    """Whether a SageMaker training job belongs to this Batch job (through its attempts, never its name)."""
-    return training_job_arn in state.training_job_arns or training_job_arn == state.latest_training_job_arn
+    """Whether a SageMaker training job belongs to this Batch job (through its attempts, never its name),
+    in whichever casing either side spelled its ARN."""
+    key = training_job_key(training_job_arn)
+    return any(
+        training_job_key(arn) == key
+        for arn in (*state.training_job_arns, state.latest_training_job_arn)
+        if arn
+    )
