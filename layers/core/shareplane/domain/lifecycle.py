@@ -40,6 +40,8 @@ from enum import StrEnum
 from typing import Any
 
 from .arns import training_job_key
+from .instance_types import CATALOG
+from .instance_types import gpus_per_instance as catalog_gpus
 
 
 class JobStatus(StrEnum):
@@ -551,42 +553,14 @@ def _typed_unit(state: JobState) -> str | None:
     return units[0] if units else None
 
 
-#: GPUs per SageMaker training instance type (AWS instance pages); a type not listed has none.
-GPUS_PER_INSTANCE: Mapping[str, int] = {
-    "ml.p3.2xlarge": 1,
-    "ml.p3.8xlarge": 4,
-    "ml.p3.16xlarge": 8,
-    "ml.p3dn.24xlarge": 8,
-    "ml.p4d.24xlarge": 8,
-    "ml.p4de.24xlarge": 8,
-    "ml.p5.48xlarge": 8,
-    "ml.p5e.48xlarge": 8,
-    "ml.p5en.48xlarge": 8,
-    "ml.p6-b200.48xlarge": 8,
-    "ml.g5.xlarge": 1,
-    "ml.g5.2xlarge": 1,
-    "ml.g5.4xlarge": 1,
-    "ml.g5.8xlarge": 1,
-    "ml.g5.12xlarge": 4,
-    "ml.g5.16xlarge": 1,
-    "ml.g5.24xlarge": 4,
-    "ml.g5.48xlarge": 8,
-    "ml.g6.xlarge": 1,
-    "ml.g6.2xlarge": 1,
-    "ml.g6.4xlarge": 1,
-    "ml.g6.8xlarge": 1,
-    "ml.g6.12xlarge": 4,
-    "ml.g6.16xlarge": 1,
-    "ml.g6.24xlarge": 4,
-    "ml.g6.48xlarge": 8,
-    "ml.g6e.12xlarge": 4,
-    "ml.g6e.48xlarge": 8,
-}
+#: GPUs per SageMaker training instance type, from the one catalog (``instance_types.CATALOG``); a type
+#: it does not list has none.
+GPUS_PER_INSTANCE: Mapping[str, int] = {name: row.gpus for name, row in CATALOG.items()}
 
 
 def gpus_per_instance(instance_type: str | None) -> int:
     """GPUs in one instance of ``instance_type`` (0 for CPU types and unknown names)."""
-    return GPUS_PER_INSTANCE.get(instance_type or "", 0)
+    return catalog_gpus(instance_type)
 
 
 def correlates(state: JobState, training_job_arn: str) -> bool:
