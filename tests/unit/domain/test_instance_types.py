@@ -13,6 +13,7 @@ import pytest
 import yaml
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.errors import ConfigError
+from shareplane.domain.failure_rules import DEFAULT_GPU_MEMORY_LADDERS, DEFAULT_HOST_MEMORY_LADDERS
 from shareplane.domain.instance_types import CATALOG, family_of, gpus_per_instance
 
 from tests.conftest import REPO
@@ -114,3 +115,16 @@ def test_the_shipped_config_and_a_newly_catalogued_type_are_accepted() -> None:
     raw = shipped_config()
     raw["instance_types"]["ml.g4dn.xlarge"] = {"capacity": 4}
     assert "ml.g4dn.xlarge" in SharesConfig.model_validate(raw).instance_types
+
+
+@pytest.mark.parametrize(
+    ("ladders", "grows"),
+    [(DEFAULT_HOST_MEMORY_LADDERS, "vcpus"), (DEFAULT_GPU_MEMORY_LADDERS, "gpu_memory_gib")],
+    ids=["host memory ladders grow the host", "GPU memory ladders grow memory per GPU"],
+)
+def test_the_failure_ladders_climb_the_catalog_at_a_fixed_gpu_count(ladders: Any, grows: str) -> None:
+    for name, ladder in ladders.items():
+        rows = [CATALOG[t] for t in ladder]  # a KeyError names a rung the catalog lacks
+        assert len({r.gpus for r in rows}) == 1, name
+        sizes = [getattr(r, grows) for r in rows]
+        assert all(a < b for a, b in zip(sizes, sizes[1:], strict=False)), (name, sizes)
