@@ -20,6 +20,7 @@ from shareplane.domain.wait_explain import explain_wait, requested_resources
 
 from .aws import Target
 from .errors import CliError, ExitCode
+from .files import read_head
 from .output import print_table
 from .twin import Twin, forecast_json, load_twin
 
@@ -45,7 +46,7 @@ def dry_run_spec(
         raise CliError(
             f"--samples {samples} is outside 1..10000", "pass e.g. --samples 100", ExitCode.BAD_INPUT
         )
-    data = spec.read_bytes()[: MAX_SPEC_BYTES + 1]
+    data = read_head(spec, MAX_SPEC_BYTES)  # one byte past the cap: parse_local_spec says too large
     checked = parse_local_spec(data, spec.name, config, team)
     report: dict[str, Any] = {"dryRun": True, "team": checked.team, "ok": checked.ok, "jobs": []}
     if not checked.ok:

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from shareplane.domain.config import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane.domain.instance_types import instance_type as catalog_instance_type
 
 #: The condition that guards every generated Batch resource.
 CONDITION = "CreateQueues"
@@ -148,7 +149,10 @@ class _Entry:
 
 
 def instance_family(instance_type: str) -> str:
-    """``ml.p4d.24xlarge`` -> ``p4d``: the family a GPU service environment is made for."""
+    """``ml.p4d.24xlarge`` -> ``p4d``: the family a GPU service environment is made for (the catalog's)."""
+    row = catalog_instance_type(instance_type)
+    if row is not None:
+        return row.family
     parts = instance_type.split(".")
     if len(parts) != 3 or parts[0] != "ml" or not re.fullmatch(r"[a-z0-9]+", parts[1]):
         raise ConfigError(

@@ -23,6 +23,7 @@ from shareplane.domain.submission import RECEIPT_KIND, DroppedObject, answer_key
 
 from .aws import Target
 from .config_file import load_config
+from .files import read_head
 
 DROP_BUCKET_OUTPUT = "DropBucketName"
 
@@ -79,8 +80,7 @@ class SubmitResult:
 
 
 def _read_spec(spec: Path) -> bytes:
-    with spec.open("rb") as handle:
-        return handle.read(MAX_SPEC_BYTES + 1)
+    return read_head(spec, MAX_SPEC_BYTES)
 
 
 def submit_spec(

@@ -806,9 +806,11 @@ class BatchApi(_Facade):
         front = [{"jobArn": j.arn, "earliestTimeAtPosition": model.ms(j.wait_since)} for j in runnable[:100]]
         out: dict[str, Any] = {"frontOfQueue": {"jobs": front, "lastUpdatedAt": now_ms}}
         held = [j for j in model.jobs.values() if j.queue is queue and j.status in DISPATCHED]
+        # "For service jobs, this is the instance type" (API_QueueSnapshotCapacityUsage.html), as in
+        # DescribeServiceJob, whatever unit the service environment limits.
         total: dict[str, float] = {}
         for j in held:
-            total[j.unit] = total.get(j.unit, 0.0) + j.count
+            total[j.instance_type] = total.get(j.instance_type, 0.0) + j.count
         util: dict[str, Any] = {
             "totalCapacityUsage": [{"capacityUnit": u, "quantity": q} for u, q in total.items()],
             "lastUpdatedAt": now_ms,
@@ -837,18 +839,19 @@ class BatchApi(_Facade):
                 ][:20]
             }
         elif queue.kind == FAIRSHARE:
-            per_share: dict[str, float] = {}
+            per_share: dict[str, dict[str, float]] = {}
             for j in held:
-                per_share[j.share] = per_share.get(j.share, 0.0) + j.count
-            top = sorted(per_share.items(), key=lambda kv: -kv[1])[:20]
+                usage = per_share.setdefault(j.share, {})
+                usage[j.instance_type] = usage.get(j.instance_type, 0.0) + j.count
+            top = sorted(per_share.items(), key=lambda kv: -sum(kv[1].values()))[:20]
             util["fairshareUtilization"] = {
                 "activeShareCount": queue.active_shares,
                 "topCapacityUtilization": [
                     {
                         "shareIdentifier": s,
-                        "capacityUsage": [{"capacityUnit": model.capacity_unit(held[0]), "quantity": q}],
+                        "capacityUsage": [{"capacityUnit": u, "quantity": q} for u, q in usage.items()],
                     }
-                    for s, q in top
+                    for s, usage in top
                 ],
             }
         out["queueUtilization"] = util
@@ -864,8 +867,15 @@ class SageMakerApi(_Facade):
     def _tj(self, name: str) -> TrainingJob:
         tj = self.model.training_jobs.get(name)
         if tj is None:
+            # Training-job names are unique whatever their case: a lower-cased ARN's tail finds the job.
+            tj = next((j for j in self.model.training_jobs.values() if j.name.lower() == name.lower()), None)
+        if tj is None:
             raise ApiError(400, "ValidationException", "Requested resource not found.")
         return tj
+
+    def _arn(self, tj: TrainingJob) -> str:
+        """The TrainingJobArn SageMaker's List and Describe answer with (``lowercase_training_job_arns``)."""
+        return tj.arn.lower() if self.model.options.lowercase_training_job_arns else tj.arn
 
     def _times(self, d: dict[str, Any]) -> dict[str, Any]:
         for key in ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime"):
@@ -880,8 +890,10 @@ class SageMakerApi(_Facade):
     def describe_training_job(self, **p: Any) -> dict[str, Any]:
         """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
         self._check("DescribeTrainingJob", p)
-        d = wire.describe_training_job(self.model, self._tj(p["TrainingJobName"]))
+        tj = self._tj(p["TrainingJobName"])
+        d = wire.describe_training_job(self.model, tj)
         d.pop("Tags", None)
+        d["TrainingJobArn"] = self._arn(tj)
         return self._times(d)
 
     def list_training_jobs(self, **p: Any) -> dict[str, Any]:
@@ -917,7 +929,7 @@ class SageMakerApi(_Facade):
         for tj in page:
             s: dict[str, Any] = {
                 "TrainingJobName": tj.name,
-                "TrainingJobArn": tj.arn,
+                "TrainingJobArn": self._arn(tj),
                 "CreationTime": ms(tj.created),
                 "LastModifiedTime": ms(tj.modified),
                 "TrainingJobStatus": tj.status,

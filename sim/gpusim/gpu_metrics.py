@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.instance_types import CATALOG
 from shareplane.domain.lifecycle import gpus_per_instance
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -43,18 +44,9 @@ METRICS = (GPU_UTILIZATION, GPU_MEMORY_UTILIZATION, CPU_UTILIZATION)
 IDLE_AFTER_TAG = "gpusim:idle-after-seconds"
 HUNG_AFTER_TAG = "gpusim:hung-after-seconds"
 
-#: vCPUs of the GPU instance types (SageMaker's instance table); CHOSEN: 8 per GPU for a type not listed.
-VCPUS_PER_INSTANCE: Mapping[str, int] = {
-    "ml.p3.2xlarge": 8,
-    "ml.p3.8xlarge": 32,
-    "ml.p3.16xlarge": 64,
-    "ml.p3dn.24xlarge": 96,
-    "ml.p4d.24xlarge": 96,
-    "ml.p4de.24xlarge": 96,
-    "ml.p5.48xlarge": 192,
-    "ml.p5e.48xlarge": 192,
-    "ml.p5en.48xlarge": 192,
-}
+#: vCPUs of the GPU instance types, from the control plane's one catalog; CHOSEN: 8 per GPU for a type
+#: it does not list.
+VCPUS_PER_INSTANCE: Mapping[str, int] = {name: row.vcpus for name, row in CATALOG.items()}
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ Choices where AWS documents nothing (each is a switch on ``ModelOptions`` or ``T
   rejects a bad one (``payload.create_training_job_error``), which ends the job FAILED with no
   attempt, as a ResourceLimitExceeded does. Training-job names and ARNs keep the casing Batch gives
   them (``AWSBatch...``, as in the service-job-events.html sample).
+- ``lowercase_training_job_arns`` (off): SageMaker's ListTrainingJobs and DescribeTrainingJob answer
+  with the ``TrainingJobArn`` lower-cased, while Batch's answers and every event keep ``AWSBatch...``.
+  Other AWS users report SageMaker returning lower-cased training-job ARNs from some calls (the
+  documents say nothing either way); names stay as created, and a name is found whatever its case.
+  The local stack turns it on, so the control plane is proven against both spellings.
 - ``time_limit_on_blocked_only`` (on): a jobStateTimeLimitAction acts on the head job only when its
   blocked reason (``CAPACITY:...`` after a capacity error, ``MISCONFIGURATION:...`` when no
   environment can ever hold it) matches the action's reason; off, any head job waiting too long.
@@ -179,6 +184,8 @@ class ModelOptions:
     reorder_window: int = 0
     #: BillableTimeInSeconds / TrainingTimeInSeconds of a managed spot training job (undocumented).
     spot_billable_fraction: float = 0.3
+    #: SageMaker's List and Describe calls return training-job ARNs lower-cased (see the module docstring).
+    lowercase_training_job_arns: bool = False
 
 
 def rule_matches(pattern: str, reason: str) -> bool:
@@ -906,9 +913,9 @@ class BatchModel:
                 job.blocked = blocked
                 if self.bus.active:
                     detail = wire.queue_blocked_detail(self, job, blocked)
-                    self.bus.publish(
-                        ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn, queue.arn], detail, self.ms()
-                    )
+                    # The service job's ARN alone (batch-service-job-queue-blocked-events.html); the
+                    # queue's ARN is in the detail's jobQueue.
+                    self.bus.publish(ev.BATCH_QUEUE_BLOCKED, "aws.batch", [job.arn], detail, self.ms())
             code = blocked.split(" - ")[0] if blocked else None
             action = self._time_limit_action(job, code)
             if action is not None:
@@ -960,13 +967,6 @@ class BatchModel:
     def spot_billable_fraction(self) -> float:
         """What a managed spot training job is billed for, as a fraction of its training time."""
         return self.options.spot_billable_fraction
-
-    def capacity_unit(self, job: Job) -> str:
-        """The unit the job's capacity is counted in (where it runs, else its queue's first environment)."""
-        if job.unit:
-            return job.unit
-        envs = job.queue.environments
-        return envs[0].unit_for(job.instance_type) if envs else NUM_INSTANCES
 
     # --------------------------------------------------------------------------------- events
     def subscribe(self, listener: ev.Listener) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import logging
 from collections.abc import Callable
@@ -38,11 +39,42 @@ TRACES_DIR = Path(__file__).resolve().parent / "traces"
 NAMED_TRACES = {"philly": TRACES_DIR / "philly-2017-09-04_10-29.csv.gz"}
 
 
+#: The most bytes of trace (after gunzip) a load reads: the shipped Philly trace is 2.2 MB for 51,998
+#: jobs, so this holds millions of jobs; it stops an endless stream or a gzip bomb before memory runs out.
+MAX_TRACE_BYTES = 512 * 1024 * 1024
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that refuses to read past ``limit`` bytes (the trace's named error, exit 2)."""
+
+    def __init__(self, raw: IO[bytes], limit: int, name: str) -> None:
+        self._raw, self._limit, self._name, self._read = raw, limit, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer)[: self._limit + 1 - self._read]
+        count = self._raw.readinto(view) or 0  # type: ignore[attr-defined]
+        self._read += count
+        if self._read > self._limit:
+            raise InvalidInputError(
+                "trace",
+                f"{self._name} is larger than {self._limit} bytes (or an endless stream)",
+                f"pass a trace of at most {self._limit} bytes (uncompressed), or a window of it",
+            )
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
 def _open_text(path: Path) -> IO[str]:
-    """A trace file as text, gunzipped when it ends in .gz."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+    """A trace file as text, gunzipped when it ends in .gz, read at most ``MAX_TRACE_BYTES``."""
+    raw: IO[bytes] = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+    capped = _Capped(raw, MAX_TRACE_BYTES, path.name)
+    return io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", newline="")
 
 
 def load_philly_csv(path: Path) -> list[TraceJob]:
@@ -51,23 +83,32 @@ def load_philly_csv(path: Path) -> list[TraceJob]:
     start: datetime | None = None
     with _open_text(path) as fh:
         reader = csv.DictReader(fh)
-        missing = PHILLY_COLUMNS - set(reader.fieldnames or ())
-        if missing:
-            raise InvalidInputError(
-                "trace", f"{path.name} lacks columns {sorted(missing)}", "pass a Philly-format CSV"
-            )
-        for line, row in enumerate(reader, start=2):
-            try:
-                when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
-                duration, gpus = float(row["duration"]), int(row["num_gpus"])
-            except (TypeError, ValueError) as exc:
+        try:
+            missing = PHILLY_COLUMNS - set(reader.fieldnames or ())
+            if missing:
                 raise InvalidInputError(
-                    f"trace line {line}", f"cannot be read ({exc})", "fix the row"
-                ) from exc
-            start = start or when
-            jobs.append(
-                TraceJob((when - start).total_seconds(), max(duration, 1.0), max(gpus, 1), row["cluster"])
-            )
+                    "trace", f"{path.name} lacks columns {sorted(missing)}", "pass a Philly-format CSV"
+                )
+            for line, row in enumerate(reader, start=2):
+                try:
+                    when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
+                    duration, gpus = float(row["duration"]), int(row["num_gpus"])
+                except (TypeError, ValueError) as exc:
+                    raise InvalidInputError(
+                        f"trace line {line}", f"cannot be read ({exc})", "fix the row"
+                    ) from exc
+                start = start or when
+                jobs.append(
+                    TraceJob((when - start).total_seconds(), max(duration, 1.0), max(gpus, 1), row["cluster"])
+                )
+        except csv.Error as exc:
+            # Python's csv reader refuses a field longer than csv.field_size_limit() (131072 by default);
+            # it raises before counting the line it was reading.
+            raise InvalidInputError(
+                f"trace line {reader.line_num + 1}",
+                f"cannot be read as CSV ({exc})",
+                f"keep each field under {csv.field_size_limit()} characters; pass a Philly-format CSV",
+            ) from exc
     return jobs
 
 
@@ -166,7 +207,12 @@ def load_trace(path: Path | str, fmt: str | None = None) -> list[TraceJob]:
     fmt = fmt or detect_format(path)
     if fmt not in TRACE_FORMATS:
         raise InvalidInputError("trace format", f"{fmt!r} is unknown", f"use one of {sorted(TRACE_FORMATS)}")
-    jobs = TRACE_FORMATS[fmt](path)
+    try:
+        jobs = TRACE_FORMATS[fmt](path)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            "trace", f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start})", "save it as UTF-8"
+        ) from exc
     if not jobs:
         raise InvalidInputError("trace", f"{path.name} holds no jobs", "pass a trace with jobs")
     return sorted(jobs, key=lambda j: j.submit)

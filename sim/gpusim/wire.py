@@ -16,11 +16,9 @@ from .states import FINAL, RUNNABLE
 
 
 class WireModel(Protocol):
-    """What the shapes need from the model (``BatchModel``): its epoch times and capacity units."""
+    """What the shapes need from the model (``BatchModel``): its epoch times and spot billing."""
 
     def ms(self, t: float | None = None) -> int: ...
-
-    def capacity_unit(self, job: Job) -> str: ...
 
     @property
     def spot_billable_fraction(self) -> float: ...
@@ -51,7 +49,9 @@ def describe_job(model: WireModel, job: Job, event: bool = False) -> dict[str, A
     ms = model.ms
     out: dict[str, Any] = {
         "attempts": [attempt(model, a) for a in job.attempts],
-        "capacityUsage": [{"capacityUnit": model.capacity_unit(job), "quantity": float(job.count)}],
+        # "For service jobs, this is the instance type" (API_ServiceJobCapacityUsageDetail.html), whatever
+        # unit the service environment limits: a NUM_INSTANCES limit is the environment's, not the job's.
+        "capacityUsage": [{"capacityUnit": job.instance_type, "quantity": float(job.count)}],
         "createdAt": ms(job.created),
         "isTerminated": job.terminated,
         "jobArn": job.arn,

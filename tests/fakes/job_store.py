@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.payload_items import payload_of
+from shareplane.domain.arns import training_job_key
 from shareplane.domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
 from shareplane.domain.cost import AttemptCost
 from shareplane.domain.errors import ConcurrentUpdateError
@@ -88,7 +89,9 @@ class FakeJobStore:
         self.histories.setdefault(state.job_arn, {})[entry.key] = entry
         self._count(transition.previous, state)
         self.states[state.job_arn] = state
-        self.links.update(dict.fromkeys(transition.new_training_job_arns, state.job_arn))
+        self.links.update(
+            dict.fromkeys(map(training_job_key, transition.new_training_job_arns), state.job_arn)
+        )
         return True
 
     def job_history(self, job_arn: str) -> Sequence[HistoryEntry]:
@@ -127,7 +130,9 @@ class FakeJobStore:
         return min((s.created_at or 0 for s in self.jobs(status)), default=None)
 
     def job_for_training_job(self, training_job_arn: str) -> str | None:
-        return self.links.get(training_job_arn)
+        # Keyed as the table keys them (training_job_key); an entry under the ARN as spelled is one
+        # written before the normalisation (or placed by a test), read as the table reads its legacy key.
+        return self.links.get(training_job_key(training_job_arn)) or self.links.get(training_job_arn)
 
     # -- payloads ---------------------------------------------------------------------------
     def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
@@ -156,10 +161,13 @@ class FakeJobStore:
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
-        return self.training_states.get(training_job_arn)
+        key = training_job_key(training_job_arn)
+        return self.training_states.get(key) or self.training_states.get(training_job_arn)
 
     def save_training_job(self, transition: TrainingTransition, observation: TrainingJobObservation) -> bool:
-        arn = transition.state.training_job_arn
+        arn = training_job_key(transition.state.training_job_arn)
+        if transition.previous is not None and arn not in self.training_states:
+            arn = transition.previous.training_job_arn  # read from its legacy key: written back there
         if observation.seq in self.training_histories.get(arn, set()):
             return False
         self._check_version(self.training_states.get(arn), transition.previous)
@@ -180,9 +188,10 @@ class FakeJobStore:
 
     # -- cost -------------------------------------------------------------------------------
     def record_cost(self, cost: AttemptCost) -> bool:
-        if cost.training_job_arn in self.costs:
+        key = training_job_key(cost.training_job_arn)
+        if key in self.costs or cost.training_job_arn in self.costs:
             return False
-        self.costs[cost.training_job_arn] = cost
+        self.costs[key] = cost
         if cost.team:
             key = (cost.team, cost.month)
             self.spend[key] = self.spend.get(key, 0.0) + (cost.usd or 0.0)

@@ -346,6 +346,7 @@ def submit_request(stack: LocalStack, batch: Any, name: str) -> dict[str, Any]:
 
 def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_path: Path) -> None:
     from shareplane.adapters.dynamodb_store import DynamoJobStore
+    from shareplane.domain.arns import same_training_job
     from shareplane.service.queries import job_records
 
     # GIVEN the local stack with its emulator at 5000x (a ten-minute job takes a fraction of a second)
@@ -362,12 +363,16 @@ def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_pa
             time.sleep(0.05)
         described = batch.describe_service_job(jobId=job["jobId"])
         training_arn = described["latestAttempt"]["serviceResourceId"]["value"]
-        # SageMaker lowercases names in ARNs: find the job's real name by its ARN.
-        (training_name,) = [
-            t["TrainingJobName"]
+        # SageMaker lowercases names in ARNs (the local stack's emulator does, as other AWS users report
+        # of the real one): find the job's real name by its ARN, compared as the control plane compares it.
+        ((training_name, listed_arn),) = [
+            (t["TrainingJobName"], t["TrainingJobArn"])
             for t in sagemaker.list_training_jobs()["TrainingJobSummaries"]
-            if t["TrainingJobArn"] == training_arn
+            if same_training_job(t["TrainingJobArn"], training_arn)
         ]
+        assert listed_arn == training_arn.lower() != training_arn, (
+            "the local stack lower-cases SageMaker's ARNs"
+        )
         assert (
             sagemaker.describe_training_job(TrainingJobName=training_name)["TrainingJobStatus"] == "Completed"
         )

@@ -30,6 +30,7 @@ import pytest
 import yaml
 from gpusim import Faults
 from gpusim.engine import SteppedClock
+from shareplane.domain.arns import same_training_job
 from shareplane.domain.config import SharesConfig, Tier
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
@@ -314,7 +315,12 @@ def test_a_capacity_error_is_left_to_batch_which_runs_the_job_again(run: Failure
     failed, succeeded = training_jobs_of(run, CAPACITY.name)
     assert failed["TrainingJobStatus"] == "Failed" and failed["FailureReason"].startswith("CapacityError")
     assert succeeded["TrainingJobStatus"] == "Completed"
-    seen = [line for line in run.handled if line.get("correlation_id") == failed["TrainingJobArn"]]
+    # The event names the training job AWSBatch...; SageMaker's Describe lower-cases it on the local stack.
+    seen = [
+        line
+        for line in run.handled
+        if same_training_job(line.get("correlation_id"), failed["TrainingJobArn"])
+    ]
     assert seen and all(
         line["result"].startswith(("Batch still owns it", "no Batch job linked")) for line in seen
     ), seen
@@ -356,7 +362,7 @@ def test_a_spot_interruption_stays_inside_sagemaker_and_never_fails_the_batch_jo
     job = run.described[SPOT.name]
     # GIVEN a dispatch whose spot capacity is reclaimed mid-training
     (tj,) = training_jobs_of(run, SPOT.name)
-    assert tj["TrainingJobArn"] == job["latestAttempt"]["serviceResourceId"]["value"]
+    assert same_training_job(tj["TrainingJobArn"], job["latestAttempt"]["serviceResourceId"]["value"])
     # THEN SageMaker interrupted and resumed the training job itself
     transitions = [t["Status"] for t in tj["SecondaryStatusTransitions"]]
     assert "Interrupted" in transitions and transitions[-1] == "Completed"

@@ -8,6 +8,7 @@ import pytest
 from gpusim import ApiError
 
 G5 = "ml.g5.xlarge"
+P5 = "ml.p5.48xlarge"
 
 
 def quota_setup(sim) -> str:
@@ -102,7 +103,7 @@ def test_submit_describe_list_update_terminate(make_sim) -> None:
     desc = sim.job(a)
     assert json.loads(desc["serviceRequestPayload"])["TrainingJobName"] == "alpha"
     assert desc["tags"]["team"] == "nlp"
-    assert desc["capacityUsage"] == [{"capacityUnit": "NUM_INSTANCES", "quantity": 1.0}]
+    assert desc["capacityUsage"] == [{"capacityUnit": P5, "quantity": 1.0}]
     assert [j["jobName"] for j in sim.batch.list_service_jobs(jobQueue="q")["jobSummaryList"]] == ["alpha"]
     runnable = sim.batch.list_service_jobs(jobQueue="q", jobStatus="RUNNABLE")["jobSummaryList"]
     assert [j["jobName"] for j in runnable] == ["beta"]
@@ -434,3 +435,26 @@ def test_sagemaker_errors(make_sim) -> None:
     described = sim.sagemaker.describe_training_job(TrainingJobName=name)
     assert described["CreationTime"].tzinfo is not None
     assert sim.sagemaker.list_training_jobs(NameContains="zzz")["TrainingJobSummaries"] == []
+
+
+@pytest.mark.parametrize(
+    "lowered", [False, True], ids=["AWS's usual casing", "lowercase_training_job_arns on"]
+)
+def test_sagemaker_list_and_describe_lower_case_the_arn_only_with_the_switch(make_sim, lowered: bool) -> None:
+    # GIVEN a running job's training job, which Batch and the events name AWSBatch...
+    sim = make_sim(lowercase_training_job_arns=lowered)
+    sim.env()
+    sim.queue()
+    job_id = sim.submit("Bert-FT", duration=10**4)
+    sim.run(until=100)
+    batch_arn = sim.job(job_id)["latestAttempt"]["serviceResourceId"]["value"]
+    events = [e["detail"]["TrainingJobArn"] for e in sim.events if e["source"] == "aws.sagemaker"]
+    # WHEN SageMaker is asked, by the name as created and by the lower-cased one
+    (summary,) = sim.sagemaker.list_training_jobs()["TrainingJobSummaries"]
+    described = sim.sagemaker.describe_training_job(TrainingJobName=summary["TrainingJobName"])
+    by_lower = sim.sagemaker.describe_training_job(TrainingJobName=summary["TrainingJobName"].lower())
+    # THEN List and Describe lower-case the ARN only with the switch; names, Batch and events never
+    expected = batch_arn.lower() if lowered else batch_arn
+    assert summary["TrainingJobArn"] == described["TrainingJobArn"] == by_lower["TrainingJobArn"] == expected
+    assert "AWSBatch" in batch_arn and summary["TrainingJobName"].startswith("AWSBatch")
+    assert events and set(events) == {batch_arn}

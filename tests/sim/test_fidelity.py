@@ -315,3 +315,47 @@ def test_list_service_jobs_returns_newest_first_with_the_required_members(make_s
     members = set(_service_model("batch").shape_for("ServiceJobSummary").members)
     for summary in summaries:
         assert {"jobId", "jobName", "serviceJobType"} <= set(summary) <= members
+
+
+# https://docs.aws.amazon.com/batch/latest/APIReference/API_ServiceJobCapacityUsageDetail.html and
+# API_ServiceJobCapacityUsageSummary.html: "capacityUnit: The unit of measure for the service job capacity
+# usage. For service jobs, this is the instance type." API_QueueSnapshotCapacityUsage.html: "For service
+# jobs, this is the instance type." Whatever unit the service environment limits (NUM_INSTANCES here).
+@pytest.mark.parametrize(
+    "where",
+    ["DescribeServiceJob", "ListServiceJobs", "the state-change event", "GetJobQueueSnapshot"],
+    ids=lambda where: f"{where} counts a service job's capacity in its instance type",
+)
+def test_capacity_usage_names_the_instance_type_in_a_num_instances_environment(make_sim, where) -> None:
+    sim = make_sim()
+    sim.env(limits={"NUM_INSTANCES": 4})
+    sim.fair_queue()
+    job_id = sim.submit("j", shareIdentifier="A", count=2, instance_type=G5, duration=10**4)
+    sim.run(until=100)
+    if where == "DescribeServiceJob":
+        usage = sim.job(job_id)["capacityUsage"]
+    elif where == "ListServiceJobs":
+        (summary,) = sim.batch.list_service_jobs(jobQueue="q", jobStatus="RUNNING")["jobSummaryList"]
+        usage = summary["capacityUsage"]
+    elif where == "the state-change event":
+        usage = [e for e in sim.events if e["detail-type"] == "Batch Service Job State Change"][-1]["detail"][
+            "capacityUsage"
+        ]
+    else:
+        util = sim.batch.get_job_queue_snapshot(jobQueue="q")["queueUtilization"]
+        usage = util["fairshareUtilization"]["topCapacityUtilization"][0]["capacityUsage"]
+        assert util["totalCapacityUsage"] == usage
+    assert usage == [{"capacityUnit": G5, "quantity": 2.0}]
+
+
+# https://docs.aws.amazon.com/batch/latest/userguide/batch-service-job-queue-blocked-events.html: the
+# example event's "resources" holds the service job's ARN alone (the older Batch Job Queue Blocked event
+# of batch-job-queue-blocked-events.html lists the queue too).
+def test_the_queue_blocked_event_lists_only_the_service_job_in_its_resources(make_sim) -> None:
+    sim = make_sim()
+    sim.env(limits={"NUM_INSTANCES": 1})
+    sim.queue(jobStateTimeLimitActions=time_limit(SE_MAX))
+    job_id = sim.submit("big", count=2, duration=100)
+    sim.run()
+    (event,) = [e for e in sim.events if e["detail-type"] == "Batch Service Job Queue Blocked"]
+    assert event["resources"] == [sim.job(job_id)["jobArn"]]

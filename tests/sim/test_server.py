@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.properties import examples
-from tests.sim.conftest import FAST, payload
+from tests.sim.conftest import FAST, P5, payload
 
 G5 = "ml.g5.xlarge"
 
@@ -309,9 +309,7 @@ def test_the_snapshot_reports_the_queue_front_and_utilisation(served: Served) ->
     waiting = served.submit("waiter")
     snapshot = served.batch.get_job_queue_snapshot(jobQueue="q")
     assert [j["jobArn"].rsplit("/", 1)[-1] for j in snapshot["frontOfQueue"]["jobs"]] == [waiting]
-    assert snapshot["queueUtilization"]["totalCapacityUsage"] == [
-        {"capacityUnit": "NUM_INSTANCES", "quantity": 1.0}
-    ]
+    assert snapshot["queueUtilization"]["totalCapacityUsage"] == [{"capacityUnit": P5, "quantity": 1.0}]
 
 
 def test_terminated_jobs_end_failed_and_are_never_retried(served: Served) -> None:

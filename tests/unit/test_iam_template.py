@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import yaml
 from shareplane.domain.config import SharesConfig
+from shareplane_cli.local.aws_calls import Location, authorizations
+from shareplane_cli.local.intrinsics import Intrinsics
 from shareplane_cli.local.template import load_sam_template
 
 from tests.conftest import REPO
+from tests.iam_policy import evaluate
 
 
 def test_the_roles_the_control_plane_may_pass_are_the_teams_execution_roles() -> None:
@@ -35,3 +38,32 @@ def test_every_pass_role_statement_names_the_service_it_passes_to() -> None:
     for name, statement in passes:
         assert statement["Resource"] != "*", name
         assert statement["Condition"]["StringEquals"]["iam:PassedToService"], name
+
+
+def test_every_role_that_reads_training_jobs_may_read_them_in_either_casing() -> None:
+    # SageMaker returns some training-job ARNs lower-cased while Batch names them AWSBatch...; IAM
+    # matching is case-sensitive, so a grant on one casing alone refuses the other's DescribeTrainingJob.
+    template = load_sam_template(REPO / "template.yaml")
+    resolver = Intrinsics(
+        template,
+        pseudo={"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"},
+    )
+    readers = {
+        name: [
+            resolver.resolve(statement)
+            for policy in resource["Properties"].get("Policies", [])
+            for statement in policy["PolicyDocument"]["Statement"]
+            if "sagemaker:DescribeTrainingJob" in str(statement["Action"])
+        ]
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::IAM::Role"
+    }
+    readers = {name: statements for name, statements in readers.items() if statements}
+    here = Location("us-east-1", "123456789012")
+    assert readers
+    for name in readers:
+        for training_job in ("AWSBatchbert-ft0123abcd", "awsbatchbert-ft0123abcd"):
+            (request,) = authorizations(
+                here, "sagemaker", "DescribeTrainingJob", {"TrainingJobName": training_job}, {}
+            )
+            assert evaluate(request, readers[name]).allowed, (name, training_job)

@@ -101,10 +101,28 @@ def print_flagged(periods: list[dict[str, Any]], output: Output) -> None:
     emit(periods, output, table)
 
 
+#: The table keeps idle decisions 400 days (``HISTORY_RETENTION_SECONDS``): no window reaches further.
+IDLE_HOURS_KEPT = 400 * 24.0
+
+
+def _hours_kept(hours: float) -> float:
+    # Checked before any AWS call; NaN fails both comparisons, so it is refused too.
+    if not 0 <= hours <= IDLE_HOURS_KEPT:
+        raise typer.BadParameter(
+            f"{hours:g} is outside 0 to {IDLE_HOURS_KEPT:.0f} hours (400 days of kept decisions; 0: all)"
+        )
+    return hours
+
+
 @app.command("idle")
 def idle_command(
     hours: Annotated[
-        float, typer.Option("--hours", min=0.0, help="Only decisions of the last HOURS hours (0: all).")
+        float,
+        typer.Option(
+            "--hours",
+            callback=_hours_kept,
+            help=f"Only decisions of the last HOURS hours, 0 to {IDLE_HOURS_KEPT:.0f} (0: all).",
+        ),
     ] = 24.0,
     team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
     stopped: Annotated[bool, typer.Option("--stopped", help="Only jobs the detector stopped.")] = False,

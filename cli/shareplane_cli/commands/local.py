@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 from shareplane.service.queries import job_records
 
+from ..files import read_capped
 from ..local.emulator import DEFAULT_SPEED
 from ..local.loop import StackLoop
 from ..local.noise_log import NoiseLog, noise_to_log
@@ -53,11 +54,19 @@ def put_events(stack: LocalStack, events: list[dict[str, Any]]) -> None:
             raise RuntimeError(f"PutEvents refused {len(failed)} entries: {failed[0]}")
 
 
+#: The largest events file `replay` reads: EventBridge takes at most 256 KB a PutEvents entry, so this
+#: is a few hundred events of the largest size, far more than a scenario; it stops an endless stream.
+MAX_REPLAY_BYTES = 64 * 1024 * 1024
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """One EventBridge event per line; blank lines are skipped, a bad line is named."""
     events = []
+    data = read_capped(
+        path, MAX_REPLAY_BYTES, "FILE", "pass a file of events, one JSON per line (events/scenarios/)"
+    )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise typer.BadParameter(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8"

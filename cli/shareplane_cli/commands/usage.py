@@ -147,9 +147,12 @@ def budgets_command(
     config = load_config(config_path)
     now = time.time()
     if month is not None:
-        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        # From the epoch (recorded times are epoch ms) to the last month whose end a datetime can hold.
+        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month) or not "1970-01" <= month <= "9998-12":
             raise InvalidInputError(
-                "--month", f"{month!r} is not a month", "pass it as YYYY-MM, such as 2026-03"
+                "--month",
+                f"{month!r} is not a month from 1970-01 to 9998-12",
+                "pass it as YYYY-MM, such as 2026-03",
             )
         start, end = month_bounds(month)
         # A past month is over (its forecast is its spend); this month is taken as of now.

@@ -14,14 +14,14 @@ from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_spec
 
 from ..config_file import load_config
+from ..files import read_head
 from ..main import app
 from ..output import Output, print_error
 
 
 def _read(spec: Path) -> bytes:
     # One byte past the limit is enough to report the file as too large without reading all of it.
-    with spec.open("rb") as handle:
-        return handle.read(MAX_SPEC_BYTES + 1)
+    return read_head(spec, MAX_SPEC_BYTES)
 
 
 def _table(spec: Path, result: SpecResult) -> Table:

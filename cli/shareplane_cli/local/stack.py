@@ -428,8 +428,14 @@ class LocalStack:
         """Start the emulator, have it provision the template's Batch resources, and keep what it made."""
         assert self.translated is not None and self.intrinsics is not None
         self._take_over_schedule_rules()
+        # SageMaker's List and Describe answer with lower-cased training-job ARNs here, as other AWS
+        # users report of the real service: every local scenario runs the handlers against both casings.
         options = ModelOptions(
-            account=ACCOUNT, region=REGION, epoch_ms=int(time.time() * 1000), faults=self.faults or Faults()
+            account=ACCOUNT,
+            region=REGION,
+            epoch_ms=int(time.time() * 1000),
+            faults=self.faults or Faults(),
+            lowercase_training_job_arns=True,
         )
         emulator = Emulator(
             self.speed or DEFAULT_SPEED,

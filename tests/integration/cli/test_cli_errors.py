@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import gzip
 import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +17,17 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoRegionError
 from botocore.stub import Stubber
+from gpusim import trace as gpusim_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import job_state_item
 from shareplane.bootstrap import Root
 from shareplane.domain.errors import InvalidInputError, RejectedByServiceError
+from shareplane.domain.jobspec import MAX_SPEC_BYTES
 from shareplane.domain.lifecycle import JobState, JobStatus
 from shareplane_cli import aws
+from shareplane_cli.commands.local import MAX_REPLAY_BYTES
 from shareplane_cli.errors import ExitCode, explain
 from shareplane_cli.main import app
 from shareplane_cli.output import epoch_ms
@@ -214,3 +224,109 @@ def test_a_whatif_config_that_is_an_endless_stream_is_read_with_a_bound(tmp_path
     trace.write_text("")
     code, _, err = run("simulate", "--trace", str(trace), "--config", "/dev/zero")
     assert code == ExitCode.BAD_INPUT and "larger than" in err and "Traceback" not in err
+
+
+@contextmanager
+def endless_stream(tmp_path: Path, budget: int) -> Iterator[list[int]]:
+    """A FIFO a writer feeds with up to ``budget`` zero bytes; yields [bytes the reader took so far].
+
+    /dev/zero never ends, so a reader without a bound would never return; this stream ends at
+    ``budget``, so the test finishes either way and can say how much was read.
+    """
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    written = [0]
+
+    def feed() -> None:
+        chunk = bytes(1024 * 1024)
+        with contextlib.suppress(BrokenPipeError), open(fifo, "wb") as handle:
+            while written[0] < budget:
+                handle.write(chunk)
+                written[0] += len(chunk)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        yield written
+    finally:
+        if writer.is_alive():  # the command never opened it, or stopped reading: let the writer end
+            with contextlib.suppress(OSError), open(fifo, "rb") as drain:
+                while drain.read(1024 * 1024):
+                    pass
+        writer.join(timeout=30)
+
+
+#: What the kernel may hold in the pipe plus the writer's chunk in flight, beyond what the reader took.
+PIPE_SLACK = 2 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("command", "cap", "code"),
+    [
+        (["submit", "{file}", "--dry-run", "--config", str(REPO / "config/shares.yaml")], MAX_SPEC_BYTES, 1),
+        (["replay", "{file}"], MAX_REPLAY_BYTES, ExitCode.BAD_INPUT),
+    ],
+    ids=[
+        "submit --dry-run reads a spec that never ends only to its cap, and rejects it",
+        "replay reads an events file that never ends only to its cap, and refuses it",
+    ],
+)
+def test_a_file_argument_that_never_ends_is_read_only_to_its_cap(
+    tmp_path: Path, command: list[str], cap: int, code: int
+) -> None:
+    with endless_stream(tmp_path, budget=cap + 16 * 1024 * 1024) as written:
+        args = [str(tmp_path / "endless") if a == "{file}" else a for a in command]
+        result = runner.invoke(app, args)
+        taken = written[0]
+    assert result.exit_code == code, result.output
+    assert taken <= cap + PIPE_SLACK, f"read {taken} bytes of an endless stream (cap {cap})"
+    assert "Traceback" not in result.output
+
+
+def test_a_trace_is_read_only_to_its_cap_even_gzipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a gzipped trace that unpacks to 4 MiB, and a cap of 1 MiB (the real one is 512 MiB)
+    monkeypatch.setattr(gpusim_trace, "MAX_TRACE_BYTES", 1024 * 1024, raising=False)
+    trace = tmp_path / "jobs.jsonl.gz"
+    trace.write_bytes(gzip.compress(b"\n" * (4 * 1024 * 1024)))
+    # WHEN it is simulated
+    code, _, err = run("simulate", "--trace", str(trace))
+    # THEN it stops at the cap and says so, as bad input
+    assert_clear(code, err, ExitCode.BAD_INPUT, "larger than 1048576 bytes")
+
+
+def test_a_csv_trace_field_over_the_csv_readers_limit_is_bad_input_naming_the_line(tmp_path: Path) -> None:
+    trace = tmp_path / "philly.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n" + "2017-10-03 00:00:00,60,1,60," + "x" * 200_000
+    )
+    code, _, err = run("simulate", "--trace", str(trace))
+    assert_clear(code, err, ExitCode.BAD_INPUT, "trace line 2", str(csv.field_size_limit()))
+
+
+@pytest.mark.parametrize(
+    ("args", "accepted"),
+    [
+        (["budgets", "--month", "0000-01"], ["1970-01", "9998-12"]),
+        (["budgets", "--month", "9999-12"], ["1970-01", "9998-12"]),
+        (["idle", "--hours", "1e308"], ["0 to 9600"]),
+        (["idle", "--hours", "nan"], ["0 to 9600"]),
+    ],
+    ids=[
+        "budgets --month 0000-01 names the months it takes",
+        "budgets --month 9999-12 names the months it takes",
+        "idle --hours 1e308 names the hours it takes",
+        "idle --hours nan names the hours it takes",
+    ],
+)
+def test_an_argument_out_of_range_is_bad_input_before_any_aws_call(
+    aws_credentials: None, args: list[str], accepted: list[str]
+) -> None:
+    # An unreachable endpoint: a command that called AWS first would exit 4 (UNREACHABLE), not 2.
+    result = runner.invoke(app, [*args, "--endpoint", "http://127.0.0.1:9"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert "Traceback" not in result.output
+    flat = " ".join(result.output.replace("│", " ").split())
+    for words in accepted:
+        assert words in flat, result.output

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 
+import boto3
 import pytest
 from moto import mock_aws
+from shareplane.adapters.dynamodb_store import PREDICTION_SK, job_pk
 from shareplane.domain.lifecycle import JobObservation, JobStatus
+from shareplane.domain.start_prediction import StartPrediction
 from shareplane.service.record_state import record_observation
 from shareplane.service.record_uploader import UploaderPorts, record_upload
 from shareplane_cli.main import app
@@ -126,3 +130,38 @@ def test_every_listed_job_carries_its_wait_as_its_story_and_the_table_give_it(
         }
         assert wait_cells[JOB] == "1m30s" and wait_cells["ranker-lr-sweep-07"] == "-"
         assert wait_cells[waiting.job_name].endswith("so far")
+
+
+def test_a_malformed_stored_prediction_hides_only_itself_and_is_logged(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    with mock_aws():
+        world = build_world()
+        # GIVEN a drop's three jobs, one of which has a stored prediction whose p50 is not a time
+        world.handle(replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333"))
+        jobs = {s.job_name: s for s in world.store.jobs()}
+        bad = jobs[JOB]
+        world.store.save_prediction(
+            bad.job_arn, StartPrediction(1_773_700_000_000, None, None, None, 0.0, 10)
+        )
+        boto3.client("dynamodb").update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": job_pk(bad.job_arn)}, "sk": {"S": PREDICTION_SK}},
+            UpdateExpression="SET startP50 = :bad",
+            ExpressionAttributeValues={":bad": {"S": "soon"}},
+        )
+        runner = CliRunner()
+        # WHEN the jobs are listed, as a table and as JSON
+        with caplog.at_level(logging.WARNING):
+            table = runner.invoke(app, ["jobs", "--table", TABLE])
+            listed = runner.invoke(app, ["jobs", "--table", TABLE, "--output", "json"])
+            story = runner.invoke(app, ["jobs", JOB, "--table", TABLE])
+        # THEN every job is listed, and the job's own story told; the bad item shows as "-" (None in JSON) and is logged, naming the job
+        assert table.exit_code == 0, table.output
+        assert listed.exit_code == 0, listed.output
+        assert story.exit_code == 0, story.output
+        assert "3 jobs" in table.output and "soon" not in table.output
+        records = {r["jobName"]: r for r in json.loads(listed.stdout)}
+        assert set(records) == set(jobs) and records[JOB]["prediction"] is None
+        assert any(bad.job_arn in r.getMessage() and "prediction" in r.getMessage() for r in caplog.records)

@@ -8,13 +8,25 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.adapters.dynamodb_store import DynamoJobStore
+from shareplane.adapters.dynamodb_items import marshal
+from shareplane.adapters.dynamodb_store import (
+    LINK_SK,
+    DynamoJobStore,
+    cost_item,
+    legacy_training_pk,
+    training_state_item,
+)
 from shareplane.domain.arrival_counts import HOUR_MS, ArrivalKey, arrival_key
 from shareplane.domain.cost import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import CapacityUsage, Decision, JobObservation, JobStatus, decide
 from shareplane.domain.start_prediction import StartPrediction
-from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus, decide_training
+from shareplane.domain.training import (
+    TrainingJobObservation,
+    TrainingJobState,
+    TrainingJobStatus,
+    decide_training,
+)
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 
@@ -308,3 +320,59 @@ def test_prediction_times_name_each_predicted_job_and_leave_out_the_others(store
     # THEN each predicted job has its tick, and no other job is named
     assert times == {job: 1_000_000 + n for n, job in enumerate(jobs[::3])}
     assert store.prediction_times([]) == {}
+
+
+def test_a_training_job_is_found_and_costed_once_by_its_arn_in_either_casing(store: Any) -> None:
+    # GIVEN a job dispatched to a training job Batch names in its casing (AWSBatch...), and its events
+    obs = JobObservation(
+        JOB, JobStatus.SCHEDULED, created_at=1, scheduled_at=2, latest_training_job_arn=TRAINING_JOB
+    )
+    assert store.save_job(decide(None, obs)) is True
+    started = training_observation(TrainingJobStatus.IN_PROGRESS, 1000)
+    assert store.save_training_job(decide_training(None, started), started) is True
+    # WHEN SageMaker names it lower-cased (ListTrainingJobs, DescribeTrainingJob)
+    lowered = TRAINING_JOB.lower()
+    # THEN the link, the state and its next write find the same training job, and its cost counts once
+    assert store.job_for_training_job(lowered) == JOB
+    read = store.load_training_job(lowered)
+    assert read is not None and read.training_job_name == "AWSBatchllm-run1"
+    done = replace(training_observation(TrainingJobStatus.COMPLETED, 2000), training_job_arn=lowered)
+    assert store.save_training_job(decide_training(read, done), done) is True
+    assert store.load_training_job(TRAINING_JOB).status is TrainingJobStatus.COMPLETED
+    cost = replace(attempt_cost("AWSBatchllm-run1", "ProdExp1", 1_795_000_000_000, 3600))
+    assert store.record_cost(cost) is True
+    assert store.record_cost(replace(cost, training_job_arn=cost.training_job_arn.lower())) is False
+    assert store.month_spend("ProdExp1", "2026-11") == pytest.approx(2 * 37.688)
+
+
+def stored_before_the_normalisation(store: Any, state: TrainingJobState, cost: AttemptCost) -> None:
+    """A training job's state, link and cost as a table written before the keys were normalised holds
+    them: under the ARN as it was spelled."""
+    arn = state.training_job_arn
+    if isinstance(store, FakeJobStore):
+        store.training_states[arn], store.links[arn], store.costs[arn] = state, JOB, cost
+        return
+    legacy = legacy_training_pk(arn)
+    items = [
+        training_state_item(state, legacy),
+        {"pk": legacy, "sk": LINK_SK, "entity": "link", "jobArn": JOB},
+        {**cost_item(cost), "pk": legacy},
+    ]
+    for item in items:
+        store._client.put_item(TableName=store._table, Item=marshal(item))
+
+
+def test_items_written_before_the_normalisation_are_read_and_written_in_place(store: Any) -> None:
+    # GIVEN a table from before the normalisation: a training job's state, link and cost under its ARN
+    started = training_observation(TrainingJobStatus.IN_PROGRESS, 1000)
+    state = decide_training(None, started).state
+    cost = attempt_cost("AWSBatchllm-run1", "ProdExp1", 1_795_000_000_000, 3600)
+    stored_before_the_normalisation(store, state, cost)
+    # WHEN the same ARN arrives again
+    read = store.load_training_job(TRAINING_JOB)
+    # THEN everything is found, the next state is written at the version read, the cost is not added twice
+    assert read == state and store.job_for_training_job(TRAINING_JOB) == JOB
+    done = training_observation(TrainingJobStatus.COMPLETED, 2000)
+    assert store.save_training_job(decide_training(read, done), done) is True
+    assert store.load_training_job(TRAINING_JOB).status is TrainingJobStatus.COMPLETED
+    assert store.record_cost(cost) is False

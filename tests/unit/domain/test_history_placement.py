@@ -9,6 +9,7 @@ so a detail can carry no time for its own state.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,9 @@ from shareplane.domain.lifecycle import (
     decide,
     place_history,
 )
+from shareplane.schemas.parse import parse_state_event
 
+from tests.conftest import load_event
 from tests.properties import examples
 from tests.streams import CAPACITY, JOB, detours, outcomes
 
@@ -188,3 +191,90 @@ def test_a_reconciled_requeue_shows_when_its_attempt_ended_not_when_its_dispatch
         (JobStatus.RUNNING, started + 30_000),
         (JobStatus.RUNNABLE, preempted),
     ]
+
+
+def preemption_stream(reason: str, completed_delay_ms: int) -> list[dict[str, object]]:
+    """A job running, preempted (``reason``; the completed event ``completed_delay_ms`` after the
+    preempted attempt stopped, in the started event's second when 0, as the emulator sends them), then
+    dispatched again. Batch's own RUNNABLE state change for the preemption is not among them."""
+    arn = "arn:aws:batch:us-east-1:123456789012:service-job/preempted-1"
+    first = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchmed" + "1" * 32
+    second = "arn:aws:sagemaker:us-east-1:123456789012:training-job/AWSBatchmed" + "2" * 32
+    started, preempted, again = CREATED + 60_000, CREATED + 3_600_000, CREATED + 3_900_000
+
+    def envelope(detail_type: str, ms: int, detail: dict[str, object]) -> dict[str, object]:
+        second_ms = ms - ms % 1000
+        when = datetime.fromtimestamp(second_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            **load_event("batch_service_job_preemption_completed"),
+            "id": f"{detail_type}-{ms}",
+            "detail-type": detail_type,
+            "time": when,
+            "detail": detail,
+        }
+
+    def state(status: str, ms: int, training: str, **more: object) -> dict[str, object]:
+        detail = {
+            "jobArn": arn, "jobId": "preempted-1", "jobName": "med", "jobQueue": "q", "status": status,
+            "createdAt": CREATED, "attempts": [], "serviceJobType": "SAGEMAKER_TRAINING",
+            "latestAttempt": {"serviceResourceId": {"name": "TrainingJobArn", "value": training}},
+            **more,
+        }  # fmt: skip
+        return envelope("Batch Service Job State Change", ms, detail)
+
+    attempt = {
+        "serviceResourceId": {"name": "TrainingJobArn", "value": first},
+        "startedAt": started,
+        "stoppedAt": preempted,
+        "statusReason": reason,
+    }
+    summary = {"preemptedAttemptCount": 1, "recentPreemptedAttempts": [attempt]}
+    return [
+        state("RUNNING", started + 20_000, first, scheduledAt=started - 10_000, startedAt=started),
+        envelope(
+            "Batch Service Job Preemption Started",
+            preempted,
+            {
+                "preemptedJobArn": arn,
+                "status": "RUNNING",
+                "statusReason": "PREEMPTION_IN_PROGRESS: " + reason,
+            },
+        ),
+        envelope(
+            "Batch Service Job Preemption Completed",
+            preempted + completed_delay_ms,
+            {"preemptedJobArn": arn, "status": "RUNNABLE", "preemptionSummary": summary},
+        ),
+        state("SCHEDULED", again, second, scheduledAt=again, preemptionSummary=summary),
+    ]
+
+
+@given(
+    order=st.permutations(range(4)),
+    reason=st.sampled_from(
+        [
+            "Cross-share preemption triggered to reclaim borrowed capacity",
+            "In-share preemption triggered by a higher priority job",
+            "preempted",
+        ]
+    ),
+    completed_delay_ms=st.sampled_from([0, 1000, 30_000]),
+)
+@settings(max_examples=examples(100), deadline=None)
+def test_a_preempted_job_reads_running_runnable_scheduled_with_the_return_dated_by_its_event(
+    order: list[int], reason: str, completed_delay_ms: int
+) -> None:
+    # GIVEN a job's RUNNING, Preemption Started, Preemption Completed and next SCHEDULED, in any order
+    stream = preemption_stream(reason, completed_delay_ms)
+    observations = [parse_state_event(stream[i]) for i in order]
+    # WHEN they are recorded
+    history = recorded([obs for obs in observations if isinstance(obs, JobObservation)])
+    # THEN the history reads RUNNING, RUNNING (preemption started), RUNNABLE, SCHEDULED: the completed
+    # preemption is the job's return to RUNNABLE, dated by the event: its preempted attempt's stoppedAt
+    assert [(e.status, e.kind) for e in history] == [
+        (JobStatus.RUNNING, ObservationKind.STATE_CHANGE),
+        (JobStatus.RUNNING, ObservationKind.PREEMPTION_STARTED),
+        (JobStatus.RUNNABLE, ObservationKind.PREEMPTION_COMPLETED),
+        (JobStatus.SCHEDULED, ObservationKind.STATE_CHANGE),
+    ]
+    assert history[2].at == CREATED + 3_600_000

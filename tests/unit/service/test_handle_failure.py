@@ -681,3 +681,24 @@ def test_a_stopped_jobs_two_end_events_requeue_and_alert_at_most_once(
     # THEN the job is requeued (or not) and its team told exactly as for Batch's event alone
     assert len(w.batch.submits) == len(alone.batch.submits) == (1 if "reclaim" in reason else 0)
     assert len(w.alerts.sent) == len(alone.alerts.sent) <= 1
+
+
+def test_the_preemption_alert_names_the_share_as_job_state_share_does() -> None:
+    # GIVEN a preempted job that Batch describes with both a share identifier and a quota share name
+    world = World()
+    job = world.batch.add(
+        {**failed_job(preempted=3, share="ProdExp1"), "status": "RUNNABLE", "quotaShareName": "ProdExp2"}
+    )
+    event = {
+        "detail-type": "Batch Service Job Preemption Completed",
+        "source": "aws.batch",
+        "detail": {"preemptedJobArn": job["jobArn"], "status": "RUNNABLE"},
+    }
+    # WHEN its preemption event arrives
+    handle_message(event, world.ports)
+    # THEN the alert carries the share JobState.share reads (the identifier first), as every other path
+    state = JobState(
+        job["jobArn"], JobStatus.RUNNABLE, "0", share_identifier="ProdExp1", quota_share_name="ProdExp2"
+    )
+    (alert,) = world.alerts.sent
+    assert alert[2]["share"] == state.share == "ProdExp1"

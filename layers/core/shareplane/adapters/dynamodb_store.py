@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
+from ..domain.arns import training_job_key
 from ..domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import (
@@ -90,7 +91,13 @@ def job_pk(job_arn: str) -> str:
 
 
 def training_pk(training_job_arn: str) -> str:
-    """Partition key of a SageMaker training job."""
+    """Partition key of a SageMaker training job: its ARN normalised (``training_job_key``), so a
+    lower-cased ARN from SageMaker and Batch's ``AWSBatch...`` find the same items."""
+    return f"TJ#{training_job_key(training_job_arn)}"
+
+
+def legacy_training_pk(training_job_arn: str) -> str:
+    """The partition key items written before the normalisation have: the ARN as it was spelled."""
     return f"TJ#{training_job_arn}"
 
 
@@ -193,12 +200,12 @@ def prediction_from_item(item: Mapping[str, Any]) -> StartPrediction:
     return prediction
 
 
-def training_state_item(state: TrainingJobState) -> dict[str, Any]:
-    """The STATE item for a training job."""
+def training_state_item(state: TrainingJobState, pk: str | None = None) -> dict[str, Any]:
+    """The STATE item for a training job (under ``pk`` when it lives under its legacy key)."""
     data = asdict(state)
     data["status"] = state.status.value
     data["tags"] = dict(state.tags)
-    return {"pk": training_pk(state.training_job_arn), "sk": STATE_SK, "entity": "training_job", **data}
+    return {"pk": pk or training_pk(state.training_job_arn), "sk": STATE_SK, "entity": "training_job", **data}
 
 
 def training_state_from_item(item: Mapping[str, Any]) -> TrainingJobState:
@@ -258,6 +265,9 @@ class DynamoJobStore:
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
+        #: Training jobs (normalised keys) whose state was read from under a key written before the
+        #: normalisation: their next state is written back there, where its version condition holds.
+        self._legacy_states: set[str] = set()
 
     # -- jobs -------------------------------------------------------------------------------
     def load_job(self, job_arn: str) -> JobState | None:
@@ -337,8 +347,18 @@ class DynamoJobStore:
 
     def job_for_training_job(self, training_job_arn: str) -> str | None:
         """The Batch job a training job belongs to, when a Batch event has linked them."""
-        item = self._get(training_pk(training_job_arn), LINK_SK)
+        item = self._get_training(training_job_arn, LINK_SK)
         return item["jobArn"] if item else None
+
+    def _get_training(self, training_job_arn: str, sk: str) -> dict[str, Any] | None:
+        """A training job's item under its normalised key, else under the key written before it."""
+        item = self._get(training_pk(training_job_arn), sk)
+        legacy = legacy_training_pk(training_job_arn)
+        if item is None and legacy != training_pk(training_job_arn):
+            item = self._get(legacy, sk)
+            if item is not None and sk == STATE_SK:
+                self._legacy_states.add(training_job_key(training_job_arn))
+        return item
 
     # -- submitted payloads (the submit path; read back by requeue) ---------------------------
     def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
@@ -399,15 +419,25 @@ class DynamoJobStore:
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
         """The training job's current state."""
-        item = self._get(training_pk(training_job_arn), STATE_SK)
+        item = self._get_training(training_job_arn, STATE_SK)
         return training_state_from_item(item) if item else None
 
     def save_training_job(self, transition: TrainingTransition, observation: TrainingJobObservation) -> bool:
-        """One transaction: history (not yet there) and state (at the version read)."""
+        """One transaction: history (not yet there) and state (at the version read).
+
+        A state read from under its legacy key is written back there (its version condition is on that
+        item); every other state under the normalised key.
+        """
         state = transition.state
         at = observation.last_modified_at or 0
+        pk = training_pk(state.training_job_arn)
+        if (
+            transition.previous is not None
+            and training_job_key(state.training_job_arn) in self._legacy_states
+        ):
+            pk = legacy_training_pk(transition.previous.training_job_arn)
         history = {
-            "pk": training_pk(state.training_job_arn),
+            "pk": pk,
             "sk": f"{HISTORY_PREFIX}{observation.seq}",
             "entity": "training_history",
             "status": observation.status.value,
@@ -418,13 +448,15 @@ class DynamoJobStore:
         }
         actions = [
             self._put_new(history),
-            self._put_versioned(training_state_item(state), transition.previous),
+            self._put_versioned(training_state_item(state, pk), transition.previous),
         ]
         return self._transact(actions)
 
     def training_history(self, training_job_arn: str) -> list[TrainingHistoryEntry]:
         """The training job's recorded SageMaker events, oldest first (by their LastModifiedTime)."""
         items = self._query_prefix(training_pk(training_job_arn), HISTORY_PREFIX)
+        if training_pk(training_job_arn) != legacy_training_pk(training_job_arn):
+            items += self._query_prefix(legacy_training_pk(training_job_arn), HISTORY_PREFIX)
         entries = [
             TrainingHistoryEntry(
                 status=TrainingJobStatus(item["status"]),
@@ -440,7 +472,7 @@ class DynamoJobStore:
     # -- cost -------------------------------------------------------------------------------
     def training_cost(self, training_job_arn: str) -> AttemptCost | None:
         """The recorded cost of one training job (None until its final event was costed)."""
-        item = self._get(training_pk(training_job_arn), COST_SK)
+        item = self._get_training(training_job_arn, COST_SK)
         return cost_from_item(item) if item else None
 
     def record_cost(self, cost: AttemptCost) -> bool:
@@ -449,6 +481,9 @@ class DynamoJobStore:
         False when the training job was costed already: a repeated or reordered final event adds
         nothing, so each attempt is in the spend exactly once.
         """
+        legacy = legacy_training_pk(cost.training_job_arn)
+        if legacy != training_pk(cost.training_job_arn) and self._get(legacy, COST_SK) is not None:
+            return False  # costed before the keys were normalised: its spend is in already
         actions: list[TransactWriteItemTypeDef] = [self._put_new(cost_item(cost))]
         if cost.team:
             actions.append(
@@ -478,9 +513,12 @@ class DynamoJobStore:
             FilterExpression="entity IN (:c, :l)",
             ExpressionAttributeValues={":c": {"S": "cost"}, ":l": {"S": "link"}},
         )
-        links = {item["pk"]: item["jobArn"] for item in items if item.get("entity") == "link"}
+        # By the normalised key: a link and a cost written on either side of the normalisation still join.
+        links = {
+            training_pk(item["pk"][3:]): item["jobArn"] for item in items if item.get("entity") == "link"
+        }
         return [
-            with_job(cost_from_item(item), links.get(item["pk"]))
+            with_job(cost_from_item(item), links.get(training_pk(item["pk"][3:])))
             for item in items
             if item.get("entity") == "cost"
         ]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .capacity import Capacity
 from .errors import ConfigError
 from .failure_rules import FailuresConfig
+from .instance_types import CATALOG as INSTANCE_CATALOG
 
 
 class SchedulingMode(StrEnum):
@@ -630,6 +631,15 @@ class SharesConfig(_Strict):
                         f"add it under instance_types or use one of {sorted(self.instance_types)}",
                     )
         for instance_type, limits in self.instance_types.items():
+            if instance_type not in INSTANCE_CATALOG:
+                # An unknown type would count as 1 GPU in the rebalancer and 0 in idle detection and
+                # reclaim's GPU-hours lost: refuse it rather than guess.
+                raise ConfigError(
+                    f"instance_types.{instance_type}",
+                    "is not a GPU training instance type shareplane knows",
+                    "use a type of the catalog (domain/instance_types.py, e.g. ml.p4d.24xlarge), or add "
+                    "its row there (GPUs, GPU memory, vCPUs) with its source",
+                )
             total = sum(team.entitled.of(instance_type) for team in self.teams.values())
             if total > limits.capacity:
                 raise ConfigError(

@@ -39,6 +39,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from .arns import training_job_key
+from .instance_types import CATALOG
+from .instance_types import gpus_per_instance as catalog_gpus
+
 
 class JobStatus(StrEnum):
     """Service-job (and container-job) states as AWS Batch names them."""
@@ -148,6 +152,9 @@ class JobObservation:
     #: read of a preempted or retried job has of when it went back to RUNNABLE (it has no envelope,
     #: and its ``startedAt`` is the dispatch's). Evidence for the history only, like the envelope's.
     attempt_time_ms: int | None = None
+    #: A preemption-completed detail's latest preempted attempt: the dispatch whose end its RUNNABLE
+    #: records. Evidence for the history only, not part of the content digest.
+    ended_training_job_arn: str | None = None
 
     @property
     def is_annotation(self) -> bool:
@@ -173,7 +180,11 @@ class JobObservation:
         """The detail's time for this observation's own state, when it carries one.
 
         RUNNING has none: ``startedAt`` is when the job reached STARTING, a lower bound for RUNNING.
+        A completed preemption's RUNNABLE has its preempted attempt's ``stoppedAt``: the job went back
+        to the queue when that attempt stopped (the envelope comes later, in whole seconds).
         """
+        if self.kind is ObservationKind.PREEMPTION_COMPLETED:
+            return self.stopped_at
         return {
             JobStatus.SUBMITTED: self.created_at,
             JobStatus.PENDING: self.created_at,
@@ -272,16 +283,21 @@ class HistoryEntry:
     action: str | None = None
 
 
-#: History kinds that are job states AWS reported (the others are shareplane's own notes, placed at
-#: the time they were decided).
+#: History kinds that are job states AWS reported, each in its dispatch (the others are shareplane's
+#: own notes, placed at the time they were decided). A completed preemption is the job's return to
+#: RUNNABLE at the end of the dispatch it preempted, whether or not Batch's own state change arrives.
 _STATE_KINDS = frozenset(
     {
         ObservationKind.SUBMITTED,
         ObservationKind.STATE_CHANGE,
         ObservationKind.QUEUE_BLOCKED,
         ObservationKind.RECONCILED,
+        ObservationKind.PREEMPTION_COMPLETED,
     }
 )
+#: Kinds placed in lifecycle order within one instant: the states, and a started preemption (RUNNING,
+#: with no dispatch named), which comes before the RUNNABLE its completion records.
+_LIFECYCLE_KINDS = _STATE_KINDS | {ObservationKind.PREEMPTION_STARTED}
 
 
 def place_history(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
@@ -311,7 +327,7 @@ def _entry_phase(entry: HistoryEntry) -> int:
 
 
 def _placed_order(entry: HistoryEntry) -> tuple[int, int, int, int, int, str]:
-    if entry.kind not in _STATE_KINDS:
+    if entry.kind not in _LIFECYCLE_KINDS:
         return (entry.at, 1, 0, 0, 0, entry.key)
     phase = _entry_phase(entry)
     # At one instant, earlier dispatches (fewer attempts/preemptions) and earlier phases come first.
@@ -458,7 +474,7 @@ def decide(current: JobState | None, obs: JobObservation) -> Transition:
         digest=digest,
         attempts=obs.attempts,
         preemptions=obs.preemptions,
-        training_job_arn=obs.latest_training_job_arn,
+        training_job_arn=obs.latest_training_job_arn or obs.ended_training_job_arn,
     )
     decision = Decision.APPLY if newest else Decision.STALE
     return Transition(
@@ -537,44 +553,22 @@ def _typed_unit(state: JobState) -> str | None:
     return units[0] if units else None
 
 
-#: GPUs per SageMaker training instance type (AWS instance pages); a type not listed has none.
-GPUS_PER_INSTANCE: Mapping[str, int] = {
-    "ml.p3.2xlarge": 1,
-    "ml.p3.8xlarge": 4,
-    "ml.p3.16xlarge": 8,
-    "ml.p3dn.24xlarge": 8,
-    "ml.p4d.24xlarge": 8,
-    "ml.p4de.24xlarge": 8,
-    "ml.p5.48xlarge": 8,
-    "ml.p5e.48xlarge": 8,
-    "ml.p5en.48xlarge": 8,
-    "ml.p6-b200.48xlarge": 8,
-    "ml.g5.xlarge": 1,
-    "ml.g5.2xlarge": 1,
-    "ml.g5.4xlarge": 1,
-    "ml.g5.8xlarge": 1,
-    "ml.g5.12xlarge": 4,
-    "ml.g5.16xlarge": 1,
-    "ml.g5.24xlarge": 4,
-    "ml.g5.48xlarge": 8,
-    "ml.g6.xlarge": 1,
-    "ml.g6.2xlarge": 1,
-    "ml.g6.4xlarge": 1,
-    "ml.g6.8xlarge": 1,
-    "ml.g6.12xlarge": 4,
-    "ml.g6.16xlarge": 1,
-    "ml.g6.24xlarge": 4,
-    "ml.g6.48xlarge": 8,
-    "ml.g6e.12xlarge": 4,
-    "ml.g6e.48xlarge": 8,
-}
+#: GPUs per SageMaker training instance type, from the one catalog (``instance_types.CATALOG``); a type
+#: it does not list has none.
+GPUS_PER_INSTANCE: Mapping[str, int] = {name: row.gpus for name, row in CATALOG.items()}
 
 
 def gpus_per_instance(instance_type: str | None) -> int:
     """GPUs in one instance of ``instance_type`` (0 for CPU types and unknown names)."""
-    return GPUS_PER_INSTANCE.get(instance_type or "", 0)
+    return catalog_gpus(instance_type)
 
 
 def correlates(state: JobState, training_job_arn: str) -> bool:
-    """Whether a SageMaker training job belongs to this Batch job (through its attempts, never its name)."""
-    return training_job_arn in state.training_job_arns or training_job_arn == state.latest_training_job_arn
+    """Whether a SageMaker training job belongs to this Batch job (through its attempts, never its name),
+    in whichever casing either side spelled its ARN."""
+    key = training_job_key(training_job_arn)
+    return any(
+        training_job_key(arn) == key
+        for arn in (*state.training_job_arns, state.latest_training_job_arn)
+        if arn
+    )

@@ -123,6 +123,12 @@ def _preemption(detail: PreemptionDetail, kind: ObservationKind, envelope_time: 
     stopped = max((a.stoppedAt for a in recent if a.stoppedAt), default=None)
     started = max((a.startedAt for a in recent if a.startedAt), default=None)
     arns = tuple(a.serviceResourceId.value for a in recent if a.serviceResourceId)
+    # The attempt that stopped last is the dispatch this preemption ended.
+    ended = max(
+        (a for a in recent if a.serviceResourceId),
+        key=lambda a: (a.stoppedAt or 0, a.startedAt or 0),
+        default=None,
+    )
     default_status = JobStatus.RUNNING if kind is ObservationKind.PREEMPTION_STARTED else JobStatus.RUNNABLE
     has_time = stopped is not None or started is not None
     return JobObservation(
@@ -134,6 +140,7 @@ def _preemption(detail: PreemptionDetail, kind: ObservationKind, envelope_time: 
         stopped_at=stopped,
         preemptions=summary.preemptedAttemptCount if summary else None,
         training_job_arns=arns,
+        ended_training_job_arn=ended.serviceResourceId.value if ended and ended.serviceResourceId else None,
         # A preemption-started detail has no time at all; the envelope time keeps two preemptions apart.
         envelope_time_ms=None if has_time else int(envelope_time.timestamp() * 1000),
     )

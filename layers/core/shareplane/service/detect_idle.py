@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, logs_link, simple_alert
-from ..domain.arns import arn_tail, job_id_of, queue_name
+from ..domain.arns import job_id_of, queue_name, training_job_name
 from ..domain.config import SharesConfig, Tier
 from ..domain.errors import RejectedByServiceError
 from ..domain.failure_rules import Severity
@@ -216,7 +216,11 @@ def running_gpu_jobs(ports: DetectIdlePorts, now: float) -> list[_Job]:
         )
         if gpus_per_instance(instance_type) <= 0 or not instance_type:
             continue
-        name = (training.training_job_name if training else None) or arn_tail(training_arn)
+        # The Host dimension needs the name as created: SageMaker's own, else Batch's spelling of it.
+        spellings = state.training_job_arns
+        name = (training.training_job_name if training else None) or training_job_name(
+            training_arn, spellings
+        )
         count = (training.instance_count if training else None) or state.instance_count or 1
         # A quota-share queue's job has no share identifier: its quota share names the team.
         team = team_of(config, state.share)

@@ -525,7 +525,7 @@ def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> Fai
     alert = simple_alert(
         AlertKind.REPEATED_PREEMPTION,
         Severity.WARNING,
-        share=source.quota_share_name or source.share_identifier or "none",
+        share=source.share or "none",
         queue=queue_name(source.job_queue),
         job_arn=job_arn,
         job_name=source.job_name,

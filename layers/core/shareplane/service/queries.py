@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..domain.config import SharesConfig
@@ -41,13 +43,33 @@ def job_records(
         if (team and record["team"] != team) or (tier and record["tier"] != tier):
             continue
         if payloads is not None:
-            payload = payloads.load_payload(state.job_arn)
-            record["uploader"] = dict(payload.uploader) if payload and payload.uploader is not None else None
+            record["uploader"] = _readable(state, "payload", partial(_uploader, payloads))
         if predictions is not None:
-            prediction = predictions.load_prediction(state.job_arn)
-            record["prediction"] = prediction.as_record() if prediction else None
+            record["prediction"] = _readable(state, "prediction", partial(_prediction, predictions))
         records.append(record)
     return records
+
+
+def _uploader(payloads: PayloadStore, state: JobState) -> dict[str, Any] | None:
+    payload = payloads.load_payload(state.job_arn)
+    return dict(payload.uploader) if payload and payload.uploader is not None else None
+
+
+def _prediction(predictions: PredictionStore, state: JobState) -> dict[str, Any] | None:
+    prediction = predictions.load_prediction(state.job_arn)
+    return prediction.as_record() if prediction else None
+
+
+def _readable(
+    state: JobState, what: str, read: Callable[[JobState], dict[str, Any] | None]
+) -> dict[str, Any] | None:
+    """``read(state)``, or None (shown as "-") when the stored item cannot be read: one malformed item (a
+    prediction with a non-numeric time, written by hand or by an older version) hides only itself."""
+    try:
+        return read(state)
+    except (KeyError, TypeError, ValueError) as exc:
+        logger.warning("job %s: unreadable stored %s skipped: %r", state.job_arn, what, exc)
+        return None
 
 
 def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | None:

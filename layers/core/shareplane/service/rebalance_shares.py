@@ -176,7 +176,7 @@ def _instances(job: JobState) -> int:
 
 def _share_of(job: JobState, config: SharesConfig) -> str | None:
     """The team share a job counts against: the rebalancer plans per team, whatever the layout."""
-    return _team_share(config, job.share_identifier or job.quota_share_name)
+    return _team_share(config, job.share)
 
 
 def _team_share(config: SharesConfig, identifier: str | None) -> str | None:

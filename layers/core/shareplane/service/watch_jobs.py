@@ -289,7 +289,7 @@ def _escalate_one(
         alert = simple_alert(
             AlertKind.WAIT_SLO,
             Severity.WARNING,
-            share=job.share_identifier or job.quota_share_name or "none",
+            share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job.job_arn,
             job_name=job.job_name,
@@ -369,7 +369,7 @@ def _reconcile_unlisted(
         alert = simple_alert(
             AlertKind.UNKNOWN_TO_BATCH,
             Severity.WARNING,
-            share=job.share_identifier or job.quota_share_name or "none",
+            share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job_arn,
             job_name=job.job_name,
@@ -377,7 +377,7 @@ def _reconcile_unlisted(
             reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
             fix="check the job in the AWS Batch console; resubmit it if it is lost",
         )
-        if not (job.share_identifier or job.quota_share_name):
+        if not (job.share):
             alert = replace(alert, team=submitted_team(ports.store, job_arn))
         report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
 
@@ -419,7 +419,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
     queue = ports.gpu_queue or config.gpu_queue_name()
     waiting: dict[tuple[str, Tier], list[float]] = defaultdict(list)
     for job in jobs.get(JobStatus.RUNNABLE, []):
-        share = job.share_identifier or job.quota_share_name
+        share = job.share
         tier = config.job_tier(share, job.scheduling_priority) or Tier.LOWPRI
         waiting[(queue_name(job.job_queue), tier)].append(now - (job.created_at or now * 1000) / 1000)
     for tier in Tier:
@@ -432,7 +432,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
     for status in _HOLDING:
         for job in jobs.get(status, []):
             if queue_name(job.job_queue) == queue:
-                share = job.share_identifier or job.quota_share_name
+                share = job.share
                 in_use[config.team_for_share(share) or "none"] += job.instance_count
     capacity = sum(t.capacity for t in config.instance_types.values())
     for name, team in config.teams.items():
