@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -34,6 +36,29 @@ def print_table(
     for row in rows:
         table.add_row(*("-" if cell is None else str(cell) for cell in row))
     (console or Console()).print(table)
+
+
+#: What a spreadsheet takes for the start of a formula in a cell (OWASP, "CSV Injection":
+#: https://owasp.org/www-community/attacks/CSV_Injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, prefixed with a single quote (OWASP's advice);
+    numbers and other text as they are.
+
+    Text only: the report's own numbers are never negative, and a number must stay a number.
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def print_csv(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """Rows as CSV on stdout, a header first, every text cell escaped (``csv_cell``)."""
+    writer = csv.DictWriter(sys.stdout, fieldnames=[csv_cell(c) for c in columns], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({csv_cell(k): csv_cell(v) for k, v in row.items()} for row in rows)
 
 
 def epoch_ms(value: int | None) -> str | None:

@@ -17,6 +17,7 @@ from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.config import SharesConfig
 from shareplane.domain.cost import job_cost_usd
+from shareplane.domain.lifecycle import JobObservation, JobStatus
 from shareplane.domain.tags import TEAM_TAG, TIER_TAG
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
@@ -73,6 +74,24 @@ def attempt_stream(name: str, final: str, billable: int) -> list[dict[str, Any]]
             BillableTimeInSeconds=billable,
         ),
     ]
+
+
+def link_to_batch_job(
+    store: DynamoJobStore, job_arn: str, share: str, priority: int, training_job_arns: list[str]
+) -> None:
+    """Record a Batch service job of ``share`` running those training jobs (what links them to it)."""
+    observation = JobObservation(
+        job_arn=job_arn,
+        status=JobStatus.RUNNING,
+        job_id=job_arn.rsplit("/", 1)[-1],
+        job_queue="arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue",
+        share_identifier=share,
+        scheduling_priority=priority,
+        created_at=T0,
+        started_at=T0 + 60_000,
+        training_job_arns=tuple(training_job_arns),
+    )
+    record_observation(observation, store, FakeMetrics(), CONFIG)
 
 
 #: Three attempts of one Batch job (a failed one, a preempted one, the one that completed).

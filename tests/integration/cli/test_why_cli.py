@@ -203,6 +203,7 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
     raw["instance_types"] = {p4d: {"capacity": 4}, p5: {"capacity": 2}}
     raw["teams"]["ProdExp1"] |= {"entitlement": {p4d: 2, p5: 1}, "allowed_instance_types": [p4d, p5]}
     raw["teams"]["ProdExp2"] |= {"entitlement": {p4d: 2}, "allowed_instance_types": [p4d, p5]}
+    raw["prices"][p5] = {"on_demand_usd_per_hour": 55.0}  # the teams have budgets: every usable type priced
     config = SharesConfig.model_validate(raw)
     records = [
         record("r1", "ProdExp1", "RUNNING", 3, NOW - 5000, held=NOW - 4000)

@@ -150,6 +150,11 @@ def test_host_oom_upsizes_to_the_instance_type_the_team_is_allowed(tmp_path: Pat
     config = yaml.safe_load(SHARES.read_text())
     config["instance_types"] |= {"ml.g5.xlarge": {"capacity": 4}, "ml.g5.4xlarge": {"capacity": 4}}
     config["teams"]["ProdExp1"]["allowed_instance_types"] += ["ml.g5.xlarge", "ml.g5.4xlarge"]
+    # ProdExp1 has a budget: every type it may use needs a price
+    config["prices"] |= {
+        "ml.g5.xlarge": {"on_demand_usd_per_hour": 1.4},
+        "ml.g5.4xlarge": {"on_demand_usd_per_hour": 2.0},
+    }
     path = tmp_path / "shares.yaml"
     path.write_text(yaml.safe_dump(config))
 

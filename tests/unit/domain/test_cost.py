@@ -23,7 +23,13 @@ from tests.conftest import REPO
 RAW = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
 CONFIG = SharesConfig.model_validate(RAW)
 SPOT_CONFIG = SharesConfig.model_validate(
-    {**RAW, "prices": {"ml.p4d.24xlarge": {"on_demand_usd_per_hour": 40.0, "spot_usd_per_hour": 12.0}}}
+    {
+        **RAW,
+        "prices": {
+            **RAW["prices"],
+            "ml.p4d.24xlarge": {"on_demand_usd_per_hour": 40.0, "spot_usd_per_hour": 12.0},
+        },
+    }
 )
 T0 = 1_773_619_200_000
 TAGS = {TEAM_TAG: "ProdExp2", TIER_TAG: "HIGHPRI"}

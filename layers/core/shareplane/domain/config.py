@@ -610,6 +610,34 @@ class SharesConfig(_Strict):
                     )
         return self
 
+    @model_validator(mode="after")
+    def _budgeted_types_priced(self) -> Self:
+        # A type without a price costs nothing in the budgets: a team could escape its budget by it.
+        for name in sorted(self.budgets):
+            team = self.teams.get(name)
+            if team is None:
+                continue  # refused by _jobspec_refs, naming the budget
+            for instance_type in self.usable_instance_types(name):
+                if instance_type not in self.prices:
+                    where = (
+                        f"remove it from teams.{name}.allowed_instance_types"
+                        if team.allowed_instance_types
+                        else f"list the types {name} may use under teams.{name}.allowed_instance_types"
+                    )
+                    raise ConfigError(
+                        f"prices.{instance_type}",
+                        f"is missing, but {name} has a budget and may use {instance_type}: what it spends "
+                        "on that type would never count against the budget",
+                        f"add prices.{instance_type}.on_demand_usd_per_hour (SageMaker training, on demand; "
+                        f"config/prices/ keeps AWS's list prices), or {where}",
+                    )
+        return self
+
+    def usable_instance_types(self, team: str) -> tuple[str, ...]:
+        """The instance types a team's jobs may use: its allowlist, else every type the cluster has."""
+        allowed = self.teams[team].allowed_instance_types
+        return allowed or tuple(sorted({*self.instance_types, *self.queues.cpu_instance_types}))
+
     def on_demand_price(self, instance_type: str | None) -> float | None:
         """USD per instance-hour on demand, or None when the config prices no such type."""
         price = self.prices.get(instance_type or "")
