@@ -38,3 +38,8 @@ def ref_target(value: Any) -> str | None:
         target = value["Fn::GetAtt"]
         return target[0] if isinstance(target, list) else target.split(".")[0]
     return None
+
+
+def function_ids() -> set[str]:
+    """The logical ids of template.yaml's functions (every one the local stack runs)."""
+    return set(resources(raw_template(), "AWS::Serverless::Function"))

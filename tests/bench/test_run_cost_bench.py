@@ -36,7 +36,7 @@ from shareplane_cli.local.aws_calls import AwsCall
 from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
-from tests.template import raw_template, resources
+from tests.template import function_ids, raw_template, resources
 
 pytestmark = pytest.mark.bench
 
@@ -265,15 +265,6 @@ def test_what_shareplane_costs_to_run(metered: Meter) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     # every function of the stack was metered, and the counted items are the priced ones
-    assert metered.functions >= {
-        "RecordStateFunction",
-        "SubmitJobFunction",
-        "RecordUploaderFunction",
-        "HandleFailureFunction",
-        "WatchJobsFunction",
-        "RebalanceSharesFunction",
-        "ReclaimCapacityFunction",
-        "DetectIdleFunction",
-    }
+    assert metered.functions >= function_ids()
     for item in ("dynamodb_write_units", "dynamodb_read_units", "sqs_requests", "getmetricdata_metrics"):
         assert measured.job_units[item] + measured.tick_units[item] > 0, item

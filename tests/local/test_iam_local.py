@@ -33,6 +33,7 @@ from shareplane_cli.local.runner import FunctionRunner
 
 from tests.conftest import REPO
 from tests.iam_policy import Decision, evaluate, statement_problems, unused_grants
+from tests.template import function_ids
 
 pytestmark = [pytest.mark.local, pytest.mark.xdist_group("stack-1")]
 
@@ -91,16 +92,7 @@ def recorded(request: pytest.FixtureRequest, recorded_calls: list[AwsCall]) -> l
 
 def test_every_function_is_recorded_with_its_role(recorded: list[AwsCall]) -> None:
     functions = {c.function for c in recorded}
-    assert functions >= {
-        "RecordStateFunction",
-        "SubmitJobFunction",
-        "RecordUploaderFunction",
-        "HandleFailureFunction",
-        "WatchJobsFunction",
-        "RebalanceSharesFunction",
-        "ReclaimCapacityFunction",
-        "DetectIdleFunction",
-    }
+    assert functions >= function_ids()
     assert all(c.role is not None for c in recorded)
     requests = sum(len(c.authorizations) for c in recorded)
     print(f"recorded {len(recorded)} calls, {requests} authorization requests, {len(functions)} functions")
