@@ -168,8 +168,6 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         # quota mode: the start predictions' twin reads the GPU queue's quota shares (the quota-mode
         # scenario runs rebalance ticks, no watch tick)
         "ListGpuQueueQuotaShares: batch:ListQuotaShares",
-        # read only when more jobs wait than a tick predicts (FORECAST_MAX_JOBS, 500)
-        "ReadPredictionTimes: dynamodb:BatchGetItem",
     },
     "RebalanceSharesRole": {
         # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or
@@ -206,6 +204,9 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         # a retried submit whose clientToken Batch rejected finds the job its first try created
         "FindEarlierSubmission: batch:ListServiceJobs",
         "FindEarlierSubmission: batch:DescribeServiceJob",
+        # a drop of a team whose budget enforces, while the team's training jobs run (the scenarios'
+        # drops land on a stack with none running)
+        "ReadOpenAttemptsForBudgets: dynamodb:BatchGetItem",
     },
 }
 
