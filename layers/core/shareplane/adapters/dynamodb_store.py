@@ -543,15 +543,6 @@ class DynamoJobStore:
             if item.get("entity") == "cost"
         ]
 
-    def training_jobs(self) -> list[TrainingJobState]:
-        """Every training job's current state (running ones are costed as estimates)."""
-        items = self._paginate(
-            "scan",
-            FilterExpression="sk = :s AND entity = :e",
-            ExpressionAttributeValues={":s": {"S": STATE_SK}, ":e": {"S": "training_job"}},
-        )
-        return [training_state_from_item(item) for item in items]
-
     def month_spend(self, team: str, month: str) -> float:
         """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``); 0 before its first."""
         response = self._client.get_item(
