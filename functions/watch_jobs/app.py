@@ -23,6 +23,8 @@ def handle(message: Any) -> None:
             "escalated": len(report.escalated),
             "reconciled": report.reconciled,
             "repaired": report.repaired,
+            "training_reconciled": report.training_reconciled,
+            "training_repaired": report.training_repaired,
             "unknown_to_batch": len(report.unknown_to_batch),
             "alerts": report.alerts,
             "predicted": len(report.predictions),

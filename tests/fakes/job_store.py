@@ -15,7 +15,7 @@ from typing import Any
 from shareplane.adapters.payload_items import payload_of
 from shareplane.domain.arns import training_job_key
 from shareplane.domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
-from shareplane.domain.cost import AttemptCost
+from shareplane.domain.cost import AttemptCost, OpenAttempt
 from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
 from shareplane.domain.start_prediction import StartPrediction
@@ -62,7 +62,7 @@ class FakeJobStore:
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Training job ARN -> its recorded cost (the COST items).
     costs: dict[str, AttemptCost] = field(default_factory=dict)
-    #: (team, YYYY-MM) -> USD recorded in that month (the SPEND items).
+    #: (team, YYYY-MM) -> USD billed in that month (the SPEND items: each cost spread over its months).
     spend: dict[tuple[str, str], float] = field(default_factory=dict)
     #: Job ARN -> its newest stored start prediction (the PREDICTION items).
     predictions: dict[str, StartPrediction] = field(default_factory=dict)
@@ -193,9 +193,23 @@ class FakeJobStore:
             return False
         self.costs[key] = cost
         if cost.team:
-            key = (cost.team, cost.month)
-            self.spend[key] = self.spend.get(key, 0.0) + (cost.usd or 0.0)
+            for month, usd in cost.by_month().items():
+                key = (cost.team, month)
+                self.spend[key] = self.spend.get(key, 0.0) + usd
         return True
+
+    def training_cost(self, training_job_arn: str) -> AttemptCost | None:
+        return self.costs.get(training_job_key(training_job_arn)) or self.costs.get(training_job_arn)
 
     def month_spend(self, team: str, month: str) -> float:
         return self.spend.get((team, month), 0.0)
+
+    def open_attempts(self) -> list[OpenAttempt]:
+        """The index's open training jobs (status not final), each with its linked job's state."""
+        return [
+            OpenAttempt(state, self.states.get(self.job_for_training_job(arn) or ""))
+            for arn, state in sorted(
+                self.training_states.items(), key=lambda kv: (kv[1].created_at or 0, kv[0])
+            )
+            if not state.status.is_final
+        ]

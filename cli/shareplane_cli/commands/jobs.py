@@ -17,6 +17,7 @@ from shareplane.domain.job_story import job_story, observed_now, wait_summary
 from shareplane.domain.lifecycle import JobStatus
 from shareplane.domain.records import history_label
 from shareplane.service.queries import job_records, job_submission
+from shareplane.service.spend import owner_of
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
@@ -237,7 +238,7 @@ def story_of(
         cost = store.training_cost(arn)
         if cost is None and config is not None and (training := store.load_training_job(arn)) is not None:
             # An attempt still training: the estimate `shareplane usage` gives it (source "running").
-            cost = running_cost(training, int(now * 1000), config)
+            cost = running_cost(training, owner_of(state, store, config), int(now * 1000), config)
         if cost is not None:
             costs.append(cost)
     created = (record.get("createdAt") or 0) / 1000.0

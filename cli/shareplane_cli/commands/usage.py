@@ -12,8 +12,9 @@ from typing import Annotated
 
 import typer
 from shareplane.domain.budget import budget_status, month_bounds
-from shareplane.domain.cost import UsageGroup, UsageRow, month_of
+from shareplane.domain.cost import UsageGroup, UsageRow
 from shareplane.domain.errors import InvalidInputError
+from shareplane.service.spend import team_months
 from shareplane.service.usage import chargeback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -138,7 +139,8 @@ def budgets_command(
     stack_name: StackName = DEFAULT_STACK,
     table: TableName = None,
 ) -> None:
-    """Each budgeted team's month: spent, budget, the burn-rate forecast and what enforcement does."""
+    """Each budgeted team's month: spent (billed plus accrued by running jobs), budget, the burn-rate
+    forecast and what enforcement does."""
     config = load_config(config_path)
     now = time.time()
     if month is not None:
@@ -154,8 +156,10 @@ def budgets_command(
         now = min(now, end.timestamp() - 1e-3) if start.timestamp() <= now else start.timestamp()
     store = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name).job_store(table)
     rows = []
+    months = team_months(store, config, sorted(config.budgets), int(now * 1000))
     for team, budget in sorted(config.budgets.items()):
-        status = budget_status(team, budget, store.month_spend(team, month_of(now * 1000)), now)
+        team_month = months[team]
+        status = budget_status(team, budget, team_month.billed_usd, now, team_month.accrued_usd)
         rows.append({**status.as_dict(), "over": status.over, "enforcement": budget.enforcement.value})
     if output is UsageOutput.JSON:
         print_json(rows)

@@ -115,6 +115,19 @@ def put_events_via(client: Any) -> PutEvents:
     return lambda entries: client.put_events(Entries=entries)
 
 
+def losing(put: PutEvents, lost: Callable[[Mapping[str, Any]], bool] | None) -> PutEvents:
+    """``put`` that drops the entries ``lost`` picks, answering as if the bus took them (a lost event:
+    the sender never learns); ``put`` itself when nothing is lost."""
+    if lost is None:
+        return put
+
+    def put_kept(entries: list[dict[str, Any]]) -> dict[str, Any]:
+        kept = [entry for entry in entries if not lost(entry)]
+        return put(kept) if kept else {"FailedEntryCount": 0, "Entries": []}
+
+    return put_kept
+
+
 # --------------------------------------------------------------------------- template resources
 #: Per resource type: the create operation, the request member holding the name, the response
 #: member holding the ARN, and the attribute Fn::GetAtt reads (CloudFormation's Ref is the ARN too).

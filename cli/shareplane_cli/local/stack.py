@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +24,7 @@ from shareplane.domain.arns import arn_tail, resource_name
 
 from . import embedded_dynamodb, input_paths, metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
-from .emulator import DEFAULT_SPEED, BatchResources, Emulator, put_events_via, resolve_outputs
+from .emulator import DEFAULT_SPEED, BatchResources, Emulator, losing, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
 from .sqs_delays import VirtualDelays
 from .template import FunctionSpec, TranslatedTemplate, load_sam_template, translate
@@ -97,6 +97,7 @@ class LocalStack:
         emulate: bool | None = None,
         faults: Any = None,
         clock: HoldableClock | SteppedClock | None = None,
+        lost: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self.spec = spec
         self.endpoint = endpoint
@@ -106,6 +107,9 @@ class LocalStack:
         self.emulate = endpoint is None if emulate is None else emulate
         self.speed = speed
         self.faults = faults  # gpusim.Faults for the emulated SageMaker (scripted or seeded failures)
+        # Which of the emulator's events (PutEvents entries) never reach the bus: SageMaker's events
+        # may be lost (reference/aws-semantics.md), and the repair paths are tested by losing them.
+        self.lost = lost
         # The emulator's clock. By default a wall clock, held while the handlers work and bounded
         # between the loop's turns (see gpusim.engine.HoldableClock), for a user who acts in wall
         # time (`shareplane up`); a SteppedClock moves only when a StackLoop's turn finds nothing to
@@ -440,7 +444,7 @@ class LocalStack:
         emulator = Emulator(
             self.speed or DEFAULT_SPEED,
             options,
-            put_events=put_events_via(self.client("events")),
+            put_events=losing(put_events_via(self.client("events")), self.lost),
             wall_clock=self.clock,
             checkpoint_writer=self.write_checkpoint,
         ).start()

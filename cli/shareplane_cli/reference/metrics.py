@@ -74,6 +74,11 @@ EMITTED_BY: dict[str, tuple[str, str]] = {
     "PlansSkipped": (_RB, "a plan not applied (dimension Reason)"),
     "CostUsd": (_RS, "once per training job at its end: billable time x instances x price"),
     "BillableInstanceSeconds": (_RS, "once per training job at its end"),
+    "UnownedTrainingJobs": (
+        _RS,
+        "a training job recorded final while no Batch job of shareplane links it, or linked to a job of "
+        "no team's share (dimension Reason): not costed",
+    ),
     "BudgetUsedPercent": (_WJ, "each tick, per budgeted team"),
     "BudgetForecastPercent": (_WJ, "each tick, per budgeted team: the month at its burn rate"),
 }

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from shareplane.adapters.dynamodb_store import DynamoJobStore, put_new, training_pk
+from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.tags import TEAM_TAG, TIER_TAG
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
@@ -28,20 +28,23 @@ runner = CliRunner()
 
 
 def seed(client: Any) -> None:
-    """ProdExp1: two attempts of one job (uploaded by ALICE), one running; ProdExp2: one attempt."""
+    """ProdExp1: two attempts of one LOWPRI job (uploaded by ALICE), one running attempt of another job;
+    ProdExp2: one MIDPRI attempt; and a training job no Batch job links (nobody's)."""
     create_jobs_table(client, TABLE)
     store = DynamoJobStore(client, TABLE)
+    link_to_batch_job(store, JOB, "ProdExp1", 10, [ARN + "a1", ARN + "a2"])
+    link_to_batch_job(store, JOB + "-b", "ProdExp2", 50, [ARN + "b1"])
+    link_to_batch_job(store, JOB + "-r", "ProdExp1", 10, [ARN + "r1"])
     events = attempt_stream("a1", "Failed", 900) + attempt_stream("a2", "Completed", 2700)
     other = attempt_stream("b1", "Completed", 3600)
-    for raw in other:
-        raw["detail"]["Tags"] = {TEAM_TAG: "ProdExp2", TIER_TAG: "MIDPRI"}
     running = training_event(
         "r1", "InProgress", "Training", 1_773_619_500_000, TrainingStartTime=1_773_619_500_000
     )
-    for raw in [*events, *other, running]:
+    stranger = training_event(
+        "s1", "InProgress", "Training", 1_773_619_500_000, TrainingStartTime=1_773_619_500_000
+    )
+    for raw in [*events, *other, running, stranger]:
         record_observation(parse_state_event(raw), store, FakeMetrics(), CONFIG)
-    for name in ("a1", "a2"):
-        put_new(client, TABLE, {"pk": training_pk(ARN + name), "sk": "JOB", "entity": "link", "jobArn": JOB})
     store.save_payload(JOB, {"uploader": {"principal": {"arn": ALICE, "check": "submitter"}}})
 
 
@@ -92,7 +95,7 @@ def test_spend_by_user_names_the_uploaders_principal_as_csv(seeded: None) -> Non
     by_user = {r["user"]: r for r in rows}
     assert float(by_user[ALICE]["usd"]) == pytest.approx(4 * 37.688, abs=0.01)
     assert by_user[ALICE]["attempts"] == "2"
-    assert by_user["unknown"]["attempts"] == "1"  # the running attempt is linked to no job yet
+    assert by_user["unknown"]["attempts"] == "1"  # the running attempt's job has no uploader recorded
 
 
 def test_the_table_explains_billable_time_and_bad_options_name_the_fix(
@@ -128,9 +131,13 @@ def test_budgets_show_each_teams_month_against_its_budget(seeded: None, tmp_path
     )
     assert result.exit_code == 0, result.output
     rows = {r["team"]: r for r in json.loads(result.stdout)}
-    # March is over: its forecast is its spend; ProdExp1's two finished attempts cost 4 x 37.688
-    assert rows["ProdExp1"]["spent_usd"] == pytest.approx(150.75, abs=0.01)
-    assert rows["ProdExp1"]["forecast_usd"] == pytest.approx(150.75, abs=0.02)
+    # March is over: its forecast is its spend. ProdExp1 was billed its two finished attempts (4 x
+    # 37.688), and its attempt still running (4 instances since 00:05 on 16 March) accrued the rest of March
+    accrued = (16 * 86400 - 300) * 4 / 3600 * 37.688
+    assert rows["ProdExp1"]["billed_usd"] == pytest.approx(150.75, abs=0.01)
+    assert rows["ProdExp1"]["accrued_usd"] == pytest.approx(accrued, abs=0.01)
+    assert rows["ProdExp1"]["spent_usd"] == pytest.approx(150.75 + accrued, abs=0.01)
+    assert rows["ProdExp1"]["forecast_usd"] == pytest.approx(150.75 + accrued, abs=0.02)
     assert (rows["ProdExp1"]["over"], rows["ProdExp1"]["enforcement"]) == (True, "refuse_lowpri")
     assert (rows["ProdExp2"]["over"], rows["ProdExp2"]["used"]) == (False, pytest.approx(0.1508, abs=1e-4))
     bad = runner.invoke(app, ["budgets", "--table", TABLE, "--config", str(path), "--month", "March"])

@@ -276,6 +276,49 @@ def test_an_attempt_with_no_team_is_costed_but_counts_in_no_month(store: Any) ->
     assert store.month_spend("ProdExp1", "2026-11") == 0.0
 
 
+def test_a_cost_across_a_month_boundary_adds_each_months_part_once(store: Any) -> None:
+    # GIVEN 2 instances billed 48 h from noon on 31 January to noon on 2 February
+    started = 1_769_860_800_000  # 2026-01-31T12:00:00Z
+    cost = replace(
+        attempt_cost("AWSBatchllm-x1", "ProdExp1", started + 48 * 3_600_000, 48 * 3600), started_at=started
+    )
+    assert store.record_cost(cost) is True and store.record_cost(cost) is False
+    # THEN January has a quarter of it, February the rest, and they add up to the whole
+    assert store.month_spend("ProdExp1", "2026-01") == pytest.approx(cost.usd / 4)
+    assert store.month_spend("ProdExp1", "2026-02") == pytest.approx(cost.usd * 3 / 4)
+    assert store.month_spend("ProdExp1", "2026-01") + store.month_spend(
+        "ProdExp1", "2026-02"
+    ) == pytest.approx(cost.usd, abs=1e-6)
+    assert store.training_cost(cost.training_job_arn) == cost
+
+
+def test_open_attempts_are_the_training_jobs_not_final_each_with_its_linked_job(store: Any) -> None:
+    # GIVEN a Batch job linking two training jobs, one running and one completed, and a third unlinked
+    linked = lifecycle([], "succeed")[0]
+    run, done, stranger = TRAINING_JOB + "-run", TRAINING_JOB + "-done", TRAINING_JOB + "-stranger"
+    store.save_job(decide(None, replace(linked, training_job_arns=(run, done))))
+    for arn, status in (
+        (run, TrainingJobStatus.IN_PROGRESS),
+        (done, TrainingJobStatus.COMPLETED),
+        (stranger, TrainingJobStatus.IN_PROGRESS),
+    ):
+        obs = TrainingJobObservation(
+            arn, status, created_at=1_795_000_000_000, last_modified_at=1_795_000_060_000
+        )
+        store.save_training_job(decide_training(None, obs), obs)
+    # THEN the open attempts are the running two, the linked one with its job's state
+    opened = {a.training.training_job_arn: a for a in store.open_attempts()}
+    assert set(opened) == {run, stranger}
+    assert opened[run].job == store.load_job(JOB) and opened[stranger].job is None
+    assert opened[run].training == store.load_training_job(run)
+    # WHEN the running one ends THEN it is no longer open
+    end = TrainingJobObservation(
+        run, TrainingJobStatus.COMPLETED, created_at=1_795_000_000_000, last_modified_at=1_795_000_120_000
+    )
+    store.save_training_job(decide_training(store.load_training_job(run), end), end)
+    assert [a.training.training_job_arn for a in store.open_attempts()] == [stranger]
+
+
 # -- start predictions (the PREDICTION item beside the state) ---------------------------------------
 def _prediction(tick_ms: int) -> StartPrediction:
     return StartPrediction(tick_ms, tick_ms + 60_000, tick_ms + 600_000, None, 0.7, 100)

@@ -72,3 +72,13 @@ def test_a_training_job_is_described_with_what_it_was_created_with(under_test: T
 def test_a_name_sagemaker_does_not_know_is_none(under_test: TrainingUnderTest) -> None:
     under_test.create(REQUEST)
     assert under_test.training.describe("AWSBatchnever-started") is None
+
+
+def test_a_training_job_is_observed_as_its_state_event_would_say_it(under_test: TrainingUnderTest) -> None:
+    under_test.create(REQUEST)
+    observed = under_test.training.observe(REQUEST["TrainingJobName"])
+    assert observed is not None
+    assert observed.training_job_arn.endswith(":training-job/" + REQUEST["TrainingJobName"])
+    assert (observed.status.value, observed.status.is_final) == ("Completed", True)
+    assert (observed.instance_type, observed.instance_count) == ("ml.p4d.24xlarge", 2)
+    assert under_test.training.observe("AWSBatchnever-started") is None

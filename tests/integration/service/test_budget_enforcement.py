@@ -136,3 +136,38 @@ def test_a_retry_after_the_team_went_over_budget_answers_with_the_job_its_first_
     assert outcome.status == "accepted" and world.batch.distinct_jobs == 3
     assert len(outcome.jobs) == 3
     assert not world.json(outcome.answer).get("rejected")
+
+
+def test_a_team_over_budget_by_what_its_running_jobs_accrued_has_its_lowpri_drop_refused(aws: None) -> None:
+    # GIVEN nothing billed to ProdExp1 yet, but its job on 100 ml.p4d.24xlarge training for 20 minutes
+    # (about 1,256 USD of its 1,000 USD budget), and a drop landing then
+    from shareplane.domain.training import TrainingJobStatus
+    from shareplane.service.record_state import record_observation
+
+    from tests.cost_world import Attempt, Job, batch_events, training_events
+    from tests.fakes.metrics import FakeMetrics
+
+    world = build_world()
+    world.config = config_with_budget("refuse_lowpri")
+    obj = world.drop(KEY, SPEC)
+    landed = int(
+        world.s3.head_object(Bucket=BUCKET, Key=KEY, VersionId=obj.version_id)["LastModified"].timestamp()
+    )
+    start = landed * 1000 - 20 * 60_000
+    attempt = Attempt(
+        "AWSBatchwide-a0", start, start + 10 * 3_600_000, 100, TrainingJobStatus.COMPLETED, 36000
+    )
+    job = Job("wide", "ProdExp1", 10, (attempt,))
+    for event in [*batch_events(job, landed * 1000), *training_events(attempt, landed * 1000)]:
+        record_observation(event, world.store, FakeMetrics(), world.config)
+    # WHEN the drop is handled
+    outcome = world.handle(obj)
+    answer = world.json(outcome.answer or "")
+    # THEN its LOWPRI job is refused, the answer saying the running jobs are in the spend
+    assert sorted(s["jobName"] for s in world.batch.submits) == [
+        "bert-large-ranker-ft-01",
+        "ranker-tokenize-v7",
+    ]
+    (error,) = [e for r in answer["rejected"] for e in r["errors"]]
+    assert "running jobs included" in error["message"]
+    assert answer["budget"]["spent_usd"] == pytest.approx(100 * 37.688 / 3, rel=0.01)

@@ -81,3 +81,26 @@ def test_a_team_without_a_budget_is_never_alerted_on_cost() -> None:
     world.store.spend[("ProdExp1", "2026-03")] = 1e9
     report = watch(world.ports, at(10))
     assert published(world) == [] and report.budgets == {}
+
+
+def test_a_running_job_counts_in_the_month_and_alerts_before_anything_is_billed() -> None:
+    # GIVEN nothing billed, and ProdExp1's job on 8 ml.p4d.24xlarge training since 00:00 on 10 March
+    from shareplane.domain.training import TrainingJobStatus
+    from shareplane.service.record_state import record_observation
+
+    from tests.cost_world import Attempt, Job, batch_events, training_events
+
+    world = World(config=budget_config())
+    start, now = int(at(10) * 1000), at(10) + 3 * 3600
+    attempt = Attempt("AWSBatchbig-a0", start, start + 72 * 3_600_000, 8, TrainingJobStatus.COMPLETED, 0)
+    job = Job("big", "ProdExp1", 10, (attempt,))
+    for event in [*batch_events(job, int(now * 1000)), *training_events(attempt, int(now * 1000))]:
+        record_observation(event, world.store, world.metrics, world.config)
+    # WHEN the watch runs three hours in
+    report = watch(world.ports, now)
+    # THEN the month holds what the job accrued (3 h x 8 x 37.688 = 904.51 USD), and 50% and 80% alerted
+    assert report.budgets["ProdExp1"]["billed_usd"] == 0.0
+    assert report.budgets["ProdExp1"]["accrued_usd"] == pytest.approx(3 * 8 * 37.688, abs=0.01)
+    budget = [s for s in published(world) if s["attributes"]["kind"] == "budget"]
+    assert sorted(round(s["message"]["threshold"] * 100) for s in budget) == [50, 80]
+    assert "accrued by running jobs" in budget[0]["message"]["reason"]

@@ -8,11 +8,11 @@ Layout (one table, string keys ``pk``/``sk``):
 | ``JOB#<jobArn>``    | ``H#<at>#<seq>`` | one history item per distinct observation (TTL)   |
 | ``JOB#<jobArn>``    | ``PAYLOAD``      | the SubmitServiceJob request as submitted         |
 | ``JOB#<jobArn>``    | ``PREDICTION``   | the newest watch tick's start prediction (TTL)    |
-| ``TJ#<arn>``        | ``STATE``        | SageMaker training job state                      |
+| ``TJ#<arn>``        | ``STATE``        | SageMaker training job state (``OPEN`` while open) |
 | ``TJ#<arn>``        | ``H#<seq>``      | training job history (TTL)                        |
 | ``TJ#<arn>``        | ``JOB``          | which Batch job the training job belongs to       |
 | ``TJ#<arn>``        | ``COST``         | what the training job cost, written once          |
-| ``SPEND#<team>``    | ``<YYYY-MM>``    | the team's recorded cost in a month (budgets)     |
+| ``SPEND#<team>``    | ``<YYYY-MM>``    | the team's billed cost in a month (budgets)       |
 | ``TICK#<runner>``   | ``TICK``         | the newest schedule tick a periodic run handled   |
 | ``ARRIVALS#<queue>``| ``HOUR#<hour>``  | finished jobs counted by creation hour (TTL)      |
 
@@ -21,6 +21,11 @@ yet, which is what makes a re-delivered event a no-op), the state item (conditio
 read, so two writers can never lose a transition or move the state backwards), any new
 training-job links and, once the job has finished, its move in the arrival counts
 (``arrival_items``): counted in the same write as its state, a job is counted once.
+
+A training job's STATE item is in the ByStatus index under ``OPEN_TRAINING`` while its status is not
+final (a sparse entry: the versioned put of a final state drops it), so the running attempts a
+team's month accrues, and those the watch reconciles, are one Query away, never a scan. A COST item
+and the team's SPEND items (one ADD per month its billed interval touches) are one transaction.
 
 The PREDICTION item sits beside the STATE item, not on it: the state is rewritten whole at each
 transition (a versioned put), which would drop a prediction, and a prediction must not bump the
@@ -39,6 +44,7 @@ from botocore.exceptions import ClientError
 
 from ..domain.arns import training_job_key
 from ..domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
+from ..domain.errors import ShareplaneError
 from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
 from ..domain.training import (
     TrainingHistoryEntry,
@@ -63,7 +69,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-    from ..domain.cost import AttemptCost
+    from ..domain.cost import AttemptCost, OpenAttempt
     from ..domain.start_prediction import StartPrediction
     from ..domain.submitted_payload import SubmittedPayload
 
@@ -75,6 +81,8 @@ COST_SK = "COST"
 SPEND_PREFIX = "SPEND#"
 PAYLOAD_SK = "PAYLOAD"
 PREDICTION_SK = "PREDICTION"
+#: The ByStatus partition that lists training jobs whose status is not final (a sparse index entry).
+OPEN_TRAINING = "TRAINING#OPEN"
 #: A stored prediction is only newer than the stored one when its tick is strictly later.
 _NEWER_PREDICTION = "attribute_not_exists(pk) OR predictedAt < :at"
 #: BatchGetItem reads at most 100 keys a request; unprocessed keys are asked again this many times.
@@ -201,11 +209,18 @@ def prediction_from_item(item: Mapping[str, Any]) -> StartPrediction:
 
 
 def training_state_item(state: TrainingJobState, pk: str | None = None) -> dict[str, Any]:
-    """The STATE item for a training job (under ``pk`` when it lives under its legacy key)."""
+    """The STATE item for a training job, in the index under ``OPEN_TRAINING`` while not final.
+
+    ``pk`` names the item's key when it lives under its legacy (original-casing) key.
+    """
     data = asdict(state)
     data["status"] = state.status.value
     data["tags"] = dict(state.tags)
-    return {"pk": pk or training_pk(state.training_job_arn), "sk": STATE_SK, "entity": "training_job", **data}
+    item = {"pk": pk or training_pk(state.training_job_arn), "sk": STATE_SK, "entity": "training_job", **data}
+    if not state.status.is_final:
+        item["gsi1pk"] = OPEN_TRAINING
+        item["gsi1sk"] = f"{state.created_at or 0:013d}#{state.training_job_arn}"
+    return item
 
 
 def training_state_from_item(item: Mapping[str, Any]) -> TrainingJobState:
@@ -233,6 +248,8 @@ def cost_item(cost: AttemptCost) -> dict[str, Any]:
         "at": cost.at,
         "source": cost.source.value,
         "managedSpot": cost.managed_spot,
+        "jobArn": cost.job_arn,
+        "startedAt": cost.started_at,
     }
 
 
@@ -251,7 +268,22 @@ def cost_from_item(item: Mapping[str, Any]) -> AttemptCost:
         at=int(item.get("at") or 0),
         source=BillableSource(item.get("source", BillableSource.REPORTED.value)),
         managed_spot=bool(item.get("managedSpot")),
+        job_arn=item.get("jobArn"),
+        started_at=int(item["startedAt"]) if item.get("startedAt") is not None else None,
     )
+
+
+def _monthly_parts(cost: AttemptCost) -> list[tuple[str, float, float]]:
+    """(month, USD, billable instance-seconds) of each month the cost's billed interval touches."""
+    by_month = cost.by_month()
+    total = sum(by_month.values())
+    seconds = cost.billable_seconds * cost.instance_count
+    if total <= 0:  # nothing priced or nothing billed: the instance-seconds split as the time is
+        from ..domain.cost import spread_by_month
+
+        shares = spread_by_month(1.0, cost.started_at, cost.at)
+        return [(m, by_month.get(m, 0.0), seconds * f) for m, f in shares.items()]
+    return [(m, usd, seconds * usd / total) for m, usd in by_month.items()]
 
 
 def spend_key(team: str, month: str) -> dict[str, Any]:
@@ -476,33 +508,62 @@ class DynamoJobStore:
         return cost_from_item(item) if item else None
 
     def record_cost(self, cost: AttemptCost) -> bool:
-        """One transaction: the COST item (not yet there) and the team's month spend added to.
+        """One transaction: the COST item (not yet there) and the team's spend in each month it touches.
 
-        False when the training job was costed already: a repeated or reordered final event adds
-        nothing, so each attempt is in the spend exactly once.
+        The cost is spread over its billed interval by time (``AttemptCost.by_month``): one ADD per
+        month, each with that month's part of the USD and of the billable instance-seconds, and the
+        attempt counted in each. False when the training job was costed already: a repeated or
+        reordered final event adds nothing, so each attempt is in the spend exactly once.
         """
         legacy = legacy_training_pk(cost.training_job_arn)
         if legacy != training_pk(cost.training_job_arn) and self._get(legacy, COST_SK) is not None:
             return False  # costed before the keys were normalised: its spend is in already
         actions: list[TransactWriteItemTypeDef] = [self._put_new(cost_item(cost))]
         if cost.team:
-            actions.append(
+            actions += [
                 {
                     "Update": {
                         "TableName": self._table,
-                        "Key": spend_key(cost.team, cost.month),
+                        "Key": spend_key(cost.team, month),
                         "UpdateExpression": "ADD usd :usd, billableInstanceSeconds :s, attempts :one "
                         "SET entity = :e",
                         "ExpressionAttributeValues": {
-                            ":usd": {"N": str(to_ddb(float(cost.usd or 0.0)))},
-                            ":s": {"N": str(to_ddb(float(cost.billable_seconds * cost.instance_count)))},
+                            ":usd": {"N": str(to_ddb(float(usd)))},
+                            ":s": {"N": str(to_ddb(float(seconds)))},
                             ":one": {"N": "1"},
                             ":e": {"S": "spend"},
                         },
                     }
                 }
-            )
+                for month, usd, seconds in _monthly_parts(cost)
+            ]
         return transact_new_and_versioned(self._client, actions, "cost written concurrently")
+
+    def open_attempts(self) -> list[OpenAttempt]:
+        """Every training job whose status is not final (the index's ``OPEN_TRAINING`` partition),
+        each with the Batch job its LINK item names (None: none yet), read 100 keys at a time."""
+        from ..domain.cost import OpenAttempt  # the cost paths' alone
+
+        items = self._paginate(
+            "query",
+            IndexName="ByStatus",
+            KeyConditionExpression="gsi1pk = :p",
+            ExpressionAttributeValues={":p": {"S": OPEN_TRAINING}},
+        )
+        states = [training_state_from_item(item) for item in items]
+        links = self._batch_get([(training_pk(s.training_job_arn), LINK_SK) for s in states])
+        job_of = {pk: str(item["jobArn"]) for (pk, _), item in links.items()}
+        jobs = self._batch_get([(job_pk(arn), STATE_SK) for arn in sorted(set(job_of.values()))])
+        return [
+            OpenAttempt(
+                state,
+                job_state_from_item(jobs[(job_pk(job_of[pk]), STATE_SK)])
+                if (pk := training_pk(state.training_job_arn)) in job_of
+                and (job_pk(job_of[pk]), STATE_SK) in jobs
+                else None,
+            )
+            for state in states
+        ]
 
     def costs(self) -> list[AttemptCost]:
         """Every recorded attempt's cost, each with its Batch job when a link names it."""
@@ -523,15 +584,6 @@ class DynamoJobStore:
             if item.get("entity") == "cost"
         ]
 
-    def training_jobs(self) -> list[TrainingJobState]:
-        """Every training job's current state (running ones are costed as estimates)."""
-        items = self._paginate(
-            "scan",
-            FilterExpression="sk = :s AND entity = :e",
-            ExpressionAttributeValues={":s": {"S": STATE_SK}, ":e": {"S": "training_job"}},
-        )
-        return [training_state_from_item(item) for item in items]
-
     def month_spend(self, team: str, month: str) -> float:
         """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``); 0 before its first."""
         response = self._client.get_item(
@@ -541,6 +593,29 @@ class DynamoJobStore:
         return float(value) if value else 0.0
 
     # -- plumbing ---------------------------------------------------------------------------
+    def _batch_get(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The items of these keys that exist, by key (BatchGetItem: 100 keys a request, unprocessed
+        keys asked again; keys still unprocessed after the rounds raise, so nothing is read as absent)."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for first in range(0, len(unique), _BATCH_GET_KEYS):
+            chunk = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in unique[first : first + _BATCH_GET_KEYS]]
+            request: dict[str, Any] = {self._table: {"Keys": chunk, "ConsistentRead": True}}
+            for _ in range(_BATCH_GET_ROUNDS):
+                answer = self._client.batch_get_item(RequestItems=request)
+                for raw in answer.get("Responses", {}).get(self._table, []):
+                    item = unmarshal(raw)
+                    found[(str(item["pk"]), str(item["sk"]))] = item
+                request = dict(answer.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+            if request:
+                # Throttled past the rounds: an absent link or job would read as "nobody's", so fail.
+                raise ShareplaneError(
+                    f"BatchGetItem left {len(request[self._table]['Keys'])} keys unprocessed; try again"
+                )
+        return found
+
     def _put_new(self, item: Mapping[str, Any]) -> TransactWriteItemTypeDef:
         return put_new_action(self._table, item)
 

@@ -1,7 +1,8 @@
 """Budgets per team per month: where a team stands, its burn-rate forecast, alerts, and admission.
 
-A team's spend in a month is what its finished attempts cost (each recorded once, ``domain/cost.py``),
-dated at each training job's end, in UTC calendar months. The forecast extrapolates the month's burn
+A team's spend in a month is what its finished attempts were billed in it plus what its running
+attempts have accrued in it (``domain/cost.py``: each attempt's cost spread over its billed interval
+by time, in UTC calendar months; each finished one recorded once). The forecast extrapolates the month's burn
 rate: spend so far / the part of the month gone x the whole month. Each alert threshold alerts once a
 month (``budget_alerts.py``: its dedupe key names the team, the month and the threshold).
 Enforcement acts only on new drops, at submission; queued and running work is never moved or stopped.
@@ -36,6 +37,8 @@ class BudgetStatus:
     monthly_usd: float
     #: The part of the month gone at the time the status was taken (0..1).
     elapsed: float
+    #: The part of ``spent_usd`` that running attempts have accrued (not billed yet).
+    accrued_usd: float = 0.0
 
     @property
     def used(self) -> float:
@@ -56,6 +59,8 @@ class BudgetStatus:
             "team": self.team,
             "month": self.month,
             "spent_usd": round(self.spent_usd, 2),
+            "billed_usd": round(self.spent_usd - self.accrued_usd, 2),
+            "accrued_usd": round(self.accrued_usd, 2),
             "monthly_usd": self.monthly_usd,
             "used": round(self.used, 4),
             "forecast_usd": round(self.forecast_usd, 2),
@@ -63,12 +68,15 @@ class BudgetStatus:
         }
 
 
-def budget_status(team: str, budget: BudgetConfig, spent_usd: float, now: float) -> BudgetStatus:
-    """Where ``team`` stands in the month of ``now`` (epoch seconds) with ``spent_usd`` spent in it."""
+def budget_status(
+    team: str, budget: BudgetConfig, billed_usd: float, now: float, accrued_usd: float = 0.0
+) -> BudgetStatus:
+    """Where ``team`` stands in the month of ``now`` (epoch seconds): billed plus accrued in it."""
     month = month_of(now * 1000)
     start, end = month_bounds(month)
     elapsed = (now - start.timestamp()) / (end.timestamp() - start.timestamp())
-    return BudgetStatus(team, month, spent_usd, budget.monthly_usd, min(1.0, max(0.0, elapsed)))
+    spent = billed_usd + accrued_usd
+    return BudgetStatus(team, month, spent, budget.monthly_usd, min(1.0, max(0.0, elapsed)), accrued_usd)
 
 
 def crossed(status: BudgetStatus, budget: BudgetConfig) -> list[float]:
@@ -98,9 +106,9 @@ def admission(status: BudgetStatus | None, budget: BudgetConfig | None, tier: Ti
 def refusal_message(status: BudgetStatus) -> tuple[str, str]:
     """(problem, fix) of a LOWPRI job refused because its team is over budget."""
     problem = (
-        f"{status.team} has spent {status.spent_usd:,.2f} USD of its {status.monthly_usd:,.2f} USD budget "
-        f"for {status.month}; new LOWPRI jobs are refused while the team is over it (jobs already queued "
-        "or running are not touched)"
+        f"{status.team} has spent {status.spent_usd:,.2f} USD{_running(status)} of its "
+        f"{status.monthly_usd:,.2f} USD budget for {status.month}; new LOWPRI jobs are refused while the "
+        "team is over it (jobs already queued or running are not touched)"
     )
     fix = (
         "drop it again next month, submit it as MIDPRI or HIGHPRI if it cannot wait, or ask the platform "
@@ -108,6 +116,10 @@ def refusal_message(status: BudgetStatus) -> tuple[str, str]:
         "--since month --by user` shows who spent the budget"
     )
     return problem, fix
+
+
+def _running(status: BudgetStatus) -> str:
+    return f" (running jobs included: {status.accrued_usd:,.2f} USD)" if status.accrued_usd > 0 else ""
 
 
 def demotion_note(status: BudgetStatus, asked: Tier) -> str:

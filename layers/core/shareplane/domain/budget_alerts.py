@@ -25,9 +25,9 @@ def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -
         **status.as_dict(),
         "threshold": threshold,
         "enforcement": enforcement.value,
-        "reason": f"{status.team} spent {status.spent_usd:,.2f} USD of its {status.monthly_usd:,.2f} USD "
-        f"budget for {status.month} ({status.used:.0%}); at this burn rate the month ends near "
-        f"{status.forecast_usd:,.2f} USD",
+        "reason": f"{status.team} spent {status.spent_usd:,.2f} USD{_accrued(status)} of its "
+        f"{status.monthly_usd:,.2f} USD budget for {status.month} ({status.used:.0%}); at this burn rate "
+        f"the month ends near {status.forecast_usd:,.2f} USD",
         "fix": _fix(enforcement, status.team),
     }
     subject = subject_line(
@@ -43,6 +43,10 @@ def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -
         f"budget:{status.team}:{status.month}:{percent}",
         team=status.team,
     )
+
+
+def _accrued(status: BudgetStatus) -> str:
+    return f" ({status.accrued_usd:,.2f} of it accrued by running jobs)" if status.accrued_usd > 0 else ""
 
 
 def _fix(enforcement: BudgetEnforcement, team: str) -> str:

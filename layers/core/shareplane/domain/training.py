@@ -90,6 +90,8 @@ class TrainingJobState:
     training_ended_at: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     managed_spot: bool = False
+    #: BillableTimeInSeconds, from the final event (or DescribeTrainingJob) that carried it.
+    billable_seconds: int | None = None
     seen: tuple[str, ...] = ()
     version: int = 0
 
@@ -145,6 +147,9 @@ def decide_training(current: TrainingJobState | None, obs: TrainingJobObservatio
         training_ended_at=state.training_ended_at or obs.training_ended_at,
         tags=state.tags or obs.tags,
         managed_spot=state.managed_spot or obs.managed_spot,
+        billable_seconds=state.billable_seconds
+        if state.billable_seconds is not None
+        else obs.billable_seconds,
         seen=tuple(sorted(state.seen + (digest,))),
         version=(current.version if current else 0) + 1,
     )

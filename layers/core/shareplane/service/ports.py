@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ..domain.arrival_counts import ArrivalKey
     from ..domain.attribution import StoredAttribution
     from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
-    from ..domain.cost import AttemptCost
+    from ..domain.cost import AttemptCost, OpenAttempt
     from ..domain.described_job import DescribedJob, ListedJob
     from ..domain.failure_record import Applied, DecisionRecord, StormFailure
     from ..domain.idle import GpuSample
@@ -71,11 +71,17 @@ class JobStore(Protocol):
         ...
 
     def record_cost(self, cost: AttemptCost) -> bool:
-        """Record an attempt's cost and add it to its team's month spend; False when recorded already."""
+        """Record an attempt's cost and add it to its team's spend in each month its billed interval
+        touches (one transaction); False when recorded already."""
         ...
 
     def month_spend(self, team: str, month: str) -> float:
-        """USD the team's recorded attempts cost in ``month`` (``YYYY-MM``, UTC); 0 before its first."""
+        """USD the team was billed in ``month`` (``YYYY-MM``, UTC); 0 before its first."""
+        ...
+
+    def open_attempts(self) -> list[OpenAttempt]:
+        """Every training job whose status in the table is not final, with the Batch job its link
+        names (None: no link yet): a bounded read (an index), never a scan."""
         ...
 
 
@@ -287,6 +293,10 @@ class TrainingJobs(Protocol):
 
     def describe(self, training_job_name: str) -> TrainingJobFacts | None:
         """DescribeTrainingJob's result; None when SageMaker does not know the job."""
+        ...
+
+    def observe(self, training_job_name: str) -> TrainingJobObservation | None:
+        """DescribeTrainingJob read as an observation of the job's state (the watch's reconcile)."""
         ...
 
 
@@ -564,18 +574,18 @@ class UploadAttributions(Protocol):
 
 
 class CostReader(Protocol):
-    """What the chargeback report reads: recorded costs, training jobs still running, uploaders."""
+    """What the chargeback report reads: recorded costs, attempts still running, uploaders."""
 
     def costs(self) -> list[AttemptCost]:
         """Every recorded attempt's cost, with its Batch job when known."""
         ...
 
-    def training_jobs(self) -> list[TrainingJobState]:
-        """Every training job's current state."""
+    def open_attempts(self) -> list[OpenAttempt]:
+        """Every training job not final in the table, with the Batch job its link names."""
         ...
 
-    def job_for_training_job(self, training_job_arn: str) -> str | None:
-        """The ARN of the service job that ran a training job; None when not recorded."""
+    def month_spend(self, team: str, month: str) -> float:
+        """USD the team was billed in ``month``."""
         ...
 
     def load_payload(self, job_arn: str) -> SubmittedPayload | None:

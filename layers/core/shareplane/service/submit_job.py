@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.budget import Admission, BudgetStatus, admission, budget_status, demotion_note, refusal_message
 from ..domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
-from ..domain.cost import month_of
 from ..domain.drop_access import drop_refusal
 from ..domain.drop_keys import folder_team
 from ..domain.errors import InvalidInputError, RejectedByServiceError
@@ -295,12 +294,16 @@ class _BudgetCheck:
 def _budget_check(
     team: str | None, ports: SubmitPorts, config: SharesConfig, landed_at_ms: int
 ) -> _BudgetCheck:
-    """The team's month at the drop's time, read only when its budget enforces anything."""
+    """The team's month at the drop's time (billed, and accrued by its running jobs), read only when
+    its budget enforces anything."""
     budget = config.budgets.get(team or "")
     if team is None or budget is None or budget.enforcement is BudgetEnforcement.NONE:
         return _BudgetCheck()
-    spent = ports.store.month_spend(team, month_of(landed_at_ms))
-    return _BudgetCheck(budget_status(team, budget, spent, landed_at_ms / 1000), budget, team)
+    from .spend import team_months  # only a drop of a team whose budget enforces reads the month
+
+    month = team_months(ports.store, config, [team], landed_at_ms)[team]
+    status = budget_status(team, budget, month.billed_usd, landed_at_ms / 1000, month.accrued_usd)
+    return _BudgetCheck(status, budget, team)
 
 
 def _file_share(

@@ -1,20 +1,22 @@
-"""Read side of cost: the chargeback report (recorded attempts plus estimates of running ones)."""
+"""Read side of cost: the chargeback report (recorded attempts plus what running ones have accrued)."""
 
 from __future__ import annotations
 
 from ..domain.config import SharesConfig
-from ..domain.cost import AttemptCost, UsageGroup, UsageRow, running_cost, usage_rows, with_job
+from ..domain.cost import AttemptCost, UsageGroup, UsageRow, usage_rows
 from .ports import CostReader
+from .spend import accruing
 
 
 def current_costs(reader: CostReader, config: SharesConfig, now_ms: int) -> list[AttemptCost]:
-    """Every recorded attempt's cost, and an estimate up to ``now_ms`` for each attempt still running."""
+    """Every recorded attempt's cost, and what each attempt still running has accrued up to ``now_ms``,
+    charged to its Batch job's team (an attempt no Batch job of a team runs is nobody's: left out)."""
     recorded = reader.costs()
     costed = {c.training_job_arn for c in recorded}
     running = [
-        with_job(estimate, reader.job_for_training_job(state.training_job_arn))
-        for state in reader.training_jobs()
-        if state.training_job_arn not in costed and (estimate := running_cost(state, now_ms, config))
+        c
+        for c in accruing(reader.open_attempts(), reader, config, now_ms)
+        if c.training_job_arn not in costed and c.team is not None
     ]
     return recorded + running
 
@@ -38,7 +40,7 @@ def chargeback(
     since_ms: int = 0,
     team: str | None = None,
 ) -> list[UsageRow]:
-    """Cost per team and ``by`` key since ``since_ms``, running attempts estimated up to ``now_ms``."""
+    """Cost per team and ``by`` key since ``since_ms``, running attempts accrued up to ``now_ms``."""
     costs = current_costs(reader, config, now_ms)
     users = uploaders(reader, costs) if by is UsageGroup.USER else {}
     return usage_rows(costs, by, since_ms=since_ms, team=team, users=users)

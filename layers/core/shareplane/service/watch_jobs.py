@@ -9,12 +9,15 @@ Every few minutes (an EventBridge schedule):
 2. Reconcile: ListServiceJobs per queue and active status, DescribeServiceJob, and every result
    through ``record_observation`` as a RECONCILED observation, so a missed event is repaired by the
    same idempotent path. A job the table thinks active that Batch no longer knows raises one
-   ``unknown_to_batch`` alert; a repaired FAILED job goes through the failure path.
+   ``unknown_to_batch`` alert; a repaired FAILED job goes through the failure path. Then the training
+   jobs: one the table holds as not final whose Batch job has ended (its final SageMaker event was
+   lost) gets DescribeTrainingJob, recorded as an observation, so it is costed once by the same path.
 3. Predictions (when the run is given ``ForecastPorts``): each waiting GPU job's start forecast on the
    live twin, stored on its record (``service/start_predictions.py``); the wait alert of step 1 carries
    the job's newest one, so this step runs before it.
 4. Gauges for the dashboard and alarms: runnable jobs and oldest wait by tier, instances in use by
-   share against entitlement and capacity, utilization.
+   share against entitlement and capacity, utilization; each budgeted team's month (billed plus what
+   its running attempts accrued), its thresholds alerted once a month.
 
 A run is decided at its tick's time (the Scheduled Event's ``time``), not at the clock's: waits, SLOs
 and alert windows are measured from it, so a redelivered tick decides the same way, and on the local
@@ -33,11 +36,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import job_id_of, queue_name
+from ..domain.arns import arn_tail, job_id_of, queue_name
 from ..domain.budget import budget_status, crossed
 from ..domain.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
 from ..domain.config import Tier
-from ..domain.cost import CostMetricEvent, month_of
+from ..domain.cost import CostMetricEvent
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failure_rules import Severity
 from ..domain.failures import escalation_ceiling, priority_escalation
@@ -49,7 +52,9 @@ from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted
 from .record_state import record_observation
 
 if TYPE_CHECKING:
+    from ..domain.cost import OpenAttempt
     from ..domain.start_prediction import StartPrediction
+    from .spend import TeamMonth
     from .start_predictions import ForecastPorts
 
 logger = logging.getLogger(__name__)
@@ -91,6 +96,10 @@ class WatchReport:
     predictions: dict[str, StartPrediction] = field(default_factory=dict)
     #: How many of them were stored (a prediction from a later tick already stored stays).
     predictions_stored: int = 0
+    #: Training jobs described because their Batch job ended while they were open in the table.
+    training_reconciled: int = 0
+    #: ... of which the description changed the recorded state (a lost SageMaker event repaired).
+    training_repaired: int = 0
 
 
 _T = TypeVar("_T")
@@ -171,20 +180,99 @@ def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None
     """
     report = WatchReport()
     reconcile(ports, report, now)
+    still_open = reconcile_training(ports, report)
     jobs = {status: ports.store.jobs(status.value) for status in ACTIVE_STATUSES}
     if forecast is not None:
         isolated(ports, report, "forecast", "all", partial(predict, forecast, jobs, ports, now, report))
     escalate(jobs[JobStatus.RUNNABLE], ports, now, report, forecast)
     isolated(ports, report, "gauges", "all", lambda: publish_gauges(jobs, ports, now))
-    for team in sorted(ports.config.budgets):
-        isolated(ports, report, "budgets", team, partial(check_budget, team, ports, now, report))
+    check_budgets(ports, now, report, still_open)
     return report
 
 
-def check_budget(team: str, ports: FailurePorts, now: float, report: WatchReport) -> None:
-    """Alert each budget threshold the team's month spend has reached, once a month; gauge the month."""
+def reconcile_training(ports: FailurePorts, report: WatchReport) -> list[OpenAttempt] | None:
+    """Describe each training job still open in the table whose attempt Batch says is over (its job
+    ended or waits again, or a later attempt of it started), and record it.
+
+    Batch's events say the attempt ended; SageMaker's event for its training job may be lost, which
+    would leave the attempt accruing forever and never billed. DescribeTrainingJob's answer goes
+    through ``record_observation`` like the lost event would have (costed once, by the COST item's
+    condition). Returns the attempts still open afterwards (None: they could not be read).
+    """
+    attempts = isolated(ports, report, "list", "open-training-jobs", ports.store.open_attempts)
+    if attempts is None:
+        return None
+    still_open = []
+    for attempt in attempts:
+        job = attempt.job
+        if job is not None and _attempt_over(job, attempt.training.training_job_arn):
+            arn = attempt.training.training_job_arn
+            final = isolated(
+                ports, report, "reconcile", arn, partial(_reconcile_training_job, attempt, job, ports, report)
+            )
+            if final:
+                continue
+        still_open.append(attempt)
+    return still_open
+
+
+def _attempt_over(job: JobState, training_job_arn: str) -> bool:
+    """Whether Batch says this attempt of ``job`` is over: the job ended, went back to waiting (a
+    retry, a preemption: the job no longer holds the attempt's instances), or a later attempt started."""
+    latest = job.latest_training_job_arn
+    return job.status not in _HOLDING or (latest is not None and latest != training_job_arn)
+
+
+def _reconcile_training_job(
+    attempt: OpenAttempt, job: JobState, ports: FailurePorts, report: WatchReport
+) -> bool:
+    """Record what SageMaker says of one open training job; True when it is final now."""
+    state = attempt.training
+    observed = ports.training.observe(state.training_job_name or arn_tail(state.training_job_arn))
+    if observed is None:
+        logger.warning("training job unknown to SageMaker", extra={"trainingJobArn": state.training_job_arn})
+        return False
+    # Under the ARN the table holds: the job was asked for by its name, and is this one.
+    observed = replace(observed, training_job_arn=state.training_job_arn)
+    outcome = record_observation(observed, ports.store, ports.metrics, ports.config)
+    report.training_reconciled += 1
+    if outcome.decision is Decision.APPLY:
+        report.training_repaired += 1
+        ports.metrics.emit(
+            [FailureMetricEvent("ReconcileRepairs", 1)],
+            {"Queue": queue_name(job.job_queue)},
+            {"trainingJobArn": state.training_job_arn, "jobArn": job.job_arn},
+        )
+    return observed.status.is_final
+
+
+def check_budgets(
+    ports: FailurePorts, now: float, report: WatchReport, attempts: list[OpenAttempt] | None = None
+) -> None:
+    """Each budgeted team's month (billed plus what its running jobs accrued, the open attempts read
+    once for all teams, or given): its thresholds alerted and its gauges published."""
+    teams = sorted(ports.config.budgets)
+    if not teams:
+        return
+    from .spend import team_months  # the budget step's alone
+
+    months = isolated(
+        ports,
+        report,
+        "budgets",
+        "months",
+        partial(team_months, ports.store, ports.config, teams, int(now * 1000), attempts),
+    )
+    for team in teams:
+        if months is not None:
+            isolated(ports, report, "budgets", team, partial(check_budget, months[team], ports, now, report))
+
+
+def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: WatchReport) -> None:
+    """Alert each budget threshold the team's month has reached, once a month; gauge the month."""
+    team = month.team
     budget = ports.config.budgets[team]
-    status = budget_status(team, budget, ports.store.month_spend(team, month_of(now * 1000)), now)
+    status = budget_status(team, budget, month.billed_usd, now, month.accrued_usd)
     report.budgets[team] = status.as_dict()
     for threshold in crossed(status, budget):
         alert = budget_alert(status, threshold, ports.config)
