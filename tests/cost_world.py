@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shareplane.domain.lifecycle import JobObservation, JobStatus
-from shareplane.domain.tags import TEAM_TAG, TIER_TAG
-from shareplane.domain.training import TrainingJobObservation, TrainingJobStatus
+from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus
+from shareplane.domain.jobs.tags import TEAM_TAG, TIER_TAG
+from shareplane.domain.jobs.training import TrainingJobObservation, TrainingJobStatus
 
 ACCOUNT = "123456789012"
 TJ_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/"

@@ -12,7 +12,7 @@ from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.share_store import DynamoShareStore
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.schemas import parse_state_event
 from shareplane.service.rebalance_shares import RebalanceSettings, rebalance_shares
 from shareplane.service.record_state import record_observation

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hypothesis import strategies as st
-from shareplane.domain.lifecycle import JobObservation, JobStatus, ObservationKind
+from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus, ObservationKind
 
 JOB = "arn:aws:batch:us-east-1:123456789012:service-job/6f1e0c1a-0000-4000-8000-000000000001"
 CAPACITY = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"

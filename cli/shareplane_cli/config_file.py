@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError
 
 #: The largest shares config the CLI reads. The deployed config travels in a Lambda environment

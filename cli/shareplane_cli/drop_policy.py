@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import InvalidInputError
 
 BEGIN = "# BEGIN generated: drop bucket team folders (shareplane config render)"

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.jobspec import MAX_SPEC_BYTES, parse_local_spec
-from shareplane.domain.start_forecast import QueuedJob
-from shareplane.domain.wait_explain import explain_wait, requested_resources
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.explain.wait import explain_wait, requested_resources
+from shareplane.domain.forecast.start_forecast import QueuedJob
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, parse_local_spec
 
 from .aws import Target
 from .errors import CliError, ExitCode

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.instance_types import instance_type as catalog_instance_type
+from shareplane.domain.instance_types.catalog import instance_type as catalog_instance_type
 
 #: The condition that guards every generated Batch resource.
 CONDITION = "CreateQueues"

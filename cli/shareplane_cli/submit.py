@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
-from shareplane.domain.lifecycle import JobState
-from shareplane.domain.submission import RECEIPT_KIND, DroppedObject, answer_key, answers
+from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
+from shareplane.domain.submit.submission import RECEIPT_KIND, DroppedObject, answer_key, answers
 
 from .aws import Target
 from .config_file import load_config

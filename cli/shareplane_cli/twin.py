@@ -3,7 +3,7 @@
 Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeServiceEnvironments,
 DescribeSchedulingPolicies (or ListQuotaShares) and the jobs table. `shareplane why`, `top` and
 `submit --dry-run` build it with the core library's builder (``shareplane.service.live_twin``, which the
-watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain.start_forecast``
+watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain.forecast.start_forecast``
 (pure), the code the backtest measures.
 """
 
@@ -16,17 +16,8 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.lifecycle import JobState
-from shareplane.domain.start_forecast import (
-    ForecastSettings,
-    History,
-    LiveQueue,
-    QueuedJob,
-    StartForecast,
-    forecast_starts,
-)
-from shareplane.domain.wait_explain import (
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.explain.wait import (
     HOLDING,
     HeldRun,
     InstanceTypes,
@@ -40,6 +31,15 @@ from shareplane.domain.wait_explain import (
     share_of,
     time_limit_ends_at,
 )
+from shareplane.domain.forecast.start_forecast import (
+    ForecastSettings,
+    History,
+    LiveQueue,
+    QueuedJob,
+    StartForecast,
+    forecast_starts,
+)
+from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.service.live_twin import TwinSources, read_live_twin
 
 from .aws import Target

@@ -27,9 +27,9 @@ from typing import Any
 from botocore.model import ServiceModel
 from botocore.session import get_session
 from botocore.validate import ParamValidator
-from shareplane.domain import fairshare
-from shareplane.domain.arns import arn_tail
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
+from shareplane.domain.jobs.arns import arn_tail
+from shareplane.domain.shares import fairshare
 
 from . import gpu_metrics, wire
 from . import payload as payload_rules

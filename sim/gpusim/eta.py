@@ -3,7 +3,7 @@
 ``shareplane simulate --eta`` replays the scenario once per policy, as a plain ``simulate`` does.
 For a seeded sample of jobs, at each one's submission instant (before it and anything arriving at
 the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
-Batch and the jobs table (``live_view``), and ``shareplane.domain.start_forecast.forecast_starts``
+Batch and the jobs table (``live_view``), and ``shareplane.domain.forecast.start_forecast.forecast_starts``
 (the same code `shareplane why` runs) predicts its start. Nothing it reads is in the future: run
 times appear only once an attempt has ended, arrivals only once submitted (``tests/sim/test_eta.py``
 changes the future and checks no prediction moves).
@@ -58,8 +58,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from shareplane.domain.fairshare import accrue
-from shareplane.domain.start_forecast import (
+from shareplane.domain.explain.wait import HISTORY_SECONDS
+from shareplane.domain.forecast.start_forecast import (
     Arrival,
     FinishedRun,
     ForecastSettings,
@@ -73,10 +73,10 @@ from shareplane.domain.start_forecast import (
     log_wait,
     track_margin,
 )
-from shareplane.domain.start_forecast import (
+from shareplane.domain.forecast.start_forecast import (
     Calibration as ShownCalibration,
 )
-from shareplane.domain.wait_explain import HISTORY_SECONDS
+from shareplane.domain.shares.fairshare import accrue
 
 from .model import Job
 from .states import DISPATCHED, FINAL

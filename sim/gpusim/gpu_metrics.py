@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.instance_types import CATALOG
-from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.instance_types.catalog import CATALOG
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 GPU_UTILIZATION = "GPUUtilization"

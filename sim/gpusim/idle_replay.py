@@ -1,7 +1,7 @@
 """Idle GPUs in a what-if: the detect-idle Lambda's decision replayed on the model's clock.
 
 Every ``IdleRun.interval_minutes`` (the detect schedule's rate) each job in RUNNING is judged by
-``shareplane.domain.idle.decide``, the function the Lambda calls, on the samples its hosts would have
+``shareplane.domain.idle.policy.decide``, the function the Lambda calls, on the samples its hosts would have
 published over the Lambda's lookback (``lookback_seconds``), one per ``sample_seconds``: the same
 values gpusim puts in CloudWatch on the local stack (``gpu_metrics.py``: a busy trainer dips while
 loading data and in short evaluation pauses, an idle one shows 0-2% per GPU). A job the decision
@@ -33,9 +33,17 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from shareplane.domain.config import IdleAction, IdleConfig, Tier
-from shareplane.domain.idle import Act, GpuSample, IdlePolicy, Notice, decide, lookback_seconds, policy_for
-from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.config.shares import IdleAction, IdleConfig, Tier
+from shareplane.domain.idle.policy import (
+    Act,
+    GpuSample,
+    IdlePolicy,
+    Notice,
+    decide,
+    lookback_seconds,
+    policy_for,
+)
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 from . import gpu_metrics
 from .model import BatchModel, Job

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
-from shareplane.domain import fairshare
+from shareplane.domain.shares import fairshare
 
 from .gpu_metrics import BUSY
 

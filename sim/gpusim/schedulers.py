@@ -29,8 +29,8 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import ClassVar, Protocol
 
-from shareplane.domain import fairshare
-from shareplane.domain.fairshare import standing
+from shareplane.domain.shares import fairshare
+from shareplane.domain.shares.fairshare import standing
 
 from . import texts
 from .engine import Engine
@@ -181,7 +181,7 @@ class FifoScheduler(Scheduler):
 class FairShareScheduler(Scheduler):
     """A fair-share queue: the share furthest below its weighted entitlement goes next.
 
-    Fair-share math comes from ``shareplane.domain.fairshare`` (the production code), never a copy.
+    Fair-share math comes from ``shareplane.domain.shares.fairshare`` (the production code), never a copy.
     """
 
     kind = FAIRSHARE

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shareplane.domain.config import RebalanceConfig
+from shareplane.domain.config.shares import RebalanceConfig
 from shareplane.domain.errors import InvalidInputError
 
 from .trace import TraceJob

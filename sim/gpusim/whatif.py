@@ -13,7 +13,7 @@ neither). The same scenario then runs through ``gpusim`` once per policy:
 - ``fairshare``: one fair-share queue, fixed ``weightFactor = max(entitlement) / entitlement``.
 - ``quota``: quota shares with LEND_AND_BORROW (unlimited borrowLimit) and cross-share preemption
   to reclaim lent capacity; a preempted job restarts from zero (no checkpoints).
-- ``fairshare+rebalance``: fair-share whose weights ``shareplane.domain.rebalance.plan_rebalance``
+- ``fairshare+rebalance``: fair-share whose weights ``shareplane.domain.shares.rebalance.plan_rebalance``
   (the production rebalancer) rewrites every ``rebalance.interval_minutes`` of virtual time, from a
   ``ShareSnapshot`` built from the model's state by ``snapshot_from_observation``, the function the
   Lambda uses (so each tier's wait p90 counts recent waits and every job still waiting, as in
@@ -63,7 +63,7 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from shareplane.domain.config import (
+from shareplane.domain.config.shares import (
     RebalanceConfig,
     ReclaimConfig,
     SchedulingMode,
@@ -72,18 +72,18 @@ from shareplane.domain.config import (
     resume_priority,
 )
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.fairshare import decay_window
-from shareplane.domain.lifecycle import gpus_per_instance
-from shareplane.domain.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
-from shareplane.domain.reclaim import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
-from shareplane.domain.share_observation import (
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
+from shareplane.domain.reclaim.plan import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
+from shareplane.domain.shares.fairshare import decay_window
+from shareplane.domain.shares.observation import (
     QueueObservation,
     ShareObservation,
     TierObservation,
     percentile,
     snapshot_from_observation,
 )
-from shareplane.domain.tier_charge import TeamTierUsage, charged_plain_weights
+from shareplane.domain.shares.rebalance import LedgerEntry, ShareSnapshot, plan_rebalance
+from shareplane.domain.shares.tier_charge import TeamTierUsage, charged_plain_weights
 
 from .api import BatchApi
 from .engine import Engine
@@ -274,7 +274,7 @@ class Policy(StrEnum):
     REBALANCE = "fairshare+rebalance"
     #: Fair-share with one identifier per team and tier (``ShareLayout.TEAM_TIER``), fixed weights.
     TIERS = "fairshare+tiers"
-    #: The team x tier layout plus the control plane's checkpoint-aware reclaim (domain/reclaim.py).
+    #: The team x tier layout plus the control plane's checkpoint-aware reclaim (domain/reclaim/plan.py).
     RECLAIM = "fairshare+reclaim"
 
     @property
@@ -847,7 +847,7 @@ class PolicyRun:
         self.reclaim = _ReclaimRun(self) if policy is Policy.RECLAIM else None
         self.idle = self._idle_detection()
         # Tiered policies: each team's plain identifier carries the tier charge, as the rebalance
-        # Lambda sets it on its schedule (``shareplane.domain.tier_charge``).
+        # Lambda sets it on its schedule (``shareplane.domain.shares.tier_charge``).
         self.plain_weights = dict(self.weights)
         self.tier_usage = {s: TeamTierUsage() for s in scenario.shares}
         self.charged_at = 0.0

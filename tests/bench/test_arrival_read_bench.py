@@ -31,8 +31,8 @@ from gpusim.whatif import build_scenario, load_whatif_config
 from shareplane.adapters.arrival_items import counts_from_item, hour_sk
 from shareplane.adapters.dynamodb_items import marshal, unmarshal
 from shareplane.adapters.dynamodb_store import job_state_from_item, job_state_item
-from shareplane.domain.arrival_counts import ArrivalKey, hour_of
-from shareplane.domain.lifecycle import JobState, ObservationKind, decide
+from shareplane.domain.forecast.arrivals import ArrivalKey, hour_of
+from shareplane.domain.jobs.lifecycle import JobState, ObservationKind, decide
 from shareplane.schemas.service_job import ServiceJobDetail, service_job_observation
 
 pytestmark = pytest.mark.bench

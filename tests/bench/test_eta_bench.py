@@ -25,8 +25,8 @@ import pytest
 from gpusim.eta import backtest, evaluate, load_predictions
 from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.whatif import Policy, PolicyRun, build_scenario, load_whatif_config, run_policy
-from shareplane.domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
-from shareplane.domain.start_forecast import ForecastSettings, forecast_starts
+from shareplane.domain.forecast.start_forecast import ForecastSettings, forecast_starts
+from shareplane.domain.jobs.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.service.start_predictions import ForecastPorts, predict_starts
 from shareplane_cli.config_file import load_config
 

@@ -5,7 +5,7 @@ the reclaim settings in config/whatif.yaml were chosen before any run, not tuned
 they hold on data they were not looked at on). The targets: HIGHPRI wait p95 at most 900 s, MIDPRI
 p95 no worse, utilization at least 0.97 of the work-conserving bound, GPU-hours lost to reclaim at
 most 2% of GPU-hours used, and the worst team's entitlement ratio at most 0.02 below fairshare's
-(held by the tier charge, ``shareplane.domain.tier_charge``: without it the whole trace measured
+(held by the tier charge, ``shareplane.domain.shares.tier_charge``: without it the whole trace measured
 0.889 against 0.970).
 """
 

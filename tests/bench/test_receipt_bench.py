@@ -22,8 +22,8 @@ import pytest
 import yaml
 from gpusim.eta import LiveView
 from gpusim.whatif import Policy, PolicyRun
-from shareplane.domain.lifecycle import JobStatus
-from shareplane.domain.start_prediction import StartPrediction
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.service.receipt_prediction import ReceiptForecast, predict_first_starts
 from shareplane.service.start_predictions import ForecastLimits, ForecastPorts, predict_starts
 

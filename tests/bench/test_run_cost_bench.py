@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane_cli import run_cost
 from shareplane_cli.demo.run import run_live
 from shareplane_cli.demo.workload import blog_workload

@@ -15,8 +15,8 @@ from typing import Any
 
 from gpusim.report import write_report as write_whatif_report
 from gpusim.whatif import Policy, PolicyRun, SharesMapping, WhatIfConfig, build_scenario, run_whatif
-from shareplane.domain.config import SchedulingMode
-from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.config.shares import SchedulingMode
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.baseline import partition_scenario, run_static_partitions
 from shareplane_cli.demo.report import write_report as write_demo_report

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from shareplane.domain.alerts import AlertKind
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.alerts.alert import AlertKind
+from shareplane.domain.config.shares import SharesConfig
 from shareplane_cli import reference
 from shareplane_cli.errors import ExitCode
 from shareplane_cli.reference import alerts, cli, config, events, metrics

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shareplane.domain.alerts import STALE_CLAIM_SECONDS, Alert
+from shareplane.domain.alerts.alert import STALE_CLAIM_SECONDS, Alert
 
 
 def claim_alert(

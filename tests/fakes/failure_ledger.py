@@ -14,12 +14,12 @@ from shareplane.adapters.failure_items import (
     storm_failure_from_item,
     storm_failure_item,
 )
-from shareplane.domain.alerts import Alert
-from shareplane.domain.failure_record import Applied, DecisionRecord, StormFailure
-from shareplane.domain.failure_rules import FailureClass, Severity
-from shareplane.domain.failures import Action, FailureDecision
-from shareplane.domain.lifecycle import HistoryEntry
-from shareplane.domain.requeue import ChainState
+from shareplane.domain.alerts.alert import Alert
+from shareplane.domain.config.failure_rules import FailureClass, Severity
+from shareplane.domain.failures.decision import Action, FailureDecision
+from shareplane.domain.failures.record import Applied, DecisionRecord, StormFailure
+from shareplane.domain.failures.requeue import ChainState
+from shareplane.domain.jobs.lifecycle import HistoryEntry
 
 from tests.fakes import alert_claims
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.service.handle_failure import FailurePorts
 
 from tests.conftest import REPO

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.idle_items import COUNTED_SK, idle_item, idle_pk, idle_record_of, idle_sk
-from shareplane.domain.alerts import Alert
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.idle import GpuSample
-from shareplane.domain.idle_record import IdleRecord
-from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
-from shareplane.domain.training import TrainingJobState, TrainingJobStatus
+from shareplane.domain.alerts.alert import Alert
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.idle.policy import GpuSample
+from shareplane.domain.idle.record import IdleRecord
+from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
+from shareplane.domain.jobs.training import TrainingJobState, TrainingJobStatus
 from shareplane.service.detect_idle import DetectIdlePorts, IdleSettings
 
 from tests.fakes import alert_claims

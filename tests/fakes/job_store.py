@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.payload_items import payload_of
-from shareplane.domain.arns import training_job_key
-from shareplane.domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
-from shareplane.domain.cost import AttemptCost, OpenAttempt
+from shareplane.domain.cost.billing import AttemptCost, OpenAttempt
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import HistoryEntry, JobState, Transition
-from shareplane.domain.start_prediction import StartPrediction
-from shareplane.domain.submitted_payload import SubmittedPayload
-from shareplane.domain.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+from shareplane.domain.forecast.arrivals import ArrivalKey, arrival_moves, hour_of
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.jobs.arns import training_job_key
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, Transition
+from shareplane.domain.jobs.training import TrainingJobObservation, TrainingJobState, TrainingTransition
+from shareplane.domain.submit.payload import SubmittedPayload
 
 
 def index_order(state: JobState) -> tuple[int, str]:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 
 from tests.conftest import REPO
 

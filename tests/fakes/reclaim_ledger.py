@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.reclaim_items import reclaim_item, reclaim_of
-from shareplane.domain.alerts import Alert
-from shareplane.domain.lifecycle import HistoryEntry
-from shareplane.domain.reclaim import ClaimBudgets
-from shareplane.domain.reclaim_record import ReclaimRecord
+from shareplane.domain.alerts.alert import Alert
+from shareplane.domain.jobs.lifecycle import HistoryEntry
+from shareplane.domain.reclaim.plan import ClaimBudgets
+from shareplane.domain.reclaim.record import ReclaimRecord
 
 from tests.fakes import alert_claims
 

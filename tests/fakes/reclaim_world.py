@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.service.reclaim_capacity import ReclaimPorts, ReclaimSettings
 
 from tests.conftest import REPO

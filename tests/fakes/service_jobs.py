@@ -18,8 +18,8 @@ from typing import Any
 
 import botocore.session
 from shareplane.adapters.batch_service_jobs import SubmittedServiceJob, described_job, listed_job
-from shareplane.domain.described_job import DescribedJob, ListedJob
 from shareplane.domain.errors import RejectedByServiceError
+from shareplane.domain.jobs.described_job import DescribedJob, ListedJob
 
 #: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
 SUMMARY_KEYS = tuple(

@@ -8,8 +8,8 @@ from typing import Any
 
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import JobState
-from shareplane.domain.share_state import PlanAudit, SharesState
+from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.domain.shares.state import PlanAudit, SharesState
 
 from tests.fakes.job_store import newest_of
 

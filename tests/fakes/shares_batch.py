@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.batch_policy import queue_usage, quota_share
-from shareplane.domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+from shareplane.domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.sagemaker_training import training_job_facts, training_job_observation
-from shareplane.domain.training import TrainingJobFacts, TrainingJobObservation
+from shareplane.domain.jobs.training import TrainingJobFacts, TrainingJobObservation
 
 
 @dataclass

@@ -15,8 +15,8 @@ from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.adapters.upload_attributions import DynamoUploadAttributions
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.submission import DroppedObject
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.submit.submission import DroppedObject
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
 
 from tests.aws import create_jobs_table, topic_with_inbox

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.cost import job_cost_usd
-from shareplane.domain.lifecycle import JobObservation, JobStatus
-from shareplane.domain.tags import TEAM_TAG, TIER_TAG
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.cost.billing import job_cost_usd
+from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus
+from shareplane.domain.jobs.tags import TEAM_TAG, TIER_TAG
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.domain.cost import AttemptCost, BillableSource
+from shareplane.domain.cost.billing import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import Decision, JobObservation, JobStatus, decide
+from shareplane.domain.jobs.lifecycle import Decision, JobObservation, JobStatus, decide
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 

@@ -15,11 +15,11 @@ from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.requeue_timer import QueueRequeueTimer
 from shareplane.adapters.sns_alerts import SnsAlerts
-from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
-from shareplane.domain.failure_record import Applied, StormFailure
-from shareplane.domain.failure_rules import FailureClass, Severity
-from shareplane.domain.failures import Action
-from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.alerts.alert import AlertKind, owned_by, simple_alert
+from shareplane.domain.config.failure_rules import FailureClass, Severity
+from shareplane.domain.failures.decision import Action
+from shareplane.domain.failures.record import Applied, StormFailure
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
 from tests.fakes.failure_ledger import FakeFailureLedger, decided

@@ -10,9 +10,9 @@ import pytest
 from moto import mock_aws
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.s3_checkpoints import S3Checkpoints
-from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
-from shareplane.domain.reclaim import ClaimBudgets
-from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim.plan import ClaimBudgets
+from shareplane.domain.reclaim.record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import create_jobs_table
 

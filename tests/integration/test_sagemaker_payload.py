@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from moto import mock_aws
-from shareplane.domain.jobspec import parse_spec_file
+from shareplane.domain.submit.jobspec import parse_spec_file
 
 from tests.fakes.failure_world import shares_config
 

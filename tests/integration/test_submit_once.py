@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from shareplane.adapters.batch_service_jobs import BatchServiceJobs
 from shareplane.domain.errors import RejectedByServiceError
-from shareplane.domain.jobspec import SUBMISSION_TAG
+from shareplane.domain.submit.jobspec import SUBMISSION_TAG
 
 from tests.sim.conftest import payload
 from tests.sim.test_server import Served, served  # noqa: F401 - the fixture

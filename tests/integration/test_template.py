@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from moto.events.models import EventPattern
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 
 from tests.conftest import REPO
 from tests.template import raw_template, ref_target, resources

@@ -20,7 +20,7 @@ from moto import mock_aws
 from shareplane.adapters.dynamodb_items import unmarshal
 from shareplane.adapters.dynamodb_store import PAYLOAD_SK, job_pk
 from shareplane.adapters.upload_attributions import DynamoUploadAttributions
-from shareplane.domain.attribution import UploadAttribution, principal_record
+from shareplane.domain.submit.attribution import UploadAttribution, principal_record
 from shareplane.service.record_uploader import UploaderPorts, record_upload
 from shareplane.service.submit_job import submit_dropped_spec
 

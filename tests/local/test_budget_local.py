@@ -19,7 +19,7 @@ import pytest
 import yaml
 from gpusim.engine import SteppedClock
 from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.loop import StackLoop

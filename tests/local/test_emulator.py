@@ -346,7 +346,7 @@ def submit_request(stack: LocalStack, batch: Any, name: str) -> dict[str, Any]:
 
 def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_path: Path) -> None:
     from shareplane.adapters.dynamodb_store import DynamoJobStore
-    from shareplane.domain.arns import same_training_job
+    from shareplane.domain.jobs.arns import same_training_job
     from shareplane.service.queries import job_records
 
     # GIVEN the local stack with its emulator at 5000x (a ten-minute job takes a fraction of a second)

@@ -30,8 +30,8 @@ import pytest
 import yaml
 from gpusim import Faults
 from gpusim.engine import SteppedClock
-from shareplane.domain.arns import same_training_job
-from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.jobs.arns import same_training_job
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec
 from shareplane_cli.local.loop import StackLoop

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from gpusim.engine import SteppedClock
-from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane_cli.demo.run import template_for
 from shareplane_cli.local import LocalStack, StackSpec, aws_calls
 from shareplane_cli.local.aws_calls import Authorization, AwsCall, RolePolicy

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 from gpusim.engine import SteppedClock
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.idle import IDLE_REASON_PREFIX
-from shareplane.domain.idle_record import IdleRecord
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.idle.policy import IDLE_REASON_PREFIX
+from shareplane.domain.idle.record import IdleRecord
 from shareplane_cli.demo.run import stack_root
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec

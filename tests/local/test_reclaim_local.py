@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 import yaml
 from gpusim.engine import SteppedClock
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.reclaim_reason import beneficiary_of
-from shareplane.domain.reclaim_record import ReclaimRecord
-from shareplane.domain.requeue import TAG_DISPLACED_BY
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.failures.requeue import TAG_DISPLACED_BY
+from shareplane.domain.reclaim.reason import beneficiary_of
+from shareplane.domain.reclaim.record import ReclaimRecord
 from shareplane_cli.demo.run import stack_root
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec

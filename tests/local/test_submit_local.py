@@ -167,8 +167,8 @@ DROPS = st.lists(
 
 def test_fuzz_every_drop_is_answered_moved_and_its_team_notified() -> None:
     from shareplane.domain.errors import InvalidInputError
-    from shareplane.domain.jobspec import team_from_key
-    from shareplane.domain.submission import DroppedObject, answer_key, answers
+    from shareplane.domain.submit.jobspec import team_from_key
+    from shareplane.domain.submit.submission import DroppedObject, answer_key, answers
     from shareplane_cli.local import LocalStack, StackSpec
     from shareplane_cli.local.runner import FunctionRunner
 

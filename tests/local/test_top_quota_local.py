@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from gpusim.engine import SteppedClock
-from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig, Tier
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.run import template_for
 from shareplane_cli.demo.workload import DemoJob, submit_request

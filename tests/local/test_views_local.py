@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from gpusim.engine import SteppedClock
-from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.workload import DemoJob, submit_request
 from shareplane_cli.local import LocalStack, StackSpec

@@ -7,8 +7,8 @@ for hard partitions and what ``shareplane simulate`` measures under ``static`` c
 from __future__ import annotations
 
 from gpusim.whatif import TIERS, Policy, PolicyRun, ScenarioJob
-from shareplane.domain.config import Tier
-from shareplane.domain.share_observation import percentile
+from shareplane.domain.config.shares import Tier
+from shareplane.domain.shares.observation import percentile
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.baseline import partition_scenario, run_static_partitions
 from shareplane_cli.demo.summary import static_waits

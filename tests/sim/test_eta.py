@@ -30,8 +30,8 @@ from gpusim.eta import (
     tune,
 )
 from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, scenario_of
-from shareplane.domain import start_forecast
-from shareplane.domain.start_forecast import ForecastSettings
+from shareplane.domain.forecast import start_forecast
+from shareplane.domain.forecast.start_forecast import ForecastSettings
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 

@@ -1,4 +1,4 @@
-"""Table tests for the production fair-share math in shareplane.domain.fairshare."""
+"""Table tests for the production fair-share math in shareplane.domain.shares.fairshare."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shareplane.domain import fairshare
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.shares import fairshare
 
 
 @pytest.mark.parametrize(

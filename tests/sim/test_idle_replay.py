@@ -18,9 +18,9 @@ from gpusim.whatif import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import IdleAction, IdleConfig
+from shareplane.domain.config.shares import IdleAction, IdleConfig
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.idle import Act, GpuSample, IdlePolicy, Verdict, decide
+from shareplane.domain.idle.policy import Act, GpuSample, IdlePolicy, Verdict, decide
 
 from tests.properties import examples
 from tests.sim.traces import synthetic_trace

@@ -21,10 +21,10 @@ from gpusim.whatif import (
     WhatIfConfig,
     build_scenario,
 )
-from shareplane.domain.config import Tier
-from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
-from shareplane.domain.rebalance import RebalancePlan, plan_rebalance
-from shareplane.domain.share_observation import snapshot_from_observation
+from shareplane.domain.config.shares import Tier
+from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
+from shareplane.domain.shares.observation import snapshot_from_observation
+from shareplane.domain.shares.rebalance import RebalancePlan, plan_rebalance
 from shareplane.service.rebalance_shares import RebalanceSettings, rebalance_shares
 
 from tests.fakes.metrics import FakeMetrics

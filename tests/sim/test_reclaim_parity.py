@@ -15,9 +15,9 @@ import pytest
 from gpusim.api import BatchApi
 from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, scenario_of
 from shareplane.adapters.batch_service_jobs import described_job, listed_job
-from shareplane.domain.config import Tier
-from shareplane.domain.described_job import DescribedJob, ListedJob
-from shareplane.domain.reclaim import ReclaimPlan, plan_reclaim
+from shareplane.domain.config.shares import Tier
+from shareplane.domain.jobs.described_job import DescribedJob, ListedJob
+from shareplane.domain.reclaim.plan import ReclaimPlan, plan_reclaim
 from shareplane.service.reclaim_capacity import build_snapshot
 
 from tests.fakes.checkpoints import FakeCheckpoints

@@ -505,7 +505,7 @@ EXPECTED_PHILLY = {
 
 def test_tiered_policies_charge_each_teams_highpri_usage_to_its_plain_identifier(small_result) -> None:
     # Teams that ran HIGHPRI work end with a plain identifier heavier than their team weight, by the
-    # Lambda's rule (shareplane.domain.tier_charge); fixed-weight fairshare keeps the team weights.
+    # Lambda's rule (shareplane.domain.shares.tier_charge); fixed-weight fairshare keeps the team weights.
     initial = initial_weights(small_result.scenario)
     for policy in ("fairshare+tiers", "fairshare+reclaim"):
         final = small_result.results[policy].final_weights

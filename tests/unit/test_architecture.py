@@ -71,19 +71,19 @@ PATH_ONLY_MODULES = {
     "shareplane.schemas.parse": {"record_state"},
     "shareplane.schemas.batch": {"record_state", "handle_failure"},
     "shareplane.schemas.sagemaker": {"record_state", "handle_failure"},
-    "shareplane.domain.jobspec": {"submit_job"},
+    "shareplane.domain.submit.jobspec": {"submit_job"},
     "yaml": {"submit_job"},
-    "shareplane.domain.rebalance": {"rebalance_shares"},
-    "shareplane.domain.fairshare": {"rebalance_shares"},
-    "shareplane.domain.reclaim": {"reclaim_capacity"},
+    "shareplane.domain.shares.rebalance": {"rebalance_shares"},
+    "shareplane.domain.shares.fairshare": {"rebalance_shares"},
+    "shareplane.domain.reclaim.plan": {"reclaim_capacity"},
     # The idle detector's decision and its CloudWatch reader are detect_idle's alone.
-    "shareplane.domain.idle": {"detect_idle"},
+    "shareplane.domain.idle.policy": {"detect_idle"},
     "shareplane.adapters.cloudwatch_gpu_metrics": {"detect_idle"},
     # The start forecast runs in the CLI, in watch_jobs' prediction step, which imports it only when a
     # job waits, and in submit_job's receipt, only for a drop that submitted a GPU job: no handler's cold
     # start pays for it (see the tick and drop tests below).
-    "shareplane.domain.start_forecast": set(),
-    "shareplane.domain.wait_explain": set(),
+    "shareplane.domain.forecast.start_forecast": set(),
+    "shareplane.domain.explain.wait": set(),
     "shareplane.service.live_twin": set(),
     "shareplane.service.start_predictions": set(),
     "shareplane.service.receipt_prediction": set(),
@@ -91,13 +91,13 @@ PATH_ONLY_MODULES = {
     # them there: a stored prediction (watch_jobs' prediction step, the receipt, the CLI), a recorded
     # cost (record_state's SageMaker events, the usage report; submit_job's and watch_jobs' budget checks
     # import it themselves), a submitted payload read back (handle_failure's requeue, the CLI).
-    "shareplane.domain.start_prediction": set(),
-    "shareplane.domain.cost": {"submit_job", "watch_jobs"},
-    "shareplane.domain.submitted_payload": {"submit_job"},
+    "shareplane.domain.forecast.prediction": set(),
+    "shareplane.domain.cost.billing": {"submit_job", "watch_jobs"},
+    "shareplane.domain.submit.payload": {"submit_job"},
     "shareplane.adapters.payload_items": set(),
     # A described job is what the paths that call DescribeServiceJob or ListServiceJobs read; record_state
     # reads events only.
-    "shareplane.domain.described_job": {"handle_failure", "reclaim_capacity", "watch_jobs"},
+    "shareplane.domain.jobs.described_job": {"handle_failure", "reclaim_capacity", "watch_jobs"},
 }
 HANDLERS = sorted(p.parent.name for p in (REPO / "functions").glob("*/app.py"))
 
@@ -127,7 +127,7 @@ _WATCH_TICK = """
 import sys
 from tests.fakes.failure_world import QUEUE_ARN, World
 from tests.fakes.shares_batch import FakeSharesBatch
-from shareplane.domain.lifecycle import JobState, JobStatus
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
 from shareplane.service.start_predictions import ForecastPorts
 from shareplane.service.watch_jobs import watch
 world = World()
@@ -138,7 +138,7 @@ if {waiting}:
 ports = ForecastPorts(store=world.store, recent=world.store, batch=FakeSharesBatch(capacity=4),
     config=world.config, queue="search-p4d-queue")
 report = watch(world.ports, 1_000_100.0, ports)
-print(len(report.predictions), "shareplane.domain.start_forecast" in sys.modules)
+print(len(report.predictions), "shareplane.domain.forecast.start_forecast" in sys.modules)
 """
 
 
@@ -177,7 +177,7 @@ with mock_aws():
         config=world.config, queue="search-p4d-queue")
     world.ports = replace(world.ports, forecast=ReceiptForecast(twin=twin, clock=lambda: 0.0))
     outcome = world.handle(world.drop("submit/ProdExp1/a.yaml", {body!r}))
-print(outcome.status, "shareplane.domain.start_forecast" in sys.modules)
+print(outcome.status, "shareplane.domain.forecast.start_forecast" in sys.modules)
 """
 _GPU_JOB = (
     b"name: a\npriority: HIGHPRI\ninstance_type: ml.p4d.24xlarge\nframework: pytorch\n"

@@ -22,7 +22,7 @@ import pytest
 from cfnlint.decode import cfn_yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane_cli import drop_policy
 from shareplane_cli.config_file import load_config
 

@@ -7,10 +7,10 @@ import re
 from typing import Any
 
 import pytest
-from shareplane.domain.alerts import FAILURE_METRIC_DIMENSIONS
-from shareplane.domain.cost import COST_METRICS
-from shareplane.domain.lifecycle import METRIC_DIMENSIONS
-from shareplane.domain.share_metrics import REBALANCE_METRIC_DIMENSIONS
+from shareplane.domain.alerts.alert import FAILURE_METRIC_DIMENSIONS
+from shareplane.domain.cost.billing import COST_METRICS
+from shareplane.domain.jobs.lifecycle import METRIC_DIMENSIONS
+from shareplane.domain.shares.metrics import REBALANCE_METRIC_DIMENSIONS
 
 from tests.fakes.failure_world import shares_config
 from tests.template import raw_template, ref_target, resources
@@ -155,7 +155,7 @@ def test_the_highpri_wait_alarm_default_is_the_configs_slo() -> None:
 
 
 def test_a_dead_senders_alert_claim_expires_before_its_record_is_redelivered() -> None:
-    from shareplane.domain.alerts import STALE_CLAIM_SECONDS
+    from shareplane.domain.alerts.alert import STALE_CLAIM_SECONDS
 
     template = raw_template()
     timeout = template["Globals"]["Function"]["Timeout"]

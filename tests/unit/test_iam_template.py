@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane_cli.local.aws_calls import Location, authorizations
 from shareplane_cli.local.intrinsics import Intrinsics
 from shareplane_cli.local.template import load_sam_template

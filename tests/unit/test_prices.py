@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError
 
 from tests.conftest import REPO

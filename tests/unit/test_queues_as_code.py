@@ -13,7 +13,7 @@ import yaml
 from cfnlint.decode import cfn_yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli import queue_template
 from shareplane_cli.config_file import load_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 
 from tests.conftest import REPO
 from tests.template import raw_template, resources

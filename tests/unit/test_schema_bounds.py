@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.lifecycle import JobObservation, history_key, ordering_key
+from shareplane.domain.jobs.lifecycle import JobObservation, history_key, ordering_key
 from shareplane.schemas import parse_state_event
 from shareplane.schemas.common import MAX_COUNT, MAX_EPOCH_MS
 

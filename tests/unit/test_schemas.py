@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from shareplane.domain.described_job import DescribedJob, JobAttempt
 from shareplane.domain.errors import InvalidInputError, UnknownEventError
-from shareplane.domain.lifecycle import JobObservation, JobStatus, ObservationKind
-from shareplane.domain.training import TrainingJobObservation
+from shareplane.domain.jobs.described_job import DescribedJob, JobAttempt
+from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus, ObservationKind
+from shareplane.domain.jobs.training import TrainingJobObservation
 from shareplane.schemas import parse_state_event
 from shareplane.schemas.service_job import reconciled_observation
 

@@ -20,12 +20,14 @@ from shareplane.adapters.failure_items import (
     storm_failure_item,
 )
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
-from shareplane.domain.arrival_counts import ArrivalKey
-from shareplane.domain.config import SchedulingMode
-from shareplane.domain.failure_record import Applied, DecisionRecord, StormFailure
-from shareplane.domain.failure_rules import FailureClass, Severity
-from shareplane.domain.failures import EXCERPT_MAX_CHARS, Action, FailureDecision
-from shareplane.domain.rebalance import (
+from shareplane.domain.config.failure_rules import FailureClass, Severity
+from shareplane.domain.config.shares import SchedulingMode
+from shareplane.domain.failures.decision import EXCERPT_MAX_CHARS, Action, FailureDecision
+from shareplane.domain.failures.record import Applied, DecisionRecord, StormFailure
+from shareplane.domain.failures.requeue import ChainState
+from shareplane.domain.forecast.arrivals import ArrivalKey
+from shareplane.domain.forecast.prediction import StartPrediction, prediction_from_record
+from shareplane.domain.shares.rebalance import (
     UNLIMITED_BORROW,
     LedgerEntry,
     QuotaSettings,
@@ -33,10 +35,8 @@ from shareplane.domain.rebalance import (
     ShareChange,
     SharingStrategy,
 )
-from shareplane.domain.requeue import ChainState
-from shareplane.domain.share_state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
-from shareplane.domain.start_prediction import StartPrediction, prediction_from_record
-from shareplane.domain.tier_charge import TeamTierUsage
+from shareplane.domain.shares.state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
+from shareplane.domain.shares.tier_charge import TeamTierUsage
 
 
 def as_the_table_returns(value: Any) -> Any:

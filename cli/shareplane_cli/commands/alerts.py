@@ -12,7 +12,7 @@ import time
 from typing import Annotated, Any
 
 import typer
-from shareplane.domain.sent_alert import SentAlert
+from shareplane.domain.alerts.sent import SentAlert
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app

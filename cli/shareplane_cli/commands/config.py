@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 import yaml
 from rich.console import Console
-from shareplane.domain.config import SchedulingMode
+from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.errors import ShareplaneError
 
 from .. import drop_policy, queue_template

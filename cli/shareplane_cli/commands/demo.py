@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.live import Live
-from shareplane.domain.config import SchedulingMode
-from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.config.shares import SchedulingMode
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 from ..config_file import load_config
 from ..demo.baseline import run_static_partitions

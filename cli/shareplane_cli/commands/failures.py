@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
-from shareplane.domain.config import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, ShareplaneError
-from shareplane.domain.failures import Action, FailureContext, FailureDecision, FailureSignal, decide
+from shareplane.domain.failures.decision import Action, FailureContext, FailureDecision, FailureSignal, decide
 
 from ..config_file import load_config
 from ..main import app

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
-from shareplane.domain.idle_record import IdleRecord
+from shareplane.domain.idle.record import IdleRecord
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..main import app

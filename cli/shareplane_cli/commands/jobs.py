@@ -10,12 +10,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from shareplane.domain.arns import job_id_of
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.cost import running_cost
-from shareplane.domain.job_story import job_story, observed_now, wait_summary
-from shareplane.domain.lifecycle import JobStatus
-from shareplane.domain.records import history_label
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.cost.billing import running_cost
+from shareplane.domain.explain.listing import history_label
+from shareplane.domain.explain.story import job_story, observed_now, wait_summary
+from shareplane.domain.jobs.arns import job_id_of
+from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.service.queries import job_records, job_submission
 from shareplane.service.spend import owner_of
 

@@ -206,7 +206,7 @@ def up_command(
 
 def _stack_config(stack: LocalStack) -> Any:
     """The shares config the stack's functions run with (their SHAREPLANE_CONFIG), for teams and tiers."""
-    from shareplane.domain.config import SharesConfig
+    from shareplane.domain.config.shares import SharesConfig
 
     for function in stack.functions:
         raw = stack.function_environment(function).get("SHAREPLANE_CONFIG")

@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.adapters.share_items import audit_item
-from shareplane.domain.config import SchedulingMode, SharesConfig
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
-from shareplane.domain.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
-from shareplane.domain.share_ownership import baseline_settings, setting_to_state
-from shareplane.domain.share_state import PlanAudit, SharesState
+from shareplane.domain.shares.ownership import baseline_settings, setting_to_state
+from shareplane.domain.shares.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
+from shareplane.domain.shares.state import PlanAudit, SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
-from shareplane.domain.config import SchedulingMode, SharesConfig
-from shareplane.domain.described_job import ListedJob
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ShareplaneError
-from shareplane.domain.jobspec import TEAM_TAG
-from shareplane.domain.lifecycle import JobState
+from shareplane.domain.jobs.described_job import ListedJob
+from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.domain.submit.jobspec import TEAM_TAG
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, Target
 from ..config_file import load_config

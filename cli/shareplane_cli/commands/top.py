@@ -21,10 +21,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 from shareplane.adapters.batch_policy import queue_usage
-from shareplane.domain.arns import queue_name
-from shareplane.domain.config import SchedulingMode, SharesConfig
-from shareplane.domain.start_forecast import QueueKind, StartForecast
-from shareplane.domain.wait_explain import WAITING, instances_of
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.explain.wait import WAITING, instances_of
+from shareplane.domain.forecast.start_forecast import QueueKind, StartForecast
+from shareplane.domain.jobs.arns import queue_name
 from shareplane.service.rebalance_shares import snapshot_in_use
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target

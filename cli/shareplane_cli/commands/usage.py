@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from shareplane.domain.budget import budget_status, month_bounds
-from shareplane.domain.cost import UsageGroup, UsageRow
+from shareplane.domain.cost.billing import UsageGroup, UsageRow
+from shareplane.domain.cost.budget import budget_status, month_bounds
 from shareplane.domain.errors import InvalidInputError
 from shareplane.service.spend import team_months
 from shareplane.service.usage import chargeback

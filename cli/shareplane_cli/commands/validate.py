@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from shareplane.domain.errors import ShareplaneError
-from shareplane.domain.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_spec
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_spec
 
 from ..config_file import load_config
 from ..files import read_head

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from shareplane.domain.wait_explain import first_start, forecast_position, position_in_snapshot
+from shareplane.domain.explain.wait import first_start, forecast_position, position_in_snapshot
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config

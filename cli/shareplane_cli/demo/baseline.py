@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from gpusim.idle_replay import IdleRun
 from gpusim.whatif import TIERS, Policy, PolicyRun, Scenario, ScenarioJob, TierMix, WhatIfConfig, scenario_of
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.lifecycle import gpus_per_instance
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 from .usage import UsageTracker
 from .workload import INSTANCE_TYPE, DemoJob, submit_request

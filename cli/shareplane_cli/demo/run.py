@@ -13,10 +13,10 @@ import boto3
 from gpusim import Faults
 from gpusim.engine import SteppedClock
 from shareplane.bootstrap import Root
-from shareplane.domain.config import SchedulingMode, SharesConfig
-from shareplane.domain.cost import AttemptCost
-from shareplane.domain.idle_record import IdleRecord
-from shareplane.domain.reclaim_record import ReclaimRecord
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.cost.billing import AttemptCost
+from shareplane.domain.idle.record import IdleRecord
+from shareplane.domain.reclaim.record import ReclaimRecord
 from shareplane.service.queries import job_records
 
 from .. import queue_template

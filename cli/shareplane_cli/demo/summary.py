@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
-from shareplane.domain.idle import Act, Signal
-from shareplane.domain.idle_record import IdleRecord
-from shareplane.domain.lifecycle import gpus_per_instance
-from shareplane.domain.share_observation import percentile
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.idle.policy import Act, Signal
+from shareplane.domain.idle.record import IdleRecord
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
+from shareplane.domain.shares.observation import percentile
 
 from .run import LiveRun
 from .usage import UsageTracker, instance_seconds, utilization

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 
 from gpusim.gpu_metrics import IDLE_AFTER_TAG
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.jobspec import parse_spec_file
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.submit.jobspec import parse_spec_file
 
 INSTANCE_TYPE = "ml.p4d.24xlarge"
 DURATION_TAG = "gpusim:duration-seconds"  # how long the emulated training runs

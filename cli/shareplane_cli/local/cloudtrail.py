@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from shareplane.domain.arns import arn_tail
+from shareplane.domain.jobs.arns import arn_tail
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import boto3
 from botocore.config import Config
 from gpusim import Faults, ModelOptions, gpu_metrics
 from gpusim.engine import HoldableClock, RealtimeEngine, SteppedClock
-from shareplane.domain.arns import arn_tail, resource_name
+from shareplane.domain.jobs.arns import arn_tail, resource_name
 
 from . import embedded_dynamodb, input_paths, metric_index
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall

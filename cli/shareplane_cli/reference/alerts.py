@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shareplane.domain.alerts import DEFAULT_QUIET_SECONDS, Alert, AlertKind
-from shareplane.domain.attribution import ALERT_KIND_NOT_A_SUBMITTER
-from shareplane.domain.budget_alerts import ONCE_PER_MONTH_SECONDS
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.failure_rules import Severity
-from shareplane.domain.submission import ALERT_KIND_REJECTED
+from shareplane.domain.alerts.alert import DEFAULT_QUIET_SECONDS, Alert, AlertKind
+from shareplane.domain.config.failure_rules import Severity
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.cost.budget_alerts import ONCE_PER_MONTH_SECONDS
+from shareplane.domain.submit.attribution import ALERT_KIND_NOT_A_SUBMITTER
+from shareplane.domain.submit.submission import ALERT_KIND_REJECTED
 from shareplane.service.alerting import ONCE_PER_JOB_SECONDS
 
 from . import markdown

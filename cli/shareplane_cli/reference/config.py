@@ -28,7 +28,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 
 from . import markdown
 from .markdown import code, table
@@ -260,7 +260,7 @@ def page(repo: Path) -> str:
     ]
     intro = (
         "Every setting of `config/shares.yaml`, from the pydantic models that validate it "
-        "(`shareplane.domain.config.SharesConfig` and the models it holds). A path segment in angle "
+        "(`shareplane.domain.config.shares.SharesConfig` and the models it holds). A path segment in angle "
         "brackets is a key you choose (`<name>`: a team, a share, an instance type; `<tier>`: HIGHPRI, "
         "MIDPRI or LOWPRI; `<failureclass>`: a failure class); `[]` is an item of a list. Unknown keys are "
         "refused, and every refusal names the field and the fix. `shareplane validate` and `shareplane "

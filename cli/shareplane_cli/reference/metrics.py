@@ -14,10 +14,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from shareplane.domain.alerts import FAILURE_METRIC_DIMENSIONS
-from shareplane.domain.cost import COST_METRICS
-from shareplane.domain.lifecycle import METRIC_DIMENSIONS
-from shareplane.domain.share_metrics import REBALANCE_METRIC_DIMENSIONS
+from shareplane.domain.alerts.alert import FAILURE_METRIC_DIMENSIONS
+from shareplane.domain.cost.billing import COST_METRICS
+from shareplane.domain.jobs.lifecycle import METRIC_DIMENSIONS
+from shareplane.domain.shares.metrics import REBALANCE_METRIC_DIMENSIONS
 
 from . import markdown
 from .markdown import code, table

@@ -28,9 +28,9 @@ from botocore.utils import parse_timestamp
 
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
-from .domain.arns import arn_tail
-from .domain.config import SharesConfig
+from .domain.config.shares import SharesConfig
 from .domain.errors import ConfigError
+from .domain.jobs.arns import arn_tail
 from .service.permission_denied import PermissionAlerts, guard
 
 if TYPE_CHECKING:

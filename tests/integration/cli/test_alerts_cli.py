@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
-from shareplane.domain.alerts import AlertKind, simple_alert
-from shareplane.domain.failure_rules import Severity
+from shareplane.domain.alerts.alert import AlertKind, simple_alert
+from shareplane.domain.config.failure_rules import Severity
 from shareplane_cli.commands.alerts import parse_duration
 from shareplane_cli.main import app
 from typer.testing import CliRunner

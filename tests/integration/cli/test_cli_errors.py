@@ -24,8 +24,8 @@ from moto import mock_aws
 from shareplane.adapters.dynamodb_store import job_state_item
 from shareplane.bootstrap import Root
 from shareplane.domain.errors import InvalidInputError, RejectedByServiceError
-from shareplane.domain.jobspec import MAX_SPEC_BYTES
-from shareplane.domain.lifecycle import JobState, JobStatus
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES
 from shareplane_cli import aws
 from shareplane_cli.commands.local import MAX_REPLAY_BYTES
 from shareplane_cli.errors import ExitCode, explain

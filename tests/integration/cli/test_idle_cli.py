@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.idle_ledger import DynamoIdleLedger
-from shareplane.domain.idle import Act, Signal
-from shareplane.domain.idle_record import IdleRecord
+from shareplane.domain.idle.policy import Act, Signal
+from shareplane.domain.idle.record import IdleRecord
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import PREDICTION_SK, job_pk
-from shareplane.domain.lifecycle import JobObservation, JobStatus
-from shareplane.domain.start_prediction import StartPrediction
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus
 from shareplane.service.record_state import record_observation
 from shareplane.service.record_uploader import UploaderPorts, record_upload
 from shareplane_cli.main import app

@@ -96,7 +96,7 @@ def test_the_command_exits_1_and_shows_the_problems_of_an_invalid_spec(world: Dr
 def test_wait_follows_the_jobs_to_their_final_state(
     world: DropWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shareplane.domain.lifecycle import JobObservation, JobStatus
+    from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus
     from shareplane.service.record_state import record_observation
 
     answer_the_drop = lambda_standing_in(world)

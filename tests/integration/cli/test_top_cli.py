@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from shareplane.domain.batch_shares import IdentifierUsage, QueueUsage
-from shareplane.domain.capacity import Capacity
-from shareplane.domain.config import SchedulingMode
-from shareplane.domain.start_forecast import QueueKind
-from shareplane.domain.wait_explain import QueuePolicy, dispatch_order, forecast_position, live_from_records
+from shareplane.domain.config.shares import SchedulingMode
+from shareplane.domain.explain.wait import QueuePolicy, dispatch_order, forecast_position, live_from_records
+from shareplane.domain.forecast.start_forecast import QueueKind
+from shareplane.domain.instance_types.capacity import Capacity
+from shareplane.domain.shares.batch_shares import IdentifierUsage, QueueUsage
 from shareplane.service.rebalance_shares import snapshot_in_use
 from shareplane_cli.commands.top import queue_heads, render, share_usage
 from shareplane_cli.twin import Twin, in_batchs_order

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.domain.tags import TEAM_TAG, TIER_TAG
+from shareplane.domain.jobs.tags import TEAM_TAG, TIER_TAG
 from shareplane.schemas import parse_state_event
 from shareplane.service.record_state import record_observation
 from shareplane_cli.main import app

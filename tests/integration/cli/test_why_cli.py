@@ -12,9 +12,9 @@ import yaml
 from gpusim import BatchApi, BatchModel
 from gpusim.model import NUM_INSTANCES
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.config import SchedulingMode, SharesConfig
-from shareplane.domain.start_forecast import QueueKind
-from shareplane.domain.wait_explain import QueuePolicy, live_from_records
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.explain.wait import QueuePolicy, live_from_records
+from shareplane.domain.forecast.start_forecast import QueueKind
 from shareplane.service.live_twin import queue_policy
 from shareplane_cli.commands.why import print_why, why_report
 from shareplane_cli.config_file import load_config

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from shareplane.adapters.failure_ledger import STALE_CLAIM_SECONDS, DynamoFailureLedger
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
-from shareplane.domain.alerts import AlertKind, simple_alert
-from shareplane.domain.failure_rules import Severity
+from shareplane.domain.alerts.alert import AlertKind, simple_alert
+from shareplane.domain.config.failure_rules import Severity
 
 from tests.fakes.failure_ledger import FakeFailureLedger
 from tests.fakes.reclaim_ledger import FakeReclaimLedger

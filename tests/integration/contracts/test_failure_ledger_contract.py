@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
-from shareplane.domain.failure_record import Applied, StormFailure
-from shareplane.domain.failures import Action
-from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.failures.decision import Action
+from shareplane.domain.failures.record import Applied, StormFailure
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.fakes.failure_ledger import FakeFailureLedger, decided
 

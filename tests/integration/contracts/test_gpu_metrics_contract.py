@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane.adapters.cloudwatch_gpu_metrics import CloudWatchGpuMetrics
-from shareplane.domain.idle import GPU_METRIC, METRICS_NAMESPACE
+from shareplane.domain.idle.policy import GPU_METRIC, METRICS_NAMESPACE
 
 from tests.fakes.idle_world import FakeGpuMetrics
 

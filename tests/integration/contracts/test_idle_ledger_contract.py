@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from shareplane.adapters.idle_ledger import DynamoIdleLedger
-from shareplane.domain.idle import Act, Signal
-from shareplane.domain.idle_record import IdleRecord
+from shareplane.domain.idle.policy import Act, Signal
+from shareplane.domain.idle.record import IdleRecord
 
 from tests.fakes.idle_world import FakeIdleLedger
 

@@ -16,12 +16,12 @@ from shareplane.adapters.dynamodb_store import (
     legacy_training_pk,
     training_state_item,
 )
-from shareplane.domain.arrival_counts import HOUR_MS, ArrivalKey, arrival_key
-from shareplane.domain.cost import AttemptCost, BillableSource
+from shareplane.domain.cost.billing import AttemptCost, BillableSource
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import CapacityUsage, Decision, JobObservation, JobStatus, decide
-from shareplane.domain.start_prediction import StartPrediction
-from shareplane.domain.training import (
+from shareplane.domain.forecast.arrivals import HOUR_MS, ArrivalKey, arrival_key
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.jobs.lifecycle import CapacityUsage, Decision, JobObservation, JobStatus, decide
+from shareplane.domain.jobs.training import (
     TrainingJobObservation,
     TrainingJobState,
     TrainingJobStatus,

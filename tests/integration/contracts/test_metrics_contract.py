@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from shareplane.adapters.emf_metrics import NAMESPACE, EmfMetricsSink
-from shareplane.domain.lifecycle import JobMetricEvent
+from shareplane.domain.jobs.lifecycle import JobMetricEvent
 
 from tests.fakes.metrics import FakeMetrics
 from tests.template import raw_template

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
-from shareplane.domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
-from shareplane.domain.reclaim import ClaimBudgets
-from shareplane.domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from shareplane.domain.reclaim.plan import ClaimBudgets
+from shareplane.domain.reclaim.record import ReclaimRecord, ReclaimVictimRecord
 
 from tests.aws import clear_table
 from tests.fakes.reclaim_ledger import FakeReclaimLedger

@@ -18,8 +18,8 @@ import pytest
 from gpusim import BatchModel, ModelOptions, RealtimeEngine
 from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
-from shareplane.domain.described_job import ListedJob
 from shareplane.domain.errors import RejectedByServiceError
+from shareplane.domain.jobs.described_job import ListedJob
 
 from tests.fakes.service_jobs import FakeServiceJobs
 from tests.rebalance_cluster import FAST, P4D, QUEUE, Cluster, fairshare_queue

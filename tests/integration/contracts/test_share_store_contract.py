@@ -8,11 +8,11 @@ import pytest
 from shareplane.adapters.dynamodb_items import marshal
 from shareplane.adapters.dynamodb_store import job_state_item
 from shareplane.adapters.share_store import DynamoShareStore
-from shareplane.domain.config import SchedulingMode
+from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.errors import ConcurrentUpdateError
-from shareplane.domain.lifecycle import JobState, JobStatus
-from shareplane.domain.rebalance import RebalancePlan, ShareChange
-from shareplane.domain.share_state import PlanAudit, SharesState
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
+from shareplane.domain.shares.rebalance import RebalancePlan, ShareChange
+from shareplane.domain.shares.state import PlanAudit, SharesState
 
 from tests.fakes.share_store import FakeShareStore
 

@@ -17,7 +17,7 @@ import pytest
 from gpusim import BatchModel, ModelOptions, RealtimeEngine
 from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.batch_shares import ShareWeight
+from shareplane.domain.shares.batch_shares import ShareWeight
 
 from tests.fakes.shares_batch import FakeSharesBatch
 from tests.rebalance_cluster import FAST, QUEUE, Cluster, fairshare_queue

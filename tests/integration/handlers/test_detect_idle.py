@@ -14,7 +14,7 @@ from shareplane import bootstrap
 from shareplane.adapters.cloudwatch_gpu_metrics import MAX_QUERIES_PER_CALL, CloudWatchGpuMetrics
 from shareplane.adapters.idle_ledger import DynamoIdleLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
-from shareplane.domain.idle import GPU_MEMORY_METRIC, GPU_METRIC, IDLE_REASON_PREFIX, METRICS_NAMESPACE
+from shareplane.domain.idle.policy import GPU_MEMORY_METRIC, GPU_METRIC, IDLE_REASON_PREFIX, METRICS_NAMESPACE
 from shareplane.schemas.scheduled import parse_scheduled_event, tick_time
 
 from tests.aws import create_jobs_table, topic_with_inbox

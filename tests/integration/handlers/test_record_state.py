@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 from shareplane import bootstrap
 from shareplane.adapters.dynamodb_store import DynamoJobStore
-from shareplane.domain.lifecycle import METRIC_DIMENSIONS
+from shareplane.domain.jobs.lifecycle import METRIC_DIMENSIONS
 
 from tests.aws import FaultInjector, create_jobs_table
 from tests.conftest import REPO, load_event, load_handler, load_scenario, scenario_names
@@ -128,7 +128,7 @@ def test_under_injected_faults_every_event_is_applied_once_or_dead_lettered(
     faults.rate = 0.0
     # THEN faults happened, and every distinct Batch event is in history exactly once unless dead-lettered
     assert faults.injected > 0
-    from shareplane.domain.lifecycle import JobObservation
+    from shareplane.domain.jobs.lifecycle import JobObservation
     from shareplane.schemas import parse_state_event
 
     dead_digests = {parse_state_event(events[i]).digest for i in dead if events[i]["source"] == "aws.batch"}  # type: ignore[union-attr]

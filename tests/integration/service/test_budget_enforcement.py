@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 from moto import mock_aws
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.cost import AttemptCost, BillableSource
-from shareplane.domain.tags import TIER_TAG
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.cost.billing import AttemptCost, BillableSource
+from shareplane.domain.jobs.tags import TIER_TAG
 
 from tests.conftest import REPO
 from tests.integration.drop_world import BUCKET, DropWorld, build_world
@@ -141,7 +141,7 @@ def test_a_retry_after_the_team_went_over_budget_answers_with_the_job_its_first_
 def test_a_team_over_budget_by_what_its_running_jobs_accrued_has_its_lowpri_drop_refused(aws: None) -> None:
     # GIVEN nothing billed to ProdExp1 yet, but its job on 100 ml.p4d.24xlarge training for 20 minutes
     # (about 1,256 USD of its 1,000 USD budget), and a drop landing then
-    from shareplane.domain.training import TrainingJobStatus
+    from shareplane.domain.jobs.training import TrainingJobStatus
     from shareplane.service.record_state import record_observation
 
     from tests.cost_world import Attempt, Job, batch_events, training_events

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from shareplane.adapters.sns_alerts import MAX_SUBJECT_CHARS, sns_subject
-from shareplane.domain.jobspec import MAX_SPEC_BYTES, SUBMISSION_TAG
-from shareplane.domain.submission import DroppedObject, answers
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SUBMISSION_TAG
+from shareplane.domain.submit.submission import DroppedObject, answers
 from shareplane.service.submit_job import payload_request
 
 from tests.integration.drop_world import BUCKET, DropWorld, build_world
@@ -347,7 +347,7 @@ SPECS = st.lists(
 def test_validate_and_the_lambda_give_the_same_verdict_and_problems(
     world: DropWorld, jobs: list[dict[str, Any]], name: str, as_json: bool
 ) -> None:
-    from shareplane.domain.jobspec import parse_local_spec
+    from shareplane.domain.submit.jobspec import parse_local_spec
 
     data = (json.dumps(jobs) if as_json else yaml.safe_dump(jobs)).encode()
     local = parse_local_spec(data, name, world.config, "ProdExp1")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
-from shareplane.domain.jobspec import MAX_SPEC_BYTES
-from shareplane.domain.lifecycle import JobStatus, ObservationKind
+from shareplane.domain.jobs.lifecycle import JobStatus, ObservationKind
+from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES
 
 from tests.conftest import REPO
 from tests.integration.drop_world import NOW_MS, DropWorld, build_world
@@ -403,7 +403,7 @@ def test_fuzz_every_file_is_answered_and_never_lost(world: DropWorld, body: byte
 def with_forecast(world: DropWorld, budget: float = 10.0) -> list[int]:
     """The submit path given the receipt's forecast, reading the twin from the moto table through the
     adapters the Lambda uses (the ByStatus index, each job's history); returns the forecasts' chunks."""
-    import shareplane.domain.start_forecast as start_forecast
+    import shareplane.domain.forecast.start_forecast as start_forecast
     from shareplane.adapters.share_store import DynamoShareStore
     from shareplane.service.receipt_prediction import ReceiptForecast
     from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
@@ -434,7 +434,7 @@ def with_forecast(world: DropWorld, budget: float = 10.0) -> list[int]:
 
 @pytest.fixture
 def chunks(world: DropWorld, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    import shareplane.domain.start_forecast as start_forecast
+    import shareplane.domain.forecast.start_forecast as start_forecast
 
     monkeypatch.setattr(start_forecast, "forecast_starts", start_forecast.forecast_starts)  # restored after
     return with_forecast(world)

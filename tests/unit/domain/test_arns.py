@@ -1,9 +1,9 @@
-"""Names and ids out of ARNs (domain/arns.py)."""
+"""Names and ids out of ARNs (domain/jobs/arns.py)."""
 
 from __future__ import annotations
 
 import pytest
-from shareplane.domain.arns import (
+from shareplane.domain.jobs.arns import (
     account_of,
     arn_tail,
     job_id_of,
@@ -12,7 +12,7 @@ from shareplane.domain.arns import (
     training_job_key,
     training_job_name,
 )
-from shareplane.domain.lifecycle import JobState, JobStatus, correlates
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus, correlates
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
-from shareplane.domain.arrival_counts import HOUR_MS, ArrivalKey, arrival_key, arrival_moves, counted_key
-from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
+from shareplane.domain.forecast.arrivals import HOUR_MS, ArrivalKey, arrival_key, arrival_moves, counted_key
+from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 
 CREATED = 1_773_690_900_000  # 19:55 UTC
 HOUR = CREATED - CREATED % HOUR_MS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from shareplane.domain.attribution import (
+from shareplane.domain.submit.attribution import (
     PrincipalCheck,
     UploadAttribution,
     alert_message,

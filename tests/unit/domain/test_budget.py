@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.domain.budget import Admission, admission, budget_status, crossed, month_bounds
-from shareplane.domain.budget_alerts import budget_alert
-from shareplane.domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
+from shareplane.domain.config.shares import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
+from shareplane.domain.cost.budget import Admission, admission, budget_status, crossed, month_bounds
+from shareplane.domain.cost.budget_alerts import budget_alert
 from shareplane.domain.errors import ConfigError
 
 from tests.conftest import REPO

@@ -8,7 +8,7 @@ import pickle
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shareplane.domain.capacity import Capacity
+from shareplane.domain.instance_types.capacity import Capacity
 
 P4, P5 = "ml.p4d.24xlarge", "ml.p5.48xlarge"
 counts = st.dictionaries(st.sampled_from([P4, P5, "ml.g5.xlarge"]), st.integers(0, 500), max_size=3)

@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 import yaml
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.cost import (
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.cost.billing import (
     AttemptCost,
     BillableSource,
     CostOwner,
@@ -20,8 +20,8 @@ from shareplane.domain.cost import (
     spread_by_month,
     usage_rows,
 )
-from shareplane.domain.lifecycle import JobState, JobStatus
-from shareplane.domain.training import TrainingJobState, TrainingJobStatus
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
+from shareplane.domain.jobs.training import TrainingJobState, TrainingJobStatus
 
 from tests.conftest import REPO
 

@@ -1,11 +1,11 @@
-"""What the services read out of a described job's payload (domain/described_job.py)."""
+"""What the services read out of a described job's payload (domain/jobs/described_job.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from shareplane.domain.described_job import DescribedJob
+from shareplane.domain.jobs.described_job import DescribedJob
 
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/j-1"
 

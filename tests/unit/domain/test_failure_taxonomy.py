@@ -13,8 +13,8 @@ texts below are built on those formats with the causes SageMaker reports (constr
 from __future__ import annotations
 
 import pytest
-from shareplane.domain.failure_rules import DEFAULT_CLASS_POLICIES, DEFAULT_RULES
-from shareplane.domain.failures import Action, FailureClass, FailureSignal, classify, decide
+from shareplane.domain.config.failure_rules import DEFAULT_CLASS_POLICIES, DEFAULT_RULES
+from shareplane.domain.failures.decision import Action, FailureClass, FailureSignal, classify, decide
 
 from tests.unit.domain.test_failures import CONFIG, algorithm_error, ctx, sm
 

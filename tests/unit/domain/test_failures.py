@@ -10,16 +10,16 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SharesConfig, Tier
-from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.failure_rules import (
+from shareplane.domain.config.failure_rules import (
     DEFAULT_RULES,
     BackoffConfig,
     FailuresConfig,
     StormGuardConfig,
     TierName,
 )
-from shareplane.domain.failures import (
+from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane.domain.failures.decision import (
     SQS_MAX_DELAY_SECONDS,
     Action,
     FailureClass,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.lifecycle import (
+from shareplane.domain.jobs.lifecycle import (
     HistoryEntry,
     JobObservation,
     JobStatus,

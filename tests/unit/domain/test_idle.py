@@ -7,9 +7,9 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import HungAction, IdleAction, IdleConfig, SharesConfig, Tier
+from shareplane.domain.config.shares import HungAction, IdleAction, IdleConfig, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError
-from shareplane.domain.idle import (
+from shareplane.domain.idle.policy import (
     Act,
     GpuSample,
     IdleDecision,

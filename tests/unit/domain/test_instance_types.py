@@ -11,10 +11,10 @@ from typing import Any
 import botocore.session
 import pytest
 import yaml
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.failure_rules import DEFAULT_GPU_MEMORY_LADDERS, DEFAULT_HOST_MEMORY_LADDERS
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError
-from shareplane.domain.failure_rules import DEFAULT_GPU_MEMORY_LADDERS, DEFAULT_HOST_MEMORY_LADDERS
-from shareplane.domain.instance_types import CATALOG, family_of, gpus_per_instance
+from shareplane.domain.instance_types.catalog import CATALOG, family_of, gpus_per_instance
 
 from tests.conftest import REPO
 
@@ -47,7 +47,7 @@ def gpu_types() -> list[str]:
 
 def test_the_catalog_holds_every_gpu_type_of_the_pinned_botocore_enum() -> None:
     missing = sorted(set(gpu_types()) - set(CATALOG))
-    assert not missing, f"add these to domain/instance_types.py: {missing}"
+    assert not missing, f"add these to domain/instance_types/catalog.py: {missing}"
     assert len(gpu_types()) >= 50  # the enum was read: g4dn, p2..p6, g5..g7e
 
 
@@ -108,7 +108,7 @@ def test_the_shares_config_refuses_an_instance_type_the_catalog_does_not_know(un
     with pytest.raises(ConfigError) as refused:
         SharesConfig.model_validate(raw)
     assert refused.value.field == f"instance_types.{unknown}"
-    assert "domain/instance_types.py" in refused.value.fix
+    assert "domain/instance_types/catalog.py" in refused.value.fix
 
 
 def test_the_shipped_config_and_a_newly_catalogued_type_are_accepted() -> None:

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 import yaml
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.cost import AttemptCost, BillableSource
-from shareplane.domain.job_story import job_story, job_wait, observed_now
-from shareplane.domain.records import history_label
-from shareplane.domain.sent_alert import SentAlert
-from shareplane.domain.training import TrainingHistoryEntry, TrainingJobStatus
+from shareplane.domain.alerts.sent import SentAlert
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.cost.billing import AttemptCost, BillableSource
+from shareplane.domain.explain.listing import history_label
+from shareplane.domain.explain.story import job_story, job_wait, observed_now
+from shareplane.domain.jobs.training import TrainingHistoryEntry, TrainingJobStatus
 
 from tests.conftest import REPO
 

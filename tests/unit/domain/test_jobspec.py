@@ -10,10 +10,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain import jobspec
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.jobspec import (
+from shareplane.domain.submit import jobspec
+from shareplane.domain.submit.jobspec import (
     CHECKPOINT_LOCAL_PATH,
     JOB_RULES,
     MAX_JOBS_PER_FILE,
@@ -27,7 +27,7 @@ from shareplane.domain.jobspec import (
     team_from_key,
     team_in_spec,
 )
-from shareplane.domain.jobspec.rules import JobContext
+from shareplane.domain.submit.jobspec.rules import JobContext
 
 from tests.properties import examples
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.lifecycle import (
+from shareplane.domain.jobs.lifecycle import (
     Decision,
     JobObservation,
     JobState,

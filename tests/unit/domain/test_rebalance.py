@@ -11,10 +11,10 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.batch_shares import SchedulingPolicy, plan_to_update_scheduling_policy
-from shareplane.domain.config import RebalanceConfig, SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.rebalance import (
+from shareplane.domain.shares.batch_shares import SchedulingPolicy, plan_to_update_scheduling_policy
+from shareplane.domain.shares.rebalance import (
     WEIGHT_FACTOR_MAX,
     LedgerEntry,
     QuotaSettings,

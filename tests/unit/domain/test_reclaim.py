@@ -9,8 +9,8 @@ from itertools import combinations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import ReclaimConfig, Tier, TierConfig
-from shareplane.domain.reclaim import (
+from shareplane.domain.config.shares import ReclaimConfig, Tier, TierConfig
+from shareplane.domain.reclaim.plan import (
     SKIP_FITS,
     SKIP_JOB_BUDGET,
     SKIP_NO_VICTIMS,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shareplane.domain.config import Tier
-from shareplane.domain.failure_rules import DEFAULT_RULES, FailureClass
-from shareplane.domain.failures import FailureSignal, classify
-from shareplane.domain.reclaim import utc_day
-from shareplane.domain.reclaim_reason import REASON_MAX_CHARS, beneficiary_of, stop_reason
+from shareplane.domain.config.failure_rules import DEFAULT_RULES, FailureClass
+from shareplane.domain.config.shares import Tier
+from shareplane.domain.failures.decision import FailureSignal, classify
+from shareplane.domain.reclaim.plan import utc_day
+from shareplane.domain.reclaim.reason import REASON_MAX_CHARS, beneficiary_of, stop_reason
 
 
 @given(

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from shareplane.adapters.dynamodb_store import history_from_item, history_item
-from shareplane.domain.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
-from shareplane.domain.records import job_record
+from shareplane.domain.explain.listing import job_record
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
 
 JOB = "arn:aws:batch:us-east-1:123456789012:service-job/0f6e2c1a"
 STATE = JobState(job_arn=JOB, status=JobStatus.FAILED, seq="s", job_name="int-ft-01")

@@ -9,16 +9,16 @@ from dataclasses import replace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shareplane.domain.alerts import SUBJECT_MAX_CHARS, logs_link, subject_line
-from shareplane.domain.described_job import DescribedJob
+from shareplane.domain.alerts.alert import SUBJECT_MAX_CHARS, logs_link, subject_line
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.requeue import (
+from shareplane.domain.failures.requeue import (
     ChainState,
     apply_mutations,
     build_requeue,
     client_token,
     requeue_job_name,
 )
+from shareplane.domain.jobs.described_job import DescribedJob
 
 PAYLOAD = {
     "ResourceConfig": {"InstanceType": "ml.g5.xlarge"},

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.alerts import AlertKind, owned_by, simple_alert
-from shareplane.domain.config import SchedulingMode, ShareKey, SharesConfig, Tier
+from shareplane.domain.alerts.alert import AlertKind, owned_by, simple_alert
+from shareplane.domain.config.failure_rules import Severity
+from shareplane.domain.config.shares import SchedulingMode, ShareKey, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError
-from shareplane.domain.failure_rules import Severity
-from shareplane.domain.fairshare import ShareWeight
-from shareplane.domain.jobspec import parse_spec_file
-from shareplane.domain.rebalance import RebalancePlan, ShareChange, identifier_plan, team_weights
+from shareplane.domain.shares.fairshare import ShareWeight
+from shareplane.domain.shares.rebalance import RebalancePlan, ShareChange, identifier_plan, team_weights
+from shareplane.domain.submit.jobspec import parse_spec_file
 
 from tests.properties import examples
 from tests.unit.domain.test_jobspec import config_dict, good_job

@@ -8,10 +8,9 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SchedulingMode, Tier
+from shareplane.domain.config.shares import SchedulingMode, Tier
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.rebalance import TierWait
-from shareplane.domain.share_observation import (
+from shareplane.domain.shares.observation import (
     QueueObservation,
     ShareObservation,
     TierObservation,
@@ -19,6 +18,7 @@ from shareplane.domain.share_observation import (
     snapshot_from_observation,
     tier_wait,
 )
+from shareplane.domain.shares.rebalance import TierWait
 
 from tests.properties import examples
 

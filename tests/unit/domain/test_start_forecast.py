@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain import fairshare, start_forecast
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.start_forecast import (
+from shareplane.domain.forecast import start_forecast
+from shareplane.domain.forecast.start_forecast import (
     UNCALIBRATED,
     Arrival,
     Calibration,
@@ -33,6 +33,7 @@ from shareplane.domain.start_forecast import (
     size_class,
     track_margin,
 )
+from shareplane.domain.shares import fairshare
 
 from tests.properties import examples
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.fairshare import accrue
-from shareplane.domain.tier_charge import TeamTierUsage, charged_plain_weights
+from shareplane.domain.shares.fairshare import accrue
+from shareplane.domain.shares.tier_charge import TeamTierUsage, charged_plain_weights
 
 WEEK = 604800.0
 usages = st.floats(0, 1e9, allow_nan=False)

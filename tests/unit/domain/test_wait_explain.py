@@ -9,10 +9,8 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SharesConfig
-from shareplane.domain.lifecycle import gpus_per_instance
-from shareplane.domain.start_forecast import QueueKind
-from shareplane.domain.wait_explain import (
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.explain.wait import (
     HeldRun,
     InstanceTypes,
     QueuePolicy,
@@ -23,6 +21,8 @@ from shareplane.domain.wait_explain import (
     requested_resources,
     time_limit_ends_at,
 )
+from shareplane.domain.forecast.start_forecast import QueueKind
+from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 from tests.properties import examples
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.service.watch_jobs import watch
 
 from tests.conftest import REPO
@@ -85,7 +85,7 @@ def test_a_team_without_a_budget_is_never_alerted_on_cost() -> None:
 
 def test_a_running_job_counts_in_the_month_and_alerts_before_anything_is_billed() -> None:
     # GIVEN nothing billed, and ProdExp1's job on 8 ml.p4d.24xlarge training since 00:00 on 10 March
-    from shareplane.domain.training import TrainingJobStatus
+    from shareplane.domain.jobs.training import TrainingJobStatus
     from shareplane.service.record_state import record_observation
 
     from tests.cost_world import Attempt, Job, batch_events, training_events

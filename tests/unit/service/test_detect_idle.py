@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain.failure_rules import FailureClass
-from shareplane.domain.idle import HUNG_REASON_PREFIX, IDLE_REASON_PREFIX
+from shareplane.domain.config.failure_rules import FailureClass
+from shareplane.domain.idle.policy import HUNG_REASON_PREFIX, IDLE_REASON_PREFIX
 from shareplane.schemas.idle import MANUAL_RUN
 from shareplane.service.detect_idle import handle_message
 from shareplane.service.handle_failure import handle_message as handle_failure

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain.alerts import STALE_CLAIM_SECONDS
+from shareplane.domain.alerts.alert import STALE_CLAIM_SECONDS
 from shareplane.domain.errors import InvalidInputError
-from shareplane.domain.lifecycle import JobState, JobStatus
-from shareplane.domain.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
+from shareplane.domain.failures.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
 from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
 from shareplane.service.watch_jobs import WatchReport, escalate, read_tick
 
@@ -519,8 +519,8 @@ def test_escalation_starts_from_batchs_priority_when_the_table_lags_behind_it(
 
 def test_a_reclaimed_job_is_requeued_at_once_ahead_of_its_tiers_queued_work() -> None:
     # GIVEN a LOWPRI job terminated by reclaim for a HIGHPRI job
-    from shareplane.domain.config import Tier
-    from shareplane.domain.reclaim_reason import stop_reason
+    from shareplane.domain.config.shares import Tier
+    from shareplane.domain.reclaim.reason import stop_reason
 
     world = World()
     reason = stop_reason("hi-1", "launch", Tier.HIGHPRI, 312)

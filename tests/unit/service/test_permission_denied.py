@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from shareplane.adapters.aws_errors import permission_denied, role_arn
-from shareplane.domain.alerts import Alert, AlertKind
+from shareplane.domain.alerts.alert import Alert, AlertKind
 from shareplane.domain.errors import PermissionDeniedError, RejectedByServiceError
 from shareplane.service.permission_denied import PermissionAlerts, guard
 

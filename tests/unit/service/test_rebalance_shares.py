@@ -8,13 +8,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain import fairshare
-from shareplane.domain.batch_shares import SchedulingPolicy
-from shareplane.domain.config import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
-from shareplane.domain.lifecycle import JobStatus
-from shareplane.domain.rebalance import QuotaSettings, SharingStrategy, team_weights
-from shareplane.domain.share_metrics import SKIP_REASON_VALUES
+from shareplane.domain.jobs.lifecycle import JobStatus
+from shareplane.domain.shares import fairshare
+from shareplane.domain.shares.batch_shares import SchedulingPolicy
+from shareplane.domain.shares.metrics import SKIP_REASON_VALUES
+from shareplane.domain.shares.rebalance import QuotaSettings, SharingStrategy, team_weights
 from shareplane.service.rebalance_shares import (
     RebalanceSettings,
     current_weights,

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from shareplane.domain.lifecycle import JobStatus
-from shareplane.domain.submission import FIRST_PREDICTION, first_predictions_of, with_first_predictions
+from shareplane.domain.jobs.lifecycle import JobStatus
+from shareplane.domain.submit.submission import FIRST_PREDICTION, first_predictions_of, with_first_predictions
 from shareplane.service.receipt_prediction import (
     CHUNK_SAMPLES,
     MIN_SAMPLES,
@@ -100,7 +100,7 @@ def test_a_job_the_index_does_not_list_yet_is_read_by_its_key() -> None:
 
 def counting_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each chunk of forecast runs the receipt's forecast starts, counted."""
-    import shareplane.domain.start_forecast as start_forecast
+    import shareplane.domain.forecast.start_forecast as start_forecast
 
     chunks: list[int] = []
     forecast = start_forecast.forecast_starts

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.adapters.batch_service_jobs import described_job
-from shareplane.domain.config import SchedulingMode, Tier
-from shareplane.domain.failure_rules import FailureClass
-from shareplane.domain.lifecycle import ObservationKind
-from shareplane.domain.reclaim import SKIP_JOB_BUDGET, SKIP_RUN_BUDGET
-from shareplane.domain.reclaim_reason import beneficiary_of, stop_reason
-from shareplane.domain.requeue import TAG_DISPLACED_BY, TAG_RECLAIMED_AT
+from shareplane.domain.config.failure_rules import FailureClass
+from shareplane.domain.config.shares import SchedulingMode, Tier
+from shareplane.domain.failures.requeue import TAG_DISPLACED_BY, TAG_RECLAIMED_AT
+from shareplane.domain.jobs.lifecycle import ObservationKind
+from shareplane.domain.reclaim.plan import SKIP_JOB_BUDGET, SKIP_RUN_BUDGET
+from shareplane.domain.reclaim.reason import beneficiary_of, stop_reason
 from shareplane.schemas.reclaim import MANUAL_RUN, RECLAIM_DUE
 from shareplane.service.handle_failure import handle_message as handle_failure
 from shareplane.service.reclaim_capacity import handle_message, waiting_job
@@ -383,7 +383,7 @@ def test_a_requeued_victim_never_reclaims_from_the_job_that_displaced_it() -> No
     ids=lambda v: v if isinstance(v, str) and " " in v else "",
 )
 def test_the_first_start_counts_toward_the_tiers_wait_slo(case: str, wait: float, expected: str) -> None:
-    from shareplane.domain.lifecycle import JobMetricEvent, JobState, JobStatus
+    from shareplane.domain.jobs.lifecycle import JobMetricEvent, JobState, JobStatus
     from shareplane.service.record_state import slo_metric
 
     state = JobState(

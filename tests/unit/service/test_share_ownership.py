@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config import SchedulingMode, SharesConfig
-from shareplane.domain.rebalance import QuotaSettings
-from shareplane.domain.share_ownership import baseline_settings, reconcile, same_setting
+from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.shares.ownership import baseline_settings, reconcile, same_setting
+from shareplane.domain.shares.rebalance import QuotaSettings
 from shareplane.service.rebalance_shares import rebalance_shares
 from shareplane_cli import queue_template
 

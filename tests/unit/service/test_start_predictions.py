@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain import start_forecast
 from shareplane.domain.errors import ConfigError
-from shareplane.domain.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
-from shareplane.domain.start_forecast import ForecastSettings, History
-from shareplane.domain.start_prediction import StartPrediction
+from shareplane.domain.forecast import start_forecast
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.forecast.start_forecast import ForecastSettings, History
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.service.queries import job_records
 from shareplane.service.start_predictions import (
     READ_SECONDS,

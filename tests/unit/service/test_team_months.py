@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.arns import same_training_job, training_job_key
-from shareplane.domain.cost import month_of
-from shareplane.domain.training import TrainingJobStatus
+from shareplane.domain.cost.billing import month_of
+from shareplane.domain.jobs.arns import same_training_job, training_job_key
+from shareplane.domain.jobs.training import TrainingJobStatus
 from shareplane.service.record_state import record_observation
 from shareplane.service.spend import accruing, team_months
 from shareplane.service.watch_jobs import watch

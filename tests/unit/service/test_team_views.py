@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from shareplane.domain.lifecycle import CapacityUsage, JobState, JobStatus
+from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 from shareplane.service.queries import job_records
 from shareplane.service.watch_jobs import publish_gauges
 

@@ -8,8 +8,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shareplane.domain.described_job import DescribedJob, ListedJob
-from shareplane.domain.lifecycle import JobState, JobStatus, Transition
+from shareplane.domain.jobs.described_job import DescribedJob, ListedJob
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus, Transition
 from shareplane.service.watch_jobs import watch
 
 from tests.fakes.failure_world import QUEUE_ARN, World

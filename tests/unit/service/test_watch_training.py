@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from shareplane.domain.training import TrainingJobStatus
+from shareplane.domain.jobs.training import TrainingJobStatus
 from shareplane.service.record_state import record_observation
 from shareplane.service.watch_jobs import watch
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..domain.batch_shares import IdentifierUsage, QueueUsage, QuotaShare, SchedulingPolicy
-from ..domain.capacity import Capacity
 from ..domain.errors import InvalidInputError
-from ..domain.rebalance import QuotaSettings
+from ..domain.instance_types.capacity import Capacity
+from ..domain.shares.batch_shares import IdentifierUsage, QueueUsage, QuotaShare, SchedulingPolicy
+from ..domain.shares.rebalance import QuotaSettings
 from .paging import follow_pages
 
 if TYPE_CHECKING:

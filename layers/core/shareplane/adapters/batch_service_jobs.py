@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.arns import job_id_of
-from ..domain.described_job import DescribedJob, JobAttempt, ListedJob
 from ..domain.errors import RejectedByServiceError
-from ..domain.lifecycle import CapacityUsage
+from ..domain.jobs.arns import job_id_of
+from ..domain.jobs.described_job import DescribedJob, JobAttempt, ListedJob
+from ..domain.jobs.lifecycle import CapacityUsage
 from .paging import follow_pages
 
 if TYPE_CHECKING:

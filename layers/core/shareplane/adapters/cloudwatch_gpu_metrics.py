@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..domain.idle import GPU_MEMORY_METRIC, GPU_METRIC, METRICS_NAMESPACE, GpuSample
+from ..domain.idle.policy import GPU_MEMORY_METRIC, GPU_METRIC, METRICS_NAMESPACE, GpuSample
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient

@@ -42,11 +42,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from ..domain.arns import training_job_key
-from ..domain.arrival_counts import ArrivalKey, arrival_moves, hour_of
 from ..domain.errors import ShareplaneError
-from ..domain.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind, Transition
-from ..domain.training import (
+from ..domain.forecast.arrivals import ArrivalKey, arrival_moves, hour_of
+from ..domain.jobs.arns import training_job_key
+from ..domain.jobs.lifecycle import (
+    CapacityUsage,
+    HistoryEntry,
+    JobState,
+    JobStatus,
+    ObservationKind,
+    Transition,
+)
+from ..domain.jobs.training import (
     TrainingHistoryEntry,
     TrainingJobObservation,
     TrainingJobState,
@@ -69,9 +76,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-    from ..domain.cost import AttemptCost, OpenAttempt
-    from ..domain.start_prediction import StartPrediction
-    from ..domain.submitted_payload import SubmittedPayload
+    from ..domain.cost.billing import AttemptCost, OpenAttempt
+    from ..domain.forecast.prediction import StartPrediction
+    from ..domain.submit.payload import SubmittedPayload
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +207,7 @@ def prediction_item(job_arn: str, prediction: StartPrediction) -> dict[str, Any]
 
 def prediction_from_item(item: Mapping[str, Any]) -> StartPrediction:
     """Rebuild a stored prediction from its item (its fields are the record's ``prediction``)."""
-    from ..domain.start_prediction import prediction_from_record  # the prediction path's alone
+    from ..domain.forecast.prediction import prediction_from_record  # the prediction path's alone
 
     prediction = prediction_from_record(dict(item))
     if prediction is None:
@@ -255,7 +262,7 @@ def cost_item(cost: AttemptCost) -> dict[str, Any]:
 
 def cost_from_item(item: Mapping[str, Any]) -> AttemptCost:
     """Rebuild an attempt's cost from its COST item."""
-    from ..domain.cost import AttemptCost, BillableSource  # the cost paths' alone
+    from ..domain.cost.billing import AttemptCost, BillableSource  # the cost paths' alone
 
     return AttemptCost(
         training_job_arn=item["trainingJobArn"],
@@ -279,7 +286,7 @@ def _monthly_parts(cost: AttemptCost) -> list[tuple[str, float, float]]:
     total = sum(by_month.values())
     seconds = cost.billable_seconds * cost.instance_count
     if total <= 0:  # nothing priced or nothing billed: the instance-seconds split as the time is
-        from ..domain.cost import spread_by_month
+        from ..domain.cost.billing import spread_by_month
 
         shares = spread_by_month(1.0, cost.started_at, cost.at)
         return [(m, by_month.get(m, 0.0), seconds * f) for m, f in shares.items()]
@@ -542,7 +549,7 @@ class DynamoJobStore:
     def open_attempts(self) -> list[OpenAttempt]:
         """Every training job whose status is not final (the index's ``OPEN_TRAINING`` partition),
         each with the Batch job its LINK item names (None: none yet), read 100 keys at a time."""
-        from ..domain.cost import OpenAttempt  # the cost paths' alone
+        from ..domain.cost.billing import OpenAttempt  # the cost paths' alone
 
         items = self._paginate(
             "query",
@@ -567,7 +574,7 @@ class DynamoJobStore:
 
     def costs(self) -> list[AttemptCost]:
         """Every recorded attempt's cost, each with its Batch job when a link names it."""
-        from ..domain.cost import with_job
+        from ..domain.cost.billing import with_job
 
         items = self._paginate(
             "scan",

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.failure_record import Applied, DecisionRecord, StormFailure
-from ..domain.failure_rules import FailureClass, Severity
-from ..domain.failures import Action, FailureDecision
-from ..domain.requeue import ChainState
+from ..domain.config.failure_rules import FailureClass, Severity
+from ..domain.failures.decision import Action, FailureDecision
+from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+from ..domain.failures.requeue import ChainState
 
 
 def decision_item(record: DecisionRecord) -> dict[str, Any]:

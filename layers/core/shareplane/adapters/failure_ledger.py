@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts import STALE_CLAIM_SECONDS, Alert
-from ..domain.failure_record import Applied, DecisionRecord, StormFailure
-from ..domain.lifecycle import HistoryEntry
-from ..domain.sent_alert import SentAlert
+from ..domain.alerts.alert import STALE_CLAIM_SECONDS, Alert
+from ..domain.alerts.sent import SentAlert
+from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+from ..domain.jobs.lifecycle import HistoryEntry
 from .dynamodb_items import (
     advance_tick_watermark,
     get_item,

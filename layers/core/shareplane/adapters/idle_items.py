@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.idle import Act, Signal
-from ..domain.idle_record import IdleRecord
+from ..domain.idle.policy import Act, Signal
+from ..domain.idle.record import IdleRecord
 
 #: The partition of one job's decisions.
 IDLE_PREFIX = "IDLE#"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from ..domain.idle_record import IdleRecord
+from ..domain.idle.record import IdleRecord
 from .dynamodb_items import index_items_since, put_new, unmarshal
 from .dynamodb_store import HISTORY_RETENTION_SECONDS
 from .failure_ledger import DynamoFailureLedger, FailureAlertClaims

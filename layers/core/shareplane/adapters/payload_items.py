@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.submitted_payload import RequestLocation, SubmittedPayload
+from ..domain.submit.payload import RequestLocation, SubmittedPayload
 
 
 def _str(value: Any) -> str | None:

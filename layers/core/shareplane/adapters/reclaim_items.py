@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
+from ..domain.reclaim.record import ReclaimRecord, ReclaimVictimRecord
 
 
 def _present(item: Mapping[str, Any]) -> dict[str, Any]:

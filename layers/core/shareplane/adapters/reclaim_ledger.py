@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.lifecycle import HistoryEntry
-from ..domain.reclaim import ClaimBudgets
-from ..domain.reclaim_record import ReclaimRecord
+from ..domain.jobs.lifecycle import HistoryEntry
+from ..domain.reclaim.plan import ClaimBudgets
+from ..domain.reclaim.record import ReclaimRecord
 from .dynamodb_items import (
     advance_tick_watermark,
     get_item,

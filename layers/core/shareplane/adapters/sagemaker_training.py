@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.training import TrainingJobFacts, TrainingJobObservation, TrainingJobStatus
+from ..domain.jobs.training import TrainingJobFacts, TrainingJobObservation, TrainingJobStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_sagemaker import SageMakerClient

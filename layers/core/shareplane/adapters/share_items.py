@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.config import SchedulingMode
-from ..domain.rebalance import QuotaSettings, plan_from_audit
-from ..domain.share_state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
-from ..domain.tier_charge import TeamTierUsage
+from ..domain.config.shares import SchedulingMode
+from ..domain.shares.rebalance import QuotaSettings, plan_from_audit
+from ..domain.shares.state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
+from ..domain.shares.tier_charge import TeamTierUsage
 
 #: The ``entity`` of an audit record.
 AUDIT_ENTITY = "shares_audit"

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..domain.errors import ConcurrentUpdateError
-from ..domain.lifecycle import JobState
-from ..domain.share_state import PlanAudit, SharesState
+from ..domain.jobs.lifecycle import JobState
+from ..domain.shares.state import PlanAudit, SharesState
 from .dynamodb_items import marshal, put_new_action, transact_new_and_versioned, unmarshal, versioned_put
 from .dynamodb_store import job_state_from_item
 from .share_items import audit_from_item, audit_item, state_from_item, state_item

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts import STALE_CLAIM_SECONDS
-from ..domain.attribution import StoredAttribution
+from ..domain.alerts.alert import STALE_CLAIM_SECONDS
+from ..domain.submit.attribution import StoredAttribution
 from .dynamodb_items import marshal, put_new, unmarshal
 from .dynamodb_store import PAYLOAD_SK, job_pk
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from ..domain.attribution import UploadAttribution
 from ..domain.errors import InvalidInputError
+from ..domain.submit.attribution import UploadAttribution
 from .common import Detail, Envelope
 
 CLOUDTRAIL_API_CALL = "AWS API Call via CloudTrail"

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..domain.described_job import MIN_EPOCH_MS
+from ..domain.jobs.described_job import MIN_EPOCH_MS
 from .common import MAX_EPOCH_MS
 
 #: Free-form maps inside a detail whose keys are the user's, not AWS's (a hyperparameter named

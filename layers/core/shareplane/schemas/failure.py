@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..domain.errors import InvalidInputError
-from ..domain.failure_record import REQUEUE_DUE
+from ..domain.failures.record import REQUEUE_DUE
 from .batch import PreemptionDetail
 from .common import bounds_fix
 from .event_time import envelope_time, event_time

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 
 from ..domain.errors import InvalidInputError, UnknownEventError
-from ..domain.lifecycle import JobObservation, JobStatus, ObservationKind
-from ..domain.training import TrainingJobObservation, TrainingJobStatus
+from ..domain.jobs.lifecycle import JobObservation, JobStatus, ObservationKind
+from ..domain.jobs.training import TrainingJobObservation, TrainingJobStatus
 from .batch import (
     BatchJobQueueBlocked,
     BatchJobStateChange,

@@ -16,7 +16,7 @@ from urllib.parse import unquote_plus
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain.errors import InvalidInputError
-from ..domain.submission import DroppedObject
+from ..domain.submit.submission import DroppedObject
 from .common import Detail, Envelope
 
 OBJECT_CREATED = "Object Created"

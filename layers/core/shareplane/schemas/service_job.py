@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationError
 
 from ..domain.errors import InvalidInputError
-from ..domain.lifecycle import CapacityUsage, JobObservation, JobStatus, ObservationKind
+from ..domain.jobs.lifecycle import CapacityUsage, JobObservation, JobStatus, ObservationKind
 from .common import MAX_COUNT, Count, Detail, EpochMillis, bounds_fix
 
 if TYPE_CHECKING:
     # Only the reconciler hands this module a description; record_state parses events with these models
     # and never loads the description's types (tests/unit/test_architecture.py).
-    from ..domain.described_job import DescribedJob, JobAttempt
+    from ..domain.jobs.described_job import DescribedJob, JobAttempt
 
 #: AWS Batch accepts schedulingPriority 0-9999 (SubmitServiceJob / SubmitJob API references).
 SchedulingPriority = Count

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from ..domain.alerts import Alert, FailureMetricEvent, owned_by
-from ..domain.config import SharesConfig
+from ..domain.alerts.alert import Alert, FailureMetricEvent, owned_by
+from ..domain.config.shares import SharesConfig
 from .ports import AlertPublisher, MetricsSink
 
 #: Repeated-preemption and blocked-queue alerts: once per job for a week.

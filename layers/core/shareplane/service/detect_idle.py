@@ -30,12 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
-from ..domain.alerts import AlertKind, FailureMetricEvent, logs_link, simple_alert
-from ..domain.arns import job_id_of, queue_name, training_job_name
-from ..domain.config import SharesConfig, Tier
+from ..domain.alerts.alert import AlertKind, FailureMetricEvent, logs_link, simple_alert
+from ..domain.config.failure_rules import Severity
+from ..domain.config.shares import SharesConfig, Tier
 from ..domain.errors import RejectedByServiceError
-from ..domain.failure_rules import Severity
-from ..domain.idle import (
+from ..domain.idle.policy import (
     METRICS_NAMESPACE,
     Act,
     GpuSample,
@@ -51,8 +50,9 @@ from ..domain.idle import (
     policy_for,
     stop_reason,
 )
-from ..domain.idle_record import IdleRecord
-from ..domain.lifecycle import JobState, JobStatus, gpus_per_instance
+from ..domain.idle.record import IdleRecord
+from ..domain.jobs.arns import job_id_of, queue_name, training_job_name
+from ..domain.jobs.lifecycle import JobState, JobStatus, gpus_per_instance
 from ..schemas.idle import IdleRun, parse_idle_message
 from ..schemas.scheduled import check_tick_lead
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert

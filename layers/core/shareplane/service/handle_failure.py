@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..domain.alerts import (
+from ..domain.alerts.alert import (
     DEFAULT_QUIET_SECONDS,
     Alert,
     AlertKind,
@@ -37,13 +37,10 @@ from ..domain.alerts import (
     logs_link,
     simple_alert,
 )
-from ..domain.arns import arn_tail, job_id_of, queue_name
-from ..domain.config import SharesConfig, Tier
-from ..domain.described_job import DescribedJob
+from ..domain.config.failure_rules import FailureClass, Severity
+from ..domain.config.shares import SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
-from ..domain.failure_record import REQUEUE_DUE, Applied, DecisionRecord, StormFailure
-from ..domain.failure_rules import FailureClass, Severity
-from ..domain.failures import (
+from ..domain.failures.decision import (
     Action,
     FailureContext,
     FailureDecision,
@@ -52,11 +49,14 @@ from ..domain.failures import (
     decide,
     repeated_preemption_alert,
 )
-from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind
-from ..domain.reclaim_reason import beneficiary_of
-from ..domain.requeue import ChainState, build_requeue
-from ..domain.tags import SUBMISSION_TAG, TEAM_TAG
-from ..domain.training import TrainingJobFacts
+from ..domain.failures.record import REQUEUE_DUE, Applied, DecisionRecord, StormFailure
+from ..domain.failures.requeue import ChainState, build_requeue
+from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
+from ..domain.jobs.described_job import DescribedJob
+from ..domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from ..domain.jobs.tags import SUBMISSION_TAG, TEAM_TAG
+from ..domain.jobs.training import TrainingJobFacts
+from ..domain.reclaim.reason import beneficiary_of
 from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
 from .ports import (
     AlertPublisher,

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.arns import queue_name
-from ..domain.config import SchedulingMode, SharesConfig
-from ..domain.lifecycle import JobState, JobStatus
-from ..domain.rebalance import SharingStrategy
-from ..domain.records import job_record
-from ..domain.start_forecast import Arrival, History, LiveQueue, QueueKind
-from ..domain.wait_explain import QueuePolicy, job_label, live_from_records
+from ..domain.config.shares import SchedulingMode, SharesConfig
+from ..domain.explain.listing import job_record
+from ..domain.explain.wait import QueuePolicy, job_label, live_from_records
+from ..domain.forecast.start_forecast import Arrival, History, LiveQueue, QueueKind
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.lifecycle import JobState, JobStatus
+from ..domain.shares.rebalance import SharingStrategy
 from .ports import JobStore, QueueReader
 from .queries import job_record_of
 

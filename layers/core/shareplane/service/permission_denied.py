@@ -20,7 +20,7 @@ from ..adapters.aws_errors import permission_denied
 from ..domain.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
-    from ..domain.alerts import Alert
+    from ..domain.alerts.alert import Alert
     from .ports import AlertPublisher
 
 logger = logging.getLogger("shareplane.permissions")
@@ -53,7 +53,7 @@ class PermissionAlerts:
 
     def report(self, denied: PermissionDeniedError) -> bool:
         """Alert once for this role and action; True when this call sent it. Never raises."""
-        from ..domain.alerts import permission_denied_alert  # only on this rare path: not at cold start
+        from ..domain.alerts.alert import permission_denied_alert  # only on this rare path: not at cold start
 
         alert = permission_denied_alert(
             action=denied.action,
@@ -86,7 +86,7 @@ class PermissionAlerts:
 
     def _claim(self, alert: Alert, now: float) -> bool | None:
         """The ledger's claim; None when the ledger could not be asked (then this instance decides)."""
-        from ..domain.alerts import DEFAULT_QUIET_SECONDS
+        from ..domain.alerts.alert import DEFAULT_QUIET_SECONDS
 
         try:
             return self.ledger().claim_alert(alert, now, DEFAULT_QUIET_SECONDS, claimed_at=now)

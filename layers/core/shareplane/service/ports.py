@@ -6,27 +6,27 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..domain.alerts import Alert
-    from ..domain.arrival_counts import ArrivalKey
-    from ..domain.attribution import StoredAttribution
-    from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
-    from ..domain.cost import AttemptCost, OpenAttempt
-    from ..domain.described_job import DescribedJob, ListedJob
-    from ..domain.failure_record import Applied, DecisionRecord, StormFailure
-    from ..domain.idle import GpuSample
-    from ..domain.idle_record import IdleRecord
-    from ..domain.lifecycle import HistoryEntry, JobState, Transition
-    from ..domain.reclaim import ClaimBudgets
-    from ..domain.reclaim_record import ReclaimRecord
-    from ..domain.share_state import PlanAudit, SharesState
-    from ..domain.start_prediction import StartPrediction
-    from ..domain.submitted_payload import SubmittedPayload
-    from ..domain.training import (
+    from ..domain.alerts.alert import Alert
+    from ..domain.cost.billing import AttemptCost, OpenAttempt
+    from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+    from ..domain.forecast.arrivals import ArrivalKey
+    from ..domain.forecast.prediction import StartPrediction
+    from ..domain.idle.policy import GpuSample
+    from ..domain.idle.record import IdleRecord
+    from ..domain.jobs.described_job import DescribedJob, ListedJob
+    from ..domain.jobs.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.jobs.training import (
         TrainingJobFacts,
         TrainingJobObservation,
         TrainingJobState,
         TrainingTransition,
     )
+    from ..domain.reclaim.plan import ClaimBudgets
+    from ..domain.reclaim.record import ReclaimRecord
+    from ..domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+    from ..domain.shares.state import PlanAudit, SharesState
+    from ..domain.submit.attribution import StoredAttribution
+    from ..domain.submit.payload import SubmittedPayload
 
 
 # -- shared by every use case ----------------------------------------------------------------------

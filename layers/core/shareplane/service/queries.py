@@ -7,9 +7,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..domain.config import SharesConfig
-from ..domain.lifecycle import JobState
-from ..domain.records import job_record
+from ..domain.config.shares import SharesConfig
+from ..domain.explain.listing import job_record
+from ..domain.jobs.lifecycle import JobState
 from .ports import JobStore, PayloadStore, PredictionStore
 
 logger = logging.getLogger(__name__)

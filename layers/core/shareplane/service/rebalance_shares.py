@@ -38,14 +38,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..domain import fairshare
-from ..domain.arns import queue_name
-from ..domain.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy, plan_to_update_scheduling_policy
-from ..domain.capacity import Capacity
-from ..domain.config import SchedulingMode, SharesConfig, Tier
+from ..domain.config.shares import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
-from ..domain.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
-from ..domain.rebalance import (
+from ..domain.instance_types.capacity import Capacity
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.lifecycle import GPUS_PER_INSTANCE, JobState, JobStatus
+from ..domain.shares import fairshare
+from ..domain.shares.batch_shares import (
+    QueueUsage,
+    QuotaShare,
+    SchedulingPolicy,
+    plan_to_update_scheduling_policy,
+)
+from ..domain.shares.metrics import ShareMetricEvent
+from ..domain.shares.observation import (
+    QueueObservation,
+    ShareObservation,
+    TierObservation,
+    instances_held,
+    snapshot_from_observation,
+    tier_wait,
+)
+from ..domain.shares.ownership import Ownership, baseline_settings, reconcile, record_applied
+from ..domain.shares.rebalance import (
     REASON_COOLDOWN,
     REASON_DEADBAND,
     REASON_NO_CAPACITY,
@@ -62,18 +77,8 @@ from ..domain.rebalance import (
     team_weights,
     weight_factor,
 )
-from ..domain.share_metrics import ShareMetricEvent
-from ..domain.share_observation import (
-    QueueObservation,
-    ShareObservation,
-    TierObservation,
-    instances_held,
-    snapshot_from_observation,
-    tier_wait,
-)
-from ..domain.share_ownership import Ownership, baseline_settings, reconcile, record_applied
-from ..domain.share_state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
-from ..domain.tier_charge import TeamTierUsage, charged_plain_weights
+from ..domain.shares.state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
+from ..domain.shares.tier_charge import TeamTierUsage, charged_plain_weights
 from ..schemas.scheduled import check_tick_lead
 from .ports import MetricsSink, SharesBatch, ShareStore
 

@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from ..domain.arns import queue_name
-from ..domain.lifecycle import JobState, JobStatus
-from ..domain.start_prediction import StartPrediction
+from ..domain.forecast.prediction import StartPrediction
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.lifecycle import JobState, JobStatus
 from .start_predictions import HOLDING, WAITING, ForecastPorts, bounded_twin, prediction_of
 
 logger = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def _forecast(
     """(each waiting job's prediction, whether the runs were cut short); None when fewer than
     ``MIN_SAMPLES`` runs finished; ``_OutOfTime`` while reading the twin."""
     # The forecast loads here, on the one path that runs it.
-    from ..domain.start_forecast import ForecastSettings, forecast_starts
+    from ..domain.forecast.start_forecast import ForecastSettings, forecast_starts
 
     ports = replace(
         forecast.twin,

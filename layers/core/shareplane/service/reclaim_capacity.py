@@ -38,15 +38,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import queue_name
-from ..domain.capacity import Capacity
-from ..domain.config import SchedulingMode, SharesConfig, Tier
-from ..domain.described_job import DescribedJob
+from ..domain.alerts.alert import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.config.failure_rules import Severity
+from ..domain.config.shares import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
-from ..domain.failure_rules import Severity
-from ..domain.lifecycle import HistoryEntry, JobStatus, ObservationKind, gpus_per_instance
-from ..domain.reclaim import (
+from ..domain.failures.requeue import ChainState
+from ..domain.instance_types.capacity import Capacity
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.described_job import DescribedJob
+from ..domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind, gpus_per_instance
+from ..domain.reclaim.plan import (
     TIER_RANK,
     ClaimBudgets,
     Reclaim,
@@ -60,9 +61,8 @@ from ..domain.reclaim import (
     rate_window,
     utc_day,
 )
-from ..domain.reclaim_reason import stop_reason
-from ..domain.reclaim_record import ReclaimRecord, ReclaimVictimRecord
-from ..domain.requeue import ChainState
+from ..domain.reclaim.reason import stop_reason
+from ..domain.reclaim.record import ReclaimRecord, ReclaimVictimRecord
 from ..schemas.reclaim import (
     ReclaimDue,
     ReclaimTrigger,

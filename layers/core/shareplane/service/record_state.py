@@ -13,11 +13,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..domain.arns import queue_name
-from ..domain.config import SharesConfig
+from ..domain.config.shares import SharesConfig
 from ..domain.errors import ConcurrentUpdateError
-from ..domain.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, Transition, decide
-from ..domain.training import TrainingJobObservation, TrainingJobState, decide_training
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.lifecycle import Decision, JobMetricEvent, JobObservation, JobState, Transition, decide
+from ..domain.jobs.training import TrainingJobObservation, TrainingJobState, decide_training
 from .ports import JobStore, MetricsSink
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def _cost(
 ) -> None:
     """Cost a final attempt to its Batch job's team, once (the COST item's condition); nobody's: never."""
     # Imported here: a Batch event's cold start skips the cost module unless it links a final attempt.
-    from ..domain.cost import (
+    from ..domain.cost.billing import (
         UNOWNED_NO_LINK,
         UNOWNED_SHARE_OF_NO_TEAM,
         attempt_cost,

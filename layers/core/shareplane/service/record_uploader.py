@@ -3,7 +3,7 @@
 The attribution path (this module's ``record_upload``, fed by record_uploader) and the submit path
 (``attach_recorded_principal``, called by submit_job once it has recorded a drop's jobs) each write
 their half of the join under the S3 request id first and read the other half after
-(domain/attribution.py says why that converges). Every write is idempotent.
+(domain/submit/attribution.py says why that converges). Every write is idempotent.
 
 A principal outside ``teams.<team>.submitters`` should have been refused by the drop bucket's policy;
 when one got through anyway (the policy and the config drifted, or the policy was edited by hand),
@@ -17,7 +17,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..domain.attribution import (
+from ..domain.config.shares import SharesConfig
+from ..domain.submit.attribution import (
     UPLOAD_JOIN_RETENTION_SECONDS,
     PrincipalCheck,
     UploadAttribution,
@@ -27,7 +28,6 @@ from ..domain.attribution import (
     check_principal,
     principal_record,
 )
-from ..domain.config import SharesConfig
 from .ports import AlertPublisher, UploadAttributions
 
 logger = logging.getLogger(__name__)

@@ -13,12 +13,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from ..domain.config import SharesConfig
-from ..domain.cost import AttemptCost, CostOwner, OpenAttempt, cost_owner, month_of, running_cost, with_job
+from ..domain.config.shares import SharesConfig
+from ..domain.cost.billing import (
+    AttemptCost,
+    CostOwner,
+    OpenAttempt,
+    cost_owner,
+    month_of,
+    running_cost,
+    with_job,
+)
 
 if TYPE_CHECKING:
-    from ..domain.lifecycle import JobState
-    from ..domain.submitted_payload import SubmittedPayload
+    from ..domain.jobs.lifecycle import JobState
+    from ..domain.submit.payload import SubmittedPayload
 
 
 class SpendReader(Protocol):

@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..domain.arns import queue_name
-from ..domain.config import SharesConfig
+from ..domain.config.shares import SharesConfig
 from ..domain.errors import ConfigError
-from ..domain.lifecycle import JobState, JobStatus
-from ..domain.start_prediction import StartPrediction
+from ..domain.forecast.prediction import StartPrediction
+from ..domain.jobs.arns import queue_name
+from ..domain.jobs.lifecycle import JobState, JobStatus
 from .ports import ArrivalCounts, JobStore, PredictionStore, QueueReader, RecentJobs
 
 if TYPE_CHECKING:  # the twin loads the forecast: only the paths that forecast import it
@@ -148,8 +148,8 @@ def bounded_twin(
     finishes between the watch's read of the active jobs and this read, and is not among the
     newest, is read as active this tick and counted twice (one of the window's thousands).
     """
-    from ..domain.arrival_counts import hour_of
-    from ..domain.wait_explain import counted_arrivals, job_arn_label
+    from ..domain.explain.wait import counted_arrivals, job_arn_label
+    from ..domain.forecast.arrivals import hour_of
     from .live_twin import TwinSources, read_live_twin
 
     since_ms = int((now - READ_SECONDS) * 1000)
@@ -200,7 +200,7 @@ def predict_starts(
     if not waiting or not ports.limits.enabled:
         return {}
     # The forecast loads here, on the one path that runs it.
-    from ..domain.start_forecast import ForecastSettings, forecast_starts
+    from ..domain.forecast.start_forecast import ForecastSettings, forecast_starts
 
     twin = bounded_twin(ports, active, now)
     queued = sorted(twin.live.queued, key=lambda j: (j.submitted_at, j.order))

@@ -29,12 +29,20 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..domain.budget import Admission, BudgetStatus, admission, budget_status, demotion_note, refusal_message
-from ..domain.config import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
-from ..domain.drop_access import drop_refusal
-from ..domain.drop_keys import folder_team
+from ..domain.config.shares import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
+from ..domain.cost.budget import (
+    Admission,
+    BudgetStatus,
+    admission,
+    budget_status,
+    demotion_note,
+    refusal_message,
+)
 from ..domain.errors import InvalidInputError, RejectedByServiceError
-from ..domain.jobspec import (
+from ..domain.jobs.lifecycle import JobObservation, JobStatus, ObservationKind
+from ..domain.submit.drop_access import drop_refusal
+from ..domain.submit.drop_keys import folder_team
+from ..domain.submit.jobspec import (
     MAX_SPEC_BYTES,
     SUBMISSION_TAG,
     SUBMIT_PREFIX,
@@ -46,8 +54,8 @@ from ..domain.jobspec import (
     parse_spec_file,
     team_from_key,
 )
-from ..domain.lifecycle import JobObservation, JobStatus, ObservationKind
-from ..domain.submission import (
+from ..domain.submit.payload import SubmittedPayload
+from ..domain.submit.submission import (
     DroppedObject,
     Outcome,
     SubmittedJob,
@@ -65,7 +73,6 @@ from ..domain.submission import (
     too_large_for_an_item,
     with_first_predictions,
 )
-from ..domain.submitted_payload import SubmittedPayload
 from .ports import (
     AlertPublisher,
     JobStore,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..domain.config import SharesConfig
-from ..domain.cost import AttemptCost, UsageGroup, UsageRow, usage_rows
+from ..domain.config.shares import SharesConfig
+from ..domain.cost.billing import AttemptCost, UsageGroup, UsageRow, usage_rows
 from .ports import CostReader
 from .spend import accruing
 

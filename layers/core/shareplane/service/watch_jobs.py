@@ -35,16 +35,16 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..domain.alerts import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.arns import arn_tail, job_id_of, queue_name
-from ..domain.budget import budget_status, crossed
-from ..domain.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
-from ..domain.config import Tier
-from ..domain.cost import CostMetricEvent
+from ..domain.alerts.alert import AlertKind, FailureMetricEvent, simple_alert
+from ..domain.config.failure_rules import Severity
+from ..domain.config.shares import Tier
+from ..domain.cost.billing import CostMetricEvent
+from ..domain.cost.budget import budget_status, crossed
+from ..domain.cost.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
 from ..domain.errors import InvalidInputError, RejectedByServiceError
-from ..domain.failure_rules import Severity
-from ..domain.failures import escalation_ceiling, priority_escalation
-from ..domain.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
+from ..domain.failures.decision import escalation_ceiling, priority_escalation
+from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
+from ..domain.jobs.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
 from .alerting import ONCE_PER_JOB_SECONDS, send_alert
@@ -52,8 +52,8 @@ from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted
 from .record_state import record_observation
 
 if TYPE_CHECKING:
-    from ..domain.cost import OpenAttempt
-    from ..domain.start_prediction import StartPrediction
+    from ..domain.cost.billing import OpenAttempt
+    from ..domain.forecast.prediction import StartPrediction
     from .spend import TeamMonth
     from .start_predictions import ForecastPorts
 

@@ -1,0 +1,14 @@
+"""Alerts: what an alert says, where it routes, what is counted, and how a sent alert is listed.
+
+Its modules, each one job (callers import from the module; importing the package loads
+none of them, so a handler's cold start pays only for what it uses):
+
+- ``alert``: Alerts and failure-path metrics, decided purely: what an alert says, where it routes, what is
+  counted.
+- ``sent``: An alert as the ledger lists it once sent: when, what, to whom (``shareplane alerts``).
+"""
+
+__all__ = [
+    "alert",
+    "sent",
+]

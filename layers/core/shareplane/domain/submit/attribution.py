@@ -1,0 +1,147 @@
+"""Who uploaded a drop: the principal CloudTrail names, joined to the jobs of that upload.
+
+S3's Object Created event names the uploader only by account (``detail.requester``,
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). CloudTrail's data event of
+the same request names the principal (``userIdentity.arn``) and carries S3's request id as
+``requestID`` (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html),
+the one field both events share. The two arrive in any order, minutes apart, each possibly twice, so
+both sides write what they know under the request id and read what the other wrote:
+
+- the attribution path stores the principal under ``UPLOAD#<request id>``, then writes it on every job
+  already linked to that request;
+- the submit path links each job it recorded to the request, then reads the attribution and, when it is
+  there, writes it on those jobs.
+
+Each side writes before it reads (DynamoDB's strongly consistent reads see every write that finished
+before them), so whichever event comes second finds the first one's write. Writing the principal is a
+plain overwrite of the same value, so repeats change nothing.
+
+This module is pure: it turns an attribution and the shares config into the record a job carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ..config.shares import SharesConfig
+from .drop_access import principal_is_submitter
+from .drop_keys import folder_team
+
+ALERT_KIND_NOT_A_SUBMITTER = "uploader_not_submitter"
+#: How long the join items (attribution, request -> job links) are kept: CloudTrail delivers in
+#: minutes, and an event parked in a DLQ is replayed within SQS's 14-day retention.
+UPLOAD_JOIN_RETENTION_SECONDS = 30 * 24 * 3600
+
+
+class PrincipalCheck(StrEnum):
+    """How the uploader's principal compares with ``teams.<team>.submitters``."""
+
+    #: One of the team's submitters (the bucket policy's rule, held by the event too).
+    SUBMITTER = "submitter"
+    #: Not in the list: the bucket policy should have refused the upload. The team is alerted.
+    NOT_A_SUBMITTER = "not_a_submitter"
+    #: The team lists no submitters: its folder is open to whoever the bucket's IAM lets write.
+    TEAM_HAS_NO_SUBMITTERS = "team_has_no_submitters"
+    #: The key names no configured team's folder (its drop is rejected anyway).
+    NO_TEAM = "no_team"
+
+
+@dataclass(frozen=True)
+class UploadAttribution:
+    """One S3 write as CloudTrail recorded it: the request, the object and who made it."""
+
+    request_id: str
+    bucket: str
+    key: str
+    event_name: str
+    principal_arn: str
+    principal_type: str | None = None
+    principal_id: str | None = None
+    account_id: str | None = None
+    #: For an assumed role: the role the session was issued by (what ``aws:PrincipalArn`` is, and so
+    #: what the bucket policy and ``teams.<team>.submitters`` name).
+    session_issuer_arn: str | None = None
+
+    @property
+    def policy_principal(self) -> str:
+        """The ARN the bucket policy evaluated: the role of an assumed-role session, else the caller."""
+        return self.session_issuer_arn or self.principal_arn
+
+
+@dataclass(frozen=True)
+class StoredAttribution:
+    """What the join keeps of one request: the principal record its jobs carry, and whether it was alerted."""
+
+    principal: Mapping[str, Any] = field(default_factory=dict)
+    alerted: bool = False
+
+
+def check_principal(
+    attribution: UploadAttribution, config: SharesConfig
+) -> tuple[str | None, PrincipalCheck]:
+    """The team whose folder the object is in, and how its uploader compares with its submitters."""
+    team = folder_team(attribution.key, config.teams)
+    if team is None:
+        return None, PrincipalCheck.NO_TEAM
+    submitters = config.teams[team].submitters
+    if not submitters:
+        return team, PrincipalCheck.TEAM_HAS_NO_SUBMITTERS
+    if principal_is_submitter(attribution.policy_principal, submitters):
+        return team, PrincipalCheck.SUBMITTER
+    return team, PrincipalCheck.NOT_A_SUBMITTER
+
+
+def principal_record(attribution: UploadAttribution, config: SharesConfig) -> dict[str, Any]:
+    """What a job carries as ``uploader.principal``: the same for the same event and config, always."""
+    _, check = check_principal(attribution, config)
+    record: dict[str, Any] = {
+        "arn": attribution.principal_arn,
+        "type": attribution.principal_type,
+        "principalId": attribution.principal_id,
+        "accountId": attribution.account_id,
+        "sessionIssuerArn": attribution.session_issuer_arn,
+        "eventName": attribution.event_name,
+        "check": check.value,
+    }
+    return {k: v for k, v in record.items() if v is not None}
+
+
+def alert_subject(attribution: UploadAttribution, team: str | None) -> str:
+    """A subject line within SNS's 100 characters."""
+    name = attribution.key.rsplit("/", 1)[-1]
+    return f"shareplane: {team or 'unknown'} drop by a principal not in its submitters: {name}"[:100]
+
+
+def alert_message(
+    attribution: UploadAttribution, team: str | None, submitters: tuple[str, ...]
+) -> dict[str, Any]:
+    """The alert body: who uploaded what, who may, and what to do."""
+    return {
+        "kind": ALERT_KIND_NOT_A_SUBMITTER,
+        "team": team,
+        "object": {"bucket": attribution.bucket, "key": attribution.key},
+        "requestId": attribution.request_id,
+        "principal": attribution.principal_arn,
+        "policyPrincipal": attribution.policy_principal,
+        "submitters": list(submitters),
+        "note": (
+            "the drop bucket's policy should have refused this upload; the drop was still answered as "
+            "usual (its jobs carry this principal). Check DropBucketPolicy against "
+            f"teams.{team}.submitters, then cancel the jobs if the upload was not wanted"
+        ),
+    }
+
+
+def alert_attributes(team: str | None) -> dict[str, str]:
+    """SNS message attributes: teams subscribe with a filter on team and kind."""
+    return {
+        "severity": "warning",
+        "team": team or "none",
+        "tier": "none",
+        "share": "none",
+        "kind": ALERT_KIND_NOT_A_SUBMITTER,
+        "queue": "none",
+    }
