@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import (
     HOLDING,
     HeldRun,
@@ -26,9 +27,7 @@ from shareplane.domain.explain.wait import (
     dispatch_order,
     explain_wait,
     instance_types_for,
-    job_label,
     requested_resources,
-    share_of,
     time_limit_ends_at,
 )
 from shareplane.domain.forecast.start_forecast import (
@@ -51,7 +50,7 @@ class Twin:
 
     queue: str
     now: float
-    records: Sequence[Mapping[str, Any]]
+    records: Sequence[JobRecord]
     snapshot: Mapping[str, Any]
     policy: QueuePolicy
     live: LiveQueue
@@ -79,7 +78,7 @@ class Twin:
 
     def tier_of_share(self) -> dict[str, str]:
         """Each share identifier's tier (team_tier layout), for grouping the capacity held."""
-        out = {}
+        out: dict[str, str] = {}
         for share in {s.name for s in self.live.shares}:
             tier = self.config.tier_for_share(share)
             if tier is not None:
@@ -90,20 +89,19 @@ class Twin:
         """Each tier's schedulingPriority."""
         return {t.value: c.scheduling_priority for t, c in self.config.tiers.items()}
 
-    def reclaim_due_at(self, record: Mapping[str, Any]) -> float | None:
+    def reclaim_due_at(self, record: JobRecord) -> float | None:
         """When the job's tier may reclaim capacity for it (None: its tier never reclaims)."""
-        tier = self.config.job_tier(
-            record.get("shareIdentifier") or record.get("quotaShareName"), record.get("schedulingPriority")
-        )
-        after = self.config.tiers[tier].reclaim_after_seconds if tier in self.config.tiers else None
-        created = record.get("createdAt")
-        return None if after is None or created is None else created / 1000.0 + after
+        tier = self.config.job_tier(record.state.share, record.state.scheduling_priority)
+        tier_config = self.config.tiers.get(tier) if tier is not None else None
+        after = tier_config.reclaim_after_seconds if tier_config is not None else None
+        created = record.created_s
+        return None if after is None or created is None else created + after
 
-    def explain(self, record: Mapping[str, Any]) -> WaitExplanation:
+    def explain(self, record: JobRecord) -> WaitExplanation:
         """What holds the record's waiting job back and what would let it start sooner."""
         return explain_wait(
             self.live,
-            record.get("jobName") or record.get("jobId") or "",
+            record.name,
             tier_of=self.tier_of_share(),
             tier_priorities=self.tier_priorities(),
             reclaim_due_at=self.reclaim_due_at(record),
@@ -112,54 +110,48 @@ class Twin:
         )
 
     @cached_property
-    def running_records(self) -> dict[str, Mapping[str, Any]]:
+    def running_records(self) -> dict[str, JobRecord]:
         """The records of the jobs holding capacity now, by their name in the live queue."""
         holding = {r.name for r in self.live.running}
-        return {
-            job_label(r): r for r in self.records if r.get("status") in HOLDING and job_label(r) in holding
-        }
+        return {r.name: r for r in self.records if r.state.status in HOLDING and r.name in holding}
 
     @cached_property
     def held_runs(self) -> dict[str, HeldRun]:
         """Each running job's instance type and when its time limit ends it (its stored request's)."""
         runs: dict[str, HeldRun] = {}
         for name, record in self.running_records.items():
-            kind, _count, limit = requested_resources(self.request_of(str(record.get("jobArn") or "")))
-            runs[name] = HeldRun(kind or record.get("instanceType"), time_limit_ends_at(record, limit))
+            kind, _count, limit = requested_resources(self.request_of(record.job_arn))
+            runs[name] = HeldRun(kind or record.instance_type, time_limit_ends_at(record, limit))
         return runs
 
-    def instance_types(self, record: Mapping[str, Any]) -> InstanceTypes | None:
+    def instance_types(self, record: JobRecord) -> InstanceTypes | None:
         """The waiting job's instance type (its stored request's, else its record's) and its team's others."""
-        kind, _count, _limit = requested_resources(self.request_of(str(record.get("jobArn") or "")))
-        return self.instance_types_of(share_of(record), kind or record.get("instanceType"))
+        kind, _count, _limit = requested_resources(self.request_of(record.job_arn))
+        return self.instance_types_of(record.share, kind or record.instance_type)
 
     def instance_types_of(self, share: str, requested: str | None) -> InstanceTypes | None:
         """A job of ``share`` on ``requested``: the GPU types its team may use, with their room now."""
         if requested is None:
             return None
-        running = [
-            {**r, "instanceType": self.held_runs[name].instance_type}
-            for name, r in self.running_records.items()
-        ]
-        return instance_types_for(self.config, share, requested, running)
+        running = self.running_records.values()
+        known = {r.job_arn: self.held_runs[name].instance_type for name, r in self.running_records.items()}
+        return instance_types_for(self.config, share, requested, running, known)
 
     def heads(self, count: int) -> list[Head]:
         """The first ``count`` waiting jobs: Batch's order for those GetJobQueueSnapshot lists, the twin's
         dispatch order for the rest (the snapshot lists at most 100)."""
-        by_arn = {r.get("jobArn"): r for r in self.records}
-        by_name = {r.get("jobName") or r.get("jobId"): r for r in self.records}
+        by_arn = {r.job_arn: r for r in self.records}
+        by_name = {r.name: r for r in self.records}
         waiting = {j.name for j in self.live.queued}
         heads: list[Head] = []
         seen: set[str] = set()
-        listed = (self.snapshot.get("frontOfQueue") or {}).get("jobs") or ()
-        for entry in listed:
-            record = by_arn.get(entry.get("jobArn"))
-            name = (record.get("jobName") or record.get("jobId")) if record else None
-            if record is None or name not in waiting or name in seen:
+        for entry in _front_of_queue(self.snapshot):
+            record = by_arn.get(entry.get("jobArn") or "")
+            if record is None or record.name not in waiting or record.name in seen:
                 continue
             at = entry.get("earliestTimeAtPosition")
             heads.append(Head(record, "GetJobQueueSnapshot", None if at is None else at / 1000.0))
-            seen.add(name)
+            seen.add(record.name)
         for job in dispatch_order(self.live):
             if job.name not in seen and job.name in by_name:
                 heads.append(Head(by_name[job.name], "twin", None))
@@ -177,7 +169,7 @@ class Twin:
 class Head:
     """A waiting job near the front of the queue, and who placed it there."""
 
-    record: Mapping[str, Any]
+    record: JobRecord
     #: ``GetJobQueueSnapshot`` (Batch's own order) or ``twin`` (past the jobs Batch lists).
     placed_by: str
     #: earliestTimeAtPosition (epoch s) when Batch placed it.
@@ -233,26 +225,31 @@ def twin_now(clock: float, states: Sequence[JobState]) -> float:
     return max([clock, *(t / 1000.0 for t in recorded)])
 
 
-def in_batchs_order(
-    live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
-) -> LiveQueue:
+def in_batchs_order(live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[JobRecord]) -> LiveQueue:
     """The live queue with the jobs GetJobQueueSnapshot lists ranked in Batch's order among themselves.
 
     The jobs table orders waiting jobs by createdAt, and jobs submitted in the same millisecond (one
     dropped spec) only by id; Batch knows its own order. The listed jobs keep the ranks they held
     between them, handed out in Batch's order; jobs past the snapshot keep theirs.
     """
-    name_of = {r.get("jobArn"): r.get("jobName") or r.get("jobId") or "" for r in records}
+    name_of = {r.job_arn: r.name for r in records}
     waiting = {j.name: j for j in live.queued}
     listed: list[str] = []
-    for entry in (snapshot.get("frontOfQueue") or {}).get("jobs") or ():
-        name = name_of.get(entry.get("jobArn"))
+    for entry in _front_of_queue(snapshot):
+        name = name_of.get(entry.get("jobArn") or "")
         if name in waiting and name not in listed:
             listed.append(name)
     ranks = dict(zip(listed, sorted(waiting[n].order for n in listed), strict=True))
     if all(waiting[n].order == rank for n, rank in ranks.items()):
         return live
     return replace(live, queued=tuple(replace(j, order=ranks.get(j.name, j.order)) for j in live.queued))
+
+
+def _front_of_queue(snapshot: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The jobs GetJobQueueSnapshot lists at the front of the queue, in Batch's order."""
+    front: Mapping[str, Any] = snapshot.get("frontOfQueue") or {}
+    jobs: Sequence[Mapping[str, Any]] = front.get("jobs") or ()
+    return jobs
 
 
 def when(epoch: float | None) -> str | None:

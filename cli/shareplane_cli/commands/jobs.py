@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig, Tier
-from shareplane.domain.cost.billing import running_cost
-from shareplane.domain.explain.listing import history_label
-from shareplane.domain.explain.story import job_story, observed_now, wait_summary
+from shareplane.domain.cost.billing import AttemptCost, running_cost
+from shareplane.domain.explain.record import JobRecord, history_label
+from shareplane.domain.explain.record_json import record_json, story_json, wait_json
+from shareplane.domain.explain.story import (
+    JobStory,
+    JobWait,
+    PredictionCheck,
+    job_story,
+    job_wait,
+    observed_now,
+)
+from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.arns import job_id_of
 from shareplane.domain.jobs.lifecycle import JobStatus
-from shareplane.service.queries import job_records, job_submission
+from shareplane.service.queries import job_records
 from shareplane.service.spend import owner_of
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
@@ -27,71 +36,83 @@ from ..output import Output, emit, epoch_ms, print_json, print_table
 from .idle import idle_periods, idle_periods_line
 
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+#: The job table's columns, one row per job.
+JOB_COLUMNS = [
+    "job",
+    "status",
+    "team",
+    "tier",
+    "share",
+    "prio",
+    "att",
+    "pre",
+    "cap",
+    "created",
+    "wait",
+    "stopped",
+    "predicted start",
+    "history",
+    "reason",
+]
 
 
-def print_jobs(records: list[dict[str, Any]], output: Output, now: float | None = None) -> None:
+def print_jobs(
+    records: Sequence[JobRecord], output: Output, now: float | None = None, *, beside: bool = False
+) -> None:
     """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``).
 
-    Each record gains its ``wait`` (``wait_summary``, as one job's story gives it); the table's wait
-    column is that object's text, so the two views cannot disagree.
+    Each JSON record gains its ``wait`` (``wait_json``, as one job's story gives it); the table's wait
+    column is that wait's text, so the two views cannot disagree. ``beside``: the records' uploader
+    and stored prediction were read (``job_records`` with ``payloads`` and ``predictions``), so the
+    JSON shows them.
     """
     at = observed_now(records, time.time()) if now is None else now
-    listed = [{**r, "wait": wait_summary(r, at)} for r in records]
+    waits = [job_wait(r, at) for r in records]
 
     def table() -> None:
-        rows = [
-            (
-                r["jobName"],
-                r["status"],
-                r.get("team"),
-                r.get("tier"),
-                r["shareIdentifier"] or r["quotaShareName"],
-                r["schedulingPriority"],
-                r["attempts"],
-                r["preemptions"],
-                r["capacityRequeues"],
-                epoch_ms(r["createdAt"]),
-                r["wait"]["text"],
-                epoch_ms(r["stoppedAt"]),
-                predicted_start(r.get("prediction")),
-                " > ".join(history_label(h) for h in r["history"]),
-                (r["failureReason"] or r["statusReason"] or "")[:60],
-            )
-            for r in listed
-        ]
-        columns = [
-            "job",
-            "status",
-            "team",
-            "tier",
-            "share",
-            "prio",
-            "att",
-            "pre",
-            "cap",
-            "created",
-            "wait",
-            "stopped",
-            "predicted start",
-            "history",
-            "reason",
-        ]
-        print_table(f"{len(listed)} jobs", columns, rows)
+        rows = [_job_row(r, wait) for r, wait in zip(records, waits, strict=True)]
+        print_table(f"{len(records)} jobs", JOB_COLUMNS, rows)
 
+    listed = [
+        record_json(r, beside=beside) | {"wait": wait_json(w)} for r, w in zip(records, waits, strict=True)
+    ]
     emit(listed, output, table)
 
 
-def predicted_start(prediction: dict[str, Any] | None) -> str | None:
+def _job_row(record: JobRecord, wait: JobWait) -> tuple[Any, ...]:
+    """One job's row of the table (``JOB_COLUMNS``)."""
+    state, training = record.state, record.training
+    reason = (training.failure_reason if training else None) or state.status_reason or ""
+    return (
+        state.job_name,
+        state.status.value,
+        record.team,
+        record.tier.value if record.tier else None,
+        state.share,
+        state.scheduling_priority,
+        state.attempts,
+        state.preemptions,
+        state.capacity_requeues,
+        epoch_ms(state.created_at),
+        wait.text(),
+        epoch_ms(state.stopped_at),
+        predicted_start(record.prediction),
+        " > ".join(history_label(h) for h in record.history),
+        reason[:60],
+    )
+
+
+def predicted_start(prediction: StartPrediction | None) -> str | None:
     """The stored start prediction in one cell: p50, then the p10-p90 range (None: never predicted)."""
-    if not prediction:
+    if prediction is None:
         return None
-    if prediction.get("startP50") is None:
-        return f"beyond horizon ({prediction.get('startedFraction', 0):.0%} started)"
-    p90 = epoch_ms(prediction.get("startP90")) or "later"
-    return f"{epoch_ms(prediction['startP50'])} ({epoch_ms(prediction.get('startP10'))} - {p90})"
+    if prediction.p50 is None:
+        return f"beyond horizon ({prediction.started_fraction:.0%} started)"
+    p90 = epoch_ms(prediction.p90) or "later"
+    return f"{epoch_ms(prediction.p50)} ({epoch_ms(prediction.p10)} - {p90})"
 
 
-def uploader_line(uploader: dict[str, Any] | None) -> str:
+def uploader_line(uploader: Mapping[str, Any] | None) -> str:
     """Who dropped the job's spec, in one line: the principal, else the account and why no principal."""
     if not uploader:
         return "- (not submitted from a drop)"
@@ -109,131 +130,141 @@ def uploader_line(uploader: dict[str, Any] | None) -> str:
     )
 
 
-def _ms(value: Any) -> str | None:
+def _ms(value: float | None) -> str | None:
     return epoch_ms(int(value)) if value is not None else None
 
 
-def print_job_story(story: Mapping[str, Any], console: Console | None = None) -> None:
-    """One job's whole story for people: who, where, the wait, the timeline by source, what happened."""
+def print_job_story(story: JobStory, idle: list[dict[str, Any]], console: Console | None = None) -> None:
+    """One job's whole story for people: who, where, the wait, the timeline by source, what happened
+    (``idle``: its idle periods, ``idle_periods``)."""
     console = console or Console()
-    placement = story["placement"]
-    submitted = placement["asSubmitted"] or {}
-    submission = story.get("submission") or {}
-    source = submission.get("source") or {}
-    spec = f"s3://{source.get('bucket')}/{source.get('key')}" if source.get("key") else None
-    cost = story["cost"]
-    prediction = story.get("prediction")
-    rows = [
-        ("job", story["jobName"]),
-        ("arn", story["jobArn"]),
-        ("status", story["status"]),
-        ("team / tier", f"{story.get('team') or '-'} / {story.get('tier') or '-'}"),
-        ("queue", story.get("jobQueue")),
-        ("share", placement["now"]["share"]),
-        (
-            "priority",
-            f"{placement['now']['schedulingPriority']} (submitted with "
-            f"{submitted.get('schedulingPriority')}, {submitted.get('tier') or 'no tier'})"
-            if submitted.get("schedulingPriority") not in (None, placement["now"]["schedulingPriority"])
-            else placement["now"]["schedulingPriority"],
-        ),
-        ("instances", f"{story.get('instanceCount') or '-'} x {story.get('instanceType') or '-'}"),
-        ("spec", spec or "- (not submitted from a drop)"),
-        ("uploaded by", uploader_line(story.get("uploader") or submission.get("uploader"))),
-        ("created", epoch_ms(story["createdAt"])),
-        (
-            "wait",
-            f"{story['wait']['text']} (submission to first dispatch, SCHEDULED at "
-            f"{_ms(story['wait']['firstDispatchAt'])})"
-            if story["wait"]["ended"]
-            else story["wait"]["text"],
-        ),
-        ("prediction", _prediction_text(prediction) if prediction else "- (none stored)"),
-        ("stopped", epoch_ms(story["stoppedAt"])),
-        (
-            "attempts",
-            f"{story['attempts']} attempt(s) ended, {story['preemptions']} preemption(s), "
-            f"{story['capacityRequeues']} capacity requeue(s)",
-        ),
-        (
-            "cost",
-            f"{cost['usd']} USD, {cost['billableInstanceHours']} billable instance-hours "
-            f"({len(cost['attempts'])} attempt(s) costed"
-            + (
-                ", the running one estimated so far)"
-                if any(a["source"] == "running" for a in cost["attempts"])
-                else ")"
-            )
-            if cost["attempts"]
-            else "- (no attempt costed yet)",
-        ),
-        ("reason", story["failureReason"] or story["statusReason"]),
-        ("idle periods", idle_periods_line(story.get("idlePeriods", []))),
-    ]
-    print_table(story["jobName"], ["field", "value"], rows, console)
+    name = story.record.state.job_name
+    print_table(name or story.record.job_arn, ["field", "value"], _story_fields(story, idle), console)
     print_table(
         "timeline (source:state)",
         ["at", "state", "reason"],
-        [(_ms(e["at"]), e["label"], (e.get("reason") or "")[:100]) for e in story["timeline"]],
+        [(_ms(e.at), e.label, (e.reason or "")[:100]) for e in story.timeline],
         console,
     )
-    sections = [
-        ("changes", placement["changes"], ["at", "change", "reason"], ("label", "reason")),
+    _print_story_sections(story, console)
+
+
+def _story_fields(story: JobStory, idle: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """The story's field table: who, where, the wait, the prediction, the attempts, the cost, why."""
+    record = story.record
+    state, training = record.state, record.training
+    submission = story.submission
+    source = submission.source if submission else {}
+    spec = f"s3://{source.get('bucket')}/{source.get('key')}" if source.get("key") else None
+    return [
+        ("job", state.job_name),
+        ("arn", state.job_arn),
+        ("status", state.status.value),
+        ("team / tier", f"{record.team or '-'} / {record.tier.value if record.tier else '-'}"),
+        ("queue", state.job_queue),
+        ("share", story.placement.now.share),
+        ("priority", _priority_text(story)),
+        ("instances", f"{record.instance_count or '-'} x {record.instance_type or '-'}"),
+        ("spec", spec or "- (not submitted from a drop)"),
+        ("uploaded by", uploader_line(story.uploader)),
+        ("created", epoch_ms(state.created_at)),
+        ("wait", _wait_text(story.wait)),
+        ("prediction", _prediction_text(story.prediction) if story.prediction else "- (none stored)"),
+        ("stopped", epoch_ms(state.stopped_at)),
+        (
+            "attempts",
+            f"{state.attempts} attempt(s) ended, {state.preemptions} preemption(s), "
+            f"{state.capacity_requeues} capacity requeue(s)",
+        ),
+        ("cost", _cost_text(story)),
+        ("reason", (training.failure_reason if training else None) or state.status_reason),
+        ("idle periods", idle_periods_line(idle)),
+    ]
+
+
+def _priority_text(story: JobStory) -> Any:
+    """The priority now, and the one it was submitted with (and its tier) when they differ."""
+    now = story.placement.now.scheduling_priority
+    submitted = story.placement.as_submitted
+    if submitted is None or submitted.scheduling_priority in (None, now):
+        return now
+    tier = submitted.tier.value if submitted.tier else "no tier"
+    return f"{now} (submitted with {submitted.scheduling_priority}, {tier})"
+
+
+def _wait_text(wait: JobWait) -> str:
+    if not wait.ended:
+        return wait.text()
+    first = None if wait.first_dispatch is None else round(wait.first_dispatch * 1000)
+    return f"{wait.text()} (submission to first dispatch, SCHEDULED at {_ms(first)})"
+
+
+def _cost_text(story: JobStory) -> str:
+    cost = story.cost
+    if not cost.attempts:
+        return "- (no attempt costed yet)"
+    running = ", the running one estimated so far)" if cost.estimated else ")"
+    return (
+        f"{cost.usd} USD, {cost.billable_instance_hours} billable instance-hours "
+        f"({len(cost.attempts)} attempt(s) costed{running}"
+    )
+
+
+def _print_story_sections(story: JobStory, console: Console) -> None:
+    """The story's lists, each only when it has a line: changes, interruptions, decisions, alerts."""
+    sections: list[tuple[str, list[str], list[tuple[int, tuple[str | None, ...]]]]] = [
+        (
+            "changes",
+            ["at", "change", "reason"],
+            [(e.at, (history_label(e), e.reason)) for e in story.placement.changes],
+        ),
         (
             "preemptions, reclaims and requeues",
-            story["interruptions"],
             ["at", "what", "reason"],
-            ("label", "reason"),
+            [(e.at, (history_label(e), e.reason)) for e in story.interruptions],
         ),
         (
             "failure decisions",
-            story["decisions"],
             ["at", "class", "rule", "action", "reason"],
-            ("class", "rule", "action", "reason"),
+            [(e.at, (e.failure_class, e.rule, e.action, e.reason)) for e in story.decisions],
         ),
     ]
-    for title, items, columns, keys in sections:
-        if items:
-            print_table(
-                title,
-                columns,
-                [(_ms(i["at"]), *((str(i.get(k) or ""))[:100] for k in keys)) for i in items],
-                console,
-            )
-    if story["alerts"]:
+    for title, columns, lines in sections:
+        if lines:
+            rows = [(_ms(at), *((cell or "")[:100] for cell in cells)) for at, cells in lines]
+            print_table(title, columns, rows, console)
+    if story.alerts:
         print_table(
             "alerts sent",
             ["sent", "severity", "kind", "subject"],
-            [(_ms(a["sentAt"] * 1000), a["severity"], a["kind"], a["subject"]) for a in story["alerts"]],
+            [(_ms(a.sent_at * 1000), a.severity, a.kind, a.subject) for a in story.alerts],
             console,
         )
 
 
-def _prediction_text(prediction: Mapping[str, Any]) -> str:
-    waits = " / ".join(
-        "-" if prediction[f"waitSeconds{q}"] is None else f"{prediction[f'waitSeconds{q}']} s"
-        for q in ("P10", "P50", "P90")
-    )
+def _prediction_text(check: PredictionCheck) -> str:
+    waits = " / ".join("-" if wait is None else f"{wait} s" for wait in check.waits)
     text = (
-        f"p50 {_ms(prediction['startP50']) or 'not within the horizon'} "
-        f"(waits p10/p50/p90 {waits}; predicted at {_ms(prediction['predictedAt'])})"
+        f"p50 {_ms(check.prediction.p50) or 'not within the horizon'} "
+        f"(waits p10/p50/p90 {waits}; predicted at {_ms(check.prediction.predicted_at)})"
     )
-    off = prediction.get("actualMinusP50Seconds")
+    off = check.actual_minus_p50
     return text if off is None else f"{text}; started {off:+d} s from its p50"
 
 
 def story_of(
-    target: Target, table: str | None, record: dict[str, Any], now: float, config: SharesConfig | None = None
-) -> dict[str, Any]:
+    target: Target, table: str | None, record: JobRecord, now: float, config: SharesConfig | None = None
+) -> JobStory:
     """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission
     (``now``, epoch s, dates the wait of a job still waiting)."""
     root = target.root(table_name=table or target.output("JobsTableName"))
     store = root.store
-    state = store.load_job(record["jobArn"])
+    state = store.load_job(record.job_arn)
     arns = list(state.training_job_arns) if state is not None else []
-    if record.get("trainingJobArn") and record["trainingJobArn"] not in arns:
-        arns.append(record["trainingJobArn"])
-    costs = []
+    latest = record.state.latest_training_job_arn
+    if latest and latest not in arns:
+        arns.append(latest)
+    costs: list[AttemptCost] = []
     for arn in arns:
         cost = store.training_cost(arn)
         if cost is None and config is not None and (training := store.load_training_job(arn)) is not None:
@@ -241,14 +272,14 @@ def story_of(
             cost = running_cost(training, owner_of(state, store, config), int(now * 1000), config)
         if cost is not None:
             costs.append(cost)
-    created = (record.get("createdAt") or 0) / 1000.0
-    alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record["jobArn"]]
+    created = record.created_s or 0.0
+    alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record.job_arn]
     return job_story(
         record,
         training={arn: store.training_history(arn) for arn in arns},
         alerts=alerts,
         costs=costs,
-        submission=job_submission(store, record["jobArn"]),
+        submission=store.load_payload(record.job_arn),
         now=now,
         config=config,
     )
@@ -308,9 +339,9 @@ def jobs_command(
         predictions=store,  # each record's ``prediction``: the newest watch tick's
     )
     if wanted is None:
-        print_jobs(records, output)
+        print_jobs(records, output, beside=True)
         return
-    matches = [r for r in records if wanted in (r["jobName"], r["jobArn"], r.get("jobId"))]
+    matches = [r for r in records if wanted in (r.state.job_name, r.job_arn, r.state.job_id)]
     if not matches:
         raise CliError(
             f"{'--job ' if job else ''}{wanted!r}: no recorded job has that name, id or ARN",
@@ -320,16 +351,20 @@ def jobs_command(
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
     now = observed_now(records, time.time())
     ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
-    stories = []
-    for record in sorted(matches, key=lambda r: r.get("createdAt") or 0):
-        story = story_of(target, table, record, now, config)
-        story["idlePeriods"] = idle_periods(ledger.decisions(job_id_of(str(record["jobArn"]))))
-        stories.append(story)
+    stories = [
+        (
+            story_of(target, table, record, now, config),
+            idle_periods(ledger.decisions(job_id_of(record.job_arn))),
+        )
+        for record in sorted(matches, key=lambda r: r.state.created_at or 0)
+    ]
     if output is Output.JSON:
-        print_json(stories)  # one JSON array, always
+        print_json(
+            [story_json(story) | {"idlePeriods": idle} for story, idle in stories]
+        )  # one array, always
         return
-    for story in stories:
-        print_job_story(story)
+    for story, idle in stories:
+        print_job_story(story, idle)
 
 
 def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:
@@ -355,5 +390,5 @@ def export_command(
     records = job_records(target.job_store(table))
     with out.open("w") as handle:
         for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+            handle.write(json.dumps(record_json(record), separators=(",", ":")) + "\n")
     print(f"{len(records)} jobs written to {out}")

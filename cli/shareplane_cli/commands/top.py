@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from shareplane.adapters.batch_policy import queue_usage
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
-from shareplane.domain.explain.wait import WAITING, instances_of
+from shareplane.domain.explain.wait import WAITING
 from shareplane.domain.forecast.start_forecast import QueueKind, StartForecast
 from shareplane.domain.jobs.arns import queue_name
 from shareplane.service.rebalance_shares import snapshot_in_use
@@ -49,14 +49,14 @@ def share_usage(twin: Twin, usage_by_team: Mapping[str, Any], cut: bool) -> list
     config = twin.config
     waiting: dict[tuple[str, str], int] = {}
     for record in twin.records:
-        if record.get("status") not in WAITING:
+        if record.state.status not in WAITING:
             continue
-        owner = config.team_for_share(record.get("shareIdentifier") or record.get("quotaShareName"))
-        instance_type = record.get("instanceType") or next(iter(sorted(config.instance_types)), "")
+        owner = config.team_for_share(record.state.share)
+        instance_type = record.instance_type or next(iter(sorted(config.instance_types)), "")
         if owner:
             key = (owner, instance_type)
-            waiting[key] = waiting.get(key, 0) + instances_of(record)
-    rows = []
+            waiting[key] = waiting.get(key, 0) + record.instances
+    rows: list[dict[str, Any]] = []
     for name, team in sorted(config.teams.items()):
         held = usage_by_team.get(team.share)
         types = sorted(set(team.entitlement) | set(held.units if held else ()))
@@ -78,13 +78,13 @@ def share_usage(twin: Twin, usage_by_team: Mapping[str, Any], cut: bool) -> list
 def queue_heads(twin: Twin, count: int, samples: int) -> list[dict[str, Any]]:
     """The first ``count`` waiting jobs with their place, forecast (p10/p50/p90) and reasons."""
     heads = twin.heads(count)
-    names = {h.record.get("jobName") or h.record.get("jobId") or "" for h in heads}
+    names = {h.record.name for h in heads}
     forecasts = twin.forecast(names, samples=samples) if names else {}
     out = []
     for n, head in enumerate(heads, start=1):
         record = head.record
-        name = record.get("jobName") or record.get("jobId") or ""
-        created = (record.get("createdAt") or 0) / 1000.0
+        name = record.name
+        created = record.created_s or 0.0
         explanation = twin.explain(record)
         out.append(
             {
@@ -92,14 +92,14 @@ def queue_heads(twin: Twin, count: int, samples: int) -> list[dict[str, Any]]:
                 "placedBy": head.placed_by,
                 "atPositionSince": when(head.at_position_since),
                 "job": name,
-                "jobArn": record.get("jobArn"),
+                "jobArn": record.job_arn,
                 "share": explanation.share or None,  # None: a FIFO queue's job has no share
-                "tier": record.get("tier"),
+                "tier": record.tier.value if record.tier else None,
                 "instances": explanation.instances,
                 "waitedSeconds": round(twin.now - created),
                 "forecast": forecast_json(forecasts[name], created) if name in forecasts else None,
                 "startsInSeconds": _starts_in(forecasts.get(name), twin.now),
-                "storedPrediction": record.get("prediction"),
+                "storedPrediction": record.prediction.as_record() if record.prediction else None,
                 "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
             }
         )

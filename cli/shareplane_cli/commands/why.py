@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from shareplane.domain.explain.wait import first_start, forecast_position, position_in_snapshot
+from shareplane.domain.explain.record import JobRecord
+from shareplane.domain.explain.wait import forecast_position, position_in_snapshot
 
 from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
 from ..config_file import load_config
@@ -21,9 +22,9 @@ OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or ta
 SNAPSHOT_LIMIT = 100
 
 
-def find_record(twin: Twin, job: str) -> Mapping[str, Any]:
+def find_record(twin: Twin, job: str) -> JobRecord:
     """The record of ``job`` (name, id or ARN) in the GPU queue; a clear error when there is none."""
-    matches = [r for r in twin.records if job in (r.get("jobName"), r.get("jobId"), r.get("jobArn"))]
+    matches = [r for r in twin.records if job in (r.state.job_name, r.state.job_id, r.job_arn)]
     if not matches:
         raise CliError(
             f"{job!r}: no job of queue {twin.queue} has that name, id or ARN",
@@ -31,27 +32,32 @@ def find_record(twin: Twin, job: str) -> Mapping[str, Any]:
             ExitCode.NOT_FOUND,
         )
     # A name can repeat (the same spec dropped twice): the newest one is the one asked about.
-    return max(matches, key=lambda r: r.get("createdAt") or 0)
+    return max(matches, key=lambda r: r.state.created_at or 0)
 
 
-def why_report(twin: Twin, record: Mapping[str, Any], samples: int) -> dict[str, Any]:
+def why_report(twin: Twin, record: JobRecord, samples: int) -> dict[str, Any]:
     """The answer for one job as JSON: position, reasons, ways to start sooner, forecast."""
-    name = record.get("jobName") or record.get("jobId") or ""
-    status = record.get("status")
+    name = record.name
     base: dict[str, Any] = {
         "job": name,
-        "jobArn": record.get("jobArn"),
-        "status": status,
+        "jobArn": record.job_arn,
+        "status": record.state.status.value,
         "queue": twin.queue,
     }
+    created = record.created_s or 0.0
     if not any(j.name == name for j in twin.live.queued):
-        started = first_start(record)
-        created = (record.get("createdAt") or 0) / 1000.0
+        started = record.first_start
         base["waiting"] = False
         base["startedAt"] = when(started)
         base["waitedSeconds"] = None if started is None else round(started - created)
         return base
-    position, earliest, listed = position_in_snapshot(twin.snapshot, record.get("jobArn") or "")
+    return base | {"waiting": True, **_waiting_report(twin, record, samples)}
+
+
+def _waiting_report(twin: Twin, record: JobRecord, samples: int) -> dict[str, Any]:
+    """A waiting job's part of the answer: its place, the reasons, ways sooner and the forecast."""
+    name = record.name
+    position, earliest, listed = position_in_snapshot(twin.snapshot, record.job_arn)
     twin_position = forecast_position(twin.live, name)
     if position is not None:
         place = {
@@ -73,9 +79,8 @@ def why_report(twin: Twin, record: Mapping[str, Any], samples: int) -> dict[str,
     place |= {"twinPosition": twin_position + 1, "waiting": len(twin.live.queued), "listedByBatch": listed}
     explanation = twin.explain(record)
     forecast = twin.forecast({name}, samples=samples)[name]
-    created = (record.get("createdAt") or 0) / 1000.0
-    return base | {
-        "waiting": True,
+    created = record.created_s or 0.0
+    return {
         "share": explanation.share,
         "instances": explanation.instances,
         "freeInstances": explanation.free,

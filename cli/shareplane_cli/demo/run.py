@@ -15,6 +15,7 @@ from gpusim.engine import SteppedClock
 from shareplane.bootstrap import Root
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.cost.billing import AttemptCost
+from shareplane.domain.explain.record_json import record_json
 from shareplane.domain.idle.record import IdleRecord
 from shareplane.domain.reclaim.record import ReclaimRecord
 from shareplane.service.queries import job_records
@@ -140,7 +141,7 @@ def _play(
         if time.monotonic() > wall_deadline:
             raise TimeoutError(f"the demo did not finish within {WALL_LIMIT_SECONDS:.0f} s of wall time")
     end = max(t for t, _ in tracker.timeline)
-    records = job_records(root.store, config=config)
+    records = [record_json(r) for r in job_records(root.store, config=config)]
     reclaims = root.reclaim_ledger.reclaims(since=0)
     return LiveRun(
         tracker,

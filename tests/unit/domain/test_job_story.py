@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import yaml
 from shareplane.domain.alerts.sent import SentAlert
-from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, BillableSource
-from shareplane.domain.explain.listing import history_label
+from shareplane.domain.explain.record import JobRecord, history_label
+from shareplane.domain.explain.record_json import story_json
 from shareplane.domain.explain.story import job_story, job_wait, observed_now
+from shareplane.domain.forecast.prediction import StartPrediction
+from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.domain.jobs.training import TrainingHistoryEntry, TrainingJobStatus
+from shareplane.domain.submit.payload import SubmittedPayload
 
 from tests.conftest import REPO
 
@@ -24,25 +29,33 @@ T0 = 1_773_720_000_000  # createdAt, epoch ms
 
 def entry(
     status: str, seconds: float, kind: str = "STATE_CHANGE", reason: str | None = None, **extra: Any
-) -> dict[str, Any]:
-    return {"status": status, "at": T0 + int(seconds * 1000), "reason": reason, "kind": kind, **extra}
+) -> HistoryEntry:
+    return HistoryEntry(
+        key="",
+        status=JobStatus(status),
+        at=T0 + int(seconds * 1000),
+        reason=reason,
+        kind=ObservationKind(kind),
+        digest="",
+        failure_class=extra.get("class"),
+        rule=extra.get("rule"),
+        action=extra.get("action"),
+    )
 
 
-def record(history: list[dict[str, Any]], status: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "jobArn": ARN,
-        "jobName": "ft-01",
-        "jobQueue": "search-p4d-queue",
-        "status": status,
-        "shareIdentifier": "ProdExp1",
-        "quotaShareName": None,
-        "tier": "MIDPRI",
-        "schedulingPriority": 60,
-        "createdAt": T0,
-        "stoppedAt": None,
-        "history": history,
-        **fields,
-    }
+def record(history: list[HistoryEntry], status: str, *, stopped_at: int | None = None) -> JobRecord:
+    state = JobState(
+        job_arn=ARN,
+        status=JobStatus(status),
+        seq="s",
+        job_name="ft-01",
+        job_queue="search-p4d-queue",
+        share_identifier="ProdExp1",
+        scheduling_priority=60,
+        created_at=T0,
+        stopped_at=stopped_at,
+    )
+    return JobRecord(state, tuple(history), tier=Tier.MIDPRI)
 
 
 #: Submitted, dispatched after 10 min, preempted and requeued, dispatched again after 5 more, failed,
@@ -68,7 +81,7 @@ PREEMPTED = record(
         ),
     ],
     "FAILED",
-    stoppedAt=T0 + 2_000_000,
+    stopped_at=T0 + 2_000_000,
 )
 TRAINING = {
     TJ1: [
@@ -85,7 +98,7 @@ def cost(arn: str, seconds: float, usd_per_hour: float | None) -> AttemptCost:
     )
 
 
-def story(rec: dict[str, Any] = PREEMPTED, **changes: Any) -> dict[str, Any]:
+def story(rec: JobRecord = PREEMPTED, **changes: Any) -> dict[str, Any]:
     parts: dict[str, Any] = {
         "training": TRAINING,
         "alerts": [],
@@ -93,7 +106,7 @@ def story(rec: dict[str, Any] = PREEMPTED, **changes: Any) -> dict[str, Any]:
         "submission": None,
         "now": T0 / 1000 + 5000,
     }
-    return job_story(rec, **(parts | changes))
+    return story_json(job_story(rec, **(parts | changes)))
 
 
 @pytest.mark.parametrize(
@@ -115,7 +128,7 @@ def story(rec: dict[str, Any] = PREEMPTED, **changes: Any) -> dict[str, Any]:
         "a priority escalation",
     ],
 )
-def test_each_history_entry_is_labelled_by_who_reported_it(shown: dict[str, Any], label: str) -> None:
+def test_each_history_entry_is_labelled_by_who_reported_it(shown: HistoryEntry, label: str) -> None:
     assert history_label(shown) == label
 
 
@@ -131,7 +144,7 @@ def test_the_timeline_merges_sagemakers_events_into_batchs_by_time() -> None:
     ]
     assert labels[6] == "sagemaker:Training"  # same ms as Batch's RUNNING: after Batch's entries
     assert labels[-1] == "sagemaker:Failed"
-    assert len(labels) == len(PREEMPTED["history"]) + 3
+    assert len(labels) == len(PREEMPTED.history) + 3
 
 
 def test_the_wait_ends_at_the_first_dispatch_not_the_second() -> None:
@@ -153,7 +166,7 @@ def test_the_wait_ends_at_the_first_dispatch_not_the_second() -> None:
         "a dispatched job",
     ],
 )
-def test_job_wait(rec: dict[str, Any], seconds: float | None, ended: bool, text: str) -> None:
+def test_job_wait(rec: JobRecord, seconds: float | None, ended: bool, text: str) -> None:
     wait = job_wait(rec, T0 / 1000 + 3725)
     assert (wait.seconds, wait.ended, wait.text()) == (seconds, ended, text)
 
@@ -176,12 +189,13 @@ def test_preemptions_requeues_changes_and_decisions_are_listed_with_their_reason
 
 
 def test_the_submitted_placement_comes_from_the_request_the_submit_path_kept() -> None:
-    submission = {
-        "source": {"bucket": "drops", "key": "submit/ProdExp1/ft.yaml"},
-        "request": {"jobQueue": "search-p4d-queue", "shareIdentifier": "ProdExp1", "schedulingPriority": 50},
-        "submittedAt": T0,
-        "uploader": {"account": "111122223333"},
-    }
+    submission = SubmittedPayload(
+        ARN,
+        source={"bucket": "drops", "key": "submit/ProdExp1/ft.yaml"},
+        request={"jobQueue": "search-p4d-queue", "shareIdentifier": "ProdExp1", "schedulingPriority": 50},
+        submitted_at=T0,
+        uploader={"account": "111122223333"},
+    )
     told = story(submission=submission, config=CONFIG)
     assert told["placement"]["asSubmitted"]["schedulingPriority"] == 50
     assert told["placement"]["asSubmitted"]["tier"] == "MIDPRI"  # the config's tier of priority 50
@@ -206,15 +220,10 @@ def test_cost_sums_priced_attempts_and_alerts_are_in_send_order() -> None:
 
 
 def test_a_stored_prediction_is_read_with_its_waits_and_its_error_once_started() -> None:
-    prediction = {
-        "predictedAt": T0 + 60_000,
-        "startP10": T0 + 300_000,
-        "startP50": T0 + 500_000,
-        "startP90": None,
-        "startedFraction": 0.8,
-        "samples": 100,
-    }
-    told = story(dict(PREEMPTED, prediction=prediction))["prediction"]
+    prediction = StartPrediction(
+        predicted_at=T0 + 60_000, p10=T0 + 300_000, p50=T0 + 500_000, p90=None, started_fraction=0.8, samples=100
+    )
+    told = story(replace(PREEMPTED, prediction=prediction))["prediction"]
     assert (told["waitSecondsP10"], told["waitSecondsP50"], told["waitSecondsP90"]) == (300, 500, None)
     assert told["actualMinusP50Seconds"] == 100  # started at 600 s, p50 said 500 s
     assert story()["prediction"] is None

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from shareplane.adapters.dynamodb_store import history_from_item, history_item
-from shareplane.domain.explain.listing import job_record
+from shareplane.domain.explain.record import job_record
+from shareplane.domain.explain.record_json import record_json
 from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
 
 JOB = "arn:aws:batch:us-east-1:123456789012:service-job/0f6e2c1a"
@@ -65,7 +66,7 @@ DECIDED = HistoryEntry(
     ],
 )
 def test_history_entries_in_the_job_record(entry: HistoryEntry, shown: dict[str, object]) -> None:
-    (record,) = job_record(STATE, [entry])["history"]
+    (record,) = record_json(job_record(STATE, [entry]))["history"]
     assert record == shown
 
 
@@ -89,6 +90,6 @@ def test_history_entries_round_trip_through_their_table_items(entry: HistoryEntr
 def test_the_history_reads_in_the_order_it_happened_whatever_order_it_is_loaded_in(
     entries: list[HistoryEntry],
 ) -> None:
-    history = job_record(STATE, entries)["history"]
+    history = record_json(job_record(STATE, entries))["history"]
     assert [h["kind"] for h in history] == ["STATE_CHANGE", "STATE_CHANGE", "FAILURE_DECISION"]
-    assert history == job_record(STATE, [RUNNING, FAILED, DECIDED])["history"]
+    assert history == record_json(job_record(STATE, [RUNNING, FAILED, DECIDED]))["history"]

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import (
     HeldRun,
     InstanceTypes,
@@ -22,7 +23,14 @@ from shareplane.domain.explain.wait import (
     time_limit_ends_at,
 )
 from shareplane.domain.forecast.start_forecast import QueueKind
-from shareplane.domain.jobs.lifecycle import gpus_per_instance
+from shareplane.domain.jobs.lifecycle import (
+    CapacityUsage,
+    HistoryEntry,
+    JobState,
+    JobStatus,
+    ObservationKind,
+    gpus_per_instance,
+)
 
 from tests.properties import examples
 
@@ -53,27 +61,29 @@ def record(
     held: float | None = None,
     started: float | None = None,
     instance_type: str | None = None,
-) -> dict[str, Any]:
-    """A job record as `shareplane jobs` prints it (times in epoch ms)."""
-    history = [
-        {"status": "SUBMITTED", "at": int(created * 1000)},
-        {"status": "RUNNABLE", "at": int(created * 1000)},
-    ]
+) -> JobRecord:
+    """A job record as `shareplane jobs` reads it (times in epoch ms)."""
+
+    def entry(status: JobStatus, at: float) -> HistoryEntry:
+        return HistoryEntry("", status, int(at * 1000), None, ObservationKind.STATE_CHANGE, "")
+
+    history = [entry(JobStatus.SUBMITTED, created), entry(JobStatus.RUNNABLE, created)]
     if held is not None:
-        history.append({"status": "SCHEDULED", "at": int(held * 1000)})
-    return {
-        "jobName": name,
-        "jobId": name,
-        "jobArn": f"arn:aws:batch:us-east-1:111122223333:service-job/{name}",
-        "status": status,
-        "shareIdentifier": share,
-        "schedulingPriority": 10,
-        "createdAt": int(created * 1000),
-        "startedAt": None if started is None else int(started * 1000),
-        "instanceType": instance_type,
-        "instanceCount": instances,
-        "history": history,
-    }
+        history.append(entry(JobStatus.SCHEDULED, held))
+    state = JobState(
+        job_arn=f"arn:aws:batch:us-east-1:111122223333:service-job/{name}",
+        status=JobStatus(status),
+        seq="s",
+        job_id=name,
+        job_name=name,
+        share_identifier=share,
+        scheduling_priority=10,
+        created_at=int(created * 1000),
+        started_at=None if started is None else int(started * 1000),
+        instance_type=instance_type,
+        capacity_usage=(CapacityUsage("NUM_INSTANCES", float(instances)),),
+    )
+    return JobRecord(state, tuple(history))
 
 
 def request(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError
+from shareplane.domain.explain.record_json import record_json
 from shareplane.domain.forecast import start_forecast
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.forecast.start_forecast import ForecastSettings, History
@@ -144,7 +145,7 @@ def test_the_same_tick_predicts_the_same_and_a_redelivery_stores_nothing_new() -
 def test_the_jobs_listing_shows_the_stored_prediction_as_a_field() -> None:
     world = busy_world(waiting=1)
     report = watch(world.ports, NOW, forecast_ports(world))
-    records = {r["jobArn"]: r for r in job_records(world.store, predictions=world.store)}
+    records = {r.job_arn: record_json(r, beside=True) for r in job_records(world.store, predictions=world.store)}
     assert records[ARN + "wait-0"]["prediction"] == report.predictions[ARN + "wait-0"].as_record()
     assert records[ARN + "run-0"]["prediction"] is None
 

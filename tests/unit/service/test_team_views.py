@@ -83,5 +83,5 @@ def test_instances_in_use_are_gauged_per_team_summing_its_identifiers() -> None:
 )
 def test_job_records_filter_by_team_and_tier(team: str | None, tier: str | None, names: list[str]) -> None:
     records = job_records(Reader(), config=World().config, team=team, tier=tier)
-    assert sorted(r["jobArn"].rsplit("/", 1)[-1] for r in records) == names
-    assert all(r["team"] == (team or r["team"]) and r["shareIdentifier"] for r in records)
+    assert sorted(r.job_arn.rsplit("/", 1)[-1] for r in records) == names
+    assert all(r.team == (team or r.team) and r.state.share_identifier for r in records)

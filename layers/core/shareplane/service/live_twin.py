@@ -14,12 +14,11 @@ the paths that forecast import it, and only when they do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..domain.config.shares import SchedulingMode, SharesConfig
-from ..domain.explain.listing import job_record
+from ..domain.explain.record import JobRecord, job_record
 from ..domain.explain.wait import QueuePolicy, job_label, live_from_records
 from ..domain.forecast.start_forecast import Arrival, History, LiveQueue, QueueKind
 from ..domain.jobs.arns import queue_name
@@ -44,7 +43,7 @@ class LiveTwin:
 
     queue: str
     now: float
-    records: tuple[Mapping[str, Any], ...]
+    records: tuple[JobRecord, ...]
     policy: QueuePolicy
     live: LiveQueue
     history: History
@@ -113,7 +112,7 @@ def read_live_twin(
     states: Iterable[JobState] | None = None,
     finished_arrivals: Sequence[Arrival] | None = None,
     arrivals_since: float | None = None,
-    name_of: Callable[[Mapping[str, Any]], str] = job_label,
+    name_of: Callable[[JobRecord], str] = job_label,
 ) -> LiveTwin:
     """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
 
@@ -125,7 +124,7 @@ def read_live_twin(
     """
     chosen = sources.store.jobs() if states is None else states
 
-    def record_of(state: JobState) -> dict[str, Any]:
+    def record_of(state: JobState) -> JobRecord:
         if never_dispatched(state):
             return job_record(state, (), None, sources.config)
         # The twin reads a record's holds (its history) and its size; its training job adds a size

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from functools import partial
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from ..domain.config.shares import SharesConfig
-from ..domain.explain.listing import job_record
+from ..domain.explain.record import JobRecord, job_record
 from ..domain.jobs.lifecycle import JobState
 from .ports import JobStore, PayloadStore, PredictionStore
 
 logger = logging.getLogger(__name__)
+
+_Read = TypeVar("_Read")
 
 
 def job_records(
@@ -25,44 +27,51 @@ def job_records(
     tier: str | None = None,
     payloads: PayloadStore | None = None,
     predictions: PredictionStore | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JobRecord]:
     """Every job (optionally one status, share identifier, team or tier) as a record with its history.
 
     Team and tier come from the config's mapping of each job's share identifier, so filtering on them
-    needs the config. With ``payloads``, each record also has ``uploader``: who dropped the job's spec
-    (account, S3 request id and, once CloudTrail's event is in, the principal), from its payload item;
-    None for a job the submit path did not submit. With ``predictions``, each record also has
-    ``prediction``: the newest start prediction a watch tick stored for it (``StartPrediction.as_record``),
-    None before its first.
+    needs the config. The filters run on each job's state before anything else of it is read (its
+    history, training job, payload and prediction are a read each). With ``payloads``, each record
+    also has its ``uploader``: who dropped the job's spec (account, S3 request id and, once
+    CloudTrail's event is in, the principal), from its payload item; None for a job the submit path
+    did not submit. With ``predictions``, each record also has its ``prediction``: the newest start
+    prediction a watch tick stored for it, None before its first.
     """
     records = []
     for state in reader.jobs(status):
-        if share and share not in (state.share_identifier, state.quota_share_name):
+        if not _wanted(state, share, config, team, tier):
             continue
         record = job_record_of(reader, state, config)
-        if (team and record["team"] != team) or (tier and record["tier"] != tier):
-            continue
         if payloads is not None:
-            record["uploader"] = _readable(state, "payload", partial(_uploader, payloads))
+            record = replace(record, uploader=_readable(state, "payload", lambda s: _uploader(payloads, s)))
         if predictions is not None:
-            record["prediction"] = _readable(state, "prediction", partial(_prediction, predictions))
+            read = _readable(state, "prediction", lambda s: predictions.load_prediction(s.job_arn))
+            record = replace(record, prediction=read)
         records.append(record)
     return records
 
 
-def _uploader(payloads: PayloadStore, state: JobState) -> dict[str, Any] | None:
+def _wanted(
+    state: JobState, share: str | None, config: SharesConfig | None, team: str | None, tier: str | None
+) -> bool:
+    """Whether a job's state passes the share, team and tier filters (team and tier by the config)."""
+    if share and share not in (state.share_identifier, state.quota_share_name):
+        return False
+    if team and (config is None or config.team_for_share(state.share) != team):
+        return False
+    if tier:
+        job_tier = config.job_tier(state.share, state.scheduling_priority) if config else None
+        return job_tier is not None and job_tier.value == tier
+    return True
+
+
+def _uploader(payloads: PayloadStore, state: JobState) -> Mapping[str, Any] | None:
     payload = payloads.load_payload(state.job_arn)
-    return dict(payload.uploader) if payload and payload.uploader is not None else None
+    return payload.uploader if payload else None
 
 
-def _prediction(predictions: PredictionStore, state: JobState) -> dict[str, Any] | None:
-    prediction = predictions.load_prediction(state.job_arn)
-    return prediction.as_record() if prediction else None
-
-
-def _readable(
-    state: JobState, what: str, read: Callable[[JobState], dict[str, Any] | None]
-) -> dict[str, Any] | None:
+def _readable(state: JobState, what: str, read: Callable[[JobState], _Read | None]) -> _Read | None:
     """``read(state)``, or None (shown as "-") when the stored item cannot be read: one malformed item (a
     prediction with a non-numeric time, written by hand or by an older version) hides only itself."""
     try:
@@ -72,25 +81,9 @@ def _readable(
         return None
 
 
-def job_submission(payloads: PayloadStore, job_arn: str) -> dict[str, Any] | None:
-    """What the submit path kept of a job's submission: the spec's source, the request, when and who.
-
-    None for a job it did not submit (submitted by hand, or a reclaim's resubmission of another job).
-    """
-    payload = payloads.load_payload(job_arn)
-    if not payload:
-        return None
-    return {
-        "source": dict(payload.source) or None,
-        "request": dict(payload.request) if payload.request is not None else None,
-        "submittedAt": payload.submitted_at,
-        "uploader": dict(payload.uploader) if payload.uploader is not None else None,
-    }
-
-
 def job_record_of(
     reader: JobStore, state: JobState, config: SharesConfig | None = None, *, with_training: bool = True
-) -> dict[str, Any]:
+) -> JobRecord:
     """One job's record with its history (and, ``with_training``, its training job's facts), read from
     the store."""
     try:

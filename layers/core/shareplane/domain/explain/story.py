@@ -1,6 +1,6 @@
 """One job's whole story, as `shareplane jobs JOB` tells it, from its record and what is stored beside it.
 
-The record (``records.job_record``) holds Batch's side; beside it the store keeps each attempt's
+The record (``record.JobRecord``) holds Batch's side; beside it the store keeps each attempt's
 SageMaker training-job events, its cost, the alerts sent for it and the submission (who dropped which
 spec). ``job_story`` joins them into one timeline labelled by source, the changes of priority, the
 attempts and requeues, the failure decisions, the cost, the wait (submission to first dispatch,
@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..alerts.sent import SentAlert
-from ..config.shares import SharesConfig
+from ..config.shares import SharesConfig, Tier
 from ..cost.billing import AttemptCost
-from ..forecast.prediction import prediction_from_record
-from ..jobs.lifecycle import ObservationKind
+from ..forecast.prediction import StartPrediction
+from ..jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..jobs.training import TrainingHistoryEntry
-from .listing import HISTORY_SOURCES, history_label
-from .wait import WAITING, first_start
+from ..submit.payload import SubmittedPayload
+from .record import HISTORY_SOURCES, JobRecord, history_label
+from .wait import WAITING
 
 #: History kinds that record a change made to the job after submission (its priority, its capacity).
 CHANGE_KINDS = frozenset({ObservationKind.PRIORITY_ESCALATED, ObservationKind.RECLAIM})
@@ -37,6 +38,8 @@ class JobWait:
     seconds: float | None
     #: True: the wait ended at the first dispatch; False: still waiting, or never dispatched (None).
     ended: bool
+    #: The first dispatch (SCHEDULED, epoch s), None until it happens.
+    first_dispatch: float | None = None
 
     def text(self) -> str:
         """``12m05s``, ``3m10s so far`` or ``-`` (never dispatched, not waiting)."""
@@ -51,232 +54,245 @@ class JobWait:
         return shown if self.ended else f"{shown} so far"
 
 
-def observed_now(records: Iterable[Mapping[str, Any]], clock: float) -> float:
+def observed_now(records: Iterable[JobRecord], clock: float) -> float:
     """``clock`` (epoch s), or the newest time the records hold if that is later.
 
     A recorded event cannot come from the future, so its time is a lower bound of now. It wins when
     the queue's clock runs ahead of the reader's: the local stack's emulator on its sped-up virtual
     clock, or a skewed laptop clock.
     """
-    newest = 0
-    for record in records:
-        newest = max(newest, record.get("createdAt") or 0, record.get("stoppedAt") or 0)
-        for entry in record.get("history") or ():
-            newest = max(newest, entry.get("at") or 0)
-    return max(clock, newest / 1000.0)
+    return max(clock, max((r.newest_ms() for r in records), default=0) / 1000.0)
 
 
-def job_wait(record: Mapping[str, Any], now: float) -> JobWait:
+def job_wait(record: JobRecord, now: float) -> JobWait:
     """The wait of a record's job at ``now`` (epoch s): submission (createdAt) to first SCHEDULED."""
-    created = record.get("createdAt")
+    created = record.created_s
+    started = record.first_start
     if created is None:
-        return JobWait(None, False)
-    started = first_start(record)
+        return JobWait(None, False, started)
     if started is not None:
-        return JobWait(max(0.0, started - created / 1000.0), True)
-    if record.get("status") in WAITING:
-        return JobWait(max(0.0, now - created / 1000.0), False)
+        return JobWait(max(0.0, started - created), True, started)
+    if record.state.status in WAITING:
+        return JobWait(max(0.0, now - created), False)
     return JobWait(None, False)
 
 
-def wait_summary(record: Mapping[str, Any], now: float) -> dict[str, Any]:
-    """A record's wait as JSON, as one job's story and the job list give it (``now``, epoch s, dates
-    the wait of a job still waiting).
+@dataclass(frozen=True)
+class TimelineLine:
+    """One line of the story's timeline: a Batch history entry or a SageMaker event, by source."""
 
-    ``seconds``: to the first dispatch, or so far while the job waits; None when it was never
-    dispatched and no longer waits. ``ended``: the wait ended at a dispatch. ``firstDispatchAt``: that
-    dispatch (SCHEDULED, epoch ms), None until it happens. ``text``: the table's wait cell.
-    """
-    wait = job_wait(record, now)
-    first = first_start(record)
-    return {
-        "seconds": None if wait.seconds is None else round(wait.seconds),
-        "ended": wait.ended,
-        "firstDispatchAt": None if first is None else round(first * 1000),
-        "text": wait.text(),
-    }
-
-
-def _kind(entry: Mapping[str, Any]) -> ObservationKind:
-    return ObservationKind(entry.get("kind") or ObservationKind.STATE_CHANGE.value)
+    at: int | None
+    label: str
+    source: str
+    status: str
+    reason: str | None
+    #: A Batch entry's kind (None for a SageMaker event).
+    kind: ObservationKind | None = None
+    #: A SageMaker event's secondary status and training job (None for a Batch entry).
+    secondary_status: str | None = None
+    training_job_arn: str | None = None
 
 
 def timeline(
-    record: Mapping[str, Any], training: Mapping[str, Sequence[TrainingHistoryEntry]]
-) -> list[dict[str, Any]]:
+    record: JobRecord, training: Mapping[str, Sequence[TrainingHistoryEntry]]
+) -> tuple[TimelineLine, ...]:
     """Batch's history and each attempt's SageMaker events in one list by time, each labelled by source.
 
     Batch's entries keep the order the record placed them in; a SageMaker event at the same
     millisecond follows them. SageMaker events with no time go last.
     """
-    lines: list[tuple[float, int, int, dict[str, Any]]] = []
-    for n, entry in enumerate(record.get("history") or ()):
-        kind = _kind(entry)
-        line = {
-            "at": entry.get("at"),
-            "label": history_label(entry),
-            "source": HISTORY_SOURCES[kind],
-            "status": entry.get("status"),
-            "kind": kind.value,
-            "reason": entry.get("reason"),
-        }
-        lines.append((float(entry.get("at") or 0), 0, n, line))
+    lines: list[tuple[float, int, int, TimelineLine]] = []
+    for n, entry in enumerate(record.history):
+        line = TimelineLine(
+            entry.at,
+            history_label(entry),
+            HISTORY_SOURCES[entry.kind],
+            entry.status.value,
+            entry.reason,
+            kind=entry.kind,
+        )
+        lines.append((float(entry.at), 0, n, line))
     for arn, entries in sorted(training.items()):
         for n, event in enumerate(entries):
-            line = {
-                "at": event.at or None,
-                "label": event.label,
-                "source": "sagemaker",
-                "status": event.status.value,
-                "secondaryStatus": event.secondary_status,
-                "reason": event.failure_reason,
-                "trainingJobArn": arn,
-            }
+            line = TimelineLine(
+                event.at or None,
+                event.label,
+                "sagemaker",
+                event.status.value,
+                event.failure_reason,
+                secondary_status=event.secondary_status,
+                training_job_arn=arn,
+            )
             lines.append((float(event.at) if event.at else float("inf"), 1, n, line))
-    return [line for *_, line in sorted(lines, key=lambda t: t[:3])]
+    return tuple(line for *_, line in sorted(lines, key=lambda t: t[:3]))
 
 
-def interruptions(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+def interruptions(record: JobRecord) -> tuple[HistoryEntry, ...]:
     """Preemptions, reclaims and requeues (a RUNNABLE after a dispatch), each with its reason."""
-    out: list[dict[str, Any]] = []
+    out: list[HistoryEntry] = []
     dispatched = False
-    for entry in record.get("history") or ():
-        kind, status = _kind(entry), entry.get("status")
-        requeued = kind is ObservationKind.STATE_CHANGE and status == "RUNNABLE" and dispatched
-        if kind in INTERRUPTION_KINDS or requeued:
-            out.append({"at": entry.get("at"), "label": history_label(entry), "reason": entry.get("reason")})
-        if status == "SCHEDULED":
+    for entry in record.history:
+        requeued = (
+            entry.kind is ObservationKind.STATE_CHANGE and entry.status is JobStatus.RUNNABLE and dispatched
+        )
+        if entry.kind in INTERRUPTION_KINDS or requeued:
+            out.append(entry)
+        if entry.status is JobStatus.SCHEDULED:
             dispatched = True
         elif requeued:
             dispatched = False
-    return out
+    return tuple(out)
 
 
-def decisions(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+def decisions(record: JobRecord) -> tuple[HistoryEntry, ...]:
     """The failure path's decisions on this job: class, matched rule, action and why."""
-    return [
-        {
-            "at": e.get("at"),
-            "class": e.get("class"),
-            "rule": e.get("rule"),
-            "action": e.get("action"),
-            "reason": e.get("reason"),
-        }
-        for e in record.get("history") or ()
-        if _kind(e) is ObservationKind.FAILURE_DECISION
-    ]
+    return tuple(e for e in record.history if e.kind is ObservationKind.FAILURE_DECISION)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job is (or was submitted): its queue, share, tier and schedulingPriority."""
+
+    queue: str | None
+    share: str | None
+    tier: Tier | None
+    scheduling_priority: int | None
+
+
+@dataclass(frozen=True)
+class PlacementChanges:
+    """The placement as submitted (None: the submit path kept no request) and now, and each change."""
+
+    as_submitted: Placement | None
+    now: Placement
+    changes: tuple[HistoryEntry, ...]
 
 
 def changes(
-    record: Mapping[str, Any], submitted_request: Mapping[str, Any] | None, config: SharesConfig | None = None
-) -> dict[str, Any]:
+    record: JobRecord, submitted_request: Mapping[str, Any] | None, config: SharesConfig | None = None
+) -> PlacementChanges:
     """Queue, share, tier and priority as submitted and as now, and each change shareplane made.
 
     The tier as submitted is the config's reading of the request's share and priority (None without
     the config).
     """
-    now = {
-        "queue": record.get("jobQueue"),
-        "share": record.get("shareIdentifier") or record.get("quotaShareName"),
-        "tier": record.get("tier"),
-        "schedulingPriority": record.get("schedulingPriority"),
-    }
-    request = submitted_request or {}
+    state = record.state
+    now = Placement(state.job_queue, state.share, record.tier, state.scheduling_priority)
     submitted = None
-    if request:
-        share = request.get("shareIdentifier") or request.get("quotaShareName")
-        priority = request.get("schedulingPriority")
+    if submitted_request:
+        share = submitted_request.get("shareIdentifier") or submitted_request.get("quotaShareName")
+        priority = submitted_request.get("schedulingPriority")
         tier = config.job_tier(share, priority) if config is not None else None
-        submitted = {
-            "queue": request.get("jobQueue"),
-            "share": share,
-            "tier": tier.value if tier else None,
-            "schedulingPriority": priority,
-        }
-    made = [
-        {"at": e.get("at"), "label": history_label(e), "reason": e.get("reason")}
-        for e in record.get("history") or ()
-        if _kind(e) in CHANGE_KINDS
-    ]
-    return {"asSubmitted": submitted, "now": now, "changes": made}
+        submitted = Placement(submitted_request.get("jobQueue"), share, tier, priority)
+    made = tuple(e for e in record.history if e.kind in CHANGE_KINDS)
+    return PlacementChanges(submitted, now, made)
 
 
-def cost_summary(costs: Sequence[AttemptCost]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CostSummary:
+    """Each attempt's cost (by time) and the job's total (USD only over attempts with a price)."""
+
+    attempts: tuple[AttemptCost, ...]
+    #: USD to the cent over the priced attempts (None: none priced).
+    usd: float | None
+    billable_instance_hours: float
+
+    @property
+    def estimated(self) -> bool:
+        """Whether an attempt still running is in it, estimated so far."""
+        return any(a.estimated for a in self.attempts)
+
+
+def cost_summary(costs: Sequence[AttemptCost]) -> CostSummary:
     """Each attempt's cost and the job's total (USD only over attempts with a price)."""
-    attempts = [
-        {
-            "trainingJobArn": c.training_job_arn,
-            "instanceType": c.instance_type,
-            "instanceCount": c.instance_count,
-            "billableSeconds": c.billable_seconds,
-            "usd": None if c.usd is None else round(c.usd, 2),
-            "source": c.source.value,
-        }
-        for c in sorted(costs, key=lambda c: c.at)
-    ]
     priced = [c.usd for c in costs if c.usd is not None]
-    return {
-        "attempts": attempts,
-        "usd": round(sum(priced), 2) if priced else None,
-        "billableInstanceHours": round(sum(c.billable_instance_hours for c in costs), 3),
-    }
+    return CostSummary(
+        tuple(sorted(costs, key=lambda c: c.at)),
+        round(sum(priced), 2) if priced else None,
+        round(sum(c.billable_instance_hours for c in costs), 3),
+    )
 
 
-def prediction_summary(record: Mapping[str, Any]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class PredictionCheck:
+    """A stored start prediction with the waits it meant and, once the job started, its p50's error."""
+
+    prediction: StartPrediction
+    #: The waits from submission each of p10/p50/p90 meant, in s (None: no start or no submission time).
+    waits: tuple[int | None, int | None, int | None]
+    #: The actual first start less the p50, in s (None: not started, or no p50).
+    actual_minus_p50: int | None
+
+
+def prediction_check(record: JobRecord) -> PredictionCheck | None:
     """The start prediction a watch tick stored on the record, with the waits it meant and, once the
     job started, how far its p50 was from the actual start. None when the record carries none."""
-    prediction = prediction_from_record(record.get("prediction"))
+    prediction = record.prediction
     if prediction is None:
         return None
-    created = record.get("createdAt")
-    started = first_start(record)
-    out: dict[str, Any] = {"predictedAt": prediction.predicted_at}
-    for name, start in (("P10", prediction.p10), ("P50", prediction.p50), ("P90", prediction.p90)):
-        out[f"start{name}"] = start
-        out[f"waitSeconds{name}"] = (
-            None if start is None or created is None else round((start - created) / 1000.0)
-        )
-    p50 = out["startP50"]
-    out["actualMinusP50Seconds"] = None if started is None or p50 is None else round(started - p50 / 1000.0)
-    return out
+    created = record.state.created_at
+    started = record.first_start
+
+    def wait(start: int | None) -> int | None:
+        return None if start is None or created is None else round((start - created) / 1000.0)
+
+    p50 = prediction.p50
+    return PredictionCheck(
+        prediction,
+        (wait(prediction.p10), wait(p50), wait(prediction.p90)),
+        None if started is None or p50 is None else round(started - p50 / 1000.0),
+    )
+
+
+@dataclass(frozen=True)
+class JobStory:
+    """A job's record with its whole story beside it (times in epoch ms, as in the record)."""
+
+    record: JobRecord
+    #: The submit path's payload (spec source, request, when, who); None for a job it did not submit.
+    submission: SubmittedPayload | None
+    wait: JobWait
+    placement: PlacementChanges
+    timeline: tuple[TimelineLine, ...]
+    interruptions: tuple[HistoryEntry, ...]
+    decisions: tuple[HistoryEntry, ...]
+    #: The alerts sent for the job, in send order.
+    alerts: tuple[SentAlert, ...]
+    cost: CostSummary
+    prediction: PredictionCheck | None
+
+    @property
+    def uploader(self) -> Mapping[str, Any] | None:
+        """Who dropped the job's spec: the record's, else the submission's."""
+        return self.record.uploader or (self.submission.uploader if self.submission else None)
 
 
 def job_story(
-    record: Mapping[str, Any],
+    record: JobRecord,
     *,
     training: Mapping[str, Sequence[TrainingHistoryEntry]],
     alerts: Sequence[SentAlert],
     costs: Sequence[AttemptCost],
-    submission: Mapping[str, Any] | None,
+    submission: SubmittedPayload | None,
     now: float,
     config: SharesConfig | None = None,
-) -> dict[str, Any]:
-    """The record with its whole story beside it, as JSON (times in epoch ms, as in the record).
+) -> JobStory:
+    """The record with its whole story beside it.
 
     ``training``: each attempt's SageMaker events by training-job ARN; ``alerts``: those sent for
-    this job; ``costs``: its attempts' recorded costs; ``submission``: the submit path's PAYLOAD
-    item (``source``, ``request``, ``submittedAt``), None for a job it did not submit; ``now``
-    (epoch s) dates the wait of a job still waiting; ``config`` reads the tier it was submitted in.
+    this job; ``costs``: its attempts' recorded costs; ``submission``: the submit path's payload, None
+    for a job it did not submit; ``now`` (epoch s) dates the wait of a job still waiting; ``config``
+    reads the tier it was submitted in.
     """
-    request = (submission or {}).get("request")
-    return {
-        **record,
-        "submission": None
-        if submission is None
-        else {
-            "source": submission.get("source"),
-            "submittedAt": submission.get("submittedAt"),
-            "uploader": submission.get("uploader"),
-        },
-        "wait": wait_summary(record, now),
-        "placement": changes(record, request if isinstance(request, Mapping) else None, config),
-        "timeline": timeline(record, training),
-        "interruptions": interruptions(record),
-        "decisions": decisions(record),
-        "alerts": [
-            {"sentAt": a.sent_at, "kind": a.kind, "severity": a.severity, "subject": a.subject}
-            for a in sorted(alerts, key=lambda a: a.sent_at)
-        ],
-        "cost": cost_summary(costs),
-        "prediction": prediction_summary(record),
-    }
+    return JobStory(
+        record,
+        submission,
+        job_wait(record, now),
+        changes(record, submission.request if submission else None, config),
+        timeline(record, training),
+        interruptions(record),
+        decisions(record),
+        tuple(sorted(alerts, key=lambda a: a.sent_at)),
+        cost_summary(costs),
+        prediction_check(record),
+    )

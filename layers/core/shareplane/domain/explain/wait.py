@@ -1,6 +1,6 @@
 """Why is this job waiting: its queue's live state read into a forecast's input, and the reasons in words.
 
-Pure. ``live_from_records`` turns job records (what ``shareplane jobs`` shows, times in epoch ms) and
+Pure. ``live_from_records`` turns job records (``record.JobRecord``, what ``shareplane jobs`` shows) and
 the queue's policy into the ``start_forecast`` input; ``explain_wait`` says what holds one job back
 and what would let it start sooner. `shareplane why` and `submit --dry-run` print both with the
 forecast.
@@ -9,7 +9,7 @@ forecast.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,14 +29,14 @@ from ..forecast.start_forecast import (
     decayed_usage,
     fair_entitlements,
 )
-from ..jobs.lifecycle import gpus_per_instance
+from ..jobs.lifecycle import JobStatus, gpus_per_instance
 from ..shares import fairshare
+from .record import ENDED, JobRecord
 
-WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
+WAITING = frozenset({JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE})
 #: What holds capacity in a queue without shares (a FIFO queue), as the reasons name it.
 NO_SHARE = "jobs without a share"
-HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
-ENDED = frozenset({"SUCCEEDED", "FAILED"})
+HOLDING = frozenset({JobStatus.SCHEDULED, JobStatus.STARTING, JobStatus.RUNNING})
 #: Finished runs count for the forecast's run times when they ended within this long.
 HISTORY_SECONDS = 14 * 86400.0
 
@@ -55,61 +55,23 @@ class QueuePolicy:
     head_of_line_blocking: bool = True
 
 
-def share_of(record: Mapping[str, Any]) -> str:
-    """The share identifier (or quota share) a record's job runs in."""
-    return record.get("shareIdentifier") or record.get("quotaShareName") or ""
-
-
-def instances_of(record: Mapping[str, Any]) -> int:
-    """The instances a record's job asks for (1 when the record has not seen its training job)."""
-    return int(record.get("instanceCount") or 1)
-
-
-def holds_of(record: Mapping[str, Any]) -> list[tuple[float, float | None]]:
-    """Each attempt's hold in epoch seconds, ``(from SCHEDULED, to its end or None while held)``.
-
-    An attempt ends at the next RUNNABLE (preempted, requeued) or final status of its history.
-    """
-    holds: list[tuple[float, float | None]] = []
-    start: float | None = None
-    for entry in record.get("history") or ():
-        status, at = entry.get("status"), entry.get("at")
-        if at is None:
-            continue
-        if status == "SCHEDULED" and start is None:
-            start = at / 1000.0
-        elif start is not None and (status == "RUNNABLE" or status in ENDED):
-            holds.append((start, at / 1000.0))
-            start = None
-    if start is not None:
-        stopped = record.get("stoppedAt")
-        holds.append((start, stopped / 1000.0 if stopped and record.get("status") in ENDED else None))
-    return holds
-
-
-def first_start(record: Mapping[str, Any]) -> float | None:
-    """The job's first dispatch (SCHEDULED) in epoch seconds, None if it never started."""
-    holds = holds_of(record)
-    return holds[0][0] if holds else None
-
-
-def job_label(record: Mapping[str, Any]) -> str:
+def job_label(record: JobRecord) -> str:
     """A job's name in the forecast as `why` shows it: its name, else its id."""
-    return str(record.get("jobName") or record.get("jobId") or "")
+    return record.name
 
 
-def job_arn_label(record: Mapping[str, Any]) -> str:
+def job_arn_label(record: JobRecord) -> str:
     """A job's name in the forecast when names may repeat: its ARN."""
-    return str(record.get("jobArn") or job_label(record))
+    return record.job_arn or record.name
 
 
 def live_from_records(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[JobRecord],
     policy: QueuePolicy,
     now: float,
     *,
     arrivals_since: float | None = None,
-    name_of: Callable[[Mapping[str, Any]], str] = job_label,
+    name_of: Callable[[JobRecord], str] = job_label,
     finished_arrivals: Sequence[Arrival] | None = None,
 ) -> tuple[LiveQueue, History]:
     """The queue at ``now`` and its history, from its job records (other queues' records left out).
@@ -126,29 +88,26 @@ def live_from_records(
     arrivals: list[Arrival] = []
     holds_by_share: dict[str, list[tuple[float, float | None, int]]] = {}
     for order, record in enumerate(
-        sorted(records, key=lambda r: (r.get("createdAt") or 0, r.get("jobId") or ""))
+        sorted(records, key=lambda r: (r.state.created_at or 0, r.state.job_id or ""))
     ):
-        share = share_of(record)
-        instances = instances_of(record)
-        created = (record.get("createdAt") or 0) / 1000.0
+        share, instances, state = record.share, record.instances, record.state
+        created = (state.created_at or 0) / 1000.0
         if created > now:
             continue
-        counted = finished_arrivals is not None and record.get("status") in ENDED
-        if record.get("createdAt") and not counted:  # a record without its submission time is no arrival
-            arrivals.append(Arrival(created, share, instances, int(record.get("schedulingPriority") or 0)))
-        holds = holds_of(record)
+        priority = state.scheduling_priority or 0
+        counted = finished_arrivals is not None and state.status in ENDED
+        if state.created_at and not counted:  # a record without its submission time is no arrival
+            arrivals.append(Arrival(created, share, instances, priority))
+        holds = record.holds
         for start, end in holds:
             holds_by_share.setdefault(share, []).append((start, end, instances))
             if end is not None and end <= now and now - end <= HISTORY_SECONDS:
                 finished.append(FinishedRun(share, end - start, instances))
-        status = record.get("status")
         name = name_of(record)
-        if status in HOLDING and holds and holds[-1][1] is None:
+        if state.status in HOLDING and holds and holds[-1][1] is None:
             running.append(RunningJob(name, share, instances, holds[-1][0]))
-        elif status in WAITING:
-            queued.append(
-                QueuedJob(name, share, instances, int(record.get("schedulingPriority") or 0), created, order)
-            )
+        elif state.status in WAITING:
+            queued.append(QueuedJob(name, share, instances, priority, created, order))
     window = fairshare.decay_window(policy.decay_seconds) if policy.kind is QueueKind.FAIRSHARE else 0.0
     names = set(policy.weights) | set(policy.limits) | set(holds_by_share) | {j.share for j in queued}
     shares = tuple(
@@ -284,7 +243,7 @@ def requested_resources(request: Mapping[str, Any] | None) -> tuple[str | None, 
     )
 
 
-def time_limit_ends_at(record: Mapping[str, Any], limit_seconds: float | None) -> float | None:
+def time_limit_ends_at(record: JobRecord, limit_seconds: float | None) -> float | None:
     """When a running job's time limit ends its current attempt (epoch s), or None when not known.
 
     The limit counts from the attempt's ``startedAt`` (Batch: "measured from the job attempt's
@@ -293,8 +252,8 @@ def time_limit_ends_at(record: Mapping[str, Any], limit_seconds: float | None) -
     started its clock, so its limit bounds nothing yet. SageMaker's stop and upload after the limit
     take a little longer, which no document bounds; they are not added.
     """
-    holds = holds_of(record)
-    started = record.get("startedAt")
+    holds = record.holds
+    started = record.state.started_at
     if limit_seconds is None or not holds or holds[-1][1] is not None or started is None:
         return None
     started_s = started / 1000.0
@@ -305,7 +264,8 @@ def instance_types_for(
     config: SharesConfig,
     share: str,
     requested: str,
-    running: Iterable[Mapping[str, Any]],
+    running: Iterable[JobRecord],
+    instance_type_of: Mapping[str, str | None] | None = None,
 ) -> InstanceTypes | None:
     """The GPU instance types a waiting job of ``share`` could run on, with their room now.
 
@@ -315,22 +275,24 @@ def instance_types_for(
     borrow it: on a fair-share queue any share runs on capacity no one holds; on a quota-share queue
     the team's entitlement of the type is its share's limit, on top of which only LEND_AND_BORROW
     borrows (``borrow_limit`` percent of it; -1 unbounded). ``running`` are the records of the jobs
-    holding capacity now (their ``instanceType`` and ``instanceCount``). None when the requested type
+    holding capacity now (their instance type and count); ``instance_type_of`` each one's type by job
+    ARN where it is known better than its record (its stored request's). None when the requested type
     is not a GPU type of the config.
     """
     key = config.share_key(share)
     team = config.teams.get(key.team) if key else None
     if team is None or requested not in config.instance_types:
         return None
+    better = instance_type_of or {}
     held: dict[str, int] = {}
     held_by_share: dict[str, int] = {}
     for record in running:
-        kind = record.get("instanceType")
+        kind = better[record.job_arn] if record.job_arn in better else record.instance_type
         if kind is None:
             continue
-        held[kind] = held.get(kind, 0) + instances_of(record)
-        if share_of(record) == share:
-            held_by_share[kind] = held_by_share.get(kind, 0) + instances_of(record)
+        held[kind] = held.get(kind, 0) + record.instances
+        if record.share == share:
+            held_by_share[kind] = held_by_share.get(kind, 0) + record.instances
     quota = config.mode is SchedulingMode.QUOTA
     rooms: list[TypeRoom] = []
     for kind, limits in sorted(config.instance_types.items()):
@@ -360,6 +322,293 @@ def _standing(queue: LiveQueue, share: ShareState, rate: float) -> float:
     return fairshare.standing(share.usage, rate, window)
 
 
+@dataclass(frozen=True)
+class WaitContext:
+    """What the rules read of one waiting job: the queue now, the job, and the facts beside them."""
+
+    queue: LiveQueue
+    job: QueuedJob
+    #: Each share's tier (capacity held is grouped by share and tier).
+    tiers: Mapping[str, str]
+    #: Each tier's schedulingPriority (a raise the job could ask for).
+    tier_priorities: Mapping[str, int]
+    #: When its tier may reclaim capacity (None: it never does).
+    reclaim_due_at: float | None
+    #: Each running job's instance type and time limit, by its name in the queue.
+    held_runs: Mapping[str, HeldRun]
+    #: The job's instance type and the others its team may use (None: not known).
+    instance_types: InstanceTypes | None
+    #: Instances held per share now.
+    held: Mapping[str, int]
+    #: Instances no running job holds.
+    free: int
+    #: Of those, the ones the job can run on (its own type's, on a queue of several GPU types).
+    free_for_job: int
+    shares: Mapping[str, ShareState]
+    #: The jobs of its share that go first (higher priority, or submitted earlier).
+    ahead: tuple[QueuedJob, ...]
+
+    @property
+    def short(self) -> bool:
+        """Whether too few instances are free for the job now."""
+        return self.free_for_job < self.job.instances
+
+
+def wait_context(
+    queue: LiveQueue,
+    job: QueuedJob,
+    *,
+    tier_of: Mapping[str, str] | None = None,
+    tier_priorities: Mapping[str, int] | None = None,
+    reclaim_due_at: float | None = None,
+    held_runs: Mapping[str, HeldRun] | None = None,
+    instance_types: InstanceTypes | None = None,
+) -> WaitContext:
+    """The facts the rules read, computed once from the queue for ``job``."""
+    held: dict[str, int] = {}
+    for r in queue.running:
+        held[r.share] = held.get(r.share, 0) + r.instances
+    free = queue.capacity - sum(held.values())
+    own_room = instance_types.room(instance_types.requested) if instance_types else None
+    # On a queue of several GPU types the job fits only on its own type's free instances.
+    free_for_job = min(free, own_room.free) if own_room else free
+    ahead = tuple(
+        j
+        for j in queue.queued
+        if j.share == job.share and j.name != job.name and (-j.priority, j.order) < (-job.priority, job.order)
+    )
+    return WaitContext(
+        queue,
+        job,
+        tier_of or {},
+        tier_priorities or {},
+        reclaim_due_at,
+        held_runs or {},
+        instance_types,
+        held,
+        free,
+        free_for_job,
+        {s.name: s for s in queue.shares},
+        ahead,
+    )
+
+
+#: A rule: what it finds of one waiting job, in the order it says them (none when it does not apply).
+WaitRule = Callable[[WaitContext], Iterator[Finding]]
+
+
+def never_fits(ctx: WaitContext) -> Iterator[Finding]:
+    """The job asks for more instances than the whole queue has."""
+    if ctx.job.instances > ctx.queue.capacity:
+        yield Finding(
+            "never_fits",
+            f"it asks for {ctx.job.instances} instances; the queue has {ctx.queue.capacity} in all",
+        )
+
+
+def quota_limit(ctx: WaitContext) -> Iterator[Finding]:
+    """On a quota-share queue, the job would take its share past its limit."""
+    job, own = ctx.job, ctx.shares.get(ctx.job.share)
+    if ctx.queue.kind is not QueueKind.QUOTA or own is None or own.limit is None:
+        return
+    holds = ctx.held.get(job.share, 0)
+    if holds + job.instances <= own.limit:
+        return
+    if ctx.queue.borrow:
+        text = (
+            f"its quota share {job.share} holds {holds} of its limit {own.limit}; "
+            "beyond it the job runs only on capacity other shares lend"
+        )
+    else:
+        text = (
+            f"its quota share {job.share} holds {holds} of its limit {own.limit} "
+            "and may not borrow: it waits for its own share's jobs to end"
+        )
+    yield Finding("quota_limit", text)
+
+
+def share_over_entitlement(ctx: WaitContext) -> Iterator[Finding]:
+    """On a fair-share queue, shares standing lower than the job's are served first."""
+    queue, held, own = ctx.queue, ctx.held, ctx.shares.get(ctx.job.share)
+    if queue.kind is not QueueKind.FAIRSHARE or own is None:
+        return
+    active = {s.name: s.weight_factor for s in queue.shares if held.get(s.name) or _has_queued(queue, s.name)}
+    entitled = fair_entitlements(queue.capacity, active)
+    rates = {s.name: held.get(s.name, 0) * s.weight_factor for s in queue.shares}
+    mine = _standing(queue, own, rates.get(own.name, 0.0))
+    first = [
+        s.name
+        for s in queue.shares
+        if s.name != own.name
+        and _has_queued(queue, s.name)
+        and _standing(queue, s, rates.get(s.name, 0.0)) < mine
+    ]
+    if not first:
+        return
+    over = held.get(own.name, 0) >= entitled.get(own.name, 0.0)
+    lead = (
+        f"share {own.name} holds {held.get(own.name, 0)} instances against an entitlement of "
+        f"{entitled.get(own.name, 0.0):.1f}"
+        if over
+        else f"share {own.name} has used more of its entitlement recently than"
+    )
+    yield Finding("share_over_entitlement", f"{lead}; fair-share serves {', '.join(sorted(first)[:5])} first")
+
+
+def ahead_in_share(ctx: WaitContext) -> Iterator[Finding]:
+    """Jobs of the same share go first (higher priority, or submitted earlier)."""
+    if not ctx.ahead:
+        return
+    n, share = len(ctx.ahead), ctx.job.share
+    yield Finding(
+        "ahead_in_share",
+        f"{n} job(s) of share {share} go first (higher priority or submitted earlier)"
+        if share
+        # A FIFO queue (the CPU queue) has no shares: one line, in submission order.
+        else f"{n} job(s) submitted earlier go first (no shares: first in, first out)",
+    )
+
+
+def capacity_held(ctx: WaitContext) -> Iterator[Finding]:
+    """Too few instances are free: who holds them, by share and tier."""
+    if not ctx.short:
+        return
+    by_holder: dict[str, int] = {}
+    for r in ctx.queue.running:
+        label = f"{r.share}/{ctx.tiers[r.share]}" if r.share in ctx.tiers else r.share or NO_SHARE
+        by_holder[label] = by_holder.get(label, 0) + r.instances
+    top = ", ".join(f"{k} {v}" for k, v in sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+    yield Finding(
+        "capacity_held",
+        f"it needs {ctx.job.instances} instances and {max(ctx.free_for_job, 0)} are free; held by {top}",
+    )
+
+
+def time_limit(ctx: WaitContext) -> Iterator[Finding]:
+    """The latest time enough capacity frees for the job: running jobs' time limits, soonest first.
+
+    Only jobs on the job's own instance type (when it is known) and with a known time limit count;
+    the time is when the last of those the job needs reaches its limit, so capacity frees by then
+    whatever else ends sooner. Which waiting job takes the freed capacity first is the queue's order,
+    which the other findings and the forecast say.
+    """
+    job, queue = ctx.job, ctx.queue
+    if not ctx.short or job.instances > queue.capacity:
+        return
+    need = job.instances - max(ctx.free_for_job, 0)
+    ends: list[tuple[float, str, int]] = []
+    for run in queue.running:
+        facts = ctx.held_runs.get(run.name)
+        if facts is None or facts.limit_ends_at is None:
+            continue
+        if ctx.instance_types is not None and facts.instance_type != ctx.instance_types.requested:
+            continue
+        ends.append((facts.limit_ends_at, run.name, run.instances))
+    freed = 0
+    for n, (at, name, instances) in enumerate(sorted(ends)):
+        freed += instances
+        if freed >= need:
+            before = f"; {n} job(s) before it reach theirs sooner" if n else ""
+            in_seconds = max(0.0, at - queue.now)
+            yield Finding(
+                "time_limit",
+                f"capacity frees by {_iso(at)} at the latest (in {in_seconds:.0f} s): {name} reaches its "
+                f"time limit{before}",
+            )
+            return
+
+
+def head_of_line(ctx: WaitContext) -> Iterator[Finding]:
+    """The queue's next job does not fit, and nothing behind it starts first."""
+    if not ctx.queue.head_of_line_blocking:
+        return
+    blocker = _head_of_line(ctx.queue, ctx.shares, ctx.held)
+    if blocker is not None and blocker.name != ctx.job.name and blocker.instances > ctx.free:
+        yield Finding(
+            "head_of_line",
+            f"head-of-line blocked by {blocker.name} (share {blocker.share}), which needs "
+            f"{blocker.instances} instances with {max(ctx.free, 0)} free: nothing behind it starts first",
+        )
+
+
+def reclaim_planned(ctx: WaitContext) -> Iterator[Finding]:
+    """The job's tier may reclaim capacity lower tiers hold."""
+    due, now = ctx.reclaim_due_at, ctx.queue.now
+    if due is None:
+        return
+    when = "is due now" if due <= now else f"becomes due in {due - now:.0f} s"
+    yield Finding("reclaim_planned", f"its tier may reclaim capacity lower tiers hold: a reclaim {when}")
+
+
+def fewer_instances(ctx: WaitContext) -> Iterator[Finding]:
+    """Some instances are free, if fewer than it asks for."""
+    if ctx.short and ctx.free_for_job > 0:
+        yield Finding("fewer_instances", f"with {ctx.free_for_job} instance(s) it would fit now")
+
+
+def other_instance_type(ctx: WaitContext) -> Iterator[Finding]:
+    """The same job on another GPU type its team may use, with the GPUs it asks for, that fits now.
+
+    The instance count keeps the job's GPUs exactly (a training job's world size is its GPU count),
+    so a type whose GPUs per instance do not divide them is not offered; nor one past the team's
+    max_instance_count, its share's room on that type, or the type's free instances.
+    """
+    types = ctx.instance_types
+    if not ctx.short or types is None:
+        return
+    gpus = ctx.job.instances * types.gpus_per_instance
+    for room in types.rooms:
+        if room.instance_type == types.requested or gpus <= 0 or room.gpus_per_instance <= 0:
+            continue
+        if gpus % room.gpus_per_instance:
+            continue
+        count = gpus // room.gpus_per_instance
+        if types.max_instances is not None and count > types.max_instances:
+            continue
+        if count > room.free or (room.share_room is not None and count > room.share_room):
+            continue
+        yield Finding(
+            "other_instance_type",
+            f"the same job on {room.instance_type} would fit now: {count} instance(s), {gpus} GPUs "
+            f"as asked; {room.free} of that type are free",
+        )
+
+
+def priority_raise(ctx: WaitContext) -> Iterator[Finding]:
+    """A higher tier's schedulingPriority would put it ahead of some of its share's jobs."""
+    if not ctx.tier_priorities or not ctx.ahead:
+        return
+    higher = sorted(p for p in ctx.tier_priorities.values() if p > ctx.job.priority)
+    if not higher:
+        return
+    passed = sum(1 for j in ctx.ahead if j.priority < higher[0])
+    if passed:
+        tier = next(t for t, p in ctx.tier_priorities.items() if p == higher[0])
+        yield Finding(
+            "priority_raise",
+            f"schedulingPriority {higher[0]} ({tier}) would put it ahead of {passed} of those jobs",
+        )
+
+
+#: What holds a job back, in the order the explanation says it.
+HELD_BACK_RULES: tuple[WaitRule, ...] = (
+    never_fits,
+    quota_limit,
+    share_over_entitlement,
+    ahead_in_share,
+    capacity_held,
+    time_limit,
+    head_of_line,
+    reclaim_planned,
+)
+#: What would let it start sooner, in the order the explanation says it.
+SOONER_RULES: tuple[WaitRule, ...] = (fewer_instances, other_instance_type, priority_raise)
+#: Said when no rule holds the job back.
+NOTHING_HOLDS = Finding(
+    "next", "nothing holds it back now: it should start at the queue's next scheduling pass"
+)
+
+
 def explain_wait(
     queue: LiveQueue,
     job_name: str,
@@ -377,216 +626,24 @@ def explain_wait(
     ``reclaim_due_at`` when its tier may reclaim capacity (None: it never does);
     ``held_runs`` each running job's instance type and time limit, by its name in ``queue``
     (a time limit pending, ``time_limit``); ``instance_types`` the job's type and the others its team
-    may use (another type with room now, ``other_instance_type``).
+    may use (another type with room now, ``other_instance_type``). Every rule of ``HELD_BACK_RULES``
+    and ``SOONER_RULES`` runs, in that order.
     """
     job = next((j for j in queue.queued if j.name == job_name), None)
     if job is None:
         raise InvalidInputError("job", f"{job_name!r} is not waiting in the queue", "name a RUNNABLE job")
-    tiers = tier_of or {}
-    held: dict[str, int] = {}
-    for r in queue.running:
-        held[r.share] = held.get(r.share, 0) + r.instances
-    free = queue.capacity - sum(held.values())
-    own_room = instance_types.room(instance_types.requested) if instance_types else None
-    # On a queue of several GPU types the job fits only on its own type's free instances.
-    free_for_job = min(free, own_room.free) if own_room else free
-    shares = {s.name: s for s in queue.shares}
-    reasons: list[Finding] = []
-    sooner: list[Finding] = []
-
-    if job.instances > queue.capacity:
-        reasons.append(
-            Finding(
-                "never_fits",
-                f"it asks for {job.instances} instances; the queue has {queue.capacity} in all",
-            )
-        )
-    own = shares.get(job.share)
-    if queue.kind is QueueKind.QUOTA and own is not None and own.limit is not None:
-        if held.get(job.share, 0) + job.instances > own.limit:
-            if queue.borrow:
-                text = (
-                    f"its quota share {job.share} holds {held.get(job.share, 0)} of its limit {own.limit}; "
-                    "beyond it the job runs only on capacity other shares lend"
-                )
-            else:
-                text = (
-                    f"its quota share {job.share} holds {held.get(job.share, 0)} of its limit {own.limit} "
-                    "and may not borrow: it waits for its own share's jobs to end"
-                )
-            reasons.append(Finding("quota_limit", text))
-
-    if queue.kind is QueueKind.FAIRSHARE and own is not None:
-        active = {
-            s.name: s.weight_factor for s in queue.shares if held.get(s.name) or _has_queued(queue, s.name)
-        }
-        entitled = fair_entitlements(queue.capacity, active)
-        rates = {s.name: held.get(s.name, 0) * s.weight_factor for s in queue.shares}
-        mine = _standing(queue, own, rates.get(own.name, 0.0))
-        first = [
-            s.name
-            for s in queue.shares
-            if s.name != own.name
-            and _has_queued(queue, s.name)
-            and _standing(queue, s, rates.get(s.name, 0.0)) < mine
-        ]
-        if first:
-            over = held.get(own.name, 0) >= entitled.get(own.name, 0.0)
-            lead = (
-                f"share {own.name} holds {held.get(own.name, 0)} instances against an entitlement of "
-                f"{entitled.get(own.name, 0.0):.1f}"
-                if over
-                else f"share {own.name} has used more of its entitlement recently than"
-            )
-            reasons.append(
-                Finding(
-                    "share_over_entitlement",
-                    f"{lead}; fair-share serves {', '.join(sorted(first)[:5])} first",
-                )
-            )
-
-    ahead = [
-        j
-        for j in queue.queued
-        if j.share == job.share and j.name != job.name and (-j.priority, j.order) < (-job.priority, job.order)
-    ]
-    if ahead:
-        reasons.append(
-            Finding(
-                "ahead_in_share",
-                f"{len(ahead)} job(s) of share {job.share} go first (higher priority or submitted earlier)"
-                if job.share
-                # A FIFO queue (the CPU queue) has no shares: one line, in submission order.
-                else f"{len(ahead)} job(s) submitted earlier go first (no shares: first in, first out)",
-            )
-        )
-
-    if free_for_job < job.instances:
-        by_holder: dict[str, int] = {}
-        for r in queue.running:
-            label = f"{r.share}/{tiers[r.share]}" if r.share in tiers else r.share or NO_SHARE
-            by_holder[label] = by_holder.get(label, 0) + r.instances
-        top = ", ".join(f"{k} {v}" for k, v in sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
-        reasons.append(
-            Finding(
-                "capacity_held",
-                f"it needs {job.instances} instances and {max(free_for_job, 0)} are free; held by {top}",
-            )
-        )
-        if 0 < free_for_job:
-            sooner.append(Finding("fewer_instances", f"with {free_for_job} instance(s) it would fit now"))
-        if job.instances <= queue.capacity:
-            limit = _time_limit_pending(queue, job, free_for_job, held_runs or {}, instance_types)
-            if limit is not None:
-                reasons.append(limit)
-        if instance_types is not None:
-            sooner.extend(_other_instance_types(job, instance_types))
-
-    if queue.head_of_line_blocking:
-        blocker = _head_of_line(queue, shares, held, free)
-        if blocker is not None and blocker.name != job.name and blocker.instances > free:
-            reasons.append(
-                Finding(
-                    "head_of_line",
-                    f"head-of-line blocked by {blocker.name} (share {blocker.share}), which needs "
-                    f"{blocker.instances} instances with {max(free, 0)} free: nothing behind it starts first",
-                )
-            )
-
-    if reclaim_due_at is not None:
-        when = (
-            "is due now"
-            if reclaim_due_at <= queue.now
-            else f"becomes due in {reclaim_due_at - queue.now:.0f} s"
-        )
-        reasons.append(
-            Finding("reclaim_planned", f"its tier may reclaim capacity lower tiers hold: a reclaim {when}")
-        )
-
-    if tier_priorities and ahead:
-        higher = sorted(p for p in tier_priorities.values() if p > job.priority)
-        if higher:
-            passed = sum(1 for j in ahead if j.priority < higher[0])
-            if passed:
-                tier = next(t for t, p in tier_priorities.items() if p == higher[0])
-                sooner.append(
-                    Finding(
-                        "priority_raise",
-                        f"schedulingPriority {higher[0]} ({tier}) would put it ahead of {passed} "
-                        "of those jobs",
-                    )
-                )
-    if not reasons:
-        reasons.append(
-            Finding("next", "nothing holds it back now: it should start at the queue's next scheduling pass")
-        )
-    return WaitExplanation(job.name, job.share, job.instances, free, tuple(reasons), tuple(sooner))
-
-
-def _time_limit_pending(
-    queue: LiveQueue,
-    job: QueuedJob,
-    free: int,
-    held_runs: Mapping[str, HeldRun],
-    instance_types: InstanceTypes | None,
-) -> Finding | None:
-    """The latest time enough capacity frees for ``job``: running jobs' time limits, soonest first.
-
-    Only jobs on the job's own instance type (when it is known) and with a known time limit count;
-    the time is when the last of those the job needs reaches its limit, so capacity frees by then
-    whatever else ends sooner. Which waiting job takes the freed capacity first is the queue's order,
-    which the other findings and the forecast say.
-    """
-    need = job.instances - max(free, 0)
-    ends: list[tuple[float, str, int]] = []
-    for run in queue.running:
-        facts = held_runs.get(run.name)
-        if facts is None or facts.limit_ends_at is None:
-            continue
-        if instance_types is not None and facts.instance_type != instance_types.requested:
-            continue
-        ends.append((facts.limit_ends_at, run.name, run.instances))
-    freed = 0
-    for n, (at, name, instances) in enumerate(sorted(ends)):
-        freed += instances
-        if freed >= need:
-            before = f"; {n} job(s) before it reach theirs sooner" if n else ""
-            in_seconds = max(0.0, at - queue.now)
-            return Finding(
-                "time_limit",
-                f"capacity frees by {_iso(at)} at the latest (in {in_seconds:.0f} s): {name} reaches its "
-                f"time limit{before}",
-            )
-    return None
-
-
-def _other_instance_types(job: QueuedJob, instance_types: InstanceTypes) -> list[Finding]:
-    """The same job on another GPU type its team may use, with the GPUs it asks for, that fits now.
-
-    The instance count keeps the job's GPUs exactly (a training job's world size is its GPU count),
-    so a type whose GPUs per instance do not divide them is not offered; nor one past the team's
-    max_instance_count, its share's room on that type, or the type's free instances.
-    """
-    gpus = job.instances * instance_types.gpus_per_instance
-    found: list[Finding] = []
-    for room in instance_types.rooms:
-        if room.instance_type == instance_types.requested or gpus <= 0 or room.gpus_per_instance <= 0:
-            continue
-        if gpus % room.gpus_per_instance:
-            continue
-        count = gpus // room.gpus_per_instance
-        if instance_types.max_instances is not None and count > instance_types.max_instances:
-            continue
-        if count > room.free or (room.share_room is not None and count > room.share_room):
-            continue
-        found.append(
-            Finding(
-                "other_instance_type",
-                f"the same job on {room.instance_type} would fit now: {count} instance(s), {gpus} GPUs "
-                f"as asked; {room.free} of that type are free",
-            )
-        )
-    return found
+    ctx = wait_context(
+        queue,
+        job,
+        tier_of=tier_of,
+        tier_priorities=tier_priorities,
+        reclaim_due_at=reclaim_due_at,
+        held_runs=held_runs,
+        instance_types=instance_types,
+    )
+    reasons = tuple(found for rule in HELD_BACK_RULES for found in rule(ctx)) or (NOTHING_HOLDS,)
+    sooner = tuple(found for rule in SOONER_RULES for found in rule(ctx))
+    return WaitExplanation(job.name, job.share, job.instances, ctx.free, reasons, sooner)
 
 
 def _iso(epoch: float) -> str:
@@ -598,7 +655,7 @@ def _has_queued(queue: LiveQueue, share: str) -> bool:
 
 
 def _head_of_line(
-    queue: LiveQueue, shares: Mapping[str, ShareState], held: Mapping[str, int], free: int
+    queue: LiveQueue, shares: Mapping[str, ShareState], held: Mapping[str, int]
 ) -> QueuedJob | None:
     """The job the queue tries next: the lowest-standing share's head (fair-share) or the oldest."""
     if not queue.queued:
