@@ -10,6 +10,7 @@ from rich.console import Console
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import ShareplaneError
+from shareplane.domain.forecast.prediction import prediction_from_record
 from shareplane.domain.jobs.described_job import ListedJob
 from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.domain.submit.jobspec import TEAM_TAG
@@ -61,7 +62,7 @@ def _print_answer(result: SubmitResult) -> None:
             j["share"],
             j["priority"],
             j["jobId"],
-            predicted_start(j.get("prediction")) or "-",
+            predicted_start(prediction_from_record(j.get("prediction"))) or "-",
         )
         for j in answer.get("jobs", [])
     ]

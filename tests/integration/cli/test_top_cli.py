@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from rich.console import Console
 from shareplane.domain.config.shares import SchedulingMode
+from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import QueuePolicy, dispatch_order, forecast_position, live_from_records
 from shareplane.domain.forecast.start_forecast import QueueKind
 from shareplane.domain.instance_types.capacity import Capacity
@@ -33,8 +35,7 @@ def twin() -> Twin:
             for n in range(20)
         ),
     ]
-    for r in records:
-        r["instanceType"] = "ml.p4d.24xlarge"
+    records = [replace(r, state=replace(r.state, instance_type="ml.p4d.24xlarge")) for r in records]
     policy = QueuePolicy(
         QueueKind.FAIRSHARE, 4, weights={"ProdExp1": 1.0, "ProdExp2": 1.0}, decay_seconds=3600
     )
@@ -48,7 +49,7 @@ def twin() -> Twin:
 
 def test_heads_follow_batchs_order_first_then_the_twins_dispatch_order(twin: Twin) -> None:
     heads = twin.heads(10)
-    names = [h.record["jobName"] for h in heads]
+    names = [h.record.name for h in heads]
     rest = [j.name for j in dispatch_order(twin.live) if j.name != "w2"]
     assert names == ["w2", *rest]
     assert [h.placed_by for h in heads] == ["GetJobQueueSnapshot", "twin", "twin"]
@@ -74,8 +75,8 @@ def test_each_head_has_a_forecast_from_now_and_why_reasons(twin: Twin) -> None:
         ]
 
 
-def head_record(twin: Twin, name: str) -> dict[str, Any]:
-    return dict(next(r for r in twin.records if r["jobName"] == name))
+def head_record(twin: Twin, name: str) -> JobRecord:
+    return next(r for r in twin.records if r.name == name)
 
 
 def test_usage_rows_put_batchs_count_beside_the_entitlement_and_the_waiting_demand(twin: Twin) -> None:

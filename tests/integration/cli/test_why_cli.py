@@ -13,8 +13,10 @@ from gpusim import BatchApi, BatchModel
 from gpusim.model import NUM_INSTANCES
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import QueuePolicy, live_from_records
 from shareplane.domain.forecast.start_forecast import QueueKind
+from shareplane.domain.jobs.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.service.live_twin import queue_policy
 from shareplane_cli.commands.why import print_why, why_report
 from shareplane_cli.config_file import load_config
@@ -28,31 +30,46 @@ NOW = 1_000_000.0
 ARN = "arn:aws:batch:us-east-1:111122223333:service-job/"
 
 
-def record(name, share, status, instances, created, *, priority=10, held=None, ended=None):
-    """A job record as `shareplane jobs` prints it (times in epoch ms)."""
-    history = [
-        {"status": "SUBMITTED", "at": int(created * 1000)},
-        {"status": "RUNNABLE", "at": int(created * 1000)},
-    ]
+def record(
+    name,
+    share,
+    status,
+    instances,
+    created,
+    *,
+    priority=10,
+    held=None,
+    ended=None,
+    started=None,
+    instance_type=None,
+) -> JobRecord:
+    """A job record as `shareplane jobs` reads it (times in epoch ms)."""
+
+    def entry(status: JobStatus, at: float) -> HistoryEntry:
+        return HistoryEntry("", status, int(at * 1000), None, ObservationKind.STATE_CHANGE, "")
+
+    history = [entry(JobStatus.SUBMITTED, created), entry(JobStatus.RUNNABLE, created)]
     if held is not None:
-        history.append({"status": "SCHEDULED", "at": int(held * 1000)})
-        history.append({"status": "RUNNING", "at": int((held + 180) * 1000)})
+        history.append(entry(JobStatus.SCHEDULED, held))
+        history.append(entry(JobStatus.RUNNING, held + 180))
     if ended is not None:
-        history.append({"status": "SUCCEEDED", "at": int(ended * 1000)})
-    return {
-        "jobName": name,
-        "jobId": name,
-        "jobArn": ARN + name,
-        "jobQueue": QUEUE,
-        "status": status,
-        "shareIdentifier": share,
-        "quotaShareName": None,
-        "schedulingPriority": priority,
-        "createdAt": int(created * 1000),
-        "stoppedAt": int(ended * 1000) if ended else None,
-        "instanceCount": instances,
-        "history": history,
-    }
+        history.append(entry(JobStatus.SUCCEEDED, ended))
+    state = JobState(
+        job_arn=ARN + name,
+        status=JobStatus(status),
+        seq="s",
+        job_id=name,
+        job_name=name,
+        job_queue=QUEUE,
+        share_identifier=share,
+        scheduling_priority=priority,
+        created_at=int(created * 1000),
+        started_at=None if started is None else int(started * 1000),
+        stopped_at=int(ended * 1000) if ended else None,
+        instance_type=instance_type,
+        capacity_usage=(CapacityUsage("NUM_INSTANCES", float(instances)),),
+    )
+    return JobRecord(state, tuple(history))
 
 
 @pytest.fixture
@@ -88,7 +105,7 @@ def twin() -> Twin:
 
 
 def test_a_listed_job_gets_batchs_position_its_reasons_and_a_forecast(twin: Twin, capsys) -> None:
-    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "w1"), samples=50)
+    report = why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50)
     assert report["waiting"] is True
     assert report["position"]["source"] == "GetJobQueueSnapshot"
     assert report["position"]["frontOfQueue"] == 1
@@ -106,7 +123,7 @@ def test_a_listed_job_gets_batchs_position_its_reasons_and_a_forecast(twin: Twin
 
 
 def test_a_job_past_the_snapshot_is_placed_by_the_twin_and_says_so(twin: Twin) -> None:
-    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "w2"), samples=50)
+    report = why_report(twin, next(r for r in twin.records if r.name == "w2"), samples=50)
     place = report["position"]
     assert place["source"] == "twin" and place["frontOfQueue"] is None
     assert place["twinPosition"] == 2 and place["waiting"] == 2
@@ -114,12 +131,12 @@ def test_a_job_past_the_snapshot_is_placed_by_the_twin_and_says_so(twin: Twin) -
     assert "ahead_in_share" in [f["code"] for f in report["heldBackBy"]]
     assert "priority_raise" in [f["code"] for f in report["startSooner"]]
     # w2 waits behind w1 in its share: its forecast is never earlier.
-    w1 = why_report(twin, next(r for r in twin.records if r["jobName"] == "w1"), samples=50)
+    w1 = why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50)
     assert report["forecast"]["startP50"] >= w1["forecast"]["startP50"]
 
 
 def test_a_running_job_says_when_it_started(twin: Twin) -> None:
-    report = why_report(twin, next(r for r in twin.records if r["jobName"] == "r1"), samples=10)
+    report = why_report(twin, next(r for r in twin.records if r.name == "r1"), samples=10)
     assert report["waiting"] is False and report["waitedSeconds"] == 1000
 
 
@@ -206,10 +223,8 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
     raw["prices"][p5] = {"on_demand_usd_per_hour": 55.0}  # the teams have budgets: every usable type priced
     config = SharesConfig.model_validate(raw)
     records = [
-        record("r1", "ProdExp1", "RUNNING", 3, NOW - 5000, held=NOW - 4000)
-        | {"startedAt": int((NOW - 3900) * 1000)},
-        record("r2", "ProdExp2", "RUNNING", 1, NOW - 3000, held=NOW - 2500)
-        | {"startedAt": int((NOW - 2400) * 1000)},
+        record("r1", "ProdExp1", "RUNNING", 3, NOW - 5000, held=NOW - 4000, started=NOW - 3900),
+        record("r2", "ProdExp2", "RUNNING", 1, NOW - 3000, held=NOW - 2500, started=NOW - 2400),
         record("w1", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
     ]
 

@@ -221,7 +221,12 @@ def test_cost_sums_priced_attempts_and_alerts_are_in_send_order() -> None:
 
 def test_a_stored_prediction_is_read_with_its_waits_and_its_error_once_started() -> None:
     prediction = StartPrediction(
-        predicted_at=T0 + 60_000, p10=T0 + 300_000, p50=T0 + 500_000, p90=None, started_fraction=0.8, samples=100
+        predicted_at=T0 + 60_000,
+        p10=T0 + 300_000,
+        p50=T0 + 500_000,
+        p90=None,
+        started_fraction=0.8,
+        samples=100,
     )
     told = story(replace(PREEMPTED, prediction=prediction))["prediction"]
     assert (told["waitSecondsP10"], told["waitSecondsP50"], told["waitSecondsP90"]) == (300, 500, None)

@@ -145,7 +145,9 @@ def test_the_same_tick_predicts_the_same_and_a_redelivery_stores_nothing_new() -
 def test_the_jobs_listing_shows_the_stored_prediction_as_a_field() -> None:
     world = busy_world(waiting=1)
     report = watch(world.ports, NOW, forecast_ports(world))
-    records = {r.job_arn: record_json(r, beside=True) for r in job_records(world.store, predictions=world.store)}
+    records = {
+        r.job_arn: record_json(r, beside=True) for r in job_records(world.store, predictions=world.store)
+    }
     assert records[ARN + "wait-0"]["prediction"] == report.predictions[ARN + "wait-0"].as_record()
     assert records[ARN + "run-0"]["prediction"] is None
 
