@@ -346,6 +346,7 @@ def submit_request(stack: LocalStack, batch: Any, name: str) -> dict[str, Any]:
 
 def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_path: Path) -> None:
     from shareplane.adapters.dynamodb_store import DynamoJobStore
+    from shareplane.domain.explain.record_json import record_json
     from shareplane.domain.jobs.arns import same_training_job
     from shareplane.service.queries import job_records
 
@@ -381,7 +382,8 @@ def test_a_job_submitted_through_boto3_is_recorded_with_its_whole_history(tmp_pa
         runner = FunctionRunner(stack)
         runner.drain()
         assert runner.invocations and not any(i.failed for i in runner.invocations)
-        records = job_records(DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"]))
+        store = DynamoJobStore(stack.client("dynamodb"), stack.outputs["JobsTableName"])
+        records = [record_json(r) for r in job_records(store)]
     # THEN the job is in DynamoDB with its full history and its SageMaker training job
     (record,) = records
     assert (record["jobId"], record["jobName"], record["status"]) == (job["jobId"], "e2e-train", "SUCCEEDED")
