@@ -349,14 +349,25 @@ def jobs_command(
             ExitCode.NOT_FOUND,
         )
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
-    now = observed_now(records, time.time())
+    print_stories(target, table, matches, observed_now(records, time.time()), config, output)
+
+
+def print_stories(
+    target: Target,
+    table: str | None,
+    records: Sequence[JobRecord],
+    now: float,
+    config: SharesConfig | None,
+    output: Output,
+) -> None:
+    """Each record's whole story with its idle periods, oldest first: one JSON array, or for people."""
     ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
     stories = [
         (
             story_of(target, table, record, now, config),
             idle_periods(ledger.decisions(job_id_of(record.job_arn))),
         )
-        for record in sorted(matches, key=lambda r: r.state.created_at or 0)
+        for record in sorted(records, key=lambda r: r.state.created_at or 0)
     ]
     if output is Output.JSON:
         print_json(
