@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from shareplane.domain.config.shares import SharesConfig, Tier
-from shareplane.domain.explain.record import JobRecord
+from shareplane.domain.explain.record import JobRecord, recorded_now
 from shareplane.domain.explain.wait import (
     HOLDING,
     HeldRun,
@@ -38,7 +38,6 @@ from shareplane.domain.forecast.start_forecast import (
     StartForecast,
     forecast_starts,
 )
-from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.service.live_twin import TwinSources, read_live_twin
 
 from .aws import Target
@@ -188,7 +187,7 @@ def load_twin(
     root = target.root(table_name=table or target.output("JobsTableName"))
     sources = TwinSources(root.store, root.batch_policy, config)
     states = root.store.jobs()
-    live_twin = read_live_twin(sources, job_queue, twin_now(time.time(), states), states=states)
+    live_twin = read_live_twin(sources, job_queue, recorded_now(time.time(), states), states=states)
     now = live_twin.now
     # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
     snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
@@ -210,19 +209,6 @@ def load_twin(
         config,
         request_of,
     )
-
-
-def twin_now(clock: float, states: Sequence[JobState]) -> float:
-    """The twin's "now": the clock, or the newest time the table recorded when that is ahead of it.
-
-    The jobs table is dated by the events' own times. A table ahead of this machine's clock (the
-    local stack's emulator runs a sped-up virtual clock; a skewed laptop clock) would otherwise hold
-    waiting jobs "submitted in the future", which the twin leaves out.
-    """
-    recorded = [
-        t for s in states for t in (s.created_at, s.scheduled_at, s.started_at, s.stopped_at) if t is not None
-    ]
-    return max([clock, *(t / 1000.0 for t in recorded)])
 
 
 def in_batchs_order(live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[JobRecord]) -> LiveQueue:

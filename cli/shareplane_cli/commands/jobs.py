@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, running_cost
-from shareplane.domain.explain.record import JobRecord, history_label
+from shareplane.domain.explain.record import JobRecord, history_label, recorded_now
 from shareplane.domain.explain.record_json import record_json, story_json, wait_json
 from shareplane.domain.explain.story import (
     JobStory,
@@ -328,6 +328,7 @@ def jobs_command(
     config = _config_for(config_path, needed=bool(team or tier))
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     store = target.job_store(table)
+    states = store.jobs(status.value if status else None)
     records = job_records(
         store,
         status.value if status else None,
@@ -337,19 +338,22 @@ def jobs_command(
         tier=tier.value if tier else None,
         payloads=store,
         predictions=store,  # each record's ``prediction``: the newest watch tick's
+        job=wanted,  # one job's story reads only that job's rows
+        states=states,
     )
     if wanted is None:
         print_jobs(records, output, beside=True)
         return
-    matches = [r for r in records if wanted in (r.state.job_name, r.job_arn, r.state.job_id)]
-    if not matches:
+    if not records:
         raise CliError(
             f"{'--job ' if job else ''}{wanted!r}: no recorded job has that name, id or ARN",
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
+    # The whole table's newest time dates a waiting job's wait (the local stack's clock may run ahead).
+    now = max(recorded_now(time.time(), states), observed_now(records, time.time()))
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
-    print_stories(target, table, matches, observed_now(records, time.time()), config, output)
+    print_stories(target, table, records, now, config, output)
 
 
 def print_stories(

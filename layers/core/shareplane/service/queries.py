@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -27,6 +27,8 @@ def job_records(
     tier: str | None = None,
     payloads: PayloadStore | None = None,
     predictions: PredictionStore | None = None,
+    job: str | None = None,
+    states: Iterable[JobState] | None = None,
 ) -> list[JobRecord]:
     """Every job (optionally one status, share identifier, team or tier) as a record with its history.
 
@@ -36,11 +38,14 @@ def job_records(
     also has its ``uploader``: who dropped the job's spec (account, S3 request id and, once
     CloudTrail's event is in, the principal), from its payload item; None for a job the submit path
     did not submit. With ``predictions``, each record also has its ``prediction``: the newest start
-    prediction a watch tick stored for it, None before its first.
+    prediction a watch tick stored for it, None before its first. ``job``: only the jobs of that name, id
+    or ARN. ``states``: the jobs to choose from, when the caller has read them (default: the table's).
     """
     records = []
-    for state in reader.jobs(status):
-        if not _wanted(state, share, config, team, tier):
+    for state in reader.jobs(status) if states is None else states:
+        if (status and state.status.value != status) or not _wanted(state, share, config, team, tier):
+            continue
+        if job and job not in (state.job_name, state.job_id, state.job_arn):
             continue
         record = job_record_of(reader, state, config)
         if payloads is not None:

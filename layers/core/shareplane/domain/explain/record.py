@@ -8,7 +8,7 @@ the edge (``record_json``), and nothing reads it back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -107,6 +107,20 @@ class JobRecord:
         """The newest time the record holds (epoch ms; 0 for none): its creation, stop or last entry."""
         times = [self.state.created_at or 0, self.state.stopped_at or 0, *(e.at for e in self.history)]
         return max(times)
+
+
+def recorded_now(clock: float, states: Iterable[JobState]) -> float:
+    """ "Now" for a table of jobs (epoch s): the clock, or the newest time the states record when that is
+    ahead of it.
+
+    The jobs table is dated by the events' own times, and a recorded event cannot come from the future.
+    A table ahead of this machine's clock (the local stack's emulator runs a sped-up virtual clock; a
+    skewed laptop clock) would otherwise hold waiting jobs "submitted in the future".
+    """
+    recorded = [
+        t for s in states for t in (s.created_at, s.scheduled_at, s.started_at, s.stopped_at) if t is not None
+    ]
+    return max([clock, *(t / 1000.0 for t in recorded)])
 
 
 def job_record(
