@@ -13,7 +13,7 @@ from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, running_cost
 from shareplane.domain.explain.record import JobRecord, history_label, recorded_now
-from shareplane.domain.explain.record_json import record_json, story_json, wait_json
+from shareplane.domain.explain.record_json import listed_json, record_json, story_json
 from shareplane.domain.explain.story import (
     JobStory,
     JobWait,
@@ -61,7 +61,7 @@ def print_jobs(
 ) -> None:
     """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``).
 
-    Each JSON record gains its ``wait`` (``wait_json``, as one job's story gives it); the table's wait
+    Each JSON record gains its ``wait`` (``listed_json``, as one job's story gives it); the table's wait
     column is that wait's text, so the two views cannot disagree. ``beside``: the records' uploader
     and stored prediction were read (``job_records`` with ``payloads`` and ``predictions``), so the
     JSON shows them.
@@ -73,9 +73,7 @@ def print_jobs(
         rows = [_job_row(r, wait) for r, wait in zip(records, waits, strict=True)]
         print_table(f"{len(records)} jobs", JOB_COLUMNS, rows)
 
-    listed = [
-        record_json(r, beside=beside) | {"wait": wait_json(w)} for r, w in zip(records, waits, strict=True)
-    ]
+    listed = [listed_json(r, w, beside=beside) for r, w in zip(records, waits, strict=True)]
     emit(listed, output, table)
 
 
