@@ -26,6 +26,7 @@ import boto3
 from botocore.config import Config
 from botocore.utils import parse_timestamp
 
+from .adapters.aws_errors import permission_denied
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
 from .domain.config.shares import SharesConfig
@@ -524,4 +525,4 @@ def installed(chosen: Root) -> Iterator[Root]:
 
 
 #: Decorates every handler's record handler: AccessDenied from AWS is a configuration error, alerted once.
-guard_permissions = guard(lambda: root().permission_alerts)
+guard_permissions = guard(permission_denied, lambda: root().permission_alerts)
