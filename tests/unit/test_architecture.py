@@ -490,6 +490,24 @@ def test_the_unit_rule_catches_moto_and_boto3_directly_and_through_a_helper(tmp_
     assert ("boto3", "drop_world.py") in aws_sdk_imports_reached_from(through_world)
 
 
+def test_imported_modules_resolves_relative_imports_from_the_package(tmp_path: Path) -> None:
+    package = tmp_path / "pkg" / "sub"
+    package.mkdir(parents=True)
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text("")
+    module = package / "test_x.py"
+    module.write_text("from ..helpers import world\nfrom . import local\nimport json\n")
+    assert imported_modules(module) == {
+        "pkg.helpers",
+        "pkg.helpers.world",
+        "pkg.sub",
+        "pkg.sub.local",
+        "json",
+    }
+    (package / "__init__.py").write_text("def f():\n    from .local import x\n")
+    assert imported_modules(package / "__init__.py") == {"pkg.sub.local", "pkg.sub.local.x"}
+
+
 #: The local stack's modules (embedded AWS, emulator, resolver, runner): each imports the others one way.
 LOCAL_PACKAGE = REPO / "cli" / "shareplane_cli" / "local"
 
