@@ -1,12 +1,12 @@
 """A refused AWS call of the control plane's own: one alert naming the permission and the role.
 
-Every handler's record processing goes through ``guard``: when AWS answered AccessDenied (recognised
-by a ``DenialReader``: the composition root wires ``adapters.aws_errors``, which knows botocore's
-errors, so this module never does), the missing permission is a deployment error that no retry
-fixes. It is alerted once per role and action (the alert ledger's claim keeps concurrent and later instances
-quiet; a role that cannot even write the ledger falls back to once per instance), logged, and
-re-raised as PermissionDeniedError so the record itself is kept: it retries and ends in the
-function's dead-letter queue, to be replayed once the role is fixed.
+Every handler's record processing goes through ``guard``: when AWS answered AccessDenied (recognised by
+a ``DenialReader``: the composition root wires ``adapters.aws_errors``, which knows botocore's errors,
+so this module never does), the missing permission is a deployment error that no retry fixes. It is
+alerted once per role and action (the alert ledger's claim keeps concurrent and later instances quiet; a
+role that cannot even write the ledger falls back to once per instance), logged, and re-raised as
+PermissionDeniedError so the record itself is kept: it retries and ends in the function's dead-letter
+queue, to be replayed once the role is fixed.
 """
 
 from __future__ import annotations
