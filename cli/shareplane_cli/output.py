@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -19,6 +20,10 @@ class Output(StrEnum):
 
     JSON = "json"
     TABLE = "table"
+
+
+#: The ``--output`` option of a command printing JSON or a table.
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
 
 def print_json(data: Any) -> None:
