@@ -106,7 +106,7 @@ class _Dumper(yaml.SafeDumper):
     def choose_scalar_style(self) -> str:
         # PyYAML quotes every scalar with a local tag; `!Ref Name` reads better than `!Ref 'Name'`.
         event = self.event
-        if getattr(event, "tag", None) in _SHORT_TAGS and not event.style:
+        if isinstance(event, yaml.ScalarEvent) and event.tag in _SHORT_TAGS and not event.style:
             if self.analysis is None:
                 self.analysis = self.analyze_scalar(event.value)
             if self.analysis.allow_flow_plain and self.analysis.allow_block_plain and not self.analysis.empty:

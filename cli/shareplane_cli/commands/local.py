@@ -175,7 +175,7 @@ def up_command(
                 print(f"export {key}={value}", flush=True)
             err.print(
                 f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
-                f"{stack.emulator.endpoint} ({speed:g}x) (Ctrl-C stops it)"
+                f"{stack.running_emulator().endpoint} ({speed:g}x) (Ctrl-C stops it)"
             )
             err.print(noise.where())
             skipped = stack.emulated.skipped if stack.emulated else {}

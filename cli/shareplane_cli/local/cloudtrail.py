@@ -35,9 +35,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from shareplane.domain.jobs.arns import arn_tail
+
+if TYPE_CHECKING:
+    from moto.events.utils import EventMessageType
 
 logger = logging.getLogger(__name__)
 
@@ -330,4 +333,6 @@ def _deliver(account_id: str, region: str, events: list[dict[str, Any]]) -> None
     for event in events:
         for bus in list(backend.event_buses.values()):
             for rule in list(bus.rules.values()):
-                rule.send_to_targets(copy.deepcopy(event), transform_input=False)
+                # The events are built here in EventBridge's shape, which moto types as a TypedDict.
+                message = cast("EventMessageType", copy.deepcopy(event))
+                rule.send_to_targets(message, transform_input=False)
