@@ -498,58 +498,44 @@ def _rules(config: SharesConfig) -> list[_Entry]:
 
 def _outputs(config: SharesConfig) -> list[_Entry]:
     names = _names(config)
+    gpu = _queue_outputs(
+        "Gpu", names["gpu_queue"], "GPU job queue team jobs are submitted to", "ARN of the GPU job queue"
+    )
+    policy = _Entry(
+        "GpuSchedulingPolicyArn",
+        {
+            "Description": "ARN of the GPU queue's scheduling policy (the rebalancer updates it)",
+            "Value": Fn(
+                "If",
+                (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn")),
+            ),
+        },
+    )
+    if not config.queues.cpu_fifo:
+        return [*gpu, policy]
+    cpu = _queue_outputs(
+        "Cpu", names["cpu_queue"], "FIFO job queue for CPU jobs", "ARN of the FIFO job queue for CPU jobs"
+    )
+    return [*gpu, policy, *cpu]
 
-    def name_from(param: str) -> Fn:
-        return Fn("Select", (1, Fn("Split", ("job-queue/", Ref(param)))))
 
-    entries = [
+def _queue_outputs(kind: str, name: str, name_description: str, arn_description: str) -> list[_Entry]:
+    """A queue's name and ARN outputs: the stack's own queue, or the existing one passed in by ARN."""
+    existing = Ref(f"Existing{kind}QueueArn")
+    name_of_existing = Fn("Select", (1, Fn("Split", ("job-queue/", existing))))
+    return [
         _Entry(
-            "GpuJobQueueName",
-            {
-                "Description": "GPU job queue team jobs are submitted to",
-                "Value": Fn("If", (CONDITION, names["gpu_queue"], name_from("ExistingGpuQueueArn"))),
-            },
+            f"{kind}JobQueueName",
+            {"Description": name_description, "Value": Fn("If", (CONDITION, name, name_of_existing))},
         ),
         _Entry(
-            "GpuJobQueueArn",
+            f"{kind}JobQueueArn",
             {
-                "Description": "ARN of the GPU job queue",
-                "Value": Fn(
-                    "If", (CONDITION, GetAtt("GpuJobQueue", "JobQueueArn"), Ref("ExistingGpuQueueArn"))
-                ),
-            },
-        ),
-        _Entry(
-            "GpuSchedulingPolicyArn",
-            {
-                "Description": "ARN of the GPU queue's scheduling policy (the rebalancer updates it)",
-                "Value": Fn(
-                    "If",
-                    (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn")),
-                ),
+                "Description": arn_description,
+                "Value": Fn("If", (CONDITION, GetAtt(f"{kind}JobQueue", "JobQueueArn"), existing)),
             },
         ),
     ]
-    if config.queues.cpu_fifo:
-        entries += [
-            _Entry(
-                "CpuJobQueueName",
-                {
-                    "Description": "FIFO job queue for CPU jobs",
-                    "Value": Fn("If", (CONDITION, names["cpu_queue"], name_from("ExistingCpuQueueArn"))),
-                },
-            ),
-            _Entry(
-                "CpuJobQueueArn",
-                {
-                    "Description": "ARN of the FIFO job queue for CPU jobs",
-                    "Value": Fn(
-                        "If", (CONDITION, GetAtt("CpuJobQueue", "JobQueueArn"), Ref("ExistingCpuQueueArn"))
-                    ),
-                },
-            ),
-        ]
-    return entries
 
 
 def _block(entries: Iterable[_Entry], indent: int) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
 
+from .envelope import eventbridge_event
 from .intrinsics import Intrinsics, TemplateResourceError, references
 
 #: Virtual seconds per wall second: a one-hour training job plays out in about 40 seconds.
@@ -373,17 +373,15 @@ def template_schedules(
 
 def scheduled_event(rule_arn: str, epoch_ms: int, account: str, region: str) -> dict[str, Any]:
     """The event a schedule rule delivers to its targets at ``epoch_ms``."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": account,
-        "time": iso_seconds(epoch_ms),
-        "region": region,
-        "resources": [rule_arn],
-        "detail": {},
-    }
+    return eventbridge_event(
+        "Scheduled Event",
+        "aws.events",
+        account=account,
+        region=region,
+        time=iso_seconds(epoch_ms),
+        resources=[rule_arn],
+        detail={},
+    )
 
 
 class ScheduleClock:
