@@ -57,7 +57,6 @@ from ..domain.shares.observation import (
     TierObservation,
     instances_held,
     snapshot_from_observation,
-    tier_wait,
 )
 from ..domain.shares.ownership import Ownership, baseline_settings, reconcile, record_applied
 from ..domain.shares.rebalance import (
@@ -69,7 +68,6 @@ from ..domain.shares.rebalance import (
     RebalancePlan,
     ShareChange,
     ShareSnapshot,
-    TierWait,
     identifier_plan,
     plan_rebalance,
     plan_to_update_quota_share_requests,
@@ -231,18 +229,6 @@ def tier_observations(
         )
         for tier, tier_config in config.tiers.items()
     }
-
-
-def tier_waits(
-    config: SharesConfig, started: Iterable[JobState], waiting: Iterable[JobState], now: float, window: int
-) -> dict[Tier, TierWait]:
-    """Each tier's wait p90 against its SLO, by the domain's rule (tiers with no waits are left out)."""
-    waits = {}
-    for tier, observed in tier_observations(config, started, waiting, now, window).items():
-        wait = tier_wait(observed)
-        if wait is not None:
-            waits[tier] = wait
-    return waits
 
 
 def snapshot_in_use(
