@@ -71,7 +71,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> BudgetRun:
     config_path = tmp_path_factory.mktemp("budget") / "shares.yaml"
     config_path.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch, sagemaker = emulated(stack, "batch"), emulated(stack, "sagemaker")
         inbox = subscribe_to_alerts(stack)

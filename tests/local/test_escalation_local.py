@@ -89,7 +89,7 @@ def run_scenario() -> EscalationRun:
     """The scenario on a stack of its own."""
     config = short_slo_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         runner = FunctionRunner(stack)

@@ -98,7 +98,7 @@ def run_scenario() -> FailureRun:
     """The scenario on a stack of its own."""
     config = small_policy_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     faults = Faults(scripted={job.name: job.outcomes for job in JOBS})
     with LocalStack(spec, speed=SPEED, faults=faults, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")

@@ -277,8 +277,14 @@ BASE = {
 def test_defaults_need_no_config_text() -> None:
     config = SharesConfig.model_validate(BASE)
     policy = policy_for(config.idle, "A", Tier.LOWPRI)
-    assert config.idle.enabled and policy == IdlePolicy()
+    assert policy == IdlePolicy()
     assert policy.action is IdleAction.ALERT and policy.hung_action is HungAction.ALERT
+
+
+def test_a_kill_switch_in_the_config_is_refused_naming_the_template_parameter() -> None:
+    # The detector's one kill switch is the template's IdleEnabled (a deployment switch, not policy).
+    with pytest.raises(ValueError, match="deploy with IdleEnabled=false"):
+        SharesConfig.model_validate({**BASE, "idle": {"enabled": False}})
 
 
 def test_team_and_tier_overrides_resolve_narrowest_first() -> None:

@@ -135,6 +135,15 @@ def _renamed_threshold(data: Any) -> Any:
     return data
 
 
+def _kill_switch_in_the_template(data: Any) -> Any:
+    if isinstance(data, Mapping) and "enabled" in data:
+        raise ValueError(
+            "idle.enabled is not a config setting: turning the detector off is a deployment switch, the"
+            " template's IdleEnabled parameter (remove the key; deploy with IdleEnabled=false to turn it off)"
+        )
+    return data
+
+
 class IdleOverride(StrictModel):
     """Per tier or per team settings of the idle detector; an unset field keeps the broader one."""
 
@@ -168,12 +177,10 @@ class IdleTeamOverride(IdleOverride):
 class IdleConfig(StrictModel):
     """The idle-GPU detector (domain/idle/policy.py): defaults, then per tier, team and team-tier overrides.
 
-    The defaults need no YAML text: the shares config reaches each Lambda in an environment variable
-    (4 KB for all of them together), so a config only spells what differs.
+    The defaults need no YAML text: a config only spells what differs. The detector's kill switch is
+    no setting here: it is a deployment switch, the template's IdleEnabled, as reclaim's is ReclaimEnabled.
     """
 
-    #: The kill switch: off, the detector reads nothing and decides nothing.
-    enabled: bool = True
     #: A host whose GPUUtilization (the sum over its GPUs, 0..100 x GPUs) stays below this percent of
     #: one GPU is idle: one GPU at this level keeps the host busy, whatever its other GPUs do.
     threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
@@ -208,6 +215,7 @@ class IdleConfig(StrictModel):
     teams: Mapping[str, IdleTeamOverride] = Field(default_factory=dict)
 
     _renamed = model_validator(mode="before")(_renamed_threshold)
+    _kill_switch = model_validator(mode="before")(_kill_switch_in_the_template)
 
 
 def resume_priority(tiers: Mapping[Tier, TierConfig], scheduling_priority: int) -> int:
