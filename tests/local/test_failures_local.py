@@ -13,7 +13,7 @@ One run of a small workload on the local stack, with gpusim scripting each dispa
   is not requeued;
 - a share failing faster than the storm guard allows stops being requeued, with one storm alert.
 
-The failure policy is overridden through the template's SharesConfig parameter (a one-second
+The failure policy is overridden in the config the stack stores (StackSpec.shares_config) (a one-second
 backoff, a storm guard of three failures) so the run takes seconds; config/shares.yaml is untouched.
 """
 
