@@ -563,7 +563,7 @@ def render(config: SharesConfig) -> dict[str, str]:
 
 
 def shares_config_json(raw: Any) -> str:
-    """The shares config as the template's SharesConfig default: compact, key-sorted JSON."""
+    """The shares config as the template's SharesConfigParameter holds it: compact, key-sorted JSON."""
     return json.dumps(raw, separators=(",", ":"), sort_keys=True)
 
 
@@ -592,23 +592,23 @@ def read_blocks(text: str) -> dict[str, str]:
     return out
 
 
-_DEFAULT_LINE = re.compile(r"^(  SharesConfig:\n(?:    .*\n)*?    Default: ).*$", re.MULTILINE)
+_VALUE_LINE = re.compile(r"^(  SharesConfigParameter:\n(?:    .*\n)*?      Value: ).*$", re.MULTILINE)
 
 
 def apply(text: str, blocks: Mapping[str, str], shares_json: str | None = None) -> str:
-    """``text`` with each generated block replaced (and the SharesConfig default, when given)."""
+    """``text`` with each generated block replaced (and the SharesConfigParameter's value, when given)."""
     for section in SECTIONS:
         start, end, _ = _block_span(text, section)
         text = text[:start] + blocks[section] + text[end:]
     if shares_json is not None:
-        if not _DEFAULT_LINE.search(text):
+        if not _VALUE_LINE.search(text):
             raise InvalidInputError(
                 "template",
-                "has no SharesConfig parameter with a Default line",
-                "add the SharesConfig parameter",
+                "has no SharesConfigParameter resource with a Value line",
+                "add the SharesConfigParameter resource (AWS::SSM::Parameter)",
             )
         quoted = "'" + shares_json.replace("'", "''") + "'"
-        text = _DEFAULT_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
+        text = _VALUE_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
     return text
 
 

@@ -209,11 +209,13 @@ def up_command(
 
 
 def _stack_config(stack: LocalStack) -> SharesConfig | None:
-    """The shares config the stack's functions run with (their SHAREPLANE_CONFIG), for teams and tiers."""
+    """The shares config the stack's functions run with (the SSM parameter they read), for teams and tiers."""
+    from shareplane.adapters.ssm_shares_config import PARAMETER_SETTING, read_shares_config
+
     for function in stack.functions:
-        raw = stack.function_environment(function).get("SHAREPLANE_CONFIG")
-        if raw:
-            return SharesConfig.model_validate_json(raw)
+        name = stack.function_environment(function).get(PARAMETER_SETTING)
+        if name:
+            return read_shares_config(stack.client("ssm"), name)
     return None
 
 

@@ -278,6 +278,15 @@ def authorizations(
                 )
             )
         return found
+    if service == "ssm" and "Name" in params:
+        # A parameter's ARN joins its path-style name (leading slash) to "parameter" as written.
+        name = str(params["Name"])
+        path = name if name.startswith("/") else f"/{name}"
+        return [
+            Authorization(
+                f"ssm:{operation}", f"arn:aws:ssm:{location.region}:{location.account}:parameter{path}"
+            )
+        ]
     if service == "sagemaker" and "TrainingJobName" in params:
         name = params["TrainingJobName"]
         arn = (

@@ -57,13 +57,22 @@ _MOTO_ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 
 
+#: The template's resource that stores the shares config (an SSM parameter every function reads).
+SHARES_CONFIG_RESOURCE = "SharesConfigParameter"
+
+
 @dataclass(frozen=True)
 class StackSpec:
-    """Where the template is and what to call the stack."""
+    """Where the template is, what to call the stack, and its parameters.
+
+    ``shares_config`` (JSON) stands in for the config the template stores, as a deploy of a template
+    rendered from another config would (``shareplane config render``); None: the template's own.
+    """
 
     template: Path
     stack_name: str = DEFAULT_STACK
     parameters: Mapping[str, str] = field(default_factory=dict)
+    shares_config: str | None = None
 
 
 def endpoint_environment(endpoint: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -150,6 +159,9 @@ class LocalStack:
             input_paths.install()
             self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
+        if self.spec.shares_config is not None:
+            stored = self.translated.cloudformation["Resources"][SHARES_CONFIG_RESOURCE]["Properties"]
+            stored["Value"] = self.spec.shares_config
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):
             self._create_stack(cloudformation)

@@ -12,7 +12,7 @@ from ..domain.submit.jobspec import TEAM_TAG
 from .ports import TeamJobsBatch
 
 #: The states a queued or running job is in, in Batch's order.
-ACTIVE_STATUSES = tuple(status.value for status in JobStatus if status.is_active)
+ACTIVE_STATUSES = tuple(status.value for status in JobStatus if not status.is_final)
 
 
 @dataclass(frozen=True)
