@@ -81,10 +81,12 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-# mypy --strict over the core layer ([tool.mypy] in pyproject.toml), with the boto3 service stubs.
+# mypy --strict over the core layer ([tool.mypy] in pyproject.toml), with the boto3 service stubs; then
+# the import contracts ([tool.importlinter]): its graph takes under a second, so no cache is kept.
 lint: $(DEV_INSTALLED)
 	$(BIN)/ruff check layers functions sim cli tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # `sam validate` checks the SAM transform; cfn-lint then checks the template and its quota-mode
 # rendering in one run; sam build runs when what it packages changed.

@@ -38,6 +38,20 @@ def table_definition(logical_id: str = "JobsTable") -> dict[str, Any]:
     return definition
 
 
+#: The SSM parameter tests store the shares config in (a deployed stack's is /<stack>/shares-config).
+SHARES_CONFIG_PARAMETER = "/shareplane-test/shares-config"
+
+
+def store_shares_config(ssm: Any, config: Any) -> dict[str, str]:
+    """Store a shares config (JSON text, or a mapping) as the stack does, in an SSM parameter; returns
+    the function setting that names it."""
+    text = config if isinstance(config, str) else json.dumps(config)
+    ssm.put_parameter(
+        Name=SHARES_CONFIG_PARAMETER, Value=text, Type="String", Tier="Advanced", Overwrite=True
+    )
+    return {"SHAREPLANE_CONFIG_PARAMETER": SHARES_CONFIG_PARAMETER}
+
+
 #: Credentials and a region no real account accepts, so no test can reach one.
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
+import typer
 import yaml
 from pydantic import ValidationError
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError
 
-#: The largest shares config the CLI reads. The deployed config travels in a Lambda environment
-#: variable (4 KB for all of them), so a real one is far smaller; this only stops runaway reads.
+#: The largest shares config the CLI reads. The deployed config is an SSM parameter of at most 8 KB
+#: (template.yaml's SharesConfigParameter), so a real one is far smaller; this only stops runaway reads.
 MAX_CONFIG_BYTES = 1024 * 1024
+#: Where the commands look for the shares config unless --config names another.
+DEFAULT_CONFIG = Path("config/shares.yaml")
+#: The ``--config`` option of a command that reads the shares config and says no more of it.
+ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
 
 
 def _loc(parts: tuple[int | str, ...]) -> str:

@@ -52,7 +52,7 @@ def dry_run_spec(
     if not checked.ok:
         report["problems"] = checked.as_dict()
         return report
-    twin = twin or load_twin(target, config)
+    twin = twin or load_twin(target, config, table=target.table)
     gpu_jobs = []
     requests: dict[str, Mapping[str, Any]] = {}
     for job in checked.jobs:
@@ -118,10 +118,12 @@ def print_dry_run(report: Mapping[str, Any]) -> None:
     console = Console()
     if not report["ok"]:
         problems = report.get("problems") or {}
-        rows = [(p.get("path"), p.get("message"), p.get("fix")) for p in problems.get("problems", [])]
+        problem_rows = [(p.get("path"), p.get("message"), p.get("fix")) for p in problems.get("problems", [])]
         for job in problems.get("jobs", []):
-            rows += [(p.get("path"), p.get("message"), p.get("fix")) for p in job.get("problems", [])]
-        print_table("dry run: the spec fails the submit rules", ["path", "problem", "fix"], rows, console)
+            problem_rows += [(p.get("path"), p.get("message"), p.get("fix")) for p in job.get("problems", [])]
+        print_table(
+            "dry run: the spec fails the submit rules", ["path", "problem", "fix"], problem_rows, console
+        )
         return
     rows = []
     for job in report["jobs"]:

@@ -19,6 +19,7 @@ class _OneErrorPath(TyperGroup):
     lets the original exception and its traceback out instead.
     """
 
+    # Any: typer vendors click privately (typer._click), so its Context has no public name to annotate.
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)

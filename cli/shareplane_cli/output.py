@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -21,13 +22,17 @@ class Output(StrEnum):
     TABLE = "table"
 
 
-def print_json(data: Any) -> None:
+#: The ``--output`` option of a command printing JSON or a table.
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+
+
+def print_json(data: object) -> None:
     """Machine-readable output on stdout, nothing else."""
     print(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
 def print_table(
-    title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Console | None = None
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], console: Console | None = None
 ) -> None:
     """A rich table; None prints as a dash."""
     table = Table(title=title, show_lines=False)
@@ -71,7 +76,7 @@ def epoch_ms(value: int | None) -> str | None:
         return f"{value} ms (out of range)"
 
 
-def emit(data: Any, output: Output, table: Callable[[], None]) -> None:
+def emit(data: object, output: Output, table: Callable[[], None]) -> None:
     """Print ``data`` as JSON, or call ``table`` to print it for people."""
     if output is Output.JSON:
         print_json(data)

@@ -106,7 +106,7 @@ class _Dumper(yaml.SafeDumper):
     def choose_scalar_style(self) -> str:
         # PyYAML quotes every scalar with a local tag; `!Ref Name` reads better than `!Ref 'Name'`.
         event = self.event
-        if getattr(event, "tag", None) in _SHORT_TAGS and not event.style:
+        if isinstance(event, yaml.ScalarEvent) and event.tag in _SHORT_TAGS and not event.style:
             if self.analysis is None:
                 self.analysis = self.analyze_scalar(event.value)
             if self.analysis.allow_flow_plain and self.analysis.allow_block_plain and not self.analysis.empty:
@@ -277,14 +277,21 @@ def quota_share(config: SharesConfig, share: str) -> dict[str, Any]:
 
 
 def _resources(config: SharesConfig) -> list[_Entry]:
-    names = _names(config)
+    environments = _gpu_environments(config)
+    return [
+        *environments,
+        _gpu_scheduling_policy(config),
+        _gpu_job_queue(config, [entry.key for entry in environments]),
+        *_gpu_quota_shares(config),
+        *_cpu_resources(config),
+    ]
+
+
+def _gpu_environments(config: SharesConfig) -> list[_Entry]:
+    """One service environment per GPU family; under quota, a capacity limit per instance type."""
     quota = config.mode is SchedulingMode.QUOTA
-    shares = _teams_by_share(config)
-    entries: list[_Entry] = []
-    env_ids: list[str] = []
+    entries = []
     for family, types in families(config).items():
-        logical = f"GpuServiceEnvironment{_logical(family)}"
-        env_ids.append(logical)
         if quota:
             # A limit per instance type is what makes a service environment quota-managed.
             limits = [{"CapacityUnit": unit, "MaxCapacity": cap} for unit, cap in types.items()]
@@ -292,13 +299,16 @@ def _resources(config: SharesConfig) -> list[_Entry]:
         else:
             limits = [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": sum(types.values())}]
             why = f"GPU family {family}: {sum(types.values())} instances in all ({', '.join(types)})."
+        name = f"{config.cluster}-{family}-{_names(config)['kind']}"
         entries.append(
-            _Entry(
-                logical, _service_environment(f"{config.cluster}-{family}-{names['kind']}", limits), (why,)
-            )
+            _Entry(f"GpuServiceEnvironment{_logical(family)}", _service_environment(name, limits), (why,))
         )
+    return entries
 
-    if quota:
+
+def _gpu_scheduling_policy(config: SharesConfig) -> _Entry:
+    if config.mode is SchedulingMode.QUOTA:
+        shares = _teams_by_share(config)
         if len(shares) > MAX_QUOTA_SHARES_PER_QUEUE:
             raise ConfigError(
                 "teams",
@@ -307,97 +317,96 @@ def _resources(config: SharesConfig) -> list[_Entry]:
             )
         policy: dict[str, Any] = {"QuotaSharePolicy": {"IdleResourceAssignmentStrategy": "FIFO"}}
         why = "Quota shares: each team's entitlement is its limit; idle capacity is lent in FIFO order."
+    elif config.tiered_shares:
+        policy = {"FairsharePolicy": fairshare_policy(config)}
+        why = (
+            "Fair share per team and tier: weightFactor = top entitlement / entitlement x multiplier."
+            " The baseline only: the rebalancer restores its own weights after a stack update."
+        )
     else:
         policy = {"FairsharePolicy": fairshare_policy(config)}
         why = (
             "Fair share: weightFactor = max entitlement / entitlement (lower gets more). The baseline only:"
             " the rebalancer restores its own weights after a stack update puts these back."
         )
-        if config.tiered_shares:
-            why = (
-                "Fair share per team and tier: weightFactor = top entitlement / entitlement x multiplier."
-                " The baseline only: the rebalancer restores its own weights after a stack update."
-            )
-    entries.append(
-        _Entry(
-            "GpuSchedulingPolicy",
-            {
-                "Type": "AWS::Batch::SchedulingPolicy",
-                "Condition": CONDITION,
-                "Properties": {"Name": names["policy"], **policy},
-            },
-            (why,),
-        )
+    return _Entry(
+        "GpuSchedulingPolicy",
+        {
+            "Type": "AWS::Batch::SchedulingPolicy",
+            "Condition": CONDITION,
+            "Properties": {"Name": _names(config)["policy"], **policy},
+        },
+        (why,),
     )
-    entries.append(
-        _Entry(
-            "GpuJobQueue",
-            {
-                "Type": "AWS::Batch::JobQueue",
-                "Condition": CONDITION,
-                "Properties": {
-                    "JobQueueName": names["gpu_queue"],
-                    "JobQueueType": SERVICE_TYPE,
-                    "State": "ENABLED",
-                    "Priority": 1,
-                    "SchedulingPolicyArn": GetAtt("GpuSchedulingPolicy", "Arn"),
-                    "ServiceEnvironmentOrder": [
-                        {"Order": order, "ServiceEnvironment": GetAtt(env, "ServiceEnvironmentArn")}
-                        for order, env in enumerate(env_ids, start=1)
-                    ],
-                    "JobStateTimeLimitActions": _time_limits(config, quota=quota),
-                },
-            },
-            ("Team GPU jobs. A RUNNABLE head job that cannot start is terminated, not left blocking.",),
-        )
-    )
-    if quota:
-        for share in shares:
-            entries.append(_Entry(f"GpuQuotaShare{_logical(share)}", quota_share(config, share)))
 
-    if config.queues.cpu_fifo:
-        cpu_total = sum(c.capacity for c in config.queues.cpu_instance_types.values())
-        if cpu_total == 0:
-            raise ConfigError(
-                "queues.cpu_instance_types",
-                "is empty but queues.cpu_fifo names a CPU queue",
-                "list the CPU instance types and their capacity, or drop queues.cpu_fifo",
-            )
-        entries.append(
-            _Entry(
-                "CpuServiceEnvironment",
-                _service_environment(
-                    names["cpu_env"], [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": cpu_total}]
-                ),
-                (f"CPU jobs ({', '.join(sorted(config.queues.cpu_instance_types))}): own environment.",),
-            )
+
+def _job_queue(
+    name: str, policy: GetAtt | None, environments: list[str], time_limits: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A service job queue taking from ``environments`` in order; without a policy, a FIFO queue."""
+    return {
+        "Type": "AWS::Batch::JobQueue",
+        "Condition": CONDITION,
+        "Properties": {
+            "JobQueueName": name,
+            "JobQueueType": SERVICE_TYPE,
+            "State": "ENABLED",
+            "Priority": 1,
+            **({} if policy is None else {"SchedulingPolicyArn": policy}),
+            "ServiceEnvironmentOrder": [
+                {"Order": order, "ServiceEnvironment": GetAtt(env, "ServiceEnvironmentArn")}
+                for order, env in enumerate(environments, start=1)
+            ],
+            "JobStateTimeLimitActions": time_limits,
+        },
+    }
+
+
+def _gpu_job_queue(config: SharesConfig, environments: list[str]) -> _Entry:
+    quota = config.mode is SchedulingMode.QUOTA
+    policy = GetAtt("GpuSchedulingPolicy", "Arn")
+    queue = _job_queue(_names(config)["gpu_queue"], policy, environments, _time_limits(config, quota=quota))
+    why = "Team GPU jobs. A RUNNABLE head job that cannot start is terminated, not left blocking."
+    return _Entry("GpuJobQueue", queue, (why,))
+
+
+def _gpu_quota_shares(config: SharesConfig) -> list[_Entry]:
+    if config.mode is not SchedulingMode.QUOTA:
+        return []
+    return [
+        _Entry(f"GpuQuotaShare{_logical(share)}", quota_share(config, share))
+        for share in _teams_by_share(config)
+    ]
+
+
+def _cpu_resources(config: SharesConfig) -> list[_Entry]:
+    """The CPU queue and its own environment, when the config names one."""
+    if not config.queues.cpu_fifo:
+        return []
+    cpu_total = sum(c.capacity for c in config.queues.cpu_instance_types.values())
+    if cpu_total == 0:
+        raise ConfigError(
+            "queues.cpu_instance_types",
+            "is empty but queues.cpu_fifo names a CPU queue",
+            "list the CPU instance types and their capacity, or drop queues.cpu_fifo",
         )
-        entries.append(
-            _Entry(
-                "CpuJobQueue",
-                {
-                    "Type": "AWS::Batch::JobQueue",
-                    "Condition": CONDITION,
-                    "Properties": {
-                        "JobQueueName": names["cpu_queue"],
-                        "JobQueueType": SERVICE_TYPE,
-                        "State": "ENABLED",
-                        "Priority": 1,
-                        "ServiceEnvironmentOrder": [
-                            {
-                                "Order": 1,
-                                "ServiceEnvironment": GetAtt(
-                                    "CpuServiceEnvironment", "ServiceEnvironmentArn"
-                                ),
-                            }
-                        ],
-                        "JobStateTimeLimitActions": _time_limits(config, quota=False),
-                    },
-                },
-                ("No SchedulingPolicyArn: a queue created without one is FIFO, and never gets one later.",),
-            )
-        )
-    return entries
+    names = _names(config)
+    limits = [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": cpu_total}]
+    types = ", ".join(sorted(config.queues.cpu_instance_types))
+    time_limits = _time_limits(config, quota=False)
+    queue = _job_queue(names["cpu_queue"], None, ["CpuServiceEnvironment"], time_limits)
+    return [
+        _Entry(
+            "CpuServiceEnvironment",
+            _service_environment(names["cpu_env"], limits),
+            (f"CPU jobs ({types}): own environment.",),
+        ),
+        _Entry(
+            "CpuJobQueue",
+            queue,
+            ("No SchedulingPolicyArn: a queue created without one is FIFO, and never gets one later.",),
+        ),
+    ]
 
 
 def _parameters(config: SharesConfig) -> list[_Entry]:
@@ -489,58 +498,44 @@ def _rules(config: SharesConfig) -> list[_Entry]:
 
 def _outputs(config: SharesConfig) -> list[_Entry]:
     names = _names(config)
+    gpu = _queue_outputs(
+        "Gpu", names["gpu_queue"], "GPU job queue team jobs are submitted to", "ARN of the GPU job queue"
+    )
+    policy = _Entry(
+        "GpuSchedulingPolicyArn",
+        {
+            "Description": "ARN of the GPU queue's scheduling policy (the rebalancer updates it)",
+            "Value": Fn(
+                "If",
+                (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn")),
+            ),
+        },
+    )
+    if not config.queues.cpu_fifo:
+        return [*gpu, policy]
+    cpu = _queue_outputs(
+        "Cpu", names["cpu_queue"], "FIFO job queue for CPU jobs", "ARN of the FIFO job queue for CPU jobs"
+    )
+    return [*gpu, policy, *cpu]
 
-    def name_from(param: str) -> Fn:
-        return Fn("Select", (1, Fn("Split", ("job-queue/", Ref(param)))))
 
-    entries = [
+def _queue_outputs(kind: str, name: str, name_description: str, arn_description: str) -> list[_Entry]:
+    """A queue's name and ARN outputs: the stack's own queue, or the existing one passed in by ARN."""
+    existing = Ref(f"Existing{kind}QueueArn")
+    name_of_existing = Fn("Select", (1, Fn("Split", ("job-queue/", existing))))
+    return [
         _Entry(
-            "GpuJobQueueName",
-            {
-                "Description": "GPU job queue team jobs are submitted to",
-                "Value": Fn("If", (CONDITION, names["gpu_queue"], name_from("ExistingGpuQueueArn"))),
-            },
+            f"{kind}JobQueueName",
+            {"Description": name_description, "Value": Fn("If", (CONDITION, name, name_of_existing))},
         ),
         _Entry(
-            "GpuJobQueueArn",
+            f"{kind}JobQueueArn",
             {
-                "Description": "ARN of the GPU job queue",
-                "Value": Fn(
-                    "If", (CONDITION, GetAtt("GpuJobQueue", "JobQueueArn"), Ref("ExistingGpuQueueArn"))
-                ),
-            },
-        ),
-        _Entry(
-            "GpuSchedulingPolicyArn",
-            {
-                "Description": "ARN of the GPU queue's scheduling policy (the rebalancer updates it)",
-                "Value": Fn(
-                    "If",
-                    (CONDITION, GetAtt("GpuSchedulingPolicy", "Arn"), Ref("ExistingSchedulingPolicyArn")),
-                ),
+                "Description": arn_description,
+                "Value": Fn("If", (CONDITION, GetAtt(f"{kind}JobQueue", "JobQueueArn"), existing)),
             },
         ),
     ]
-    if config.queues.cpu_fifo:
-        entries += [
-            _Entry(
-                "CpuJobQueueName",
-                {
-                    "Description": "FIFO job queue for CPU jobs",
-                    "Value": Fn("If", (CONDITION, names["cpu_queue"], name_from("ExistingCpuQueueArn"))),
-                },
-            ),
-            _Entry(
-                "CpuJobQueueArn",
-                {
-                    "Description": "ARN of the FIFO job queue for CPU jobs",
-                    "Value": Fn(
-                        "If", (CONDITION, GetAtt("CpuJobQueue", "JobQueueArn"), Ref("ExistingCpuQueueArn"))
-                    ),
-                },
-            ),
-        ]
-    return entries
 
 
 def _block(entries: Iterable[_Entry], indent: int) -> str:
@@ -568,7 +563,7 @@ def render(config: SharesConfig) -> dict[str, str]:
 
 
 def shares_config_json(raw: Any) -> str:
-    """The shares config as the template's SharesConfig default: compact, key-sorted JSON."""
+    """The shares config as the template's SharesConfigParameter holds it: compact, key-sorted JSON."""
     return json.dumps(raw, separators=(",", ":"), sort_keys=True)
 
 
@@ -597,23 +592,23 @@ def read_blocks(text: str) -> dict[str, str]:
     return out
 
 
-_DEFAULT_LINE = re.compile(r"^(  SharesConfig:\n(?:    .*\n)*?    Default: ).*$", re.MULTILINE)
+_VALUE_LINE = re.compile(r"^(  SharesConfigParameter:\n(?:    .*\n)*?      Value: ).*$", re.MULTILINE)
 
 
 def apply(text: str, blocks: Mapping[str, str], shares_json: str | None = None) -> str:
-    """``text`` with each generated block replaced (and the SharesConfig default, when given)."""
+    """``text`` with each generated block replaced (and the SharesConfigParameter's value, when given)."""
     for section in SECTIONS:
         start, end, _ = _block_span(text, section)
         text = text[:start] + blocks[section] + text[end:]
     if shares_json is not None:
-        if not _DEFAULT_LINE.search(text):
+        if not _VALUE_LINE.search(text):
             raise InvalidInputError(
                 "template",
-                "has no SharesConfig parameter with a Default line",
-                "add the SharesConfig parameter",
+                "has no SharesConfigParameter resource with a Value line",
+                "add the SharesConfigParameter resource (AWS::SSM::Parameter)",
             )
         quoted = "'" + shares_json.replace("'", "''") + "'"
-        text = _DEFAULT_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
+        text = _VALUE_LINE.sub(lambda m: m.group(1) + quoted, text, count=1)
     return text
 
 

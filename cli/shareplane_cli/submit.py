@@ -12,18 +12,21 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
 from shareplane.domain.submit.submission import RECEIPT_KIND, DroppedObject, answer_key, answers
+from shareplane.service.ports import SpecBucket
 
 from .aws import Target
 from .config_file import load_config
 from .files import read_head
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 DROP_BUCKET_OUTPUT = "DropBucketName"
 
@@ -90,7 +93,7 @@ def submit_spec(
     bucket: str | None = None,
     config: SharesConfig | Path | str = Path("config/shares.yaml"),
     target: Target | None = None,
-    s3: Any = None,
+    s3: S3Client | None = None,
     timeout: float = 120.0,
     poll_seconds: float = 1.0,
     sleep: Callable[[float], None] | None = None,
@@ -112,14 +115,17 @@ def submit_spec(
         return SubmitResult(local, team_from=team_from)
     target = target or Target()
     bucket = bucket or target.outputs()[DROP_BUCKET_OUTPUT]
-    s3 = s3 or target.client("s3")
+    # The root's S3 client and drop-bucket adapter (``s3``, when given, stands in for its client).
+    root = target.root() if s3 is None else target.root(s3=s3)
     key = local.key
     if not key.startswith(SUBMIT_PREFIX):
         raise InvalidInputError("key", f"{key} is not under {SUBMIT_PREFIX}", "pass --team")
-    response = s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=_content_type(spec.name))
+    response = root.s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=_content_type(spec.name))
     version_id = response.get("VersionId")
     etag = (response.get("ETag") or "").strip('"') or None
-    found = wait_for_answer(s3, bucket, key, version_id, local.team, timeout, poll_seconds, sleep, etag)
+    found = wait_for_answer(
+        root.spec_bucket, bucket, key, version_id, local.team, timeout, poll_seconds, sleep, etag
+    )
     answer_key, answer = found if found else (None, None)
     return SubmitResult(local, bucket, key, version_id, answer_key, answer, team_from=team_from)
 
@@ -129,7 +135,7 @@ def _content_type(name: str) -> str:
 
 
 def wait_for_answer(
-    s3: Any,
+    reader: SpecBucket,
     bucket: str,
     key: str,
     version_id: str | None,
@@ -140,7 +146,6 @@ def wait_for_answer(
     etag: str | None = None,
 ) -> tuple[str, Mapping[str, Any]] | None:
     """(answer key, answer) for exactly this upload, or None after ``timeout`` seconds."""
-    reader = S3SpecBucket(s3)
     dropped = DroppedObject(bucket, key, version_id, etag=etag)
     at = answer_key(dropped, team)
     deadline = time.monotonic() + timeout

@@ -39,4 +39,4 @@ def handle(message: Any) -> None:
         )
 
 
-lambda_handler = sqs_batch.lambda_handler(handle)
+lambda_handler = sqs_batch.SqsBatchHandler(handle)

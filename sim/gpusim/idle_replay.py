@@ -186,8 +186,7 @@ class IdleDetection:
 
     def start(self) -> None:
         """Start the schedule."""
-        if self.settings.policy.enabled:
-            self.model.engine.schedule_at(self.interval, self._tick)
+        self.model.engine.schedule_at(self.interval, self._tick)
 
     def observe(self, kind: str, job: Job) -> None:
         """Keep the dispatched set; a new attempt starts with no notice."""

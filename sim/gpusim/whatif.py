@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from shareplane.domain.config.shares import (
     RebalanceConfig,
     ReclaimConfig,
@@ -71,6 +71,7 @@ from shareplane.domain.config.shares import (
     TierConfig,
     resume_priority,
 )
+from shareplane.domain.config.strict_model import StrictModel
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane.domain.reclaim.plan import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
@@ -97,11 +98,7 @@ TIERS: tuple[Tier, ...] = tuple(Tier)
 
 
 # ------------------------------------------------------------------------------------- config
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TierMix(_Strict):
+class TierMix(StrictModel):
     """A tier in the what-if: the fraction of jobs drawn into it, its priority and its wait SLO."""
 
     fraction: Annotated[float, Field(ge=0, le=1)]
@@ -125,7 +122,7 @@ class TierMix(_Strict):
         )
 
 
-class SharesMapping(_Strict):
+class SharesMapping(StrictModel):
     """How trace teams become shares and what each share is entitled to."""
 
     top_k: Annotated[int, Field(ge=1, le=19)] = 7
@@ -138,7 +135,7 @@ class SharesMapping(_Strict):
     floor_largest_job: bool = True
 
 
-class FaultRates(_Strict):
+class FaultRates(StrictModel):
     """Probability that a job's first dispatch fails this way (retried per ``retry_attempts``)."""
 
     capacity: Annotated[float, Field(ge=0, le=1)] = 0.0
@@ -146,7 +143,7 @@ class FaultRates(_Strict):
     cuda_oom: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
-class TimingsConfig(_Strict):
+class TimingsConfig(StrictModel):
     """SageMaker phase durations (virtual seconds) every dispatch goes through."""
 
     scheduled_to_starting: Annotated[float, Field(ge=0)] = 60.0
@@ -155,7 +152,7 @@ class TimingsConfig(_Strict):
     failure_after: Annotated[float, Field(ge=0)] = 120.0
 
 
-class RebalanceRun(_Strict):
+class RebalanceRun(StrictModel):
     """How often the rebalancer runs in the what-if, and the production rules it runs with."""
 
     interval_minutes: Annotated[float, Field(gt=0)] = 10.0
@@ -169,7 +166,7 @@ class RebalanceRun(_Strict):
         return self
 
 
-class WhatIfConfig(_Strict):
+class WhatIfConfig(StrictModel):
     """Root of config/whatif.yaml."""
 
     capacity_gpus: Annotated[int, Field(gt=0)] | None = None

@@ -10,7 +10,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from shareplane.adapters.payload_items import payload_of
 from shareplane.domain.cost.billing import AttemptCost, OpenAttempt
@@ -21,6 +21,14 @@ from shareplane.domain.jobs.arns import training_job_key
 from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, Transition
 from shareplane.domain.jobs.training import TrainingJobObservation, TrainingJobState, TrainingTransition
 from shareplane.domain.submit.payload import SubmittedPayload
+
+_T = TypeVar("_T")
+
+
+def _by_training_job(items: Mapping[str, _T], training_job_arn: str) -> _T | None:
+    """An entry keyed as the table keys it (training_job_key), else under the ARN as spelled: one
+    written before the normalisation (or placed by a test), read as the table reads its legacy key."""
+    return items.get(training_job_key(training_job_arn)) or items.get(training_job_arn)
 
 
 def index_order(state: JobState) -> tuple[int, str]:
@@ -130,9 +138,7 @@ class FakeJobStore:
         return min((s.created_at or 0 for s in self.jobs(status)), default=None)
 
     def job_for_training_job(self, training_job_arn: str) -> str | None:
-        # Keyed as the table keys them (training_job_key); an entry under the ARN as spelled is one
-        # written before the normalisation (or placed by a test), read as the table reads its legacy key.
-        return self.links.get(training_job_key(training_job_arn)) or self.links.get(training_job_arn)
+        return _by_training_job(self.links, training_job_arn)
 
     # -- payloads ---------------------------------------------------------------------------
     def save_payload(self, job_arn: str, item: Mapping[str, Any]) -> bool:
@@ -161,8 +167,7 @@ class FakeJobStore:
 
     # -- training jobs ----------------------------------------------------------------------
     def load_training_job(self, training_job_arn: str) -> TrainingJobState | None:
-        key = training_job_key(training_job_arn)
-        return self.training_states.get(key) or self.training_states.get(training_job_arn)
+        return _by_training_job(self.training_states, training_job_arn)
 
     def save_training_job(self, transition: TrainingTransition, observation: TrainingJobObservation) -> bool:
         arn = training_job_key(transition.state.training_job_arn)
@@ -194,12 +199,11 @@ class FakeJobStore:
         self.costs[key] = cost
         if cost.team:
             for month, usd in cost.by_month().items():
-                key = (cost.team, month)
-                self.spend[key] = self.spend.get(key, 0.0) + usd
+                self.spend[(cost.team, month)] = self.spend.get((cost.team, month), 0.0) + usd
         return True
 
     def training_cost(self, training_job_arn: str) -> AttemptCost | None:
-        return self.costs.get(training_job_key(training_job_arn)) or self.costs.get(training_job_arn)
+        return _by_training_job(self.costs, training_job_arn)
 
     def month_spend(self, team: str, month: str) -> float:
         return self.spend.get((team, month), 0.0)

@@ -7,6 +7,7 @@ from shareplane import bootstrap
 from shareplane.bootstrap import Root
 from shareplane.domain.errors import ConfigError
 
+from tests.aws import store_shares_config
 from tests.fakes.failure_world import World, shares_config
 
 
@@ -45,15 +46,39 @@ def test_a_use_case_that_needs_the_config_names_the_setting_when_it_is_missing()
     root = Root({"TABLE_NAME": "t"}, dynamodb=object(), s3=object(), batch=object(), sns=object())
     with pytest.raises(ConfigError) as missing:
         root.submit_ports  # noqa: B018 - building the bundle is the act under test
-    assert missing.value.field == "SHAREPLANE_CONFIG" and "SharesConfig" in missing.value.fix
-    configured = Root(
-        {"TABLE_NAME": "t", "SHAREPLANE_CONFIG": shares_config().model_dump_json(), "ALERTS_TOPIC_ARN": "a"},
-        dynamodb=object(),
-        s3=object(),
-        batch=object(),
-        sns=object(),
+    assert (
+        missing.value.field == "SHAREPLANE_CONFIG_PARAMETER" and "SharesConfigParameter" in missing.value.fix
     )
-    assert configured.submit_ports.config.teams == shares_config().teams
+
+
+def test_the_config_is_read_from_the_ssm_parameter_the_setting_names(aws_credentials: None) -> None:
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        setting = store_shares_config(
+            boto3.client("ssm", region_name="us-east-1"), shares_config().model_dump_json()
+        )
+        configured = Root(
+            {"TABLE_NAME": "t", **setting, "ALERTS_TOPIC_ARN": "a"},
+            dynamodb=object(),
+            s3=object(),
+            batch=object(),
+            sns=object(),
+        )
+        assert configured.submit_ports.config.teams == shares_config().teams
+
+
+def test_a_parameter_that_does_not_exist_is_a_config_error_naming_it(aws_credentials: None) -> None:
+    from moto import mock_aws
+
+    with mock_aws():
+        root = Root({"TABLE_NAME": "t", "SHAREPLANE_CONFIG_PARAMETER": "/gone/shares-config"})
+        with pytest.raises(ConfigError) as missing:
+            root.require_config()
+    assert missing.value.field == "SHAREPLANE_CONFIG_PARAMETER" and "/gone/shares-config" in str(
+        missing.value
+    )
 
 
 def test_an_endpoint_override_yields_to_the_services_own_variable(aws_credentials: None) -> None:

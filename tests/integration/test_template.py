@@ -294,7 +294,7 @@ def handler_location(function: dict[str, Any]) -> tuple[Path, str]:
 
 
 def shares_yaml_as_json() -> str:
-    """config/shares.yaml in the one form the template's SharesConfig default must take."""
+    """config/shares.yaml in the one form the template's SharesConfigParameter value must take."""
     data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
@@ -589,21 +589,43 @@ def test_no_role_may_put_metric_data() -> None:
 # ---------------------------------------------------------------------------------------------------
 # Config, environment, layers
 # ---------------------------------------------------------------------------------------------------
-def test_shares_config_default_is_config_shares_yaml() -> None:
-    default = raw_template()["Parameters"]["SharesConfig"]["Default"]
-    assert default == shares_yaml_as_json(), (
-        "template.yaml's SharesConfig default drifted from config/shares.yaml; set it to:\n"
-        f"    Default: '{shares_yaml_as_json()}'"
+def shares_config_value() -> str:
+    """The shares config the template stores in its SSM parameter."""
+    return str(raw_template()["Resources"]["SharesConfigParameter"]["Properties"]["Value"])
+
+
+def test_the_stored_shares_config_is_config_shares_yaml() -> None:
+    assert shares_config_value() == shares_yaml_as_json(), (
+        "template.yaml's SharesConfigParameter drifted from config/shares.yaml: run `shareplane config render`"
     )
 
 
-def test_shares_config_default_is_a_valid_config() -> None:
-    config = SharesConfig.model_validate(json.loads(raw_template()["Parameters"]["SharesConfig"]["Default"]))
-    assert config.teams
+def test_the_stored_shares_config_is_a_valid_config() -> None:
+    assert SharesConfig.model_validate(json.loads(shares_config_value())).teams
 
 
-def test_shares_config_default_fits_a_cloudformation_parameter() -> None:
-    assert len(raw_template()["Parameters"]["SharesConfig"]["Default"].encode()) <= 4096
+def test_the_stored_shares_config_fits_an_advanced_ssm_parameter() -> None:
+    props = raw_template()["Resources"]["SharesConfigParameter"]["Properties"]
+    # SSM's advanced tier holds 8 KB a value (standard: 4 KB); the config is policy, so no stack parameter.
+    assert props["Tier"] == "Advanced" and len(shares_config_value().encode()) <= 8192
+    assert "SharesConfig" not in raw_template()["Parameters"]
+
+
+def test_every_function_may_read_the_shares_config_and_nothing_else_of_ssm() -> None:
+    # GIVEN every statement that grants an SSM action
+    parameter = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SharesConfigParameter}"
+    granted = [
+        (o, s) for o, s in allow_statements() if any(a.startswith("ssm:") for a in as_list(s["Action"]))
+    ]
+    # THEN each is GetParameter on the one parameter, and every function's own role holds one
+    for owner, statement in granted:
+        assert as_list(statement["Action"]) == ["ssm:GetParameter"], owner
+        assert [resource_text(r) for r in as_list(statement["Resource"])] == [parameter], owner
+    roles = {ref_target(f["Properties"]["Role"]) for f in functions().values()}
+    assert {owner for owner, _ in granted} == roles
+    for function in functions().values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["SHAREPLANE_CONFIG_PARAMETER"] == {"Ref": "SharesConfigParameter"}
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Cost, budget alerts and enforcement end to end on the local stack.
 
 ProdExp1's budget is made small (60 USD a month, alerts at 80% and 100%, new LOWPRI drops refused
-when over) through the template's SharesConfig parameter. One HIGHPRI job on two ml.p4d.24xlarge
+when over) in the config the stack stores (StackSpec.shares_config). One HIGHPRI job on two ml.p4d.24xlarge
 runs for an hour of the emulator's virtual clock: the emulator reports its BillableTimeInSeconds,
 record_state costs it once (about 78 USD at 37.688 USD per instance-hour), the watch's scheduled
 ticks alert each threshold once however many ticks follow, `shareplane usage` and `shareplane
@@ -71,7 +71,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> BudgetRun:
     config_path = tmp_path_factory.mktemp("budget") / "shares.yaml"
     config_path.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch, sagemaker = emulated(stack, "batch"), emulated(stack, "sagemaker")
         inbox = subscribe_to_alerts(stack)

@@ -2,7 +2,7 @@
 
 ProdExp1 fills all 100 instances with long work; then ProdExp2 submits a MIDPRI and a LOWPRI job,
 which fair-share (it never preempts) keeps RUNNABLE. The wait SLOs are shortened through the
-template's SharesConfig parameter (MIDPRI 10 min, LOWPRI 20 min, a step every 5 min), so on the
+config the stack stores, StackSpec.shares_config (MIDPRI 10 min, LOWPRI 20 min, a step every 5 min), so on the
 emulator's virtual clock the watch's scheduled ticks see both jobs go past their SLO within seconds:
 UpdateServiceJob raises each one step per interval up to, never reaching, the next tier's priority
 (DescribeServiceJob shows it), every raise lands in the job's history, and a job waiting twice its
@@ -89,7 +89,7 @@ def run_scenario() -> EscalationRun:
     """The scenario on a stack of its own."""
     config = short_slo_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")
         runner = FunctionRunner(stack)

@@ -13,7 +13,7 @@ One run of a small workload on the local stack, with gpusim scripting each dispa
   is not requeued;
 - a share failing faster than the storm guard allows stops being requeued, with one storm alert.
 
-The failure policy is overridden through the template's SharesConfig parameter (a one-second
+The failure policy is overridden in the config the stack stores (StackSpec.shares_config) (a one-second
 backoff, a storm guard of three failures) so the run takes seconds; config/shares.yaml is untouched.
 """
 
@@ -98,7 +98,7 @@ def run_scenario() -> FailureRun:
     """The scenario on a stack of its own."""
     config = small_policy_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
-    spec = StackSpec(REPO / "template.yaml", parameters={"SharesConfig": shares_json})
+    spec = StackSpec(REPO / "template.yaml", shares_config=shares_json)
     faults = Faults(scripted={job.name: job.outcomes for job in JOBS})
     with LocalStack(spec, speed=SPEED, faults=faults, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")

@@ -80,7 +80,7 @@ def run_scenario() -> IdleRun:
     config = idle_config()
     shares_json = json.dumps(config.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
     spec = StackSpec(
-        REPO / "template.yaml", parameters={"SharesConfig": shares_json, "RebalanceDryRun": "true"}
+        REPO / "template.yaml", shares_config=shares_json, parameters={"RebalanceDryRun": "true"}
     )
     with LocalStack(spec, speed=SPEED, clock=SteppedClock()) as stack:
         batch = emulated(stack, "batch")

@@ -100,15 +100,6 @@ def test_weight_for(share: str, weight: float) -> None:
     assert fairshare.weight_for(share, dist) == weight
 
 
-@pytest.mark.parametrize(
-    ("usages", "tiebreak", "expected"),
-    [({"a": 5.0, "b": 1.0}, None, "b"), ({"a": 1.0, "b": 1.0}, {"a": 9, "b": 3}, "b"), ({}, None, None)],
-    ids=["the lowest usage is served next", "equal usage goes to the older head job", "no shares, no choice"],
-)
-def test_next_share(usages, tiebreak, expected) -> None:
-    assert fairshare.next_share(usages, tiebreak) == expected
-
-
 def test_usage_decays_by_e_per_window_when_idle() -> None:
     # GIVEN 100 units of usage and a one-hour window WHEN an hour passes THEN 1/e of it is left
     assert fairshare.decayed(100.0, 3600, 3600.0) == pytest.approx(100.0 / math.e)

@@ -1,11 +1,23 @@
-"""Dependency rules: the domain and service layers never import boto3, botocore or Powertools."""
+"""The walls of the code: what each part may import, read and load.
+
+Who may import whom is import-linter's ([tool.importlinter] in pyproject.toml, `make lint`): the core's
+layers, the domain's packages in theirs, domain and service never reaching the AWS SDK or Powertools, the
+Lambda code never reaching the simulator, the CLI, the SageMaker SDK or plotly, no import loop in the core
+or the local stack. This file runs them, proves that one stray import breaks the contract it should, and
+holds what import-linter cannot see: clock and environment reads, each handler's cold start, unit tests
+importing no moto or boto3 themselves or through the tests.* helpers they use (a contract would also
+forbid the boto3 that shareplane's own modules import).
+"""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,49 +26,274 @@ from tests.conftest import REPO
 from tests.template import raw_template
 
 CORE = REPO / "layers" / "core" / "shareplane"
-FORBIDDEN = ("boto3", "botocore", "aws_lambda_powertools")
 PURE_FILES = sorted([*(CORE / "domain").rglob("*.py"), *(CORE / "service").rglob("*.py")])
+
+#: The contracts of pyproject.toml, name by id.
+CONTRACTS = {
+    contract["id"]: contract["name"]
+    for contract in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+}
+
+
+def lint_imports(tree: Path) -> tuple[int, str, set[str]]:
+    """lint-imports with pyproject.toml's contracts over the code of ``tree`` (a checkout, or a copy of
+    one): its exit status, its output and the names of the contracts it found broken."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(str(tree / folder) for folder in ("layers/core", "sim", "cli")),
+        "COLUMNS": "1000",  # one line per contract, however long its name
+    }
+    result = subprocess.run(
+        [Path(sys.executable).with_name("lint-imports"), "--no-cache", "--no-logo", REPO / "pyproject.toml"],
+        cwd=tree,  # where `functions` is found
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    # One line per contract: its name, KEPT or BROKEN, and how many imports it ignores if any.
+    broken = {
+        found[1] for found in re.finditer(r"^(.+) BROKEN(?: \(\d+ ignored imports?\))?$", result.stdout, re.M)
+    }
+    return result.returncode, result.stdout + result.stderr, broken
+
+
+def test_the_code_keeps_every_import_contract() -> None:
+    status, output, broken = lint_imports(REPO)
+    assert (status, broken) == (0, set()), output
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in output
+
+
+#: An import that goes up a layer closes a loop too, the upper layer importing the lower one (an adapter
+#: names the service's ports), so no-loops breaks with the layers.
+@pytest.mark.parametrize(
+    ("module", "added", "contracts"),
+    [
+        (
+            "layers/core/shareplane/domain/jobs/arns.py",
+            "from ..explain import wait\n",
+            {"domain-packages", "no-loops"},
+        ),
+        (
+            "layers/core/shareplane/domain/idle/record.py",
+            "from ...schemas import idle\n",
+            {"core-layers", "no-loops"},
+        ),
+        ("layers/core/shareplane/domain/cost/billing.py", "def sdk():\n    import botocore\n", {"pure-core"}),
+        (
+            "layers/core/shareplane/service/submit_job.py",
+            "from ..adapters import aws_errors\n",  # and through it botocore
+            {"core-layers", "pure-core", "no-loops"},
+        ),
+        (
+            "layers/core/shareplane/domain/jobs/arns.py",
+            "def key():\n    from .lifecycle import JobState\n",  # lifecycle imports arns
+            {"no-loops"},
+        ),
+        (
+            "cli/shareplane_cli/local/intrinsics.py",
+            "def attach():\n    from .emulator import Emulator\n",  # the emulator imports intrinsics
+            {"local-stack"},
+        ),
+        ("functions/watch_jobs/app.py", "import plotly\n", {"lambda-code"}),
+        ("functions/submit_job/app.py", "from shareplane.adapters import sns_alerts\n", {"handlers"}),
+    ],
+    ids=[
+        "a domain package imports one above it",
+        "the domain imports a schema",
+        "the domain reaches botocore inside a function",
+        "the service imports an adapter",
+        "two modules import each other",
+        "two modules of the local stack import each other",
+        "a handler imports plotly",
+        "a handler builds an adapter of its own",
+    ],
+)
+def test_one_import_that_breaks_a_contract_fails_lint_imports_naming_it(
+    tmp_path: Path, module: str, added: str, contracts: set[str]
+) -> None:
+    for folder in ("layers/core/shareplane", "functions", "cli/shareplane_cli"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "sim").symlink_to(REPO / "sim")
+    with (tmp_path / module).open("a") as source:
+        source.write(added)
+    status, output, broken = lint_imports(tmp_path)
+    assert status != 0 and broken == {CONTRACTS[contract] for contract in contracts}, output
+
+
+def module_name(path: Path) -> str:
+    """The dotted name a file is imported under: its folders, up to the first without an __init__.py."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
+
+
+def imported_from(node: ast.ImportFrom, path: Path) -> str:
+    """The absolute name of the module a ``from ... import`` names, relative ones resolved from ``path``."""
+    if node.level == 0:
+        return node.module or ""
+    package = module_name(path).split(".")
+    if path.stem != "__init__":
+        package = package[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
 
 
 def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, absolute or relative, at load time or inside a function (a name
+    imported from a package counts as its submodule too: it may be one)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            module = imported_from(node, path)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
 
 
-@pytest.mark.parametrize("path", PURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name} stays pure")
-def test_pure_layers_import_no_aws_sdk(path: Path) -> None:
-    bad = {m for m in imported_modules(path) if m.split(".")[0] in FORBIDDEN}
-    assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+#: What reads the clock or the environment, by the name it is defined under.
+CLOCK_AND_ENVIRONMENT = frozenset(
+    {
+        *(
+            f"time.{name}{ns}"
+            for name in ("time", "monotonic", "perf_counter", "process_time")
+            for ns in ("", "_ns")
+        ),
+        "time.clock_gettime",
+        "time.clock_gettime_ns",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "datetime.date.today",
+        "os.environ",
+        "os.environb",
+        "os.getenv",
+        "os.getenvb",
+    }
+)
+#: These read the clock only when called without the time they convert: at most this many arguments.
+CLOCK_WHEN_GIVEN_NO_TIME = {
+    "time.gmtime": 0,
+    "time.localtime": 0,
+    "time.ctime": 0,
+    "time.asctime": 0,
+    "time.strftime": 1,
+}
+
+
+def import_bindings(tree: ast.AST, path: Path) -> dict[str, str]:
+    """Each name the file's imports bind (anywhere in it), to what it names: ``now`` to ``time.time``
+    for ``from time import time as now``, ``dt`` to ``datetime`` for ``import datetime as dt``."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+        elif isinstance(node, ast.ImportFrom):
+            module = imported_from(node, path)
+            bound.update((alias.asname or alias.name, f"{module}.{alias.name}") for alias in node.names)
+    return bound
+
+
+def resolved_name(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """What a name or attribute chain refers to through the imports (None when it starts elsewhere:
+    a local variable or a parameter named ``time`` is not the module)."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = resolved_name(node.value, bound)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def clock_and_environment_reads(path: Path) -> list[str]:
+    """Where a file reads the clock or the environment: ``line N: name`` (names resolved, not matched
+    as text, so an alias is seen and a comment or a string is not)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    bound = import_bindings(tree, path)
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = imported_from(node, path)
+            found.update(
+                (node.lineno, f"{module}.{a.name}")
+                for a in node.names
+                if f"{module}.{a.name}" in CLOCK_AND_ENVIRONMENT
+            )
+        elif isinstance(node, ast.Name | ast.Attribute):
+            name = resolved_name(node, bound)
+            if name in CLOCK_AND_ENVIRONMENT:
+                found.add((node.lineno, name))
+        elif isinstance(node, ast.Call):
+            name = resolved_name(node.func, bound)
+            given = len(node.args) + len(node.keywords)
+            if name in CLOCK_WHEN_GIVEN_NO_TIME and given <= CLOCK_WHEN_GIVEN_NO_TIME[name]:
+                found.add((node.lineno, f"{name}()"))
+    return [f"line {line}: {name}" for line, name in sorted(found)]
 
 
 @pytest.mark.parametrize(
     "path", PURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name} reads no environment or clock"
 )
 def test_pure_layers_read_no_environment_or_clock(path: Path) -> None:
-    source = path.read_text()
-    for needle in ("os.environ", "time.time(", "datetime.now(", "datetime.utcnow("):
-        assert needle not in source, f"{path.relative_to(REPO)} uses {needle}"
-
-
-def test_the_lambda_code_never_imports_the_simulator_the_cli_the_sagemaker_sdk_or_plotly() -> None:
-    lambda_files = [*CORE.rglob("*.py"), *(REPO / "functions").rglob("*.py")]
-    for path in lambda_files:
-        bad = {
-            m
-            for m in imported_modules(path)
-            if m.split(".")[0] in ("gpusim", "shareplane_cli", "sagemaker", "plotly")
-        }
-        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+    reads = clock_and_environment_reads(path)
+    assert not reads, f"{path.relative_to(REPO)} reads the clock or the environment: {reads}"
 
 
 def test_the_rule_is_checked_on_real_files() -> None:
     assert len(PURE_FILES) >= 5
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from time import time as now\nstamp = now()\n", ["line 1: time.time", "line 2: time.time"]),
+        (
+            "import datetime as dt\n\ndef f():\n    return dt.datetime.now()\n",
+            ["line 4: datetime.datetime.now"],
+        ),
+        ("from datetime import date\ntoday = date.today()\n", ["line 2: datetime.date.today"]),
+        ("import os\nregion = os.getenv('AWS_REGION')\n", ["line 2: os.getenv"]),
+        (
+            "def f():\n    from os import environ as env\n    return env['X']\n",
+            ["line 2: os.environ", "line 3: os.environ"],
+        ),
+        ("import os.path\nhome = os.environ.get('HOME')\n", ["line 2: os.environ"]),
+        ("import time as t\ndefault_clock = t.monotonic\n", ["line 2: time.monotonic"]),
+        ("import time\nstamp = time.strftime('%H')\n", ["line 2: time.strftime()"]),
+        ("# time.time( and os.environ here are words\nnote = 'datetime.now(), time.time('\n", []),
+        ("from datetime import UTC, datetime\nday = datetime.fromtimestamp(0, UTC)\n", []),
+        ("import time\nparts = time.gmtime(0)\nstamp = time.strftime('%H', parts)\n", []),
+        ("def f(time, os):\n    return time.time() + len(os.environ)\n", []),
+    ],
+    ids=[
+        "an aliased from-import",
+        "an aliased module inside a function",
+        "date.today",
+        "os.getenv",
+        "an aliased environ imported in a function",
+        "os through os.path",
+        "a clock passed by reference",
+        "strftime without its time",
+        "a comment and a string",
+        "a conversion of a given time",
+        "gmtime and strftime given a time",
+        "parameters named like the modules",
+    ],
+)
+def test_the_clock_and_environment_rule_resolves_names(
+    tmp_path: Path, source: str, expected: list[str]
+) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(source)
+    assert clock_and_environment_reads(module) == expected
 
 
 #: Modules only some handlers' paths use, and the handlers whose cold start may load them: the job-spec
@@ -219,7 +456,7 @@ def helper_file(module: str) -> Path | None:
 
 
 def aws_sdk_imports_reached_from(path: Path) -> set[tuple[str, str]]:
-    """(module, importing file) for each moto/boto3 import of a file or of the tests.* helpers it imports."""
+    """(package, importing file) for each moto/boto3 import of a file or of the tests.* helpers it imports."""
     seen: set[Path] = set()
     pending = [path]
     found: set[tuple[str, str]] = set()
@@ -230,7 +467,7 @@ def aws_sdk_imports_reached_from(path: Path) -> set[tuple[str, str]]:
         seen.add(current)
         for module in imported_modules(current):
             if module.split(".")[0] in UNIT_TESTS_NEVER_IMPORT:
-                found.add((module, current.name))
+                found.add((module.split(".")[0], current.name))
             helper = helper_file(module)
             if helper is not None:
                 pending.append(helper)
@@ -260,63 +497,19 @@ def test_the_unit_rule_catches_moto_and_boto3_directly_and_through_a_helper(tmp_
     assert ("boto3", "drop_world.py") in aws_sdk_imports_reached_from(through_world)
 
 
-#: The local stack's modules (embedded AWS, emulator, resolver, runner): each imports the others one way.
-LOCAL_PACKAGE = REPO / "cli" / "shareplane_cli" / "local"
-
-
-def local_imports(path: Path, package: str = "shareplane_cli.local") -> set[str]:
-    """The sibling modules one module of a package imports, at load time or inside a function."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    siblings = {p.stem for p in path.parent.glob("*.py")}
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"{package}."):
-            names = [node.module.removeprefix(f"{package}.").split(".")[0]]
-        elif isinstance(node, ast.Import):
-            names = [a.name.removeprefix(f"{package}.").split(".")[0] for a in node.names]
-        else:
-            continue
-        found.update(n for n in names if n in siblings and n != path.stem)
-    return found
-
-
-def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of the import graph as the modules along it (first == last), or None."""
-    state: dict[str, str] = {}
-    path: list[str] = []
-
-    def visit(module: str) -> list[str] | None:
-        state[module] = "open"
-        path.append(module)
-        for imported in sorted(graph.get(module, ())):
-            if state.get(imported) == "open":
-                return [*path[path.index(imported) :], imported]
-            if imported not in state and (cycle := visit(imported)):
-                return cycle
-        state[module] = "done"
-        path.pop()
-        return None
-
-    for module in sorted(graph):
-        if module not in state and (cycle := visit(module)):
-            return cycle
-    return None
-
-
-def test_the_local_stack_modules_import_each_other_without_a_cycle() -> None:
-    graph = {p.stem: local_imports(p) for p in LOCAL_PACKAGE.glob("*.py") if p.stem != "__init__"}
-    assert len(graph) >= 5 and graph["stack"], "the rule is checked on the real modules"
-    cycle = import_cycle(graph)
-    assert cycle is None, f"the local modules import each other in a loop: {' -> '.join(cycle)}"
-
-
-def test_the_cycle_rule_sees_imports_inside_functions(tmp_path: Path) -> None:
-    (tmp_path / "stack.py").write_text("from .emulator import Emulator\n")
-    (tmp_path / "emulator.py").write_text("def attach():\n    from .stack import REGION\n")
-    (tmp_path / "leaf.py").write_text("import json\n")
-    graph = {p.stem: local_imports(p) for p in tmp_path.glob("*.py")}
-    assert graph == {"stack": {"emulator"}, "emulator": {"stack"}, "leaf": set()}
-    assert import_cycle(graph) == ["emulator", "stack", "emulator"]
-    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+def test_imported_modules_resolves_relative_imports_from_the_package(tmp_path: Path) -> None:
+    package = tmp_path / "pkg" / "sub"
+    package.mkdir(parents=True)
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text("")
+    module = package / "test_x.py"
+    module.write_text("from ..helpers import world\nfrom . import local\nimport json\n")
+    assert imported_modules(module) == {
+        "pkg.helpers",
+        "pkg.helpers.world",
+        "pkg.sub",
+        "pkg.sub.local",
+        "json",
+    }
+    (package / "__init__.py").write_text("def f():\n    from .local import x\n")
+    assert imported_modules(package / "__init__.py") == {"pkg.sub.local", "pkg.sub.local.x"}

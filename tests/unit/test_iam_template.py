@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 from shareplane.domain.config.shares import SharesConfig
 from shareplane_cli.local.aws_calls import Location, authorizations
@@ -67,3 +69,39 @@ def test_every_role_that_reads_training_jobs_may_read_them_in_either_casing() ->
                 here, "sagemaker", "DescribeTrainingJob", {"TrainingJobName": training_job}, {}
             )
             assert evaluate(request, readers[name]).allowed, (name, training_job)
+
+
+def test_every_function_may_read_its_stacks_shares_config_and_no_other_parameter() -> None:
+    # GIVEN the function roles resolved for a stack whose config parameter is /shareplane-local/shares-config
+    template = load_sam_template(REPO / "template.yaml")
+    name = "/shareplane-local/shares-config"
+    resolver = Intrinsics(
+        template,
+        pseudo={"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"},
+        physical_ids={"SharesConfigParameter": name},
+    )
+    roles = {
+        function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for function in template["Resources"].values()
+        if function["Type"] == "AWS::Serverless::Function"
+    }
+    here = Location("us-east-1", "123456789012")
+    # WHEN each asks for the parameter as bootstrap does (GetParameter by name), and for another one
+    (own,) = authorizations(here, "ssm", "GetParameter", {"Name": name}, {})
+    (other,) = authorizations(here, "ssm", "GetParameter", {"Name": "/other-stack/shares-config"}, {})
+    # THEN its own is allowed and the other refused, for every function's role
+    assert len(roles) == 8
+    for role in roles:
+        statements = [
+            resolver.resolve(statement)
+            for policy in template["Resources"][role]["Properties"]["Policies"]
+            for statement in policy["PolicyDocument"]["Statement"]
+            if any(a == "*" or a.startswith("ssm:") for a in _actions(statement))
+        ]
+        assert evaluate(own, statements).allowed, role
+        assert not evaluate(other, statements).allowed, role
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)

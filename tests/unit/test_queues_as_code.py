@@ -322,14 +322,15 @@ def test_the_quota_mode_preview_is_written_beside_and_the_template_is_left_alone
         + ["--config", str(CONFIG), "--template", str(TEMPLATE)],
     )
     assert result.exit_code == 0, result.output
-    # THEN the preview holds the quota-share blocks, with the mode in its SharesConfig default
+    # THEN the preview holds the quota-share blocks, with the mode in its stored shares config
     quota = cfn_yaml.loads(preview.read_text())
     (policy,) = of_type(quota, "AWS::Batch::SchedulingPolicy").values()
     assert of_type(quota, "AWS::Batch::QuotaShare") and set(policy["Properties"]) == {
         "Name",
         "QuotaSharePolicy",
     }
-    assert json.loads(quota["Parameters"]["SharesConfig"]["Default"])["mode"] == "quota"
+    stored = quota["Resources"]["SharesConfigParameter"]["Properties"]["Value"]
+    assert json.loads(stored)["mode"] == "quota"
     assert TEMPLATE.read_text() == before
     # AND without --output a mode switch is refused, naming the option
     refused = runner.invoke(
@@ -653,9 +654,10 @@ def test_check_exits_1_with_a_diff_on_a_stale_template_and_0_after_rendering(
     assert run_render(template, config).exit_code == 0
     fresh = run_render(template, config, "--check")
     assert fresh.exit_code == 0, fresh.output
-    # THEN the SharesConfig default follows the config too
-    default = json.loads(json.dumps(cfn_yaml.load(str(template))))["Parameters"]["SharesConfig"]["Default"]
-    assert default == queue_template.shares_config_json(yaml.safe_load(config.read_text()))
+    # THEN the stored shares config follows the config too
+    resources = json.loads(json.dumps(cfn_yaml.load(str(template))))["Resources"]
+    stored = resources["SharesConfigParameter"]["Properties"]["Value"]
+    assert stored == queue_template.shares_config_json(yaml.safe_load(config.read_text()))
     rendered_weights = weights(parse(queue_template.read_blocks(template.read_text())))
     assert (rendered_weights["ProdExp1"], rendered_weights["ProdExp2"]) == (1.0, 2.0)
     assert (rendered_weights["ProdExp1HIGHPRI"], rendered_weights["ProdExp2HIGHPRI"]) == (0.05, 0.1)
@@ -678,7 +680,7 @@ def test_render_leaves_everything_outside_the_blocks_as_it_was(workdir: tuple[Pa
         for section in queue_template.SECTIONS:
             start, end, _ = queue_template._block_span(text, section)
             text = text[:start] + text[end:]
-        return queue_template._DEFAULT_LINE.sub("", text)
+        return queue_template._VALUE_LINE.sub("", text)
 
     assert outside(after) == outside(before)
     assert "AWS::Batch::QuotaShare" in after

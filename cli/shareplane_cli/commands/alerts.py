@@ -14,9 +14,9 @@ from typing import Annotated, Any
 import typer
 from shareplane.domain.alerts.sent import SentAlert
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..aws import DEFAULT_TARGET, Target, account_options
 from ..main import app
-from ..output import Output, emit, epoch_ms, print_table
+from ..output import Output, OutputOption, emit, epoch_ms, print_table
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -50,20 +50,15 @@ def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
 
 
 @app.command("alerts")
+@account_options
 def alerts_command(
     since: Annotated[str, typer.Option(help="How far back: 90s, 15m, 6h, 7d.")] = "24h",
-    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    output: OutputOption = Output.TABLE,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    name = table or target.output("JobsTableName")
-    rows = alert_rows(target.root(table_name=name).failure_ledger.alerts(time.time() - window))
+    rows = alert_rows(target.jobs_root().failure_ledger.alerts(time.time() - window))
 
     def as_table() -> None:
         print_table(

@@ -47,7 +47,7 @@ def render_command(
         typer.Option(help="Write the rendered template here and leave the template as it is."),
     ] = None,
 ) -> None:
-    """Rewrite the template's generated Batch queue blocks and SharesConfig default from the config."""
+    """Rewrite the template's generated Batch queue blocks and shares config parameter from the config."""
     try:
         config = load_config(config_path)
         # The default is the file itself as JSON (what the Lambdas read), not the model's dump.

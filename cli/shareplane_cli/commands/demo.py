@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -71,8 +72,24 @@ def demo_command(
     if output is Output.JSON:
         print_json(summary)
         return
-    billable = summary["cost"]["by_team_billable_instance_hours"]
-    rows = [
+    print_table(
+        f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
+        ["", "soft quotas", "hard partitions"],
+        [*_headline_rows(summary), *_cost_rows(summary), *_reclaim_rows(summary), *_idle_rows(summary)]
+        + [(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
+    )
+    Console().print(summary["cost"]["note"])
+    Console().print(f"report: {path}")
+    Console().print(f"log: {noise.path} ({noise.warnings} warnings from the local stack)")
+
+
+#: A row of the comparison: what, the soft quotas' figure, the hard partitions' (or "").
+_Row = tuple[str, object, object]
+
+
+def _headline_rows(summary: Mapping[str, Any]) -> list[_Row]:
+    """Utilization, makespan and each tier's waits, beside the hard partitions'."""
+    return [
         (
             "GPU utilization",
             f"{summary['utilization']:.1%}",
@@ -87,34 +104,48 @@ def demo_command(
             )
             for tier, w in summary["wait_seconds"].items()
         ],
+    ]
+
+
+def _cost_rows(summary: Mapping[str, Any]) -> list[_Row]:
+    """Each team's GPU-hours and cost, then the jobs' outcomes and the preemptions."""
+    billable = summary["cost"]["by_team_billable_instance_hours"]
+    return [
         *[(f"GPU-hours {team}", hours, "") for team, hours in summary["gpu_hours"].items()],
         *[
-            (
-                f"cost {team} (USD)",
-                f"{usd:,.2f} ({billable[team]} billable instance-h)",
-                "",
-            )
+            (f"cost {team} (USD)", f"{usd:,.2f} ({billable[team]} billable instance-h)", "")
             for team, usd in summary["cost"]["by_team_usd"].items()
         ],
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
-        *[
-            (
-                f"reclaim for {r['job']} (waited {r['waited_seconds'] / 60:.1f} min)",
-                f"stopped {v['job']}: checkpoint {_age(v['checkpoint_age_seconds'])} old, "
-                f"{v['minutes_lost']:.1f} min lost",
-                "",
-            )
-            for r in summary["reclaims"]
-            for v in r["victims"]
-        ],
+    ]
+
+
+def _reclaim_rows(summary: Mapping[str, Any]) -> list[_Row]:
+    """Each job stopped to reclaim capacity: for whom, its checkpoint's age and the work lost."""
+    return [
+        (
+            f"reclaim for {r['job']} (waited {r['waited_seconds'] / 60:.1f} min)",
+            f"stopped {v['job']}: checkpoint {_age(v['checkpoint_age_seconds'])} old, "
+            f"{v['minutes_lost']:.1f} min lost",
+            "",
+        )
+        for r in summary["reclaims"]
+        for v in r["victims"]
+    ]
+
+
+def _idle_rows(summary: Mapping[str, Any]) -> list[_Row]:
+    """What the idle detector flagged and stopped, and who took the instances it freed."""
+    idle = summary["idle"]
+    return [
         (
             "idle jobs flagged / stopped / busy flagged",
-            f"{summary['idle']['jobs_flagged']} / {summary['idle']['jobs_stopped']} / "
-            f"{summary['idle']['busy_jobs_flagged']} ({', '.join(summary['idle']['flagged']) or 'none'})",
+            f"{idle['jobs_flagged']} / {idle['jobs_stopped']} / "
+            f"{idle['busy_jobs_flagged']} ({', '.join(idle['flagged']) or 'none'})",
             "",
         ),
-        ("idle GPU-hours reclaimed", f"{summary['idle']['reclaimed_gpu_hours']:.1f}", ""),
+        ("idle GPU-hours reclaimed", f"{idle['reclaimed_gpu_hours']:.1f}", ""),
         *[
             (
                 f"idle stop of {stop['job']} ({stop['gpus']} GPUs)",
@@ -123,18 +154,9 @@ def demo_command(
                 else "no waiting job took its instances",
                 "",
             )
-            for stop in summary["idle"]["stops"]
+            for stop in idle["stops"]
         ],
-        *[(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     ]
-    print_table(
-        f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
-        ["", "soft quotas", "hard partitions"],
-        rows,
-    )
-    Console().print(summary["cost"]["note"])
-    Console().print(f"report: {path}")
-    Console().print(f"log: {noise.path} ({noise.warnings} warnings from the local stack)")
 
 
 def _age(seconds: float | None) -> str:

@@ -9,11 +9,10 @@ from typing import Annotated, Any
 import typer
 from shareplane.domain.idle.record import IdleRecord
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..aws import DEFAULT_TARGET, Target, account_options
 from ..main import app
-from ..output import Output, emit, print_table
+from ..output import Output, OutputOption, emit, print_table
 
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 #: The detector's acts, from least to most: a job's row shows the furthest it went in each period.
 _ACT_ORDER = ("alert", "warn", "stop", "stop_and_requeue")
 
@@ -115,6 +114,7 @@ def _hours_kept(hours: float) -> float:
 
 
 @app.command("idle")
+@account_options
 def idle_command(
     hours: Annotated[
         float,
@@ -127,15 +127,10 @@ def idle_command(
     team: Annotated[str | None, typer.Option(help="Only this team's jobs.")] = None,
     stopped: Annotated[bool, typer.Option("--stopped", help="Only jobs the detector stopped.")] = False,
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """List the jobs the idle detector flagged (idle GPUs, or hung) and what it did: alert, warn, stop."""
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
+    ledger = target.jobs_root().idle_ledger
     now = datetime.now(UTC).timestamp()
     records = ledger.since(now - hours * 3600 if hours else 0.0)
     by_job: dict[str, list[IdleRecord]] = {}

@@ -8,12 +8,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.service.queries import job_records
 
 from ..files import read_capped
@@ -25,6 +26,9 @@ from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
 from ..output import Output, stderr_console
 from .jobs import print_jobs
+
+if TYPE_CHECKING:
+    from shareplane.adapters.dynamodb_store import DynamoJobStore
 
 TemplateOption = Annotated[Path, typer.Option(help="The SAM template the stack is built from.")]
 err = stderr_console()
@@ -175,7 +179,7 @@ def up_command(
                 print(f"export {key}={value}", flush=True)
             err.print(
                 f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
-                f"{stack.emulator.endpoint} ({speed:g}x) (Ctrl-C stops it)"
+                f"{stack.running_emulator().endpoint} ({speed:g}x) (Ctrl-C stops it)"
             )
             err.print(noise.where())
             skipped = stack.emulated.skipped if stack.emulated else {}
@@ -204,18 +208,18 @@ def up_command(
             err.print(f"stopped: {done}; {noise.warnings} warnings in {escape(str(noise.path))}")
 
 
-def _stack_config(stack: LocalStack) -> Any:
-    """The shares config the stack's functions run with (their SHAREPLANE_CONFIG), for teams and tiers."""
-    from shareplane.domain.config.shares import SharesConfig
+def _stack_config(stack: LocalStack) -> SharesConfig | None:
+    """The shares config the stack's functions run with (the SSM parameter they read), for teams and tiers."""
+    from shareplane.adapters.ssm_shares_config import PARAMETER_SETTING, read_shares_config
 
     for function in stack.functions:
-        raw = stack.function_environment(function).get("SHAREPLANE_CONFIG")
-        if raw:
-            return SharesConfig.model_validate_json(raw)
+        name = stack.function_environment(function).get(PARAMETER_SETTING)
+        if name:
+            return read_shares_config(stack.client("ssm"), name)
     return None
 
 
-def _store(stack: LocalStack) -> Any:
+def _store(stack: LocalStack) -> DynamoJobStore:
     from shareplane.bootstrap import Root
 
     # The stack's own client (its endpoint), the table it created.

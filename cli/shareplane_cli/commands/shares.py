@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.adapters.share_items import audit_item
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
-from shareplane.domain.shares.ownership import baseline_settings, setting_to_state
+from shareplane.domain.shares.ownership import Setting, baseline_settings, setting_to_state
 from shareplane.domain.shares.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.shares.state import PlanAudit, SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
-from ..config_file import load_config
+from ..aws import DEFAULT_TARGET, JOBS_TABLE_OUTPUT, Target, account_options
+from ..config_file import DEFAULT_CONFIG, load_config
 from ..main import app
-from ..output import Output, emit, print_error, print_json, print_table
+from ..output import Output, OutputOption, emit, print_error, print_json, print_table
 
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+#: A setting as JSON shows it: a weight, or a quota share's UpdateQuotaShare fields.
+SettingJson = float | dict[str, Any]
 
 
-def _setting_text(setting: Any) -> str:
+def _setting_text(setting: Setting | SettingJson | None) -> str:
     if isinstance(setting, dict | QuotaSettings):
         quota = setting if isinstance(setting, QuotaSettings) else QuotaSettings.from_dict(setting)
         limits = ", ".join(f"{u}={n}" for u, n in sorted(quota.capacity_limits.items()))
@@ -46,6 +48,7 @@ def current_shares(
     policy = batch.describe_scheduling_policy(policy_arn) if policy_arn else None
     latest = state.latest if state is not None else None
     identifiers: dict[str, float] = {}
+    settings: dict[str, SettingJson]
     targets = dict(latest.targets) if latest else {}
     actual = dict(latest.actual) if latest else {}
     waiting = dict(latest.waiting) if latest else {}
@@ -57,7 +60,7 @@ def current_shares(
         weights = current_weights(policy) if policy is not None else []
         settings = {w.share_identifier: w.weight_factor for w in weights}
         if config is not None and config.tiered_shares:
-            identifiers = settings
+            identifiers = {w.share_identifier: w.weight_factor for w in weights}
             settings = {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}
     names = sorted(set(settings) | set(targets))
     # What the template holds (CloudFormation's) and what the rebalancer holds in force over it.
@@ -101,7 +104,7 @@ def current_shares(
     }
 
 
-def _when(epoch: Any) -> str | None:
+def _when(epoch: float | None) -> str | None:
     return None if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(epoch)))
 
 
@@ -124,6 +127,68 @@ def _print_current(view: dict[str, Any], output: Output) -> None:
         print_table(title, ["team", label, "target", "actual", "waiting", "why"], rows)
 
     emit(view, output, table)
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """One audit record as ``--history -o json`` prints it: the plan's moves and how it went."""
+
+    plan_id: str
+    tick_id: str
+    #: plan | restore | rollback
+    kind: str
+    #: PENDING | APPLIED | DRY_RUN
+    status: str
+    queue: str
+    mode: str
+    created_at: float
+    reason: str
+    before: dict[str, SettingJson]
+    after: dict[str, SettingJson]
+    why: dict[str, str]
+    actual: dict[str, float] | None
+    waiting: dict[str, float] | None
+    rollback_of: str | None
+    applied_at: float | None
+
+    @classmethod
+    def of(cls, audit: PlanAudit) -> AuditView:
+        """The view of a stored audit record."""
+        plan = audit.plan
+        return cls(
+            plan_id=audit.plan_id,
+            tick_id=audit.tick_id,
+            kind=audit.kind,
+            status=audit.status,
+            queue=audit.queue,
+            mode=plan.mode.value,
+            created_at=plan.created_at,
+            reason=plan.reason,
+            before=_settings_json(audit.before),
+            after=_settings_json(audit.after),
+            why=audit.why,
+            actual=_optional_dict(audit.actual),
+            waiting=_optional_dict(audit.waiting),
+            rollback_of=audit.rollback_of,
+            applied_at=audit.applied_at,
+        )
+
+    def as_json(self) -> dict[str, object]:
+        """Its fields by their JSON names (``planId``, ``rollbackOf``, ...)."""
+        return {_camel(name): value for name, value in asdict(self).items()}
+
+
+def _settings_json(settings: Mapping[str, Setting]) -> dict[str, SettingJson]:
+    return {share: s.to_dict() if isinstance(s, QuotaSettings) else s for share, s in settings.items()}
+
+
+def _optional_dict(values: Mapping[str, float] | None) -> dict[str, float] | None:
+    return None if values is None else dict(values)
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 def _print_history(audits: list[PlanAudit], output: Output) -> None:
@@ -150,10 +215,11 @@ def _print_history(audits: list[PlanAudit], output: Output) -> None:
             rows,
         )
 
-    emit([audit_item(a) for a in audits], output, table)
+    emit([AuditView.of(a).as_json() for a in audits], output, table)
 
 
 @app.command("shares")
+@account_options
 def shares_command(
     history: Annotated[bool, typer.Option("--history", help="List the audit records, newest first.")] = False,
     rollback_id: Annotated[
@@ -161,20 +227,15 @@ def shares_command(
         typer.Option("--rollback", help="Restore the before values of this plan id (from --history)."),
     ] = None,
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the stack's output).")] = None,
     config_path: Annotated[
         Path, typer.Option("--config", help="The shares config: which share identifiers make up each team.")
-    ] = Path("config/shares.yaml"),
+    ] = DEFAULT_CONFIG,
 ) -> None:
     """Show each share's weight or quota limits with target against actual; audit history; rollback."""
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    outputs = target.outputs() if not (table and queue) else {}
-    root = target.root(table_name=table or outputs["JobsTableName"])
+    outputs = target.outputs() if not (target.table and queue) else {}
+    root = target.root(table_name=target.table or outputs[JOBS_TABLE_OUTPUT])
     store, batch = root.share_store, root.batch_policy
     job_queue = queue or outputs["GpuJobQueueName"]
     try:

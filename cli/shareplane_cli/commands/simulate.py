@@ -14,6 +14,7 @@ from gpusim.trace import load_trace
 from gpusim.whatif import (
     TIERS,
     Policy,
+    Scenario,
     WhatIfResult,
     build_scenario,
     load_whatif_config,
@@ -24,10 +25,10 @@ from gpusim.whatif import (
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from shareplane.domain.errors import ShareplaneError
 
 from ..main import app
-from ..output import Output, print_json, stderr_console
+from ..output import Output, OutputOption, print_json, stderr_console
+from ..whatif_options import TraceOption, WhatIfConfigOption, bad_input_exits
 
 ALL_POLICIES = ",".join(p.value for p in Policy)
 
@@ -83,112 +84,113 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
     (console or Console()).print(table)
 
 
+PolicyOption = Annotated[str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")]
+CapacityOption = Annotated[
+    int | None, typer.Option("--capacity", min=1, help="Cluster GPUs (default: from the config or the load).")
+]
+ReportOption = Annotated[
+    Path | None, typer.Option("--report", help="Write a self-contained HTML report (index.html) here.")
+]
+EtaOption = Annotated[
+    bool,
+    typer.Option(
+        "--eta",
+        help="Backtest the start forecast: predict at submission for a seeded sample of jobs, "
+        "add each policy's error and p10-p90 coverage (an `eta` object in JSON).",
+    ),
+]
+EtaSampleOption = Annotated[
+    int, typer.Option("--eta-sample", min=1, help="With --eta: how many jobs get a prediction.")
+]
+EtaWorkersOption = Annotated[
+    int,
+    typer.Option(
+        "--eta-workers",
+        min=1,
+        help="With --eta: forecast in this many processes beside the replay (same predictions, "
+        "less wall time).",
+    ),
+]
+EtaPredictionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--eta-predictions",
+        help="With --eta: write every raw prediction (each run's start, the actual start) as JSON "
+        "here, to re-measure or re-tune the calibration without replaying.",
+    ),
+]
+IdleFractionOption = Annotated[
+    float | None,
+    typer.Option(
+        "--idle-fraction",
+        min=0.0,
+        max=1.0,
+        help="Seed this fraction of jobs to hold their GPUs idle (some whole run, some after a point) "
+        "and run the idle detector on its schedule (an `idle` object per policy in JSON).",
+    ),
+]
+
+
 @app.command("simulate")
 def simulate_command(
-    trace: Annotated[
-        Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="What-if config (default: built-in; see config/whatif.yaml)."),
-    ] = None,
-    policy: Annotated[
-        str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")
-    ] = ALL_POLICIES,
-    capacity: Annotated[
-        int | None,
-        typer.Option("--capacity", min=1, help="Cluster GPUs (default: from the config or the load)."),
-    ] = None,
+    trace: TraceOption,
+    config: WhatIfConfigOption = None,
+    policy: PolicyOption = ALL_POLICIES,
+    capacity: CapacityOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for tiers, failures and the model.")] = 0,
-    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
-    report: Annotated[
-        Path | None, typer.Option("--report", help="Write a self-contained HTML report (index.html) here.")
-    ] = None,
-    eta: Annotated[
-        bool,
-        typer.Option(
-            "--eta",
-            help="Backtest the start forecast: predict at submission for a seeded sample of jobs, "
-            "add each policy's error and p10-p90 coverage (an `eta` object in JSON).",
-        ),
-    ] = False,
-    eta_sample: Annotated[
-        int, typer.Option("--eta-sample", min=1, help="With --eta: how many jobs get a prediction.")
-    ] = 1000,
-    eta_workers: Annotated[
-        int,
-        typer.Option(
-            "--eta-workers",
-            min=1,
-            help="With --eta: forecast in this many processes beside the replay (same predictions, "
-            "less wall time).",
-        ),
-    ] = 1,
-    eta_predictions: Annotated[
-        Path | None,
-        typer.Option(
-            "--eta-predictions",
-            help="With --eta: write every raw prediction (each run's start, the actual start) as JSON "
-            "here, to re-measure or re-tune the calibration without replaying.",
-        ),
-    ] = None,
-    idle_fraction: Annotated[
-        float | None,
-        typer.Option(
-            "--idle-fraction",
-            min=0.0,
-            max=1.0,
-            help="Seed this fraction of jobs to hold their GPUs idle (some whole run, some after a point) "
-            "and run the idle detector on its schedule (an `idle` object per policy in JSON).",
-        ),
-    ] = None,
+    output: OutputOption = Output.TABLE,
+    report: ReportOption = None,
+    eta: EtaOption = False,
+    eta_sample: EtaSampleOption = 1000,
+    eta_workers: EtaWorkersOption = 1,
+    eta_predictions: EtaPredictionsOption = None,
+    idle_fraction: IdleFractionOption = None,
 ) -> None:
     """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
     err = stderr_console()
-    try:
+    etas: dict[str, EtaResult] = {}
+    with bad_input_exits(err):
         policies = parse_policies(policy)
         settings = load_whatif_config(config)
         scenario = seed_idle(build_scenario(load_trace(trace), settings, capacity, seed), idle_fraction, seed)
-        show = output is Output.TABLE and sys.stderr.isatty()
-        etas: dict[str, EtaResult] = {}
         if eta:
             for p in policies:
                 etas[p.value] = evaluate(
                     backtest(scenario, p, seed=seed, sample=eta_sample, workers=eta_workers)
                 )
             result = WhatIfResult(scenario, {name: e.result for name, e in etas.items()}, seed)
-        elif show:
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TaskProgressColumn(),
-                TimeElapsedColumn(),
-                console=err,
-            ) as bar:
-                tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
-                result = run_whatif(
-                    scenario, policies, seed, lambda p, done: bar.update(tasks[p], completed=done)
-                )
         else:
-            result = run_whatif(scenario, policies, seed)
-    except ShareplaneError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from exc
+            show = output is Output.TABLE and sys.stderr.isatty()
+            result = _replay(scenario, policies, seed, err if show else None)
     if report is not None:
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
     if eta_predictions is not None and etas:
         eta_predictions.write_text(json.dumps(predictions_json(etas)))
         err.print(f"predictions: {eta_predictions}", highlight=False)
+    _print_result(result, etas, output)
+
+
+def _replay(scenario: Scenario, policies: list[Policy], seed: int, progress: Console | None) -> WhatIfResult:
+    """Each policy's replay, with a progress bar per policy on ``progress`` when there is one."""
+    if progress is None:
+        return run_whatif(scenario, policies, seed)
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=progress) as bar:
+        tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
+        return run_whatif(scenario, policies, seed, lambda p, done: bar.update(tasks[p], completed=done))
+
+
+def _print_result(result: WhatIfResult, etas: dict[str, EtaResult], output: Output) -> None:
     if output is Output.JSON:
         data = result.to_json()
         for name, measured in etas.items():
             data["policies"][name]["eta"] = measured.summary()
         print_json(data)
-    else:
-        print_comparison(result)
-        if etas:
-            print_eta(etas)
+        return
+    print_comparison(result)
+    if etas:
+        print_eta(etas)
 
 
 def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> None:

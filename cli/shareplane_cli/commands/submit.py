@@ -7,23 +7,19 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
-from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.forecast.prediction import prediction_from_record
-from shareplane.domain.jobs.described_job import ListedJob
 from shareplane.domain.jobs.lifecycle import JobState
-from shareplane.domain.submit.jobspec import TEAM_TAG
+from shareplane.service.team_jobs import TeamJob, find_team_jobs
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, Target
-from ..config_file import load_config
+from ..aws import DEFAULT_TARGET, Target, account_options, endpoint_options
+from ..config_file import DEFAULT_CONFIG, ConfigPath, load_config
 from ..main import app
-from ..output import Output, emit, print_json, print_table, stderr_console
+from ..output import Output, OutputOption, emit, print_json, print_table, stderr_console
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
 from .jobs import predicted_start
 
-ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 err = stderr_console()
 
 
@@ -82,6 +78,7 @@ def _print_answer(result: SubmitResult) -> None:
 
 
 @app.command("submit")
+@account_options
 def submit_command(
     spec: Annotated[
         Path, typer.Argument(exists=True, dir_okay=False, help="The job spec (.yaml, .yml, .json).")
@@ -91,12 +88,9 @@ def submit_command(
     bucket: Annotated[str | None, typer.Option(help="Drop bucket (default: the stack's output).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the receipt.")] = 120,
     wait_timeout: Annotated[float, typer.Option(help="Seconds to follow jobs with --wait.")] = 7 * 24 * 3600,
-    config_path: ConfigPath = Path("config/shares.yaml"),
+    config_path: ConfigPath = DEFAULT_CONFIG,
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
+    target: Target = DEFAULT_TARGET,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -112,7 +106,6 @@ def submit_command(
     With --dry-run nothing is uploaded or submitted: exit 0 with the forecast, 1 if SPEC fails a rule.
     """
     config = _config(config_path)
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     if dry_run:
         from ..dry_run import dry_run_spec, print_dry_run
 
@@ -142,77 +135,62 @@ def submit_command(
 
 
 @app.command("cancel")
+@endpoint_options
 def cancel_command(
     job_id: Annotated[str, typer.Argument(help="The service job id or ARN.")],
     reason: Annotated[
         str, typer.Option(help="Why (kept on the job as its statusReason).")
     ] = "cancelled with shareplane",
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Terminate one service job (TerminateServiceJob); terminated jobs are not retried."""
-    target = Target(profile=profile, region=region, endpoint=endpoint)
     target.root().batch_jobs.terminate(job_id, reason)
     Console().print(f"terminated {job_id}", markup=False, highlight=False)
 
 
-def find_team_jobs(batch: BatchServiceJobs, config: SharesConfig, teams: list[str]) -> list[dict[str, Any]]:
-    """A team's queued and running jobs: by share identifier on the GPU queue, by team tag on CPU."""
-    found: list[dict[str, Any]] = []
-    quota = config.mode is SchedulingMode.QUOTA
-    for team in teams:
-        # Every identifier of the team: its plain share (the jobs of tiers without an identifier of
-        # their own, and jobs queued before the stack moved to team_tier) and its own-share tiers'.
-        shares = sorted(
-            {s for s, key in config.share_keys.items() if key.team == team} | {config.teams[team].share}
-        )
-        for share in shares:
-            for job in batch.active_jobs(config.gpu_queue_name(), share, quota=quota):
-                found.append({"team": team, "queue": config.gpu_queue_name(), **_summary(job)})
-    if config.queues.cpu_fifo:
-        # A FIFO queue has no shares: ListServiceJobs cannot filter by team, the job's tags can.
-        for status in ACTIVE_STATUSES:
-            for job in batch.list_jobs(config.queues.cpu_fifo, status):
-                described = batch.describe(job.job_id)
-                job_team = described.tags.get(TEAM_TAG) if described is not None else None
-                if job_team in teams:
-                    found.append({"team": job_team, "queue": config.queues.cpu_fifo, **_summary(job)})
-    return found
-
-
-def _summary(job: ListedJob) -> dict[str, Any]:
-    return {"jobId": job.job_id, "jobName": job.job_name, "status": job.status}
+def team_job_record(found: TeamJob) -> dict[str, str | None]:
+    """One job cleanup found, as ``--output json`` lists it."""
+    job = found.job
+    return {
+        "team": found.team,
+        "queue": found.queue,
+        "jobId": job.job_id,
+        "jobName": job.job_name,
+        "status": job.status,
+    }
 
 
 @app.command("cleanup")
+@endpoint_options
 def cleanup_command(
     team: Annotated[str | None, typer.Option(help="Only this team's jobs (default: every team).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be terminated.")] = False,
     reason: Annotated[str, typer.Option(help="statusReason for the terminated jobs.")] = "shareplane cleanup",
-    config_path: ConfigPath = Path("config/shares.yaml"),
+    config_path: ConfigPath = DEFAULT_CONFIG,
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Terminate a team's queued and running jobs (TerminateServiceJobs, 50 per call)."""
     config = _config(config_path)
     if team is not None and team not in config.teams:
         err.print(f"error: team {team!r} is not in the shares config; use one of {sorted(config.teams)}")
         raise typer.Exit(2)
-    root = Target(profile=profile, region=region, endpoint=endpoint).root()
-    batch = root.batch_jobs
-    jobs = find_team_jobs(batch, config, [team] if team else sorted(config.teams))
-    report: dict[str, Any] = {"dryRun": dry_run, "jobs": jobs, "terminated": [], "errors": []}
-    if jobs and not dry_run:
-        result = batch.terminate_many([j["jobId"] for j in jobs], reason)
+    batch = target.root().batch_jobs
+    found = find_team_jobs(batch, config, [team] if team else sorted(config.teams))
+    report: dict[str, Any] = {
+        "dryRun": dry_run,
+        "jobs": [team_job_record(f) for f in found],
+        "terminated": [],
+        "errors": [],
+    }
+    if found and not dry_run:
+        result = batch.terminate_many([f.job.job_id for f in found], reason)
         report["terminated"], report["errors"] = list(result.successful), [dict(e) for e in result.errors]
 
     def table() -> None:
         verb = "would terminate" if dry_run else "terminated"
-        rows = [(j["team"], j["queue"], j["jobName"], j["status"], j["jobId"]) for j in jobs]
-        print_table(f"{verb} {len(jobs)} job(s)", ["team", "queue", "job", "status", "job id"], rows)
+        rows = [(f.team, f.queue, f.job.job_name, f.job.status, f.job.job_id) for f in found]
+        print_table(f"{verb} {len(found)} job(s)", ["team", "queue", "job", "status", "job id"], rows)
         for error in report["errors"]:
             err.print(f"{error.get('job')}: {error.get('code')} {error.get('message')}", markup=False)
 

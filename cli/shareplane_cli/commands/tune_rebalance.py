@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,10 +17,10 @@ from gpusim.tuning import (
 from gpusim.whatif import TIERS, PolicyResult, load_whatif_config
 from rich.console import Console
 from rich.table import Table
-from shareplane.domain.errors import ShareplaneError
 
 from ..main import app
-from ..output import Output, print_json, stderr_console
+from ..output import Output, OutputOption, print_json, stderr_console
+from ..whatif_options import TraceOption, WhatIfConfigOption, bad_input_exits
 
 
 def _rows(result: PolicyResult) -> list[str]:
@@ -66,13 +65,8 @@ def print_tuning(report: TuningReport, console: Console | None = None) -> None:
 
 @app.command("tune-rebalance")
 def tune_rebalance_command(
-    trace: Annotated[
-        Path, typer.Option("--trace", help="Job trace: Philly CSV or exported jobs as JSON lines.")
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="What-if config (default: built-in; see config/whatif.yaml)."),
-    ] = None,
+    trace: TraceOption,
+    config: WhatIfConfigOption = None,
     split: Annotated[
         float, typer.Option("--split", help="Fraction of the jobs (by submit time) to tune on.")
     ] = 0.5,
@@ -92,11 +86,11 @@ def tune_rebalance_command(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for the grid, tiers, failures and the model.")
     ] = 0,
-    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = Output.TABLE,
+    output: OutputOption = Output.TABLE,
 ) -> None:
     """Choose rebalancer settings on the first part of a trace and report them on the rest."""
     err = stderr_console()
-    try:
+    with bad_input_exits(err):
         report = tune_rebalance(
             load_trace(trace),
             load_whatif_config(config),
@@ -107,9 +101,6 @@ def tune_rebalance_command(
             max_utilization_loss=max_utilization_loss,
             progress=lambda text: err.print(text, highlight=False),
         )
-    except ShareplaneError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from exc
     if output is Output.JSON:
         print_json(report.to_json())
     else:

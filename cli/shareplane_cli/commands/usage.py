@@ -17,8 +17,8 @@ from shareplane.domain.errors import InvalidInputError
 from shareplane.service.spend import team_months
 from shareplane.service.usage import chargeback
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
-from ..config_file import load_config
+from ..aws import DEFAULT_TARGET, Target, account_options
+from ..config_file import DEFAULT_CONFIG, load_config
 from ..main import app
 from ..output import print_csv, print_json, print_table
 
@@ -31,6 +31,13 @@ class UsageOutput(StrEnum):
     JSON = "json"
     TABLE = "table"
     CSV = "csv"
+
+
+# The options `usage` and `budgets` share, besides the connection's.
+UsageOutputOption = Annotated[UsageOutput, typer.Option("--output", "-o")]
+SpendConfigPath = Annotated[
+    Path, typer.Option("--config", help="The shares config: teams, prices per instance type, budgets.")
+]
 
 
 def parse_since(value: str | None, now: datetime) -> datetime | None:
@@ -62,21 +69,16 @@ def row_data(row: UsageRow, by: UsageGroup) -> dict[str, object]:
 
 
 @app.command("usage")
+@account_options
 def usage_command(
     team: Annotated[str | None, typer.Option(help="Only this team's spend.")] = None,
     since: Annotated[
         str | None, typer.Option(help="From this UTC date or time, a window such as 30d, or month.")
     ] = None,
     by: Annotated[UsageGroup, typer.Option(help="Group each team's spend by this.")] = UsageGroup.TEAM,
-    output: Annotated[UsageOutput, typer.Option("--output", "-o")] = UsageOutput.TABLE,
-    config_path: Annotated[
-        Path, typer.Option("--config", help="The shares config: prices per instance type, teams.")
-    ] = Path("config/shares.yaml"),
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    output: UsageOutputOption = UsageOutput.TABLE,
+    config_path: SpendConfigPath = DEFAULT_CONFIG,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Cost per team: SageMaker billable time x instances x on-demand price; running jobs estimated."""
     config = load_config(config_path)
@@ -86,9 +88,8 @@ def usage_command(
         )
     now = datetime.now(UTC)
     start = parse_since(since, now)
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     rows = chargeback(
-        target.job_store(table),
+        target.job_store(),
         config,
         by,
         now_ms=int(now.timestamp() * 1000),
@@ -125,19 +126,14 @@ def usage_command(
 
 
 @app.command("budgets")
+@account_options
 def budgets_command(
     month: Annotated[
         str | None, typer.Option(help="The UTC month, YYYY-MM (default: this month, forecast included).")
     ] = None,
-    output: Annotated[UsageOutput, typer.Option("--output", "-o")] = UsageOutput.TABLE,
-    config_path: Annotated[
-        Path, typer.Option("--config", help="The shares config: budgets per team.")
-    ] = Path("config/shares.yaml"),
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    output: UsageOutputOption = UsageOutput.TABLE,
+    config_path: SpendConfigPath = DEFAULT_CONFIG,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Each budgeted team's month: spent (billed plus accrued by running jobs), budget, the burn-rate
     forecast and what enforcement does."""
@@ -154,7 +150,7 @@ def budgets_command(
         start, end = month_bounds(month)
         # A past month is over (its forecast is its spend); this month is taken as of now.
         now = min(now, end.timestamp() - 1e-3) if start.timestamp() <= now else start.timestamp()
-    store = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name).job_store(table)
+    store = target.job_store()
     rows = []
     months = team_months(store, config, sorted(config.budgets), int(now * 1000))
     for team, budget in sorted(config.budgets.items()):

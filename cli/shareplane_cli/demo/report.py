@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go
+# plotly ships no type hints: its figures are untyped here as they are in gpusim's reports.
+import plotly.graph_objects as go  # type: ignore[import-untyped]
 from gpusim.html_page import COLORS, chart, duration, page, table
-from plotly.subplots import make_subplots
+from plotly.subplots import make_subplots  # type: ignore[import-untyped]
 
 from .usage import UsageTracker, instance_seconds
 

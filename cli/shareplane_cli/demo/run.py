@@ -112,7 +112,7 @@ def _play(
     config: SharesConfig,
     on_tick: Callable[[UsageTracker, float], None],
 ) -> LiveRun:
-    emulator = stack.emulator
+    emulator = stack.running_emulator()
     start = emulator.virtual_now()
     tracker = UsageTracker(
         lambda: emulator.engine.now - start,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from gpusim.gpu_metrics import IDLE_AFTER_TAG
 from shareplane.domain.config.shares import SharesConfig, Tier
@@ -81,7 +82,7 @@ def scripted_outcomes(jobs: list[DemoJob]) -> dict[str, tuple[str, ...]]:
     return {job.name: job.outcomes for job in jobs if job.outcomes}
 
 
-def submit_request(job: DemoJob, config: SharesConfig) -> dict:
+def submit_request(job: DemoJob, config: SharesConfig) -> dict[str, Any]:
     """The SubmitServiceJob request for a demo job, built by the same job-spec code the submit path uses."""
     team = config.teams[job.team]
     image_prefix = team.allowed_image_prefixes[0]
@@ -104,10 +105,11 @@ def submit_request(job: DemoJob, config: SharesConfig) -> dict:
         bucket="demo",
         version_id="v1",
     )
-    if not result.ok:
+    built = result.jobs[0].request if result.ok else None
+    if built is None:
         problems = [p for j in result.jobs for p in j.problems] + list(result.problems)
         raise ValueError(f"demo job {job.name} is not a valid spec for this config: {problems}")
-    request = dict(result.jobs[0].request)
+    request = dict(built)
     request["tags"] = {**request.get("tags", {}), DURATION_TAG: str(job.minutes * 60)}
     if job.idle_after_minutes is not None:
         request["tags"][IDLE_AFTER_TAG] = str(job.idle_after_minutes * 60)

@@ -111,8 +111,9 @@ def _bucket(bucket: str) -> str:
     return f"arn:aws:s3:::{bucket}"
 
 
-def _object(bucket: str, key: str) -> str:
-    return f"arn:aws:s3:::{bucket}/{key}"
+def _object(bucket: str, key: str | None) -> str:
+    # boto3 refuses an object call without its Key before it is sent: "*" is never recorded.
+    return f"arn:aws:s3:::{bucket}/{'*' if key is None else key}"
 
 
 def _batch_arn(location: Location, kind: str, name_or_arn: str) -> str:
@@ -140,7 +141,8 @@ def _dynamodb(location: Location, operation: str, params: Mapping[str, Any]) -> 
 
 
 def _s3(operation: str, params: Mapping[str, Any]) -> list[Authorization]:
-    bucket, key = params.get("Bucket", ""), params.get("Key")
+    bucket = str(params.get("Bucket", ""))
+    key = None if params.get("Key") is None else str(params["Key"])
     versioned = bool(params.get("VersionId"))
     if operation in ("GetObject", "HeadObject"):
         read = "s3:GetObjectVersion" if versioned else "s3:GetObject"
@@ -156,7 +158,7 @@ def _s3(operation: str, params: Mapping[str, Any]) -> list[Authorization]:
             Authorization("s3:DeleteObjectVersion" if versioned else "s3:DeleteObject", _object(bucket, key))
         ]
     if operation == "CopyObject":
-        source = params.get("CopySource")
+        source = params["CopySource"]
         if isinstance(source, str):
             path, _, query = unquote(source).lstrip("/").partition("?versionId=")
             source_bucket, _, source_key = path.partition("/")
@@ -276,6 +278,15 @@ def authorizations(
                 )
             )
         return found
+    if service == "ssm" and "Name" in params:
+        # A parameter's ARN joins its path-style name (leading slash) to "parameter" as written.
+        name = str(params["Name"])
+        path = name if name.startswith("/") else f"/{name}"
+        return [
+            Authorization(
+                f"ssm:{operation}", f"arn:aws:ssm:{location.region}:{location.account}:parameter{path}"
+            )
+        ]
     if service == "sagemaker" and "TrainingJobName" in params:
         name = params["TrainingJobName"]
         arn = (

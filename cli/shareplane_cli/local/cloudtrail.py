@@ -35,9 +35,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from shareplane.domain.jobs.arns import arn_tail
+
+from .envelope import eventbridge_event
+
+if TYPE_CHECKING:
+    from moto.events.utils import EventMessageType
 
 logger = logging.getLogger(__name__)
 
@@ -149,16 +154,14 @@ def object_created_event(
     event_name: str, bucket: Any, key: Any, account: str, region: str, request_id: str
 ) -> dict[str, Any]:
     """S3's Object Created event on EventBridge, with this request's id (ev-events.html)."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Object Created",
-        "source": "aws.s3",
-        "account": account,
-        "time": _envelope_time(),
-        "region": region,
-        "resources": [f"arn:aws:s3:::{bucket.name}"],
-        "detail": {
+    return eventbridge_event(
+        "Object Created",
+        "aws.s3",
+        account=account,
+        region=region,
+        time=_envelope_time(),
+        resources=[f"arn:aws:s3:::{bucket.name}"],
+        detail={
             "version": "0",
             "bucket": {"name": bucket.name},
             "object": {
@@ -173,7 +176,7 @@ def object_created_event(
             "source-ip-address": "127.0.0.1",
             "reason": REASONS.get(event_name, event_name.split(":")[-1]),
         },
-    }
+    )
 
 
 def user_identity(user_id: str, arn: str, account: str) -> dict[str, Any]:
@@ -216,16 +219,14 @@ def cloudtrail_event(
     response: dict[str, Any] = {}
     if key.version_id and key.version_id != "null":
         response["x-amz-version-id"] = key.version_id
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "AWS API Call via CloudTrail",
-        "source": "aws.s3",
-        "account": account,
-        "time": _envelope_time(),
-        "region": region,
-        "resources": [],
-        "detail": {
+    return eventbridge_event(
+        "AWS API Call via CloudTrail",
+        "aws.s3",
+        account=account,
+        region=region,
+        time=_envelope_time(),
+        resources=[],
+        detail={
             "eventVersion": "1.10",
             "userIdentity": user_identity(*caller),
             "eventTime": now,
@@ -248,7 +249,7 @@ def cloudtrail_event(
             "recipientAccountId": account,
             "eventCategory": "Data",
         },
-    }
+    )
 
 
 def trail_selectors(
@@ -330,4 +331,6 @@ def _deliver(account_id: str, region: str, events: list[dict[str, Any]]) -> None
     for event in events:
         for bus in list(backend.event_buses.values()):
             for rule in list(bus.rules.values()):
-                rule.send_to_targets(copy.deepcopy(event), transform_input=False)
+                # The events are built here in EventBridge's shape, which moto types as a TypedDict.
+                message = cast("EventMessageType", copy.deepcopy(event))
+                rule.send_to_targets(message, transform_input=False)

@@ -247,14 +247,15 @@ def install(account: str, region: str) -> ItemRollbackTransactions:
 
     backend = dynamodb_backends[account][region]
     transactions = ItemRollbackTransactions(backend)
-    backend.transact_write_items = transactions.transact_write_items
+    # moto's backend is patched in place (as its serializer is above): that is what this module is for.
+    backend.transact_write_items = transactions.transact_write_items  # type: ignore[method-assign]
     create_table = backend.create_table
 
     def create_partitioned_table(*args: Any, **kwargs: Any) -> Any:
         table = create_table(*args, **kwargs)
-        table.query = partial(partition_query, table)
+        table.query = partial(partition_query, table)  # type: ignore[method-assign]  # (patched, as above)
         return table
 
-    backend.create_table = create_partitioned_table
+    backend.create_table = create_partitioned_table  # type: ignore[method-assign]  # (patched, as above)
     _install_plain_attribute_values()
     return transactions

@@ -14,18 +14,18 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.model import Shape
+from botocore.model import ListShape, MapShape, Shape, StructureShape
 from botocore.session import get_session
 from gpusim import ApiError, BatchModel, ModelOptions, RealtimeEngine
 from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
 
+from .envelope import eventbridge_event
 from .intrinsics import Intrinsics, TemplateResourceError, references
 
 #: Virtual seconds per wall second: a one-hour training job plays out in about 40 seconds.
@@ -193,9 +193,10 @@ def creation_order(resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
             cycle = ids - done
             while unneeded := {k for k in cycle if not any(k in needs[o] for o in cycle)}:
                 cycle -= unneeded
-            cycle = sorted(cycle)
             raise TemplateResourceError(
-                ", ".join(cycle), "refer to each other in a cycle", "break the cycle of Ref/GetAtt/DependsOn"
+                ", ".join(sorted(cycle)),
+                "refer to each other in a cycle",
+                "break the cycle of Ref/GetAtt/DependsOn",
             )
         order.append(ready[0])
         done.add(ready[0])
@@ -204,12 +205,13 @@ def creation_order(resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def to_request(logical_id: str, properties: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
     """CloudFormation properties (PascalCase) as the API's request (camelCase), checked against its shape."""
-    return _convert(properties, shape, logical_id)
+    request: dict[str, Any] = _convert(properties, shape, logical_id)
+    return request
 
 
 def _convert(value: Any, shape: Shape, path: str) -> Any:
     kind = shape.type_name
-    if kind == "structure":
+    if isinstance(shape, StructureShape):
         if not isinstance(value, Mapping):
             raise TemplateResourceError(
                 path, f"is {type(value).__name__}, not an object", "write it as a mapping"
@@ -226,11 +228,11 @@ def _convert(value: Any, shape: Shape, path: str) -> Any:
                 )
             out[member] = _convert(item, shape.members[member], f"{path}.{key}")
         return out
-    if kind == "list":
+    if isinstance(shape, ListShape):
         if not isinstance(value, list):
             raise TemplateResourceError(path, "is not a list", "write it as a YAML sequence")
         return [_convert(item, shape.member, f"{path}[{i}]") for i, item in enumerate(value)]
-    if kind == "map":
+    if isinstance(shape, MapShape):
         if isinstance(value, list):  # the Key/Value list form some resources use for Tags
             return {str(t["Key"]): str(t["Value"]) for t in value}
         return {str(k): _convert(v, shape.value, f"{path}.{k}") for k, v in value.items()}
@@ -286,7 +288,9 @@ def create_batch_resources(
             out.skipped[logical] = "a compute-environment queue; only SAGEMAKER_TRAINING queues are emulated"
             continue
         operation, name_member, arn_member, attribute = _KINDS[kind]
-        request = to_request(logical, properties, service.operation_model(operation).input_shape)
+        input_shape = service.operation_model(operation).input_shape
+        assert input_shape is not None, f"{operation} takes a request"  # every create call does
+        request = to_request(logical, properties, input_shape)
         request.setdefault(name_member, f"{stack_name}-{logical}")
         try:
             response = call(operation, request)
@@ -369,17 +373,15 @@ def template_schedules(
 
 def scheduled_event(rule_arn: str, epoch_ms: int, account: str, region: str) -> dict[str, Any]:
     """The event a schedule rule delivers to its targets at ``epoch_ms``."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": account,
-        "time": iso_seconds(epoch_ms),
-        "region": region,
-        "resources": [rule_arn],
-        "detail": {},
-    }
+    return eventbridge_event(
+        "Scheduled Event",
+        "aws.events",
+        account=account,
+        region=region,
+        time=iso_seconds(epoch_ms),
+        resources=[rule_arn],
+        detail={},
+    )
 
 
 class ScheduleClock:

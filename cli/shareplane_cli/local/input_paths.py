@@ -11,13 +11,14 @@ expression once gives the same matches.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 
 def install() -> None:
     """Memoize ``jsonpath_ng.ext.parse`` for this process (moto imports it at each call, so it sees this)."""
     import jsonpath_ng.ext
 
-    parse: Any = jsonpath_ng.ext.parse
+    # ``parse`` is a name the package imports, not one it exports: reached through its namespace.
+    namespace = vars(jsonpath_ng.ext)
+    parse = namespace["parse"]
     if not hasattr(parse, "cache_info"):  # not memoized yet
-        jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(parse)
+        namespace["parse"] = functools.lru_cache(maxsize=1024)(parse)

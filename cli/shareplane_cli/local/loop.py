@@ -123,7 +123,7 @@ class StackLoop:
         try:
             payload = schedule.input
             if payload is None:  # a schedule rule: the Scheduled Event, stamped with the virtual time
-                emulator = stack.emulator
+                emulator = stack.running_emulator()
                 rule = stack.physical_ids.get(schedule.logical_id, schedule.logical_id)
                 arn = rule if rule.startswith("arn:") else f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
                 payload = scheduled_event(arn, emulator.model.ms(emulator.virtual_now()), ACCOUNT, REGION)

@@ -33,7 +33,7 @@ class MetricIndex:
         self.answered = 0
 
     def _refresh(self) -> None:
-        data = self.backend.metric_data
+        data: list[Any] = self.backend.metric_data
         if data is not self._source or len(data) < self._seen:
             self._source, self._seen, self._series = data, 0, {}
         for seq, datum in enumerate(data[self._seen :], start=self._seen):
@@ -133,5 +133,6 @@ def install(account: str, region: str) -> MetricIndex:
 
     backend = cloudwatch_backends[account][region]
     index = MetricIndex(backend)
-    backend.get_metric_data = index.get_metric_data
+    # moto's backend is patched in place: answering its own GetMetricData is what this module is for.
+    backend.get_metric_data = index.get_metric_data  # type: ignore[method-assign]
     return index

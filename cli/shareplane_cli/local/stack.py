@@ -57,13 +57,22 @@ _MOTO_ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 
 
+#: The template's resource that stores the shares config (an SSM parameter every function reads).
+SHARES_CONFIG_RESOURCE = "SharesConfigParameter"
+
+
 @dataclass(frozen=True)
 class StackSpec:
-    """Where the template is and what to call the stack."""
+    """Where the template is, what to call the stack, and its parameters.
+
+    ``shares_config`` (JSON) stands in for the config the template stores, as a deploy of a template
+    rendered from another config would (``shareplane config render``); None: the template's own.
+    """
 
     template: Path
     stack_name: str = DEFAULT_STACK
     parameters: Mapping[str, str] = field(default_factory=dict)
+    shares_config: str | None = None
 
 
 def endpoint_environment(endpoint: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -150,6 +159,9 @@ class LocalStack:
             input_paths.install()
             self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
+        if self.spec.shares_config is not None:
+            stored = self.translated.cloudformation["Resources"][SHARES_CONFIG_RESOURCE]["Properties"]
+            stored["Value"] = self.spec.shares_config
         cloudformation = self.client("cloudformation")
         if not self._stack_exists(cloudformation):
             self._create_stack(cloudformation)
@@ -240,7 +252,8 @@ class LocalStack:
         with self._clients_lock:
             key = (service, self.endpoint)
             if key not in self._clients:
-                self._clients[key] = self._session.client(
+                session: Any = self._session  # the stubs type clients per literal service name only
+                self._clients[key] = session.client(
                     service,
                     endpoint_url=self.endpoint,
                     region_name=REGION,
@@ -254,6 +267,11 @@ class LocalStack:
     def functions(self) -> list[FunctionSpec]:
         assert self.translated is not None, "start() first"
         return self.translated.functions
+
+    def running_emulator(self) -> Emulator:
+        """The emulator serving Batch and SageMaker, once an emulated stack has started."""
+        assert self.emulator is not None, "start() a stack with the emulator first"
+        return self.emulator
 
     def cluster_time(self) -> float:
         """Epoch seconds on the cluster's clock: the emulator's virtual time when it runs, else the wall.
@@ -282,7 +300,7 @@ class LocalStack:
         physical = self.physical_ids[logical_id]
         if physical.startswith("http"):
             return physical
-        return self.client("sqs").get_queue_url(QueueName=physical)["QueueUrl"]
+        return str(self.client("sqs").get_queue_url(QueueName=physical)["QueueUrl"])
 
     def may_have_messages(self, logical_id: str) -> bool:
         """Whether a queue of the template may hold a visible message (False only when it surely holds
@@ -501,7 +519,7 @@ class _MotoServer:
     def __init__(self, trails: TrailEmulation) -> None:
         from moto import backends
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-        from waitress.server import create_server
+        from waitress.server import create_server  # type: ignore[import-untyped]  # waitress has no hints
 
         # moto routes each request by listing its own package folder on disk, twice (about 2 ms, a
         # quarter of a GetItem); the folder does not change while the process runs.
@@ -527,7 +545,7 @@ class _MotoServer:
         return str(host), int(port)
 
     def stop(self) -> None:
-        from waitress import wasyncore
+        from waitress import wasyncore  # type: ignore[import-untyped]  # waitress has no hints
 
         self._server.task_dispatcher.shutdown()
         wasyncore.close_all(self._server._map)  # the listening socket and every kept-alive connection
@@ -543,8 +561,8 @@ def _bodiless_requests_not_held() -> type:
     comes, until the client's read timeout. A server may skip the interim answer when it already has
     the whole body (RFC 9110, section 10.1.1), which a request without one always has.
     """
-    from waitress.channel import HTTPChannel
-    from waitress.parser import HTTPRequestParser
+    from waitress.channel import HTTPChannel  # type: ignore[import-untyped]  # waitress has no hints
+    from waitress.parser import HTTPRequestParser  # type: ignore[import-untyped]  # (no hints)
 
     class BodilessNotHeld(HTTPRequestParser):  # type: ignore[misc]
         def parse_header(self, header_plus: bytes) -> None:

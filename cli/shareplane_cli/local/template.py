@@ -62,17 +62,18 @@ class _NoManagedPolicies:
 
 def load_sam_template(path: Path) -> dict[str, Any]:
     """template.yaml decoded with its intrinsic functions as plain dicts."""
-    from cfnlint.decode import decode
+    from cfnlint.decode import decode  # type: ignore[import-untyped]  # cfn-lint ships no type hints
 
     parsed, errors = decode(str(path))
     if errors:
         raise ValueError(f"{path}: {errors[0]}")
-    return json.loads(json.dumps(parsed))
+    template: dict[str, Any] = json.loads(json.dumps(parsed))
+    return template
 
 
 def translate(path: Path, parameters: Mapping[str, str] | None = None) -> TranslatedTemplate:
     """SAM -> CloudFormation with aws-sam-translator, then split what moto can create from the rest."""
-    from samtranslator.translator.transform import transform
+    from samtranslator.translator.transform import transform  # type: ignore[import-untyped]  # no hints
 
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     sam = load_sam_template(path)

@@ -16,6 +16,9 @@ from .markdown import code, first_paragraph, table
 
 __all__ = ["Command", "commands", "page"]
 
+# Commands, contexts and parameters are typed Any here: typer builds them from the click it vendors
+# privately (typer._click), whose classes have no public name to annotate with.
+
 #: Options typer adds to the root for shell completion: not the project's, and not listed.
 _COMPLETION = {"install_completion", "show_completion"}
 

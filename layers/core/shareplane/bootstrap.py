@@ -7,13 +7,13 @@ Locally the same code runs against the embedded AWS, reached through the standar
 / ``AWS_ENDPOINT_URL_<SERVICE>`` variables that boto3 honours on its own: there is no local-mode branch.
 
 Importing this module costs only what record_state (the busiest handler) needs: the job store, the
-metrics sink and the shares config. Every other adapter, and the service types its parts build, is
-imported inside the part that uses it, so a handler pays at cold start only for its own path.
+metrics sink and the shares config (read from its SSM parameter on first use). Every other adapter,
+and the service types its parts build, is imported inside the part that uses it, so a handler pays
+at cold start only for its own path.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,8 +26,10 @@ import boto3
 from botocore.config import Config
 from botocore.utils import parse_timestamp
 
+from .adapters.aws_errors import permission_denied
 from .adapters.dynamodb_store import DynamoJobStore
 from .adapters.emf_metrics import EmfMetricsSink
+from .adapters.ssm_shares_config import PARAMETER_SETTING, read_shares_config
 from .domain.config.shares import SharesConfig
 from .domain.errors import ConfigError
 from .domain.jobs.arns import arn_tail
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_ssm import SSMClient
 
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
@@ -83,7 +86,8 @@ _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_t
 class Root:
     """Everything the handlers and the CLI need, each part built on first use and kept.
 
-    ``environ`` holds the deployment's settings (TABLE_NAME, SHAREPLANE_CONFIG, queue URLs, switches).
+    ``environ`` holds the deployment's settings (TABLE_NAME, SHAREPLANE_CONFIG_PARAMETER, queue URLs,
+    switches).
     Any part below may be passed by name instead of built (``Root(env, failure_ports=fakes)``,
     ``Root(env, session=boto3.session.Session(profile_name=...), table_name="jobs")``); an unknown
     name is a TypeError naming the parts there are. ``endpoint_url`` reaches every service at one
@@ -131,15 +135,16 @@ class Root:
 
     @cached_property
     def config(self) -> SharesConfig | None:
-        """The shares config the template passes as JSON in SHAREPLANE_CONFIG (None when unset)."""
-        raw = self.environ.get("SHAREPLANE_CONFIG")
-        return SharesConfig.model_validate(json.loads(raw)) if raw else None
+        """The shares config, read on first use from the SSM parameter SHAREPLANE_CONFIG_PARAMETER names
+        (the template's SharesConfigParameter; None when the setting is unset)."""
+        name = self.environ.get(PARAMETER_SETTING)
+        return read_shares_config(self.ssm, name) if name else None
 
     def require_config(self) -> SharesConfig:
         """The shares config; ConfigError when the function was deployed without one."""
         if self.config is None:
             raise ConfigError(
-                "SHAREPLANE_CONFIG", "is not set", "deploy the stack with the SharesConfig parameter"
+                PARAMETER_SETTING, "is not set", "deploy the stack: its SharesConfigParameter holds it"
             )
         return self.config
 
@@ -212,6 +217,10 @@ class Root:
         return self._clients.client(
             "cloudwatch", endpoint_url=self.endpoint_for("cloudwatch"), config=_BOTO_CONFIG
         )
+
+    @cached_property
+    def ssm(self) -> SSMClient:
+        return self._clients.client("ssm", endpoint_url=self.endpoint_for("ssm"), config=_BOTO_CONFIG)
 
     @cached_property
     def sns(self) -> SNSClient:
@@ -524,4 +533,4 @@ def installed(chosen: Root) -> Iterator[Root]:
 
 
 #: Decorates every handler's record handler: AccessDenied from AWS is a configuration error, alerted once.
-guard_permissions = guard(lambda: root().permission_alerts)
+guard_permissions = guard(permission_denied, lambda: root().permission_alerts)

@@ -1,10 +1,11 @@
 """The one shape of every handler: an SQS batch in, partial-batch failures out.
 
-A function's ``app.py`` gives ``lambda_handler`` what to do with one message (the record's body,
-parsed): parse it, run its use case on the composition root's ports, log what it did. Everything
-else every handler does the same way is here: the Powertools logger and batch processor, and the
-permission guard (an AccessDenied is alerted once, see ``service.permission_denied``). A raise
-fails only its own record: SQS retries it, and after maxReceiveCount it goes to the DLQ alone.
+A function's ``app.py`` makes its ``lambda_handler`` an ``SqsBatchHandler`` of what to do with
+one message (the record's body, parsed): parse it, run its use case on the composition root's
+ports, log what it did. Everything else every handler does the same way is here: the Powertools
+logger and batch processor, and the permission guard (an AccessDenied is alerted once, see
+``service.permission_denied``). A raise fails only its own record: SQS retries it, and after
+maxReceiveCount it goes to the DLQ alone.
 
 A handler imports this module first (``from shareplane import sqs_batch`` sorts before every
 ``shareplane.*`` import): Powertools' batch utility builds its parser models, which no handler
@@ -67,8 +68,3 @@ class SqsBatchHandler:
 
     def _record(self, record: SQSRecord) -> None:
         self.record_handler(json.loads(record.body))
-
-
-def lambda_handler(handle_message: Callable[[Any], None]) -> SqsBatchHandler:
-    """The function's ``lambda_handler``: every record's body, parsed, through ``handle_message``."""
-    return SqsBatchHandler(handle_message)

@@ -250,9 +250,14 @@ def endless_stream(tmp_path: Path, budget: int) -> Iterator[list[int]]:
         yield written
     finally:
         if writer.is_alive():  # the command never opened it, or stopped reading: let the writer end
-            with contextlib.suppress(OSError), open(fifo, "rb") as drain:
-                while drain.read(1024 * 1024):
+            # Opened without waiting for a writer: the writer may end (its pipe broken) between the
+            # check above and this open, and a blocking open would then wait for one forever.
+            drain = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(drain, True)
+            with contextlib.suppress(OSError):
+                while os.read(drain, 1024 * 1024):
                     pass
+            os.close(drain)
         writer.join(timeout=30)
 
 

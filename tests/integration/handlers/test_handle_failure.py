@@ -15,7 +15,7 @@ from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
 
-from tests.aws import create_jobs_table, topic_with_inbox
+from tests.aws import create_jobs_table, store_shares_config, topic_with_inbox
 from tests.conftest import load_event, load_handler
 from tests.fakes.failure_world import World
 from tests.fakes.shares_batch import FakeSharesBatch
@@ -152,13 +152,16 @@ def test_the_watch_handler_runs_the_schedule_rules_tick_at_the_ticks_time(
 def test_bootstrap_builds_the_failure_ports_from_the_environment(aws_credentials: None) -> None:
     from tests.fakes.failure_world import shares_config
 
-    environment = {
-        "TABLE_NAME": TABLE,
-        "SHAREPLANE_CONFIG": shares_config().model_dump_json(),
-        "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts",
-        "FAILURE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/hf",
-        "GPU_JOB_QUEUE": "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue",
-    }
-    ports = bootstrap.Root(environment).failure_ports
+    with mock_aws():
+        environment = {
+            "TABLE_NAME": TABLE,
+            **store_shares_config(
+                boto3.client("ssm", region_name="us-east-1"), shares_config().model_dump_json()
+            ),
+            "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts",
+            "FAILURE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/hf",
+            "GPU_JOB_QUEUE": "arn:aws:batch:us-east-1:123456789012:job-queue/search-p4d-queue",
+        }
+        ports = bootstrap.Root(environment).failure_ports
     assert ports.gpu_queue == "search-p4d-queue" and ports.region == "us-east-1"
     assert ports.config.teams

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +13,7 @@ from shareplane import bootstrap
 from shareplane.adapters.share_store import DynamoShareStore
 from shareplane.schemas.scheduled import parse_scheduled_event, tick_time
 
-from tests.aws import create_jobs_table
+from tests.aws import SHARES_CONFIG_PARAMETER, create_jobs_table, store_shares_config
 from tests.conftest import REPO, load_event, load_handler
 from tests.fakes.rebalance_world import shares_config
 from tests.rebalance_cluster import (
@@ -34,10 +33,11 @@ def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tu
 
     config = {**yaml.safe_load((REPO / "config" / "shares.yaml").read_text()), "share_layout": "team"}
     monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.setenv("SHAREPLANE_CONFIG", json.dumps(config))
+    monkeypatch.setenv("SHAREPLANE_CONFIG_PARAMETER", SHARES_CONFIG_PARAMETER)
     monkeypatch.setenv("GPU_JOB_QUEUE", "")  # the stack created the queue the config names
     monkeypatch.setenv("REBALANCE_DRY_RUN", "false")
     with mock_aws():
+        store_shares_config(boto3.client("ssm", region_name="us-east-1"), config)
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         create_jobs_table(dynamodb, TABLE)
         cluster, server, _ = start_cluster(shares_config(), dynamodb, TABLE)

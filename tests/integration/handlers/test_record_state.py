@@ -14,7 +14,7 @@ from shareplane import bootstrap
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.domain.jobs.lifecycle import METRIC_DIMENSIONS
 
-from tests.aws import FaultInjector, create_jobs_table
+from tests.aws import SHARES_CONFIG_PARAMETER, FaultInjector, create_jobs_table, store_shares_config
 from tests.conftest import REPO, load_event, load_handler, load_scenario, scenario_names
 from tests.sqs import sqs_batch, sqs_record
 
@@ -27,9 +27,10 @@ def handler(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     config = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
     monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.setenv("SHAREPLANE_CONFIG", json.dumps(config))
+    monkeypatch.setenv("SHAREPLANE_CONFIG_PARAMETER", SHARES_CONFIG_PARAMETER)
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "shareplane")
     with mock_aws():
+        store_shares_config(boto3.client("ssm", region_name="us-east-1"), config)
         create_jobs_table(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
         with bootstrap.installed(bootstrap.Root.from_environment()):
             yield load_handler("record_state")

@@ -13,7 +13,7 @@ from botocore.stub import ANY, Stubber
 from moto import mock_aws
 from shareplane import bootstrap
 
-from tests.aws import create_jobs_table
+from tests.aws import SHARES_CONFIG_PARAMETER, create_jobs_table, store_shares_config
 from tests.conftest import REPO, load_event, load_handler
 from tests.sqs import sqs_batch
 
@@ -28,10 +28,12 @@ def handler(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     import yaml
 
     monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.setenv(
-        "SHAREPLANE_CONFIG", json.dumps(yaml.safe_load((REPO / "config" / "shares.yaml").read_text()))
-    )
+    monkeypatch.setenv("SHAREPLANE_CONFIG_PARAMETER", SHARES_CONFIG_PARAMETER)
     with mock_aws():
+        store_shares_config(
+            boto3.client("ssm", region_name="us-east-1"),
+            yaml.safe_load((REPO / "config" / "shares.yaml").read_text()),
+        )
         create_jobs_table(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)

@@ -20,7 +20,6 @@ from shareplane.domain.idle.policy import (
     decide,
     host_dimension,
     hosts_of,
-    idle_gpu_seconds,
     lookback_seconds,
     policy_for,
 )
@@ -164,7 +163,6 @@ def test_the_idle_period_runs_from_the_latest_host_to_go_idle() -> None:
     decision = judge(samples, 4000, instance_count=2)
     assert decision.since == START + 1560 and decision.until == START + 3960
     assert decision.idle_seconds == 3960 - 1560
-    assert idle_gpu_seconds(decision, P4, 2) == (3960 - 1560) * 8 * 2
 
 
 def test_an_alert_is_given_once_per_idle_period() -> None:
@@ -279,8 +277,14 @@ BASE = {
 def test_defaults_need_no_config_text() -> None:
     config = SharesConfig.model_validate(BASE)
     policy = policy_for(config.idle, "A", Tier.LOWPRI)
-    assert config.idle.enabled and policy == IdlePolicy()
+    assert policy == IdlePolicy()
     assert policy.action is IdleAction.ALERT and policy.hung_action is HungAction.ALERT
+
+
+def test_a_kill_switch_in_the_config_is_refused_naming_the_template_parameter() -> None:
+    # The detector's one kill switch is the template's IdleEnabled (a deployment switch, not policy).
+    with pytest.raises(ValueError, match="deploy with IdleEnabled=false"):
+        SharesConfig.model_validate({**BASE, "idle": {"enabled": False}})
 
 
 def test_team_and_tier_overrides_resolve_narrowest_first() -> None:

@@ -170,24 +170,11 @@ def test_a_job_without_checkpoint_config_is_never_hung() -> None:
     assert handle_message(tick(now), w.ports).verdicts == {"nockpt": "busy"}
 
 
-@pytest.mark.parametrize(
-    ("case", "enabled", "idle", "expected"),
-    [
-        ("the template's kill switch", False, {}, "disabled (IdleEnabled=false)"),
-        (
-            "the config's kill switch",
-            True,
-            {"enabled": False},
-            "disabled (idle.enabled: false in the shares config)",
-        ),
-    ],
-    ids=lambda v: v if isinstance(v, str) and " " in v else "",
-)
-def test_kill_switches_stop_every_read(case, enabled, idle, expected) -> None:
-    w = world(**idle)
-    w.enabled = enabled
+def test_the_kill_switch_stops_every_read() -> None:
+    w = world()
+    w.enabled = False  # the template's IdleEnabled=false
     idle_job(w)
-    assert handle_message(tick(FLAG), w.ports).result == expected
+    assert handle_message(tick(FLAG), w.ports).result == "disabled (IdleEnabled=false)"
     assert not w.gpu.reads and not w.alerts.sent
 
 

@@ -152,7 +152,7 @@ def test_every_record_fails_but_only_one_alert_names_the_permission_and_the_role
     topic, ledger = Topic(), Ledger()
     instances = [reporter(topic, ledger), reporter(topic, ledger)]  # two concurrent Lambda instances
     for instance in instances:
-        handler = guard(lambda instance=instance: instance)(refusing_handler())
+        handler = guard(permission_denied, lambda instance=instance: instance)(refusing_handler())
         for record in ("r1", "r2", "r3"):
             with pytest.raises(PermissionDeniedError) as raised:
                 handler(record)
@@ -171,7 +171,7 @@ def test_a_different_missing_action_is_a_second_alert() -> None:
     instance = reporter(topic, ledger)
     for action in ("iam:PassRole", "batch:DescribeServiceJob", "iam:PassRole"):
         with pytest.raises(PermissionDeniedError):
-            guard(lambda: instance)(refusing_handler(action))("r")
+            guard(permission_denied, lambda: instance)(refusing_handler(action))("r")
     assert [body["action"] for _, body, _ in topic.sent] == ["iam:PassRole", "batch:DescribeServiceJob"]
 
 
@@ -180,7 +180,7 @@ def test_a_role_that_cannot_write_the_ledger_alerts_once_per_instance() -> None:
     instance = reporter(topic, Ledger(refuse=True))
     for _ in range(3):
         with pytest.raises(PermissionDeniedError):
-            guard(lambda: instance)(refusing_handler())("r")
+            guard(permission_denied, lambda: instance)(refusing_handler())("r")
     assert len(topic.sent) == 1
 
 
@@ -188,7 +188,7 @@ def test_a_role_that_cannot_publish_still_fails_the_record_and_frees_the_claim()
     ledger = Ledger()
     instance = reporter(Topic(fail=True), ledger)
     with pytest.raises(PermissionDeniedError) as raised:
-        guard(lambda: instance)(refusing_handler())("r")
+        guard(permission_denied, lambda: instance)(refusing_handler())("r")
     assert raised.value.action == "iam:PassRole"  # the original refusal, not the alert's
     assert ledger.items == {}  # the next delivery tries again
 
@@ -201,7 +201,7 @@ def test_other_errors_pass_through_unchanged_and_alert_nothing() -> None:
         raise throttled
 
     with pytest.raises(ClientError) as raised:
-        guard(lambda: reporter(topic, Ledger()))(handle)("r")
+        guard(permission_denied, lambda: reporter(topic, Ledger()))(handle)("r")
     assert raised.value is throttled and topic.sent == []
 
 

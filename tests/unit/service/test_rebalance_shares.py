@@ -14,14 +14,15 @@ from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.domain.shares import fairshare
 from shareplane.domain.shares.batch_shares import SchedulingPolicy
 from shareplane.domain.shares.metrics import SKIP_REASON_VALUES
-from shareplane.domain.shares.rebalance import QuotaSettings, SharingStrategy, team_weights
+from shareplane.domain.shares.observation import tier_wait
+from shareplane.domain.shares.rebalance import QuotaSettings, SharingStrategy, TierWait, team_weights
 from shareplane.service.rebalance_shares import (
     RebalanceSettings,
     current_weights,
     observe,
     rebalance_shares,
     rollback,
-    tier_waits,
+    tier_observations,
 )
 
 from tests.fakes.metrics import FakeMetrics
@@ -159,6 +160,14 @@ def test_tier_wait_p90(started: list, waiting: list, expected: float | None) -> 
     waits = tier_waits(config, jobs, queued, NOW, 3600)
     assert (waits[Tier.HIGHPRI].p90_seconds if Tier.HIGHPRI in waits else None) == pytest.approx(expected)
     assert Tier.LOWPRI not in waits
+
+
+def tier_waits(
+    config: SharesConfig, started: list, waiting: list, now: float, window: int
+) -> dict[Tier, TierWait]:
+    """Each tier's wait p90 as the rebalancer observes it (tiers with no waits left out)."""
+    observed = tier_observations(config, started, waiting, now, window)
+    return {tier: wait for tier, o in observed.items() if (wait := tier_wait(o)) is not None}
 
 
 @settings(max_examples=examples(40), deadline=None)

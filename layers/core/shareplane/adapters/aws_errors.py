@@ -5,6 +5,9 @@ AWS reports a refused authorization as ``AccessDenied``/``AccessDeniedException`
 ``User: <principal> is not authorized to perform: <action> on resource: <arn> ...``
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html). A refused
 PassRole comes back the same way from the service that asked for it.
+
+``permission_denied`` is the service's ``DenialReader`` (``service/permission_denied.py``): the guard
+asks it, as the composition root wires it, so botocore stays out of the service.
 """
 
 from __future__ import annotations

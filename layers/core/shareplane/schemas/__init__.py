@@ -18,9 +18,7 @@ _HOME = {
     "BatchServiceJobPreemptionStarted": "batch",
     "BatchServiceJobQueueBlocked": "batch",
     "BatchServiceJobStateChange": "batch",
-    "JobEvent": "parse",
     "SageMakerTrainingJobStateChange": "sagemaker",
-    "TrainingJobEvent": "parse",
     "parse_state_event": "parse",
 }
 

@@ -22,8 +22,6 @@ from ..domain.submit.attribution import UploadAttribution
 from .common import Detail, Envelope
 
 CLOUDTRAIL_API_CALL = "AWS API Call via CloudTrail"
-#: The S3 operations whose data events name who created an object.
-OBJECT_WRITES = ("PutObject", "CopyObject", "CompleteMultipartUpload")
 
 
 class SessionIssuer(Detail):

@@ -77,15 +77,17 @@ FAILURE_DETAIL_TYPES = (
 )
 
 
-def parse_failure_message(
-    raw: Any,
-) -> (
+#: What a failure-queue message is, once parsed.
+FailureMessage = (
     RequeueDue
     | ServiceJobStateChanged
     | TrainingJobStateChanged
     | ServiceJobPreempted
     | ServiceJobQueueBlocked
-):
+)
+
+
+def parse_failure_message(raw: Any) -> FailureMessage:
     """One failure-queue message as its model; InvalidInputError naming the field when it is not one."""
     if not isinstance(raw, Mapping):
         raise InvalidInputError(
@@ -113,6 +115,33 @@ def parse_failure_message(
         path = ".".join(str(p) for p in first["loc"][1:]) or "event"  # drop the union tag
         fix = bounds_fix(first["type"], "send the event as AWS documents it")
         raise InvalidInputError(path, first["msg"], fix) from exc
+
+
+@dataclass(frozen=True)
+class FailureTrigger:
+    """One failure-queue message, parsed, and the time it is decided at (None: the clock's, see
+    ``message_time``)."""
+
+    message: FailureMessage
+    at: float | None
+
+    @property
+    def job_arn(self) -> str | None:
+        """The job (service job or training job) the message is about, as it names it."""
+        message = self.message
+        if isinstance(message, RequeueDue):
+            return message.job_arn
+        if isinstance(message, TrainingJobStateChanged):
+            return message.detail.TrainingJobArn
+        if isinstance(message, ServiceJobPreempted):
+            return message.detail.preemptedJobArn
+        return message.detail.jobArn
+
+
+def parse_failure_trigger(raw: Any) -> FailureTrigger:
+    """One failure-queue message and its time; InvalidInputError naming the field when it is not one."""
+    message = parse_failure_message(raw)
+    return FailureTrigger(message, message_time(raw))
 
 
 def message_time(raw: Mapping[str, Any]) -> float | None:

@@ -48,9 +48,6 @@ KNOWN_DETAIL_TYPES = frozenset(
     }
 )
 
-JobEvent = JobObservation
-TrainingJobEvent = TrainingJobObservation
-
 
 def parse_state_event(raw: Any) -> JobObservation | TrainingJobObservation:
     """Parse one EventBridge event of any job state detail-type into its observation."""

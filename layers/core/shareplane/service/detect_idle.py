@@ -18,8 +18,8 @@ On each schedule tick (and at the tick's time, never the clock's):
    new, and its alerts are deduplicated), and the metrics: idle GPU-hours per share (counted once
    through a per-job watermark that only moves up), jobs flagged and stopped, reclaimed GPU-hours.
 
-Switches: the template's IdleEnabled (IDLE_ENABLED) and the config's ``idle.enabled``, both kill
-switches read before anything else.
+Switch: the template's IdleEnabled (IDLE_ENABLED), the one kill switch, read before anything else (a
+deployment switch, so not in the shares config, which holds policy).
 """
 
 from __future__ import annotations
@@ -142,8 +142,6 @@ def detect_idle(request: IdleRun, ports: DetectIdlePorts) -> IdleOutcome:
     """One run: at its schedule tick's time, or at the clock's when asked for by hand."""
     if not ports.settings.enabled:
         return IdleOutcome("disabled (IdleEnabled=false)")
-    if not ports.config.idle.enabled:
-        return IdleOutcome("disabled (idle.enabled: false in the shares config)")
     return run(ports, ports.clock() if request.at is None else request.at)
 
 

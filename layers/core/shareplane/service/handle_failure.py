@@ -70,6 +70,7 @@ from .ports import (
 
 if TYPE_CHECKING:
     from ..schemas.batch import PreemptionDetail
+    from ..schemas.failure import FailureTrigger
     from ..schemas.sagemaker import TrainingJobDetail
     from ..schemas.service_job import ServiceJobDetail
 
@@ -110,7 +111,14 @@ class FailureOutcome:
 # Entry point
 # ------------------------------------------------------------------------------------------------
 def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
-    """Route one queue message, parsed once: an EventBridge event or this path's own requeue-due message."""
+    """Parse one queue message and run it: the handler's whole path, for callers holding a raw message."""
+    from ..schemas.failure import parse_failure_trigger
+
+    return handle_failure(parse_failure_trigger(raw), ports)
+
+
+def handle_failure(trigger: FailureTrigger, ports: FailurePorts) -> FailureOutcome:
+    """Route one parsed message: an EventBridge failure event or this path's own requeue-due message."""
     # Imported here, not at the top: the watch reuses handle_failed_job and never parses an event, so
     # its cold start does not build the Batch and SageMaker event models.
     from ..schemas.failure import (
@@ -118,13 +126,10 @@ def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcom
         ServiceJobPreempted,
         ServiceJobStateChanged,
         TrainingJobStateChanged,
-        message_time,
-        parse_failure_message,
     )
 
-    message = parse_failure_message(raw)
-    found = message_time(raw)
-    now = found if found is not None else ports.clock()
+    message = trigger.message
+    now = trigger.at if trigger.at is not None else ports.clock()
     if isinstance(message, RequeueDue):
         return apply_due(message.decision_key, ports, now)
     if isinstance(message, ServiceJobStateChanged):

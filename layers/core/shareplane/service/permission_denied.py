@@ -1,11 +1,12 @@
 """A refused AWS call of the control plane's own: one alert naming the permission and the role.
 
-Every handler's record processing goes through ``guard``: when AWS answered AccessDenied (classified
-by ``adapters.aws_errors``), the missing permission is a deployment error that no retry fixes. It is
-alerted once per role and action (the alert ledger's claim keeps concurrent and later instances
-quiet; a role that cannot even write the ledger falls back to once per instance), logged, and
-re-raised as PermissionDeniedError so the record itself is kept: it retries and ends in the
-function's dead-letter queue, to be replayed once the role is fixed.
+Every handler's record processing goes through ``guard``: when AWS answered AccessDenied (recognised by
+a ``DenialReader``: the composition root wires ``adapters.aws_errors``, which knows botocore's errors,
+so this module never does), the missing permission is a deployment error that no retry fixes. It is
+alerted once per role and action (the alert ledger's claim keeps concurrent and later instances quiet; a
+role that cannot even write the ledger falls back to once per instance), logged, and re-raised as
+PermissionDeniedError so the record itself is kept: it retries and ends in the function's dead-letter
+queue, to be replayed once the role is fixed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..adapters.aws_errors import permission_denied
 from ..domain.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("shareplane.permissions")
 
 R = TypeVar("R")
+
+
+class DenialReader(Protocol):
+    """The permission problem behind an exception (or one it was raised from); None for any other."""
+
+    def __call__(self, exc: BaseException, /) -> PermissionDeniedError | None: ...
 
 
 class AlertClaims(Protocol):
@@ -102,7 +108,9 @@ class PermissionAlerts:
             logger.error("alert ledger update failed", extra={"error": repr(exc)})
 
 
-def guard(reporter: Callable[[], PermissionAlerts]) -> Callable[[Callable[..., R]], Callable[..., R]]:
+def guard(
+    read_denial: DenialReader, reporter: Callable[[], PermissionAlerts]
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Wrap a record handler: an AccessDenied is reported once and re-raised as PermissionDeniedError."""
 
     def decorate(handler: Callable[..., R]) -> Callable[..., R]:
@@ -111,7 +119,7 @@ def guard(reporter: Callable[[], PermissionAlerts]) -> Callable[[Callable[..., R
             try:
                 return handler(*args, **kwargs)
             except Exception as exc:
-                denied = permission_denied(exc)
+                denied = read_denial(exc)
                 if denied is None:
                     raise
                 reporter().report(denied)

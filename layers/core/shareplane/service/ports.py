@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -639,4 +639,21 @@ class IdleLedger(Protocol):
 
     def release_alert(self, alert: Alert) -> None:
         """Give a claim back after publishing failed."""
+        ...
+
+
+# -- a team's jobs (the CLI's cleanup) -------------------------------------------------------------
+class TeamJobsBatch(Protocol):
+    """The AWS Batch reads that find a team's queued and running jobs: by share, and by tag."""
+
+    def active_jobs(self, queue: str, share: str, quota: bool = False) -> Iterable[ListedJob]:
+        """A share's (or quota share's) jobs in a queue, in every active state."""
+        ...
+
+    def list_jobs(self, job_queue: str, status: str) -> list[ListedJob]:
+        """ListServiceJobs summaries of one queue in one status (every page)."""
+        ...
+
+    def describe(self, job_id: str) -> DescribedJob | None:
+        """DescribeServiceJob's result; None when Batch does not know the job (any more)."""
         ...

@@ -57,7 +57,6 @@ from ..domain.shares.observation import (
     TierObservation,
     instances_held,
     snapshot_from_observation,
-    tier_wait,
 )
 from ..domain.shares.ownership import Ownership, baseline_settings, reconcile, record_applied
 from ..domain.shares.rebalance import (
@@ -69,7 +68,6 @@ from ..domain.shares.rebalance import (
     RebalancePlan,
     ShareChange,
     ShareSnapshot,
-    TierWait,
     identifier_plan,
     plan_rebalance,
     plan_to_update_quota_share_requests,
@@ -233,18 +231,6 @@ def tier_observations(
     }
 
 
-def tier_waits(
-    config: SharesConfig, started: Iterable[JobState], waiting: Iterable[JobState], now: float, window: int
-) -> dict[Tier, TierWait]:
-    """Each tier's wait p90 against its SLO, by the domain's rule (tiers with no waits are left out)."""
-    waits = {}
-    for tier, observed in tier_observations(config, started, waiting, now, window).items():
-        wait = tier_wait(observed)
-        if wait is not None:
-            waits[tier] = wait
-    return waits
-
-
 def snapshot_in_use(
     usage: QueueUsage, mode: SchedulingMode, config: SharesConfig
 ) -> tuple[dict[str, Capacity], bool]:
@@ -287,102 +273,33 @@ def observe(
     now: float,
 ) -> Observed:
     """Read everything the policy may look at and freeze it into a ``ShareSnapshot``."""
-    mode = config.mode
     queue = settings.job_queue
     shares = sorted({team.share for team in config.teams.values()})
-    queue_snapshot = batch.get_job_queue_snapshot(queue)
-    in_use, cut = snapshot_in_use(queue_snapshot, mode, config)
-    in_use_from_batch = set(in_use)
-
-    runnable = [j for j in store.jobs_in_status(JobStatus.RUNNABLE.value) if _in_queue(j, queue)]
-    dispatched = [
-        j for status in DISPATCHED for j in store.jobs_in_status(status.value) if _in_queue(j, queue)
-    ]
+    in_use, cut = snapshot_in_use(batch.get_job_queue_snapshot(queue), config.mode, config)
+    jobs = _queue_jobs(config, settings, store, now)
     if cut:
-        # Shares below the snapshot's top 20 are missing from it; the table knows what they run.
-        for job in dispatched:
-            share = _share_of(job, config)
-            if share in shares and share not in in_use_from_batch:
-                unit = _unit_of(job, share, config)
-                in_use[share] = in_use.get(share, Capacity()).plus(unit, _instances(job))
-
-    waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
-    for job in runnable:
-        share = _share_of(job, config)
-        if share not in shares:
-            continue
-        waiting[share][_unit_of(job, share, config)] += _instances(job)
-        tier = config.tier_for_priority(job.scheduling_priority)
-        if tier:
-            waiting_tiers[share][tier] += _instances(job)
-
-    max_slo = max(t.wait_slo_seconds for t in config.tiers.values())
-    after_ms = int((now - settings.wait_window_seconds - 2 * max_slo) * 1000)
-    finished = [
-        j
-        for status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
-        for j in store.jobs_in_status(status.value, created_after_ms=after_ms)
-        if _in_queue(j, queue)
-    ]
+        _count_shares_below_the_top(in_use, jobs.dispatched, shares, config)
+    waiting = _waiting(jobs.runnable, shares, config)
     tiers = tier_observations(
-        config, [*dispatched, *finished, *runnable], runnable, now, settings.wait_window_seconds
+        config,
+        [*jobs.dispatched, *jobs.finished, *jobs.runnable],
+        jobs.runnable,
+        now,
+        settings.wait_window_seconds,
     )
-
-    weights: list[fairshare.ShareWeight] = []
-    quota: dict[str, QuotaShare] = {}
-    if mode is SchedulingMode.FAIRSHARE:
-        arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
-        if not arn:
-            raise InvalidInputError(
-                "JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue"
-            )
-        weights = team_weights(config, current_weights(batch.describe_scheduling_policy(arn)))
-    else:
-        quota = {q.name: q for q in batch.list_quota_shares(queue)}
-        missing = [s for s in shares if s not in quota]
-        if missing:
-            logger.warning("teams without a quota share are left out", extra={"shares": missing})
-        shares = [s for s in shares if s in quota]
-
+    current = _current_share_settings(config, settings, batch, shares)
     previous = state or SharesState(version=0)
     elapsed = now - (previous.usage_as_of or now)
     window = fairshare.decay_window(config.fairshare.share_decay_seconds)
-    tier_usage: dict[str, TeamTierUsage] = {}
-    if config.tiered_shares:
-        held_by_tier = tier_in_use(config, dispatched)
-        for share in shares:
-            before = previous.account(share).tier_usage or TeamTierUsage()
-            own, plain = held_by_tier.get(share, (0.0, 0.0))
-            tier_usage[share] = before.accrue(own, plain, elapsed, window)
-    observed = []
-    settings_now: dict[str, Any] = {}
-    for share in shares:
-        team = config.teams[config.team_for_share(share) or ""]
-        weight = fairshare.weight_for(share, weights) if mode is SchedulingMode.FAIRSHARE else None
-        held = in_use.get(share, Capacity())
-        rate = sum(instances_held(held.units).values()) * (weight or 1.0)
-        usage = fairshare.accrue(previous.account(share).usage, rate, elapsed, window)
-        quota_settings = quota[share].settings if share in quota else None
-        settings_now[share] = weight if quota_settings is None else quota_settings.to_dict()
-        observed.append(
-            ShareObservation(
-                name=share,
-                entitlement=dict(team.entitlement),
-                in_use=held.as_dict(),
-                waiting=dict(waiting[share]),
-                waiting_by_tier=dict(waiting_tiers[share]),
-                usage_history=usage,
-                ledger_balance=previous.account(share).balance,
-                weight_factor=weight,
-                quota=quota_settings,
-                quota_share_arn=quota[share].arn if share in quota else None,
-            )
-        )
+    tier_usage = _tier_usage(config, previous, current.shares, jobs.dispatched, elapsed, window)
+    observed = [
+        _share_observation(config, share, current, in_use, waiting, previous, elapsed, window)
+        for share in current.shares
+    ]
     snapshot = snapshot_from_observation(
         QueueObservation(
             now=now,
-            mode=mode,
+            mode=config.mode,
             capacity={t: c.capacity for t, c in config.instance_types.items()},
             shares=tuple(observed),
             tiers=tiers,
@@ -394,9 +311,150 @@ def observe(
     return Observed(
         snapshot=snapshot,
         actual={s.name: float(sum(s.in_use.values())) for s in snapshot.shares},
-        waiting={s.name: float(sum(waiting[s.name].values())) for s in snapshot.shares},
-        settings=settings_now,
+        waiting={s.name: float(sum(waiting.instances.get(s.name, {}).values())) for s in snapshot.shares},
+        settings={o.name: o.weight_factor if o.quota is None else o.quota.to_dict() for o in observed},
         tier_usage=tier_usage,
+    )
+
+
+@dataclass(frozen=True)
+class _QueueJobs:
+    """The queue's jobs as the table holds them: waiting, dispatched, and finished in the wait window."""
+
+    runnable: list[JobState]
+    dispatched: list[JobState]
+    finished: list[JobState]
+
+
+def _queue_jobs(
+    config: SharesConfig, settings: RebalanceSettings, store: ShareStore, now: float
+) -> _QueueJobs:
+    queue = settings.job_queue
+    runnable = [j for j in store.jobs_in_status(JobStatus.RUNNABLE.value) if _in_queue(j, queue)]
+    dispatched = [
+        j for status in DISPATCHED for j in store.jobs_in_status(status.value) if _in_queue(j, queue)
+    ]
+    # Finished jobs old enough to have waited past every SLO inside the window still count.
+    max_slo = max(t.wait_slo_seconds for t in config.tiers.values())
+    after_ms = int((now - settings.wait_window_seconds - 2 * max_slo) * 1000)
+    finished = [
+        j
+        for status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        for j in store.jobs_in_status(status.value, created_after_ms=after_ms)
+        if _in_queue(j, queue)
+    ]
+    return _QueueJobs(runnable, dispatched, finished)
+
+
+def _count_shares_below_the_top(
+    in_use: dict[str, Capacity], dispatched: Iterable[JobState], shares: list[str], config: SharesConfig
+) -> None:
+    """Shares below the snapshot's top 20 are missing from it; the table knows what they run."""
+    from_batch = set(in_use)
+    for job in dispatched:
+        share = _share_of(job, config)
+        if share in shares and share not in from_batch:
+            unit = _unit_of(job, share, config)
+            in_use[share] = in_use.get(share, Capacity()).plus(unit, _instances(job))
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """Instances waiting per share: by instance type (or unit), and by tier."""
+
+    instances: Mapping[str, Mapping[str, int]]
+    by_tier: Mapping[str, Mapping[Tier, int]]
+
+
+def _waiting(runnable: Iterable[JobState], shares: list[str], config: SharesConfig) -> _Waiting:
+    waiting: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    waiting_tiers: dict[str, dict[Tier, int]] = defaultdict(lambda: defaultdict(int))
+    for job in runnable:
+        share = _share_of(job, config)
+        if share not in shares:
+            continue
+        waiting[share][_unit_of(job, share, config)] += _instances(job)
+        tier = config.tier_for_priority(job.scheduling_priority)
+        if tier:
+            waiting_tiers[share][tier] += _instances(job)
+    return _Waiting(waiting, waiting_tiers)
+
+
+@dataclass(frozen=True)
+class _ShareSettings:
+    """What Batch holds for the shares now: fair-share weights, or quota shares (and the shares with one)."""
+
+    shares: list[str]
+    weights: list[fairshare.ShareWeight]
+    quota: Mapping[str, QuotaShare]
+
+
+def _current_share_settings(
+    config: SharesConfig, settings: RebalanceSettings, batch: SharesBatch, shares: list[str]
+) -> _ShareSettings:
+    queue = settings.job_queue
+    if config.mode is SchedulingMode.FAIRSHARE:
+        arn = settings.scheduling_policy_arn or batch.scheduling_policy_of(queue)
+        if not arn:
+            raise InvalidInputError(
+                "JOB_QUEUE", f"{queue} has no scheduling policy", "use a fair-share queue"
+            )
+        weights = team_weights(config, current_weights(batch.describe_scheduling_policy(arn)))
+        return _ShareSettings(shares, weights, {})
+    quota = {q.name: q for q in batch.list_quota_shares(queue)}
+    missing = [s for s in shares if s not in quota]
+    if missing:
+        logger.warning("teams without a quota share are left out", extra={"shares": missing})
+    return _ShareSettings([s for s in shares if s in quota], [], quota)
+
+
+def _tier_usage(
+    config: SharesConfig,
+    previous: SharesState,
+    shares: list[str],
+    dispatched: Iterable[JobState],
+    elapsed: float,
+    window: float,
+) -> dict[str, TeamTierUsage]:
+    """Each team's usage split between its own-share tiers and the rest (team_tier layout only)."""
+    if not config.tiered_shares:
+        return {}
+    held_by_tier = tier_in_use(config, dispatched)
+    tier_usage = {}
+    for share in shares:
+        before = previous.account(share).tier_usage or TeamTierUsage()
+        own, plain = held_by_tier.get(share, (0.0, 0.0))
+        tier_usage[share] = before.accrue(own, plain, elapsed, window)
+    return tier_usage
+
+
+def _share_observation(
+    config: SharesConfig,
+    share: str,
+    current: _ShareSettings,
+    in_use: Mapping[str, Capacity],
+    waiting: _Waiting,
+    previous: SharesState,
+    elapsed: float,
+    window: float,
+) -> ShareObservation:
+    """One share as observed now: entitlement, what it holds and waits for, its decayed usage."""
+    team = config.teams[config.team_for_share(share) or ""]
+    weight = fairshare.weight_for(share, current.weights) if config.mode is SchedulingMode.FAIRSHARE else None
+    held = in_use.get(share, Capacity())
+    rate = sum(instances_held(held.units).values()) * (weight or 1.0)
+    quota = current.quota.get(share)
+    return ShareObservation(
+        name=share,
+        entitlement=dict(team.entitlement),
+        in_use=held.as_dict(),
+        waiting=dict(waiting.instances.get(share, {})),
+        waiting_by_tier=dict(waiting.by_tier.get(share, {})),
+        usage_history=fairshare.accrue(previous.account(share).usage, rate, elapsed, window),
+        ledger_balance=previous.account(share).balance,
+        weight_factor=weight,
+        quota=quota.settings if quota is not None else None,
+        quota_share_arn=quota.arn if quota is not None else None,
     )
 
 
@@ -642,87 +700,107 @@ def rebalance_shares(
     """
     if clock_now is not None:
         check_tick_lead(now, clock_now)
-    queue = settings.job_queue
-    plan_id = plan_id_for(queue_name(queue), tick_id)
+    plan_id = plan_id_for(queue_name(settings.job_queue), tick_id)
     for _ in range(MAX_CONFLICT_RETRIES):
         state = store.load_state()
-        version = state.version if state is not None else None
         last_tick = state.last_tick if state is not None else None
         if state is not None and last_tick is not None and tick_id <= last_tick:
             return _redelivered(tick_id, state, batch, store, metrics, settings, config)
+        outcome = _run_over(state, tick_id, plan_id, now, config, settings, batch, store, metrics)
+        if outcome is not None:
+            return outcome
+    raise ConcurrentUpdateError(f"tick {tick_id}: shares state contended after {MAX_CONFLICT_RETRIES} reads")
 
-        observed = observe(config, settings, batch, store, state, now)
-        owned = ownership(config, state, observed, now)
-        if owned.dropped:
-            logger.info("overrides let go", extra={"tick": tick_id, "dropped": owned.dropped})
-        # A share a stack update put back to its baseline gets the rebalancer's value first; planning
-        # resumes at the next tick, from the restored values.
-        restoring = not owned.restore.is_empty
-        # A restore keeps the last plan's targets (its metrics and state show them, not zeros).
-        last_targets = state.latest.targets if state is not None and state.latest is not None else {}
-        plan = (
-            replace(owned.restore, targets=dict(last_targets))
-            if restoring
-            else plan_rebalance(observed.snapshot, config)
-        )
-        kind = "restore" if restoring else "plan"
-        try:
-            if plan.is_empty or settings.dry_run:
-                outcome = _record_only(
-                    tick_id,
-                    plan_id,
-                    now,
-                    state,
-                    version,
-                    observed,
-                    plan,
-                    settings,
-                    store,
-                    metrics,
-                    config,
-                    kind=kind,
-                    overrides=owned.overrides,
-                )
-                if outcome.action == "skipped":
-                    apply_tier_charge(config, settings, batch, observed)
-                return outcome
-            audit = audit_record(
-                plan,
-                plan_id=plan_id,
-                tick_id=tick_id,
-                queue=queue,
-                status="PENDING",
-                kind=kind,
-                observed=observed,
-            )
-            new_state = next_state(
+
+def _plan_or_restore(
+    owned: Ownership, state: SharesState | None, observed: Observed, config: SharesConfig
+) -> tuple[RebalancePlan, str]:
+    """This tick's plan and its kind: a restore of what a stack update reset, else a new plan."""
+    # A share a stack update put back to its baseline gets the rebalancer's value first; planning
+    # resumes at the next tick, from the restored values.
+    if owned.restore.is_empty:
+        return plan_rebalance(observed.snapshot, config), "plan"
+    # A restore keeps the last plan's targets (its metrics and state show them, not zeros).
+    last_targets = state.latest.targets if state is not None and state.latest is not None else {}
+    return replace(owned.restore, targets=dict(last_targets)), "restore"
+
+
+def _run_over(
+    state: SharesState | None,
+    tick_id: str,
+    plan_id: str,
+    now: float,
+    config: SharesConfig,
+    settings: RebalanceSettings,
+    batch: SharesBatch,
+    store: ShareStore,
+    metrics: MetricsSink,
+) -> RebalanceOutcome | None:
+    """Observe, plan and apply once over ``state``; None when another writer changed it first."""
+    queue = settings.job_queue
+    version = state.version if state is not None else None
+    observed = observe(config, settings, batch, store, state, now)
+    owned = ownership(config, state, observed, now)
+    if owned.dropped:
+        logger.info("overrides let go", extra={"tick": tick_id, "dropped": owned.dropped})
+    plan, kind = _plan_or_restore(owned, state, observed, config)
+    try:
+        if plan.is_empty or settings.dry_run:
+            outcome = _record_only(
+                tick_id,
+                plan_id,
+                now,
                 state,
+                version,
                 observed,
                 plan,
-                queue=queue,
-                tick_id=tick_id,
-                plan_id=plan_id,
-                now=now,
-                applied=True,
-                dry_run=False,
-                overrides=record_applied(owned.overrides, plan, baseline_settings(config)),
+                settings,
+                store,
+                metrics,
+                config,
+                kind=kind,
+                overrides=owned.overrides,
             )
-            if not store.begin_plan(audit, new_state, version):
-                _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
-                return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
-        except ConcurrentUpdateError:
-            logger.info("shares state changed during the run; re-reading", extra={"tick": tick_id})
-            continue
-        calls = apply_plan(plan, batch, settings, config)
-        store.mark_applied(audit, now)
-        apply_tier_charge(config, settings, batch, observed)
-        _emit(metrics, queue, observed, plan, True, None, plan_id, config)
-        logger.info(
-            "plan applied",
-            extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit.why},
+            if outcome.action == "skipped":
+                apply_tier_charge(config, settings, batch, observed)
+            return outcome
+        audit = audit_record(
+            plan,
+            plan_id=plan_id,
+            tick_id=tick_id,
+            queue=queue,
+            status="PENDING",
+            kind=kind,
+            observed=observed,
         )
-        return RebalanceOutcome(tick_id, "restored" if restoring else "applied", plan.reason, plan_id, plan)
-    raise ConcurrentUpdateError(f"tick {tick_id}: shares state contended after {MAX_CONFLICT_RETRIES} reads")
+        new_state = next_state(
+            state,
+            observed,
+            plan,
+            queue=queue,
+            tick_id=tick_id,
+            plan_id=plan_id,
+            now=now,
+            applied=True,
+            dry_run=False,
+            overrides=record_applied(owned.overrides, plan, baseline_settings(config)),
+        )
+        if not store.begin_plan(audit, new_state, version):
+            _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
+            return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
+    except ConcurrentUpdateError:
+        logger.info("shares state changed during the run; re-reading", extra={"tick": tick_id})
+        return None
+    calls = apply_plan(plan, batch, settings, config)
+    store.mark_applied(audit, now)
+    apply_tier_charge(config, settings, batch, observed)
+    _emit(metrics, queue, observed, plan, True, None, plan_id, config)
+    logger.info(
+        "plan applied", extra={"tick": tick_id, "plan_id": plan_id, "calls": calls, "changes": audit.why}
+    )
+    return RebalanceOutcome(
+        tick_id, "restored" if kind == "restore" else "applied", plan.reason, plan_id, plan
+    )
 
 
 def _record_only(

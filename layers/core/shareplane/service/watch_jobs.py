@@ -103,9 +103,6 @@ class WatchReport:
 
 
 _T = TypeVar("_T")
-#: The steps a watch run isolates its items in (the ``Step`` dimension of WatchItemsFailed, which the
-#: template's WatchItemsFailingAlarm adds up).
-WATCH_STEPS = ("list", "reconcile", "forecast", "escalate", "gauges", "budgets")
 
 
 def isolated(

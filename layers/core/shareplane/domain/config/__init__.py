@@ -7,9 +7,11 @@ none of them, so a handler's cold start pays only for what it uses):
   guards.
 - ``shares``: The one declarative shares config: teams, capacity, priority tiers. Validated here, read
   everywhere.
+- ``strict_model``: The base of every config model: unknown fields refused, values frozen.
 """
 
 __all__ = [
     "failure_rules",
     "shares",
+    "strict_model",
 ]

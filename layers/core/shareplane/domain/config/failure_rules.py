@@ -34,9 +34,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ..errors import ConfigError
+from .strict_model import StrictModel
 
 
 class FailureClass(StrEnum):
@@ -108,11 +109,7 @@ _CONFIG_ERRORS = ("ClientError", "ValidationException")
 _ALL_TEXTS = tuple(SignalField)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FailureRule(_Strict):
+class FailureRule(StrictModel):
     """One classifier rule: every condition given must hold; the first matching rule wins."""
 
     #: The rule's name, unique across all rules: a decision records the rule that classified it.
@@ -379,7 +376,7 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
 )
 
 
-class BackoffConfig(_Strict):
+class BackoffConfig(StrictModel):
     """Exponential backoff: ``min(cap, base * factor**(n-1))``, then +/- ``jitter`` of that."""
 
     #: Delay before the first retry, in seconds; each later retry multiplies it by factor.
@@ -404,7 +401,7 @@ class BackoffConfig(_Strict):
         return self
 
 
-class ClassPolicy(_Strict):
+class ClassPolicy(StrictModel):
     """What to do with one failure class."""
 
     retry: bool
@@ -418,7 +415,7 @@ class ClassPolicy(_Strict):
     fix: str
 
 
-class ClassPolicyOverride(_Strict):
+class ClassPolicyOverride(StrictModel):
     """A partial ``ClassPolicy``: fields left out keep the default."""
 
     #: Whether a failure of this class is requeued (after the backoff); unset: the built-in policy.
@@ -613,7 +610,7 @@ DEFAULT_GPU_MEMORY_LADDERS: Mapping[str, tuple[str, ...]] = {
 }
 
 
-class TierPolicy(_Strict):
+class TierPolicy(StrictModel):
     """Per-tier changes to the failure policy."""
 
     #: This tier's failure budget; unset: failures.budget.
@@ -624,7 +621,7 @@ class TierPolicy(_Strict):
     classes: Mapping[FailureClass, ClassPolicyOverride] = {}
 
 
-class StormGuardConfig(_Strict):
+class StormGuardConfig(StrictModel):
     """More than ``max_failures`` failures of one share within ``window_seconds`` is a storm."""
 
     #: More failures than this of one share (a CPU job: of one team) within window_seconds is a storm.
@@ -633,7 +630,7 @@ class StormGuardConfig(_Strict):
     window_seconds: Annotated[float, Field(gt=0)] = 600
 
 
-class EscalationConfig(_Strict):
+class EscalationConfig(StrictModel):
     """Raising a waiting job's schedulingPriority once it is past its tier's wait SLO."""
 
     #: How much the priority rises per interval past the SLO, counted from the tier's own; never up to the
@@ -643,7 +640,7 @@ class EscalationConfig(_Strict):
     every_seconds: Annotated[float, Field(gt=0)] | None = None
 
 
-class FailuresConfig(_Strict):
+class FailuresConfig(StrictModel):
     """Root of ``failures:`` in the shares config; every field has a default."""
 
     #: Rules checked before the defaults (the place for site-specific failure texts).

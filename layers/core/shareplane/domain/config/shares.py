@@ -9,12 +9,13 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ..errors import ConfigError
 from ..instance_types.capacity import Capacity
 from ..instance_types.catalog import CATALOG as INSTANCE_CATALOG
 from .failure_rules import FailuresConfig
+from .strict_model import StrictModel
 
 
 class SchedulingMode(StrEnum):
@@ -38,10 +39,6 @@ MAX_SHARE_IDENTIFIERS_PER_QUEUE = 500
 _SHARE_IDENTIFIER = re.compile(r"[A-Za-z0-9]{1,255}")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 class ShareLayout(StrEnum):
     """Which share identifiers a fair-share GPU queue has."""
 
@@ -58,7 +55,7 @@ class ShareLayout(StrEnum):
     TEAM_TIER = "team_tier"
 
 
-class TierConfig(_Strict):
+class TierConfig(StrictModel):
     """What a tier means: the schedulingPriority its jobs get and the wait it promises."""
 
     #: The Batch schedulingPriority this tier's jobs are submitted with, 0 to 9999 (higher runs first inside a
@@ -79,7 +76,7 @@ class TierConfig(_Strict):
     reclaim_after_seconds: Annotated[int, Field(ge=0)] | None = None
 
 
-class ReclaimConfig(_Strict):
+class ReclaimConfig(StrictModel):
     """Guard rails of checkpoint-aware reclaim (domain/reclaim/plan.py), turned on by the template."""
 
     #: A job that has run fewer seconds than this (in its current attempt) is never a victim.
@@ -138,7 +135,16 @@ def _renamed_threshold(data: Any) -> Any:
     return data
 
 
-class IdleOverride(_Strict):
+def _kill_switch_in_the_template(data: Any) -> Any:
+    if isinstance(data, Mapping) and "enabled" in data:
+        raise ValueError(
+            "idle.enabled is not a config setting: turning the detector off is a deployment switch, the"
+            " template's IdleEnabled parameter (remove the key; deploy with IdleEnabled=false to turn it off)"
+        )
+    return data
+
+
+class IdleOverride(StrictModel):
     """Per tier or per team settings of the idle detector; an unset field keeps the broader one."""
 
     #: Overrides idle.threshold_percent_of_one_gpu (percent of one GPU); unset: the broader setting.
@@ -168,15 +174,13 @@ class IdleTeamOverride(IdleOverride):
     tiers: Mapping[Tier, IdleOverride] = Field(default_factory=dict)
 
 
-class IdleConfig(_Strict):
+class IdleConfig(StrictModel):
     """The idle-GPU detector (domain/idle/policy.py): defaults, then per tier, team and team-tier overrides.
 
-    The defaults need no YAML text: the shares config reaches each Lambda in an environment variable
-    (4 KB for all of them together), so a config only spells what differs.
+    The defaults need no YAML text: a config only spells what differs. The detector's kill switch is
+    no setting here: it is a deployment switch, the template's IdleEnabled, as reclaim's is ReclaimEnabled.
     """
 
-    #: The kill switch: off, the detector reads nothing and decides nothing.
-    enabled: bool = True
     #: A host whose GPUUtilization (the sum over its GPUs, 0..100 x GPUs) stays below this percent of
     #: one GPU is idle: one GPU at this level keeps the host busy, whatever its other GPUs do.
     threshold_percent_of_one_gpu: Annotated[float, Field(ge=0, le=100)] = 5.0
@@ -211,6 +215,7 @@ class IdleConfig(_Strict):
     teams: Mapping[str, IdleTeamOverride] = Field(default_factory=dict)
 
     _renamed = model_validator(mode="before")(_renamed_threshold)
+    _kill_switch = model_validator(mode="before")(_kill_switch_in_the_template)
 
 
 def resume_priority(tiers: Mapping[Tier, TierConfig], scheduling_priority: int) -> int:
@@ -232,7 +237,7 @@ class ShareKey:
     tier: Tier | None = None
 
 
-class InstanceTypeConfig(_Strict):
+class InstanceTypeConfig(StrictModel):
     """One GPU instance family's service environment: how many instances the cluster may run."""
 
     #: Most instances of this type the cluster runs at once: its service environment's capacity limit (in
@@ -241,7 +246,7 @@ class InstanceTypeConfig(_Strict):
     capacity: Annotated[int, Field(gt=0)]
 
 
-class TeamQuotaConfig(_Strict):
+class TeamQuotaConfig(StrictModel):
     """Quota mode: how a team's quota share lends and borrows, and whether priority preempts inside it."""
 
     #: The quota share's sharing strategy: RESERVE keeps its idle capacity to itself, LEND lends it to other
@@ -274,7 +279,7 @@ ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,5
 PRINCIPAL_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$"
 
 
-class TeamConfig(_Strict):
+class TeamConfig(StrictModel):
     """One team: its share, what it is entitled to per instance type, and what its job specs may use.
 
     The job-spec fields default to deny: no execution role, no S3 prefixes and no custom images
@@ -337,7 +342,7 @@ class TeamConfig(_Strict):
         return self
 
 
-class PriceConfig(_Strict):
+class PriceConfig(StrictModel):
     """What one instance of a type costs per hour, in USD (SageMaker training; config/prices/)."""
 
     #: On-demand price of one instance-hour of SageMaker training, in USD: every finished attempt is costed at
@@ -371,7 +376,7 @@ class BudgetEnforcement(StrEnum):
     DEMOTE_TO_LOWPRI = "demote_to_lowpri"
 
 
-class BudgetConfig(_Strict):
+class BudgetConfig(StrictModel):
     """A team's monthly budget (UTC calendar months), its alert thresholds and its enforcement."""
 
     #: What the team may spend per UTC calendar month, in USD, on its training jobs' costs.
@@ -393,7 +398,7 @@ class BudgetConfig(_Strict):
         return self
 
 
-class FrameworkImage(_Strict):
+class FrameworkImage(StrictModel):
     """The training image URIs of one framework version, per device kind."""
 
     #: Training image URI for this framework version's jobs on GPU instance types.
@@ -402,7 +407,7 @@ class FrameworkImage(_Strict):
     cpu: Annotated[str, Field(min_length=1)] | None = None
 
 
-class QueuesConfig(_Strict):
+class QueuesConfig(StrictModel):
     """Names of the cluster's Batch job queues, and the CPU instance types served by the FIFO queue."""
 
     #: The GPU job queue's name (fair-share or quota-share); unset: `<cluster>-gpu`. A new name creates a new
@@ -421,7 +426,7 @@ class QueuesConfig(_Strict):
     misconfiguration_wait_limit_seconds: Annotated[int, Field(ge=600, le=86400)] = 600
 
 
-class FairshareConfig(_Strict):
+class FairshareConfig(StrictModel):
     """The fair-share scheduling policy's knobs (AWS Batch FairsharePolicy)."""
 
     #: shareDecaySeconds: how long past usage counts against a share, in seconds (0: Batch's minimum of 600;
@@ -432,7 +437,7 @@ class FairshareConfig(_Strict):
     compute_reservation: Annotated[int, Field(ge=0, le=99)] = 0
 
 
-class ShareBoundsConfig(_Strict):
+class ShareBoundsConfig(StrictModel):
     """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
 
     #: This share's lowest weightFactor; unset: rebalance.weight_factor_min.
@@ -441,7 +446,7 @@ class ShareBoundsConfig(_Strict):
     weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
 
 
-class RebalanceConfig(_Strict):
+class RebalanceConfig(StrictModel):
     """Guard rails and knobs of the share rebalancer (see domain/shares/rebalance.py for what each does)."""
 
     #: Lowest weightFactor a plan sets (lower gets more, so this bounds how far a share is favoured); Batch's
@@ -528,7 +533,7 @@ class RebalanceConfig(_Strict):
             )
 
 
-class SharesConfig(_Strict):
+class SharesConfig(StrictModel):
     """Root of config/shares.yaml."""
 
     #: The cluster's name, lowercase: its AWS resources are named after it (the GPU queue defaults to

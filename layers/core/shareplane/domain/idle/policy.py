@@ -49,7 +49,6 @@ __all__ = [
     "decide",
     "host_dimension",
     "hosts_of",
-    "idle_gpu_seconds",
     "lenient_policy",
     "lookback_seconds",
     "policy_for",
@@ -428,11 +427,6 @@ def _hung(
         peak_host_percent=peak,
         peak_memory_percent=peak_memory,
     )
-
-
-def idle_gpu_seconds(decision: IdleDecision, instance_type: str | None, instance_count: int) -> float:
-    """GPU-seconds the evidence shows the job holding idle (for the idle GPU-hours metric)."""
-    return decision.idle_seconds * gpus_per_instance(instance_type) * max(1, instance_count)
 
 
 #: Every TerminateServiceJob reason the idle detector gives starts with one of these; the failure path's

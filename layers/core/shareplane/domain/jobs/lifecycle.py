@@ -60,10 +60,6 @@ class JobStatus(StrEnum):
     def is_final(self) -> bool:
         return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
 
-    @property
-    def is_active(self) -> bool:
-        return not self.is_final
-
 
 class ObservationKind(StrEnum):
     """What kind of event an observation came from."""

@@ -263,25 +263,8 @@ def plan_reclaim(
 ) -> ReclaimPlan:
     """Decide which running jobs to stop so the waiters past their tier's threshold can start."""
     now = snapshot.now
-    waiting_ids = {w.job_id for w in snapshot.waiting}
-    free = snapshot.capacity
-    # Capacity being released for a job still waiting is that job's; any other release is free.
-    reserved: dict[str, int] = {}
-    for job in snapshot.running:
-        if job.stopping_for is None:
-            free = free.minus(job.instance_type, job.instances)
-        elif job.stopping_for in waiting_ids:
-            free = free.minus(job.instance_type, job.instances)
-            reserved[job.stopping_for] = reserved.get(job.stopping_for, 0) + job.instances
-    holding = [j for j in snapshot.running if j.stopping_for is None]
-    borrowed = borrowed_jobs(holding, snapshot.entitlements)
-    candidates = [
-        _Candidate(job, job.job_id in borrowed, job.instances * job.work_since_checkpoint(now))
-        for job in sorted(holding, key=lambda j: j.job_id)
-        if (job.resumable or rules.allow_no_checkpoint_victims)
-        and now - job.dispatched_at >= rules.min_runtime_seconds
-        and (job.last_stopped_at is None or now - job.last_stopped_at >= rules.cooldown_seconds)
-    ]
+    free, reserved = _free_and_reserved(snapshot)
+    candidates = _candidates(snapshot, rules)
     run_budget = max(
         0,
         min(
@@ -289,17 +272,9 @@ def plan_reclaim(
             rules.max_victims_per_day - snapshot.victims_today,
         ),
     )
-
-    due = []
-    for waiter in snapshot.waiting:
-        after = tiers[waiter.tier].reclaim_after_seconds if waiter.tier in tiers else None
-        if after is not None and now - waiter.waiting_since >= after:
-            due.append(waiter)
-    due.sort(key=lambda w: (TIER_RANK[w.tier], w.waiting_since, w.job_id))
-
     reclaims: list[Reclaim] = []
     skipped: list[Skip] = []
-    for waiter in due:
+    for waiter in _due(snapshot, tiers):
         unit = waiter.instance_type
         own = reserved.get(waiter.job_id, 0)
         # Whole instances: a shortfall of a fraction of one still needs a whole victim's.
@@ -312,21 +287,7 @@ def plan_reclaim(
         if job_budget <= 0:
             skipped.append(Skip(waiter.job_id, SKIP_JOB_BUDGET))
             continue
-        eligible = [
-            c
-            for c in candidates
-            if not c.taken
-            and c.job.instance_type == unit
-            and TIER_RANK[c.job.tier] > TIER_RANK[waiter.tier]
-            and (c.job.team == waiter.team or c.borrowed)
-            and c.job.job_id not in waiter.displaced_by
-            and waiter.job_id not in c.job.displaced_by
-        ]
-        pool: list[_Candidate] = []
-        for klass in sorted({c.klass for c in eligible}):
-            pool += [c for c in eligible if c.klass == klass]
-            if sum(c.job.instances for c in pool) >= short:
-                break
+        pool = _cheapest_classes(_eligible(candidates, waiter), short)
         if sum(c.job.instances for c in pool) < short:
             skipped.append(Skip(waiter.job_id, SKIP_NO_VICTIMS))
             continue
@@ -334,28 +295,12 @@ def plan_reclaim(
         chosen = least_loss_victims(pool, short, limit) if limit > 0 else None
         if chosen is None:
             within_job_budget = least_loss_victims(pool, short, job_budget) is not None
-            reason = SKIP_RUN_BUDGET if within_job_budget else SKIP_JOB_BUDGET
-            skipped.append(Skip(waiter.job_id, reason))
+            skipped.append(Skip(waiter.job_id, SKIP_RUN_BUDGET if within_job_budget else SKIP_JOB_BUDGET))
             continue
         for c in chosen:
             c.taken = True
         run_budget -= len(chosen)
-        freed = sum(c.job.instances for c in chosen)
-        free = free.plus(unit, own + freed - waiter.instances)
-        victims = tuple(
-            Victim(
-                job_id=c.job.job_id,
-                team=c.job.team,
-                tier=c.job.tier,
-                instances=c.job.instances,
-                borrowed=c.borrowed,
-                checkpoint_age_seconds=(
-                    now - c.job.last_checkpoint_at if c.job.last_checkpoint_at is not None else None
-                ),
-                lost_instance_seconds=c.lost,
-            )
-            for c in sorted(chosen, key=lambda c: c.job.job_id)
-        )
+        free = free.plus(unit, own + sum(c.job.instances for c in chosen) - waiter.instances)
         reclaims.append(
             Reclaim(
                 job_id=waiter.job_id,
@@ -363,10 +308,95 @@ def plan_reclaim(
                 tier=waiter.tier,
                 waited_seconds=now - waiter.waiting_since,
                 short_instances=short,
-                victims=victims,
+                victims=_victims(chosen, now),
             )
         )
     return ReclaimPlan(now=now, reclaims=tuple(reclaims), skipped=tuple(skipped))
+
+
+def _free_and_reserved(snapshot: ReclaimSnapshot) -> tuple[Capacity, dict[str, int]]:
+    """Capacity no job holds, and per waiting job the instances being released for it.
+
+    Capacity being released for a job still waiting is that job's; any other release is free.
+    """
+    waiting_ids = {w.job_id for w in snapshot.waiting}
+    free = snapshot.capacity
+    reserved: dict[str, int] = {}
+    for job in snapshot.running:
+        if job.stopping_for is None:
+            free = free.minus(job.instance_type, job.instances)
+        elif job.stopping_for in waiting_ids:
+            free = free.minus(job.instance_type, job.instances)
+            reserved[job.stopping_for] = reserved.get(job.stopping_for, 0) + job.instances
+    return free, reserved
+
+
+def _candidates(snapshot: ReclaimSnapshot, rules: ReclaimConfig) -> list[_Candidate]:
+    """The running jobs the rules let be stopped (resumable, past their minimum runtime and cooldown)."""
+    now = snapshot.now
+    holding = [j for j in snapshot.running if j.stopping_for is None]
+    borrowed = borrowed_jobs(holding, snapshot.entitlements)
+    return [
+        _Candidate(job, job.job_id in borrowed, job.instances * job.work_since_checkpoint(now))
+        for job in sorted(holding, key=lambda j: j.job_id)
+        if (job.resumable or rules.allow_no_checkpoint_victims)
+        and now - job.dispatched_at >= rules.min_runtime_seconds
+        and (job.last_stopped_at is None or now - job.last_stopped_at >= rules.cooldown_seconds)
+    ]
+
+
+def _due(snapshot: ReclaimSnapshot, tiers: Mapping[Tier, TierConfig]) -> list[WaitingJob]:
+    """The waiters past their tier's reclaim threshold: highest tier first, then the longest waiting."""
+    due = []
+    for waiter in snapshot.waiting:
+        after = tiers[waiter.tier].reclaim_after_seconds if waiter.tier in tiers else None
+        if after is not None and snapshot.now - waiter.waiting_since >= after:
+            due.append(waiter)
+    return sorted(due, key=lambda w: (TIER_RANK[w.tier], w.waiting_since, w.job_id))
+
+
+def _eligible(candidates: Iterable[_Candidate], waiter: WaitingJob) -> list[_Candidate]:
+    """The candidates that may be stopped for ``waiter``: untaken, its instance type, a lower tier, its
+    own team's or borrowed, and not a job the two have displaced each other for before."""
+    return [
+        c
+        for c in candidates
+        if not c.taken
+        and c.job.instance_type == waiter.instance_type
+        and TIER_RANK[c.job.tier] > TIER_RANK[waiter.tier]
+        and (c.job.team == waiter.team or c.borrowed)
+        and c.job.job_id not in waiter.displaced_by
+        and waiter.job_id not in c.job.displaced_by
+    ]
+
+
+def _cheapest_classes(eligible: list[_Candidate], short: int) -> list[_Candidate]:
+    """The eligible jobs of the cheapest classes (lowest tier, borrowed first) that together cover
+    ``short`` instances, or all of them when none do."""
+    pool: list[_Candidate] = []
+    for klass in sorted({c.klass for c in eligible}):
+        pool += [c for c in eligible if c.klass == klass]
+        if sum(c.job.instances for c in pool) >= short:
+            break
+    return pool
+
+
+def _victims(chosen: Iterable[_Candidate], now: float) -> tuple[Victim, ...]:
+    """The chosen candidates as the plan names them, in job-id order."""
+    return tuple(
+        Victim(
+            job_id=c.job.job_id,
+            team=c.job.team,
+            tier=c.job.tier,
+            instances=c.job.instances,
+            borrowed=c.borrowed,
+            checkpoint_age_seconds=(
+                now - c.job.last_checkpoint_at if c.job.last_checkpoint_at is not None else None
+            ),
+            lost_instance_seconds=c.lost,
+        )
+        for c in sorted(chosen, key=lambda c: c.job.job_id)
+    )
 
 
 def lost_minutes(victim: Victim) -> float:

@@ -16,7 +16,7 @@ simulator so both read the same rules:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError
@@ -119,11 +119,3 @@ def usable_capacity(max_capacity: int, compute_reservation: int, active_shares: 
     """
     reserved = int(math.floor(max_capacity * reserved_fraction(compute_reservation, active_shares) + 1e-9))
     return max_capacity - reserved
-
-
-def next_share(usages: Mapping[str, float], tiebreak: Mapping[str, int] | None = None) -> str | None:
-    """The share to serve next: lowest usage; ties go to the smaller ``tiebreak`` (oldest head), then name."""
-    if not usages:
-        return None
-    order = tiebreak or {}
-    return min(usages, key=lambda s: (usages[s], order.get(s, 0), s))
