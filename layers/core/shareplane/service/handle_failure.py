@@ -588,12 +588,12 @@ def _history(described: DescribedJob, decision: FailureDecision, key: str, now: 
         + (f"; {decision.reason_excerpt}" if decision.reason_excerpt else "")
     )
     attempt = key.rsplit("#", 1)[-1]
-    return HistoryEntry(
-        key=f"{at:013d}#~{ObservationKind.FAILURE_DECISION.value}#{attempt}",
-        status=JobStatus.FAILED,
+    return HistoryEntry.note(
+        ObservationKind.FAILURE_DECISION,
         at=at,
+        tag=attempt,
+        status=JobStatus.FAILED,
         reason=reason,
-        kind=ObservationKind.FAILURE_DECISION,
         digest=key,
         failure_class=decision.failure_class.value,
         rule=decision.rule_id,

@@ -517,13 +517,13 @@ def reclaim_histories(
     entries = [
         (
             record.job_arn,
-            HistoryEntry(
-                key=f"{at:013d}#~{ObservationKind.RECLAIM.value}#{key}",
-                status=JobStatus.RUNNABLE,
+            HistoryEntry.note(
+                ObservationKind.RECLAIM,
                 at=at,
+                tag=key,
+                status=JobStatus.RUNNABLE,
                 reason=f"reclaim after waiting {record.waited_seconds} s "
                 f"({record.tier} threshold {record.reclaim_after_seconds} s): stopping {names}",
-                kind=ObservationKind.RECLAIM,
                 digest=f"reclaim:{key}",
             ),
         )
@@ -532,15 +532,15 @@ def reclaim_histories(
         entries.append(
             (
                 v.job_arn,
-                HistoryEntry(
-                    key=f"{at:013d}#~{ObservationKind.RECLAIMED.value}#{key}",
-                    status=JobStatus(_status_of(described.get(v.job_id))),
+                HistoryEntry.note(
+                    ObservationKind.RECLAIMED,
                     at=at,
+                    tag=key,
+                    status=JobStatus(_status_of(described.get(v.job_id))),
                     reason=f"stopped for {record.waiting_name} ({record.team} "
                     f"{record.tier}, waited {record.waited_seconds} s); checkpoint "
                     f"{_age(v.checkpoint_age_seconds)}, {v.lost_instance_minutes} instance-min lost; "
                     "requeued, resumes from checkpoint",
-                    kind=ObservationKind.RECLAIMED,
                     digest=f"reclaimed:{key}",
                 ),
             )

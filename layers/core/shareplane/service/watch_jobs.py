@@ -355,14 +355,14 @@ def _escalate_one(
         at = int(now * 1000)
         ports.ledger.add_history(
             job.job_arn,
-            HistoryEntry(
-                key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
-                status=JobStatus.RUNNABLE,
+            HistoryEntry.note(
+                ObservationKind.PRIORITY_ESCALATED,
                 at=at,
+                tag=f"{target:04d}",
+                status=JobStatus.RUNNABLE,
                 # The whole seconds the steps were counted from (rounding could name the next step's).
                 reason=f"schedulingPriority {current} -> {target}: waited {math.floor(waited)}s, "
                 f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
-                kind=ObservationKind.PRIORITY_ESCALATED,
                 digest=f"escalate:{target}",
             ),
             {"fromPriority": current, "toPriority": target},
