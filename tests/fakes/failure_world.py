@@ -9,9 +9,11 @@ from typing import Any
 
 import yaml
 from shareplane.domain.config.shares import SharesConfig
+from shareplane.service.alerting import AlertSender
 from shareplane.service.handle_failure import FailurePorts
 
 from tests.conftest import REPO
+from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.failure_ledger import FakeFailureLedger
@@ -112,6 +114,8 @@ class World:
     store: FakeJobStore = field(default_factory=FakeJobStore)
     ledger: FakeFailureLedger = field(default_factory=FakeFailureLedger)
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
+    alert_ledger: FakeAlertLedger = field(default_factory=FakeAlertLedger)
+    ticks: FakeTickWatermarks = field(default_factory=FakeTickWatermarks)
     timer: FakeTimer = field(default_factory=FakeTimer)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     clock: Clock = field(default_factory=delivery_clock)
@@ -123,10 +127,17 @@ class World:
             ledger=self.ledger,
             batch=self.batch,
             training=self.training,
-            alerts=self.alerts,
+            sender=AlertSender(
+                ledger=self.alert_ledger,
+                topic=self.alerts,
+                metrics=self.metrics,
+                config=self.config,
+                clock=self.clock,
+            ),
             timer=self.timer,
             metrics=self.metrics,
             config=self.config,
             region="us-east-1",
             clock=self.clock,
+            ticks=self.ticks,
         )

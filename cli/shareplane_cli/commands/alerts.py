@@ -1,4 +1,4 @@
-"""`shareplane alerts`: what the failure path sent, read from the jobs table's ALERT items.
+"""`shareplane alerts`: every alert shareplane sent, read from the jobs table's ALERT items.
 
 Every alert is published to SNS and recorded as an ``ALERT#<job or share>#<kind>`` item, indexed by
 time in the ByStatus index (``gsi1pk = ALERTS``). Reading the table works the same on a real account
@@ -63,7 +63,7 @@ def alerts_command(
     window = parse_duration(since)
     target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
     name = table or target.output("JobsTableName")
-    rows = alert_rows(target.root(table_name=name).failure_ledger.alerts(time.time() - window))
+    rows = alert_rows(target.root(table_name=name).alert_ledger.alerts(time.time() - window))
 
     def as_table() -> None:
         print_table(

@@ -242,7 +242,7 @@ def story_of(
         if cost is not None:
             costs.append(cost)
     created = (record.get("createdAt") or 0) / 1000.0
-    alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record["jobArn"]]
+    alerts = [a for a in root.alert_ledger.alerts(created - 1) if a.job == record["jobArn"]]
     return job_story(
         record,
         training={arn: store.training_history(arn) for arn in arns},

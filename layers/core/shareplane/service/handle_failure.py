@@ -29,15 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..domain.alerts.alert import (
-    DEFAULT_QUIET_SECONDS,
-    Alert,
-    AlertKind,
-    failure_alert,
-    logs_link,
-    simple_alert,
-)
-from ..domain.config.failure_rules import FailureClass, Severity
+from ..domain.alerts.alert import Alert, failure_alert, job_alert, logs_link, storm_dedupe_key
+from ..domain.alerts.kinds import AlertKind
+from ..domain.config.failure_rules import FailureClass
 from ..domain.config.shares import SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.decision import (
@@ -57,14 +51,14 @@ from ..domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.jobs.tags import SUBMISSION_TAG, TEAM_TAG
 from ..domain.jobs.training import TrainingJobFacts
 from ..domain.reclaim.reason import beneficiary_of
-from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
+from .alerting import AlertSender, count_failure_metric
 from .ports import (
-    AlertPublisher,
     FailureLedger,
     JobStore,
     MetricsSink,
     RequeueTimer,
     ServiceJobs,
+    TickWatermarks,
     TrainingJobs,
 )
 
@@ -84,7 +78,8 @@ class FailurePorts:
     ledger: FailureLedger
     batch: ServiceJobs
     training: TrainingJobs
-    alerts: AlertPublisher
+    #: Every alert of the failure path and the watch goes out through it (deduplicated, listed).
+    sender: AlertSender
     timer: RequeueTimer
     metrics: MetricsSink
     config: SharesConfig
@@ -92,6 +87,8 @@ class FailurePorts:
     #: The wall clock, only where no event dates a decision: a message with no time, a manual watch
     #: run, and the lease on an unconfirmed alert claim. Decisions take ``now`` from their trigger.
     clock: Callable[[], float]
+    #: The watch's tick watermark (the newest schedule tick it handled).
+    ticks: TickWatermarks
     #: The GPU queue's name as deployed (gauges and alarms use it); empty: the shares config's.
     gpu_queue: str = ""
 
@@ -197,7 +194,7 @@ def handle_failed_job(
         preemption_retries_before_termination=described.preemption_retries_before_termination,
         spot_interruptions=spot,
         share_recent_failures=tuple(f.at for f in recent),
-        share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{scope}#{AlertKind.STORM.value}"),
+        share_storm_alerted_at=ports.sender.ledger.alert_sent_at(storm_dedupe_key(scope)),
         team=team,
     )
     decision = decide(ctx, config)
@@ -245,7 +242,7 @@ def handle_failed_job(
     if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
         return _resume(key, existing, ports, now)
     count_failure_metric(
-        ports,
+        ports.metrics,
         "FailuresByClass",
         {
             "Queue": queue_name(described.job_queue),
@@ -325,7 +322,7 @@ def _apply(key: str, record: DecisionRecord, ports: FailurePorts, now: float) ->
         return _requeue(key, record, ports, now)
     if decision.action is Action.ALERT:
         alert = _failure_alert(record, ports, now)
-        sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports), now=now)
+        sent = ports.sender.send(alert, now)
         ports.ledger.mark_applied(key, Applied(alerted=sent))
         return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
     ports.ledger.mark_applied(key, Applied())
@@ -385,11 +382,11 @@ def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) 
             str(params["jobQueue"]), str(params["jobName"]), SUBMISSION_TAG, request.client_token
         )
         if found is None:
-            count_failure_metric(ports, "RequeuesRefused", dims, job_arn)
+            count_failure_metric(ports.metrics, "RequeuesRefused", dims, job_arn)
             return _refused(key, record, exc.problem, ports, now)
         new_arn = found.job_arn
     ports.ledger.mark_applied(key, Applied(new_job_arn=new_arn, client_token=request.client_token))
-    count_failure_metric(ports, "Requeues", dims, job_arn)
+    count_failure_metric(ports.metrics, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
     return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
 
@@ -398,24 +395,23 @@ def _refused(
     key: str, record: DecisionRecord, message: str, ports: FailurePorts, now: float
 ) -> FailureOutcome:
     decision = record.decision
-    alert = simple_alert(
+    alert = job_alert(
         AlertKind.REQUEUE_REFUSED,
-        Severity.CRITICAL,
         share=record.share or "none",
         queue=queue_name(record.job_queue),
         job_arn=record.job_arn,
         job_name=record.job_name,
-        headline=f"requeue refused by AWS Batch ({decision.failure_class.value})",
         reason=message,
-        fix="fix what AWS Batch names (the payload, the share, a quota) and resubmit the job by hand",
+        facts={"failure_class": decision.failure_class.value},
         extra={
             "class": decision.failure_class.value,
             "rule": decision.rule_id,
             "logs": logs_link(ports.region, record.training_job_name),
         },
+        team=record.team,
+        tier=record.tier,
     )
-    owner = replace(alert, tier=record.tier, team=record.team)
-    send_alert(owner, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
+    ports.sender.send(alert, now)
     ports.ledger.mark_applied(key, Applied(refused=message[:500]))
     return FailureOutcome(record.job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
@@ -454,13 +450,7 @@ def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> A
     return alert if decision.storm else replace(alert, tier=record.tier)
 
 
-def _quiet(alert: Alert, ports: FailurePorts) -> float:
-    if alert.kind is AlertKind.STORM:
-        return ports.config.failures.storm.window_seconds
-    return DEFAULT_QUIET_SECONDS
-
-
-def _team(ports: AlertSender, share: str | None) -> str:
+def _team(ports: FailurePorts, share: str | None) -> str:
     """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
     return ports.config.team_for_share(share) or "none"
 
@@ -470,20 +460,19 @@ def _unknown_failed(
 ) -> FailureOutcome:
     job_arn = hint.jobArn if hint is not None else job_id
     share = (hint.shareIdentifier or hint.quotaShareName) if hint is not None else None
-    alert = simple_alert(
+    share = share or "none"
+    tags = hint.tags if hint is not None else None
+    alert = job_alert(
         AlertKind.UNKNOWN_TO_BATCH,
-        Severity.WARNING,
-        share=share or "none",
+        share=share,
         queue=queue_name(hint.jobQueue if hint is not None else None),
         job_arn=job_arn,
         job_name=hint.jobName if hint is not None else None,
-        headline="failed, and AWS Batch no longer describes it",
         reason=(hint.statusReason if hint is not None else None) or "no reason given",
-        fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
+        variant="failed",
+        team=job_team(ports.config, share, tags) or submitted_team(ports.store, job_arn),
     )
-    tags = hint.tags if hint is not None else None
-    team = job_team(ports.config, alert.share, tags) or submitted_team(ports.store, job_arn)
-    send_alert(replace(alert, team=team), ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    ports.sender.send(alert, now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
 
 
@@ -522,40 +511,35 @@ def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> Fai
         return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
     # A job Batch no longer describes is alerted on by its ARN alone.
     source = described or DescribedJob(job_arn=job_arn, job_id=job_id_of(job_arn), status="")
-    alert = simple_alert(
+    share = source.share or "none"
+    alert = job_alert(
         AlertKind.REPEATED_PREEMPTION,
-        Severity.WARNING,
-        share=source.share or "none",
+        share=share,
         queue=queue_name(source.job_queue),
         job_arn=job_arn,
         job_name=source.job_name,
-        headline=f"preempted {count} times",
         reason=text,
-        fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
-        "reserved capacity",
+        facts={"count": count},
         extra={"preemptions": count},
+        team=job_team(ports.config, share, source.tags),
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, source.tags))
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    sent = ports.sender.send(alert, now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 
 def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
     queue = queue_name(detail.jobQueue)
-    alert = simple_alert(
+    share = detail.shareIdentifier or detail.quotaShareName or "none"
+    alert = job_alert(
         AlertKind.QUEUE_BLOCKED,
-        Severity.CRITICAL,
-        share=detail.shareIdentifier or detail.quotaShareName or "none",
+        share=share,
         queue=queue,
         job_arn=detail.jobArn,
         job_name=detail.jobName,
-        headline=f"blocks queue {queue}",
         reason=detail.statusReason or "no reason given",
-        fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
-        "raise the service environment's limits, or terminate it",
+        team=job_team(ports.config, share, detail.tags),
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, detail.tags))
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    sent = ports.sender.send(alert, now)
     return FailureOutcome(detail.jobArn, "alerted" if sent else "alert already sent")
 
 

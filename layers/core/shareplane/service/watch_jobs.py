@@ -35,19 +35,18 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..domain.alerts.alert import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.config.failure_rules import Severity
+from ..domain.alerts.alert import FailureMetricEvent, job_alert
+from ..domain.alerts.kinds import AlertKind
 from ..domain.config.shares import Tier
 from ..domain.cost.billing import CostMetricEvent
 from ..domain.cost.budget import budget_status, crossed
-from ..domain.cost.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
+from ..domain.cost.budget_alerts import budget_alert
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.decision import escalation_ceiling, priority_escalation
 from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
 from ..domain.jobs.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
-from .alerting import ONCE_PER_JOB_SECONDS, send_alert
 from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted_team
 from .record_state import record_observation
 
@@ -169,7 +168,7 @@ def watch_tick(ports: FailurePorts, tick: Tick, forecast: ForecastPorts | None =
     """One watch run at ``tick``'s time; a schedule tick then becomes the watermark the next is bounded by."""
     report = watch(ports, tick.now, forecast)
     if tick.scheduled:
-        ports.ledger.advance_tick(WATCH_RUNNER, tick.tick)
+        ports.ticks.advance_tick(WATCH_RUNNER, tick.tick)
     return report
 
 
@@ -276,7 +275,7 @@ def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: Watc
     report.budgets[team] = status.as_dict()
     for threshold in crossed(status, budget):
         alert = budget_alert(status, threshold, ports.config)
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_MONTH_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
     ports.metrics.emit(
         [
             CostMetricEvent("BudgetUsedPercent", round(status.used * 100, 2), "Percent"),
@@ -374,27 +373,25 @@ def _escalate_one(
         )
     elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
         prediction = latest_prediction(job.job_arn, report, forecast)
-        alert = simple_alert(
+        alert = job_alert(
             AlertKind.WAIT_SLO,
-            Severity.WARNING,
             share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job.job_arn,
             job_name=job.job_name,
-            headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
             reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
             f"{escalation_ceiling(tier, config)} for {tier.value}): "
             # Before Batch's reason: the alert keeps the first 200 characters of the reason.
             + (f"predicted start {prediction.in_words()}; " if prediction else "")
             + f"{job.status_reason or 'no reason given'}",
-            fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
-            "what holds the instances, or raise the share's weight",
+            facts={"waited_minutes": waited / 60, "tier": tier.value, "slo_minutes": slo // 60},
             extra={"prediction": prediction.as_record() if prediction else None},
+            # The job's tier, also on a team's plain share (where the share alone names no tier), and
+            # its team also when it has no share (a CPU FIFO job: its team tag, as the reconcile read it).
+            team=report.teams.get(job.job_arn),
+            tier=tier.value,
         )
-        # The job's tier, also on a team's plain share (where the share alone names no tier), and its
-        # team also when it has no share (a CPU FIFO job: its team tag, as the reconcile described it).
-        alert = replace(alert, tier=tier.value, team=report.teams.get(job.job_arn))
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
 
 
 def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
@@ -454,20 +451,17 @@ def _reconcile_unlisted(
             {"Queue": queue_name(job.job_queue)},
             {"jobArn": job_arn},
         )
-        alert = simple_alert(
+        alert = job_alert(
             AlertKind.UNKNOWN_TO_BATCH,
-            Severity.WARNING,
             share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job_arn,
             job_name=job.job_name,
-            headline=f"is {job.status.value} here but unknown to AWS Batch",
             reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
-            fix="check the job in the AWS Batch console; resubmit it if it is lost",
+            facts={"status": job.status.value},
+            team=None if job.share else submitted_team(ports.store, job_arn),
         )
-        if not (job.share):
-            alert = replace(alert, team=submitted_team(ports.store, job_arn))
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
 
 
 def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -> bool:

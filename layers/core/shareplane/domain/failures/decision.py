@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
+from ..alerts.kinds import ALERT_SPECS, AlertKind
 from ..config.failure_rules import (
     BackoffConfig,
     ClassPolicy,
@@ -398,8 +399,7 @@ def _storm(
             mutations={},
             storm=True,
             why=f"failure storm in share {ctx.share}: {window}; requeueing paused",
-            fix=f"find the common cause of share {ctx.share}'s failures; "
-            "requeueing resumes when the rate drops",
+            fix=ALERT_SPECS[AlertKind.STORM].wording.fix.format(share=ctx.share),
         )
     return replace(
         plan,
