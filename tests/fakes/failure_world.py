@@ -1,4 +1,4 @@
-"""The failure path's world: its fakes wired into FailurePorts, and the FAILED jobs and events its tests use."""
+"""The failure path's world: its fakes wired into FailureWatchPorts, and the FAILED jobs and events its tests use."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.service.alerting import AlertSender
-from shareplane.service.handle_failure import FailurePorts
+from shareplane.service.handle_failure import FailureWatchPorts
 
 from tests.conftest import REPO
 from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks
@@ -121,8 +121,8 @@ class World:
     clock: Clock = field(default_factory=delivery_clock)
 
     @property
-    def ports(self) -> FailurePorts:
-        return FailurePorts(
+    def ports(self) -> FailureWatchPorts:
+        return FailureWatchPorts(
             store=self.store,
             ledger=self.ledger,
             batch=self.batch,

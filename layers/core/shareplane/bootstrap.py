@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .adapters.upload_attributions import DynamoUploadAttributions
     from .service.alerting import AlertSender
     from .service.detect_idle import DetectIdlePorts
-    from .service.handle_failure import FailurePorts
+    from .service.handle_failure import FailureWatchPorts
     from .service.rebalance_shares import RebalancePorts, RebalanceSettings
     from .service.receipt_prediction import ReceiptForecast
     from .service.reclaim_capacity import ReclaimPorts
@@ -148,7 +148,7 @@ class Root:
 
     @cached_property
     def clock(self) -> Callable[[], float]:
-        """The wall clock, only where no event dates a decision (see FailurePorts.clock)."""
+        """The wall clock, only where no event dates a decision (see FailureWatchPorts.clock)."""
         return time.time
 
     @cached_property
@@ -412,14 +412,14 @@ class Root:
 
     # -- failure path (handle_failure, watch_jobs) -----------------------------------------------
     @cached_property
-    def failure_ports(self) -> FailurePorts:
+    def failure_ports(self) -> FailureWatchPorts:
         """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler, its ledger)."""
         from .adapters.requeue_timer import QueueRequeueTimer
         from .adapters.sagemaker_training import SageMakerTrainingJobs
-        from .service.handle_failure import FailurePorts
+        from .service.handle_failure import FailureWatchPorts
 
         config = self.require_config()
-        return FailurePorts(
+        return FailureWatchPorts(
             store=self.store,
             ledger=self.failure_ledger,
             batch=self.batch_jobs,
@@ -434,13 +434,13 @@ class Root:
             metrics=self.metrics,
             config=config,
             region=self.session.region_name or "us-east-1",
-            clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
+            clock=self.clock,  # only where no event dates a decision (see FailureWatchPorts.clock)
             ticks=self.tick_watermarks,
             gpu_queue=arn_tail(self.environ.get("GPU_JOB_QUEUE") or ""),
         )
 
     @property
-    def watch_ports(self) -> FailurePorts:
+    def watch_ports(self) -> FailureWatchPorts:
         """The watch's ports: the failure path's (it escalates, reconciles and alerts through them)."""
         return self.failure_ports
 

@@ -71,8 +71,9 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class FailurePorts:
-    """Everything the failure path talks to; built once per cold start by bootstrap."""
+class FailureWatchPorts:
+    """Everything the failure path and the watch (which reconciles and alerts through the failure path)
+    talk to; built once per cold start by bootstrap."""
 
     store: JobStore
     ledger: FailureLedger
@@ -106,7 +107,7 @@ class FailureOutcome:
 # ------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------
-def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def handle_message(raw: Mapping[str, Any], ports: FailureWatchPorts) -> FailureOutcome:
     """Route one queue message, parsed once: an EventBridge event or this path's own requeue-due message."""
     # Imported here, not at the top: the watch reuses handle_failed_job and never parses an event, so
     # its cold start does not build the Batch and SageMaker event models.
@@ -143,7 +144,7 @@ def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcom
 # A failed job
 # ------------------------------------------------------------------------------------------------
 def handle_failed_job(
-    job_id: str, ports: FailurePorts, now: float, hint: ServiceJobDetail | None = None
+    job_id: str, ports: FailureWatchPorts, now: float, hint: ServiceJobDetail | None = None
 ) -> FailureOutcome:
     """Decide and apply, once, what happens to a service job Batch reports FAILED, as of ``now``.
 
@@ -162,7 +163,33 @@ def handle_failed_job(
     stored = ports.ledger.load_decision(key)
     if stored is not None:
         return _resume(key, stored, ports, now)
+    record = _decided(described, job_id, ports, now)
+    history = _history(described, record.decision, key, now)
+    existing = ports.ledger.claim_decision(key, record, history, _storm_failure(record, now))
+    if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
+        return _resume(key, existing, ports, now)
+    decision = record.decision
+    dimensions = {
+        "Queue": queue_name(described.job_queue),
+        "Team": record.team or "none",
+        "Class": decision.failure_class.value,
+    }
+    count_failure_metric(ports.metrics, "FailuresByClass", dimensions, job_arn)
+    logger.info(
+        "failure decided",
+        extra={
+            "job_arn": job_arn,
+            "class": decision.failure_class.value,
+            "rule": decision.rule_id,
+            "action": decision.action.value,
+            "why": decision.why,
+        },
+    )
+    return _apply(key, record, ports, now)
 
+
+def _decided(described: DescribedJob, job_id: str, ports: FailureWatchPorts, now: float) -> DecisionRecord:
+    """What to do about one failure as of ``now``, from Batch's, SageMaker's and the ledger's facts."""
     config = ports.config
     training = _training_facts(described, ports)
     signal = FailureSignal(
@@ -177,11 +204,9 @@ def handle_failed_job(
     scope = storm_scope(share, team)
     tier = config.job_tier(share, described.scheduling_priority) or Tier.LOWPRI
     chain = ChainState.from_tags(described.tags)
-    preemptions = described.preempted_attempts or 0
     found = classify(signal, config.failures.ordered_rules)
     spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
-    storm_window = config.failures.storm.window_seconds
-    recent = ports.ledger.share_failures(scope, now - storm_window)
+    recent = ports.ledger.share_failures(scope, now - config.failures.storm.window_seconds)
     ctx = FailureContext(
         signal=signal,
         job_id=described.job_id or job_id,
@@ -190,7 +215,7 @@ def handle_failed_job(
         now=now,
         instance_type=described.payload_instance_type,
         budget_used=chain.failures,
-        preemption_count=preemptions,
+        preemption_count=described.preempted_attempts or 0,
         preemption_retries_before_termination=described.preemption_retries_before_termination,
         spot_interruptions=spot,
         share_recent_failures=tuple(f.at for f in recent),
@@ -210,8 +235,8 @@ def handle_failed_job(
     if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
         # The requeued job carries whom it was stopped for, so it never reclaims from that job.
         new_chain = new_chain.displaced(beneficiary, now)
-    record = DecisionRecord(
-        job_arn=job_arn,
+    return DecisionRecord(
+        job_arn=described.job_arn,
         decision=decision,
         chain=new_chain,
         decided_at=now,
@@ -225,43 +250,21 @@ def handle_failed_job(
         team=team,
         storm_scope=scope,
     )
-    history = _history(described, decision, key, now)
-    share_failure = (
-        StormFailure(
-            scope=scope,
-            at=now,
-            job_arn=job_arn,
-            job_name=described.job_name,
-            failure_class=decision.failure_class.value,
-            reason=decision.reason_excerpt,
-        )
-        if decision.counts_toward_storm
-        else None
+
+
+def _storm_failure(record: DecisionRecord, now: float) -> StormFailure | None:
+    """The failure the storm guard counts for this decision (None: its class is exempt)."""
+    decision = record.decision
+    if not decision.counts_toward_storm:
+        return None
+    return StormFailure(
+        scope=record.storm_scope or record.share,
+        at=now,
+        job_arn=record.job_arn,
+        job_name=record.job_name,
+        failure_class=decision.failure_class.value,
+        reason=decision.reason_excerpt,
     )
-    existing = ports.ledger.claim_decision(key, record, history, share_failure)
-    if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
-        return _resume(key, existing, ports, now)
-    count_failure_metric(
-        ports.metrics,
-        "FailuresByClass",
-        {
-            "Queue": queue_name(described.job_queue),
-            "Team": team or "none",
-            "Class": decision.failure_class.value,
-        },
-        job_arn,
-    )
-    logger.info(
-        "failure decided",
-        extra={
-            "job_arn": job_arn,
-            "class": decision.failure_class.value,
-            "rule": decision.rule_id,
-            "action": decision.action.value,
-            "why": decision.why,
-        },
-    )
-    return _apply(key, record, ports, now)
 
 
 def job_team(config: SharesConfig, share: str | None, tags: Mapping[str, Any] | None) -> str | None:
@@ -298,7 +301,7 @@ def decision_key(described: DescribedJob) -> str:
     return f"DECISION#{described.job_arn}#{attempts}.{preempted}"
 
 
-def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _resume(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     if record.applied:
         return FailureOutcome(
             record.job_arn, "duplicate: already applied", record.decision.action.value, record.new_job_arn
@@ -306,7 +309,7 @@ def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -
     return _apply(key, record, ports, now)
 
 
-def _apply(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _apply(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     decision = record.decision
     job_arn = record.job_arn
     if decision.action is Action.REQUEUE:
@@ -334,7 +337,7 @@ def due_message(key: str, job_arn: str, due: float) -> dict[str, Any]:
     return {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn, "dueAt": due}
 
 
-def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
+def apply_due(key: str, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     """A requeue's delay has passed by ``now`` (the due time the message carries): submit it, once."""
     record = ports.ledger.load_decision(key)
     if record is None:
@@ -351,7 +354,7 @@ def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
     return _requeue(key, record, ports, now)
 
 
-def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _requeue(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     job_arn, decision = record.job_arn, record.decision
     described = ports.batch.describe(record.job_id or job_id_of(job_arn))
     dims = {"Queue": queue_name(record.job_queue), "Team": record.team or _team(ports, record.share)}
@@ -392,7 +395,7 @@ def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) 
 
 
 def _refused(
-    key: str, record: DecisionRecord, message: str, ports: FailurePorts, now: float
+    key: str, record: DecisionRecord, message: str, ports: FailureWatchPorts, now: float
 ) -> FailureOutcome:
     decision = record.decision
     alert = job_alert(
@@ -416,7 +419,7 @@ def _refused(
     return FailureOutcome(record.job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
 
-def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> Alert:
+def _failure_alert(record: DecisionRecord, ports: FailureWatchPorts, now: float) -> Alert:
     decision = record.decision
     share = record.share or "none"
     recent: list[dict[str, Any]] = []
@@ -450,13 +453,13 @@ def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> A
     return alert if decision.storm else replace(alert, tier=record.tier)
 
 
-def _team(ports: FailurePorts, share: str | None) -> str:
+def _team(ports: FailureWatchPorts, share: str | None) -> str:
     """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
     return ports.config.team_for_share(share) or "none"
 
 
 def _unknown_failed(
-    job_id: str, ports: FailurePorts, hint: ServiceJobDetail | None, now: float
+    job_id: str, ports: FailureWatchPorts, hint: ServiceJobDetail | None, now: float
 ) -> FailureOutcome:
     job_arn = hint.jobArn if hint is not None else job_id
     share = (hint.shareIdentifier or hint.quotaShareName) if hint is not None else None
@@ -486,7 +489,7 @@ def submitted_team(store: JobStore, job_arn: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 # SageMaker, preemption, blocked queue
 # ------------------------------------------------------------------------------------------------
-def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _training_job_ended(detail: TrainingJobDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     status = detail.TrainingJobStatus
     if status not in ("Failed", "Stopped"):
         return FailureOutcome(None, f"training job {status}: nothing to do")
@@ -499,7 +502,7 @@ def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: flo
     return handle_failed_job(job_id_of(job_arn), ports, now)
 
 
-def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _preempted(detail: PreemptionDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     job_arn = detail.preemptedJobArn
     described = ports.batch.describe(job_id_of(job_arn))
     if described is not None and described.has_preemption_summary:
@@ -527,7 +530,7 @@ def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> Fai
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 
-def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _queue_blocked(detail: ServiceJobDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     queue = queue_name(detail.jobQueue)
     share = detail.shareIdentifier or detail.quotaShareName or "none"
     alert = job_alert(
@@ -546,7 +549,7 @@ def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) ->
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
-def _training_facts(described: DescribedJob, ports: FailurePorts) -> TrainingJobFacts:
+def _training_facts(described: DescribedJob, ports: FailureWatchPorts) -> TrainingJobFacts:
     """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
     arn = described.latest_training_job_arn
     if not arn:

@@ -356,7 +356,9 @@ class RequeueTimer(Protocol):
 
 
 class FailureLedger(Protocol):
-    """Decision, history-note and storm-guard items of the failure path (conditional writes)."""
+    """The failure path's own items (conditional writes): its decisions, the history notes they and the
+    watch's escalations add to a job, and the failures the storm guard counts. Alerts are the
+    ``AlertLedger``'s, tick watermarks the ``TickWatermarks``'."""
 
     def claim_decision(
         self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None

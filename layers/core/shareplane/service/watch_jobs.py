@@ -47,7 +47,7 @@ from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
 from ..domain.jobs.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
-from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted_team
+from .handle_failure import FailureWatchPorts, handle_failed_job, job_team, submitted_team
 from .record_state import record_observation
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ WATCH_STEPS = ("list", "reconcile", "forecast", "escalate", "gauges", "budgets")
 
 
 def isolated(
-    ports: FailurePorts, report: WatchReport, step: str, item: str, work: Callable[[], _T]
+    ports: FailureWatchPorts, report: WatchReport, step: str, item: str, work: Callable[[], _T]
 ) -> _T | None:
     """Run one item's work; if it fails, log and count it, and go on with the next item.
 
@@ -147,7 +147,7 @@ class Tick:
 WATCH_RUNNER = "watch"
 
 
-def read_tick(raw: Any, ports: FailurePorts) -> Tick:
+def read_tick(raw: Any, ports: FailureWatchPorts) -> Tick:
     """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run.
 
     A tick dated more than ``MAX_TICK_LEAD_SECONDS`` ahead of this function's clock is refused
@@ -164,7 +164,7 @@ def read_tick(raw: Any, ports: FailurePorts) -> Tick:
     return tick
 
 
-def watch_tick(ports: FailurePorts, tick: Tick, forecast: ForecastPorts | None = None) -> WatchReport:
+def watch_tick(ports: FailureWatchPorts, tick: Tick, forecast: ForecastPorts | None = None) -> WatchReport:
     """One watch run at ``tick``'s time; a schedule tick then becomes the watermark the next is bounded by."""
     report = watch(ports, tick.now, forecast)
     if tick.scheduled:
@@ -172,7 +172,7 @@ def watch_tick(ports: FailurePorts, tick: Tick, forecast: ForecastPorts | None =
     return report
 
 
-def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None) -> WatchReport:
+def watch(ports: FailureWatchPorts, now: float, forecast: ForecastPorts | None = None) -> WatchReport:
     """One run of the scheduled watch (reconcile, predict, escalate, publish gauges) as of ``now``.
 
     Without ``forecast`` no start is predicted (and a wait alert carries no prediction).
@@ -189,7 +189,7 @@ def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None
     return report
 
 
-def reconcile_training(ports: FailurePorts, report: WatchReport) -> list[OpenAttempt] | None:
+def reconcile_training(ports: FailureWatchPorts, report: WatchReport) -> list[OpenAttempt] | None:
     """Describe each training job still open in the table whose attempt Batch says is over (its job
     ended or waits again, or a later attempt of it started), and record it.
 
@@ -223,7 +223,7 @@ def _attempt_over(job: JobState, training_job_arn: str) -> bool:
 
 
 def _reconcile_training_job(
-    attempt: OpenAttempt, job: JobState, ports: FailurePorts, report: WatchReport
+    attempt: OpenAttempt, job: JobState, ports: FailureWatchPorts, report: WatchReport
 ) -> bool:
     """Record what SageMaker says of one open training job; True when it is final now."""
     state = attempt.training
@@ -246,7 +246,7 @@ def _reconcile_training_job(
 
 
 def check_budgets(
-    ports: FailurePorts, now: float, report: WatchReport, attempts: list[OpenAttempt] | None = None
+    ports: FailureWatchPorts, now: float, report: WatchReport, attempts: list[OpenAttempt] | None = None
 ) -> None:
     """Each budgeted team's month (billed plus what its running jobs accrued, the open attempts read
     once for all teams, or given): its thresholds alerted and its gauges published."""
@@ -267,7 +267,7 @@ def check_budgets(
             isolated(ports, report, "budgets", team, partial(check_budget, months[team], ports, now, report))
 
 
-def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: WatchReport) -> None:
+def check_budget(month: TeamMonth, ports: FailureWatchPorts, now: float, report: WatchReport) -> None:
     """Alert each budget threshold the team's month has reached, once a month; gauge the month."""
     team = month.team
     budget = ports.config.budgets[team]
@@ -291,7 +291,7 @@ def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: Watc
 def predict(
     forecast: ForecastPorts,
     jobs: Mapping[JobStatus, list[JobState]],
-    ports: FailurePorts,
+    ports: FailureWatchPorts,
     now: float,
     report: WatchReport,
 ) -> None:
@@ -317,7 +317,7 @@ def latest_prediction(
 
 def escalate(
     runnable: list[JobState],
-    ports: FailurePorts,
+    ports: FailureWatchPorts,
     now: float,
     report: WatchReport,
     forecast: ForecastPorts | None = None,
@@ -330,7 +330,11 @@ def escalate(
 
 
 def _escalate_one(
-    job: JobState, ports: FailurePorts, now: float, report: WatchReport, forecast: ForecastPorts | None = None
+    job: JobState,
+    ports: FailureWatchPorts,
+    now: float,
+    report: WatchReport,
+    forecast: ForecastPorts | None = None,
 ) -> None:
     config = ports.config
     # Batch's own value when this run described the job: the table's can lag it, since a new
@@ -394,7 +398,7 @@ def _escalate_one(
         report.alerts += ports.sender.send(alert, now)
 
 
-def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
+def reconcile(ports: FailureWatchPorts, report: WatchReport, now: float) -> None:
     """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
     known: dict[str, JobState] = {}
     # By name: the config names the GPU queue, the table holds queue ARNs, and ListServiceJobs takes
@@ -441,7 +445,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
 
 
 def _reconcile_unlisted(
-    job_arn: str, job: JobState, ports: FailurePorts, report: WatchReport, now: float
+    job_arn: str, job: JobState, ports: FailureWatchPorts, report: WatchReport, now: float
 ) -> None:
     """A job the table has active that no listing returned: record what Batch says, or alert it is gone."""
     if not _record(job.job_id or job_id_of(job_arn), ports, report, now):
@@ -464,7 +468,7 @@ def _reconcile_unlisted(
         report.alerts += ports.sender.send(alert, now)
 
 
-def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -> bool:
+def _record(job_id: str, ports: FailureWatchPorts, report: WatchReport, now: float) -> bool:
     described = ports.batch.describe(job_id)
     if described is None:
         return False
@@ -495,7 +499,7 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     return True
 
 
-def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts, now: float) -> None:
+def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailureWatchPorts, now: float) -> None:
     """Runnable jobs and oldest wait per tier; instances in use per team against entitlement and capacity."""
     config = ports.config
     queue = ports.gpu_queue or config.gpu_queue_name()
@@ -530,7 +534,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
     _gauge(ports, "Utilization", 100.0 * total / capacity if capacity else 0.0, "Percent", {"Queue": queue})
 
 
-def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
+def _gauge(ports: FailureWatchPorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
     ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})
 
 
