@@ -8,12 +8,16 @@ the table answers (tests/integration/contracts/test_alert_ledger_contract.py run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from shareplane.adapters.alert_items import alert_item, claim_is_quiet, sent_alert_of
 from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.alerts.sent import SentAlert
+from shareplane.domain.config.shares import SharesConfig
+from shareplane.service.alerting import AlertSender
+from shareplane.service.ports import AlertPublisher, MetricsSink
 
 
 @dataclass
@@ -60,3 +64,24 @@ class FakeTickWatermarks:
     def advance_tick(self, runner: str, tick: str) -> None:
         if runner not in self.ticks or self.ticks[runner] < tick:
             self.ticks[runner] = tick
+
+
+class AlertingWorld(Protocol):
+    """What a world of fakes holds that its alerts go through."""
+
+    alert_ledger: FakeAlertLedger
+    alerts: AlertPublisher
+    metrics: MetricsSink
+    config: SharesConfig
+    clock: Callable[[], float]
+
+
+def sender_of(world: AlertingWorld) -> AlertSender:
+    """The world's sender: its alert ledger, its topic, its metrics, its config and clock."""
+    return AlertSender(
+        ledger=world.alert_ledger,
+        topic=world.alerts,
+        metrics=world.metrics,
+        config=world.config,
+        clock=world.clock,
+    )

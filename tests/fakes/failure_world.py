@@ -9,11 +9,10 @@ from typing import Any
 
 import yaml
 from shareplane.domain.config.shares import SharesConfig
-from shareplane.service.alerting import AlertSender
 from shareplane.service.handle_failure import FailureWatchPorts
 
 from tests.conftest import REPO
-from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks
+from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.failure_ledger import FakeFailureLedger
@@ -127,13 +126,7 @@ class World:
             ledger=self.ledger,
             batch=self.batch,
             training=self.training,
-            sender=AlertSender(
-                ledger=self.alert_ledger,
-                topic=self.alerts,
-                metrics=self.metrics,
-                config=self.config,
-                clock=self.clock,
-            ),
+            sender=sender_of(self),
             timer=self.timer,
             metrics=self.metrics,
             config=self.config,

@@ -12,10 +12,9 @@ from shareplane.domain.idle.policy import GpuSample
 from shareplane.domain.idle.record import IdleRecord
 from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 from shareplane.domain.jobs.training import TrainingJobState, TrainingJobStatus
-from shareplane.service.alerting import AlertSender
 from shareplane.service.detect_idle import DetectIdlePorts, IdleSettings
 
-from tests.fakes.alert_ledger import FakeAlertLedger
+from tests.fakes.alert_ledger import FakeAlertLedger, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
 from tests.fakes.clock import Clock, delivery_clock
@@ -158,13 +157,7 @@ class IdleWorld:
             batch=self.batch,
             checkpoints=self.checkpoints,
             ledger=self.ledger,
-            sender=AlertSender(
-                ledger=self.alert_ledger,
-                topic=self.alerts,
-                metrics=self.metrics,
-                config=self.config,
-                clock=self.clock,
-            ),
+            sender=sender_of(self),
             metrics=self.metrics,
             config=self.config,
             settings=IdleSettings(enabled=self.enabled),

@@ -9,11 +9,10 @@ from typing import Any
 
 import yaml
 from shareplane.domain.config.shares import SharesConfig, Tier
-from shareplane.service.alerting import AlertSender
 from shareplane.service.reclaim_capacity import ReclaimPorts, ReclaimSettings
 
 from tests.conftest import REPO
-from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks
+from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
 from tests.fakes.clock import Clock, delivery_clock
@@ -114,23 +113,13 @@ class ReclaimWorld:
             batch=self.batch,
             checkpoints=self.checkpoints,
             ledger=self.ledger,
-            sender=self.sender,
+            sender=sender_of(self),
             timer=self.timer,
             metrics=self.metrics,
             config=self.config,
             settings=ReclaimSettings(QUEUE_ARN, enabled=self.enabled, dry_run=self.dry_run),
             clock=self.clock,
             ticks=self.ticks,
-        )
-
-    @property
-    def sender(self) -> AlertSender:
-        return AlertSender(
-            ledger=self.alert_ledger,
-            topic=self.alerts,
-            metrics=self.metrics,
-            config=self.config,
-            clock=self.clock,
         )
 
 
