@@ -6,7 +6,8 @@ team has one share identifier per tier, so ``share`` alone would not find all it
 readable ASCII subject of at most 100 characters (SNS rejects anything else) and a JSON body with
 the job, the failure class and rule, a short reason, the decision, a link to the training job's
 CloudWatch logs and the suggested fix. ``dedupe_key`` names the ``ALERT#<job>#<kind>`` item that
-keeps one job from alerting twice for the same thing.
+keeps one job from alerting twice for the same thing. Each kind's headline, fix, severity and quiet
+window are its row of ``kinds.ALERT_SPECS``; the builders here fill them with one alert's facts.
 """
 
 from __future__ import annotations

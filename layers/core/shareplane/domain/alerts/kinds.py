@@ -123,6 +123,11 @@ _IDLE_ACTS = {
         "hung: stopped and requeued from its last checkpoint", _REQUEUED_FIX, Severity.WARNING
     ),
 }
+#: Hung jobs: their own alert, then the idle acts' wording for what is done about them.
+_HUNG_ACTS = {
+    **_IDLE_ACTS,
+    "alert": Wording("hung: GPUs busy, no new checkpoint", _IDLE_FIX_ALERT, Severity.INFO),
+}
 _BUDGET_FIX = (
     "see `shareplane usage --team {team} --since month --by user` for who spent it; {enforced}; "
     "raise budgets.{team}.monthly_usd in the shares config if the spend is intended"
@@ -271,11 +276,8 @@ ALERT_SPECS: Mapping[AlertKind, AlertSpec] = MappingProxyType(
             None,
             ONCE_PER_JOB_SECONDS,
             "per job, act and hung period",
-            Wording("hung: GPUs busy, no new checkpoint", _IDLE_FIX_ALERT, Severity.INFO),
-            variants={
-                "alert": Wording("hung: GPUs busy, no new checkpoint", _IDLE_FIX_ALERT, Severity.INFO),
-                **{act: wording for act, wording in _IDLE_ACTS.items() if act != "alert"},
-            },
+            _HUNG_ACTS["alert"],
+            variants=_HUNG_ACTS,
             severity_rule="info for an alert, warning for a stop and requeue",
         ),
         AlertKind.UPLOADER_NOT_SUBMITTER: AlertSpec(
