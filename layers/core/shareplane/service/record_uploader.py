@@ -73,8 +73,8 @@ def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: i
         if ports.attributions.set_principal(arn, record)
     )
     alerted = False
-    # ``stored.alerted``: told already (the alert ledger keeps later repeats quiet, this one the repeats of
-    # an upload alerted before its alert had an item of its own).
+    # The alert ledger keeps a repeat quiet; the join's own mark (``alerted``) also covers an upload
+    # alerted before its alert had a ledger item (a table written by an older release).
     if check is PrincipalCheck.NOT_A_SUBMITTER and not (stored and stored.alerted):
         submitters = config.teams[team].submitters if team else ()
         alert = uploader_alert(attribution, team, tuple(submitters))
