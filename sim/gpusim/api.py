@@ -616,17 +616,13 @@ class BatchApi(_Facade):
         """
         self._check("SubmitServiceJob", p)
         token = p.get("clientToken")
+        fingerprint = (
+            json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True) if token else ""
+        )
         if token:
-            fingerprint = json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True)
-            seen = self._tokens.get(token)
-            if seen is not None:
-                if seen[0] != fingerprint:
-                    raise client_error(f"clientToken {token} was already used with a different request")
-                job = seen[1]
-                if not self.repeat_token_returns_job:
-                    # No job id in the message: AWS documents none, so no caller may rely on one.
-                    raise client_error(f"clientToken {token} was already used by an identical request")
-                return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+            repeated = self._repeated_submission(token, fingerprint)
+            if repeated is not None:
+                return {"jobArn": repeated.arn, "jobName": repeated.name, "jobId": repeated.id}
         queue = self._queue(p["jobQueue"])
         if p["serviceJobType"] != "SAGEMAKER_TRAINING":
             raise client_error("serviceJobType must be SAGEMAKER_TRAINING")
@@ -634,33 +630,8 @@ class BatchApi(_Facade):
             raise client_error(f"jobQueue {queue.name} is DISABLED; enable it or submit elsewhere")
         # Batch queues the payload as given; SageMaker rejects a bad one at dispatch (payload.py).
         payload, unreadable = payload_rules.parse(p["serviceRequestPayload"])
-        share, qshare = p.get("shareIdentifier"), p.get("quotaShareName")
-        kind = queue.kind
-        quota_share = None
-        if kind == FAIRSHARE:
-            if not share:
-                raise client_error(f"shareIdentifier is required on fair-share queue {queue.name}")
-            if not SHARE_ID.fullmatch(share):
-                raise client_error("shareIdentifier must be 1-255 letters or digits")
-            sh = queue.shares.get(share)
-            if (sh is None or not sh.counted) and queue.active_shares >= MAX_ACTIVE_SHARES:
-                raise client_error(
-                    f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
-                )
-        elif share:
-            raise client_error(f"shareIdentifier is only allowed on fair-share queues; {queue.name} has none")
-        if kind == QUOTA:
-            if not qshare:
-                raise client_error(f"quotaShareName is required on quota-share queue {queue.name}")
-            quota_share = queue.quota_shares.get(qshare)
-            if quota_share is None:
-                raise client_error(f"quotaShareName {qshare} does not exist in {queue.name}")
-            if quota_share.state != "ENABLED":
-                raise client_error(f"quota share {qshare} is DISABLED and takes no new jobs")
-        elif qshare:
-            raise client_error(
-                f"quotaShareName is only allowed on quota-share queues; {queue.name} is not one"
-            )
+        share = self._submitted_share(queue, p.get("shareIdentifier"))
+        quota_share = self._submitted_quota_share(queue, p.get("quotaShareName"))
         priority = p.get("schedulingPriority", 0)
         if not 0 <= priority <= 9999:
             raise client_error("schedulingPriority must be 0..9999")
@@ -692,6 +663,54 @@ class BatchApi(_Facade):
         if token:
             self._tokens[token] = (fingerprint, job)
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+
+    def _repeated_submission(self, token: str, fingerprint: str) -> Job | None:
+        """The job an identical earlier request with this clientToken created; None for a new token."""
+        seen = self._tokens.get(token)
+        if seen is None:
+            return None
+        if seen[0] != fingerprint:
+            raise client_error(f"clientToken {token} was already used with a different request")
+        if not self.repeat_token_returns_job:
+            # No job id in the message: AWS documents none, so no caller may rely on one.
+            raise client_error(f"clientToken {token} was already used by an identical request")
+        return seen[1]
+
+    def _submitted_share(self, queue: JobQueue, share: str | None) -> str | None:
+        """The shareIdentifier a submission names, checked against the queue's kind and its active shares."""
+        if queue.kind != FAIRSHARE:
+            if share:
+                raise client_error(
+                    f"shareIdentifier is only allowed on fair-share queues; {queue.name} has none"
+                )
+            return share
+        if not share:
+            raise client_error(f"shareIdentifier is required on fair-share queue {queue.name}")
+        if not SHARE_ID.fullmatch(share):
+            raise client_error("shareIdentifier must be 1-255 letters or digits")
+        known = queue.shares.get(share)
+        if (known is None or not known.counted) and queue.active_shares >= MAX_ACTIVE_SHARES:
+            raise client_error(
+                f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
+            )
+        return share
+
+    def _submitted_quota_share(self, queue: JobQueue, name: str | None) -> QuotaShare | None:
+        """The quota share a submission names: required, existing and enabled on a quota-share queue."""
+        if queue.kind != QUOTA:
+            if name:
+                raise client_error(
+                    f"quotaShareName is only allowed on quota-share queues; {queue.name} is not one"
+                )
+            return None
+        if not name:
+            raise client_error(f"quotaShareName is required on quota-share queue {queue.name}")
+        quota_share = queue.quota_shares.get(name)
+        if quota_share is None:
+            raise client_error(f"quotaShareName {name} does not exist in {queue.name}")
+        if quota_share.state != "ENABLED":
+            raise client_error(f"quota share {name} is DISABLED and takes no new jobs")
+        return quota_share
 
     def describe_service_job(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceJob (by id or ARN)."""

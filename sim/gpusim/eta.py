@@ -620,6 +620,84 @@ def _forecast_in_worker(
     return _forecast_one(live, history, name, settings, seed)
 
 
+class _Forecaster:
+    """The backtest's forecasts, each made at its target's submission instant during the replay.
+
+    In this process, or (``workers`` > 1) in a pool of processes beside the replay: then each
+    forecast holds a copy of the live state until ``collect`` takes its result.
+    """
+
+    def __init__(self, run: PolicyRun, settings: ForecastSettings, seed: int, workers: int) -> None:
+        self.run = run
+        self.view = LiveView(run)
+        self.settings = settings
+        self.seed = seed
+        self.workers = workers
+        self.made: list[Prediction] = []
+        #: Seconds this process spent forecasting (or handing forecasts to the pool).
+        self.spent = 0.0
+        #: CPU seconds the pool's processes spent.
+        self.worker_cpu = 0.0
+        self.pool = (
+            ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=_start_worker,
+                initargs=(self.view.arrivals, self.view.observed_since),
+            )
+            if workers > 1
+            else None
+        )
+        self.in_flight: deque[tuple[int, Future[tuple[tuple[float, ...], float]]]] = deque()
+
+    def collect(self, block_until: int) -> None:
+        """Take the pool's results until at most ``block_until`` forecasts are still in flight."""
+        while len(self.in_flight) > block_until:
+            index, future = self.in_flight.popleft()
+            starts, cpu = future.result()
+            self.made[index] = replace(self.made[index], starts=starts)
+            self.worker_cpu += cpu
+
+    def predict(self, target: ScenarioJob) -> None:
+        """Forecast ``target``'s start from the live state now, before it is submitted."""
+        started = time.perf_counter()
+        settings, now = self.settings, self.run.model.engine.now
+        live, history = self.view.live_queue(target, settings.arrival_lookback_seconds)
+        name, runs_seed = target.name, f"{self.seed}-{target.name}"
+        self.made.append(
+            Prediction(
+                target.name,
+                now,
+                TIERS[target.tier].value,
+                () if self.pool else _forecast_one(live, history, name, settings, runs_seed)[0],
+                settings.samples,
+                self.view.baseline_wait(target.tier, now),
+                horizon_seconds=settings.horizon_seconds,
+            )
+        )
+        if self.pool:
+            span = self.view.arrival_span(settings.arrival_lookback_seconds)
+            args = (live, history.finished, span, name, settings, runs_seed)
+            forecast = self.pool.submit(_forecast_in_worker, *args)
+            self.in_flight.append((len(self.made) - 1, forecast))
+            # A few forecasts ahead of the workers at most: each holds a copy of the live state.
+            self.collect(2 * self.workers)
+        self.spent += time.perf_counter() - started
+
+    def replay(self) -> tuple[PolicyResult, float]:
+        """Run the replay to the end and gather every forecast: its result and its wall seconds."""
+        started = time.perf_counter()
+        try:
+            result = self.run.replay()
+            waited = time.perf_counter()
+            self.collect(0)
+            self.spent += time.perf_counter() - waited
+        finally:
+            if self.pool:
+                self.pool.shutdown(cancel_futures=True)
+        return result, time.perf_counter() - started
+
+
 def backtest(
     scenario: Scenario,
     policy: Policy,
@@ -637,78 +715,23 @@ def backtest(
     the same as in-process ones, in less wall time (the CPU time is the same).
     """
     run = PolicyRun(scenario, policy, seed)
-    view = LiveView(run)
+    forecaster = _Forecaster(run, settings, seed, workers)
     targets = list(jobs) if jobs is not None else sample_jobs(scenario, sample, seed)
-    made: list[Prediction] = []
-    spent = [0.0]
-    pool = (
-        ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("forkserver"),
-            initializer=_start_worker,
-            initargs=(view.arrivals, view.observed_since),
-        )
-        if workers > 1
-        else None
-    )
-    # A few forecasts ahead of the workers at most: each holds a copy of the live state.
-    in_flight: deque[tuple[int, Future[tuple[tuple[float, ...], float]]]] = deque()
-    worker_cpu = [0.0]
-
-    def collect(block_until: int) -> None:
-        while len(in_flight) > block_until:
-            index, future = in_flight.popleft()
-            starts, cpu = future.result()
-            made[index] = replace(made[index], starts=starts)
-            worker_cpu[0] += cpu
-
-    def predict(target: ScenarioJob) -> None:
-        started = time.perf_counter()
-        now = run.model.engine.now
-        live, history = view.live_queue(target, settings.arrival_lookback_seconds)
-        name, runs_seed = target.name, f"{seed}-{target.name}"
-        made.append(
-            Prediction(
-                target.name,
-                now,
-                TIERS[target.tier].value,
-                () if pool else _forecast_one(live, history, name, settings, runs_seed)[0],
-                settings.samples,
-                view.baseline_wait(target.tier, now),
-                horizon_seconds=settings.horizon_seconds,
-            )
-        )
-        if pool:
-            span = view.arrival_span(settings.arrival_lookback_seconds)
-            args = (live, history.finished, span, name, settings, runs_seed)
-            forecast = pool.submit(_forecast_in_worker, *args)
-            in_flight.append((len(made) - 1, forecast))
-            collect(2 * workers)
-        spent[0] += time.perf_counter() - started
-
     # Scheduled before the replay's own arrivals, so each runs before its job (and anything else
     # arriving at that instant) is submitted.
     for target in targets:
-        run.model.engine.schedule_at(target.submit, predict, target)
-    started = time.perf_counter()
-    try:
-        result = run.replay()
-        waited = time.perf_counter()
-        collect(0)
-        spent[0] += time.perf_counter() - waited
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-    wall = time.perf_counter() - started
-    predictions = [replace(p, actual_start=view.first_dispatch.get(p.job)) for p in made]
+        run.model.engine.schedule_at(target.submit, forecaster.predict, target)
+    result, wall = forecaster.replay()
+    first_dispatch = forecaster.view.first_dispatch
+    predictions = [replace(p, actual_start=first_dispatch.get(p.job)) for p in forecaster.made]
     submits = run_submits(scenario)
     return EtaResult(
         policy,
         predictions,
         result,
-        spent[0],
-        wall - spent[0],
-        worker_cpu[0],
+        forecaster.spent,
+        wall - forecaster.spent,
+        forecaster.worker_cpu,
         last_arrival=submits[-1] if submits else None,
     )
 

@@ -486,16 +486,7 @@ def build_scenario(
     trace = sorted(trace, key=lambda j: j.submit)
     span = trace_span(trace)
     offered = offered_gpus(trace)
-    gpu_time: dict[str, float] = {}
-    for j in trace:
-        gpu_time[j.team] = gpu_time.get(j.team, 0.0) + j.gpus * j.duration
-    mapping = config.shares
-    named = {t: s for t, s in mapping.names.items() if t in gpu_time}
-    ranked = [t for t in sorted(gpu_time, key=lambda t: (-gpu_time[t], t)) if t not in named]
-    own = ranked[: max(0, mapping.top_k - len(named))]
-    team_share = {**named, **{t: t for t in own}}
-    for t in gpu_time:
-        team_share.setdefault(t, mapping.other)
+    team_share = _team_shares(trace, config.shares)
     shares = tuple(sorted(set(team_share.values())))
     gpu = config.gpus_per_unit
     capacity = capacity_gpus or config.capacity_gpus or math.ceil(offered / config.target_load)
@@ -514,8 +505,38 @@ def build_scenario(
         s = team_share[j.team]
         demand[s] += j.gpus * j.duration / span
         floors[s] = max(floors[s], units_of[j.gpus])
-    ent = _entitlements(capacity // gpu, demand, floors, mapping)
+    ent = _entitlements(capacity // gpu, demand, floors, config.shares)
     index = {s: i for i, s in enumerate(shares)}
+    share_of = [index[team_share[j.team]] for j in trace]
+    return scenario_of(
+        _draw_jobs(trace, config, [units_of[j.gpus] for j in trace], share_of, seed),
+        config,
+        shares=shares,
+        entitlements=[ent[s] for s in shares],
+        team_share=team_share,
+        window=span,
+        offered=offered,
+    )
+
+
+def _team_shares(trace: Sequence[TraceJob], mapping: SharesMapping) -> dict[str, str]:
+    """Each team's share: the named ones, then the top-K others by GPU-time, the rest in ``other``."""
+    gpu_time: dict[str, float] = {}
+    for j in trace:
+        gpu_time[j.team] = gpu_time.get(j.team, 0.0) + j.gpus * j.duration
+    named = {t: s for t, s in mapping.names.items() if t in gpu_time}
+    ranked = [t for t in sorted(gpu_time, key=lambda t: (-gpu_time[t], t)) if t not in named]
+    own = ranked[: max(0, mapping.top_k - len(named))]
+    team_share = {**named, **{t: t for t in own}}
+    for t in gpu_time:
+        team_share.setdefault(t, mapping.other)
+    return team_share
+
+
+def _draw_jobs(
+    trace: Sequence[TraceJob], config: WhatIfConfig, units: Sequence[int], shares: Sequence[int], seed: int
+) -> list[ScenarioJob]:
+    """The trace's jobs in arrival order, each with its seeded tier, injected failure and checkpointing."""
     rng = random.Random(seed)
     tier_weights = [config.tiers[t].fraction for t in TIERS]
     rates = config.faults.model_dump()
@@ -541,23 +562,15 @@ def build_scenario(
                 f"j{n}",
                 j.submit,
                 j.duration,
-                units_of[j.gpus],
-                index[team_share[j.team]],
+                units[n],
+                shares[n],
                 tier,
                 priority,
                 script,
                 ckpt_rng.random() >= config.never_checkpoint_fraction,
             )
         )
-    return scenario_of(
-        jobs,
-        config,
-        shares=shares,
-        entitlements=[ent[s] for s in shares],
-        team_share=team_share,
-        window=span,
-        offered=offered,
-    )
+    return jobs
 
 
 def seed_idle(scenario: Scenario, fraction: float | None = None, seed: int = 0) -> Scenario:
