@@ -18,11 +18,13 @@ the first job instead, as an idempotent API usually would).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from botocore.model import ServiceModel
 from botocore.session import get_session
@@ -49,6 +51,10 @@ from .states import DISPATCHED, FINAL, RUNNABLE, RUNNING
 SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
 MAX_QUOTA_SHARES = 20
 MAX_ACTIVE_SHARES = 500
+
+T = TypeVar("T")
+P = ParamSpec("P")
+FacadeT = TypeVar("FacadeT", bound="_Facade")
 
 
 class ApiError(ShareplaneError):
@@ -81,19 +87,51 @@ def _snake(operation: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
-def _page(
-    items: list[Any], max_results: int | None, token: str | None, default: int = 100
-) -> tuple[list, str | None]:
+def _paged(
+    key: str,
+    items: Sequence[T],
+    render: Callable[[T], dict[str, Any]],
+    request: dict[str, Any],
+    *,
+    default: int = 100,
+    pascal: bool = False,
+) -> dict[str, Any]:
+    """One page of a List/Describe answer: ``{key: [render(item)...]}``, plus the token of the next page.
+
+    Batch names the paging members ``maxResults``/``nextToken``, SageMaker (``pascal``) ``MaxResults``/
+    ``NextToken``; the token is the next page's offset, opaque to the caller.
+    """
+    max_key, token_key = ("MaxResults", "NextToken") if pascal else ("maxResults", "nextToken")
+    token = request.get(token_key)
     try:
         start = int(base64.urlsafe_b64decode(token.encode()).decode()) if token else 0
     except ValueError as exc:
         raise client_error(
             f"nextToken {token!r} is not valid; pass the token a previous call returned"
         ) from exc
-    size = max_results or default
-    page = items[start : start + size]
-    nxt = start + size
-    return page, (base64.urlsafe_b64encode(str(nxt).encode()).decode() if nxt < len(items) else None)
+    size = request.get(max_key) or default
+    out: dict[str, Any] = {key: [render(item) for item in items[start : start + size]]}
+    if start + size < len(items):
+        out[token_key] = base64.urlsafe_b64encode(str(start + size).encode()).decode()
+    return out
+
+
+def _operation(
+    method: Callable[Concatenate[FacadeT, P], dict[str, Any]],
+) -> Callable[Concatenate[FacadeT, P], dict[str, Any]]:
+    """An API operation: its request is checked against botocore's input shape before it runs.
+
+    Its wire name is the method's in CamelCase (``submit_service_job``: SubmitServiceJob), the name
+    ``call`` maps back to it.
+    """
+    name = "".join(part.title() for part in method.__name__.split("_"))
+
+    @functools.wraps(method)
+    def checked(self: FacadeT, /, *args: P.args, **params: P.kwargs) -> dict[str, Any]:
+        self._check(name, params)
+        return method(self, *args, **params)
+
+    return checked
 
 
 class _Facade:
@@ -181,9 +219,9 @@ class BatchApi(_Facade):
             raise client_error("capacityLimits cannot mix NUM_INSTANCES with instance types")
         return out
 
+    @_operation
     def create_service_environment(self, **p: Any) -> dict[str, Any]:
         """CreateServiceEnvironment."""
-        self._check("CreateServiceEnvironment", p)
         name = p["serviceEnvironmentName"]
         if p["serviceEnvironmentType"] != "SAGEMAKER_TRAINING":
             raise client_error("serviceEnvironmentType must be SAGEMAKER_TRAINING")
@@ -207,23 +245,19 @@ class BatchApi(_Facade):
             "tags": dict(env.tags),
         }
 
+    @_operation
     def describe_service_environments(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceEnvironments (unknown names are left out, as AWS does)."""
-        self._check("DescribeServiceEnvironments", p)
         refs = p.get("serviceEnvironments")
         envs = list(self.model.environments.values())
         if refs:
             wanted = {arn_tail(r) for r in refs}
             envs = [e for e in envs if e.name in wanted]
-        page, token = _page(envs, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"serviceEnvironments": [self._describe_env(e) for e in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("serviceEnvironments", envs, self._describe_env, p)
 
+    @_operation
     def update_service_environment(self, **p: Any) -> dict[str, Any]:
         """UpdateServiceEnvironment: state and capacity limits."""
-        self._check("UpdateServiceEnvironment", p)
         env = self._env(p["serviceEnvironment"])
         if "capacityLimits" in p:
             limits = self._limits(p["capacityLimits"])
@@ -235,9 +269,9 @@ class BatchApi(_Facade):
         self.model.request_pass()
         return {"serviceEnvironmentName": env.name, "serviceEnvironmentArn": env.arn}
 
+    @_operation
     def delete_service_environment(self, **p: Any) -> dict[str, Any]:
         """DeleteServiceEnvironment: it must be DISABLED and no queue may use it."""
-        self._check("DeleteServiceEnvironment", p)
         env = self._env(p["serviceEnvironment"])
         if env.state != "DISABLED":
             raise client_error(f"serviceEnvironment {env.name} must be DISABLED before it is deleted")
@@ -277,9 +311,9 @@ class BatchApi(_Facade):
             self._validate_fairshare(fair)
         return fair, quota
 
+    @_operation
     def create_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """CreateSchedulingPolicy (fair-share or quota-share)."""
-        self._check("CreateSchedulingPolicy", p)
         name = p["name"]
         if name in self.model.policies:
             raise client_error("Object already exists")
@@ -301,9 +335,9 @@ class BatchApi(_Facade):
         out["tags"] = dict(policy.tags)
         return out
 
+    @_operation
     def describe_scheduling_policies(self, **p: Any) -> dict[str, Any]:
         """DescribeSchedulingPolicies."""
-        self._check("DescribeSchedulingPolicies", p)
         out = []
         for arn in p["arns"]:
             policy = self.model.policies.get(arn_tail(arn))
@@ -311,18 +345,14 @@ class BatchApi(_Facade):
                 out.append(self._describe_policy(policy))
         return {"schedulingPolicies": out}
 
+    @_operation
     def list_scheduling_policies(self, **p: Any) -> dict[str, Any]:
         """ListSchedulingPolicies."""
-        self._check("ListSchedulingPolicies", p)
-        page, token = _page(list(self.model.policies.values()), p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"schedulingPolicies": [{"arn": x.arn} for x in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("schedulingPolicies", list(self.model.policies.values()), lambda x: {"arn": x.arn}, p)
 
+    @_operation
     def update_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """UpdateSchedulingPolicy: the policy kind cannot change."""
-        self._check("UpdateSchedulingPolicy", p)
         policy = self._policy(p["arn"])
         fair, quota = self._policy_body(p)
         if (fair is not None) != (policy.fairshare is not None):
@@ -353,9 +383,9 @@ class BatchApi(_Facade):
             sh.weight = weight
             sh.rate = running * weight
 
+    @_operation
     def delete_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """DeleteSchedulingPolicy: refused while a queue uses it."""
-        self._check("DeleteSchedulingPolicy", p)
         policy = self._policy(p["arn"])
         users = [q.name for q in self.model.queues.values() if q.policy is policy]
         if users:
@@ -392,9 +422,9 @@ class BatchApi(_Facade):
                     "a quota-share queue needs exactly one service environment with per-instance-type limits"
                 )
 
+    @_operation
     def create_job_queue(self, **p: Any) -> dict[str, Any]:
         """CreateJobQueue (SAGEMAKER_TRAINING queues only)."""
-        self._check("CreateJobQueue", p)
         name = p["jobQueueName"]
         if p.get("jobQueueType") != "SAGEMAKER_TRAINING":
             raise client_error("jobQueueType must be SAGEMAKER_TRAINING (the only kind this emulator models)")
@@ -434,22 +464,18 @@ class BatchApi(_Facade):
         )
         return out
 
+    @_operation
     def describe_job_queues(self, **p: Any) -> dict[str, Any]:
         """DescribeJobQueues."""
-        self._check("DescribeJobQueues", p)
         queues = list(self.model.queues.values())
         if p.get("jobQueues"):
             wanted = {arn_tail(r) for r in p["jobQueues"]}
             queues = [q for q in queues if q.name in wanted]
-        page, token = _page(queues, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"jobQueues": [self._describe_queue(q) for q in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("jobQueues", queues, self._describe_queue, p)
 
+    @_operation
     def update_job_queue(self, **p: Any) -> dict[str, Any]:
         """UpdateJobQueue: a FIFO queue never gets a policy; a policy is replaced by one of its kind."""
-        self._check("UpdateJobQueue", p)
         queue = self._queue(p["jobQueue"])
         envs = self._environments(p["serviceEnvironmentOrder"]) if "serviceEnvironmentOrder" in p else None
         policy = queue.policy
@@ -476,9 +502,9 @@ class BatchApi(_Facade):
         self.model.queues_changed()
         return {"jobQueueName": queue.name, "jobQueueArn": queue.arn}
 
+    @_operation
     def delete_job_queue(self, **p: Any) -> dict[str, Any]:
         """DeleteJobQueue: it must be DISABLED; its unfinished jobs are terminated."""
-        self._check("DeleteJobQueue", p)
         queue = self._queue(p["jobQueue"])
         if queue.state != "DISABLED":
             raise client_error(f"jobQueue {queue.name} must be DISABLED before it is deleted")
@@ -515,9 +541,9 @@ class BatchApi(_Facade):
             if limit is not None and limit < -1:
                 raise client_error("borrowLimit is a percentage of the share's limits, or -1 for unlimited")
 
+    @_operation
     def create_quota_share(self, **p: Any) -> dict[str, Any]:
         """CreateQuotaShare (up to 20 per quota-share queue)."""
-        self._check("CreateQuotaShare", p)
         queue = self._queue(p["jobQueue"])
         if queue.kind != QUOTA:
             raise client_error(f"jobQueue {queue.name} has no quotaSharePolicy; quota shares need one")
@@ -548,36 +574,33 @@ class BatchApi(_Facade):
             out["tags"] = dict(s.tags)
         return out
 
+    @_operation
     def describe_quota_share(self, **p: Any) -> dict[str, Any]:
         """DescribeQuotaShare."""
-        self._check("DescribeQuotaShare", p)
         return self._describe_share(self._quota_share(p["quotaShareArn"]))
 
+    @_operation
     def list_quota_shares(self, **p: Any) -> dict[str, Any]:
         """ListQuotaShares."""
-        self._check("ListQuotaShares", p)
         queue = self._queue(p["jobQueue"])
-        page, token = _page(list(queue.quota_shares.values()), p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"quotaShares": [self._describe_share(s, tags=False) for s in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        shares = list(queue.quota_shares.values())
+        return _paged("quotaShares", shares, lambda s: self._describe_share(s, tags=False), p)
 
+    @_operation
     def update_quota_share(self, **p: Any) -> dict[str, Any]:
         """UpdateQuotaShare; lowering limits makes the share's excess borrowed, hence reclaimable."""
-        self._check("UpdateQuotaShare", p)
         share = self._quota_share(p["quotaShareArn"])
         self._share_spec(p, share.queue.environments[0])
         share.apply(p)
         self.model.request_pass()
         return {"quotaShareName": share.name, "quotaShareArn": share.arn}
 
+    @_operation
     def delete_quota_share(self, **p: Any) -> dict[str, Any]:
         """DeleteQuotaShare: the share must be DISABLED first; its unfinished jobs are terminated.
 
         https://docs.aws.amazon.com/batch/latest/APIReference/API_DeleteQuotaShare.html
         """
-        self._check("DeleteQuotaShare", p)
         share = self._quota_share(p["quotaShareArn"])
         if share.state != "DISABLED":
             raise client_error(
@@ -607,6 +630,7 @@ class BatchApi(_Facade):
             if len(rule.get("onStatusReason", "")) > 512:
                 raise client_error("evaluateOnExit onStatusReason is at most 512 characters")
 
+    @_operation
     def submit_service_job(self, **p: Any) -> dict[str, Any]:
         """SubmitServiceJob; one job per clientToken.
 
@@ -614,7 +638,6 @@ class BatchApi(_Facade):
         clientTokens are received, these requests are considered the same request and the second
         request is rejected." (https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html)
         """
-        self._check("SubmitServiceJob", p)
         token = p.get("clientToken")
         fingerprint = (
             json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True) if token else ""
@@ -712,9 +735,9 @@ class BatchApi(_Facade):
             raise client_error(f"quota share {name} is DISABLED and takes no new jobs")
         return quota_share
 
+    @_operation
     def describe_service_job(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceJob (by id or ARN)."""
-        self._check("DescribeServiceJob", p)
         return wire.describe_job(self.model, self._job(p["jobId"]))
 
     def _summary(self, job: Job) -> dict[str, Any]:
@@ -725,9 +748,9 @@ class BatchApi(_Facade):
         d = wire.describe_job(self.model, job, event=True)
         return {k: d[k] for k in _summary_members() if k in d}
 
+    @_operation
     def list_service_jobs(self, **p: Any) -> dict[str, Any]:
         """ListServiceJobs: one filter at a time; no status and no filter lists RUNNING jobs only."""
-        self._check("ListServiceJobs", p)
         jobs = list(self.model.jobs.values())
         if p.get("jobQueue"):
             queue = self._queue(p["jobQueue"])
@@ -776,15 +799,11 @@ class BatchApi(_Facade):
         # "The results are sorted by the createdAt field, with the most recent jobs being first."
         # https://docs.aws.amazon.com/batch/latest/APIReference/API_ListServiceJobs.html
         jobs.sort(key=lambda j: (j.created, j.seq), reverse=True)
-        page, token = _page(jobs, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"jobSummaryList": [self._summary(j) for j in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("jobSummaryList", jobs, self._summary, p)
 
+    @_operation
     def update_service_job(self, **p: Any) -> dict[str, Any]:
         """UpdateServiceJob: a new schedulingPriority (orders jobs within a share)."""
-        self._check("UpdateServiceJob", p)
         job = self._job(p["jobId"])
         priority = p["schedulingPriority"]
         if not 0 <= priority <= 9999:
@@ -794,15 +813,15 @@ class BatchApi(_Facade):
         self.model.reprioritize(job, priority)
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
 
+    @_operation
     def terminate_service_job(self, **p: Any) -> dict[str, Any]:
         """TerminateServiceJob: the job ends FAILED with isTerminated and is never retried."""
-        self._check("TerminateServiceJob", p)
         self.model.terminate(self._job(p["jobId"]), p["reason"])
         return {}
 
+    @_operation
     def terminate_service_jobs(self, **p: Any) -> dict[str, Any]:
         """TerminateServiceJobs: up to 50; unknown jobs count as terminated, as AWS does."""
-        self._check("TerminateServiceJobs", p)
         if len(p["jobs"]) > 50:
             raise client_error("TerminateServiceJobs takes at most 50 jobs")
         done: list[str] = []
@@ -813,9 +832,9 @@ class BatchApi(_Facade):
             done.append(ref)
         return {"successful": done, "errors": []}
 
+    @_operation
     def get_job_queue_snapshot(self, **p: Any) -> dict[str, Any]:
         """GetJobQueueSnapshot: front of the queue, front of each quota share, utilisation."""
-        self._check("GetJobQueueSnapshot", p)
         model = self.model
         queue = self._queue(p["jobQueue"])
         now_ms = model.ms()
@@ -906,18 +925,18 @@ class SageMakerApi(_Facade):
                     t[key] = datetime.fromtimestamp(t[key] / 1000, tz=UTC)
         return d
 
+    @_operation
     def describe_training_job(self, **p: Any) -> dict[str, Any]:
         """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
-        self._check("DescribeTrainingJob", p)
         tj = self._tj(p["TrainingJobName"])
         d = wire.describe_training_job(self.model, tj)
         d.pop("Tags", None)
         d["TrainingJobArn"] = self._arn(tj)
         return self._times(d)
 
+    @_operation
     def list_training_jobs(self, **p: Any) -> dict[str, Any]:
         """ListTrainingJobs with the name, status and time filters."""
-        self._check("ListTrainingJobs", p)
         jobs = list(self.model.training_jobs.values())
         if p.get("NameContains"):
             jobs = [j for j in jobs if p["NameContains"].lower() in j.name.lower()]
@@ -943,28 +962,26 @@ class SageMakerApi(_Facade):
             "Status": lambda j: j.status,
         }[sort_by]
         jobs.sort(key=key_fn, reverse=p.get("SortOrder", "Ascending") == "Descending")
-        page, token = _page(jobs, p.get("MaxResults"), p.get("NextToken"), default=10)
-        summaries = []
-        for tj in page:
-            s: dict[str, Any] = {
-                "TrainingJobName": tj.name,
-                "TrainingJobArn": self._arn(tj),
-                "CreationTime": ms(tj.created),
-                "LastModifiedTime": ms(tj.modified),
-                "TrainingJobStatus": tj.status,
-                "SecondaryStatus": tj.secondary,
-            }
-            if tj.ended is not None:
-                s["TrainingEndTime"] = ms(tj.ended)
-            summaries.append(self._times(s))
-        out: dict[str, Any] = {"TrainingJobSummaries": summaries}
-        if token:
-            out["NextToken"] = token
-        return out
+        return _paged("TrainingJobSummaries", jobs, self._training_summary, p, default=10, pascal=True)
 
+    def _training_summary(self, tj: TrainingJob) -> dict[str, Any]:
+        """A TrainingJobSummary, its times as datetimes."""
+        ms = self.model.ms
+        summary: dict[str, Any] = {
+            "TrainingJobName": tj.name,
+            "TrainingJobArn": self._arn(tj),
+            "CreationTime": ms(tj.created),
+            "LastModifiedTime": ms(tj.modified),
+            "TrainingJobStatus": tj.status,
+            "SecondaryStatus": tj.secondary,
+        }
+        if tj.ended is not None:
+            summary["TrainingEndTime"] = ms(tj.ended)
+        return self._times(summary)
+
+    @_operation
     def stop_training_job(self, **p: Any) -> dict[str, Any]:
         """StopTrainingJob: only an InProgress job can be stopped."""
-        self._check("StopTrainingJob", p)
         tj = self._tj(p["TrainingJobName"])
         if tj.status != "InProgress":
             raise ApiError(
