@@ -24,9 +24,9 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar, cast
 
-from botocore.model import ServiceModel
+from botocore.model import ServiceModel, StructureShape
 from botocore.session import get_session
 from botocore.validate import ParamValidator
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
@@ -53,8 +53,8 @@ MAX_QUOTA_SHARES = 20
 MAX_ACTIVE_SHARES = 500
 
 T = TypeVar("T")
-P = ParamSpec("P")
-FacadeT = TypeVar("FacadeT", bound="_Facade")
+#: A Batch or SageMaker operation: ``(self, **request) -> response``.
+OperationT = TypeVar("OperationT", bound=Callable[..., dict[str, Any]])
 
 
 class ApiError(ShareplaneError):
@@ -80,6 +80,8 @@ def _service_model(service: str) -> ServiceModel:
 @cache
 def _summary_members() -> tuple[str, ...]:
     shape = _service_model("batch").shape_for("ServiceJobSummary")
+    if not isinstance(shape, StructureShape):
+        raise TypeError(f"botocore's ServiceJobSummary is a {shape.type_name}, not a structure")
     return tuple(shape.members)
 
 
@@ -116,9 +118,7 @@ def _paged(
     return out
 
 
-def _operation(
-    method: Callable[Concatenate[FacadeT, P], dict[str, Any]],
-) -> Callable[Concatenate[FacadeT, P], dict[str, Any]]:
+def _operation(method: OperationT) -> OperationT:
     """An API operation: its request is checked against botocore's input shape before it runs.
 
     Its wire name is the method's in CamelCase (``submit_service_job``: SubmitServiceJob), the name
@@ -127,11 +127,12 @@ def _operation(
     name = "".join(part.title() for part in method.__name__.split("_"))
 
     @functools.wraps(method)
-    def checked(self: FacadeT, /, *args: P.args, **params: P.kwargs) -> dict[str, Any]:
+    def checked(self: _Facade, /, **params: Any) -> dict[str, Any]:
         self._check(name, params)
-        return method(self, *args, **params)
+        return method(self, **params)
 
-    return checked
+    # The same signature as ``method``: the check only reads the request.
+    return cast(OperationT, checked)
 
 
 class _Facade:
@@ -144,13 +145,15 @@ class _Facade:
 
     def _check(self, operation: str, params: dict[str, Any]) -> None:
         shape = _service_model(self.service).operation_model(operation).input_shape
+        if shape is None:  # an operation without input members: nothing to check
+            return
         report = self._validator.validate(params, shape)
         if report.has_errors():
             raise ApiError(400, self.error_code, report.generate_report())
 
     def call(self, operation: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run a wire operation (``"SubmitServiceJob"``) with its request dict."""
-        method = getattr(self, _snake(operation), None)
+        method: Callable[..., dict[str, Any]] | None = getattr(self, _snake(operation), None)
         if method is None or operation not in _service_model(self.service).operation_names:
             raise ApiError(400, "UnknownOperationException", f"{operation} is not supported by the emulator")
         return method(**(params or {}))
@@ -303,13 +306,15 @@ class BatchApi(_Facade):
         except InvalidInputError as exc:
             raise client_error(str(exc)) from exc
 
-    def _policy_body(self, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    def _policy_body(self, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(fairsharePolicy, None) or (None, quotaSharePolicy): a request names exactly one."""
         fair, quota = p.get("fairsharePolicy"), p.get("quotaSharePolicy")
-        if (fair is None) == (quota is None):
-            raise client_error("set exactly one of fairsharePolicy and quotaSharePolicy")
-        if fair is not None:
+        if fair is not None and quota is None:
             self._validate_fairshare(fair)
-        return fair, quota
+            return fair, {}
+        if quota is not None and fair is None:
+            return None, dict(quota)
+        raise client_error("set exactly one of fairsharePolicy and quotaSharePolicy")
 
     @_operation
     def create_scheduling_policy(self, **p: Any) -> dict[str, Any]:
@@ -376,7 +381,7 @@ class BatchApi(_Facade):
 
     def _reweigh(self, queue: JobQueue) -> None:
         for sh in queue.shares.values():
-            weight = fairshare.weight_for(sh.name, queue.policy.weights)
+            weight = fairshare.weight_for(sh.name, queue.policy.weights if queue.policy else ())
             running = sum(
                 j.units for j in self.model.jobs.values() if j.fshare is sh and j.status in DISPATCHED
             )
@@ -879,7 +884,7 @@ class BatchApi(_Facade):
         elif queue.kind == FAIRSHARE:
             per_share: dict[str, dict[str, float]] = {}
             for j in held:
-                usage = per_share.setdefault(j.share, {})
+                usage = per_share.setdefault(j.share or "", {})
                 usage[j.instance_type] = usage.get(j.instance_type, 0.0) + j.count
             top = sorted(per_share.items(), key=lambda kv: -sum(kv[1].values()))[:20]
             util["fairshareUtilization"] = {

@@ -193,6 +193,8 @@ class LiveView:
         )
         if fair:
             policy = queue.policy
+            if policy is None:
+                raise RuntimeError(f"the {run.policy} replay's fair-share queue has no scheduling policy")
             window = policy.decay_window
             shares = {
                 w.share_identifier: ShareState(w.share_identifier, w.weight_factor) for w in policy.weights
@@ -341,7 +343,7 @@ def measure(
     drained = {
         "started_after_last_arrival": None
         if last_arrival is None
-        else sum(1 for p in waited if p.actual_start > last_arrival)  # type: ignore[operator]
+        else sum(1 for p in waited if p.actual_start is not None and p.actual_start > last_arrival)
     }
     if not waited:
         return {

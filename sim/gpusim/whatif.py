@@ -72,6 +72,7 @@ from shareplane.domain.config.shares import (
     resume_priority,
 )
 from shareplane.domain.errors import ConfigError, InvalidInputError
+from shareplane.domain.instance_types.capacity import Capacity
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane.domain.reclaim.plan import ReclaimSnapshot, RunningJob, WaitingJob, plan_reclaim
 from shareplane.domain.shares.fairshare import decay_window
@@ -551,7 +552,7 @@ def _draw_jobs(
         else:
             priority = j.priority
             tier = next((i for p, i in priorities if priority >= p), priorities[-1][1])
-        draw, script = rng.random(), ()
+        draw, script = rng.random(), tuple[str, ...]()
         for outcome, p in rates.items():
             if draw < p:
                 script = (outcome,)
@@ -1208,7 +1209,7 @@ class _ReclaimRun:
         self.victims = 0
         unit = cfg.instance_type
         sc = run.scenario
-        self.entitlements = {s: {unit: e} for s, e in zip(sc.shares, sc.entitlements, strict=True)}
+        self.entitlements = {s: Capacity({unit: e}) for s, e in zip(sc.shares, sc.entitlements, strict=True)}
 
     def start(self) -> None:
         """Start the schedule."""
@@ -1248,7 +1249,7 @@ class _ReclaimRun:
         none: frozenset[str] = frozenset()
         return ReclaimSnapshot(
             now=now,
-            capacity={unit: sc.capacity_units},
+            capacity=Capacity({unit: sc.capacity_units}),
             entitlements=self.entitlements,
             waiting=tuple(
                 WaitingJob(
