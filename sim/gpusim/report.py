@@ -18,7 +18,8 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ship
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
 
 from .html_page import COLORS, chart, duration, page, table
-from .whatif import TIERS, PolicyResult, WhatIfResult
+from .whatif.config import TIERS
+from .whatif.run import PolicyResult, WhatIfResult
 
 
 def _color(i: int) -> str:

@@ -1,7 +1,7 @@
 """Job histories the simulator replays: the Philly CSV (plain or gzipped), exported job records, and
 the traces shipped with it (``NAMED_TRACES``). ``load_trace`` is the one loader: ``shareplane
 simulate`` and ``tune-rebalance``, the benchmarks and the tests all read traces through it, and
-``whatif.build_scenario`` turns what it returns into the scenario every replay runs.
+``whatif.scenario.build_scenario`` turns what it returns into the scenario every replay runs.
 """
 
 from __future__ import annotations
