@@ -21,7 +21,7 @@ import base64
 import functools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar, cast
@@ -170,12 +170,16 @@ class BatchApi(_Facade):
         self.repeat_token_returns_job = repeat_token_returns_job
 
     # ------------------------------------------------------------------------------ lookups
+    @staticmethod
+    def _named(resources: Mapping[str, T], ref: str, missing: str) -> T:
+        """The resource a name or ARN refers to (by the ARN's last part), else ClientException ``missing``."""
+        found = resources.get(arn_tail(ref))
+        if found is None:
+            raise client_error(missing)
+        return found
+
     def _env(self, ref: str) -> ServiceEnvironment:
-        name = arn_tail(ref)
-        env = self.model.environments.get(name)
-        if env is None:
-            raise client_error(f"serviceEnvironment {ref} does not exist")
-        return env
+        return self._named(self.model.environments, ref, f"serviceEnvironment {ref} does not exist")
 
     def _queue(self, ref: str) -> JobQueue:
         name = arn_tail(ref)
@@ -185,17 +189,10 @@ class BatchApi(_Facade):
         return queue
 
     def _policy(self, ref: str) -> SchedulingPolicy:
-        name = arn_tail(ref)
-        policy = self.model.policies.get(name)
-        if policy is None:
-            raise client_error(f"scheduling policy {ref} does not exist")
-        return policy
+        return self._named(self.model.policies, ref, f"scheduling policy {ref} does not exist")
 
     def _job(self, ref: str) -> Job:
-        job = self.model.jobs.get(arn_tail(ref))
-        if job is None:
-            raise client_error(f"Job {ref} not found")
-        return job
+        return self._named(self.model.jobs, ref, f"Job {ref} not found")
 
     def _quota_share(self, arn: str) -> QuotaShare:
         queue_arn, _, name = arn.partition("/quota-share/")
@@ -507,15 +504,19 @@ class BatchApi(_Facade):
         self.model.queues_changed()
         return {"jobQueueName": queue.name, "jobQueueArn": queue.arn}
 
+    def _terminate_unfinished(self, belongs: Callable[[Job], bool], reason: str) -> None:
+        """Terminate the unfinished jobs of a resource being deleted, as AWS does."""
+        for job in list(self.model.jobs.values()):
+            if belongs(job) and job.status not in FINAL:
+                self.model.terminate(job, reason)
+
     @_operation
     def delete_job_queue(self, **p: Any) -> dict[str, Any]:
         """DeleteJobQueue: it must be DISABLED; its unfinished jobs are terminated."""
         queue = self._queue(p["jobQueue"])
         if queue.state != "DISABLED":
             raise client_error(f"jobQueue {queue.name} must be DISABLED before it is deleted")
-        for job in list(self.model.jobs.values()):
-            if job.queue is queue and job.status not in FINAL:
-                self.model.terminate(job, "Job queue deleted")
+        self._terminate_unfinished(lambda job: job.queue is queue, "Job queue deleted")
         self.model.remove_queue(queue)
         return {}
 
@@ -612,9 +613,7 @@ class BatchApi(_Facade):
                 f"quota share {share.name} is {share.state}; set its state to DISABLED with "
                 "UpdateQuotaShare before deleting it"
             )
-        for job in list(self.model.jobs.values()):
-            if job.qshare is share and job.status not in FINAL:
-                self.model.terminate(job, "Quota share deleted")
+        self._terminate_unfinished(lambda job: job.qshare is share, "Quota share deleted")
         del share.queue.quota_shares[share.name]
         self.model.request_pass()
         return {}
