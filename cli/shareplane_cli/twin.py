@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from shareplane.domain.config.shares import SharesConfig, Tier
+from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.explain.record import JobRecord, recorded_now
 from shareplane.domain.explain.wait import (
     HOLDING,
@@ -257,8 +257,3 @@ def forecast_json(forecast: StartForecast, submitted_at: float) -> dict[str, Any
         "samples": forecast.samples,
     }
 
-
-def tier_name(config: SharesConfig, priority: int) -> str | None:
-    """The tier a schedulingPriority falls in."""
-    tier: Tier | None = config.tier_for_priority(priority)
-    return tier.value if tier else None

@@ -39,7 +39,6 @@ NAMESPACE = "/aws/sagemaker/TrainingJobs"
 GPU_UTILIZATION = "GPUUtilization"
 GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
 CPU_UTILIZATION = "CPUUtilization"
-METRICS = (GPU_UTILIZATION, GPU_MEMORY_UTILIZATION, CPU_UTILIZATION)
 
 IDLE_AFTER_TAG = "gpusim:idle-after-seconds"
 HUNG_AFTER_TAG = "gpusim:hung-after-seconds"

@@ -25,7 +25,6 @@ TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 #: Batch names the training job ``AWSBatch<payload TrainingJobName><32 hex>`` (the sample in
 #: service-job-events.html).
 BATCH_NAME_PREFIX = "AWSBatch"
-ATTEMPT_ID_CHARS = 32
 
 
 @cache
