@@ -87,9 +87,9 @@ class Target:
         """The root on the jobs table, for the ports it holds (job store, ledgers, share store)."""
         return self.root(table_name=self.jobs_table(), **parts)
 
-    def job_store(self, table: str | None = None) -> DynamoJobStore:
-        """The jobs table of the stack (or the one named here, or by --table)."""
-        return self.root(table_name=table or self.jobs_table()).store
+    def job_store(self) -> DynamoJobStore:
+        """The store on the jobs table (``jobs_table``)."""
+        return self.jobs_root().store
 
 
 #: The account and stack of the environment (its profile and region, SHAREPLANE_STACK): a command's

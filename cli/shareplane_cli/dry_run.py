@@ -52,7 +52,7 @@ def dry_run_spec(
     if not checked.ok:
         report["problems"] = checked.as_dict()
         return report
-    twin = twin or load_twin(target, config, table=target.table)
+    twin = twin or load_twin(target, config)
     gpu_jobs = []
     requests: dict[str, Mapping[str, Any]] = {}
     for job in checked.jobs:

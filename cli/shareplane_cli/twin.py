@@ -175,16 +175,15 @@ class Head:
     at_position_since: float | None
 
 
-def load_twin(
-    target: Target, config: SharesConfig, *, table: str | None = None, queue: str | None = None
-) -> Twin:
+def load_twin(target: Target, config: SharesConfig, *, queue: str | None = None) -> Twin:
     """Read the GPU queue's live state (no writes) and build the forecast's input from it.
 
     The builder is the core library's (``shareplane.service.live_twin``), the one the watch_jobs
-    Lambda predicts with; the CLI reads every job of the table through it, and Batch's snapshot.
+    Lambda predicts with; the CLI reads every job of the target's jobs table through it, and Batch's
+    snapshot.
     """
     job_queue = queue or config.gpu_queue_name()
-    root = target.root(table_name=table or target.output("JobsTableName"))
+    root = target.jobs_root()
     sources = TwinSources(root.store, root.batch_policy, config)
     states = root.store.jobs()
     live_twin = read_live_twin(sources, job_queue, recorded_now(time.time(), states), states=states)
@@ -256,4 +255,3 @@ def forecast_json(forecast: StartForecast, submitted_at: float) -> dict[str, Any
         "startedFraction": forecast.started_fraction,
         "samples": forecast.samples,
     }
-

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from shareplane.bootstrap import Root
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, running_cost
 from shareplane.domain.explain.record import JobRecord, history_label, recorded_now
@@ -28,14 +29,13 @@ from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.service.queries import job_records
 from shareplane.service.spend import owner_of
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, emit, epoch_ms, print_json, print_table
+from ..output import Output, OutputOption, emit, epoch_ms, print_json, print_table
 from .idle import idle_periods, idle_periods_line
 
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 #: The job table's columns, one row per job.
 JOB_COLUMNS = [
     "job",
@@ -250,12 +250,9 @@ def _prediction_text(check: PredictionCheck) -> str:
     return text if off is None else f"{text}; started {off:+d} s from its p50"
 
 
-def story_of(
-    target: Target, table: str | None, record: JobRecord, now: float, config: SharesConfig | None = None
-) -> JobStory:
-    """The record's whole story: its training jobs' SageMaker events, costs, alerts and submission
-    (``now``, epoch s, dates the wait of a job still waiting)."""
-    root = target.root(table_name=table or target.output("JobsTableName"))
+def story_of(root: Root, record: JobRecord, now: float, config: SharesConfig | None = None) -> JobStory:
+    """The record's whole story from the jobs table ``root`` holds: its training jobs' SageMaker events,
+    costs, alerts and submission (``now``, epoch s, dates the wait of a job still waiting)."""
     store = root.store
     state = store.load_job(record.job_arn)
     arns = list(state.training_job_arns) if state is not None else []
@@ -284,6 +281,7 @@ def story_of(
 
 
 @app.command("jobs")
+@account_options
 def jobs_command(
     job_argument: Annotated[
         str | None,
@@ -309,11 +307,7 @@ def jobs_command(
         typer.Option("--job", help="The same as JOB: one job's story (its name, id or ARN)."),
     ] = None,
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """List jobs with their team, tier, state, wait, counters and history, or tell one JOB's whole story."""
     if job_argument and job and job_argument != job:
@@ -324,8 +318,7 @@ def jobs_command(
         )
     wanted = job_argument or job
     config = _config_for(config_path, needed=bool(team or tier))
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    store = target.job_store(table)
+    store = target.job_store()
     states = store.jobs(status.value if status else None)
     records = job_records(
         store,
@@ -351,23 +344,22 @@ def jobs_command(
     # The whole table's newest time dates a waiting job's wait (the local stack's clock may run ahead).
     now = max(recorded_now(time.time(), states), observed_now(records, time.time()))
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
-    print_stories(target, table, records, now, config, output)
+    print_stories(target, records, now, config, output)
 
 
 def print_stories(
     target: Target,
-    table: str | None,
     records: Sequence[JobRecord],
     now: float,
     config: SharesConfig | None,
     output: Output,
 ) -> None:
     """Each record's whole story with its idle periods, oldest first: one JSON array, or for people."""
-    ledger = target.root(table_name=table or target.output("JobsTableName")).idle_ledger
+    root = target.jobs_root()
     stories = [
         (
-            story_of(target, table, record, now, config),
-            idle_periods(ledger.decisions(job_id_of(record.job_arn))),
+            story_of(root, record, now, config),
+            idle_periods(root.idle_ledger.decisions(job_id_of(record.job_arn))),
         )
         for record in sorted(records, key=lambda r: r.state.created_at or 0)
     ]
@@ -388,19 +380,15 @@ def _config_for(path: Path, *, needed: bool) -> SharesConfig | None:
 
 
 @app.command("export")
+@account_options
 def export_command(
     out: Annotated[Path, typer.Option("--out", help="Where to write the records, one JSON per line.")] = Path(
         "jobs.jsonl"
     ),
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Write every job record as JSON lines: the history `shareplane simulate --trace` replays."""
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    records = job_records(target.job_store(table))
+    records = job_records(target.job_store())
     with out.open("w") as handle:
         for record in records:
             handle.write(json.dumps(record_json(record), separators=(",", ":")) + "\n")

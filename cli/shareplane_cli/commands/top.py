@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from shareplane.domain.forecast.start_forecast import QueueKind, StartForecast
 from shareplane.domain.jobs.arns import queue_name
 from shareplane.service.rebalance_shares import snapshot_in_use
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
@@ -116,11 +117,9 @@ def _starts_in(forecast: StartForecast | None, now: float) -> dict[str, int | No
     }
 
 
-def queue_frame(
-    target: Target, config: SharesConfig, queue: str, table: str, heads: int, samples: int
-) -> dict[str, Any]:
+def queue_frame(target: Target, config: SharesConfig, queue: str, heads: int, samples: int) -> dict[str, Any]:
     """One queue's part of a frame: capacity in use, usage against entitlement per team, heads."""
-    twin = load_twin(target, config, table=table, queue=queue)
+    twin = load_twin(target, config, queue=queue)
     # The twin's own GetJobQueueSnapshot answer, read as the adapter reads it: one call a frame.
     usage = queue_usage(twin.snapshot)
     # The queue's own kind, not the config's mode: the CPU FIFO queue beside a quota-share GPU queue
@@ -153,12 +152,12 @@ def no_share_usage(config: SharesConfig, queue: str, kind: QueueKind) -> str | N
 
 
 def frame(
-    target: Target, config: SharesConfig, queues: Sequence[str], table: str, heads: int, samples: int
+    target: Target, config: SharesConfig, queues: Sequence[str], heads: int, samples: int
 ) -> dict[str, Any]:
     """Everything one refresh shows, as JSON."""
     return {
         "at": when(time.time()),
-        "queues": [queue_frame(target, config, q, table, heads, samples) for q in queues],
+        "queues": [queue_frame(target, config, q, heads, samples) for q in queues],
     }
 
 
@@ -234,6 +233,7 @@ def render(data: Mapping[str, Any]) -> RenderableType:
 
 
 @app.command("top")
+@account_options
 def top_command(
     interval: Annotated[float, typer.Option(help="Seconds between refreshes.")] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="Print one frame and exit.")] = False,
@@ -249,11 +249,7 @@ def top_command(
     output: Annotated[
         Output, typer.Option("--output", "-o", help="table (live), or json (one frame).")
     ] = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
 ) -> None:
     """Live: each team's instances against its entitlement, and each queue's first waiting jobs with
     their predicted start and what holds them back (Ctrl-C stops it)."""
@@ -266,12 +262,12 @@ def top_command(
             f"--samples {samples} is outside 1..10000", "pass e.g. --samples 50", ExitCode.BAD_INPUT
         )
     config = load_config(config_path)
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    table_name = table or target.output("JobsTableName")
+    # The stack's outputs are read once, not on every refresh.
+    target = replace(target, table=target.jobs_table())
     queues = queues_of(config, queue)
 
     def current() -> dict[str, Any]:
-        return frame(target, config, queues, table_name, heads, samples)
+        return frame(target, config, queues, heads, samples)
 
     if output is Output.JSON:
         print_json(current())

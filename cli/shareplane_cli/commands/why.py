@@ -11,14 +11,13 @@ from rich.console import Console
 from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import forecast_position, position_in_snapshot
 
-from ..aws import DEFAULT_STACK, Endpoint, Profile, Region, StackName, TableName, Target
+from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, emit, print_table
+from ..output import Output, OutputOption, emit, print_table
 from ..twin import Twin, forecast_json, load_twin, when
 
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 SNAPSHOT_LIMIT = 100
 
 
@@ -141,6 +140,7 @@ def print_why(report: Mapping[str, Any]) -> None:
 
 
 @app.command("why")
+@account_options
 def why_command(
     job: Annotated[str, typer.Argument(help="The job's name, id or ARN.")],
     samples: Annotated[int, typer.Option(help="Forward runs of the twin (the forecast's range).")] = 100,
@@ -148,11 +148,7 @@ def why_command(
         "config/shares.yaml"
     ),
     output: OutputOption = Output.TABLE,
-    profile: Profile = None,
-    region: Region = None,
-    endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
-    table: TableName = None,
+    target: Target = DEFAULT_TARGET,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the config's).")] = None,
 ) -> None:
     """Why JOB waits: its place in the queue, what holds it back, what would help, its predicted start."""
@@ -161,7 +157,6 @@ def why_command(
             f"--samples {samples} is outside 1..10000", "pass e.g. --samples 100", ExitCode.BAD_INPUT
         )
     config = load_config(config_path)
-    target = Target(profile=profile, region=region, endpoint=endpoint, stack_name=stack_name)
-    twin = load_twin(target, config, table=table, queue=queue)
+    twin = load_twin(target, config, queue=queue)
     report = why_report(twin, find_record(twin, job), samples)
     emit(report, output, lambda: print_why(report))
