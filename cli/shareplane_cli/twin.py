@@ -20,6 +20,7 @@ from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.explain.record import JobRecord, recorded_now
 from shareplane.domain.explain.wait import (
     HOLDING,
+    Finding,
     HeldRun,
     InstanceTypes,
     QueuePolicy,
@@ -255,3 +256,8 @@ def forecast_json(forecast: StartForecast, submitted_at: float) -> dict[str, Any
         "startedFraction": forecast.started_fraction,
         "samples": forecast.samples,
     }
+
+
+def findings_json(findings: Sequence[Finding]) -> list[dict[str, str]]:
+    """Wait findings (what holds a job back, what would start it sooner) as JSON."""
+    return [{"code": f.code, "text": f.text} for f in findings]

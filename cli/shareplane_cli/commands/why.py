@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from shareplane.domain.explain.record import JobRecord
-from shareplane.domain.explain.wait import forecast_position, position_in_snapshot
+from shareplane.domain.explain.wait import WaitExplanation, forecast_position, position_in_snapshot
+from shareplane.domain.forecast.start_forecast import StartForecast
 
 from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, print_table
-from ..twin import Twin, forecast_json, load_twin, when
+from ..twin import Twin, findings_json, forecast_json, load_twin, when
 
 SNAPSHOT_LIMIT = 100
 
@@ -34,109 +35,160 @@ def find_record(twin: Twin, job: str) -> JobRecord:
     return max(matches, key=lambda r: r.state.created_at or 0)
 
 
-def why_report(twin: Twin, record: JobRecord, samples: int) -> dict[str, Any]:
-    """The answer for one job as JSON: position, reasons, ways to start sooner, forecast."""
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a waiting job stands: Batch's place when GetJobQueueSnapshot lists it, and the twin's."""
+
+    #: 0-based place in GetJobQueueSnapshot's list (None: past the jobs Batch lists).
+    batch_position: int | None
+    #: earliestTimeAtPosition (epoch s) when Batch lists the job.
+    at_position_since: float | None
+    #: How many jobs Batch listed (at most ``SNAPSHOT_LIMIT``).
+    listed: int
+    #: 0-based place in the twin's dispatch order.
+    twin_position: int
+    #: How many jobs wait in the twin.
+    waiting: int
+
+
+@dataclass(frozen=True)
+class WaitingAnswer:
+    """A waiting job's part of the answer: its place, the reasons, ways sooner and the forecast."""
+
+    place: QueuePlace
+    explanation: WaitExplanation
+    forecast: StartForecast
+    #: Seconds since submission, as of the twin's now.
+    waited_so_far: float
+
+
+@dataclass(frozen=True)
+class WhyReport:
+    """The answer for one job of the twin's queue (``waiting`` None: it does not wait)."""
+
+    record: JobRecord
+    queue: str
+    waiting: WaitingAnswer | None
+
+
+def why_report(twin: Twin, record: JobRecord, samples: int) -> WhyReport:
+    """The answer for one job: its place, reasons, ways to start sooner and forecast when it waits."""
     name = record.name
+    if not any(j.name == name for j in twin.live.queued):
+        return WhyReport(record, twin.queue, None)
+    position, earliest, listed = position_in_snapshot(twin.snapshot, record.job_arn)
+    place = QueuePlace(position, earliest, listed, forecast_position(twin.live, name), len(twin.live.queued))
+    forecast = twin.forecast({name}, samples=samples)[name]
+    waited = twin.now - (record.created_s or 0.0)
+    return WhyReport(record, twin.queue, WaitingAnswer(place, twin.explain(record), forecast, waited))
+
+
+def why_json(report: WhyReport) -> dict[str, Any]:
+    """The answer as JSON (`why -o json`)."""
+    record = report.record
     base: dict[str, Any] = {
-        "job": name,
+        "job": record.name,
         "jobArn": record.job_arn,
         "status": record.state.status.value,
-        "queue": twin.queue,
+        "queue": report.queue,
     }
     created = record.created_s or 0.0
-    if not any(j.name == name for j in twin.live.queued):
+    answer = report.waiting
+    if answer is None:
         started = record.first_start
-        base["waiting"] = False
-        base["startedAt"] = when(started)
-        base["waitedSeconds"] = None if started is None else round(started - created)
-        return base
-    return base | {"waiting": True, **_waiting_report(twin, record, samples)}
+        waited = None if started is None else round(started - created)
+        return base | {"waiting": False, "startedAt": when(started), "waitedSeconds": waited}
+    explanation = answer.explanation
+    return base | {
+        "waiting": True,
+        "share": explanation.share,
+        "instances": explanation.instances,
+        "freeInstances": explanation.free,
+        "position": _place_json(answer.place),
+        "heldBackBy": findings_json(explanation.held_back_by),
+        "startSooner": findings_json(explanation.sooner),
+        "forecast": forecast_json(answer.forecast, created),
+        "waitedSoFarSeconds": round(answer.waited_so_far),
+    }
 
 
-def _waiting_report(twin: Twin, record: JobRecord, samples: int) -> dict[str, Any]:
-    """A waiting job's part of the answer: its place, the reasons, ways sooner and the forecast."""
-    name = record.name
-    position, earliest, listed = position_in_snapshot(twin.snapshot, record.job_arn)
-    twin_position = forecast_position(twin.live, name)
-    if position is not None:
-        place = {
+def _place_json(place: QueuePlace) -> dict[str, Any]:
+    if place.batch_position is not None:
+        batch: dict[str, Any] = {
             "source": "GetJobQueueSnapshot",
-            "frontOfQueue": position + 1,
-            "earliestTimeAtPosition": when(earliest),
+            "frontOfQueue": place.batch_position + 1,
+            "earliestTimeAtPosition": when(place.at_position_since),
         }
     else:
-        place = {
+        batch = {
             "source": "twin",
             "frontOfQueue": None,
             "earliestTimeAtPosition": None,
             "note": (
-                f"Batch lists the first {listed} RUNNABLE jobs (at most {SNAPSHOT_LIMIT}) and this job is "
-                "not among them: its place is the twin's ranking of the jobs table's waiting jobs, "
+                f"Batch lists the first {place.listed} RUNNABLE jobs (at most {SNAPSHOT_LIMIT}) and this job "
+                "is not among them: its place is the twin's ranking of the jobs table's waiting jobs, "
                 "and the reasons and forecast below come from the twin, not from Batch's order"
             ),
         }
-    place |= {"twinPosition": twin_position + 1, "waiting": len(twin.live.queued), "listedByBatch": listed}
-    explanation = twin.explain(record)
-    forecast = twin.forecast({name}, samples=samples)[name]
-    created = record.created_s or 0.0
-    return {
-        "share": explanation.share,
-        "instances": explanation.instances,
-        "freeInstances": explanation.free,
-        "position": place,
-        "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
-        "startSooner": [{"code": f.code, "text": f.text} for f in explanation.sooner],
-        "forecast": forecast_json(forecast, created),
-        "waitedSoFarSeconds": round(twin.now - created),
+    return batch | {
+        "twinPosition": place.twin_position + 1,
+        "waiting": place.waiting,
+        "listedByBatch": place.listed,
     }
 
 
-def print_why(report: Mapping[str, Any]) -> None:
+def print_why(report: WhyReport) -> None:
     """The answer in words."""
     console = Console()
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False)
 
-    if not report.get("waiting"):
-        waited = report.get("waitedSeconds")
-        started = report.get("startedAt")
-        say(
-            f"{report['job']} is {report['status']}, not waiting"
-            + (f": it started at {started} after waiting {waited} s." if started else ".")
-        )
+    record, answer = report.record, report.waiting
+    if answer is None:
+        started, status = record.first_start, record.state.status.value
+        if started is None:
+            say(f"{record.name} is {status}, not waiting.")
+        else:
+            waited = round(started - (record.created_s or 0.0))
+            say(
+                f"{record.name} is {status}, not waiting: it started at {when(started)} "
+                f"after waiting {waited} s."
+            )
         return
-    place = report["position"]
-    if place["frontOfQueue"] is not None:
+    place, explanation = answer.place, answer.explanation
+    if place.batch_position is not None:
         say(
-            f"{report['job']} is number {place['frontOfQueue']} at the front of {report['queue']} "
-            f"(Batch's GetJobQueueSnapshot; there since {place['earliestTimeAtPosition']})."
+            f"{record.name} is number {place.batch_position + 1} at the front of {report.queue} "
+            f"(Batch's GetJobQueueSnapshot; there since {when(place.at_position_since)})."
         )
     else:
         say(
-            f"{report['job']} is not in the first {place['listedByBatch']} jobs Batch lists; the twin ranks "
-            f"it {place['twinPosition']} of {place['waiting']} waiting."
+            f"{record.name} is not in the first {place.listed} jobs Batch lists; the twin ranks "
+            f"it {place.twin_position + 1} of {place.waiting} waiting."
         )
     say(
-        f"It asks for {report['instances']} instance(s) in share {report['share']}; "
-        f"{report['freeInstances']} free now; waiting {report['waitedSoFarSeconds']} s so far."
+        f"It asks for {explanation.instances} instance(s) in share {explanation.share}; "
+        f"{explanation.free} free now; waiting {round(answer.waited_so_far)} s so far."
     )
-    rows = [("held back", f["text"]) for f in report["heldBackBy"]]
-    rows += [("start sooner", f["text"]) for f in report["startSooner"]]
+    rows = [("held back", f.text) for f in explanation.held_back_by]
+    rows += [("start sooner", f.text) for f in explanation.sooner]
     print_table("why it waits", ["", "finding"], rows, console)
-    f = report["forecast"]
-    if f["startP50"] is None:
-        say(
+    say(_forecast_text(answer.forecast, record.created_s or 0.0))
+
+
+def _forecast_text(forecast: StartForecast, submitted_at: float) -> str:
+    if forecast.median is None:
+        return (
             f"Predicted start: not within the forecast's horizon in most runs "
-            f"({f['startedFraction']:.0%} of {f['samples']} started it)."
+            f"({forecast.started_fraction:.0%} of {forecast.samples} started it)."
         )
-    else:
-        say(
-            f"Predicted start: p10 {f['startP10']}, p50 {f['startP50']}, p90 {f['startP90'] or 'later'} "
-            f"(waits {f['waitSecondsP10']} / {f['waitSecondsP50']} / {f['waitSecondsP90']} s from "
-            "submission; "
-            f"{f['samples']} runs of the live twin)."
-        )
+    waits = " / ".join(str(None if w is None else round(w)) for w in forecast.waits_from(submitted_at))
+    return (
+        f"Predicted start: p10 {when(forecast.low)}, p50 {when(forecast.median)}, "
+        f"p90 {when(forecast.high) or 'later'} (waits {waits} s from submission; "
+        f"{forecast.samples} runs of the live twin)."
+    )
 
 
 @app.command("why")
@@ -159,4 +211,4 @@ def why_command(
     config = load_config(config_path)
     twin = load_twin(target, config, queue=queue)
     report = why_report(twin, find_record(twin, job), samples)
-    emit(report, output, lambda: print_why(report))
+    emit(why_json(report), output, lambda: print_why(report))

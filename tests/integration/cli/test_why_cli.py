@@ -18,7 +18,7 @@ from shareplane.domain.explain.wait import QueuePolicy, live_from_records
 from shareplane.domain.forecast.start_forecast import QueueKind
 from shareplane.domain.jobs.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.service.live_twin import queue_policy
-from shareplane_cli.commands.why import print_why, why_report
+from shareplane_cli.commands.why import print_why, why_json, why_report
 from shareplane_cli.config_file import load_config
 from shareplane_cli.dry_run import dry_run_spec, print_dry_run
 from shareplane_cli.twin import Twin
@@ -105,7 +105,8 @@ def twin() -> Twin:
 
 
 def test_a_listed_job_gets_batchs_position_its_reasons_and_a_forecast(twin: Twin, capsys) -> None:
-    report = why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50)
+    answer = why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50)
+    report = why_json(answer)
     assert report["waiting"] is True
     assert report["position"]["source"] == "GetJobQueueSnapshot"
     assert report["position"]["frontOfQueue"] == 1
@@ -118,12 +119,12 @@ def test_a_listed_job_gets_batchs_position_its_reasons_and_a_forecast(twin: Twin
     assert f["waitSecondsP10"] <= f["waitSecondsP50"] <= f["waitSecondsP90"]
     # Nothing starts before the first running job can end: the earliest start is after now.
     assert f["waitSecondsP10"] >= 1000
-    print_why(report)
+    print_why(answer)
     assert "number 1 at the front" in capsys.readouterr().out
 
 
 def test_a_job_past_the_snapshot_is_placed_by_the_twin_and_says_so(twin: Twin) -> None:
-    report = why_report(twin, next(r for r in twin.records if r.name == "w2"), samples=50)
+    report = why_json(why_report(twin, next(r for r in twin.records if r.name == "w2"), samples=50))
     place = report["position"]
     assert place["source"] == "twin" and place["frontOfQueue"] is None
     assert place["twinPosition"] == 2 and place["waiting"] == 2
@@ -131,12 +132,12 @@ def test_a_job_past_the_snapshot_is_placed_by_the_twin_and_says_so(twin: Twin) -
     assert "ahead_in_share" in [f["code"] for f in report["heldBackBy"]]
     assert "priority_raise" in [f["code"] for f in report["startSooner"]]
     # w2 waits behind w1 in its share: its forecast is never earlier.
-    w1 = why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50)
+    w1 = why_json(why_report(twin, next(r for r in twin.records if r.name == "w1"), samples=50))
     assert report["forecast"]["startP50"] >= w1["forecast"]["startP50"]
 
 
 def test_a_running_job_says_when_it_started(twin: Twin) -> None:
-    report = why_report(twin, next(r for r in twin.records if r.name == "r1"), samples=10)
+    report = why_json(why_report(twin, next(r for r in twin.records if r.name == "r1"), samples=10))
     assert report["waiting"] is False and report["waitedSeconds"] == 1000
 
 
@@ -247,7 +248,7 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
     live, history = live_from_records(records, policy, NOW)
     twin = Twin(QUEUE, NOW, records, {}, policy, live, history, config, requests.get)
 
-    report = json.loads(json.dumps(why_report(twin, records[2], samples=20)))
+    report = json.loads(json.dumps(why_json(why_report(twin, records[2], samples=20))))
 
     held = {f["code"]: f["text"] for f in report["heldBackBy"]}
     assert (
@@ -259,6 +260,6 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
         f"the same job on {p5} would fit now: 2 instance(s), 16 GPUs as asked; 2 of that type are free"
     )
     # Without the stored requests nothing is claimed: no time limit, no instance type to move from.
-    bare = why_report(replace(twin, request_of=lambda _arn: None), records[2], samples=20)
+    bare = why_json(why_report(replace(twin, request_of=lambda _arn: None), records[2], samples=20))
     assert "time_limit" not in [f["code"] for f in bare["heldBackBy"]]
     assert "other_instance_type" not in [f["code"] for f in bare["startSooner"]]
