@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,9 +23,11 @@ from rich.table import Table
 from rich.text import Text
 from shareplane.adapters.batch_policy import queue_usage
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
-from shareplane.domain.explain.wait import WAITING
+from shareplane.domain.explain.wait import WAITING, WaitExplanation
 from shareplane.domain.forecast.start_forecast import QueueKind, StartForecast
+from shareplane.domain.instance_types.capacity import Capacity
 from shareplane.domain.jobs.arns import queue_name
+from shareplane.domain.shares.batch_shares import IdentifierUsage
 from shareplane.service.rebalance_shares import snapshot_in_use
 
 from ..aws import DEFAULT_TARGET, Target, account_options
@@ -33,7 +35,7 @@ from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, print_json
-from ..twin import Twin, forecast_json, load_twin, when
+from ..twin import Head, Twin, findings_json, forecast_json, load_twin, when
 
 BAR_WIDTH = 20
 
@@ -45,7 +47,62 @@ def queues_of(config: SharesConfig, named: Sequence[str] | None) -> list[str]:
     return [config.gpu_queue_name(), *([config.queues.cpu_fifo] if config.queues.cpu_fifo else [])]
 
 
-def share_usage(twin: Twin, usage_by_team: Mapping[str, Any], cut: bool) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ShareUsage:
+    """One team's instances of one type: held (Batch's count), entitled (config), waiting jobs' ask."""
+
+    team: str
+    share: str
+    instance_type: str
+    #: None: the snapshot listed only its top 20 identifiers and this team is not whole in it.
+    held: int | None
+    entitled: int
+    waiting: int
+
+
+@dataclass(frozen=True)
+class QueueHead:
+    """A waiting job at the front of a queue, with why's reasons and the live twin's forecast."""
+
+    #: 1-based place among the heads shown.
+    position: int
+    head: Head
+    explanation: WaitExplanation
+    #: Seconds since submission, as of the twin's now.
+    waited: float
+    #: None: the twin forecasts no start for it.
+    forecast: StartForecast | None
+    #: The forecast's p10/p50/p90 starts as seconds from now (None: not within the horizon).
+    starts_in: tuple[int | None, int | None, int | None] | None
+
+
+@dataclass(frozen=True)
+class QueueFrame:
+    """One queue's part of a frame: capacity in use, usage against entitlement per team, heads."""
+
+    queue: str
+    kind: QueueKind
+    capacity: int
+    in_use: int
+    waiting_jobs: int
+    #: The snapshot may have cut its list of identifiers at the top 20.
+    snapshot_cut: bool
+    identifiers: tuple[IdentifierUsage, ...]
+    shares: tuple[ShareUsage, ...]
+    #: Why the queue has no usage rows (None: it has them).
+    shares_skipped: str | None
+    heads: tuple[QueueHead, ...]
+
+
+@dataclass(frozen=True)
+class TopFrame:
+    """Everything one refresh shows, read at ``at`` (epoch s)."""
+
+    at: float
+    queues: tuple[QueueFrame, ...]
+
+
+def share_usage(twin: Twin, usage_by_team: Mapping[str, Capacity], cut: bool) -> list[ShareUsage]:
     """Per team and instance type: instances held (Batch), entitled (config) and asked for by waiting jobs."""
     config = twin.config
     waiting: dict[tuple[str, str], int] = {}
@@ -57,26 +114,22 @@ def share_usage(twin: Twin, usage_by_team: Mapping[str, Any], cut: bool) -> list
         if owner:
             key = (owner, instance_type)
             waiting[key] = waiting.get(key, 0) + record.instances
-    rows: list[dict[str, Any]] = []
+    rows: list[ShareUsage] = []
     for name, team in sorted(config.teams.items()):
         held = usage_by_team.get(team.share)
         types = sorted(set(team.entitlement) | set(held.units if held else ()))
         for instance_type in types:
+            count = None if held is None and cut else round(held.of(instance_type) if held else 0.0)
+            entitled = team.entitlement.get(instance_type, 0)
             rows.append(
-                {
-                    "team": name,
-                    "share": team.share,
-                    "instanceType": instance_type,
-                    # None: the snapshot listed only its top 20 identifiers and this team is not whole in it.
-                    "held": None if held is None and cut else round(held.of(instance_type) if held else 0.0),
-                    "entitled": team.entitlement.get(instance_type, 0),
-                    "waiting": waiting.get((name, instance_type), 0),
-                }
+                ShareUsage(
+                    name, team.share, instance_type, count, entitled, waiting.get((name, instance_type), 0)
+                )
             )
     return rows
 
 
-def queue_heads(twin: Twin, count: int, samples: int) -> list[dict[str, Any]]:
+def queue_heads(twin: Twin, count: int, samples: int) -> list[QueueHead]:
     """The first ``count`` waiting jobs with their place, forecast (p10/p50/p90) and reasons."""
     heads = twin.heads(count)
     names = {h.record.name for h in heads}
@@ -84,40 +137,24 @@ def queue_heads(twin: Twin, count: int, samples: int) -> list[dict[str, Any]]:
     out = []
     for n, head in enumerate(heads, start=1):
         record = head.record
-        name = record.name
-        created = record.created_s or 0.0
-        explanation = twin.explain(record)
-        out.append(
-            {
-                "position": n,
-                "placedBy": head.placed_by,
-                "atPositionSince": when(head.at_position_since),
-                "job": name,
-                "jobArn": record.job_arn,
-                "share": explanation.share or None,  # None: a FIFO queue's job has no share
-                "tier": record.tier.value if record.tier else None,
-                "instances": explanation.instances,
-                "waitedSeconds": round(twin.now - created),
-                "forecast": forecast_json(forecasts[name], created) if name in forecasts else None,
-                "startsInSeconds": _starts_in(forecasts.get(name), twin.now),
-                "storedPrediction": record.prediction.as_record() if record.prediction else None,
-                "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
-            }
-        )
+        forecast = forecasts.get(record.name)
+        waited = twin.now - (record.created_s or 0.0)
+        starts = _starts_in(forecast, twin.now)
+        out.append(QueueHead(n, head, twin.explain(record), waited, forecast, starts))
     return out
 
 
-def _starts_in(forecast: StartForecast | None, now: float) -> dict[str, int | None] | None:
+def _starts_in(
+    forecast: StartForecast | None, now: float
+) -> tuple[int | None, int | None, int | None] | None:
     """The forecast's p10/p50/p90 starts as seconds from now (None: not within the horizon)."""
     if forecast is None:
         return None
-    waits = forecast.waits_from(now)
-    return {
-        q: None if w is None else max(0, round(w)) for q, w in zip(("p10", "p50", "p90"), waits, strict=True)
-    }
+    low, median, high = (None if w is None else max(0, round(w)) for w in forecast.waits_from(now))
+    return low, median, high
 
 
-def queue_frame(target: Target, config: SharesConfig, queue: str, heads: int, samples: int) -> dict[str, Any]:
+def queue_frame(target: Target, config: SharesConfig, queue: str, heads: int, samples: int) -> QueueFrame:
     """One queue's part of a frame: capacity in use, usage against entitlement per team, heads."""
     twin = load_twin(target, config, queue=queue)
     # The twin's own GetJobQueueSnapshot answer, read as the adapter reads it: one call a frame.
@@ -126,20 +163,19 @@ def queue_frame(target: Target, config: SharesConfig, queue: str, heads: int, sa
     # has no quota shares (and a fair-share queue named with --queue lists its identifiers).
     mode = SchedulingMode.QUOTA if twin.policy.kind is QueueKind.QUOTA else SchedulingMode.FAIRSHARE
     by_team, cut = snapshot_in_use(usage, mode, config)
-    in_use = sum(r.instances for r in twin.live.running)
     skipped = no_share_usage(config, queue, twin.policy.kind)
-    return {
-        "queue": queue,
-        "kind": twin.policy.kind.value,
-        "capacity": twin.policy.capacity,
-        "inUse": in_use,
-        "waitingJobs": len(twin.live.queued),
-        "snapshotCut": cut,
-        "identifiers": {u.identifier: u.capacity.as_dict() for u in usage.top(mode)},
-        "shares": [] if skipped else share_usage(twin, by_team, cut),
-        "sharesSkipped": skipped,
-        "heads": queue_heads(twin, heads, samples),
-    }
+    return QueueFrame(
+        queue=queue,
+        kind=twin.policy.kind,
+        capacity=twin.policy.capacity,
+        in_use=sum(r.instances for r in twin.live.running),
+        waiting_jobs=len(twin.live.queued),
+        snapshot_cut=cut,
+        identifiers=usage.top(mode),
+        shares=() if skipped else tuple(share_usage(twin, by_team, cut)),
+        shares_skipped=skipped,
+        heads=tuple(queue_heads(twin, heads, samples)),
+    )
 
 
 def no_share_usage(config: SharesConfig, queue: str, kind: QueueKind) -> str | None:
@@ -151,13 +187,62 @@ def no_share_usage(config: SharesConfig, queue: str, kind: QueueKind) -> str | N
     return None
 
 
-def frame(
-    target: Target, config: SharesConfig, queues: Sequence[str], heads: int, samples: int
-) -> dict[str, Any]:
-    """Everything one refresh shows, as JSON."""
+def frame(target: Target, config: SharesConfig, queues: Sequence[str], heads: int, samples: int) -> TopFrame:
+    """Everything one refresh shows."""
+    return TopFrame(time.time(), tuple(queue_frame(target, config, q, heads, samples) for q in queues))
+
+
+def frame_json(top: TopFrame) -> dict[str, Any]:
+    """A frame as JSON (`top -o json`)."""
+    return {"at": when(top.at), "queues": [_queue_json(q) for q in top.queues]}
+
+
+def _queue_json(q: QueueFrame) -> dict[str, Any]:
     return {
-        "at": when(time.time()),
-        "queues": [queue_frame(target, config, q, heads, samples) for q in queues],
+        "queue": q.queue,
+        "kind": q.kind.value,
+        "capacity": q.capacity,
+        "inUse": q.in_use,
+        "waitingJobs": q.waiting_jobs,
+        "snapshotCut": q.snapshot_cut,
+        "identifiers": {u.identifier: u.capacity.as_dict() for u in q.identifiers},
+        "shares": [share_json(row) for row in q.shares],
+        "sharesSkipped": q.shares_skipped,
+        "heads": [head_json(head) for head in q.heads],
+    }
+
+
+def share_json(row: ShareUsage) -> dict[str, Any]:
+    """One usage row as JSON."""
+    return {
+        "team": row.team,
+        "share": row.share,
+        "instanceType": row.instance_type,
+        "held": row.held,
+        "entitled": row.entitled,
+        "waiting": row.waiting,
+    }
+
+
+def head_json(q: QueueHead) -> dict[str, Any]:
+    """One queue head as JSON."""
+    record, explanation = q.head.record, q.explanation
+    created = record.created_s or 0.0
+    starts = None if q.starts_in is None else dict(zip(("p10", "p50", "p90"), q.starts_in, strict=True))
+    return {
+        "position": q.position,
+        "placedBy": q.head.placed_by,
+        "atPositionSince": when(q.head.at_position_since),
+        "job": record.name,
+        "jobArn": record.job_arn,
+        "share": explanation.share or None,  # None: a FIFO queue's job has no share
+        "tier": record.tier.value if record.tier else None,
+        "instances": explanation.instances,
+        "waitedSeconds": round(q.waited),
+        "forecast": forecast_json(q.forecast, created) if q.forecast is not None else None,
+        "startsInSeconds": starts,
+        "storedPrediction": record.prediction.as_record() if record.prediction else None,
+        "heldBackBy": findings_json(explanation.held_back_by),
     }
 
 
@@ -172,56 +257,27 @@ def _bar(held: float | None, entitled: int) -> Text:
     return Text.assemble(("█" * own, "green"), ("█" * over, "yellow"), ("░" * idle, "dim"), share)
 
 
-def _starts_text(starts: Mapping[str, int | None] | None) -> str:
-    if not starts or starts["p50"] is None:
+def _starts_text(starts: tuple[int | None, int | None, int | None] | None) -> str:
+    if starts is None or starts[1] is None:
         return "beyond the horizon" if starts else "-"
-    minutes = [starts[q] for q in ("p10", "p50", "p90")]
-    return " / ".join("later" if m is None else f"{m // 60}m" for m in minutes)
+    return " / ".join("later" if s is None else f"{s // 60}m" for s in starts)
 
 
-def render(data: Mapping[str, Any]) -> RenderableType:
+def render(top: TopFrame) -> RenderableType:
     """A frame for people: per queue, a usage table and a heads table."""
-    parts: list[RenderableType] = [Text(f"shareplane top  {data['at']}", style="bold")]
-    for q in data["queues"]:
+    parts: list[RenderableType] = [Text(f"shareplane top  {when(top.at)}", style="bold")]
+    for q in top.queues:
         parts.append(
             Text(
-                f"{q['queue']} ({q['kind'].lower()}): {q['inUse']}/{q['capacity']} instances in use, "
-                f"{q['waitingJobs']} jobs waiting"
+                f"{q.queue} ({q.kind.value.lower()}): {q.in_use}/{q.capacity} instances in use, "
+                f"{q.waiting_jobs} jobs waiting"
             )
         )
-        if q["shares"]:
-            usage = Table(title="usage vs entitlement (instances)", title_justify="left")
-            for column in ("team", "type", "held", "entitled", "", "waiting"):
-                usage.add_column(column, justify="left" if column in ("team", "type", "") else "right")
-            for s in q["shares"]:
-                usage.add_row(
-                    s["team"],
-                    s["instanceType"],
-                    "?" if s["held"] is None else str(s["held"]),
-                    str(s["entitled"]),
-                    _bar(s["held"], s["entitled"]),
-                    str(s["waiting"]),
-                )
-            parts.append(usage)
-        elif q.get("sharesSkipped"):
-            parts.append(Text(f"usage vs entitlement: none ({q['sharesSkipped']})", style="dim"))
-        heads = Table(title="queue heads", title_justify="left")
-        for column in ("#", "job", "share", "inst", "waited", "start in p10/p50/p90", "held back by"):
-            heads.add_column(column, justify="right" if column in ("#", "inst", "waited") else "left")
-        for h in q["heads"]:
-            reason = "; ".join(f["text"] for f in h["heldBackBy"])  # all of them, in why's order
-            heads.add_row(
-                str(h["position"]) + ("" if h["placedBy"] == "GetJobQueueSnapshot" else "*"),
-                h["job"],
-                h["share"] or "-",
-                str(h["instances"]),
-                f"{h['waitedSeconds'] // 60}m",
-                _starts_text(h["startsInSeconds"]),
-                reason,
-            )
-        if not q["heads"]:
-            heads.add_row("", "(nothing waiting)", "", "", "", "", "")
-        parts.append(heads)
+        if q.shares:
+            parts.append(_usage_table(q.shares))
+        elif q.shares_skipped:
+            parts.append(Text(f"usage vs entitlement: none ({q.shares_skipped})", style="dim"))
+        parts.append(_heads_table(q.heads))
     parts.append(
         Text(
             "* placed by the twin: past the jobs GetJobQueueSnapshot lists. Start in: minutes from now, "
@@ -230,6 +286,42 @@ def render(data: Mapping[str, Any]) -> RenderableType:
         )
     )
     return Group(*parts)
+
+
+def _usage_table(rows: Sequence[ShareUsage]) -> Table:
+    usage = Table(title="usage vs entitlement (instances)", title_justify="left")
+    for column in ("team", "type", "held", "entitled", "", "waiting"):
+        usage.add_column(column, justify="left" if column in ("team", "type", "") else "right")
+    for row in rows:
+        usage.add_row(
+            row.team,
+            row.instance_type,
+            "?" if row.held is None else str(row.held),
+            str(row.entitled),
+            _bar(row.held, row.entitled),
+            str(row.waiting),
+        )
+    return usage
+
+
+def _heads_table(queue_heads: Sequence[QueueHead]) -> Table:
+    heads = Table(title="queue heads", title_justify="left")
+    for column in ("#", "job", "share", "inst", "waited", "start in p10/p50/p90", "held back by"):
+        heads.add_column(column, justify="right" if column in ("#", "inst", "waited") else "left")
+    for q in queue_heads:
+        reason = "; ".join(f.text for f in q.explanation.held_back_by)  # all of them, in why's order
+        heads.add_row(
+            str(q.position) + ("" if q.head.placed_by == "GetJobQueueSnapshot" else "*"),
+            q.head.record.name,
+            q.explanation.share or "-",
+            str(q.explanation.instances),
+            f"{round(q.waited) // 60}m",
+            _starts_text(q.starts_in),
+            reason,
+        )
+    if not queue_heads:
+        heads.add_row("", "(nothing waiting)", "", "", "", "", "")
+    return heads
 
 
 @app.command("top")
@@ -266,11 +358,11 @@ def top_command(
     target = replace(target, table=target.jobs_table())
     queues = queues_of(config, queue)
 
-    def current() -> dict[str, Any]:
+    def current() -> TopFrame:
         return frame(target, config, queues, heads, samples)
 
     if output is Output.JSON:
-        print_json(current())
+        print_json(frame_json(current()))
         return
     console = Console()
     if once:

@@ -14,8 +14,17 @@ from shareplane.domain.forecast.start_forecast import QueueKind
 from shareplane.domain.instance_types.capacity import Capacity
 from shareplane.domain.shares.batch_shares import IdentifierUsage, QueueUsage
 from shareplane.service.rebalance_shares import snapshot_in_use
-from shareplane_cli.commands.top import queue_heads, render, share_usage
-from shareplane_cli.twin import Twin, in_batchs_order
+from shareplane_cli.commands.top import (
+    QueueFrame,
+    ShareUsage,
+    TopFrame,
+    head_json,
+    queue_heads,
+    render,
+    share_json,
+    share_usage,
+)
+from shareplane_cli.twin import Twin, in_batchs_order, when
 
 from tests.integration.cli.test_why_cli import ARN, CONFIG, NOW, QUEUE, REPO, record
 
@@ -61,7 +70,7 @@ def test_heads_follow_batchs_order_first_then_the_twins_dispatch_order(twin: Twi
 
 
 def test_each_head_has_a_forecast_from_now_and_why_reasons(twin: Twin) -> None:
-    heads = queue_heads(twin, 3, samples=30)
+    heads = [head_json(head) for head in queue_heads(twin, 3, samples=30)]
     assert [h["position"] for h in heads] == [1, 2, 3]
     for head in heads:
         starts = head["startsInSeconds"]
@@ -88,42 +97,33 @@ def test_usage_rows_put_batchs_count_beside_the_entitlement_and_the_waiting_dema
         )
     )
     by_team, cut = snapshot_in_use(usage, SchedulingMode.FAIRSHARE, CONFIG)
-    rows = {r["team"]: r for r in share_usage(twin, by_team, cut)}
+    rows = {r["team"]: r for r in map(share_json, share_usage(twin, by_team, cut))}
     # a team's identifiers (its HIGHPRI one too) count against its one entitlement
     assert (rows["ProdExp1"]["held"], rows["ProdExp1"]["entitled"], rows["ProdExp1"]["waiting"]) == (5, 60, 1)
     assert (rows["ProdExp2"]["held"], rows["ProdExp2"]["entitled"], rows["ProdExp2"]["waiting"]) == (1, 40, 3)
 
 
 def test_a_frame_renders_every_head_and_row(twin: Twin) -> None:
-    frame = {
-        "at": "2026-03-16T20:00:00+00:00",
-        "queues": [
-            {
-                "queue": QUEUE,
-                "kind": "FAIRSHARE",
-                "capacity": 4,
-                "inUse": 4,
-                "waitingJobs": 3,
-                "shares": [
-                    {
-                        "team": "ProdExp1",
-                        "instanceType": "ml.p4d.24xlarge",
-                        "held": 3,
-                        "entitled": 60,
-                        "waiting": 1,
-                    },
-                    {
-                        "team": "ProdExp2",
-                        "instanceType": "ml.p4d.24xlarge",
-                        "held": None,
-                        "entitled": 40,
-                        "waiting": 3,
-                    },
-                ],
-                "heads": queue_heads(twin, 3, samples=10),
-            }
-        ],
-    }
+    frame = TopFrame(
+        at=NOW,
+        queues=(
+            QueueFrame(
+                queue=QUEUE,
+                kind=QueueKind.FAIRSHARE,
+                capacity=4,
+                in_use=4,
+                waiting_jobs=3,
+                snapshot_cut=True,
+                identifiers=(),
+                shares=(
+                    ShareUsage("ProdExp1", "ProdExp1", "ml.p4d.24xlarge", held=3, entitled=60, waiting=1),
+                    ShareUsage("ProdExp2", "ProdExp2", "ml.p4d.24xlarge", held=None, entitled=40, waiting=3),
+                ),
+                shares_skipped=None,
+                heads=tuple(queue_heads(twin, 3, samples=10)),
+            ),
+        ),
+    )
     console = Console(width=250, record=True)
     console.print(render(frame))
     text = console.export_text()
@@ -164,9 +164,9 @@ def test_the_live_view_refreshes_every_interval_until_ctrl_c(
     frames: list[tuple[str, ...]] = []
     sleeps: list[float] = []
 
-    def frame(target: Any, config: Any, queues: tuple[str, ...], *rest: Any) -> dict[str, Any]:
+    def frame(target: Any, config: Any, queues: tuple[str, ...], *rest: Any) -> TopFrame:
         frames.append(tuple(queues))
-        return {"at": f"frame {len(frames)}", "queues": []}
+        return TopFrame(at=NOW + len(frames), queues=())
 
     def sleep(seconds: float) -> None:
         sleeps.append(seconds)
@@ -192,4 +192,4 @@ def test_the_live_view_refreshes_every_interval_until_ctrl_c(
     assert result.exit_code == 0, result.output
     # the first frame, one refresh after the first interval, and a clean stop in the second
     assert frames == [(QUEUE,), (QUEUE,)] and sleeps == [2.0, 2.0]
-    assert "frame 2" in result.output
+    assert f"shareplane top  {when(NOW + 2)}" in result.output  # frame 2
