@@ -243,16 +243,21 @@ def when(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
+def whole_waits(forecast: StartForecast, submitted_at: float) -> list[int | None]:
+    """The forecast's p10/p50/p90 waits from submission in whole seconds (None: not within the horizon)."""
+    return [None if wait is None else round(wait) for wait in forecast.waits_from(submitted_at)]
+
+
 def forecast_json(forecast: StartForecast, submitted_at: float) -> dict[str, Any]:
     """A forecast as JSON: the p10/p50/p90 starts and the waits they mean from submission."""
-    waits = forecast.waits_from(submitted_at)
+    waits = whole_waits(forecast, submitted_at)
     return {
         "startP10": when(forecast.low),
         "startP50": when(forecast.median),
         "startP90": when(forecast.high),
-        "waitSecondsP10": None if waits[0] is None else round(waits[0]),
-        "waitSecondsP50": None if waits[1] is None else round(waits[1]),
-        "waitSecondsP90": None if waits[2] is None else round(waits[2]),
+        "waitSecondsP10": waits[0],
+        "waitSecondsP50": waits[1],
+        "waitSecondsP90": waits[2],
         "startedFraction": forecast.started_fraction,
         "samples": forecast.samples,
     }

@@ -17,7 +17,7 @@ from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, print_table
-from ..twin import Twin, findings_json, forecast_json, load_twin, when
+from ..twin import Twin, findings_json, forecast_json, load_twin, when, whole_waits
 
 SNAPSHOT_LIMIT = 100
 
@@ -183,7 +183,7 @@ def _forecast_text(forecast: StartForecast, submitted_at: float) -> str:
             f"Predicted start: not within the forecast's horizon in most runs "
             f"({forecast.started_fraction:.0%} of {forecast.samples} started it)."
         )
-    waits = " / ".join(str(None if w is None else round(w)) for w in forecast.waits_from(submitted_at))
+    waits = " / ".join(str(wait) for wait in whole_waits(forecast, submitted_at))
     return (
         f"Predicted start: p10 {when(forecast.low)}, p50 {when(forecast.median)}, "
         f"p90 {when(forecast.high) or 'later'} (waits {waits} s from submission; "
