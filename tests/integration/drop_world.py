@@ -54,19 +54,15 @@ class DropWorld:
         return DroppedObject(BUCKET, key, response.get("VersionId"), len(body), response["ETag"].strip('"'))
 
     def handle(self, obj: DroppedObject) -> SubmitOutcome:
-        return submit_dropped_spec(obj, replace(self.ports, config=self.config, queues=self.queues), NOW_MS)
+        sender = replace(self.ports.sender, config=self.config)
+        ports = replace(self.ports, sender=sender, config=self.config, queues=self.queues)
+        return submit_dropped_spec(obj, ports, NOW_MS)
 
     def uploader_ports(
         self, attributions: UploadAttributions, topic: AlertPublisher | None = None
     ) -> UploaderPorts:
         """The attribution path's ports on this world's table, alerting to its topic (or to ``topic``)."""
-        sender = AlertSender(
-            ledger=DynamoAlertLedger(self.dynamodb, TABLE),
-            topic=topic or self.ports.alerts,
-            metrics=FakeMetrics(),
-            config=self.config,
-            clock=lambda: NOW_MS / 1000,
-        )
+        sender = replace(self.ports.sender, topic=topic or self.ports.sender.topic, config=self.config)
         return UploaderPorts(attributions, sender, self.config)
 
     def keys(self) -> set[str]:
@@ -99,12 +95,20 @@ def build_world() -> DropWorld:
     batch = FakeServiceJobs()
 
     config = shares_config()
+    metrics = FakeMetrics()
+    sender = AlertSender(
+        ledger=DynamoAlertLedger(dynamodb, TABLE),
+        topic=SnsAlerts(sns, topic),
+        metrics=metrics,
+        config=config,
+        clock=lambda: NOW_MS / 1000,
+    )
     ports = SubmitPorts(
         bucket=S3SpecBucket(s3),
         batch=batch,
         store=store,
-        metrics=FakeMetrics(),
-        alerts=SnsAlerts(sns, topic),
+        metrics=metrics,
+        sender=sender,
         attributions=DynamoUploadAttributions(dynamodb, TABLE),
         config=config,
     )

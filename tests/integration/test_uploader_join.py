@@ -166,7 +166,7 @@ def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_ale
         dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
         world.handle(dropped)
         attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
-        ports = world.uploader_ports(attributions, FailingOnce(world.ports.alerts))
+        ports = world.uploader_ports(attributions, FailingOnce(world.ports.sender.topic))
         # WHEN CloudTrail's event is handled and its alert fails, then the record is redelivered twice
         try:
             record_upload(STRANGER, ports, NOW_MS // 1000)

@@ -1,9 +1,8 @@
 """The alerts reference: each alert kind, when it is sent, its severity and quiet window; the SNS attributes.
 
 The kinds, who sends each, when, its severity and its quiet window are the code's own table
-(``domain.alerts.kinds.ALERT_SPECS``); only the submit path's receipt alert, which has no quiet window
-and no row there, is described here (``OTHER_KINDS``). An attribute the code sends but ``ATTRIBUTES``
-lacks fails the generator (and so the docs tests).
+(``domain.alerts.kinds.ALERT_SPECS``). An attribute the code sends but ``ATTRIBUTES`` lacks fails the
+generator (and so the docs tests).
 """
 
 from __future__ import annotations
@@ -14,12 +13,11 @@ from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.alerts.kinds import ALERT_SPECS, AlertKind, AlertSpec
 from shareplane.domain.config.failure_rules import Severity
 from shareplane.domain.config.shares import SharesConfig
-from shareplane.domain.submit.submission import ALERT_KIND_REJECTED
 
 from . import markdown
 from .markdown import code, table
 
-__all__ = ["ATTRIBUTES", "OTHER_KINDS", "kinds", "page"]
+__all__ = ["ATTRIBUTES", "kinds", "page"]
 
 
 def _duration(seconds: float) -> str:
@@ -31,17 +29,6 @@ def _duration(seconds: float) -> str:
 
 
 _STORM_WINDOW = SharesConfig.model_fields["failures"].default.storm.window_seconds
-
-#: kind -> (sent by, when, severity, quiet window) of the alerts outside ``ALERT_SPECS``.
-OTHER_KINDS: dict[str, tuple[str, str, str, str]] = {
-    ALERT_KIND_REJECTED: (
-        "submit_job",
-        "a dropped spec (or some of its jobs) was rejected,"
-        " or a badly named file was dropped under a team's folder",
-        Severity.WARNING,
-        "none: one per rejected drop (a re-delivered drop is answered once)",
-    ),
-}
 
 
 def _row(spec: AlertSpec) -> tuple[str, str, str, str]:
@@ -72,7 +59,7 @@ ATTRIBUTES: dict[str, str] = {
 
 def kinds() -> list[str]:
     """Every alert kind the code can send."""
-    return [k.value for k in AlertKind] + list(OTHER_KINDS)
+    return [k.value for k in AlertKind]
 
 
 def _attributes() -> list[str]:
@@ -87,7 +74,7 @@ def page(repo: Path) -> str:
         raise ValueError(
             f"alert attributes {undocumented} have no entry in shareplane_cli/reference/alerts.py: add one"
         )
-    rows = {k.value: _row(ALERT_SPECS[k]) for k in AlertKind} | OTHER_KINDS
+    rows = {k.value: _row(ALERT_SPECS[k]) for k in AlertKind}
     kind_rows = [(code(k), *(str(v) for v in rows[k])) for k in kinds()]
     attribute_rows = [(code(a), ATTRIBUTES[a]) for a in _attributes()]
     intro = (

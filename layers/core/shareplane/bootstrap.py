@@ -344,7 +344,7 @@ class Root:
 
     @cached_property
     def submit_ports(self) -> SubmitPorts:
-        """The submit path's ports: the drop bucket, Batch, the jobs table, metrics, alerts, config."""
+        """The submit path's ports: drop bucket, Batch, jobs table, metrics, alert sender, config."""
         from .service.submit_job import SubmitPorts
 
         config = self.require_config()
@@ -353,7 +353,7 @@ class Root:
             batch=self.batch_jobs,
             store=self.store,  # job states and the payloads they were submitted with
             metrics=self.metrics,
-            alerts=self.alerts,
+            sender=self.alert_sender,  # a rejected drop's alert, listed with every other alert
             attributions=self.upload_attributions,
             config=config,
             queues=self.submit_queues,

@@ -1,7 +1,8 @@
 """AlertLedger (claim, confirm, release, when sent, the listing) and TickWatermarks: the fakes and the
 table agree.
 
-Every path's alerts are the alert ledger's items, so one set of cases covers them all.
+Every path's alerts are the alert ledger's items, so one set of cases covers them all; the two paths that
+alerted outside it before (a rejected drop, a refused call) are listed here through their own senders.
 """
 
 from __future__ import annotations
@@ -11,10 +12,23 @@ from typing import Any
 import pytest
 from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.tick_ledger import DynamoTickWatermarks
-from shareplane.domain.alerts.alert import STALE_CLAIM_SECONDS, AlertKind, job_alert
+from shareplane.domain.alerts.alert import (
+    STALE_CLAIM_SECONDS,
+    AlertKind,
+    job_alert,
+    permission_denied_alert,
+    spec_rejected_alert,
+)
+from shareplane.domain.alerts.kinds import ALERT_SPECS
 from shareplane.domain.config.failure_rules import Severity
+from shareplane.domain.errors import PermissionDeniedError
+from shareplane.service.alerting import AlertSender
+from shareplane.service.permission_denied import PermissionAlerts
 
 from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks
+from tests.fakes.alerts import FakeAlerts
+from tests.fakes.failure_world import shares_config
+from tests.fakes.metrics import FakeMetrics
 
 LEDGERS = {
     "fake alert ledger": lambda on_the_table: FakeAlertLedger(),
@@ -101,6 +115,51 @@ def test_only_sent_alerts_are_listed_from_their_time_on_with_what_was_sent(ledge
     )
     assert listed.body == dict(ALERT.body) and (listed.team, listed.tier) == ("none", "none")
     assert ledger.alerts(since=1000.001) == []
+
+
+def test_a_rejected_drops_alert_and_a_permission_alert_are_listed_with_their_kinds_windows(
+    ledger: Any,
+) -> None:
+    # GIVEN a rejected drop's alert sent through the sender, and a refused call reported by the guard
+    topic = FakeAlerts()
+    sender = AlertSender(ledger, topic, FakeMetrics(), shares_config(), clock=lambda: 1000.0)
+    rejected = spec_rejected_alert(
+        key="submit/ProdExp1/a.yaml",
+        partly=False,
+        answer="s3://drops/answers/ProdExp1/a.yaml/v1.json",
+        details={"problems": [{"path": "file", "message": "is empty", "fix": "write the spec"}]},
+        team="ProdExp1",
+        tier=None,
+        share=None,
+        queue=None,
+    )
+    assert sender.send(rejected, now=1000.0)
+    guard_alerts = PermissionAlerts("SubmitJobFunction", lambda: topic, lambda: ledger, clock=lambda: 2000.0)
+    denied = PermissionDeniedError("dynamodb:DeleteItem", "arn:t", "arn:role/submit", "not authorized")
+    assert guard_alerts.report(denied)
+    refused = permission_denied_alert(
+        action=denied.action,
+        resource=denied.resource,
+        role=denied.role,
+        function="SubmitJobFunction",
+        message=denied.aws_message,
+    )
+    # WHEN the ledger lists what was sent (`shareplane alerts`)
+    listed = ledger.alerts(since=999.0)
+    # THEN both are there, oldest first, as published
+    assert [(a.kind, a.team, a.sent_at) for a in listed] == [
+        ("spec_rejected", "ProdExp1", 1000.0),
+        ("permission_denied", "none", 2000.0),
+    ]
+    assert [a.subject for a in listed] == [subject for subject, _, _ in topic.sent]
+    assert listed[0].body["answer"] == "s3://drops/answers/ProdExp1/a.yaml/v1.json"
+    assert listed[1].body["action"] == "dynamodb:DeleteItem"
+    # AND each stays quiet for its row's window in ALERT_SPECS, and no longer
+    for alert, sent_at in ((rejected, 1000.0), (refused, 2000.0)):
+        window = ALERT_SPECS[alert.kind].quiet_seconds
+        assert window is not None
+        assert not ledger.claim_alert(alert, now=sent_at + window - 1, quiet_seconds=1)
+        assert ledger.claim_alert(alert, now=sent_at + window + 1, quiet_seconds=1)
 
 
 @pytest.fixture(params=sorted(WATERMARKS))

@@ -271,6 +271,46 @@ def test_a_mixed_list_submits_the_good_jobs_and_reports_the_bad_ones(world: Drop
     }
 
 
+def test_a_rejected_drops_alert_is_listed_where_shareplane_alerts_reads_and_sent_once(
+    world: DropWorld, monkeypatch: Any
+) -> None:
+    # GIVEN a drop with one good and one bad job, whose first try dies after alerting, before its delete
+    obj = world.drop(
+        "submit/ProdExp1/mixed.yaml", as_list(job("good-one"), job("bad-one", team="X")).encode()
+    )
+    original_delete = world.ports.bucket.delete
+    calls: list[str] = []
+
+    def dies_once(*args: Any) -> None:
+        calls.append(args[1])
+        if len(calls) == 1:
+            raise ConnectionError("the invocation ended before the delete")
+        original_delete(*args)
+
+    monkeypatch.setattr(world.ports.bucket, "delete", dies_once)
+    with pytest.raises(ConnectionError):
+        world.handle(obj)
+    # WHEN the record is delivered again
+    again = world.handle(obj)
+    # THEN the drop is answered, and its alert went out once
+    assert again.status == "partially_accepted" and calls == [obj.key, obj.key]
+    (published,) = world.alerts()
+    # AND the alert ledger `shareplane alerts` reads lists it, routed to the team, naming the answer
+    (listed,) = world.ports.sender.ledger.alerts(since=0)
+    assert (listed.kind, listed.severity, listed.team, listed.tier, listed.share, listed.queue) == (
+        "spec_rejected",
+        "warning",
+        "ProdExp1",
+        "HIGHPRI",
+        "ProdExp1HIGHPRI",
+        "search-p4d-queue",
+    )
+    assert listed.sent_at == NOW_MS / 1000 and listed.subject == published["Subject"]
+    assert "partly rejected" in listed.subject and "mixed.yaml" in listed.subject
+    assert listed.body["answer"] == f"s3://{obj.bucket}/{again.answer}"
+    assert [r["index"] for r in listed.body["rejected"]] == [1] and listed.body["fix"]
+
+
 def test_a_job_batch_refuses_is_reported_and_the_rest_submitted(world: DropWorld) -> None:
     world.batch.refuse_job_names = {"bad-one"}
     outcome = world.handle(

@@ -9,7 +9,8 @@ import pytest
 from botocore.exceptions import ClientError
 from shareplane.adapters.aws_errors import permission_denied, role_arn
 from shareplane.domain.alerts.alert import Alert, AlertKind
-from shareplane.domain.errors import PermissionDeniedError, RejectedByServiceError
+from shareplane.domain.alerts.kinds import ALERT_SPECS, fixed_quiet_seconds
+from shareplane.domain.errors import InvalidInputError, PermissionDeniedError, RejectedByServiceError
 from shareplane.service.permission_denied import PermissionAlerts, guard
 
 from tests.conftest import REPO, load_handler
@@ -181,6 +182,23 @@ def test_a_role_that_cannot_publish_still_fails_the_record_and_frees_the_claim()
         guard(permission_denied, lambda: instance)(refusing_handler())("r")
     assert raised.value.action == "iam:PassRole"  # the original refusal, not the alert's
     assert ledger.items == {}  # the next delivery tries again
+
+
+def test_the_alert_is_listed_by_the_alert_ledger_quiet_for_its_kinds_window() -> None:
+    topic, ledger = Topic(), Ledger()
+    with pytest.raises(PermissionDeniedError):
+        guard(permission_denied, lambda: reporter(topic, ledger))(refusing_handler())("r")
+    (listed,) = ledger.alerts(since=0)  # what `shareplane alerts` lists
+    assert (listed.kind, listed.severity, listed.sent_at) == ("permission_denied", "critical", 1000.0)
+    assert listed.subject == topic.sent[0][0] and listed.body["action"] == "iam:PassRole"
+    (item,) = ledger.items.values()
+    assert item["quietUntil"] == 1000.0 + fixed_quiet_seconds(AlertKind.PERMISSION_DENIED)
+
+
+def test_only_the_storm_digests_window_needs_the_config() -> None:
+    assert {k for k in AlertKind if ALERT_SPECS[k].quiet_seconds is None} == {AlertKind.STORM}
+    with pytest.raises(InvalidInputError):
+        fixed_quiet_seconds(AlertKind.STORM)
 
 
 def test_other_errors_pass_through_unchanged_and_alert_nothing() -> None:

@@ -1,9 +1,10 @@
 """Sending an alert once: claim its dedupe item, publish, confirm (or give the claim back).
 
-Every path that alerts (the failure path, the watch, reclaim, the idle detector, the uploader) carries
-one ``AlertSender`` in its ports bundle. It brings the alert ledger (the jobs table's ``ALERT#``
-items, which `shareplane alerts` lists), the topic and the Alerts metric; the quiet window is the
-kind's, from ``domain.alerts.kinds.ALERT_SPECS``.
+Every path that alerts (the failure path, the watch, reclaim, the idle detector, the uploader, the submit
+path's rejected drops) carries one ``AlertSender`` in its ports bundle. It brings the alert ledger (the
+jobs table's ``ALERT#`` items, which `shareplane alerts` lists), the topic and the Alerts metric; the
+quiet window is the kind's, from ``domain.alerts.kinds.ALERT_SPECS``. The permission guard, which may
+have no shares config, claims through the same ledger itself (``permission_denied``).
 """
 
 from __future__ import annotations

@@ -3,10 +3,15 @@
 Every handler's record processing goes through ``guard``: when AWS answered AccessDenied (recognised by
 a ``DenialReader``: the composition root wires ``adapters.aws_errors``, which knows botocore's errors,
 so this module never does), the missing permission is a deployment error that no retry fixes. It is
-alerted once per role and action (the alert ledger's claim keeps concurrent and later instances quiet; a
-role that cannot even write the ledger falls back to once per instance), logged, and re-raised as
-PermissionDeniedError so the record itself is kept: it retries and ends in the function's dead-letter
-queue, to be replayed once the role is fixed.
+alerted once per role and action (the claim of ``ports.AlertLedger``, the ledger every alert goes through
+and `shareplane alerts` lists, keeps concurrent and later instances quiet for the kind's window in
+``ALERT_SPECS``; a role that cannot even write the ledger falls back to once per instance), logged, and
+re-raised as PermissionDeniedError so the record itself is kept: it retries and ends in the function's
+dead-letter queue, to be replayed once the role is fixed.
+
+It claims and publishes itself rather than through ``alerting.AlertSender``: the sender needs the shares
+config, whose read may be the very call AWS refused, and fails its caller when publishing fails, while a
+report must never hide the refusal it reports.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ..domain.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from ..domain.alerts.alert import Alert
-    from .ports import AlertPublisher
+    from .ports import AlertLedger, AlertPublisher
 
 logger = logging.getLogger("shareplane.permissions")
 
@@ -34,25 +39,13 @@ class DenialReader(Protocol):
     def __call__(self, exc: BaseException, /) -> PermissionDeniedError | None: ...
 
 
-class AlertClaims(Protocol):
-    """The alert ledger's claim, confirm and release (see FailureLedger)."""
-
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool: ...
-
-    def confirm_alert(self, alert: Alert, now: float) -> None: ...
-
-    def release_alert(self, alert: Alert) -> None: ...
-
-
 @dataclass
 class PermissionAlerts:
     """Where a refused call is reported: the alerts topic, the alert ledger, the clock."""
 
     function: str
     alerts: Callable[[], AlertPublisher]
-    ledger: Callable[[], AlertClaims]
+    ledger: Callable[[], AlertLedger]
     clock: Callable[[], float]
     #: Alerts this instance sent (dedupe keys): the fallback when the ledger itself is refused.
     sent: set[str] = field(default_factory=set)
@@ -92,10 +85,10 @@ class PermissionAlerts:
 
     def _claim(self, alert: Alert, now: float) -> bool | None:
         """The ledger's claim; None when the ledger could not be asked (then this instance decides)."""
-        from ..domain.alerts.alert import DEFAULT_QUIET_SECONDS
+        from ..domain.alerts.kinds import fixed_quiet_seconds
 
         try:
-            return self.ledger().claim_alert(alert, now, DEFAULT_QUIET_SECONDS, claimed_at=now)
+            return self.ledger().claim_alert(alert, now, fixed_quiet_seconds(alert.kind), claimed_at=now)
         except Exception as exc:  # noqa: BLE001 - a refused ledger write is the same kind of problem
             logger.error("alert ledger unavailable", extra={"alert": alert.dedupe_key, "error": repr(exc)})
             return None

@@ -13,8 +13,9 @@ Every step is idempotent, so a duplicated or re-delivered S3 event changes nothi
    repeat is a content duplicate) and the payload item (conditional write; a request too large
    for a DynamoDB item is kept in S3 under payloads/ and the item points at it).
 4. Copy the original to accepted/ or rejected/, write the answer under answers/ (keyed by the
-   object version), notify on any rejection (to the team whose folder it is, even for a bad
-   name), and only then delete the version that was read.
+   object version), alert on any rejection (to the team whose folder it is, even for a bad name;
+   through the alert sender, once per answer, so `shareplane alerts` lists it), and only then
+   delete the version that was read.
 
 Between 3 and 4 the jobs are linked to the upload's S3 request id, and the principal CloudTrail named
 for it is copied onto them when its event came first (service/record_uploader.py; the other order is
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..domain.alerts.alert import Alert, spec_rejected_alert
 from ..domain.config.shares import BudgetConfig, BudgetEnforcement, SharesConfig, Tier
 from ..domain.cost.budget import (
     Admission,
@@ -59,8 +61,6 @@ from ..domain.submit.submission import (
     DroppedObject,
     Outcome,
     SubmittedJob,
-    alert_attributes,
-    alert_subject,
     answer_key,
     answers,
     build_answer,
@@ -74,7 +74,6 @@ from ..domain.submit.submission import (
     with_first_predictions,
 )
 from .ports import (
-    AlertPublisher,
     JobStore,
     MetricsSink,
     PayloadStore,
@@ -87,6 +86,7 @@ from .record_state import record_observation
 from .record_uploader import attach_recorded_principal
 
 if TYPE_CHECKING:
+    from .alerting import AlertSender
     from .receipt_prediction import ReceiptForecast
 
 logger = logging.getLogger(__name__)
@@ -120,7 +120,8 @@ class SubmitPorts:
     batch: ServiceJobs
     store: SubmitStore
     metrics: MetricsSink
-    alerts: AlertPublisher
+    #: Sends the alert of a rejected drop, listed in the alert ledger with every other alert.
+    sender: AlertSender
     #: The uploader's principal from CloudTrail, joined to the drop's jobs by S3 request id.
     attributions: UploadAttributions
     config: SharesConfig
@@ -128,6 +129,10 @@ class SubmitPorts:
     queues: QueueNames = field(default_factory=QueueNames)
     #: The receipt's first start prediction of the drop's GPU jobs (None: the receipt points to the watch).
     forecast: ReceiptForecast | None = None
+
+
+#: The parts of a rejected drop's answer its alert repeats (the whole answer is at the location it names).
+_ALERTED_PARTS = ("outcome", "source", "team", "original", "problems", "rejected", "jobs")
 
 
 @dataclass(frozen=True)
@@ -204,16 +209,8 @@ def submit_dropped_spec(
         document["original"] = obj.key  # not ours to move: only spec drops under submit/ are moved
     ports.bucket.put_json(obj.bucket, answer_at, document)
     if outcome is not Outcome.ACCEPTED:
-        queue = next(iter({j.queue for j in submitted}), None)
-        ports.alerts.publish(
-            alert_subject(outcome, obj.key),
-            {
-                k: document[k]
-                for k in ("outcome", "source", "team", "original", "problems", "rejected", "jobs")
-            }
-            | {"answer": f"s3://{obj.bucket}/{answer_at}"},
-            alert_attributes(share, queue, team, tier),
-        )
+        alert = _rejection_alert(obj, outcome, answer_at, document, submitted, (team, tier, share))
+        ports.sender.send(alert, now_ms / 1000)
     if movable:
         ports.bucket.delete(obj.bucket, obj.key, obj.version_id)
     logger.info(
@@ -221,6 +218,28 @@ def submit_dropped_spec(
         extra={"key": obj.key, "outcome": outcome.value, "submitted": len(submitted), "answer": answer_at},
     )
     return SubmitOutcome(obj.key, outcome.value, dest if movable else obj.key, answer_at, tuple(submitted))
+
+
+def _rejection_alert(
+    obj: DroppedObject,
+    outcome: Outcome,
+    answer_at: str,
+    document: Mapping[str, Any],
+    submitted: list[SubmittedJob],
+    routing: tuple[str | None, str | None, str | None],
+) -> Alert:
+    """The alert of a drop rejected whole or in part, routed (team, tier, share) as its answer says."""
+    team, tier, share = routing
+    return spec_rejected_alert(
+        key=obj.key,
+        partly=outcome is Outcome.PARTIALLY_ACCEPTED,
+        answer=f"s3://{obj.bucket}/{answer_at}",
+        details={k: document[k] for k in _ALERTED_PARTS},
+        team=team,
+        tier=tier,
+        share=share,
+        queue=next(iter({j.queue for j in submitted}), None),
+    )
 
 
 def _with_receipt_predictions(

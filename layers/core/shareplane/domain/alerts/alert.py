@@ -24,7 +24,7 @@ from ..errors import InvalidInputError
 from ..failures.decision import FailureDecision
 from ..jobs.arns import job_id_of
 from ..submit.attribution import UploadAttribution
-from .kinds import ALERT_SPECS, DEFAULT_QUIET_SECONDS, AlertKind
+from .kinds import ALERT_SPECS, AlertKind
 
 #: An alert claim never confirmed (its sender died) may be taken over after this long: longer than
 #: the function may run (30 s), shorter than the queue's visibility timeout (190 s), so the redelivery
@@ -32,7 +32,6 @@ from .kinds import ALERT_SPECS, DEFAULT_QUIET_SECONDS, AlertKind
 STALE_CLAIM_SECONDS = 120
 
 __all__ = [
-    "DEFAULT_QUIET_SECONDS",
     "FAILURE_METRIC_DIMENSIONS",
     "STALE_CLAIM_SECONDS",
     "SUBJECT_MAX_CHARS",
@@ -44,6 +43,7 @@ __all__ = [
     "logs_link",
     "owned_by",
     "permission_denied_alert",
+    "spec_rejected_alert",
     "storm_digest",
     "dedupe_key",
     "storm_dedupe_key",
@@ -369,4 +369,39 @@ def uploader_alert(attribution: UploadAttribution, team: str | None, submitters:
         body,
         f"upload:{attribution.request_id}",
         team=team,
+    )
+
+
+def spec_rejected_alert(
+    *,
+    key: str,
+    partly: bool,
+    answer: str,
+    details: Mapping[str, Any],
+    team: str | None,
+    tier: str | None,
+    share: str | None,
+    queue: str | None,
+) -> Alert:
+    """The alert of a drop rejected whole or in part (``submit_job``), to the team whose folder ``key`` is in.
+
+    ``answer`` (the answer's ``s3://`` location, one per dropped object version) is what must not alert
+    twice; ``details`` are the answer's parts the body repeats (its problems, the rejected jobs, ...).
+    Unknown routing values are ``none``, as SNS attribute values may not be empty.
+    """
+    facts = {"name": key.rsplit("/", 1)[-1]}
+    severity, headline, fix = worded(AlertKind.SPEC_REJECTED, facts, "partly" if partly else None)
+    severity = severity or Severity.WARNING
+    body = {**details, "answer": answer, "decision": "partly_rejected" if partly else "rejected", "fix": fix}
+    subject = subject_line(f"[{severity.value}]", f"{team or 'unknown'}:", headline)
+    return Alert(
+        AlertKind.SPEC_REJECTED,
+        severity,
+        share or "none",
+        queue or "none",
+        subject,
+        body,
+        answer,
+        team=team,
+        tier=tier,
     )

@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 from ..config.failure_rules import STORM_FIX, Severity
 from ..config.shares import SharesConfig
+from ..errors import InvalidInputError
 from ..submit.attribution import UPLOAD_JOIN_RETENTION_SECONDS
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "AlertKind",
     "AlertSpec",
     "Wording",
+    "fixed_quiet_seconds",
     "quiet_seconds",
 ]
 
@@ -38,7 +40,8 @@ DEFAULT_QUIET_SECONDS = 6 * 3600
 ONCE_PER_JOB_SECONDS = 7 * 24 * 3600
 #: Longer than any month, so a budget threshold alerts once in the month its key names.
 ONCE_PER_MONTH_SECONDS = 32 * 24 * 3600
-#: As long as the upload join is kept: a redelivered CloudTrail event of one request never alerts twice.
+#: As long as the upload join is kept: a redelivered event of one upload (its CloudTrail record, or the
+#: S3 event of its drop, replayed from a dead-letter queue within SQS's 14 days) never alerts twice.
 ONCE_PER_UPLOAD_SECONDS = UPLOAD_JOIN_RETENTION_SECONDS
 
 
@@ -58,6 +61,7 @@ class AlertKind(StrEnum):
     IDLE = "idle"  # a running job's GPUs stayed idle for its team's window (alert, warning or stop)
     HUNG = "hung"  # a running job's GPUs are busy but it wrote no checkpoint for its team's intervals
     UPLOADER_NOT_SUBMITTER = "uploader_not_submitter"  # a drop written by someone not in its submitters
+    SPEC_REJECTED = "spec_rejected"  # a dropped spec, or some of its jobs, refused (to the folder's team)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,16 @@ def quiet_seconds(kind: AlertKind, config: SharesConfig) -> float:
     return config.failures.storm.window_seconds if window is None else window
 
 
+def fixed_quiet_seconds(kind: AlertKind) -> float:
+    """The quiet window ``ALERT_SPECS`` fixes for ``kind``, for a sender without the shares config (the
+    permission guard: reading the config may be the very call AWS refused). Only the storm digest's window
+    is the config's; asking for it here is a mistake in the caller."""
+    window = ALERT_SPECS[kind].quiet_seconds
+    if window is None:
+        raise InvalidInputError("kind", f"{kind.value}'s quiet window is the config's", "use quiet_seconds")
+    return window
+
+
 _IDLE_FIX_ALERT = (
     "check the job's logs and GPU metrics (links below): a data-loading stall, a hung collective or a "
     "finished script that did not exit; stop it if it is not working"
@@ -128,6 +142,14 @@ _HUNG_ACTS = {
     **_IDLE_ACTS,
     "alert": Wording("hung: GPUs busy, no new checkpoint", _IDLE_FIX_ALERT, Severity.INFO),
 }
+_REJECTED_FIX = (
+    "read the answer (its location is below): each problem names its field and the fix; correct the spec "
+    "and drop it again"
+)
+_PARTLY_REJECTED_FIX = (
+    "the file's other jobs were submitted: read the answer (its location is below), whose problems name "
+    "each field and the fix, and drop again only the rejected jobs, corrected"
+)
 _BUDGET_FIX = (
     "see `shareplane usage --team {team} --since month --by user` for who spent it; {enforced}; "
     "raise budgets.{team}.monthly_usd in the shares config if the spend is intended"
@@ -293,6 +315,18 @@ ALERT_SPECS: Mapping[AlertKind, AlertSpec] = MappingProxyType(
                 "usual (its jobs carry this principal). Check DropBucketPolicy against "
                 "teams.{team}.submitters, then cancel the jobs if the upload was not wanted",
             ),
+        ),
+        AlertKind.SPEC_REJECTED: AlertSpec(
+            "submit_job",
+            "a dropped spec (or some of its jobs) was rejected,"
+            " or a badly named file was dropped under a team's folder",
+            Severity.WARNING,
+            ONCE_PER_UPLOAD_SECONDS,
+            "per dropped object version (its answer)",
+            Wording("job spec rejected: {name}", _REJECTED_FIX),
+            variants={
+                "partly": Wording("job spec partly rejected: {name}", _PARTLY_REJECTED_FIX),
+            },
         ),
     }
 )

@@ -42,9 +42,6 @@ INVALID_KEY_FOLDER = "_invalid-key"
 RECEIPT_KIND = "shareplane.submission-receipt"
 ERROR_KIND = "shareplane.submission-error"
 DOCUMENT_VERSION = 1
-ALERT_KIND_REJECTED = "spec_rejected"
-#: SNS message attribute values may not be empty; this stands for "not known for this file".
-UNKNOWN = "none"
 
 
 class Outcome(StrEnum):
@@ -333,24 +330,3 @@ def too_large_for_an_item(item: Mapping[str, Any]) -> bool:
 def payload_request_key(team: str, job_id: str) -> str:
     """Where a request too large for its PAYLOAD item is kept in the drop bucket."""
     return f"{PAYLOADS_PREFIX}{_safe_name(team or 'unknown')}/{_safe_name(job_id)}.json"
-
-
-def alert_attributes(
-    share: str | None, queue: str | None, team: str | None = None, tier: str | None = None
-) -> dict[str, str]:
-    """SNS message attributes of a rejection: teams subscribe with a filter on team (and kind)."""
-    return {
-        "severity": "warning",
-        "team": team or UNKNOWN,
-        "tier": tier or UNKNOWN,
-        "share": share or UNKNOWN,
-        "kind": ALERT_KIND_REJECTED,
-        "queue": queue or UNKNOWN,
-    }
-
-
-def alert_subject(outcome: Outcome, key: str) -> str:
-    """A subject line within SNS's 100 characters."""
-    what = "partly rejected" if outcome is Outcome.PARTIALLY_ACCEPTED else "rejected"
-    name = key.rsplit("/", 1)[-1]
-    return f"shareplane: job spec {what}: {name}"[:100]
