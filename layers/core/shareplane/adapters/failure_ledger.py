@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from ..domain.alerts.alert import STALE_CLAIM_SECONDS, Alert
 from ..domain.alerts.sent import SentAlert
-from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, StormFailure
 from ..domain.jobs.lifecycle import HistoryEntry
 from .dynamodb_items import (
     advance_tick_watermark,
@@ -39,6 +39,7 @@ from .failure_items import (
     decision_from_item,
     decision_item,
     history_attributes,
+    priority_raise_attributes,
     storm_failure_from_item,
     storm_failure_item,
 )
@@ -144,9 +145,10 @@ class DynamoFailureLedger:
             ExpressionAttributeValues={":t": {"BOOL": True}},
         )
 
-    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
-        """Put a history item once; False when it was there already."""
-        return put_new(self._client, self._table, {**history_item(job_arn, entry), **extra})
+    def add_history(self, job_arn: str, entry: HistoryEntry, raised: PriorityRaise | None = None) -> bool:
+        """Put a history item once (with the escalation it records); False when it was there already."""
+        item = {**history_item(job_arn, entry), **priority_raise_attributes(raised)}
+        return put_new(self._client, self._table, item)
 
     # -- alerts ---------------------------------------------------------------------------
     def claim_alert(

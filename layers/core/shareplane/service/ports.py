@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..domain.alerts.alert import Alert
     from ..domain.cost.billing import AttemptCost, OpenAttempt
-    from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+    from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, RequeueDue, StormFailure
     from ..domain.forecast.arrivals import ArrivalKey
     from ..domain.forecast.prediction import StartPrediction
     from ..domain.idle.policy import GpuSample
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         TrainingTransition,
     )
     from ..domain.reclaim.plan import ClaimBudgets
-    from ..domain.reclaim.record import ReclaimRecord
+    from ..domain.reclaim.record import ReclaimDue, ReclaimRecord
     from ..domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
     from ..domain.shares.state import PlanAudit, SharesState
     from ..domain.submit.attribution import StoredAttribution
@@ -303,7 +303,7 @@ class TrainingJobs(Protocol):
 class RequeueTimer(Protocol):
     """Brings a message back to the failure path after a delay (SQS delay or a one-time schedule)."""
 
-    def after(self, message: Mapping[str, Any], delay_seconds: int, now: float) -> None:
+    def after(self, message: RequeueDue | ReclaimDue, delay_seconds: int, now: float) -> None:
         """Deliver ``message`` to the failure path's queue ``delay_seconds`` after ``now``."""
         ...
 
@@ -342,8 +342,9 @@ class FailureLedger(TickWatermarks, Protocol):
         """Note that a decision's delayed requeue message was sent."""
         ...
 
-    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
-        """Put one history item on a job once; False when it was there."""
+    def add_history(self, job_arn: str, entry: HistoryEntry, raised: PriorityRaise | None = None) -> bool:
+        """Put one history item on a job once (with the priority escalation it records); False when it
+        was there."""
         ...
 
     def claim_alert(

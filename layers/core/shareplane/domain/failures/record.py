@@ -12,10 +12,22 @@ from dataclasses import dataclass, field
 from .decision import FailureDecision
 from .requeue import ChainState
 
-__all__ = ["REQUEUE_DUE", "Applied", "DecisionRecord", "StormFailure"]
+__all__ = ["REQUEUE_DUE", "Applied", "DecisionRecord", "PriorityRaise", "RequeueDue", "StormFailure"]
 
 #: The ``shareplane`` member of the failure path's own delayed message: a decision's requeue is due.
 REQUEUE_DUE = "requeue-due"
+
+
+@dataclass(frozen=True)
+class RequeueDue:
+    """The failure path's own delayed message: the decision whose requeue is due, and when (epoch seconds).
+
+    The path sends it with every member set; one sent by hand may lack the job or the due time.
+    """
+
+    decision_key: str
+    job_arn: str | None = None
+    due_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,3 +84,12 @@ class StormFailure:
     job_name: str | None = None
     failure_class: str | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PriorityRaise:
+    """The watch's escalation of a waiting job: the schedulingPriority it had and the one it got (kept
+    on the job's history item)."""
+
+    from_priority: int
+    to_priority: int
