@@ -23,7 +23,13 @@ if TYPE_CHECKING:
     )
     from ..domain.reclaim.plan import ClaimBudgets
     from ..domain.reclaim.record import ReclaimDue, ReclaimRecord
-    from ..domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+    from ..domain.shares.batch_shares import (
+        QueueUsage,
+        QuotaShare,
+        QuotaShareUpdate,
+        SchedulingPolicy,
+        SchedulingPolicyUpdate,
+    )
     from ..domain.shares.state import PlanAudit, SharesState
     from ..domain.submit.attribution import StoredAttribution
     from ..domain.submit.payload import SubmittedPayload
@@ -173,8 +179,8 @@ class SharesBatch(Protocol):
         """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         ...
 
-    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
-        """UpdateSchedulingPolicy."""
+    def update_scheduling_policy(self, update: SchedulingPolicyUpdate) -> None:
+        """UpdateSchedulingPolicy: the fair-share policy's settings, whole."""
         ...
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:
@@ -185,8 +191,8 @@ class SharesBatch(Protocol):
         """Every quota share of a queue with its settings."""
         ...
 
-    def update_quota_share(self, request: dict[str, Any]) -> None:
-        """UpdateQuotaShare."""
+    def update_quota_share(self, update: QuotaShareUpdate) -> None:
+        """UpdateQuotaShare: one quota share's new settings."""
         ...
 
     def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
