@@ -2,7 +2,10 @@
 
 A decision is written once (``DECISION#<job>#<attempt>``) and applied later, possibly by another
 delivery: the record holds everything applying needs, so nothing is decided twice. How the record is
-laid out in the table is the ledger adapter's business (``adapters/failure_items.py``).
+laid out in the table is the ledger adapter's business (``adapters/failure_items.py``). Beside it: the
+delayed message that brings a requeue back when it is due (``RequeueDue``; its body is
+``adapters/due_messages.py``'s) and the watch's priority escalation a history item keeps
+(``PriorityRaise``).
 """
 
 from __future__ import annotations
