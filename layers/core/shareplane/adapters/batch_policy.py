@@ -112,9 +112,12 @@ def scheduling_policy_request(update: SchedulingPolicyUpdate) -> UpdateSchedulin
 def quota_share_request(update: QuotaShareUpdate) -> UpdateQuotaShareRequestTypeDef:
     """The UpdateQuotaShare request of an update (the settings' fields are the ones ``QuotaSettings``
     writes for its audit too)."""
-    request: UpdateQuotaShareRequestTypeDef = {"quotaShareArn": update.quota_share_arn}
-    request.update(update.settings.to_dict())  # type: ignore[typeddict-item]
-    return request
+    settings = update.settings.to_dict()
+    return {
+        "quotaShareArn": update.quota_share_arn,
+        "capacityLimits": settings["capacityLimits"],
+        "resourceSharingConfiguration": settings["resourceSharingConfiguration"],
+    }
 
 
 def quota_share(item: Mapping[str, Any]) -> QuotaShare:
