@@ -81,7 +81,7 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-# mypy --strict over the core layer ([tool.mypy] in pyproject.toml), with the boto3 service stubs; then
+# mypy --strict over the core layer, the CLI and gpusim ([tool.mypy] in pyproject.toml); then
 # the import contracts ([tool.importlinter]): its graph takes under a second, so no cache is kept.
 lint: $(DEV_INSTALLED)
 	$(BIN)/ruff check layers functions sim cli tests

@@ -18,13 +18,15 @@ the first job instead, as an idempotent API usually would).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from botocore.model import ServiceModel
+from botocore.model import ServiceModel, StructureShape
 from botocore.session import get_session
 from botocore.validate import ParamValidator
 from shareplane.domain.errors import InvalidInputError, ShareplaneError
@@ -50,6 +52,10 @@ SHARE_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
 MAX_QUOTA_SHARES = 20
 MAX_ACTIVE_SHARES = 500
 
+T = TypeVar("T")
+#: A Batch or SageMaker operation: ``(self, **request) -> response``.
+OperationT = TypeVar("OperationT", bound=Callable[..., dict[str, Any]])
+
 
 class ApiError(ShareplaneError):
     """An error as AWS returns it: HTTP status, error code and message."""
@@ -74,6 +80,8 @@ def _service_model(service: str) -> ServiceModel:
 @cache
 def _summary_members() -> tuple[str, ...]:
     shape = _service_model("batch").shape_for("ServiceJobSummary")
+    if not isinstance(shape, StructureShape):
+        raise TypeError(f"botocore's ServiceJobSummary is a {shape.type_name}, not a structure")
     return tuple(shape.members)
 
 
@@ -81,19 +89,50 @@ def _snake(operation: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
-def _page(
-    items: list[Any], max_results: int | None, token: str | None, default: int = 100
-) -> tuple[list, str | None]:
+def _paged(
+    key: str,
+    items: Sequence[T],
+    render: Callable[[T], dict[str, Any]],
+    request: dict[str, Any],
+    *,
+    default: int = 100,
+    pascal: bool = False,
+) -> dict[str, Any]:
+    """One page of a List/Describe answer: ``{key: [render(item)...]}``, plus the token of the next page.
+
+    Batch names the paging members ``maxResults``/``nextToken``, SageMaker (``pascal``) ``MaxResults``/
+    ``NextToken``; the token is the next page's offset, opaque to the caller.
+    """
+    max_key, token_key = ("MaxResults", "NextToken") if pascal else ("maxResults", "nextToken")
+    token = request.get(token_key)
     try:
         start = int(base64.urlsafe_b64decode(token.encode()).decode()) if token else 0
     except ValueError as exc:
         raise client_error(
             f"nextToken {token!r} is not valid; pass the token a previous call returned"
         ) from exc
-    size = max_results or default
-    page = items[start : start + size]
-    nxt = start + size
-    return page, (base64.urlsafe_b64encode(str(nxt).encode()).decode() if nxt < len(items) else None)
+    size = request.get(max_key) or default
+    out: dict[str, Any] = {key: [render(item) for item in items[start : start + size]]}
+    if start + size < len(items):
+        out[token_key] = base64.urlsafe_b64encode(str(start + size).encode()).decode()
+    return out
+
+
+def _operation(method: OperationT) -> OperationT:
+    """An API operation: its request is checked against botocore's input shape before it runs.
+
+    Its wire name is the method's in CamelCase (``submit_service_job``: SubmitServiceJob), the name
+    ``call`` maps back to it.
+    """
+    name = "".join(part.title() for part in method.__name__.split("_"))
+
+    @functools.wraps(method)
+    def checked(self: _Facade, /, **params: Any) -> dict[str, Any]:
+        self._check(name, params)
+        return method(self, **params)
+
+    # The same signature as ``method``: the check only reads the request.
+    return cast(OperationT, checked)
 
 
 class _Facade:
@@ -106,13 +145,15 @@ class _Facade:
 
     def _check(self, operation: str, params: dict[str, Any]) -> None:
         shape = _service_model(self.service).operation_model(operation).input_shape
+        if shape is None:  # an operation without input members: nothing to check
+            return
         report = self._validator.validate(params, shape)
         if report.has_errors():
             raise ApiError(400, self.error_code, report.generate_report())
 
     def call(self, operation: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run a wire operation (``"SubmitServiceJob"``) with its request dict."""
-        method = getattr(self, _snake(operation), None)
+        method: Callable[..., dict[str, Any]] | None = getattr(self, _snake(operation), None)
         if method is None or operation not in _service_model(self.service).operation_names:
             raise ApiError(400, "UnknownOperationException", f"{operation} is not supported by the emulator")
         return method(**(params or {}))
@@ -129,12 +170,16 @@ class BatchApi(_Facade):
         self.repeat_token_returns_job = repeat_token_returns_job
 
     # ------------------------------------------------------------------------------ lookups
+    @staticmethod
+    def _named(resources: Mapping[str, T], ref: str, missing: str) -> T:
+        """The resource a name or ARN refers to (by the ARN's last part), else ClientException ``missing``."""
+        found = resources.get(arn_tail(ref))
+        if found is None:
+            raise client_error(missing)
+        return found
+
     def _env(self, ref: str) -> ServiceEnvironment:
-        name = arn_tail(ref)
-        env = self.model.environments.get(name)
-        if env is None:
-            raise client_error(f"serviceEnvironment {ref} does not exist")
-        return env
+        return self._named(self.model.environments, ref, f"serviceEnvironment {ref} does not exist")
 
     def _queue(self, ref: str) -> JobQueue:
         name = arn_tail(ref)
@@ -144,17 +189,10 @@ class BatchApi(_Facade):
         return queue
 
     def _policy(self, ref: str) -> SchedulingPolicy:
-        name = arn_tail(ref)
-        policy = self.model.policies.get(name)
-        if policy is None:
-            raise client_error(f"scheduling policy {ref} does not exist")
-        return policy
+        return self._named(self.model.policies, ref, f"scheduling policy {ref} does not exist")
 
     def _job(self, ref: str) -> Job:
-        job = self.model.jobs.get(arn_tail(ref))
-        if job is None:
-            raise client_error(f"Job {ref} not found")
-        return job
+        return self._named(self.model.jobs, ref, f"Job {ref} not found")
 
     def _quota_share(self, arn: str) -> QuotaShare:
         queue_arn, _, name = arn.partition("/quota-share/")
@@ -181,9 +219,9 @@ class BatchApi(_Facade):
             raise client_error("capacityLimits cannot mix NUM_INSTANCES with instance types")
         return out
 
+    @_operation
     def create_service_environment(self, **p: Any) -> dict[str, Any]:
         """CreateServiceEnvironment."""
-        self._check("CreateServiceEnvironment", p)
         name = p["serviceEnvironmentName"]
         if p["serviceEnvironmentType"] != "SAGEMAKER_TRAINING":
             raise client_error("serviceEnvironmentType must be SAGEMAKER_TRAINING")
@@ -207,23 +245,19 @@ class BatchApi(_Facade):
             "tags": dict(env.tags),
         }
 
+    @_operation
     def describe_service_environments(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceEnvironments (unknown names are left out, as AWS does)."""
-        self._check("DescribeServiceEnvironments", p)
         refs = p.get("serviceEnvironments")
         envs = list(self.model.environments.values())
         if refs:
             wanted = {arn_tail(r) for r in refs}
             envs = [e for e in envs if e.name in wanted]
-        page, token = _page(envs, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"serviceEnvironments": [self._describe_env(e) for e in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("serviceEnvironments", envs, self._describe_env, p)
 
+    @_operation
     def update_service_environment(self, **p: Any) -> dict[str, Any]:
         """UpdateServiceEnvironment: state and capacity limits."""
-        self._check("UpdateServiceEnvironment", p)
         env = self._env(p["serviceEnvironment"])
         if "capacityLimits" in p:
             limits = self._limits(p["capacityLimits"])
@@ -235,9 +269,9 @@ class BatchApi(_Facade):
         self.model.request_pass()
         return {"serviceEnvironmentName": env.name, "serviceEnvironmentArn": env.arn}
 
+    @_operation
     def delete_service_environment(self, **p: Any) -> dict[str, Any]:
         """DeleteServiceEnvironment: it must be DISABLED and no queue may use it."""
-        self._check("DeleteServiceEnvironment", p)
         env = self._env(p["serviceEnvironment"])
         if env.state != "DISABLED":
             raise client_error(f"serviceEnvironment {env.name} must be DISABLED before it is deleted")
@@ -269,17 +303,19 @@ class BatchApi(_Facade):
         except InvalidInputError as exc:
             raise client_error(str(exc)) from exc
 
-    def _policy_body(self, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    def _policy_body(self, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(fairsharePolicy, None) or (None, quotaSharePolicy): a request names exactly one."""
         fair, quota = p.get("fairsharePolicy"), p.get("quotaSharePolicy")
-        if (fair is None) == (quota is None):
-            raise client_error("set exactly one of fairsharePolicy and quotaSharePolicy")
-        if fair is not None:
+        if fair is not None and quota is None:
             self._validate_fairshare(fair)
-        return fair, quota
+            return fair, {}
+        if quota is not None and fair is None:
+            return None, dict(quota)
+        raise client_error("set exactly one of fairsharePolicy and quotaSharePolicy")
 
+    @_operation
     def create_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """CreateSchedulingPolicy (fair-share or quota-share)."""
-        self._check("CreateSchedulingPolicy", p)
         name = p["name"]
         if name in self.model.policies:
             raise client_error("Object already exists")
@@ -301,9 +337,9 @@ class BatchApi(_Facade):
         out["tags"] = dict(policy.tags)
         return out
 
+    @_operation
     def describe_scheduling_policies(self, **p: Any) -> dict[str, Any]:
         """DescribeSchedulingPolicies."""
-        self._check("DescribeSchedulingPolicies", p)
         out = []
         for arn in p["arns"]:
             policy = self.model.policies.get(arn_tail(arn))
@@ -311,18 +347,14 @@ class BatchApi(_Facade):
                 out.append(self._describe_policy(policy))
         return {"schedulingPolicies": out}
 
+    @_operation
     def list_scheduling_policies(self, **p: Any) -> dict[str, Any]:
         """ListSchedulingPolicies."""
-        self._check("ListSchedulingPolicies", p)
-        page, token = _page(list(self.model.policies.values()), p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"schedulingPolicies": [{"arn": x.arn} for x in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("schedulingPolicies", list(self.model.policies.values()), lambda x: {"arn": x.arn}, p)
 
+    @_operation
     def update_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """UpdateSchedulingPolicy: the policy kind cannot change."""
-        self._check("UpdateSchedulingPolicy", p)
         policy = self._policy(p["arn"])
         fair, quota = self._policy_body(p)
         if (fair is not None) != (policy.fairshare is not None):
@@ -346,16 +378,16 @@ class BatchApi(_Facade):
 
     def _reweigh(self, queue: JobQueue) -> None:
         for sh in queue.shares.values():
-            weight = fairshare.weight_for(sh.name, queue.policy.weights)
+            weight = fairshare.weight_for(sh.name, queue.policy.weights if queue.policy else ())
             running = sum(
                 j.units for j in self.model.jobs.values() if j.fshare is sh and j.status in DISPATCHED
             )
             sh.weight = weight
             sh.rate = running * weight
 
+    @_operation
     def delete_scheduling_policy(self, **p: Any) -> dict[str, Any]:
         """DeleteSchedulingPolicy: refused while a queue uses it."""
-        self._check("DeleteSchedulingPolicy", p)
         policy = self._policy(p["arn"])
         users = [q.name for q in self.model.queues.values() if q.policy is policy]
         if users:
@@ -392,9 +424,9 @@ class BatchApi(_Facade):
                     "a quota-share queue needs exactly one service environment with per-instance-type limits"
                 )
 
+    @_operation
     def create_job_queue(self, **p: Any) -> dict[str, Any]:
         """CreateJobQueue (SAGEMAKER_TRAINING queues only)."""
-        self._check("CreateJobQueue", p)
         name = p["jobQueueName"]
         if p.get("jobQueueType") != "SAGEMAKER_TRAINING":
             raise client_error("jobQueueType must be SAGEMAKER_TRAINING (the only kind this emulator models)")
@@ -434,22 +466,18 @@ class BatchApi(_Facade):
         )
         return out
 
+    @_operation
     def describe_job_queues(self, **p: Any) -> dict[str, Any]:
         """DescribeJobQueues."""
-        self._check("DescribeJobQueues", p)
         queues = list(self.model.queues.values())
         if p.get("jobQueues"):
             wanted = {arn_tail(r) for r in p["jobQueues"]}
             queues = [q for q in queues if q.name in wanted]
-        page, token = _page(queues, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"jobQueues": [self._describe_queue(q) for q in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("jobQueues", queues, self._describe_queue, p)
 
+    @_operation
     def update_job_queue(self, **p: Any) -> dict[str, Any]:
         """UpdateJobQueue: a FIFO queue never gets a policy; a policy is replaced by one of its kind."""
-        self._check("UpdateJobQueue", p)
         queue = self._queue(p["jobQueue"])
         envs = self._environments(p["serviceEnvironmentOrder"]) if "serviceEnvironmentOrder" in p else None
         policy = queue.policy
@@ -476,15 +504,19 @@ class BatchApi(_Facade):
         self.model.queues_changed()
         return {"jobQueueName": queue.name, "jobQueueArn": queue.arn}
 
+    def _terminate_unfinished(self, belongs: Callable[[Job], bool], reason: str) -> None:
+        """Terminate the unfinished jobs of a resource being deleted, as AWS does."""
+        for job in list(self.model.jobs.values()):
+            if belongs(job) and job.status not in FINAL:
+                self.model.terminate(job, reason)
+
+    @_operation
     def delete_job_queue(self, **p: Any) -> dict[str, Any]:
         """DeleteJobQueue: it must be DISABLED; its unfinished jobs are terminated."""
-        self._check("DeleteJobQueue", p)
         queue = self._queue(p["jobQueue"])
         if queue.state != "DISABLED":
             raise client_error(f"jobQueue {queue.name} must be DISABLED before it is deleted")
-        for job in list(self.model.jobs.values()):
-            if job.queue is queue and job.status not in FINAL:
-                self.model.terminate(job, "Job queue deleted")
+        self._terminate_unfinished(lambda job: job.queue is queue, "Job queue deleted")
         self.model.remove_queue(queue)
         return {}
 
@@ -515,9 +547,9 @@ class BatchApi(_Facade):
             if limit is not None and limit < -1:
                 raise client_error("borrowLimit is a percentage of the share's limits, or -1 for unlimited")
 
+    @_operation
     def create_quota_share(self, **p: Any) -> dict[str, Any]:
         """CreateQuotaShare (up to 20 per quota-share queue)."""
-        self._check("CreateQuotaShare", p)
         queue = self._queue(p["jobQueue"])
         if queue.kind != QUOTA:
             raise client_error(f"jobQueue {queue.name} has no quotaSharePolicy; quota shares need one")
@@ -548,45 +580,40 @@ class BatchApi(_Facade):
             out["tags"] = dict(s.tags)
         return out
 
+    @_operation
     def describe_quota_share(self, **p: Any) -> dict[str, Any]:
         """DescribeQuotaShare."""
-        self._check("DescribeQuotaShare", p)
         return self._describe_share(self._quota_share(p["quotaShareArn"]))
 
+    @_operation
     def list_quota_shares(self, **p: Any) -> dict[str, Any]:
         """ListQuotaShares."""
-        self._check("ListQuotaShares", p)
         queue = self._queue(p["jobQueue"])
-        page, token = _page(list(queue.quota_shares.values()), p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"quotaShares": [self._describe_share(s, tags=False) for s in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        shares = list(queue.quota_shares.values())
+        return _paged("quotaShares", shares, lambda s: self._describe_share(s, tags=False), p)
 
+    @_operation
     def update_quota_share(self, **p: Any) -> dict[str, Any]:
         """UpdateQuotaShare; lowering limits makes the share's excess borrowed, hence reclaimable."""
-        self._check("UpdateQuotaShare", p)
         share = self._quota_share(p["quotaShareArn"])
         self._share_spec(p, share.queue.environments[0])
         share.apply(p)
         self.model.request_pass()
         return {"quotaShareName": share.name, "quotaShareArn": share.arn}
 
+    @_operation
     def delete_quota_share(self, **p: Any) -> dict[str, Any]:
         """DeleteQuotaShare: the share must be DISABLED first; its unfinished jobs are terminated.
 
         https://docs.aws.amazon.com/batch/latest/APIReference/API_DeleteQuotaShare.html
         """
-        self._check("DeleteQuotaShare", p)
         share = self._quota_share(p["quotaShareArn"])
         if share.state != "DISABLED":
             raise client_error(
                 f"quota share {share.name} is {share.state}; set its state to DISABLED with "
                 "UpdateQuotaShare before deleting it"
             )
-        for job in list(self.model.jobs.values()):
-            if job.qshare is share and job.status not in FINAL:
-                self.model.terminate(job, "Quota share deleted")
+        self._terminate_unfinished(lambda job: job.qshare is share, "Quota share deleted")
         del share.queue.quota_shares[share.name]
         self.model.request_pass()
         return {}
@@ -607,6 +634,7 @@ class BatchApi(_Facade):
             if len(rule.get("onStatusReason", "")) > 512:
                 raise client_error("evaluateOnExit onStatusReason is at most 512 characters")
 
+    @_operation
     def submit_service_job(self, **p: Any) -> dict[str, Any]:
         """SubmitServiceJob; one job per clientToken.
 
@@ -614,19 +642,14 @@ class BatchApi(_Facade):
         clientTokens are received, these requests are considered the same request and the second
         request is rejected." (https://docs.aws.amazon.com/batch/latest/APIReference/API_SubmitServiceJob.html)
         """
-        self._check("SubmitServiceJob", p)
         token = p.get("clientToken")
+        fingerprint = (
+            json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True) if token else ""
+        )
         if token:
-            fingerprint = json.dumps({k: v for k, v in p.items() if k != "clientToken"}, sort_keys=True)
-            seen = self._tokens.get(token)
-            if seen is not None:
-                if seen[0] != fingerprint:
-                    raise client_error(f"clientToken {token} was already used with a different request")
-                job = seen[1]
-                if not self.repeat_token_returns_job:
-                    # No job id in the message: AWS documents none, so no caller may rely on one.
-                    raise client_error(f"clientToken {token} was already used by an identical request")
-                return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
+            repeated = self._repeated_submission(token, fingerprint)
+            if repeated is not None:
+                return {"jobArn": repeated.arn, "jobName": repeated.name, "jobId": repeated.id}
         queue = self._queue(p["jobQueue"])
         if p["serviceJobType"] != "SAGEMAKER_TRAINING":
             raise client_error("serviceJobType must be SAGEMAKER_TRAINING")
@@ -634,33 +657,8 @@ class BatchApi(_Facade):
             raise client_error(f"jobQueue {queue.name} is DISABLED; enable it or submit elsewhere")
         # Batch queues the payload as given; SageMaker rejects a bad one at dispatch (payload.py).
         payload, unreadable = payload_rules.parse(p["serviceRequestPayload"])
-        share, qshare = p.get("shareIdentifier"), p.get("quotaShareName")
-        kind = queue.kind
-        quota_share = None
-        if kind == FAIRSHARE:
-            if not share:
-                raise client_error(f"shareIdentifier is required on fair-share queue {queue.name}")
-            if not SHARE_ID.fullmatch(share):
-                raise client_error("shareIdentifier must be 1-255 letters or digits")
-            sh = queue.shares.get(share)
-            if (sh is None or not sh.counted) and queue.active_shares >= MAX_ACTIVE_SHARES:
-                raise client_error(
-                    f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
-                )
-        elif share:
-            raise client_error(f"shareIdentifier is only allowed on fair-share queues; {queue.name} has none")
-        if kind == QUOTA:
-            if not qshare:
-                raise client_error(f"quotaShareName is required on quota-share queue {queue.name}")
-            quota_share = queue.quota_shares.get(qshare)
-            if quota_share is None:
-                raise client_error(f"quotaShareName {qshare} does not exist in {queue.name}")
-            if quota_share.state != "ENABLED":
-                raise client_error(f"quota share {qshare} is DISABLED and takes no new jobs")
-        elif qshare:
-            raise client_error(
-                f"quotaShareName is only allowed on quota-share queues; {queue.name} is not one"
-            )
+        share = self._submitted_share(queue, p.get("shareIdentifier"))
+        quota_share = self._submitted_quota_share(queue, p.get("quotaShareName"))
         priority = p.get("schedulingPriority", 0)
         if not 0 <= priority <= 9999:
             raise client_error("schedulingPriority must be 0..9999")
@@ -693,9 +691,57 @@ class BatchApi(_Facade):
             self._tokens[token] = (fingerprint, job)
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
 
+    def _repeated_submission(self, token: str, fingerprint: str) -> Job | None:
+        """The job an identical earlier request with this clientToken created; None for a new token."""
+        seen = self._tokens.get(token)
+        if seen is None:
+            return None
+        if seen[0] != fingerprint:
+            raise client_error(f"clientToken {token} was already used with a different request")
+        if not self.repeat_token_returns_job:
+            # No job id in the message: AWS documents none, so no caller may rely on one.
+            raise client_error(f"clientToken {token} was already used by an identical request")
+        return seen[1]
+
+    def _submitted_share(self, queue: JobQueue, share: str | None) -> str | None:
+        """The shareIdentifier a submission names, checked against the queue's kind and its active shares."""
+        if queue.kind != FAIRSHARE:
+            if share:
+                raise client_error(
+                    f"shareIdentifier is only allowed on fair-share queues; {queue.name} has none"
+                )
+            return share
+        if not share:
+            raise client_error(f"shareIdentifier is required on fair-share queue {queue.name}")
+        if not SHARE_ID.fullmatch(share):
+            raise client_error("shareIdentifier must be 1-255 letters or digits")
+        known = queue.shares.get(share)
+        if (known is None or not known.counted) and queue.active_shares >= MAX_ACTIVE_SHARES:
+            raise client_error(
+                f"jobQueue {queue.name} already has {MAX_ACTIVE_SHARES} active share identifiers"
+            )
+        return share
+
+    def _submitted_quota_share(self, queue: JobQueue, name: str | None) -> QuotaShare | None:
+        """The quota share a submission names: required, existing and enabled on a quota-share queue."""
+        if queue.kind != QUOTA:
+            if name:
+                raise client_error(
+                    f"quotaShareName is only allowed on quota-share queues; {queue.name} is not one"
+                )
+            return None
+        if not name:
+            raise client_error(f"quotaShareName is required on quota-share queue {queue.name}")
+        quota_share = queue.quota_shares.get(name)
+        if quota_share is None:
+            raise client_error(f"quotaShareName {name} does not exist in {queue.name}")
+        if quota_share.state != "ENABLED":
+            raise client_error(f"quota share {name} is DISABLED and takes no new jobs")
+        return quota_share
+
+    @_operation
     def describe_service_job(self, **p: Any) -> dict[str, Any]:
         """DescribeServiceJob (by id or ARN)."""
-        self._check("DescribeServiceJob", p)
         return wire.describe_job(self.model, self._job(p["jobId"]))
 
     def _summary(self, job: Job) -> dict[str, Any]:
@@ -706,9 +752,9 @@ class BatchApi(_Facade):
         d = wire.describe_job(self.model, job, event=True)
         return {k: d[k] for k in _summary_members() if k in d}
 
+    @_operation
     def list_service_jobs(self, **p: Any) -> dict[str, Any]:
         """ListServiceJobs: one filter at a time; no status and no filter lists RUNNING jobs only."""
-        self._check("ListServiceJobs", p)
         jobs = list(self.model.jobs.values())
         if p.get("jobQueue"):
             queue = self._queue(p["jobQueue"])
@@ -757,15 +803,11 @@ class BatchApi(_Facade):
         # "The results are sorted by the createdAt field, with the most recent jobs being first."
         # https://docs.aws.amazon.com/batch/latest/APIReference/API_ListServiceJobs.html
         jobs.sort(key=lambda j: (j.created, j.seq), reverse=True)
-        page, token = _page(jobs, p.get("maxResults"), p.get("nextToken"))
-        out: dict[str, Any] = {"jobSummaryList": [self._summary(j) for j in page]}
-        if token:
-            out["nextToken"] = token
-        return out
+        return _paged("jobSummaryList", jobs, self._summary, p)
 
+    @_operation
     def update_service_job(self, **p: Any) -> dict[str, Any]:
         """UpdateServiceJob: a new schedulingPriority (orders jobs within a share)."""
-        self._check("UpdateServiceJob", p)
         job = self._job(p["jobId"])
         priority = p["schedulingPriority"]
         if not 0 <= priority <= 9999:
@@ -775,15 +817,15 @@ class BatchApi(_Facade):
         self.model.reprioritize(job, priority)
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.id}
 
+    @_operation
     def terminate_service_job(self, **p: Any) -> dict[str, Any]:
         """TerminateServiceJob: the job ends FAILED with isTerminated and is never retried."""
-        self._check("TerminateServiceJob", p)
         self.model.terminate(self._job(p["jobId"]), p["reason"])
         return {}
 
+    @_operation
     def terminate_service_jobs(self, **p: Any) -> dict[str, Any]:
         """TerminateServiceJobs: up to 50; unknown jobs count as terminated, as AWS does."""
-        self._check("TerminateServiceJobs", p)
         if len(p["jobs"]) > 50:
             raise client_error("TerminateServiceJobs takes at most 50 jobs")
         done: list[str] = []
@@ -794,9 +836,9 @@ class BatchApi(_Facade):
             done.append(ref)
         return {"successful": done, "errors": []}
 
+    @_operation
     def get_job_queue_snapshot(self, **p: Any) -> dict[str, Any]:
         """GetJobQueueSnapshot: front of the queue, front of each quota share, utilisation."""
-        self._check("GetJobQueueSnapshot", p)
         model = self.model
         queue = self._queue(p["jobQueue"])
         now_ms = model.ms()
@@ -841,7 +883,7 @@ class BatchApi(_Facade):
         elif queue.kind == FAIRSHARE:
             per_share: dict[str, dict[str, float]] = {}
             for j in held:
-                usage = per_share.setdefault(j.share, {})
+                usage = per_share.setdefault(j.share or "", {})
                 usage[j.instance_type] = usage.get(j.instance_type, 0.0) + j.count
             top = sorted(per_share.items(), key=lambda kv: -sum(kv[1].values()))[:20]
             util["fairshareUtilization"] = {
@@ -887,18 +929,18 @@ class SageMakerApi(_Facade):
                     t[key] = datetime.fromtimestamp(t[key] / 1000, tz=UTC)
         return d
 
+    @_operation
     def describe_training_job(self, **p: Any) -> dict[str, Any]:
         """DescribeTrainingJob (times as datetimes, as boto3 returns them)."""
-        self._check("DescribeTrainingJob", p)
         tj = self._tj(p["TrainingJobName"])
         d = wire.describe_training_job(self.model, tj)
         d.pop("Tags", None)
         d["TrainingJobArn"] = self._arn(tj)
         return self._times(d)
 
+    @_operation
     def list_training_jobs(self, **p: Any) -> dict[str, Any]:
         """ListTrainingJobs with the name, status and time filters."""
-        self._check("ListTrainingJobs", p)
         jobs = list(self.model.training_jobs.values())
         if p.get("NameContains"):
             jobs = [j for j in jobs if p["NameContains"].lower() in j.name.lower()]
@@ -924,28 +966,26 @@ class SageMakerApi(_Facade):
             "Status": lambda j: j.status,
         }[sort_by]
         jobs.sort(key=key_fn, reverse=p.get("SortOrder", "Ascending") == "Descending")
-        page, token = _page(jobs, p.get("MaxResults"), p.get("NextToken"), default=10)
-        summaries = []
-        for tj in page:
-            s: dict[str, Any] = {
-                "TrainingJobName": tj.name,
-                "TrainingJobArn": self._arn(tj),
-                "CreationTime": ms(tj.created),
-                "LastModifiedTime": ms(tj.modified),
-                "TrainingJobStatus": tj.status,
-                "SecondaryStatus": tj.secondary,
-            }
-            if tj.ended is not None:
-                s["TrainingEndTime"] = ms(tj.ended)
-            summaries.append(self._times(s))
-        out: dict[str, Any] = {"TrainingJobSummaries": summaries}
-        if token:
-            out["NextToken"] = token
-        return out
+        return _paged("TrainingJobSummaries", jobs, self._training_summary, p, default=10, pascal=True)
 
+    def _training_summary(self, tj: TrainingJob) -> dict[str, Any]:
+        """A TrainingJobSummary, its times as datetimes."""
+        ms = self.model.ms
+        summary: dict[str, Any] = {
+            "TrainingJobName": tj.name,
+            "TrainingJobArn": self._arn(tj),
+            "CreationTime": ms(tj.created),
+            "LastModifiedTime": ms(tj.modified),
+            "TrainingJobStatus": tj.status,
+            "SecondaryStatus": tj.secondary,
+        }
+        if tj.ended is not None:
+            summary["TrainingEndTime"] = ms(tj.ended)
+        return self._times(summary)
+
+    @_operation
     def stop_training_job(self, **p: Any) -> dict[str, Any]:
         """StopTrainingJob: only an InProgress job can be stopped."""
-        self._check("StopTrainingJob", p)
         tj = self._tj(p["TrainingJobName"])
         if tj.status != "InProgress":
             raise ApiError(

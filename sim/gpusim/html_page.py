@@ -11,8 +11,8 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
+from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type hints
 
 #: One color per series, in order (plotly's default qualitative palette, readable on white).
 COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880")

@@ -199,7 +199,7 @@ def retry_action(rules: list[dict[str, Any]], reason: str) -> str | None:
     """The action of the first evaluateOnExit rule that matches ``reason``, or None."""
     for rule in rules:
         if rule_matches(rule.get("onStatusReason", "*"), reason):
-            return rule["action"].upper()
+            return str(rule["action"]).upper()
     return None
 
 
@@ -318,36 +318,41 @@ class BatchModel:
         gpu: gpu_metrics.GpuScript | None = None,
     ) -> Job:
         """Create a service job (validated by the caller) and queue it."""
-        job = Job()
         self._job_seq += 1
-        job.seq = self._job_seq
-        job.id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
-        job.arn = f"{self.batch_arn}:service-job/{job.id}"
-        job.name = name
-        job.queue = queue
-        job.share = share
-        job.qshare = quota_share
-        job.priority = priority
-        job.created = self.engine.now
-        job.payload = payload
-        job.payload_text = payload_text
-        job.instance_type, job.count = payload_rules.resources(payload)
-        job.units = job.count if self.options.usage_by_instances else 1
+        job_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        instance_type, count = payload_rules.resources(payload)
         tag_duration = (tags or {}).get("gpusim:duration-seconds")
-        job.duration = float(
-            duration if duration is not None else tag_duration or self.options.timings.default_duration
-        )
-        job.retry = retry
-        job.timeout = timeout
-        job.preemption = preemption
-        job.tags = tags or {}
-        job.client_token = client_token
-        job.gpu = gpu if gpu is not None else gpu_metrics.script_from_tags(tags)
-        job.gpu_key = gpu_metrics.job_key(name, job.id)
         scripted = self.options.faults.scripted.get(name)
-        job.script = list(scripted) if scripted else None
-        job.status = SUBMITTED
-        job.wait_since = job.created
+        now = self.engine.now
+        job = Job(
+            id=job_id,
+            arn=f"{self.batch_arn}:service-job/{job_id}",
+            name=name,
+            queue=queue,
+            share=share,
+            qshare=quota_share,
+            priority=priority,
+            seq=self._job_seq,
+            created=now,
+            payload=payload,
+            payload_text=payload_text,
+            instance_type=instance_type,
+            count=count,
+            units=count if self.options.usage_by_instances else 1,
+            duration=float(
+                duration if duration is not None else tag_duration or self.options.timings.default_duration
+            ),
+            retry=retry,
+            timeout=timeout,
+            preemption=preemption,
+            tags=tags or {},
+            client_token=client_token,
+            gpu=gpu if gpu is not None else gpu_metrics.script_from_tags(tags),
+            gpu_key=gpu_metrics.job_key(name, job_id),
+            script=list(scripted) if scripted else None,
+            status=SUBMITTED,
+            wait_since=now,
+        )
         self.jobs[job.id] = job
         if client_token:
             self.client_tokens[client_token] = job
@@ -519,7 +524,7 @@ class BatchModel:
         now = self.engine.now
         job.status = STARTING
         job.started_at = now
-        tj = job.training
+        tj = job.training_job()
         tj.started = now
         self._tj_status(tj, "InProgress", "Downloading", "Downloading input data")
         self._emit(job)
@@ -536,7 +541,10 @@ class BatchModel:
         now = self.engine.now
         job.status = RUNNING
         self._tj_status(
-            job.training, "InProgress", "Training", "Training image download completed. Training in progress."
+            job.training_job(),
+            "InProgress",
+            "Training",
+            "Training image download completed. Training in progress.",
         )
         self._emit(job)
         timings = self.options.timings
@@ -626,8 +634,7 @@ class BatchModel:
         stamp = self.ms() / 1000
         data: list[dict[str, Any]] = []
         for job in self._metered.values():
-            assert job.training is not None
-            data += gpu_metrics.metric_data(job.training.name, self.host_readings(job), stamp)
+            data += gpu_metrics.metric_data(job.training_job().name, self.host_readings(job), stamp)
         writer(data)
         self._metrics_pending = True
         self.engine.schedule(self.options.timings.metrics_interval, self._publish_metrics)
@@ -646,13 +653,15 @@ class BatchModel:
     def _uploading(self, arg: tuple[Job, int]) -> None:
         job, epoch = arg
         if job.epoch == epoch:
-            self._tj_status(job.training, "InProgress", "Uploading", "Uploading generated training model")
+            self._tj_status(
+                job.training_job(), "InProgress", "Uploading", "Uploading generated training model"
+            )
 
     def _spot(self, arg: tuple[Job, int]) -> None:
         job, epoch = arg
         if job.epoch != epoch:
             return
-        tj = job.training
+        tj = job.training_job()
         self._tj_status(
             tj, "InProgress", "Interrupted", "Training job interrupted; spot capacity was reclaimed"
         )
@@ -662,17 +671,19 @@ class BatchModel:
     def _spot_resumed(self, arg: tuple[Job, int]) -> None:
         job, epoch = arg
         if job.epoch == epoch:
-            self._tj_status(job.training, "InProgress", "Training", "Training resumed from checkpoint")
+            self._tj_status(job.training_job(), "InProgress", "Training", "Training resumed from checkpoint")
 
     def _capacity_error(self, arg: tuple[Job, int]) -> None:
         job, epoch = arg
         if job.epoch != epoch:
             return
-        tj = job.training
+        tj = job.training_job()
         tj.failure_reason = texts.CAPACITY_ERROR
         self._tj_status(tj, "Failed", "Failed", "Training job failed")
         self._release(job)
-        job.capacity_seconds += self.engine.now - job.scheduled_at
+        job.capacity_seconds += self.engine.now - (
+            job.scheduled_at if job.scheduled_at is not None else self.engine.now
+        )
         job.epoch += 1
         action = self._time_limit_action(job, texts.CAPACITY_CODE)
         if action is not None:
@@ -687,7 +698,7 @@ class BatchModel:
         job, epoch, kind = arg
         if job.epoch != epoch:
             return
-        tj = job.training
+        tj = job.training_job()
         nodes = job.count
         if kind == "ok":
             self._tj_status(tj, "Completed", "Completed", "Training job completed")

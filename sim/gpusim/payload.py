@@ -16,7 +16,7 @@ import re
 from functools import cache
 from typing import Any
 
-from botocore.model import OperationModel
+from botocore.model import OperationModel, StructureShape
 from botocore.session import get_session
 from botocore.validate import ParamValidator
 
@@ -31,6 +31,14 @@ ATTEMPT_ID_CHARS = 32
 @cache
 def _operation() -> OperationModel:
     return get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob")
+
+
+@cache
+def _input_shape() -> StructureShape:
+    shape = _operation().input_shape
+    if shape is None:
+        raise TypeError("botocore's CreateTrainingJob has no input shape")
+    return shape
 
 
 def parse(text: str) -> tuple[dict[str, Any], str | None]:
@@ -49,7 +57,8 @@ def resources(payload: dict[str, Any]) -> tuple[str, int]:
     rc = payload.get("ResourceConfig")
     if not isinstance(rc, dict):
         return "", 1
-    instance_type = rc.get("InstanceType") if isinstance(rc.get("InstanceType"), str) else ""
+    named = rc.get("InstanceType")
+    instance_type = named if isinstance(named, str) else ""
     count = rc.get("InstanceCount")
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         count = 1
@@ -71,7 +80,7 @@ def create_training_job_error(payload: dict[str, Any], name: str) -> str | None:
             f"Member must have length less than or equal to {MAX_TRAINING_JOB_NAME} and match "
             "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
         )
-    report = ParamValidator().validate({**payload, "TrainingJobName": name}, _operation().input_shape)
+    report = ParamValidator().validate({**payload, "TrainingJobName": name}, _input_shape())
     if report.has_errors():
         return " ".join(report.generate_report().split())
     return None

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from pathlib import Path
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
+from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
 
 from .html_page import COLORS, chart, duration, page, table
-from .whatif import TIERS, WhatIfResult
+from .whatif.config import TIERS
+from .whatif.run import PolicyResult, WhatIfResult
 
 
 def _color(i: int) -> str:
@@ -219,7 +221,7 @@ def share_chart(result: WhatIfResult) -> str:
 def summary_table(result: WhatIfResult) -> str:
     """The headline numbers, policies as columns."""
     names = list(result.results)
-    rows = [
+    rows: list[tuple[str, Callable[[PolicyResult], str]]] = [
         ("utilization", lambda r: f"{r.utilization:.2%}"),
         ("work-conserving bound", lambda r: f"{r.work_conserving_bound:.2%}"),
         (

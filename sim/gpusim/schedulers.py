@@ -34,7 +34,7 @@ from shareplane.domain.shares.fairshare import standing
 
 from . import texts
 from .engine import Engine
-from .resources import FairShare, Job, JobQueue, QuotaShare, ServiceEnvironment
+from .resources import FairShare, Job, JobQueue, QueueEntry, QuotaShare, SchedulingPolicy, ServiceEnvironment
 from .states import RUNNABLE
 
 FIFO = "FIFO"
@@ -75,7 +75,7 @@ class SchedulingHost(Protocol):
     def request_pass(self) -> None: ...
 
 
-def head_of(heap: list) -> Job | None:
+def head_of(heap: list[QueueEntry]) -> Job | None:
     """The first still-queued job of a lazily pruned heap (entries end ``(..., qver, job)``)."""
     while heap:
         entry = heap[0]
@@ -143,10 +143,11 @@ class FifoScheduler(Scheduler):
 
     def __init__(self, model: SchedulingHost, queue: JobQueue) -> None:
         super().__init__(model, queue)
-        self.heap: list[tuple[int, int, Job]] = []
+        #: Submission order alone: the first member, a priority elsewhere, is 0 for every job.
+        self.heap: list[QueueEntry] = []
 
     def enqueue(self, job: Job) -> None:
-        heapq.heappush(self.heap, (job.seq, job.qver, job))
+        heapq.heappush(self.heap, (0, job.seq, job.qver, job))
 
     def heads(self) -> list[Job]:
         job = head_of(self.heap)
@@ -187,9 +188,17 @@ class FairShareScheduler(Scheduler):
     kind = FAIRSHARE
 
     @property
+    def policy(self) -> SchedulingPolicy:
+        """The queue's current policy: ``scheduler_for`` gives this scheduler only to a fair-share queue."""
+        policy = self.queue.policy
+        if policy is None:
+            raise RuntimeError(f"fair-share queue {self.queue.name} has no scheduling policy")
+        return policy
+
+    @property
     def window(self) -> float:
         """The decay window of the queue's current policy."""
-        return self.queue.policy.decay_window
+        return self.policy.decay_window
 
     def share(self, name: str) -> FairShare:
         """The queue's share ``name``, created at its policy's weight on first use."""
@@ -211,7 +220,10 @@ class FairShareScheduler(Scheduler):
         sh.active += 1
 
     def enqueue(self, job: Job) -> None:
-        heapq.heappush(job.fshare.heap, (-job.priority, job.seq, job.qver, job))
+        sh = job.fshare
+        if sh is None:
+            raise RuntimeError(f"service job {job.id} is queued before on_runnable gave it its share")
+        heapq.heappush(sh.heap, (-job.priority, job.seq, job.qver, job))
 
     def _tie_break(self, sh: FairShare) -> float:
         return sh.weight if self.model.options.fairshare_ties_by_weight else 0.0
@@ -235,7 +247,7 @@ class FairShareScheduler(Scheduler):
         shares = self.queue.shares
         by_share: dict[str, list[Job]] = {}
         for j in sorted(runnable, key=lambda j: (-j.priority, j.seq)):
-            by_share.setdefault(j.share, []).append(j)
+            by_share.setdefault(j.share or "", []).append(j)
         order = sorted(
             by_share, key=lambda s: standing(shares[s].usage_at(now, window), shares[s].rate, window)
         )
@@ -248,7 +260,7 @@ class FairShareScheduler(Scheduler):
 
     def run_pass(self) -> None:
         queue, model = self.queue, self.model
-        policy = queue.policy
+        policy = self.policy
         window = policy.decay_window
         cr = policy.compute_reservation
         now = model.engine.now
@@ -325,7 +337,7 @@ class FairShareScheduler(Scheduler):
 
     def reweigh(self, weights: Mapping[str, float]) -> None:
         """Set weightFactors mid-run in O(shares); see ``BatchModel.reweigh``."""
-        policy = self.queue.policy
+        policy = self.policy
         now = self.model.engine.now
         changed = {**{w.share_identifier: w.weight_factor for w in policy.weights}, **weights}
         for sh in self.queue.shares.values():
@@ -353,7 +365,14 @@ class QuotaShareScheduler(Scheduler):
     kind = QUOTA
 
     def enqueue(self, job: Job) -> None:
-        heapq.heappush(job.qshare.heap, (-job.priority, job.seq, job.qver, job))
+        heapq.heappush(self._quota_share(job).heap, (-job.priority, job.seq, job.qver, job))
+
+    @staticmethod
+    def _quota_share(job: Job) -> QuotaShare:
+        """The quota share a job of this queue was submitted to (SubmitServiceJob requires one)."""
+        if job.qshare is None:
+            raise RuntimeError(f"service job {job.id} on a quota-share queue has no quota share")
+        return job.qshare
 
     def heads(self) -> list[Job]:
         return [j for s in self.queue.quota_shares.values() if (j := head_of(s.heap)) is not None]
@@ -425,6 +444,8 @@ class QuotaShareScheduler(Scheduler):
     @staticmethod
     def _hold(job: Job, sign: int) -> None:
         n = sign * job.count
+        if job.env is None:
+            raise RuntimeError(f"service job {job.id} holds no capacity to count")
         job.env.in_use[job.unit] += n
         if job.qshare is not None:
             job.qshare.in_use[job.instance_type] = job.qshare.in_use.get(job.instance_type, 0) + n
@@ -458,7 +479,7 @@ class QuotaShareScheduler(Scheduler):
                 return
 
     def _place(self, env: ServiceEnvironment, job: Job) -> bool:
-        share = job.qshare
+        share = self._quota_share(job)
         unit = job.instance_type
         if self._admissible(env, share, job):
             self._start(job, env)

@@ -268,7 +268,7 @@ class GpuSimServer:
         if self._httpd is None:
             raise RuntimeError("the server is not running; call start() first")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def start(self) -> GpuSimServer:
         """Bind the port and start the HTTP, clock-pump and event-publisher threads."""

@@ -1,7 +1,7 @@
 """Job histories the simulator replays: the Philly CSV (plain or gzipped), exported job records, and
 the traces shipped with it (``NAMED_TRACES``). ``load_trace`` is the one loader: ``shareplane
 simulate`` and ``tune-rebalance``, the benchmarks and the tests all read traces through it, and
-``whatif.build_scenario`` turns what it returns into the scenario every replay runs.
+``whatif.scenario.build_scenario`` turns what it returns into the scenario every replay runs.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ MAX_TRACE_BYTES = 512 * 1024 * 1024
 class _Capped(io.RawIOBase):
     """A binary stream that refuses to read past ``limit`` bytes (the trace's named error, exit 2)."""
 
-    def __init__(self, raw: IO[bytes], limit: int, name: str) -> None:
+    def __init__(self, raw: io.BufferedIOBase, limit: int, name: str) -> None:
         self._raw, self._limit, self._name, self._read = raw, limit, name, 0
 
     def readable(self) -> bool:
@@ -55,7 +55,7 @@ class _Capped(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer)[: self._limit + 1 - self._read]
-        count = self._raw.readinto(view) or 0  # type: ignore[attr-defined]
+        count = self._raw.readinto(view) or 0
         self._read += count
         if self._read > self._limit:
             raise InvalidInputError(
@@ -72,7 +72,7 @@ class _Capped(io.RawIOBase):
 
 def _open_text(path: Path) -> IO[str]:
     """A trace file as text, gunzipped when it ends in .gz, read at most ``MAX_TRACE_BYTES``."""
-    raw: IO[bytes] = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+    raw: io.BufferedIOBase = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     capped = _Capped(raw, MAX_TRACE_BYTES, path.name)
     return io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", newline="")
 

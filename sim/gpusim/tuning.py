@@ -35,15 +35,9 @@ from shareplane.domain.config.shares import RebalanceConfig
 from shareplane.domain.errors import InvalidInputError
 
 from .trace import TraceJob
-from .whatif import (
-    Policy,
-    PolicyResult,
-    RebalanceRun,
-    Scenario,
-    WhatIfConfig,
-    build_scenario,
-    run_policy,
-)
+from .whatif.config import Policy, RebalanceRun, WhatIfConfig
+from .whatif.run import PolicyResult, run_policy
+from .whatif.scenario import Scenario, build_scenario
 
 #: The knobs the grid varies, each from gentlest to most aggressive; the rest stay as configured.
 GRID: Mapping[str, tuple[float, ...]] = {

@@ -27,7 +27,8 @@ import boto3
 import botocore.parsers
 import pytest
 from gpusim.trace import NAMED_TRACES, load_trace
-from gpusim.whatif import build_scenario, load_whatif_config
+from gpusim.whatif.config import load_whatif_config
+from gpusim.whatif.scenario import build_scenario
 from shareplane.adapters.arrival_items import counts_from_item, hour_sk
 from shareplane.adapters.dynamodb_items import marshal, unmarshal
 from shareplane.adapters.dynamodb_store import job_state_from_item, job_state_item

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpusim.eta import backtest, evaluate, load_predictions
+from gpusim.forecast.backtest import backtest, evaluate, load_predictions
 from gpusim.trace import NAMED_TRACES, load_trace
-from gpusim.whatif import Policy, PolicyRun, build_scenario, load_whatif_config, run_policy
+from gpusim.whatif.config import Policy, load_whatif_config
+from gpusim.whatif.run import PolicyRun, run_policy
+from gpusim.whatif.scenario import build_scenario
 from shareplane.domain.forecast.start_forecast import ForecastSettings, forecast_starts
 from shareplane.domain.jobs.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
 from shareplane.service.start_predictions import ForecastPorts, predict_starts
@@ -50,7 +52,7 @@ def scenario():
 @pytest.mark.bench
 def test_forecast_of_500_queued_jobs_x_100_runs_fits_a_lambda(scenario) -> None:
     # A live state from the replay 25 days in (thousands waiting), cut to its 500 oldest waiting jobs.
-    from gpusim.eta import LiveView
+    from gpusim.forecast.live_view import LiveView
 
     run = PolicyRun(scenario, Policy.FAIRSHARE, SEED)
     view = LiveView(run)
@@ -176,7 +178,7 @@ def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
     """The Lambda's own path (``predict_starts``, then one conditional write each) on the live state 25
     days into the Philly replay as the jobs table would hold it: every waiting and running job, the
     newest 500 finished runs; the 500 longest-waiting jobs predicted (FORECAST_MAX_JOBS) with 100 runs."""
-    from gpusim.eta import LiveView
+    from gpusim.forecast.live_view import LiveView
 
     run = PolicyRun(scenario, Policy.FAIRSHARE, SEED)
     view = LiveView(run)

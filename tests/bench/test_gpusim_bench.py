@@ -11,7 +11,9 @@ import time
 
 import pytest
 from gpusim.trace import load_trace
-from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario
+from gpusim.whatif.config import Policy, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import build_scenario
 
 GPUS_PER_INSTANCE = 8
 CAPACITY = 300  # instances (2,400 GPUs), about the size of the Philly cluster

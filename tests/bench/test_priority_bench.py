@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.tuning import split_trace
-from gpusim.whatif import Policy, build_scenario, load_whatif_config, run_policy
+from gpusim.whatif.config import Policy, load_whatif_config
+from gpusim.whatif.run import run_policy
+from gpusim.whatif.scenario import build_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "whatif.yaml"

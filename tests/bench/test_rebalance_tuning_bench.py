@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.tuning import DEFAULT_GRID_SIZE, describe, tune_rebalance
-from gpusim.whatif import TIERS, load_whatif_config
+from gpusim.whatif.config import TIERS, load_whatif_config
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = NAMED_TRACES["philly"]

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 import yaml
-from gpusim.eta import LiveView
-from gpusim.whatif import Policy, PolicyRun
+from gpusim.forecast.live_view import LiveView
+from gpusim.whatif.config import Policy
+from gpusim.whatif.run import PolicyRun
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.service.receipt_prediction import ReceiptForecast, predict_first_starts

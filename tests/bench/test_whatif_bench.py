@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from gpusim.trace import NAMED_TRACES, load_trace
-from gpusim.whatif import Policy, build_scenario, load_whatif_config, offered_gpus, run_policy
+from gpusim.whatif.config import Policy, load_whatif_config
+from gpusim.whatif.run import run_policy
+from gpusim.whatif.scenario import build_scenario, offered_gpus
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = NAMED_TRACES["philly"]

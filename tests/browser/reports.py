@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.report import write_report as write_whatif_report
-from gpusim.whatif import Policy, PolicyRun, SharesMapping, WhatIfConfig, build_scenario, run_whatif
+from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
+from gpusim.whatif.run import PolicyRun, run_whatif
+from gpusim.whatif.scenario import build_scenario
 from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane_cli.config_file import load_config

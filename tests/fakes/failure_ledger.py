@@ -15,24 +15,20 @@ from shareplane.adapters.failure_items import (
     storm_failure_from_item,
     storm_failure_item,
 )
-from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.failures.decision import Action, FailureDecision
 from shareplane.domain.failures.record import Applied, DecisionRecord, PriorityRaise, StormFailure
 from shareplane.domain.failures.requeue import ChainState
 from shareplane.domain.jobs.lifecycle import HistoryEntry
 
-from tests.fakes import alert_claims
-
 
 @dataclass
 class FakeFailureLedger:
-    """The ledger's conditional-write semantics, in memory: decisions and alert items share ``items``."""
+    """The ledger's conditional-write semantics, in memory: decision items by key in ``items``."""
 
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    ticks: dict[str, str] = field(default_factory=dict)
 
     def claim_decision(
         self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
@@ -45,13 +41,6 @@ class FakeFailureLedger:
         if share_failure is not None:
             self.failures.setdefault(share_failure.scope, []).append(storm_failure_item(share_failure))
         return None
-
-    def last_tick(self, runner: str) -> str | None:
-        return self.ticks.get(runner)
-
-    def advance_tick(self, runner: str, tick: str) -> None:
-        if runner not in self.ticks or self.ticks[runner] < tick:
-            self.ticks[runner] = tick
 
     def load_decision(self, key: str) -> DecisionRecord | None:
         item = self.items.get(key)
@@ -74,22 +63,8 @@ class FakeFailureLedger:
         self.history[key] = {"entry": entry, "job": job_arn, **priority_raise_attributes(raised)}
         return True
 
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        return alert_claims.claim_alert(self.items, alert, now, quiet_seconds, claimed_at)
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        alert_claims.confirm_alert(self.items, alert, now)
-
-    def release_alert(self, alert: Alert) -> None:
-        alert_claims.release_alert(self.items, alert)
-
     def share_failures(self, share: str, since: float) -> list[StormFailure]:
         return [storm_failure_from_item(f) for f in self.failures.get(share, []) if f["at"] > since]
-
-    def alert_sent_at(self, dedupe_key: str) -> float | None:
-        return self.items.get(dedupe_key, {}).get("sentAt")
 
 
 def decided(

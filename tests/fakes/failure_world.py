@@ -1,4 +1,4 @@
-"""The failure path's world: its fakes wired into FailurePorts, and the FAILED jobs and events its tests use."""
+"""The failure path's world: its fakes wired into FailureWatchPorts, and the FAILED jobs and events its tests use."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 
 import yaml
 from shareplane.domain.config.shares import SharesConfig
-from shareplane.service.handle_failure import FailurePorts
+from shareplane.service.handle_failure import FailureWatchPorts
 
 from tests.conftest import REPO
+from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.clock import Clock, delivery_clock
 from tests.fakes.failure_ledger import FakeFailureLedger
@@ -112,21 +113,24 @@ class World:
     store: FakeJobStore = field(default_factory=FakeJobStore)
     ledger: FakeFailureLedger = field(default_factory=FakeFailureLedger)
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
+    alert_ledger: FakeAlertLedger = field(default_factory=FakeAlertLedger)
+    ticks: FakeTickWatermarks = field(default_factory=FakeTickWatermarks)
     timer: FakeTimer = field(default_factory=FakeTimer)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     clock: Clock = field(default_factory=delivery_clock)
 
     @property
-    def ports(self) -> FailurePorts:
-        return FailurePorts(
+    def ports(self) -> FailureWatchPorts:
+        return FailureWatchPorts(
             store=self.store,
             ledger=self.ledger,
             batch=self.batch,
             training=self.training,
-            alerts=self.alerts,
+            sender=sender_of(self),
             timer=self.timer,
             metrics=self.metrics,
             config=self.config,
             region="us-east-1",
             clock=self.clock,
+            ticks=self.ticks,
         )

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.idle_items import COUNTED_SK, idle_item, idle_pk, idle_record_of, idle_sk
-from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.idle.policy import GpuSample
 from shareplane.domain.idle.record import IdleRecord
@@ -15,7 +14,7 @@ from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 from shareplane.domain.jobs.training import TrainingJobState, TrainingJobStatus
 from shareplane.service.detect_idle import DetectIdlePorts, IdleSettings
 
-from tests.fakes import alert_claims
+from tests.fakes.alert_ledger import FakeAlertLedger, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
 from tests.fakes.clock import Clock, delivery_clock
@@ -30,7 +29,6 @@ class FakeIdleLedger:
     """IdleLedger (adapters/idle_ledger.py) in memory: items in the table's layout, conditional puts."""
 
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    alert_items: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def decisions(self, job_id: str) -> list[IdleRecord]:
         found = [
@@ -62,17 +60,6 @@ class FakeIdleLedger:
             return until
         self.items[key] = {"countedUntil": until}
         return old
-
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        return alert_claims.claim_alert(self.alert_items, alert, now, quiet_seconds, claimed_at)
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        alert_claims.confirm_alert(self.alert_items, alert, now)
-
-    def release_alert(self, alert: Alert) -> None:
-        alert_claims.release_alert(self.alert_items, alert)
 
 
 @dataclass
@@ -157,6 +144,7 @@ class IdleWorld:
     checkpoints: FakeCheckpoints = field(default_factory=FakeCheckpoints)
     ledger: FakeIdleLedger = field(default_factory=FakeIdleLedger)
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
+    alert_ledger: FakeAlertLedger = field(default_factory=FakeAlertLedger)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     clock: Clock = field(default_factory=delivery_clock)
     enabled: bool = True
@@ -169,7 +157,7 @@ class IdleWorld:
             batch=self.batch,
             checkpoints=self.checkpoints,
             ledger=self.ledger,
-            alerts=self.alerts,
+            sender=sender_of(self),
             metrics=self.metrics,
             config=self.config,
             settings=IdleSettings(enabled=self.enabled),

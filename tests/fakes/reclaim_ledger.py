@@ -12,12 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shareplane.adapters.reclaim_items import reclaim_item, reclaim_of
-from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.jobs.lifecycle import HistoryEntry
 from shareplane.domain.reclaim.plan import ClaimBudgets
 from shareplane.domain.reclaim.record import ReclaimRecord
-
-from tests.fakes import alert_claims
 
 
 @dataclass
@@ -30,15 +27,6 @@ class FakeReclaimLedger:
     per_day: dict[str, int] = field(default_factory=dict)
     per_window: dict[str, int] = field(default_factory=dict)
     history: dict[str, HistoryEntry] = field(default_factory=dict)
-    alert_items: dict[str, dict[str, Any]] = field(default_factory=dict)
-    ticks: dict[str, str] = field(default_factory=dict)
-
-    def last_tick(self, runner: str) -> str | None:
-        return self.ticks.get(runner)
-
-    def advance_tick(self, runner: str, tick: str) -> None:
-        if runner not in self.ticks or self.ticks[runner] < tick:
-            self.ticks[runner] = tick
 
     def victims_for(self, beneficiary_id: str) -> int:
         return self.per_job.get(beneficiary_id, 0)
@@ -141,14 +129,3 @@ class FakeReclaimLedger:
             return False
         item.update(applied=True, appliedAt=applied_at)
         return True
-
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        return alert_claims.claim_alert(self.alert_items, alert, now, quiet_seconds, claimed_at)
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        alert_claims.confirm_alert(self.alert_items, alert, now)
-
-    def release_alert(self, alert: Alert) -> None:
-        alert_claims.release_alert(self.alert_items, alert)

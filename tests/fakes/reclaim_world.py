@@ -12,6 +12,7 @@ from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.service.reclaim_capacity import ReclaimPorts, ReclaimSettings
 
 from tests.conftest import REPO
+from tests.fakes.alert_ledger import FakeAlertLedger, FakeTickWatermarks, sender_of
 from tests.fakes.alerts import FakeAlerts
 from tests.fakes.checkpoints import FakeCheckpoints
 from tests.fakes.clock import Clock, delivery_clock
@@ -98,6 +99,8 @@ class ReclaimWorld:
     checkpoints: FakeCheckpoints = field(default_factory=FakeCheckpoints)
     ledger: FakeReclaimLedger = field(default_factory=FakeReclaimLedger)
     alerts: FakeAlerts = field(default_factory=FakeAlerts)
+    alert_ledger: FakeAlertLedger = field(default_factory=FakeAlertLedger)
+    ticks: FakeTickWatermarks = field(default_factory=FakeTickWatermarks)
     timer: FakeTimer = field(default_factory=FakeTimer)
     metrics: FakeMetrics = field(default_factory=FakeMetrics)
     clock: Clock = field(default_factory=delivery_clock)
@@ -110,12 +113,13 @@ class ReclaimWorld:
             batch=self.batch,
             checkpoints=self.checkpoints,
             ledger=self.ledger,
-            alerts=self.alerts,
+            sender=sender_of(self),
             timer=self.timer,
             metrics=self.metrics,
             config=self.config,
             settings=ReclaimSettings(QUEUE_ARN, enabled=self.enabled, dry_run=self.dry_run),
             clock=self.clock,
+            ticks=self.ticks,
         )
 
 

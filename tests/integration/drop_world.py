@@ -11,12 +11,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import boto3
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.adapters.upload_attributions import DynamoUploadAttributions
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.submit.submission import DroppedObject
+from shareplane.service.alerting import AlertSender
+from shareplane.service.ports import AlertPublisher, UploadAttributions
+from shareplane.service.record_uploader import UploaderPorts
 from shareplane.service.submit_job import QueueNames, SubmitOutcome, SubmitPorts, submit_dropped_spec
 
 from tests.aws import create_jobs_table, topic_with_inbox
@@ -51,6 +55,19 @@ class DropWorld:
 
     def handle(self, obj: DroppedObject) -> SubmitOutcome:
         return submit_dropped_spec(obj, replace(self.ports, config=self.config, queues=self.queues), NOW_MS)
+
+    def uploader_ports(
+        self, attributions: UploadAttributions, topic: AlertPublisher | None = None
+    ) -> UploaderPorts:
+        """The attribution path's ports on this world's table, alerting to its topic (or to ``topic``)."""
+        sender = AlertSender(
+            ledger=DynamoAlertLedger(self.dynamodb, TABLE),
+            topic=topic or self.ports.alerts,
+            metrics=FakeMetrics(),
+            config=self.config,
+            clock=lambda: NOW_MS / 1000,
+        )
+        return UploaderPorts(attributions, sender, self.config)
 
     def keys(self) -> set[str]:
         return {o["Key"] for o in self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])}

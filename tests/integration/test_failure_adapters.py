@@ -11,20 +11,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
-from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.requeue_timer import QueueRequeueTimer
 from shareplane.adapters.sns_alerts import SnsAlerts
-from shareplane.domain.alerts.alert import AlertKind, owned_by, simple_alert
+from shareplane.adapters.tick_ledger import DynamoTickWatermarks
+from shareplane.domain.alerts.alert import AlertKind, job_alert, owned_by
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.failures.decision import Action
 from shareplane.domain.failures.record import Applied, PriorityRaise, RequeueDue, StormFailure
 from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
-from tests.fakes.failure_ledger import FakeFailureLedger, decided
+from tests.fakes.alert_ledger import FakeTickWatermarks
+from tests.fakes.failure_ledger import decided
 from tests.fakes.failure_world import shares_config
-from tests.fakes.reclaim_ledger import FakeReclaimLedger
 from tests.properties import examples
 
 REGION = "us-east-1"
@@ -39,16 +40,15 @@ def aws(aws_credentials: None) -> Any:
 def alert_for(
     share: str, job: str = "arn:aws:batch:us-east-1:123456789012:service-job/j1", kind=AlertKind.FAILURE
 ):  # noqa: ANN001, ANN201
-    return simple_alert(
+    return job_alert(
         kind,
-        Severity.WARNING,
+        severity=Severity.WARNING,
         share=share,
         queue="search-p4d-queue",
         job_arn=job,
         job_name="bert",
-        headline="failed (gpu_oom)",
         reason="CUDA out of memory",
-        fix="smaller batch",
+        facts={"failure_class": "gpu_oom", "after_failures": "", "class_fix": "smaller batch"},
     )
 
 
@@ -98,6 +98,12 @@ def ledger(aws: None) -> DynamoFailureLedger:
     return DynamoFailureLedger(client, create_jobs_table(client))
 
 
+@pytest.fixture
+def alert_ledger(aws: None) -> DynamoAlertLedger:
+    client = boto3.client("dynamodb", region_name=REGION)
+    return DynamoAlertLedger(client, create_jobs_table(client))
+
+
 def history(key: str) -> HistoryEntry:
     return HistoryEntry(
         key=key,
@@ -134,29 +140,29 @@ def test_a_decision_is_claimed_once_and_applied_once(ledger: DynamoFailureLedger
     assert ledger.load_decision("DECISION#arn:j#1.0").new_job_arn == "arn:new"
 
 
-def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(ledger: DynamoFailureLedger) -> None:
+def test_an_alert_is_quiet_inside_its_window_and_listed_once_sent(alert_ledger: DynamoAlertLedger) -> None:
     alert = alert_for("ProdExp1")
-    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=600) is True
+    assert alert_ledger.claim_alert(alert, now=1000.0, quiet_seconds=600) is True
     # claimed, not yet confirmed: a concurrent sender backs off
-    assert ledger.claim_alert(alert, now=1001.0, quiet_seconds=600) is False
-    assert ledger.alerts(since=0) == []
-    ledger.confirm_alert(alert, now=1002.0)
-    assert ledger.claim_alert(alert, now=1500.0, quiet_seconds=600) is False
-    assert ledger.alert_sent_at(alert.dedupe_key) == 1002.0
-    (listed,) = ledger.alerts(since=0)
+    assert alert_ledger.claim_alert(alert, now=1001.0, quiet_seconds=600) is False
+    assert alert_ledger.alerts(since=0) == []
+    alert_ledger.confirm_alert(alert, now=1002.0)
+    assert alert_ledger.claim_alert(alert, now=1500.0, quiet_seconds=600) is False
+    assert alert_ledger.alert_sent_at(alert.dedupe_key) == 1002.0
+    (listed,) = alert_ledger.alerts(since=0)
     assert listed.kind == "failure" and listed.body["reason"] == "CUDA out of memory"
     # past the window it may alert again
-    assert ledger.claim_alert(alert, now=1700.0, quiet_seconds=600) is True
+    assert alert_ledger.claim_alert(alert, now=1700.0, quiet_seconds=600) is True
 
 
 def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(
-    ledger: DynamoFailureLedger,
+    alert_ledger: DynamoAlertLedger,
 ) -> None:
     alert = alert_for("ProdExp2")
-    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400)
-    assert ledger.claim_alert(alert, now=1000.0 + 301, quiet_seconds=86400)  # the first sender died
-    ledger.release_alert(alert)
-    assert ledger.claim_alert(alert, now=1400.0, quiet_seconds=86400)
+    assert alert_ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400)
+    assert alert_ledger.claim_alert(alert, now=1000.0 + 301, quiet_seconds=86400)  # the first sender died
+    alert_ledger.release_alert(alert)
+    assert alert_ledger.claim_alert(alert, now=1400.0, quiet_seconds=86400)
 
 
 @pytest.mark.parametrize(
@@ -168,17 +174,17 @@ def test_a_stale_unconfirmed_claim_is_taken_over_and_a_released_one_is_free(
     ],
 )
 def test_a_claims_staleness_runs_on_the_clock_while_its_quiet_window_runs_on_event_time(
-    ledger: DynamoFailureLedger, retry_claimed_at: float, taken_over: bool
+    alert_ledger: DynamoAlertLedger, retry_claimed_at: float, taken_over: bool
 ) -> None:
     # GIVEN an alert claimed for an event at t=1000 by a sender (clock 5000) that died unconfirmed
     alert = alert_for("ProdExp1")
-    assert ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=5000.0)
+    assert alert_ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=5000.0)
     # WHEN the same event (same time) is redelivered later by the clock
-    retried = ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=retry_claimed_at)
+    retried = alert_ledger.claim_alert(alert, now=1000.0, quiet_seconds=86400, claimed_at=retry_claimed_at)
     # THEN the claim is taken over only once it is stale by the clock, and the alert stays dated 1000
     assert retried is taken_over
-    ledger.confirm_alert(alert, now=1000.0)
-    assert [a.sent_at for a in ledger.alerts(since=999.0)] == [1000.0]
+    alert_ledger.confirm_alert(alert, now=1000.0)
+    assert [a.sent_at for a in alert_ledger.alerts(since=999.0)] == [1000.0]
 
 
 def test_history_items_are_written_once(ledger: DynamoFailureLedger) -> None:
@@ -219,14 +225,9 @@ def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: 
 def test_the_tick_watermark_is_the_newest_tick_whatever_the_order_on_the_table_and_the_fakes(
     jobs_table: str, ticks: list[str]
 ) -> None:
-    # GIVEN the table's ledgers and the fakes the service tests use (each runner its own watermark)
+    # GIVEN the table's watermarks and the fake the service tests use (each runner its own watermark)
     client = boto3.client("dynamodb", region_name=REGION)
-    watermarks = [
-        DynamoFailureLedger(client, jobs_table),
-        DynamoReclaimLedger(client, jobs_table),
-        FakeFailureLedger(),
-        FakeReclaimLedger(),
-    ]
+    watermarks = [DynamoTickWatermarks(client, jobs_table), FakeTickWatermarks()]
     for watermark in watermarks:
         # one runner name per ledger and example, so no ledger reads what another one wrote
         runner = f"{type(watermark).__name__}-{len(ticks)}-{'-'.join(ticks)}"

@@ -17,11 +17,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.dynamodb_items import unmarshal
 from shareplane.adapters.dynamodb_store import PAYLOAD_SK, job_pk
 from shareplane.adapters.upload_attributions import DynamoUploadAttributions
 from shareplane.domain.submit.attribution import UploadAttribution, principal_record
-from shareplane.service.record_uploader import UploaderPorts, record_upload
+from shareplane.service.record_uploader import record_upload
 from shareplane.service.submit_job import submit_dropped_spec
 
 from tests.conftest import REPO
@@ -103,7 +104,7 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
         world = build_world()
         dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
         attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
-        uploader_ports = UploaderPorts(attributions, world.ports.alerts, world.config)
+        uploader_ports = world.uploader_ports(attributions)
 
         def trail() -> None:
             record_upload(uploader, uploader_ports, NOW_MS // 1000)
@@ -165,7 +166,7 @@ def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_ale
         dropped = replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333")
         world.handle(dropped)
         attributions = DynamoUploadAttributions(world.dynamodb, TABLE)
-        ports = UploaderPorts(attributions, FailingOnce(world.ports.alerts), world.config)
+        ports = world.uploader_ports(attributions, FailingOnce(world.ports.alerts))
         # WHEN CloudTrail's event is handled and its alert fails, then the record is redelivered twice
         try:
             record_upload(STRANGER, ports, NOW_MS // 1000)
@@ -180,3 +181,18 @@ def test_a_failed_alert_holds_back_neither_the_principal_nor_its_redelivered_ale
         assert set(principals.values()) == {STRANGER.principal_arn}
         assert len(_alerts(world)) == 1
         assert attributions.load_attribution(REQUEST).alerted is True
+
+
+def test_the_alert_on_a_stranger_is_listed_with_every_other_alert() -> None:
+    with mock_aws():
+        # GIVEN a stranger's drop
+        world = build_world()
+        world.handle(replace(world.drop(KEY, SPEC), request_id=REQUEST, requester="111122223333"))
+        # WHEN CloudTrail's event is recorded, twice
+        ports = world.uploader_ports(DynamoUploadAttributions(world.dynamodb, TABLE))
+        for _ in range(2):
+            record_upload(STRANGER, ports, NOW_MS // 1000)
+        # THEN the alert ledger, which `shareplane alerts` reads, lists the one alert sent, to the team
+        (listed,) = DynamoAlertLedger(world.dynamodb, TABLE).alerts(since=0)
+        assert (listed.kind, listed.team) == ("uploader_not_submitter", "ProdExp1")
+        assert listed.body["principal"] == STRANGER.principal_arn and len(_alerts(world)) == 1

@@ -6,7 +6,9 @@ for hard partitions and what ``shareplane simulate`` measures under ``static`` c
 
 from __future__ import annotations
 
-from gpusim.whatif import TIERS, Policy, PolicyRun, ScenarioJob
+from gpusim.whatif.config import TIERS, Policy
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import ScenarioJob
 from shareplane.domain.config.shares import Tier
 from shareplane.domain.shares.observation import percentile
 from shareplane_cli.config_file import load_config

@@ -10,26 +10,23 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gpusim import eta
-from gpusim.eta import (
+from gpusim.forecast import calibration
+from gpusim.forecast.backtest import EtaResult, backtest, evaluate, load_last_arrival, load_predictions
+from gpusim.forecast.calibration import (
     MARGIN_METHODS,
     MIN_GROUP_SIZE,
     UNTUNED,
     Calibration,
-    EtaResult,
-    Prediction,
-    backtest,
     choose_method,
-    evaluate,
-    load_last_arrival,
-    load_predictions,
     measure,
     measure_online,
-    measured,
     online_margins,
     tune,
 )
-from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, scenario_of
+from gpusim.forecast.prediction import Prediction, measured
+from gpusim.whatif.config import Policy, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import build_scenario, scenario_of
 from shareplane.domain.forecast import start_forecast
 from shareplane.domain.forecast.start_forecast import ForecastSettings
 from shareplane_cli.main import app
@@ -178,7 +175,7 @@ def test_widening_the_interval_never_lowers_coverage() -> None:
     assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
 
 
-def _fit(method: str, preds: list[Prediction], target: float = 0.8) -> eta.Fitted:
+def _fit(method: str, preds: list[Prediction], target: float = 0.8) -> calibration.Fitted:
     return MARGIN_METHODS[method](measured(preds), UNTUNED, target)
 
 
@@ -248,10 +245,10 @@ def test_a_group_with_too_few_jobs_takes_the_margin_of_all_of_them() -> None:
     assert by_kind(within) != pooled(within)
 
 
-def _covering(share_inside: float) -> eta.MarginMethod:
+def _covering(share_inside: float) -> calibration.MarginMethod:
     """A stand-in method whose fitted range covers ``share_inside`` of every 1,000 jobs it is shown."""
 
-    def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> eta.Fitted:
+    def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> calibration.Fitted:
         return lambda p: base.with_margin(50.0 if int(p.job[1:]) % 1000 < share_inside * 1000 else -50.0)
 
     return fit
@@ -264,15 +261,15 @@ def test_the_method_is_chosen_inside_the_predictions_given_nearest_the_target(mo
              for n in range(2000)]  # fmt: skip
     fitted_on: list[list[str]] = []
 
-    def recording(share_inside: float) -> eta.MarginMethod:
-        def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> eta.Fitted:
+    def recording(share_inside: float) -> calibration.MarginMethod:
+        def fit(waited: Sequence[Prediction], base: Calibration, target: float) -> calibration.Fitted:
             fitted_on.append([p.job for p in waited])
             return _covering(share_inside)(waited, base, target)
 
         return fit
 
     monkeypatch.setattr(
-        eta,
+        calibration,
         "MARGIN_METHODS",
         {"wide": recording(0.99), "almost": recording(0.797), "exact": recording(0.8), "far": recording(0.7)},
     )
@@ -282,7 +279,7 @@ def test_the_method_is_chosen_inside_the_predictions_given_nearest_the_target(mo
     assert coverage == {"wide": 0.99, "almost": 0.797, "exact": 0.8, "far": 0.7}
     # Within 0.005 of the nearest is a tie, and a tie goes to the method listed first.
     assert method == "almost"
-    monkeypatch.setattr(eta, "MARGIN_METHODS", {"wide": recording(0.99), "exact": recording(0.8)})
+    monkeypatch.setattr(calibration, "MARGIN_METHODS", {"wide": recording(0.99), "exact": recording(0.8)})
     assert choose_method(preds)[0] == "exact"
 
 

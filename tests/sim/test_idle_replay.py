@@ -6,16 +6,9 @@ import dataclasses
 
 import pytest
 from gpusim.idle_replay import IdleRun, certainly_busy
-from gpusim.whatif import (
-    Policy,
-    PolicyRun,
-    ScenarioJob,
-    SharesMapping,
-    WhatIfConfig,
-    build_scenario,
-    scenario_of,
-    seed_idle,
-)
+from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import ScenarioJob, build_scenario, scenario_of, seed_idle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.config.shares import IdleAction, IdleConfig

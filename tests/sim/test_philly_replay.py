@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 from gpusim.trace import NAMED_TRACES, load_trace
-from gpusim.whatif import Policy, PolicyRun, WhatIfConfig, build_scenario, units_for
+from gpusim.whatif.config import Policy, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import build_scenario, units_for
 from shareplane.domain.errors import InvalidInputError
 
 from tests.sim.test_whatif import SMALL_CONFIG

@@ -12,15 +12,9 @@ from dataclasses import replace
 
 import pytest
 from gpusim.trace import TraceJob
-from gpusim.whatif import (
-    TIERS,
-    Policy,
-    PolicyRun,
-    RebalanceRun,
-    SharesMapping,
-    WhatIfConfig,
-    build_scenario,
-)
+from gpusim.whatif.config import TIERS, Policy, RebalanceRun, SharesMapping, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import build_scenario
 from shareplane.domain.config.shares import Tier
 from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
 from shareplane.domain.shares.observation import snapshot_from_observation

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 from gpusim.api import BatchApi
-from gpusim.whatif import Policy, PolicyRun, ScenarioJob, SharesMapping, TierMix, WhatIfConfig, scenario_of
+from gpusim.whatif.config import Policy, SharesMapping, TierMix, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import ScenarioJob, scenario_of
 from shareplane.adapters.batch_service_jobs import described_job, listed_job
 from shareplane.domain.config.shares import Tier
 from shareplane.domain.jobs.described_job import DescribedJob, ListedJob

@@ -8,7 +8,9 @@ series integrates to the GPU-hours it received.
 from __future__ import annotations
 
 import pytest
-from gpusim.whatif import Policy, SharesMapping, WhatIfConfig, build_scenario, run_whatif
+from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
+from gpusim.whatif.run import run_whatif
+from gpusim.whatif.scenario import build_scenario
 
 from tests.sim.traces import synthetic_trace
 

@@ -17,7 +17,8 @@ from gpusim.tuning import (
     tune_rebalance,
     tuning_windows,
 )
-from gpusim.whatif import RebalanceRun, SharesMapping, WhatIfConfig, build_scenario
+from gpusim.whatif.config import RebalanceRun, SharesMapping, WhatIfConfig
+from gpusim.whatif.scenario import build_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError, InvalidInputError

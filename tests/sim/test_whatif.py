@@ -8,21 +8,9 @@ from pathlib import Path
 import pytest
 from gpusim.report import write_report
 from gpusim.trace import NAMED_TRACES, TraceJob, load_trace
-from gpusim.whatif import (
-    Policy,
-    PolicyRun,
-    ScenarioJob,
-    SharesMapping,
-    WhatIfConfig,
-    build_scenario,
-    initial_weights,
-    jain,
-    load_whatif_config,
-    parse_policies,
-    run_policy,
-    run_whatif,
-    scenario_of,
-)
+from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig, load_whatif_config, parse_policies
+from gpusim.whatif.run import PolicyRun, initial_weights, jain, run_policy, run_whatif
+from gpusim.whatif.scenario import ScenarioJob, build_scenario, scenario_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError, InvalidInputError

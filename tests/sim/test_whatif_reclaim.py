@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from gpusim.whatif import (
-    Policy,
-    PolicyRun,
-    ScenarioJob,
-    SharesMapping,
-    WhatIfConfig,
-    build_scenario,
-    run_policy,
-    scenario_of,
-)
+from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
+from gpusim.whatif.run import PolicyRun, run_policy
+from gpusim.whatif.scenario import ScenarioJob, build_scenario, scenario_of
 
 from tests.sim.test_whatif import SMALL_CONFIG
 from tests.sim.traces import synthetic_trace

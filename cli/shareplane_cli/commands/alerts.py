@@ -1,4 +1,4 @@
-"""`shareplane alerts`: what the failure path sent, read from the jobs table's ALERT items.
+"""`shareplane alerts`: every alert shareplane sent, read from the jobs table's ALERT items.
 
 Every alert is published to SNS and recorded as an ``ALERT#<job or share>#<kind>`` item, indexed by
 time in the ByStatus index (``gsi1pk = ALERTS``). Reading the table works the same on a real account
@@ -58,7 +58,7 @@ def alerts_command(
 ) -> None:
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)
-    rows = alert_rows(target.jobs_root().failure_ledger.alerts(time.time() - window))
+    rows = alert_rows(target.jobs_root().alert_ledger.alerts(time.time() - window))
 
     def as_table() -> None:
         print_table(

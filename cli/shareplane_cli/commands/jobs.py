@@ -271,7 +271,7 @@ def story_of(
         if cost is not None:
             costs.append(cost)
     created = record.created_s or 0.0
-    alerts = [a for a in root.failure_ledger.alerts(created - 1) if a.job == record.job_arn]
+    alerts = [a for a in root.alert_ledger.alerts(created - 1) if a.job == record.job_arn]
     return job_story(
         record,
         training={arn: store.training_history(arn) for arn in arns},

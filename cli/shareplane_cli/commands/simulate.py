@@ -8,20 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from gpusim.eta import EtaResult, backtest, evaluate, predictions_json
+from gpusim.forecast.backtest import EtaResult, backtest, evaluate, predictions_json
 from gpusim.report import write_report
 from gpusim.trace import load_trace
-from gpusim.whatif import (
-    TIERS,
-    Policy,
-    Scenario,
-    WhatIfResult,
-    build_scenario,
-    load_whatif_config,
-    parse_policies,
-    run_whatif,
-    seed_idle,
-)
+from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_policies
+from gpusim.whatif.run import WhatIfResult, run_whatif
+from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table

@@ -14,7 +14,8 @@ from gpusim.tuning import (
     describe,
     tune_rebalance,
 )
-from gpusim.whatif import TIERS, PolicyResult, load_whatif_config
+from gpusim.whatif.config import TIERS, load_whatif_config
+from gpusim.whatif.run import PolicyResult
 from rich.console import Console
 from rich.table import Table
 

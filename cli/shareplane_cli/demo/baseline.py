@@ -11,7 +11,9 @@ the pure model (no stack, no wall clock): a few hours of cluster time take well 
 from __future__ import annotations
 
 from gpusim.idle_replay import IdleRun
-from gpusim.whatif import TIERS, Policy, PolicyRun, Scenario, ScenarioJob, TierMix, WhatIfConfig, scenario_of
+from gpusim.whatif.config import TIERS, Policy, TierMix, WhatIfConfig
+from gpusim.whatif.run import PolicyRun
+from gpusim.whatif.scenario import Scenario, ScenarioJob, scenario_of
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
 

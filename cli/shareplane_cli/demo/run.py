@@ -141,7 +141,8 @@ def _play(
         if time.monotonic() > wall_deadline:
             raise TimeoutError(f"the demo did not finish within {WALL_LIMIT_SECONDS:.0f} s of wall time")
     end = max(t for t, _ in tracker.timeline)
-    records = [record_json(r) for r in job_records(root.store, config=config)]
+    # The report and its summary read the records in the form `jobs -o json` prints (the report's data).
+    records = [dict(record_json(r)) for r in job_records(root.store, config=config)]
     reclaims = root.reclaim_ledger.reclaims(since=0)
     return LiveRun(
         tracker,

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_ssm import SSMClient
 
+    from .adapters.alert_ledger import DynamoAlertLedger
     from .adapters.batch_policy import BatchPolicyAdapter
     from .adapters.batch_service_jobs import BatchServiceJobs
     from .adapters.cloudwatch_gpu_metrics import CloudWatchGpuMetrics
@@ -55,9 +56,11 @@ if TYPE_CHECKING:
     from .adapters.s3_spec_bucket import S3SpecBucket
     from .adapters.share_store import DynamoShareStore
     from .adapters.sns_alerts import SnsAlerts
+    from .adapters.tick_ledger import DynamoTickWatermarks
     from .adapters.upload_attributions import DynamoUploadAttributions
+    from .service.alerting import AlertSender
     from .service.detect_idle import DetectIdlePorts
-    from .service.handle_failure import FailurePorts
+    from .service.handle_failure import FailureWatchPorts
     from .service.rebalance_shares import RebalancePorts, RebalanceSettings
     from .service.receipt_prediction import ReceiptForecast
     from .service.reclaim_capacity import ReclaimPorts
@@ -150,7 +153,7 @@ class Root:
 
     @cached_property
     def clock(self) -> Callable[[], float]:
-        """The wall clock, only where no event dates a decision (see FailurePorts.clock)."""
+        """The wall clock, only where no event dates a decision (see FailureWatchPorts.clock)."""
         return time.time
 
     @cached_property
@@ -256,8 +259,35 @@ class Root:
         return SnsAlerts(self.sns, self.environ["ALERTS_TOPIC_ARN"])
 
     @cached_property
+    def alert_ledger(self) -> DynamoAlertLedger:
+        """Every alert's dedupe item and the listing of those sent, in the jobs table."""
+        from .adapters.alert_ledger import DynamoAlertLedger
+
+        return DynamoAlertLedger(self.dynamodb, self.table_name)
+
+    @cached_property
+    def alert_sender(self) -> AlertSender:
+        """The one sender of alerts: the alert ledger, the alerts topic, the Alerts metric."""
+        from .service.alerting import AlertSender
+
+        return AlertSender(
+            ledger=self.alert_ledger,
+            topic=self.alerts,
+            metrics=self.metrics,
+            config=self.require_config(),
+            clock=self.clock,  # only the lease of an unconfirmed claim
+        )
+
+    @cached_property
+    def tick_watermarks(self) -> DynamoTickWatermarks:
+        """The watch's and reclaim's tick watermarks, in the jobs table."""
+        from .adapters.tick_ledger import DynamoTickWatermarks
+
+        return DynamoTickWatermarks(self.dynamodb, self.table_name)
+
+    @cached_property
     def failure_ledger(self) -> DynamoFailureLedger:
-        """Failure decisions, watch watermarks and sent alerts, in the jobs table."""
+        """Failure decisions, their history notes and the storm guard's failures, in the jobs table."""
         from .adapters.failure_ledger import DynamoFailureLedger
 
         return DynamoFailureLedger(self.dynamodb, self.table_name)
@@ -276,7 +306,7 @@ class Root:
             function=self.function_name,
             # Built only when a refusal is reported: never on a handler's normal path.
             alerts=lambda: self.alerts,
-            ledger=lambda: self.failure_ledger,
+            ledger=lambda: self.alert_ledger,
             clock=self.clock,
         )
 
@@ -344,11 +374,11 @@ class Root:
     # -- uploader attribution (record_uploader) ----------------------------------------------------
     @cached_property
     def uploader_ports(self) -> UploaderPorts:
-        """The attribution path's ports: the upload join, alerts, the shares config."""
+        """The attribution path's ports: the upload join, the alert sender, the shares config."""
         from .service.record_uploader import UploaderPorts
 
         config = self.require_config()
-        return UploaderPorts(attributions=self.upload_attributions, alerts=self.alerts, config=config)
+        return UploaderPorts(attributions=self.upload_attributions, sender=self.alert_sender, config=config)
 
     # -- share rebalancer (rebalance_shares, `shareplane shares`) --------------------------------
     @cached_property
@@ -391,19 +421,19 @@ class Root:
 
     # -- failure path (handle_failure, watch_jobs) -----------------------------------------------
     @cached_property
-    def failure_ports(self) -> FailurePorts:
+    def failure_ports(self) -> FailureWatchPorts:
         """The failure path's ports (Batch, SageMaker, SNS, its queue, Scheduler, its ledger)."""
         from .adapters.requeue_timer import QueueRequeueTimer
         from .adapters.sagemaker_training import SageMakerTrainingJobs
-        from .service.handle_failure import FailurePorts
+        from .service.handle_failure import FailureWatchPorts
 
         config = self.require_config()
-        return FailurePorts(
+        return FailureWatchPorts(
             store=self.store,
             ledger=self.failure_ledger,
             batch=self.batch_jobs,
             training=SageMakerTrainingJobs(self.sagemaker),
-            alerts=self.alerts,
+            sender=self.alert_sender,
             timer=QueueRequeueTimer(
                 self.sqs,
                 self.scheduler,
@@ -413,12 +443,13 @@ class Root:
             metrics=self.metrics,
             config=config,
             region=self.session.region_name or "us-east-1",
-            clock=self.clock,  # only where no event dates a decision (see FailurePorts.clock)
+            clock=self.clock,  # only where no event dates a decision (see FailureWatchPorts.clock)
+            ticks=self.tick_watermarks,
             gpu_queue=arn_tail(self.environ.get("GPU_JOB_QUEUE") or ""),
         )
 
     @property
-    def watch_ports(self) -> FailurePorts:
+    def watch_ports(self) -> FailureWatchPorts:
         """The watch's ports: the failure path's (it escalates, reconciles and alerts through them)."""
         return self.failure_ports
 
@@ -454,7 +485,7 @@ class Root:
             batch=self.batch_jobs,
             checkpoints=S3Checkpoints(self.s3),
             ledger=self.reclaim_ledger,
-            alerts=self.alerts,
+            sender=self.alert_sender,
             # Re-checks wait at most 900 s (SQS's own delay), so no scheduler is needed.
             timer=QueueRequeueTimer(self.sqs, None, self.environ["RECLAIM_QUEUE_URL"], None),
             metrics=self.metrics,
@@ -464,7 +495,8 @@ class Root:
                 enabled=self.flag("RECLAIM_ENABLED", True),
                 dry_run=self.flag("RECLAIM_DRY_RUN", False),
             ),
-            clock=self.clock,  # only a manual run and the alert claim's lease read it
+            clock=self.clock,  # only a manual run reads it
+            ticks=self.tick_watermarks,
         )
 
     # -- idle detector (detect_idle, `shareplane idle`) ------------------------------------------
@@ -494,13 +526,13 @@ class Root:
             batch=self.batch_jobs,
             checkpoints=S3Checkpoints(self.s3),
             ledger=self.idle_ledger,
-            alerts=self.alerts,
+            sender=self.alert_sender,
             metrics=self.metrics,
             config=self.require_config(),
             settings=IdleSettings(
                 enabled=self.flag("IDLE_ENABLED", True), region=self.session.region_name or "us-east-1"
             ),
-            clock=self.clock,  # only a manual run and the alert claim's lease read it
+            clock=self.clock,  # only a manual run reads it
         )
 
 

@@ -8,8 +8,8 @@ import time
 import boto3
 import pytest
 from moto import mock_aws
-from shareplane.adapters.failure_ledger import DynamoFailureLedger
-from shareplane.domain.alerts.alert import AlertKind, simple_alert
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
+from shareplane.domain.alerts.alert import AlertKind, job_alert
 from shareplane.domain.config.failure_rules import Severity
 from shareplane_cli.commands.alerts import parse_duration
 from shareplane_cli.main import app
@@ -31,32 +31,28 @@ def test_alerts_lists_what_was_sent_in_the_window_as_json(aws_credentials: None)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         table = create_jobs_table(client)
-        ledger = DynamoFailureLedger(client, table)
+        ledger = DynamoAlertLedger(client, table)
         now = time.time()
         for age, share in ((3 * 3600, "ProdExp1"), (60, "ProdExp2")):
-            alert = simple_alert(
+            alert = job_alert(
                 AlertKind.QUEUE_BLOCKED,
-                Severity.CRITICAL,
                 share=share,
                 queue="q",
                 job_arn=f"arn:job/{share}",
                 job_name=share,
-                headline="blocks queue q",
                 reason="MISCONFIGURATION",
-                fix="fix it",
             )
             assert ledger.claim_alert(alert, now - age, 3600)
             ledger.confirm_alert(alert, now - age)
-        unsent = simple_alert(
+        unsent = job_alert(
             AlertKind.FAILURE,
-            Severity.WARNING,
+            severity=Severity.WARNING,
             share="ProdExp1",
             queue="q",
             job_arn="arn:job/x",
             job_name="x",
-            headline="h",
             reason="r",
-            fix="f",
+            facts={"failure_class": "gpu_oom", "after_failures": "", "class_fix": "f"},
         )
         ledger.claim_alert(unsent, now, 3600)  # claimed, never confirmed: not shown
         result = CliRunner().invoke(app, ["alerts", "--since", "1h", "--output", "json", "--table", table])

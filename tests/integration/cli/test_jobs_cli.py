@@ -13,7 +13,7 @@ from shareplane.adapters.dynamodb_store import PREDICTION_SK, job_pk
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.lifecycle import JobObservation, JobStatus
 from shareplane.service.record_state import record_observation
-from shareplane.service.record_uploader import UploaderPorts, record_upload
+from shareplane.service.record_uploader import record_upload
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
@@ -36,7 +36,7 @@ def test_a_jobs_uploader_is_shown_before_and_after_cloudtrails_event(
         assert before.exit_code == 0, before.output
         assert "principal not recorded yet" in before.output and REQUEST in before.output
         # WHEN CloudTrail's event is recorded
-        ports = UploaderPorts(world.ports.attributions, world.ports.alerts, world.config)
+        ports = world.uploader_ports(world.ports.attributions)
         record_upload(SUBMITTER, ports, 0)
         # THEN the detail view names the principal and how it compares with the team's submitters
         after = runner.invoke(app, ["jobs", "--table", TABLE, "--job", JOB])

@@ -1,6 +1,6 @@
 """IdleLedger (decisions, the counted-idle watermark): the fake and the table agree.
 
-Its alert claims are the failure ledger's (test_alert_claims_contract.py).
+Its alerts are the alert ledger's (test_alert_ledger_contract.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""ReclaimLedger (decisions, victims, budget counters, tick watermarks): the fake and the table agree.
+"""ReclaimLedger (decisions, victims, budget counters): the fake and the table agree.
 
-Its alert claims are in test_alert_claims_contract.py, with the failure ledger's.
+Its alerts and tick watermark are in test_alert_ledger_contract.py.
 """
 
 from __future__ import annotations
@@ -206,15 +206,6 @@ def test_reclaims_are_listed_from_a_time_on_oldest_first(ledger: Any) -> None:
     assert [(r.decision_id, r.applied) for r in ledger.reclaims(0)] == [("d1", False), ("d2", True)]
     assert [r.decision_id for r in ledger.reclaims(1773720000.0)] == ["d2"]
     assert ledger.reclaims(1773720000.001) == []
-
-
-def test_a_tick_watermark_only_moves_forward(ledger: Any) -> None:
-    assert ledger.last_tick("reclaim") is None
-    ledger.advance_tick("reclaim", "2026-03-17T10:05")
-    ledger.advance_tick("reclaim", "2026-03-17T10:00")
-    assert ledger.last_tick("reclaim") == "2026-03-17T10:05"
-    ledger.advance_tick("reclaim", "2026-03-17T10:10")
-    assert ledger.last_tick("reclaim") == "2026-03-17T10:10" and ledger.last_tick("watch") is None
 
 
 claims = st.lists(

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane import bootstrap
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.cloudwatch_gpu_metrics import MAX_QUERIES_PER_CALL, CloudWatchGpuMetrics
 from shareplane.adapters.idle_ledger import DynamoIdleLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
@@ -73,7 +74,9 @@ def world(aws_credentials: None) -> Any:
             fakes.ports,
             gpu_metrics=metrics,
             ledger=DynamoIdleLedger(dynamodb, TABLE),
-            alerts=SnsAlerts(sns, topic),
+            sender=replace(
+                fakes.ports.sender, ledger=DynamoAlertLedger(dynamodb, TABLE), topic=SnsAlerts(sns, topic)
+            ),
         )
         with bootstrap.installed(bootstrap.Root({}, idle_ports=ports)):
             yield fakes, metrics, dynamodb, sqs, inbox

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane import bootstrap
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.failure_ledger import DynamoFailureLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
 from shareplane.service.start_predictions import ForecastLimits, ForecastPorts
@@ -45,9 +46,10 @@ def world(aws_credentials: None) -> Any:
         sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
         topic, audit = topic_with_inbox(sns, sqs, "audit", raw_delivery=True)
         fakes = World()
-        ports = replace(
-            fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
+        sender = replace(
+            fakes.ports.sender, ledger=DynamoAlertLedger(dynamodb, TABLE), topic=SnsAlerts(sns, topic)
         )
+        ports = replace(fakes.ports, ledger=DynamoFailureLedger(dynamodb, TABLE), sender=sender)
         # Nothing from the environment: both handlers reach only these ports.
         root = bootstrap.Root({}, failure_ports=ports, forecast_ports=forecast_for(ports, fakes.store))
         with bootstrap.installed(root):
@@ -104,7 +106,7 @@ def test_the_cuda_oom_sample_alerts_once_through_sns(world: Any, lambda_context:
     (message,) = messages
     body = json.loads(message["Body"])
     assert body["class"] == "gpu_oom" and fakes.batch.submits == []
-    (listed,) = ports.ledger.alerts(since=0)
+    (listed,) = ports.sender.ledger.alerts(since=0)
     assert listed.kind == "failure"
 
 

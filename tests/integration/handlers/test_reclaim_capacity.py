@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from shareplane import bootstrap
+from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.reclaim_ledger import DynamoReclaimLedger
 from shareplane.adapters.sns_alerts import SnsAlerts
@@ -38,9 +39,10 @@ def world(aws_credentials: None) -> Any:
         )
         fakes = ReclaimWorld()
         borrowed_cluster(fakes)
-        ports = replace(
-            fakes.ports, ledger=DynamoReclaimLedger(dynamodb, TABLE), alerts=SnsAlerts(sns, topic)
+        sender = replace(
+            fakes.ports.sender, ledger=DynamoAlertLedger(dynamodb, TABLE), topic=SnsAlerts(sns, topic)
         )
+        ports = replace(fakes.ports, ledger=DynamoReclaimLedger(dynamodb, TABLE), sender=sender)
         # Nothing from the environment: the handler reaches only these ports.
         with bootstrap.installed(bootstrap.Root({}, reclaim_ports=ports)):
             yield fakes, dynamodb, sqs, inbox

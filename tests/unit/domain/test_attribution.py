@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from shareplane.domain.alerts.alert import uploader_alert
 from shareplane.domain.submit.attribution import (
     PrincipalCheck,
     UploadAttribution,
-    alert_message,
-    alert_subject,
     check_principal,
     principal_record,
 )
@@ -81,9 +80,10 @@ def test_the_record_is_the_same_for_the_same_event() -> None:
 def test_the_alert_names_the_principal_the_submitters_and_fits_sns() -> None:
     stranger = replace(ALICE, key="submit/ProdExp2/" + "x" * 300 + ".yaml")
     team, _ = check_principal(stranger, shares_config())
-    subject = alert_subject(stranger, team)
+    alert = uploader_alert(stranger, team, shares_config().teams["ProdExp2"].submitters)
+    subject = alert.subject
     assert len(subject) <= 100 and "ProdExp2" in subject
-    message = alert_message(stranger, team, shares_config().teams["ProdExp2"].submitters)
+    message = alert.body
     assert message["principal"] == ALICE.principal_arn
     assert message["policyPrincipal"] == ROLE
     assert message["submitters"] == ["arn:aws:iam::111122223333:role/prodexp2-ml-engineers"]

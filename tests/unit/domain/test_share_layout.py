@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.alerts.alert import AlertKind, owned_by, simple_alert
-from shareplane.domain.config.failure_rules import Severity
+from shareplane.domain.alerts.alert import AlertKind, job_alert, owned_by
 from shareplane.domain.config.shares import SchedulingMode, ShareKey, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError
 from shareplane.domain.shares.fairshare import ShareWeight
@@ -308,16 +307,8 @@ def test_expanded_team_weights_fold_back_to_the_team_weight(team_weight: float, 
     ],
 )
 def test_alerts_carry_the_team_and_tier_of_their_share(share: str, attributes: dict[str, str]) -> None:
-    alert = simple_alert(
-        AlertKind.QUEUE_BLOCKED,
-        Severity.WARNING,
-        share=share,
-        queue="q",
-        job_arn="arn:job",
-        job_name="j",
-        headline="blocked",
-        reason="r",
-        fix="f",
+    alert = job_alert(
+        AlertKind.QUEUE_BLOCKED, share=share, queue="q", job_arn="arn:job", job_name="j", reason="r"
     )
     owned = owned_by(alert, CONFIG)
     assert {k: owned.attributes[k] for k in attributes} == attributes

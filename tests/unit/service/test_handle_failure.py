@@ -407,7 +407,7 @@ def test_a_blocked_queue_alert_is_dated_by_its_event_not_by_the_jobs_creation() 
     outcomes = [handle_message(event, world.ports) for _ in range(2)]
     # THEN one alert, dated by the event's envelope time (neither the creation time nor the clock)
     assert [o.result for o in outcomes] == ["alerted", "alert already sent"]
-    (sent_at,) = [item["sentAt"] for item in world.ledger.items.values() if "sentAt" in item]
+    (sent_at,) = [item["sentAt"] for item in world.alert_ledger.items.values() if "sentAt" in item]
     assert sent_at == datetime(2026, 3, 17, 12, 30, 1, tzinfo=UTC).timestamp()
 
 
@@ -436,7 +436,7 @@ def test_an_unconfirmed_alert_claim_goes_stale_by_the_clock_not_by_event_time(
     # THEN the claim is taken over only once it is stale by the clock; the alert stays dated by the event
     assert len(world.alerts.sent) == sent
     if sent:
-        (item,) = [i for i in world.ledger.items.values() if "sentAt" in i]
+        (item,) = [i for i in world.alert_ledger.items.values() if "sentAt" in i]
         assert item["sentAt"] == STOPPED_AT_MS / 1000
 
 

@@ -13,6 +13,7 @@ from shareplane.domain.errors import PermissionDeniedError, RejectedByServiceErr
 from shareplane.service.permission_denied import PermissionAlerts, guard
 
 from tests.conftest import REPO, load_handler
+from tests.fakes.alert_ledger import FakeAlertLedger
 
 ROLE_SESSION = (
     "arn:aws:sts::123456789012:assumed-role/stack-HandleFailureRole-ABC/stack-HandleFailureFunction"
@@ -107,11 +108,11 @@ class Topic:
         self.sent.append((subject, message, attributes))
 
 
-class Ledger:
-    """The alert ledger's conditional claim, shared by every instance (like the jobs table)."""
+class Ledger(FakeAlertLedger):
+    """The alert ledger, shared by every instance (like the jobs table); it may refuse its writes."""
 
     def __init__(self, refuse: bool = False) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
+        super().__init__()
         self.refuse = refuse
 
     def claim_alert(
@@ -121,18 +122,7 @@ class Ledger:
             raise client_error(
                 "AccessDeniedException", denied_message("dynamodb:PutItem", "arn:t"), "PutItem"
             )
-        item = self.items.get(alert.dedupe_key)
-        if item is not None and item["quietUntil"] >= now:
-            return False
-        self.items[alert.dedupe_key] = {"quietUntil": now + quiet_seconds}
-        return True
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        self.items[alert.dedupe_key]["sentAt"] = now
-
-    def release_alert(self, alert: Alert) -> None:
-        if "sentAt" not in self.items.get(alert.dedupe_key, {}):
-            self.items.pop(alert.dedupe_key, None)
+        return super().claim_alert(alert, now, quiet_seconds, claimed_at=claimed_at)
 
 
 def reporter(topic: Topic, ledger: Ledger) -> PermissionAlerts:

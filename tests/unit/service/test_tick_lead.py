@@ -102,18 +102,18 @@ def test_a_watch_tick_dated_far_ahead_is_refused_and_a_genuine_one_moves_the_wat
     with pytest.raises(InvalidInputError) as refused:
         read_tick(scheduled, failures.ports)
     # THEN it is refused naming the time (to the DLQ alone) before any job is looked at
-    assert refused.value.field == "time" and failures.ledger.ticks == {}
+    assert refused.value.field == "time" and failures.ticks.ticks == {}
     # AND a genuine tick is run and becomes the watermark; a manual run leaves the watermark alone
     handled = read_tick(reclaim_tick(now + 60), failures.ports)
     watch_tick(failures.ports, handled)
     watch_tick(failures.ports, read_tick(MANUAL_RUN, failures.ports))
-    assert failures.ledger.ticks == {WATCH_RUNNER: tick_id(now + 60)}
+    assert failures.ticks.ticks == {WATCH_RUNNER: tick_id(now + 60)}
 
 
 def test_a_watch_tick_ahead_of_the_clock_is_refused_whatever_the_watermark() -> None:
     failures = World()
     ahead = failures.clock.now + 3600
-    failures.ledger.advance_tick(WATCH_RUNNER, tick_id(ahead - 300))
+    failures.ticks.advance_tick(WATCH_RUNNER, tick_id(ahead - 300))
     with pytest.raises(InvalidInputError):
         read_tick(reclaim_tick(ahead), failures.ports)
 
@@ -143,4 +143,4 @@ def test_a_reclaim_trigger_dated_far_ahead_stops_nothing_and_the_next_genuine_ti
     # AND the genuine tick at the threshold still reclaims, and dates the watermark
     reclaiming.clock.now = T0 + AFTER + 30
     assert reclaim(reclaim_tick(T0 + AFTER), reclaiming.ports).stopped == {"hi": ["p2-5"]}
-    assert reclaiming.ledger.ticks == {RECLAIM_RUNNER: tick_id(T0 + AFTER)}
+    assert reclaiming.ticks.ticks == {RECLAIM_RUNNER: tick_id(T0 + AFTER)}

@@ -5,8 +5,8 @@
 | ``IDLE#<job>``  | ``DECISION#<epoch ms>#<act>``       | one decision that acted (``idle_items``)   |
 | ``IDLE#<job>``  | ``COUNTED``                         | idle time counted in IdleGpuHours up to    |
 
-Decisions are also in the ByStatus index under ``gsi1pk = IDLE``, by time. Alerts go through the
-failure path's dedupe items, so a re-delivered tick alerts once.
+Decisions are also in the ByStatus index under ``gsi1pk = IDLE``, by time. Alerts are the alert
+ledger's (adapters/alert_ledger.py), so a re-delivered tick alerts once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from botocore.exceptions import ClientError
 from ..domain.idle.record import IdleRecord
 from .dynamodb_items import index_items_since, put_new, unmarshal
 from .dynamodb_store import HISTORY_RETENTION_SECONDS
-from .failure_ledger import DynamoFailureLedger, FailureAlertClaims
 from .idle_items import (
     COUNTED_SK,
     DECISION_PREFIX,
@@ -33,13 +32,12 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoIdleLedger(FailureAlertClaims):
+class DynamoIdleLedger:
     """IdleLedger on the jobs table (conditional puts: a decision is written once)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
-        self._alerts = DynamoFailureLedger(client, table_name)
 
     def decisions(self, job_id: str) -> list[IdleRecord]:
         """Every decision recorded for one job, oldest first."""

@@ -1,4 +1,4 @@
-"""Reclaim's items in the jobs table: decisions, victims, budget counters (and alerts, as the failure path).
+"""Reclaim's items in the jobs table: decisions, victims and budget counters.
 
 | pk                        | sk                  | what                                                 |
 |---------------------------|---------------------|------------------------------------------------------|
@@ -24,17 +24,14 @@ from ..domain.jobs.lifecycle import HistoryEntry
 from ..domain.reclaim.plan import ClaimBudgets
 from ..domain.reclaim.record import ReclaimRecord
 from .dynamodb_items import (
-    advance_tick_watermark,
     get_item,
     index_items_since,
     marshal,
     put_new,
     put_new_action,
-    tick_watermark,
     unmarshal,
 )
 from .dynamodb_store import HISTORY_RETENTION_SECONDS, history_item
-from .failure_ledger import DynamoFailureLedger, FailureAlertClaims
 from .reclaim_items import reclaim_item, reclaim_of
 
 if TYPE_CHECKING:
@@ -62,22 +59,13 @@ def reclaim_pk(job_id: str) -> str:
     return f"RECLAIM#{job_id}"
 
 
-class DynamoReclaimLedger(FailureAlertClaims):
-    """ReclaimLedger on the jobs table; alerts go through the failure path's dedupe items."""
+class DynamoReclaimLedger:
+    """ReclaimLedger on the jobs table (its alerts are the alert ledger's)."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
-        self._alerts = DynamoFailureLedger(client, table_name)
         self._decisions: dict[str, str] = {}
-
-    def last_tick(self, runner: str) -> str | None:
-        """The newest schedule tick ``runner`` handled."""
-        return tick_watermark(self._client, self._table, runner)
-
-    def advance_tick(self, runner: str, tick: str) -> None:
-        """Move ``runner``'s tick watermark forward to ``tick``."""
-        advance_tick_watermark(self._client, self._table, runner, tick)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         return get_item(self._client, self._table, pk, sk)

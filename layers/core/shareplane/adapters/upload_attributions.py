@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.alerts.alert import STALE_CLAIM_SECONDS
 from ..domain.submit.attribution import StoredAttribution
 from .dynamodb_items import marshal, put_new, unmarshal
 from .dynamodb_store import PAYLOAD_SK, job_pk
@@ -65,47 +64,16 @@ class DynamoUploadAttributions:
             principal=dict(item.get("principal") or {}), alerted=bool(item.get("alerted"))
         )
 
-    def claim_alert(self, request_id: str, now: float) -> bool:
-        """Reserve the upload's one alert: not sent yet, and no claim younger than STALE_CLAIM_SECONDS.
+    def mark_alerted(self, request_id: str) -> None:
+        """Remember that the team was told about this upload (the alert's own item is the alert ledger's).
 
-        A sender that died between claim and publish leaves a claim its redelivery takes over once
-        stale, as the failure ledger's alert claims do.
+        ``alertClaimedAt`` is removed for the items an older release claimed its alert on.
         """
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
-                UpdateExpression="SET alertClaimedAt = :now",
-                ConditionExpression=(
-                    "attribute_exists(pk) AND attribute_not_exists(alerted) AND "
-                    "(attribute_not_exists(alertClaimedAt) OR alertClaimedAt < :stale)"
-                ),
-                ExpressionAttributeValues={
-                    ":now": {"N": repr(float(now))},
-                    ":stale": {"N": repr(float(now - STALE_CLAIM_SECONDS))},
-                },
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
-    def confirm_alert(self, request_id: str) -> None:
-        """Remember that the team was told about this upload (so a duplicate event tells nobody)."""
         self._client.update_item(
             TableName=self._table,
             Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
             UpdateExpression="SET alerted = :t REMOVE alertClaimedAt",
             ExpressionAttributeValues={":t": {"BOOL": True}},
-        )
-
-    def release_alert(self, request_id: str) -> None:
-        """Give the claim back after publishing failed, so the redelivery sends the alert."""
-        self._client.update_item(
-            TableName=self._table,
-            Key={"pk": {"S": upload_pk(request_id)}, "sk": {"S": ATTRIBUTION_SK}},
-            UpdateExpression="REMOVE alertClaimedAt",
         )
 
     def link_job(self, request_id: str, job_arn: str, expires_at: int) -> None:

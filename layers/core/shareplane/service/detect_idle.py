@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
-from ..domain.alerts.alert import AlertKind, FailureMetricEvent, logs_link, simple_alert
-from ..domain.config.failure_rules import Severity
+from ..domain.alerts.alert import FailureMetricEvent, job_alert, logs_link
+from ..domain.alerts.kinds import AlertKind
 from ..domain.config.shares import SharesConfig, Tier
 from ..domain.errors import RejectedByServiceError
 from ..domain.idle.policy import (
@@ -55,9 +55,8 @@ from ..domain.jobs.arns import job_id_of, queue_name, training_job_name
 from ..domain.jobs.lifecycle import JobState, JobStatus, gpus_per_instance
 from ..schemas.idle import IdleRun, parse_idle_message
 from ..schemas.scheduled import check_tick_lead
-from .alerting import ONCE_PER_JOB_SECONDS, send_alert
+from .alerting import AlertSender
 from .ports import (
-    AlertPublisher,
     CheckpointReader,
     GpuMetricsReader,
     IdleLedger,
@@ -86,11 +85,12 @@ class DetectIdlePorts:
     batch: ReclaimBatch
     checkpoints: CheckpointReader
     ledger: IdleLedger
-    alerts: AlertPublisher
+    #: The idle and hung alerts go out through it (deduplicated, listed).
+    sender: AlertSender
     metrics: MetricsSink
     config: SharesConfig
     settings: IdleSettings
-    #: Only a manual run (no tick time) and the alert claim's lease read it.
+    #: Only a manual run (no tick time) reads it (and the sender, for its claims' lease).
     clock: Callable[[], float]
 
 
@@ -366,40 +366,16 @@ def metrics_link(region: str, training_job_name: str) -> str:
     )
 
 
-_HEADLINES = {
-    Act.ALERT: "GPUs idle",
-    Act.WARN: "GPUs idle: will be stopped unless they wake up",
-    Act.STOP: "stopped: GPUs idle past the warning",
-    Act.STOP_AND_REQUEUE: "hung: stopped and requeued from its last checkpoint",
-}
-_FIXES = {
-    Act.ALERT: "check the job's logs and GPU metrics (links below): a data-loading stall, a hung "
-    "collective or a finished script that did not exit; stop it if it is not working",
-    Act.WARN: "make the job use its GPUs, or stop it yourself; it is stopped when the warning grace ends",
-    Act.STOP: "nothing runs any more: fix the stall (logs below) and submit again",
-    Act.STOP_AND_REQUEUE: "nothing to do: the job was requeued and resumes from its last checkpoint; "
-    "read the logs of the hang",
-}
-
-
 def _alert(record: IdleRecord, ports: DetectIdlePorts, now: float) -> int:
-    hung = record.signal is Signal.HUNG
-    kind = AlertKind.HUNG if hung else AlertKind.IDLE
-    headline = (
-        "hung: GPUs busy, no new checkpoint" if hung and record.act is Act.ALERT else _HEADLINES[record.act]
-    )
-    severity = Severity.WARNING if record.act in (Act.WARN, Act.STOP, Act.STOP_AND_REQUEUE) else Severity.INFO
     region = ports.settings.region
-    alert = simple_alert(
-        kind,
-        severity,
+    alert = job_alert(
+        AlertKind.HUNG if record.signal is Signal.HUNG else AlertKind.IDLE,
         share=record.share or record.team or "",
         queue=record.queue or "",
         job_arn=record.job_arn,
         job_name=record.job_name,
-        headline=headline,
         reason=record.reason,
-        fix=_FIXES[record.act],
+        variant=record.act.value,
         extra={
             "act": record.act.value,
             "since": record.since,
@@ -413,12 +389,13 @@ def _alert(record: IdleRecord, ports: DetectIdlePorts, now: float) -> int:
             "metrics": metrics_link(region, record.training_job_name or record.job_id),
             "logs": logs_link(region, record.training_job_name),
         },
+        team=record.team,
+        tier=record.tier,
+        # One alert per job, act and period: the subject key names them, so a warning never silences
+        # the stop that follows it, and a re-delivered tick sends nothing twice.
+        subject_key=f"{record.job_arn}#{record.act.value}#{int(record.since)}",
     )
-    # One alert per job, act and period: the subject key names them, so a warning never silences the
-    # stop that follows it, and a re-delivered tick sends nothing twice.
-    key = f"{record.job_arn}#{record.act.value}#{int(record.since)}"
-    alert = replace(alert, subject_key=key, team=record.team, tier=record.tier)
-    return int(send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now))
+    return int(ports.sender.send(alert, now))
 
 
 def _dims(record: IdleRecord) -> dict[str, str]:

@@ -29,15 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..domain.alerts.alert import (
-    DEFAULT_QUIET_SECONDS,
-    Alert,
-    AlertKind,
-    failure_alert,
-    logs_link,
-    simple_alert,
-)
-from ..domain.config.failure_rules import FailureClass, Severity
+from ..domain.alerts.alert import Alert, failure_alert, job_alert, logs_link, storm_dedupe_key
+from ..domain.alerts.kinds import AlertKind
+from ..domain.config.failure_rules import FailureClass
 from ..domain.config.shares import SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.decision import (
@@ -57,14 +51,14 @@ from ..domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..domain.jobs.tags import SUBMISSION_TAG, TEAM_TAG
 from ..domain.jobs.training import TrainingJobFacts
 from ..domain.reclaim.reason import beneficiary_of
-from .alerting import ONCE_PER_JOB_SECONDS, AlertSender, count_failure_metric, send_alert
+from .alerting import AlertSender, count_failure_metric
 from .ports import (
-    AlertPublisher,
     FailureLedger,
     JobStore,
     MetricsSink,
     RequeueTimer,
     ServiceJobs,
+    TickWatermarks,
     TrainingJobs,
 )
 
@@ -78,14 +72,16 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class FailurePorts:
-    """Everything the failure path talks to; built once per cold start by bootstrap."""
+class FailureWatchPorts:
+    """Everything the failure path and the watch (which reconciles and alerts through the failure path)
+    talk to; built once per cold start by bootstrap."""
 
     store: JobStore
     ledger: FailureLedger
     batch: ServiceJobs
     training: TrainingJobs
-    alerts: AlertPublisher
+    #: Every alert of the failure path and the watch goes out through it (deduplicated, listed).
+    sender: AlertSender
     timer: RequeueTimer
     metrics: MetricsSink
     config: SharesConfig
@@ -93,6 +89,8 @@ class FailurePorts:
     #: The wall clock, only where no event dates a decision: a message with no time, a manual watch
     #: run, and the lease on an unconfirmed alert claim. Decisions take ``now`` from their trigger.
     clock: Callable[[], float]
+    #: The watch's tick watermark (the newest schedule tick it handled).
+    ticks: TickWatermarks
     #: The GPU queue's name as deployed (gauges and alarms use it); empty: the shares config's.
     gpu_queue: str = ""
 
@@ -110,14 +108,14 @@ class FailureOutcome:
 # ------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------
-def handle_message(raw: Mapping[str, Any], ports: FailurePorts) -> FailureOutcome:
+def handle_message(raw: Mapping[str, Any], ports: FailureWatchPorts) -> FailureOutcome:
     """Parse one queue message and run it: the handler's whole path, for callers holding a raw message."""
     from ..schemas.failure import parse_failure_trigger
 
     return handle_failure(parse_failure_trigger(raw), ports)
 
 
-def handle_failure(trigger: FailureTrigger, ports: FailurePorts) -> FailureOutcome:
+def handle_failure(trigger: FailureTrigger, ports: FailureWatchPorts) -> FailureOutcome:
     """Route one parsed message: an EventBridge failure event or this path's own requeue-due message."""
     # Imported here, not at the top: the watch reuses handle_failed_job and never parses an event, so
     # its cold start does not build the Batch and SageMaker event models.
@@ -150,7 +148,7 @@ def handle_failure(trigger: FailureTrigger, ports: FailurePorts) -> FailureOutco
 # A failed job
 # ------------------------------------------------------------------------------------------------
 def handle_failed_job(
-    job_id: str, ports: FailurePorts, now: float, hint: ServiceJobDetail | None = None
+    job_id: str, ports: FailureWatchPorts, now: float, hint: ServiceJobDetail | None = None
 ) -> FailureOutcome:
     """Decide and apply, once, what happens to a service job Batch reports FAILED, as of ``now``.
 
@@ -169,7 +167,33 @@ def handle_failed_job(
     stored = ports.ledger.load_decision(key)
     if stored is not None:
         return _resume(key, stored, ports, now)
+    record = _decided(described, job_id, ports, now)
+    history = _history(described, record.decision, key, now)
+    existing = ports.ledger.claim_decision(key, record, history, _storm_failure(record, now))
+    if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
+        return _resume(key, existing, ports, now)
+    decision = record.decision
+    dimensions = {
+        "Queue": queue_name(described.job_queue),
+        "Team": record.team or "none",
+        "Class": decision.failure_class.value,
+    }
+    count_failure_metric(ports.metrics, "FailuresByClass", dimensions, job_arn)
+    logger.info(
+        "failure decided",
+        extra={
+            "job_arn": job_arn,
+            "class": decision.failure_class.value,
+            "rule": decision.rule_id,
+            "action": decision.action.value,
+            "why": decision.why,
+        },
+    )
+    return _apply(key, record, ports, now)
 
+
+def _decided(described: DescribedJob, job_id: str, ports: FailureWatchPorts, now: float) -> DecisionRecord:
+    """What to do about one failure as of ``now``, from Batch's, SageMaker's and the ledger's facts."""
     config = ports.config
     training = _training_facts(described, ports)
     signal = FailureSignal(
@@ -184,11 +208,9 @@ def handle_failed_job(
     scope = storm_scope(share, team)
     tier = config.job_tier(share, described.scheduling_priority) or Tier.LOWPRI
     chain = ChainState.from_tags(described.tags)
-    preemptions = described.preempted_attempts or 0
     found = classify(signal, config.failures.ordered_rules)
     spot = chain.spot_interruptions + (1 if found.failure_class is FailureClass.SPOT_INTERRUPTION else 0)
-    storm_window = config.failures.storm.window_seconds
-    recent = ports.ledger.share_failures(scope, now - storm_window)
+    recent = ports.ledger.share_failures(scope, now - config.failures.storm.window_seconds)
     ctx = FailureContext(
         signal=signal,
         job_id=described.job_id or job_id,
@@ -197,11 +219,11 @@ def handle_failed_job(
         now=now,
         instance_type=described.payload_instance_type,
         budget_used=chain.failures,
-        preemption_count=preemptions,
+        preemption_count=described.preempted_attempts or 0,
         preemption_retries_before_termination=described.preemption_retries_before_termination,
         spot_interruptions=spot,
         share_recent_failures=tuple(f.at for f in recent),
-        share_storm_alerted_at=ports.ledger.alert_sent_at(f"ALERT#share:{scope}#{AlertKind.STORM.value}"),
+        share_storm_alerted_at=ports.sender.ledger.alert_sent_at(storm_dedupe_key(scope)),
         team=team,
     )
     decision = decide(ctx, config)
@@ -217,8 +239,8 @@ def handle_failed_job(
     if decision.failure_class is FailureClass.RECLAIMED and beneficiary:
         # The requeued job carries whom it was stopped for, so it never reclaims from that job.
         new_chain = new_chain.displaced(beneficiary, now)
-    record = DecisionRecord(
-        job_arn=job_arn,
+    return DecisionRecord(
+        job_arn=described.job_arn,
         decision=decision,
         chain=new_chain,
         decided_at=now,
@@ -232,43 +254,21 @@ def handle_failed_job(
         team=team,
         storm_scope=scope,
     )
-    history = _history(described, decision, key, now)
-    share_failure = (
-        StormFailure(
-            scope=scope,
-            at=now,
-            job_arn=job_arn,
-            job_name=described.job_name,
-            failure_class=decision.failure_class.value,
-            reason=decision.reason_excerpt,
-        )
-        if decision.counts_toward_storm
-        else None
+
+
+def _storm_failure(record: DecisionRecord, now: float) -> StormFailure | None:
+    """The failure the storm guard counts for this decision (None: its class is exempt)."""
+    decision = record.decision
+    if not decision.counts_toward_storm:
+        return None
+    return StormFailure(
+        scope=record.storm_scope or record.share,
+        at=now,
+        job_arn=record.job_arn,
+        job_name=record.job_name,
+        failure_class=decision.failure_class.value,
+        reason=decision.reason_excerpt,
     )
-    existing = ports.ledger.claim_decision(key, record, history, share_failure)
-    if existing is not None:  # a concurrent delivery decided first: finish its decision, not ours
-        return _resume(key, existing, ports, now)
-    count_failure_metric(
-        ports,
-        "FailuresByClass",
-        {
-            "Queue": queue_name(described.job_queue),
-            "Team": team or "none",
-            "Class": decision.failure_class.value,
-        },
-        job_arn,
-    )
-    logger.info(
-        "failure decided",
-        extra={
-            "job_arn": job_arn,
-            "class": decision.failure_class.value,
-            "rule": decision.rule_id,
-            "action": decision.action.value,
-            "why": decision.why,
-        },
-    )
-    return _apply(key, record, ports, now)
 
 
 def job_team(config: SharesConfig, share: str | None, tags: Mapping[str, Any] | None) -> str | None:
@@ -305,7 +305,7 @@ def decision_key(described: DescribedJob) -> str:
     return f"DECISION#{described.job_arn}#{attempts}.{preempted}"
 
 
-def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _resume(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     if record.applied:
         return FailureOutcome(
             record.job_arn, "duplicate: already applied", record.decision.action.value, record.new_job_arn
@@ -313,7 +313,7 @@ def _resume(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -
     return _apply(key, record, ports, now)
 
 
-def _apply(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _apply(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     decision = record.decision
     job_arn = record.job_arn
     if decision.action is Action.REQUEUE:
@@ -329,14 +329,14 @@ def _apply(key: str, record: DecisionRecord, ports: FailurePorts, now: float) ->
         return _requeue(key, record, ports, now)
     if decision.action is Action.ALERT:
         alert = _failure_alert(record, ports, now)
-        sent = send_alert(alert, ports, quiet_seconds=_quiet(alert, ports), now=now)
+        sent = ports.sender.send(alert, now)
         ports.ledger.mark_applied(key, Applied(alerted=sent))
         return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
     ports.ledger.mark_applied(key, Applied())
     return FailureOutcome(job_arn, decision.summary(), decision.action.value)
 
 
-def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
+def apply_due(key: str, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     """A requeue's delay has passed by ``now`` (the due time the message carries): submit it, once."""
     record = ports.ledger.load_decision(key)
     if record is None:
@@ -353,7 +353,7 @@ def apply_due(key: str, ports: FailurePorts, now: float) -> FailureOutcome:
     return _requeue(key, record, ports, now)
 
 
-def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) -> FailureOutcome:
+def _requeue(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     job_arn, decision = record.job_arn, record.decision
     described = ports.batch.describe(record.job_id or job_id_of(job_arn))
     dims = {"Queue": queue_name(record.job_queue), "Team": record.team or _team(ports, record.share)}
@@ -384,42 +384,41 @@ def _requeue(key: str, record: DecisionRecord, ports: FailurePorts, now: float) 
             str(params["jobQueue"]), str(params["jobName"]), SUBMISSION_TAG, request.client_token
         )
         if found is None:
-            count_failure_metric(ports, "RequeuesRefused", dims, job_arn)
+            count_failure_metric(ports.metrics, "RequeuesRefused", dims, job_arn)
             return _refused(key, record, exc.problem, ports, now)
         new_arn = found.job_arn
     ports.ledger.mark_applied(key, Applied(new_job_arn=new_arn, client_token=request.client_token))
-    count_failure_metric(ports, "Requeues", dims, job_arn)
+    count_failure_metric(ports.metrics, "Requeues", dims, job_arn)
     logger.info("requeued", extra={"job_arn": job_arn, "new_job_arn": new_arn})
     return FailureOutcome(job_arn, "requeued", decision.action.value, new_arn)
 
 
 def _refused(
-    key: str, record: DecisionRecord, message: str, ports: FailurePorts, now: float
+    key: str, record: DecisionRecord, message: str, ports: FailureWatchPorts, now: float
 ) -> FailureOutcome:
     decision = record.decision
-    alert = simple_alert(
+    alert = job_alert(
         AlertKind.REQUEUE_REFUSED,
-        Severity.CRITICAL,
         share=record.share or "none",
         queue=queue_name(record.job_queue),
         job_arn=record.job_arn,
         job_name=record.job_name,
-        headline=f"requeue refused by AWS Batch ({decision.failure_class.value})",
         reason=message,
-        fix="fix what AWS Batch names (the payload, the share, a quota) and resubmit the job by hand",
+        facts={"failure_class": decision.failure_class.value},
         extra={
             "class": decision.failure_class.value,
             "rule": decision.rule_id,
             "logs": logs_link(ports.region, record.training_job_name),
         },
+        team=record.team,
+        tier=record.tier,
     )
-    owner = replace(alert, tier=record.tier, team=record.team)
-    send_alert(owner, ports, quiet_seconds=DEFAULT_QUIET_SECONDS, now=now)
+    ports.sender.send(alert, now)
     ports.ledger.mark_applied(key, Applied(refused=message[:500]))
     return FailureOutcome(record.job_arn, f"requeue refused: {message}", Action.REQUEUE.value)
 
 
-def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> Alert:
+def _failure_alert(record: DecisionRecord, ports: FailureWatchPorts, now: float) -> Alert:
     decision = record.decision
     share = record.share or "none"
     recent: list[dict[str, Any]] = []
@@ -453,36 +452,29 @@ def _failure_alert(record: DecisionRecord, ports: FailurePorts, now: float) -> A
     return alert if decision.storm else replace(alert, tier=record.tier)
 
 
-def _quiet(alert: Alert, ports: FailurePorts) -> float:
-    if alert.kind is AlertKind.STORM:
-        return ports.config.failures.storm.window_seconds
-    return DEFAULT_QUIET_SECONDS
-
-
-def _team(ports: AlertSender, share: str | None) -> str:
+def _team(ports: FailureWatchPorts, share: str | None) -> str:
     """The team a share identifier belongs to, by the config's mapping (the metrics' Team dimension)."""
     return ports.config.team_for_share(share) or "none"
 
 
 def _unknown_failed(
-    job_id: str, ports: FailurePorts, hint: ServiceJobDetail | None, now: float
+    job_id: str, ports: FailureWatchPorts, hint: ServiceJobDetail | None, now: float
 ) -> FailureOutcome:
     job_arn = hint.jobArn if hint is not None else job_id
     share = (hint.shareIdentifier or hint.quotaShareName) if hint is not None else None
-    alert = simple_alert(
+    share = share or "none"
+    tags = hint.tags if hint is not None else None
+    alert = job_alert(
         AlertKind.UNKNOWN_TO_BATCH,
-        Severity.WARNING,
-        share=share or "none",
+        share=share,
         queue=queue_name(hint.jobQueue if hint is not None else None),
         job_arn=job_arn,
         job_name=hint.jobName if hint is not None else None,
-        headline="failed, and AWS Batch no longer describes it",
         reason=(hint.statusReason if hint is not None else None) or "no reason given",
-        fix="resubmit the job from its spec; Batch keeps finished jobs only for a limited time",
+        variant="failed",
+        team=job_team(ports.config, share, tags) or submitted_team(ports.store, job_arn),
     )
-    tags = hint.tags if hint is not None else None
-    team = job_team(ports.config, alert.share, tags) or submitted_team(ports.store, job_arn)
-    send_alert(replace(alert, team=team), ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    ports.sender.send(alert, now)
     return FailureOutcome(job_arn, "unknown to Batch: alerted")
 
 
@@ -496,7 +488,7 @@ def submitted_team(store: JobStore, job_arn: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 # SageMaker, preemption, blocked queue
 # ------------------------------------------------------------------------------------------------
-def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _training_job_ended(detail: TrainingJobDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     status = detail.TrainingJobStatus
     if status not in ("Failed", "Stopped"):
         return FailureOutcome(None, f"training job {status}: nothing to do")
@@ -509,7 +501,7 @@ def _training_job_ended(detail: TrainingJobDetail, ports: FailurePorts, now: flo
     return handle_failed_job(job_id_of(job_arn), ports, now)
 
 
-def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _preempted(detail: PreemptionDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     job_arn = detail.preemptedJobArn
     described = ports.batch.describe(job_id_of(job_arn))
     if described is not None and described.has_preemption_summary:
@@ -521,47 +513,42 @@ def _preempted(detail: PreemptionDetail, ports: FailurePorts, now: float) -> Fai
         return FailureOutcome(job_arn, f"preempted {count} times: below the alert threshold")
     # A job Batch no longer describes is alerted on by its ARN alone.
     source = described or DescribedJob(job_arn=job_arn, job_id=job_id_of(job_arn), status="")
-    alert = simple_alert(
+    share = source.share or "none"
+    alert = job_alert(
         AlertKind.REPEATED_PREEMPTION,
-        Severity.WARNING,
-        share=source.share or "none",
+        share=share,
         queue=queue_name(source.job_queue),
         job_arn=job_arn,
         job_name=source.job_name,
-        headline=f"preempted {count} times",
         reason=text,
-        fix="checkpoint more often, cap preemptionRetriesBeforeTermination, or use a share with "
-        "reserved capacity",
+        facts={"count": count},
         extra={"preemptions": count},
+        team=job_team(ports.config, share, source.tags),
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, source.tags))
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    sent = ports.sender.send(alert, now)
     return FailureOutcome(job_arn, "alerted" if sent else "alert already sent")
 
 
-def _queue_blocked(detail: ServiceJobDetail, ports: FailurePorts, now: float) -> FailureOutcome:
+def _queue_blocked(detail: ServiceJobDetail, ports: FailureWatchPorts, now: float) -> FailureOutcome:
     queue = queue_name(detail.jobQueue)
-    alert = simple_alert(
+    share = detail.shareIdentifier or detail.quotaShareName or "none"
+    alert = job_alert(
         AlertKind.QUEUE_BLOCKED,
-        Severity.CRITICAL,
-        share=detail.shareIdentifier or detail.quotaShareName or "none",
+        share=share,
         queue=queue,
         job_arn=detail.jobArn,
         job_name=detail.jobName,
-        headline=f"blocks queue {queue}",
         reason=detail.statusReason or "no reason given",
-        fix="the job at the head of the queue can never run as requested: fix its instance type or count, "
-        "raise the service environment's limits, or terminate it",
+        team=job_team(ports.config, share, detail.tags),
     )
-    alert = replace(alert, team=job_team(ports.config, alert.share, detail.tags))
-    sent = send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+    sent = ports.sender.send(alert, now)
     return FailureOutcome(detail.jobArn, "alerted" if sent else "alert already sent")
 
 
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
-def _training_facts(described: DescribedJob, ports: FailurePorts) -> TrainingJobFacts:
+def _training_facts(described: DescribedJob, ports: FailureWatchPorts) -> TrainingJobFacts:
     """FailureReason and statuses of the job's last training job: the table first, then SageMaker."""
     arn = described.latest_training_job_arn
     if not arn:
@@ -587,12 +574,12 @@ def _history(described: DescribedJob, decision: FailureDecision, key: str, now: 
         + (f"; {decision.reason_excerpt}" if decision.reason_excerpt else "")
     )
     attempt = key.rsplit("#", 1)[-1]
-    return HistoryEntry(
-        key=f"{at:013d}#~{ObservationKind.FAILURE_DECISION.value}#{attempt}",
-        status=JobStatus.FAILED,
+    return HistoryEntry.note(
+        ObservationKind.FAILURE_DECISION,
         at=at,
+        tag=attempt,
+        status=JobStatus.FAILED,
         reason=reason,
-        kind=ObservationKind.FAILURE_DECISION,
         digest=key,
         failure_class=decision.failure_class.value,
         rule=decision.rule_id,

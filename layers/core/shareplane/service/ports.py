@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts.alert import Alert
+    from ..domain.alerts.sent import SentAlert
     from ..domain.cost.billing import AttemptCost, OpenAttempt
     from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, RequeueDue, StormFailure
     from ..domain.forecast.arrivals import ArrivalKey
@@ -128,6 +129,52 @@ class AlertPublisher(Protocol):
 
     def publish(self, subject: str, message: Mapping[str, object], attributes: Mapping[str, str]) -> None:
         """Publish one alert with string message attributes (subscribers filter on them)."""
+        ...
+
+
+class AlertLedger(Protocol):
+    """Every alert's dedupe item (``ALERT#<job or share>#<kind>``), and the listing of those sent.
+
+    One item per alert and subject, whichever path sends it, so quiet windows are shared across paths
+    and `shareplane alerts` lists every alert from one index (adapters/alert_ledger.py).
+    """
+
+    def claim_alert(
+        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
+    ) -> bool:
+        """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight).
+
+        ``now`` dates the alert and its quiet window; ``claimed_at`` (default ``now``) is the clock time
+        of the claim, by which an unconfirmed claim whose sender died goes stale.
+        """
+        ...
+
+    def confirm_alert(self, alert: Alert, now: float) -> None:
+        """Record that a claimed alert was sent (what `shareplane alerts` shows)."""
+        ...
+
+    def release_alert(self, alert: Alert) -> None:
+        """Give a claim back after publishing failed, so a retry can send it."""
+        ...
+
+    def alert_sent_at(self, dedupe_key: str) -> float | None:
+        """When the alert with this dedupe key was last sent; None when never (or only claimed)."""
+        ...
+
+    def alerts(self, since: float) -> list[SentAlert]:
+        """Alerts sent after ``since`` (epoch seconds), oldest first."""
+        ...
+
+
+class TickWatermarks(Protocol):
+    """The newest schedule tick each periodic run handled: what bounds how far ahead a tick may be dated."""
+
+    def last_tick(self, runner: str) -> str | None:
+        """The newest tick id (``tick_id``'s format) ``runner`` handled; None before its first."""
+        ...
+
+    def advance_tick(self, runner: str, tick: str) -> None:
+        """Move ``runner``'s watermark forward to ``tick`` (an older tick leaves it unchanged)."""
         ...
 
 
@@ -314,20 +361,10 @@ class RequeueTimer(Protocol):
         ...
 
 
-class TickWatermarks(Protocol):
-    """The newest schedule tick each periodic run handled: what bounds how far ahead a tick may be dated."""
-
-    def last_tick(self, runner: str) -> str | None:
-        """The newest tick id (``tick_id``'s format) ``runner`` handled; None before its first."""
-        ...
-
-    def advance_tick(self, runner: str, tick: str) -> None:
-        """Move ``runner``'s watermark forward to ``tick`` (an older tick leaves it unchanged)."""
-        ...
-
-
-class FailureLedger(TickWatermarks, Protocol):
-    """Decision, alert and storm-guard items of the failure path (conditional writes)."""
+class FailureLedger(Protocol):
+    """The failure path's own items (conditional writes): its decisions, the history notes they and the
+    watch's escalations add to a job, and the failures the storm guard counts. Alerts are the
+    ``AlertLedger``'s, tick watermarks the ``TickWatermarks``'."""
 
     def claim_decision(
         self, key: str, record: DecisionRecord, history: HistoryEntry, share_failure: StormFailure | None
@@ -353,30 +390,8 @@ class FailureLedger(TickWatermarks, Protocol):
         was there."""
         ...
 
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        """Reserve an alert's dedupe item; False while the same alert is quiet (sent or in flight).
-
-        ``now`` dates the alert and its quiet window; ``claimed_at`` (default ``now``) is the clock time
-        of the claim, by which an unconfirmed claim whose sender died goes stale.
-        """
-        ...
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert was sent (what `shareplane alerts` shows)."""
-        ...
-
-    def release_alert(self, alert: Alert) -> None:
-        """Give a claim back after publishing failed, so a retry can send it."""
-        ...
-
     def share_failures(self, share: str, since: float) -> list[StormFailure]:
         """The share's storm-guard failures after ``since`` (epoch seconds), oldest first."""
-        ...
-
-    def alert_sent_at(self, dedupe_key: str) -> float | None:
-        """When the alert with this dedupe key was last sent."""
         ...
 
 
@@ -470,7 +485,7 @@ class CheckpointReader(Protocol):
         ...
 
 
-class ReclaimLedger(TickWatermarks, Protocol):
+class ReclaimLedger(Protocol):
     """Reclaim decisions, victims and budget counters in the jobs table (conditional writes)."""
 
     def victims_for(self, beneficiary_id: str) -> int:
@@ -526,20 +541,6 @@ class ReclaimLedger(TickWatermarks, Protocol):
         """Mark a reclaim applied (victims terminated) at ``applied_at``, once; False when it already was."""
         ...
 
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        """Reserve an alert's dedupe item (see FailureLedger.claim_alert)."""
-        ...
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert was sent."""
-        ...
-
-    def release_alert(self, alert: Alert) -> None:
-        """Give a claim back after publishing failed."""
-        ...
-
 
 # -- the uploader's principal (record_uploader, and the submit path's half of the join) ------------
 
@@ -555,16 +556,8 @@ class UploadAttributions(Protocol):
         """The request's attribution (principal, alerted); None when not stored."""
         ...
 
-    def claim_alert(self, request_id: str, now: float) -> bool:
-        """Reserve this upload's one alert; False when it went out, or another sender holds a fresh claim."""
-        ...
-
-    def confirm_alert(self, request_id: str) -> None:
-        """Record that the claimed alert went out."""
-        ...
-
-    def release_alert(self, request_id: str) -> None:
-        """Give the claim back after publishing failed, so a redelivery sends it."""
+    def mark_alerted(self, request_id: str) -> None:
+        """Record on the attribution that its alert went out (the alert itself is the alert ledger's)."""
         ...
 
     def link_job(self, request_id: str, job_arn: str, expires_at: int) -> None:
@@ -612,7 +605,7 @@ class GpuMetricsReader(Protocol):
 
 
 class IdleLedger(Protocol):
-    """The idle detector's decisions, its idle-time watermarks and the alert dedupe items."""
+    """The idle detector's decisions and its idle-time watermarks."""
 
     def decisions(self, job_id: str) -> list[IdleRecord]:
         """Every decision recorded for one job, oldest first."""
@@ -632,20 +625,6 @@ class IdleLedger(Protocol):
         Raises nothing when it is already at or past ``until``: returns ``until`` then, so nothing new
         is counted.
         """
-        ...
-
-    def claim_alert(
-        self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
-    ) -> bool:
-        """Reserve an alert's dedupe item."""
-        ...
-
-    def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert went out."""
-        ...
-
-    def release_alert(self, alert: Alert) -> None:
-        """Give a claim back after publishing failed."""
         ...
 
 

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..domain.alerts.alert import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.config.failure_rules import Severity
+from ..domain.alerts.alert import FailureMetricEvent, job_alert
+from ..domain.alerts.kinds import AlertKind
 from ..domain.config.shares import SchedulingMode, SharesConfig, Tier
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.requeue import ChainState
@@ -65,8 +65,8 @@ from ..domain.reclaim.reason import stop_reason
 from ..domain.reclaim.record import ReclaimDue, ReclaimRecord, ReclaimVictimRecord
 from ..schemas.reclaim import ReclaimTrigger, RunnableEvent, parse_reclaim_message
 from ..schemas.scheduled import check_tick_lead, tick_id_at
-from .alerting import ONCE_PER_JOB_SECONDS, send_alert
-from .ports import AlertPublisher, CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer
+from .alerting import AlertSender
+from .ports import CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer, TickWatermarks
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +95,16 @@ class ReclaimPorts:
     batch: ReclaimBatch
     checkpoints: CheckpointReader
     ledger: ReclaimLedger
-    alerts: AlertPublisher
+    #: The victims' alerts go out through it (deduplicated, listed).
+    sender: AlertSender
     timer: RequeueTimer
     metrics: MetricsSink
     config: SharesConfig
     settings: ReclaimSettings
-    #: Only a manual run (no trigger time) and the alert claim's lease read it.
+    #: Only a manual run (no trigger time) reads it (and the sender, for its claims' lease).
     clock: Callable[[], float]
+    #: Reclaim's tick watermark (the newest time a run decided at).
+    ticks: TickWatermarks
 
 
 @dataclass
@@ -206,7 +209,7 @@ def run(ports: ReclaimPorts, now: float) -> ReclaimOutcome:
         plan = plan_reclaim(snapshot, config.tiers, config.reclaim)
         outcome = apply_plan(plan, snapshot, described, ports)
         finish_interrupted(snapshot, ports, outcome, now)
-    ports.ledger.advance_tick(RECLAIM_RUNNER, tick_id_at(now))
+    ports.ticks.advance_tick(RECLAIM_RUNNER, tick_id_at(now))
     return outcome
 
 
@@ -511,13 +514,13 @@ def reclaim_histories(
     entries = [
         (
             record.job_arn,
-            HistoryEntry(
-                key=f"{at:013d}#~{ObservationKind.RECLAIM.value}#{key}",
-                status=JobStatus.RUNNABLE,
+            HistoryEntry.note(
+                ObservationKind.RECLAIM,
                 at=at,
+                tag=key,
+                status=JobStatus.RUNNABLE,
                 reason=f"reclaim after waiting {record.waited_seconds} s "
                 f"({record.tier} threshold {record.reclaim_after_seconds} s): stopping {names}",
-                kind=ObservationKind.RECLAIM,
                 digest=f"reclaim:{key}",
             ),
         )
@@ -526,15 +529,15 @@ def reclaim_histories(
         entries.append(
             (
                 v.job_arn,
-                HistoryEntry(
-                    key=f"{at:013d}#~{ObservationKind.RECLAIMED.value}#{key}",
-                    status=JobStatus(_status_of(described.get(v.job_id))),
+                HistoryEntry.note(
+                    ObservationKind.RECLAIMED,
                     at=at,
+                    tag=key,
+                    status=JobStatus(_status_of(described.get(v.job_id))),
                     reason=f"stopped for {record.waiting_name} ({record.team} "
                     f"{record.tier}, waited {record.waited_seconds} s); checkpoint "
                     f"{_age(v.checkpoint_age_seconds)}, {v.lost_instance_minutes} instance-min lost; "
                     "requeued, resumes from checkpoint",
-                    kind=ObservationKind.RECLAIMED,
                     digest=f"reclaimed:{key}",
                 ),
             )
@@ -568,17 +571,14 @@ def _announce(record: ReclaimRecord, ports: ReclaimPorts, now: float) -> int:
             dims,
             {"jobArn": v.job_arn, "beneficiary": record.job_arn},
         )
-        alert = simple_alert(
+        alert = job_alert(
             AlertKind.RECLAIM,
-            Severity.WARNING,
             share=v.share or v.team,
             queue=queue,
             job_arn=v.job_arn,
             job_name=v.job_name,
-            headline=f"stopped for {record.tier} job {record.waiting_name}; requeued",
             reason=v.reason,
-            fix="nothing to do: the job was requeued and resumes from its last checkpoint; checkpoint more "
-            "often to lose less, or stay within your team's entitlement to never be reclaimed from",
+            facts={"waiting_tier": record.tier, "waiting_name": record.waiting_name},
             extra={
                 "team": v.team,
                 "tier": v.tier,
@@ -591,11 +591,12 @@ def _announce(record: ReclaimRecord, ports: ReclaimPorts, now: float) -> int:
                 "checkpointAgeSeconds": v.checkpoint_age_seconds,
                 "lostInstanceMinutes": v.lost_instance_minutes,
             },
+            # The victim's tier is known (its identifier's, else its priority's): the routing attributes
+            # carry it, as the body does, even when the victim's share is its team's plain one.
+            team=v.team,
+            tier=v.tier,
         )
-        # The victim's tier is known (its identifier's, else its priority's): the routing attributes
-        # carry it, as the body does, even when the victim's share is its team's plain one.
-        alert = replace(alert, team=v.team, tier=v.tier)
-        sent += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        sent += ports.sender.send(alert, now)
     return sent
 
 

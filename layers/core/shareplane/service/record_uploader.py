@@ -17,18 +17,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..domain.alerts.alert import uploader_alert
 from ..domain.config.shares import SharesConfig
 from ..domain.submit.attribution import (
     UPLOAD_JOIN_RETENTION_SECONDS,
     PrincipalCheck,
     UploadAttribution,
-    alert_attributes,
-    alert_message,
-    alert_subject,
     check_principal,
     principal_record,
 )
-from .ports import AlertPublisher, UploadAttributions
+from .alerting import AlertSender
+from .ports import UploadAttributions
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +37,8 @@ class UploaderPorts:
     """Everything the attribution path talks through; built once per cold start by bootstrap."""
 
     attributions: UploadAttributions
-    alerts: AlertPublisher
+    #: The not-a-submitter alert goes out through it (deduplicated per upload request, listed).
+    sender: AlertSender
     #: Each team's submitters, checked against the uploader.
     config: SharesConfig
 
@@ -59,6 +59,7 @@ def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: i
     record = principal_record(attribution, config)
     team, check = check_principal(attribution, config)
     request_id = attribution.request_id
+    stored = None
     if not ports.attributions.save_attribution(request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS):
         # A repeat of this request's event: write what the first one stored, so the jobs carry one
         # record whatever the order (the submit path copies the stored one too).
@@ -72,19 +73,14 @@ def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: i
         if ports.attributions.set_principal(arn, record)
     )
     alerted = False
-    if check is PrincipalCheck.NOT_A_SUBMITTER and ports.attributions.claim_alert(request_id, now_s):
+    # The alert ledger keeps a repeat quiet; the join's own mark (``alerted``) also covers an upload
+    # alerted before its alert had a ledger item (a table written by an older release).
+    if check is PrincipalCheck.NOT_A_SUBMITTER and not (stored and stored.alerted):
         submitters = config.teams[team].submitters if team else ()
-        try:
-            ports.alerts.publish(
-                alert_subject(attribution, team),
-                alert_message(attribution, team, tuple(submitters)),
-                alert_attributes(team),
-            )
-        except Exception:
-            ports.attributions.release_alert(request_id)
-            raise
-        ports.attributions.confirm_alert(request_id)
-        alerted = True
+        alert = uploader_alert(attribution, team, tuple(submitters))
+        alerted = ports.sender.send(alert, now_s)
+        if alerted or ports.sender.ledger.alert_sent_at(alert.dedupe_key) is not None:
+            ports.attributions.mark_alerted(request_id)
     logger.info(
         "uploader recorded",
         extra={"request_id": attribution.request_id, "check": check.value, "jobs": list(updated)},

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..domain.alerts.alert import AlertKind, FailureMetricEvent, simple_alert
-from ..domain.config.failure_rules import Severity
+from ..domain.alerts.alert import FailureMetricEvent, job_alert
+from ..domain.alerts.kinds import AlertKind
 from ..domain.config.shares import Tier
 from ..domain.cost.billing import CostMetricEvent
 from ..domain.cost.budget import budget_status, crossed
-from ..domain.cost.budget_alerts import ONCE_PER_MONTH_SECONDS, budget_alert
+from ..domain.cost.budget_alerts import budget_alert
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.decision import escalation_ceiling, priority_escalation
 from ..domain.failures.record import PriorityRaise
@@ -48,8 +48,7 @@ from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
 from ..domain.jobs.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
 from ..schemas.service_job import reconciled_observation
-from .alerting import ONCE_PER_JOB_SECONDS, send_alert
-from .handle_failure import FailurePorts, handle_failed_job, job_team, submitted_team
+from .handle_failure import FailureWatchPorts, handle_failed_job, job_team, submitted_team
 from .record_state import record_observation
 
 if TYPE_CHECKING:
@@ -107,7 +106,7 @@ _T = TypeVar("_T")
 
 
 def isolated(
-    ports: FailurePorts, report: WatchReport, step: str, item: str, work: Callable[[], _T]
+    ports: FailureWatchPorts, report: WatchReport, step: str, item: str, work: Callable[[], _T]
 ) -> _T | None:
     """Run one item's work; if it fails, log and count it, and go on with the next item.
 
@@ -146,7 +145,7 @@ class Tick:
 WATCH_RUNNER = "watch"
 
 
-def read_tick(raw: Any, ports: FailurePorts) -> Tick:
+def read_tick(raw: Any, ports: FailureWatchPorts) -> Tick:
     """The time a watch message is run at: its Scheduled Event's ``time``, or the clock for a manual run.
 
     A tick dated more than ``MAX_TICK_LEAD_SECONDS`` ahead of this function's clock is refused
@@ -163,15 +162,15 @@ def read_tick(raw: Any, ports: FailurePorts) -> Tick:
     return tick
 
 
-def watch_tick(ports: FailurePorts, tick: Tick, forecast: ForecastPorts | None = None) -> WatchReport:
+def watch_tick(ports: FailureWatchPorts, tick: Tick, forecast: ForecastPorts | None = None) -> WatchReport:
     """One watch run at ``tick``'s time; a schedule tick then becomes the watermark the next is bounded by."""
     report = watch(ports, tick.now, forecast)
     if tick.scheduled:
-        ports.ledger.advance_tick(WATCH_RUNNER, tick.tick)
+        ports.ticks.advance_tick(WATCH_RUNNER, tick.tick)
     return report
 
 
-def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None) -> WatchReport:
+def watch(ports: FailureWatchPorts, now: float, forecast: ForecastPorts | None = None) -> WatchReport:
     """One run of the scheduled watch (reconcile, predict, escalate, publish gauges) as of ``now``.
 
     Without ``forecast`` no start is predicted (and a wait alert carries no prediction).
@@ -188,7 +187,7 @@ def watch(ports: FailurePorts, now: float, forecast: ForecastPorts | None = None
     return report
 
 
-def reconcile_training(ports: FailurePorts, report: WatchReport) -> list[OpenAttempt] | None:
+def reconcile_training(ports: FailureWatchPorts, report: WatchReport) -> list[OpenAttempt] | None:
     """Describe each training job still open in the table whose attempt Batch says is over (its job
     ended or waits again, or a later attempt of it started), and record it.
 
@@ -222,7 +221,7 @@ def _attempt_over(job: JobState, training_job_arn: str) -> bool:
 
 
 def _reconcile_training_job(
-    attempt: OpenAttempt, job: JobState, ports: FailurePorts, report: WatchReport
+    attempt: OpenAttempt, job: JobState, ports: FailureWatchPorts, report: WatchReport
 ) -> bool:
     """Record what SageMaker says of one open training job; True when it is final now."""
     state = attempt.training
@@ -245,7 +244,7 @@ def _reconcile_training_job(
 
 
 def check_budgets(
-    ports: FailurePorts, now: float, report: WatchReport, attempts: list[OpenAttempt] | None = None
+    ports: FailureWatchPorts, now: float, report: WatchReport, attempts: list[OpenAttempt] | None = None
 ) -> None:
     """Each budgeted team's month (billed plus what its running jobs accrued, the open attempts read
     once for all teams, or given): its thresholds alerted and its gauges published."""
@@ -266,7 +265,7 @@ def check_budgets(
             isolated(ports, report, "budgets", team, partial(check_budget, months[team], ports, now, report))
 
 
-def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: WatchReport) -> None:
+def check_budget(month: TeamMonth, ports: FailureWatchPorts, now: float, report: WatchReport) -> None:
     """Alert each budget threshold the team's month has reached, once a month; gauge the month."""
     team = month.team
     budget = ports.config.budgets[team]
@@ -274,7 +273,7 @@ def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: Watc
     report.budgets[team] = status.as_dict()
     for threshold in crossed(status, budget):
         alert = budget_alert(status, threshold, ports.config)
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_MONTH_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
     ports.metrics.emit(
         [
             CostMetricEvent("BudgetUsedPercent", round(status.used * 100, 2), "Percent"),
@@ -290,7 +289,7 @@ def check_budget(month: TeamMonth, ports: FailurePorts, now: float, report: Watc
 def predict(
     forecast: ForecastPorts,
     jobs: Mapping[JobStatus, list[JobState]],
-    ports: FailurePorts,
+    ports: FailureWatchPorts,
     now: float,
     report: WatchReport,
 ) -> None:
@@ -316,7 +315,7 @@ def latest_prediction(
 
 def escalate(
     runnable: list[JobState],
-    ports: FailurePorts,
+    ports: FailureWatchPorts,
     now: float,
     report: WatchReport,
     forecast: ForecastPorts | None = None,
@@ -329,7 +328,11 @@ def escalate(
 
 
 def _escalate_one(
-    job: JobState, ports: FailurePorts, now: float, report: WatchReport, forecast: ForecastPorts | None = None
+    job: JobState,
+    ports: FailureWatchPorts,
+    now: float,
+    report: WatchReport,
+    forecast: ForecastPorts | None = None,
 ) -> None:
     config = ports.config
     # Batch's own value when this run described the job: the table's can lag it, since a new
@@ -353,14 +356,14 @@ def _escalate_one(
         at = int(now * 1000)
         ports.ledger.add_history(
             job.job_arn,
-            HistoryEntry(
-                key=f"{at:013d}#~{ObservationKind.PRIORITY_ESCALATED.value}#{target:04d}",
-                status=JobStatus.RUNNABLE,
+            HistoryEntry.note(
+                ObservationKind.PRIORITY_ESCALATED,
                 at=at,
+                tag=f"{target:04d}",
+                status=JobStatus.RUNNABLE,
                 # The whole seconds the steps were counted from (rounding could name the next step's).
                 reason=f"schedulingPriority {current} -> {target}: waited {math.floor(waited)}s, "
                 f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
-                kind=ObservationKind.PRIORITY_ESCALATED,
                 digest=f"escalate:{target}",
             ),
             PriorityRaise(current, target),
@@ -372,30 +375,28 @@ def _escalate_one(
         )
     elif waited > WAIT_ALERT_SLOS * (slo := config.tiers[tier].wait_slo_seconds):
         prediction = latest_prediction(job.job_arn, report, forecast)
-        alert = simple_alert(
+        alert = job_alert(
             AlertKind.WAIT_SLO,
-            Severity.WARNING,
             share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job.job_arn,
             job_name=job.job_name,
-            headline=f"waits {waited / 60:.0f} min ({tier.value} SLO {slo // 60} min)",
             reason=f"RUNNABLE for {waited:.0f}s at schedulingPriority {current} (escalation stops at "
             f"{escalation_ceiling(tier, config)} for {tier.value}): "
             # Before Batch's reason: the alert keeps the first 200 characters of the reason.
             + (f"predicted start {prediction.in_words()}; " if prediction else "")
             + f"{job.status_reason or 'no reason given'}",
-            fix="the share is over its entitlement or capacity is short: check `shareplane jobs` for "
-            "what holds the instances, or raise the share's weight",
+            facts={"waited_minutes": waited / 60, "tier": tier.value, "slo_minutes": slo // 60},
             extra={"prediction": prediction.as_record() if prediction else None},
+            # The job's tier, also on a team's plain share (where the share alone names no tier), and
+            # its team also when it has no share (a CPU FIFO job: its team tag, as the reconcile read it).
+            team=report.teams.get(job.job_arn),
+            tier=tier.value,
         )
-        # The job's tier, also on a team's plain share (where the share alone names no tier), and its
-        # team also when it has no share (a CPU FIFO job: its team tag, as the reconcile described it).
-        alert = replace(alert, tier=tier.value, team=report.teams.get(job.job_arn))
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
 
 
-def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
+def reconcile(ports: FailureWatchPorts, report: WatchReport, now: float) -> None:
     """Repair the table from Batch: every active job Batch lists, and every active job the table has."""
     known: dict[str, JobState] = {}
     # By name: the config names the GPU queue, the table holds queue ARNs, and ListServiceJobs takes
@@ -442,7 +443,7 @@ def reconcile(ports: FailurePorts, report: WatchReport, now: float) -> None:
 
 
 def _reconcile_unlisted(
-    job_arn: str, job: JobState, ports: FailurePorts, report: WatchReport, now: float
+    job_arn: str, job: JobState, ports: FailureWatchPorts, report: WatchReport, now: float
 ) -> None:
     """A job the table has active that no listing returned: record what Batch says, or alert it is gone."""
     if not _record(job.job_id or job_id_of(job_arn), ports, report, now):
@@ -452,23 +453,20 @@ def _reconcile_unlisted(
             {"Queue": queue_name(job.job_queue)},
             {"jobArn": job_arn},
         )
-        alert = simple_alert(
+        alert = job_alert(
             AlertKind.UNKNOWN_TO_BATCH,
-            Severity.WARNING,
             share=job.share or "none",
             queue=queue_name(job.job_queue),
             job_arn=job_arn,
             job_name=job.job_name,
-            headline=f"is {job.status.value} here but unknown to AWS Batch",
             reason=f"the jobs table says {job.status.value}; DescribeServiceJob does not know the job",
-            fix="check the job in the AWS Batch console; resubmit it if it is lost",
+            facts={"status": job.status.value},
+            team=None if job.share else submitted_team(ports.store, job_arn),
         )
-        if not (job.share):
-            alert = replace(alert, team=submitted_team(ports.store, job_arn))
-        report.alerts += send_alert(alert, ports, quiet_seconds=ONCE_PER_JOB_SECONDS, now=now)
+        report.alerts += ports.sender.send(alert, now)
 
 
-def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -> bool:
+def _record(job_id: str, ports: FailureWatchPorts, report: WatchReport, now: float) -> bool:
     described = ports.batch.describe(job_id)
     if described is None:
         return False
@@ -499,7 +497,7 @@ def _record(job_id: str, ports: FailurePorts, report: WatchReport, now: float) -
     return True
 
 
-def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts, now: float) -> None:
+def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailureWatchPorts, now: float) -> None:
     """Runnable jobs and oldest wait per tier; instances in use per team against entitlement and capacity."""
     config = ports.config
     queue = ports.gpu_queue or config.gpu_queue_name()
@@ -534,7 +532,7 @@ def publish_gauges(jobs: Mapping[JobStatus, list[JobState]], ports: FailurePorts
     _gauge(ports, "Utilization", 100.0 * total / capacity if capacity else 0.0, "Percent", {"Queue": queue})
 
 
-def _gauge(ports: FailurePorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
+def _gauge(ports: FailureWatchPorts, name: str, value: float, unit: str, dims: Mapping[str, str]) -> None:
     ports.metrics.emit([FailureMetricEvent(name, value, unit)], dims, {})
 
 

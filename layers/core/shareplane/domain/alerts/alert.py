@@ -6,14 +6,14 @@ team has one share identifier per tier, so ``share`` alone would not find all it
 readable ASCII subject of at most 100 characters (SNS rejects anything else) and a JSON body with
 the job, the failure class and rule, a short reason, the decision, a link to the training job's
 CloudWatch logs and the suggested fix. ``dedupe_key`` names the ``ALERT#<job>#<kind>`` item that
-keeps one job from alerting twice for the same thing.
+keeps one job from alerting twice for the same thing. Each kind's headline, fix, severity and quiet
+window are its row of ``kinds.ALERT_SPECS``; the builders here fill them with one alert's facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +23,8 @@ from ..config.shares import SharesConfig
 from ..errors import InvalidInputError
 from ..failures.decision import FailureDecision
 from ..jobs.arns import job_id_of
+from ..submit.attribution import UploadAttribution
+from .kinds import ALERT_SPECS, DEFAULT_QUIET_SECONDS, AlertKind
 
 #: An alert claim never confirmed (its sender died) may be taken over after this long: longer than
 #: the function may run (30 s), shorter than the queue's visibility timeout (190 s), so the redelivery
@@ -30,6 +32,7 @@ from ..jobs.arns import job_id_of
 STALE_CLAIM_SECONDS = 120
 
 __all__ = [
+    "DEFAULT_QUIET_SECONDS",
     "FAILURE_METRIC_DIMENSIONS",
     "STALE_CLAIM_SECONDS",
     "SUBJECT_MAX_CHARS",
@@ -37,35 +40,21 @@ __all__ = [
     "AlertKind",
     "FailureMetricEvent",
     "failure_alert",
+    "job_alert",
     "logs_link",
     "owned_by",
-    "simple_alert",
+    "permission_denied_alert",
     "storm_digest",
+    "dedupe_key",
+    "storm_dedupe_key",
     "subject_line",
+    "uploader_alert",
+    "worded",
 ]
 
 SUBJECT_MAX_CHARS = 100
-#: How long an alert of one kind stays quiet for the same job (or share, for storms).
-DEFAULT_QUIET_SECONDS = 6 * 3600
 #: Recent failures a storm digest lists (the SNS message limit is 256 KB; people read ten).
 DIGEST_MAX_ITEMS = 20
-
-
-class AlertKind(StrEnum):
-    """What an alert is about (SNS message attribute ``kind``)."""
-
-    FAILURE = "failure"  # a failed job that is not retried (or no longer)
-    STORM = "storm"  # a share failing faster than the storm guard allows: one digest
-    REQUEUE_REFUSED = "requeue_refused"  # Batch refused the resubmission
-    REPEATED_PREEMPTION = "repeated_preemption"
-    QUEUE_BLOCKED = "queue_blocked"
-    WAIT_SLO = "wait_slo"  # a job waits past its tier's SLO even at its escalation ceiling
-    UNKNOWN_TO_BATCH = "unknown_to_batch"  # the table thinks a job is active; Batch does not know it
-    RECLAIM = "reclaim"  # a job was stopped so a higher tier's waiting job could start (to the victim's team)
-    PERMISSION_DENIED = "permission_denied"  # AWS refused a control-plane call: its role lacks a permission
-    BUDGET = "budget"  # a team's month spend reached one of its budget's alert thresholds
-    IDLE = "idle"  # a running job's GPUs stayed idle for its team's window (alert, warning or stop)
-    HUNG = "hung"  # a running job's GPUs are busy but it wrote no checkpoint for its team's intervals
 
 
 @dataclass(frozen=True)
@@ -91,7 +80,7 @@ class Alert:
     @property
     def dedupe_key(self) -> str:
         """The ``ALERT#<job>#<kind>`` key of the item that keeps this alert from repeating."""
-        return f"ALERT#{self.subject_key}#{self.kind.value}"
+        return dedupe_key(self.kind, self.subject_key)
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -104,6 +93,17 @@ class Alert:
             "kind": self.kind.value,
             "queue": self.queue or "unknown",
         }
+
+
+def dedupe_key(kind: AlertKind, subject_key: str) -> str:
+    """``ALERT#<subject>#<kind>``: the item that keeps one subject (a job, ``share:<share>``, ...) from
+    being alerted on twice for the same thing within the kind's quiet window."""
+    return f"ALERT#{subject_key}#{kind.value}"
+
+
+def storm_dedupe_key(scope: str) -> str:
+    """The dedupe key of a storm scope's digest (what the storm guard asks when it was last sent)."""
+    return dedupe_key(AlertKind.STORM, f"share:{scope}")
 
 
 def owned_by(alert: Alert, config: SharesConfig) -> Alert:
@@ -136,6 +136,19 @@ def logs_link(region: str, training_job_name: str | None) -> str | None:
     )
 
 
+def worded(
+    kind: AlertKind, facts: Mapping[str, Any], variant: str | None = None
+) -> tuple[Severity | None, str, str]:
+    """The severity, headline and fix ``ALERT_SPECS`` gives one case of ``kind``, filled with ``facts``."""
+    spec = ALERT_SPECS[kind]
+    wording = spec.wording_of(variant)
+    return (
+        wording.severity or spec.severity,
+        wording.headline.format_map(facts),
+        wording.fix.format_map(facts),
+    )
+
+
 def failure_alert(
     decision: FailureDecision,
     *,
@@ -149,6 +162,13 @@ def failure_alert(
     """The alert for a failure decision whose action is ALERT (a storm becomes the share's digest)."""
     if decision.storm:
         return storm_digest(decision, share=share, queue=queue, recent=recent, job_arn=job_arn)
+    after = "" if decision.attempt == 0 else f" after {decision.attempt} failures"
+    facts = {
+        "failure_class": decision.failure_class.value,
+        "after_failures": after,
+        "class_fix": decision.fix,
+    }
+    _, headline, fix = worded(AlertKind.FAILURE, facts)
     body = {
         "job": job_arn,
         "jobName": job_name,
@@ -160,14 +180,10 @@ def failure_alert(
         "decision": decision.action.value,
         "why": decision.why,
         "logs": logs,
-        "fix": decision.fix,
+        "fix": fix,
     }
     subject = subject_line(
-        f"[{decision.severity.value}]",
-        f"{share}:",
-        job_name or job_id_of(job_arn),
-        f"failed ({decision.failure_class.value}),",
-        "not retried" if decision.attempt == 0 else f"not retried after {decision.attempt} failures",
+        f"[{decision.severity.value}]", f"{share}:", job_name or job_id_of(job_arn), headline
     )
     return Alert(AlertKind.FAILURE, decision.severity, share, queue, subject, body, job_arn, job_arn)
 
@@ -182,6 +198,7 @@ def storm_digest(
 ) -> Alert:
     """One alert for a share's failure storm, listing its recent failures (newest first)."""
     listed = sorted(recent, key=lambda f: f.get("at", 0), reverse=True)[:DIGEST_MAX_ITEMS]
+    severity, headline, fix = worded(AlertKind.STORM, {"count": len(recent), "share": share})
     body = {
         "job": job_arn,
         "share": share,
@@ -191,33 +208,41 @@ def storm_digest(
         "attempt": decision.attempt,
         "decision": "requeueing paused",
         "why": decision.why,
-        "fix": decision.fix,
+        "fix": fix,
         "failures": listed,
         "failureCount": len(recent),
     }
-    subject = subject_line(
-        f"[{Severity.CRITICAL.value}]",
-        f"{share}: failure storm,",
-        f"{len(recent)} failures;",
-        "requeueing paused",
-    )
-    return Alert(AlertKind.STORM, Severity.CRITICAL, share, queue, subject, body, f"share:{share}", job_arn)
+    severity = severity or Severity.CRITICAL
+    subject = subject_line(f"[{severity.value}]", f"{share}:", headline)
+    return Alert(AlertKind.STORM, severity, share, queue, subject, body, f"share:{share}", job_arn)
 
 
-def simple_alert(
+def job_alert(
     kind: AlertKind,
-    severity: Severity,
     *,
     share: str,
     queue: str,
     job_arn: str,
     job_name: str | None,
-    headline: str,
     reason: str,
-    fix: str,
+    facts: Mapping[str, Any] | None = None,
+    variant: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    team: str | None = None,
+    tier: str | None = None,
+    subject_key: str | None = None,
+    severity: Severity | None = None,
 ) -> Alert:
-    """An alert about one job that is not a classified failure (blocked queue, preemptions, ...)."""
+    """An alert about one job that is not a classified failure (blocked queue, preemptions, ...).
+
+    The headline, fix and severity are ``ALERT_SPECS``' for ``kind`` (and ``variant``), filled with
+    ``facts``; ``severity`` is the alert's own where the row has none. ``subject_key`` (default: the
+    job) is what must not alert twice within the quiet window.
+    """
+    specified, headline, fix = worded(kind, {"queue": queue, **(facts or {})}, variant)
+    severity = severity or specified
+    if severity is None:
+        raise InvalidInputError("severity", f"{kind.value} has no fixed severity", "pass the alert's own")
     body = {
         "job": job_arn,
         "jobName": job_name,
@@ -231,7 +256,7 @@ def simple_alert(
         **(extra or {}),
     }
     subject = subject_line(f"[{severity.value}]", f"{share}:", job_name or job_id_of(job_arn), headline)
-    return Alert(kind, severity, share, queue, subject, body, job_arn, job_arn)
+    return Alert(kind, severity, share, queue, subject, body, subject_key or job_arn, job_arn, team, tier)
 
 
 #: Dimensions of each failure-path metric, the same way as ``lifecycle.METRIC_DIMENSIONS``: low
@@ -294,7 +319,13 @@ def permission_denied_alert(
     *, action: str, resource: str | None, role: str | None, function: str, message: str
 ) -> Alert:
     """One alert per role and missing action: what to grant, to whom, and that records wait in the DLQ."""
-    who = role or f"the role of {function}"
+    facts = {
+        "action": action,
+        "on_resource": f" on {resource}" if resource else "",
+        "who": role or f"the role of {function}",
+    }
+    severity, headline, fix = worded(AlertKind.PERMISSION_DENIED, facts)
+    severity = severity or Severity.CRITICAL
     body = {
         "function": function,
         "role": role,
@@ -302,18 +333,40 @@ def permission_denied_alert(
         "resource": resource,
         "reason": message[:300],
         "decision": "configuration_error",
-        "fix": (
-            f"grant {action}{f' on {resource}' if resource else ''} to {who} in template.yaml and "
-            "redeploy; the refused records stay in the function's dead-letter queue for replay"
-        ),
+        "fix": fix,
     }
-    subject = subject_line("[critical]", function, "is missing", action)
+    subject = subject_line(f"[{severity.value}]", function, headline)
     return Alert(
-        AlertKind.PERMISSION_DENIED,
-        Severity.CRITICAL,
-        "",
-        "",
+        AlertKind.PERMISSION_DENIED, severity, "", "", subject, body, f"role:{role or function}#{action}"
+    )
+
+
+def uploader_alert(attribution: UploadAttribution, team: str | None, submitters: Sequence[str]) -> Alert:
+    """The one alert of an upload by a principal outside its team's submitters (``record_uploader``)."""
+    facts = {"name": attribution.key.rsplit("/", 1)[-1], "team": team}
+    severity, headline, fix = worded(AlertKind.UPLOADER_NOT_SUBMITTER, facts)
+    severity = severity or Severity.WARNING
+    body = {
+        "kind": AlertKind.UPLOADER_NOT_SUBMITTER.value,
+        "team": team,
+        "object": {"bucket": attribution.bucket, "key": attribution.key},
+        "requestId": attribution.request_id,
+        "principal": attribution.principal_arn,
+        "policyPrincipal": attribution.policy_principal,
+        "submitters": list(submitters),
+        "reason": f"{attribution.principal_arn} wrote {attribution.key}, and is not one of "
+        f"teams.{team}.submitters",
+        "decision": "not_a_submitter",
+        "fix": fix,
+    }
+    subject = subject_line(f"[{severity.value}]", f"{team or 'unknown'}:", headline)
+    return Alert(
+        AlertKind.UPLOADER_NOT_SUBMITTER,
+        severity,
+        "none",
+        "none",
         subject,
         body,
-        f"role:{role or function}#{action}",
+        f"upload:{attribution.request_id}",
+        team=team,
     )

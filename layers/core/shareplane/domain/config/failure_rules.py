@@ -621,6 +621,10 @@ class TierPolicy(StrictModel):
     classes: Mapping[FailureClass, ClassPolicyOverride] = {}
 
 
+#: What to do about a storm: the storm decision's fix, and the storm alert's (``ALERT_SPECS``).
+STORM_FIX = "find the common cause of share {share}'s failures; requeueing resumes when the rate drops"
+
+
 class StormGuardConfig(StrictModel):
     """More than ``max_failures`` failures of one share within ``window_seconds`` is a storm."""
 

@@ -6,13 +6,18 @@ alert and failure modules at cold start.
 
 from __future__ import annotations
 
-from ..alerts.alert import Alert, AlertKind, subject_line
+from ..alerts.alert import Alert, subject_line, worded
+from ..alerts.kinds import AlertKind
 from ..config.failure_rules import Severity
 from ..config.shares import BudgetEnforcement, SharesConfig
 from .budget import BudgetStatus
 
-#: An alert's quiet window: longer than any month, so a threshold alerts once in the month its key names.
-ONCE_PER_MONTH_SECONDS = 32 * 24 * 3600
+#: What each enforcement does once the budget is spent (the fix's middle).
+_ENFORCED = {
+    BudgetEnforcement.NONE: "nothing is enforced",
+    BudgetEnforcement.REFUSE_LOWPRI: "once it is spent, new LOWPRI drops are refused",
+    BudgetEnforcement.DEMOTE_TO_LOWPRI: "once it is spent, new HIGHPRI and MIDPRI drops go in at LOWPRI",
+}
 
 
 def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -> Alert:
@@ -20,7 +25,14 @@ def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -
     percent = round(threshold * 100)
     share = config.teams[status.team].share
     enforcement = config.budgets[status.team].enforcement
-    severity = Severity.CRITICAL if threshold >= 1 else Severity.WARNING
+    facts = {
+        "percent": percent,
+        "month": status.month,
+        "team": status.team,
+        "enforced": _ENFORCED[enforcement],
+    }
+    severity, headline, fix = worded(AlertKind.BUDGET, facts, "spent" if threshold >= 1 else "nearing")
+    severity = severity or Severity.WARNING
     body = {
         **status.as_dict(),
         "threshold": threshold,
@@ -28,11 +40,9 @@ def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -
         "reason": f"{status.team} spent {status.spent_usd:,.2f} USD{_accrued(status)} of its "
         f"{status.monthly_usd:,.2f} USD budget for {status.month} ({status.used:.0%}); at this burn rate "
         f"the month ends near {status.forecast_usd:,.2f} USD",
-        "fix": _fix(enforcement, status.team),
+        "fix": fix,
     }
-    subject = subject_line(
-        f"[{severity.value}]", f"{status.team}:", f"{percent}% of the {status.month} budget spent"
-    )
+    subject = subject_line(f"[{severity.value}]", f"{status.team}:", headline)
     return Alert(
         AlertKind.BUDGET,
         severity,
@@ -47,15 +57,3 @@ def budget_alert(status: BudgetStatus, threshold: float, config: SharesConfig) -
 
 def _accrued(status: BudgetStatus) -> str:
     return f" ({status.accrued_usd:,.2f} of it accrued by running jobs)" if status.accrued_usd > 0 else ""
-
-
-def _fix(enforcement: BudgetEnforcement, team: str) -> str:
-    what = {
-        BudgetEnforcement.NONE: "nothing is enforced",
-        BudgetEnforcement.REFUSE_LOWPRI: "once it is spent, new LOWPRI drops are refused",
-        BudgetEnforcement.DEMOTE_TO_LOWPRI: "once it is spent, new HIGHPRI and MIDPRI drops go in at LOWPRI",
-    }[enforcement]
-    return (
-        f"see `shareplane usage --team {team} --since month --by user` for who spent it; {what}; "
-        f"raise budgets.{team}.monthly_usd in the shares config if the spend is intended"
-    )

@@ -23,12 +23,13 @@ import hashlib
 import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
 from ..config.failure_rules import (
+    STORM_FIX,
     BackoffConfig,
     ClassPolicy,
     FailureClass,
@@ -398,8 +399,7 @@ def _storm(
             mutations={},
             storm=True,
             why=f"failure storm in share {ctx.share}: {window}; requeueing paused",
-            fix=f"find the common cause of share {ctx.share}'s failures; "
-            "requeueing resumes when the rate drops",
+            fix=STORM_FIX.format(share=ctx.share),
         )
     return replace(
         plan,
@@ -411,19 +411,28 @@ def _storm(
     )
 
 
-def _plan(
-    ctx: FailureContext,
-    config: SharesConfig,
-    found: Classification,
-    policy: ClassPolicy,
-    rng: random.Random | None,
-) -> FailureDecision:
-    failures = config.failures
-    limit = failures.budget_for(ctx.tier)
-    backoff = failures.backoff_for(ctx.tier)
-    cls = found.failure_class
+@dataclass(frozen=True)
+class _Planner:
+    """What planning one failure reads (its context, the config, the classification and the class's
+    policy), and the decisions it can make from them."""
+
+    ctx: FailureContext
+    config: SharesConfig
+    found: Classification
+    policy: ClassPolicy
+    rng: random.Random | None
+
+    @property
+    def cls(self) -> FailureClass:
+        return self.found.failure_class
+
+    @property
+    def limit(self) -> int:
+        """The failure budget of the job's tier."""
+        return self.config.failures.budget_for(self.ctx.tier)
 
     def make(
+        self,
         action: Action,
         *,
         attempt: int = 0,
@@ -431,83 +440,133 @@ def _plan(
         delay_seconds: int = 0,
         mutations: Mapping[str, object] | None = None,
     ) -> FailureDecision:
-        severity = policy.severity if action is Action.ALERT else Severity.INFO
+        severity = self.policy.severity if action is Action.ALERT else Severity.INFO
         return FailureDecision(
             action=action,
-            failure_class=cls,
-            rule_id=found.rule_id,
-            reason_excerpt=found.excerpt,
+            failure_class=self.cls,
+            rule_id=self.found.rule_id,
+            reason_excerpt=self.found.excerpt,
             severity=severity,
-            fix=policy.fix,
+            fix=self.policy.fix,
             attempt=attempt,
-            budget_left=max(0, limit - ctx.budget_used - (1 if attempt else 0)),
+            budget_left=max(0, self.limit - self.ctx.budget_used - (1 if attempt else 0)),
             why=why,
             delay_seconds=delay_seconds,
             mutations={} if mutations is None else mutations,
         )
 
-    def delay(n: int) -> int:
-        return backoff_delay(n, backoff, rng=rng, seed=f"{ctx.job_id}:{cls}:{n}")
+    def delay(self, n: int) -> int:
+        """The backoff before the ``n``-th retry (jittered, seeded by the job, class and ``n``)."""
+        backoff = self.config.failures.backoff_for(self.ctx.tier)
+        return backoff_delay(n, backoff, rng=self.rng, seed=f"{self.ctx.job_id}:{self.cls}:{n}")
 
-    def not_retried(why: str) -> FailureDecision:
-        return make(Action.ALERT if policy.alert else Action.IGNORE, why=why)
+    def not_retried(self, why: str) -> FailureDecision:
+        return self.make(Action.ALERT if self.policy.alert else Action.IGNORE, why=why)
 
-    if cls is FailureClass.CAPACITY:
-        if found.final or ctx.signal.was_terminated:
-            return not_retried("AWS Batch ended the job while it waited for capacity")
-        return make(Action.LEFT_TO_BATCH, why="AWS Batch requeues capacity errors without spending attempts")
 
-    if cls is FailureClass.PREEMPTED:
-        cap = ctx.preemption_retries_before_termination
-        if cap is None or ctx.preemption_count <= cap:
-            return make(Action.LEFT_TO_BATCH, why="AWS Batch requeues preempted jobs as RUNNABLE")
-        if not policy.retry:
-            return not_retried(
-                f"preempted {ctx.preemption_count} times, past preemptionRetriesBeforeTermination"
-            )
-        return make(
-            Action.REQUEUE,
-            delay_seconds=delay(ctx.preemption_count - cap),
-            why=f"preemptionRetriesBeforeTermination ({cap}) ran out; requeued without spending the budget",
-        )
-
-    if cls is FailureClass.RECLAIMED:
-        # Stopped on purpose for a higher tier's job: not the job's fault, and waiting helps no one.
-        return make(
-            Action.REQUEUE,
-            why="stopped by reclaim; requeued at once without spending the budget, resumes from its "
-            "last checkpoint",
-        )
-
-    if (
-        cls is FailureClass.SPOT_INTERRUPTION
-        and (ctx.signal.training_job_status or "").casefold() == "inprogress"
-    ):
-        return make(Action.IGNORE, why="SageMaker resumes an interrupted spot job itself")
-
+def _plan(
+    ctx: FailureContext,
+    config: SharesConfig,
+    found: Classification,
+    policy: ClassPolicy,
+    rng: random.Random | None,
+) -> FailureDecision:
+    """The class's own rule first (``_CLASS_RULES``), then the class policy: not retried, or retried."""
+    planner = _Planner(ctx, config, found, policy, rng)
+    rule = _CLASS_RULES.get(planner.cls)
+    decided = rule(planner) if rule is not None else None
+    if decided is not None:
+        return decided
     if not policy.retry:
-        return not_retried(f"{cls} is not retried")
+        return planner.not_retried(f"{planner.cls} is not retried")
+    return _retried(planner)
 
-    attempt = ctx.budget_used + 1 if policy.uses_budget else 0
-    if policy.uses_budget and attempt > limit:
-        return make(Action.ALERT, attempt=attempt, why=f"failure budget of {limit} used up")
 
+def _capacity(p: _Planner) -> FailureDecision:
+    if p.found.final or p.ctx.signal.was_terminated:
+        return p.not_retried("AWS Batch ended the job while it waited for capacity")
+    return p.make(Action.LEFT_TO_BATCH, why="AWS Batch requeues capacity errors without spending attempts")
+
+
+def _preempted(p: _Planner) -> FailureDecision:
+    ctx = p.ctx
+    cap = ctx.preemption_retries_before_termination
+    if cap is None or ctx.preemption_count <= cap:
+        return p.make(Action.LEFT_TO_BATCH, why="AWS Batch requeues preempted jobs as RUNNABLE")
+    if not p.policy.retry:
+        past = "past preemptionRetriesBeforeTermination"
+        return p.not_retried(f"preempted {ctx.preemption_count} times, {past}")
+    return p.make(
+        Action.REQUEUE,
+        delay_seconds=p.delay(ctx.preemption_count - cap),
+        why=f"preemptionRetriesBeforeTermination ({cap}) ran out; requeued without spending the budget",
+    )
+
+
+def _reclaimed(p: _Planner) -> FailureDecision:
+    # Stopped on purpose for a higher tier's job: not the job's fault, and waiting helps no one.
+    return p.make(
+        Action.REQUEUE,
+        why="stopped by reclaim; requeued at once without spending the budget, resumes from its "
+        "last checkpoint",
+    )
+
+
+def _spot_resuming(p: _Planner) -> FailureDecision | None:
+    if (p.ctx.signal.training_job_status or "").casefold() == "inprogress":
+        return p.make(Action.IGNORE, why="SageMaker resumes an interrupted spot job itself")
+    return None  # ended: the class policy decides
+
+
+#: Classes with a rule of their own, applied before the class policy (None: the policy decides).
+_CLASS_RULES: Mapping[FailureClass, Callable[[_Planner], FailureDecision | None]] = MappingProxyType(
+    {
+        FailureClass.CAPACITY: _capacity,
+        FailureClass.PREEMPTED: _preempted,
+        FailureClass.RECLAIMED: _reclaimed,
+        FailureClass.SPOT_INTERRUPTION: _spot_resuming,
+    }
+)
+
+
+def _retried(p: _Planner) -> FailureDecision:
+    """A retryable failure: requeued with what its policy changes, unless the budget is spent."""
+    ctx, cls = p.ctx, p.cls
+    attempt = ctx.budget_used + 1 if p.policy.uses_budget else 0
+    if p.policy.uses_budget and attempt > p.limit:
+        return p.make(Action.ALERT, attempt=attempt, why=f"failure budget of {p.limit} used up")
+    changes = _requeue_changes(p)
+    if isinstance(changes, str):
+        return p.make(Action.ALERT, attempt=attempt, why=changes)
+    mutations, whys = changes
+    n = attempt or max(
+        1, ctx.spot_interruptions if cls is FailureClass.SPOT_INTERRUPTION else ctx.budget_used + 1
+    )
+    return p.make(
+        Action.REQUEUE,
+        attempt=attempt,
+        delay_seconds=p.delay(n),
+        mutations=mutations,
+        why="; ".join(whys) or f"{cls} is retried",
+    )
+
+
+def _requeue_changes(p: _Planner) -> tuple[dict[str, object], list[str]] | str:
+    """The payload changes of a requeue and why each, or why the job cannot be requeued (no larger type)."""
+    ctx, failures = p.ctx, p.config.failures
     mutations: dict[str, object] = {}
     whys: list[str] = []
-    if policy.upsize:
-        ladders = failures.gpu_memory_ladders if cls is FailureClass.GPU_OOM else failures.host_memory_ladders
-        allowed, whose = _upsize_choices(config, ctx.team)
+    if p.policy.upsize:
+        gpu = p.cls is FailureClass.GPU_OOM
+        ladders = failures.gpu_memory_ladders if gpu else failures.host_memory_ladders
+        allowed, whose = _upsize_choices(p.config, ctx.team)
         larger = next_larger_instance_type(ctx.instance_type, ladders, allowed)
         if larger is None:
-            return make(
-                Action.ALERT,
-                attempt=attempt,
-                why=f"not requeued: no larger instance type {whose} than "
-                f"{ctx.instance_type or 'the unknown current one'}",
-            )
+            current = ctx.instance_type or "the unknown current one"
+            return f"not requeued: no larger instance type {whose} than {current}"
         mutations["ResourceConfig.InstanceType"] = larger
         whys.append(f"upsized {ctx.instance_type} -> {larger}")
-    if cls is FailureClass.SPOT_INTERRUPTION:
+    if p.cls is FailureClass.SPOT_INTERRUPTION:
         # CheckpointConfig is never touched, so the retry resumes from the last checkpoint.
         after = failures.spot_on_demand_after
         if after is not None and ctx.spot_interruptions >= after:
@@ -515,16 +574,7 @@ def _plan(
             # MaxWaitTimeInSeconds is only valid for spot training
             mutations["StoppingCondition.MaxWaitTimeInSeconds"] = None
             whys.append(f"on-demand after {ctx.spot_interruptions} spot interruptions")
-    n = attempt or max(
-        1, ctx.spot_interruptions if cls is FailureClass.SPOT_INTERRUPTION else ctx.budget_used + 1
-    )
-    return make(
-        Action.REQUEUE,
-        attempt=attempt,
-        delay_seconds=delay(n),
-        mutations=mutations,
-        why="; ".join(whys) or f"{cls} is retried",
-    )
+    return mutations, whys
 
 
 def _upsize_choices(config: SharesConfig, team: str | None) -> tuple[list[str], str]:

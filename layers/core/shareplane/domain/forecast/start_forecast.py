@@ -1,7 +1,7 @@
 """When will a waiting job start: the queue run forward from its live state, many times over.
 
 Pure: the live state, the history and a seed go in, start-time quantiles come out. The Lambda, the
-CLI (`shareplane why`, `submit --dry-run`) and the what-if backtest (``gpusim.eta``) all call
+CLI (`shareplane why`, `submit --dry-run`) and the what-if backtest (``gpusim.forecast.backtest``) all call
 ``forecast_starts``; none of them has a copy of the rules below.
 
 The forward model is the scheduling core of an AWS Batch job queue, as gpusim's schedulers run it:
@@ -251,9 +251,9 @@ def track_margin(margin: float, missed: bool, target: float, step: float) -> flo
 
 #: No calibration: the runs' own quantiles.
 UNCALIBRATED = Calibration()
-#: What users are shown: the backtest's choice on the earlier half of its predictions (``gpusim.eta.tune``
-#: on Philly at 0.95 load, fair-share, seed 0, 1,000 predictions, kept in
-#: tests/sim/data/eta_philly_fairshare_seed0.json; docs/design/start-forecast.md). On the later half
+#: What users are shown: the backtest's choice on the earlier half of its predictions
+#: (``gpusim.forecast.calibration.tune`` on Philly at 0.95 load, fair-share, seed 0, 1,000 predictions,
+#: kept in tests/sim/data/eta_philly_fairshare_seed0.json; docs/design/start-forecast.md). On the later half
 #: this range covered 0.905 of the actual starts (target 0.70-0.95).
 SHIPPED_CALIBRATION = Calibration(p50_scale=1.0, low_log_margin=0.7349, high_log_margin=0.9571)
 

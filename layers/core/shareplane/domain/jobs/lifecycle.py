@@ -278,6 +278,37 @@ class HistoryEntry:
     rule: str | None = None
     action: str | None = None
 
+    @classmethod
+    def note(
+        cls,
+        kind: ObservationKind,
+        *,
+        at: int,
+        tag: str,
+        status: JobStatus,
+        reason: str,
+        digest: str,
+        failure_class: str | None = None,
+        rule: str | None = None,
+        action: str | None = None,
+    ) -> HistoryEntry:
+        """One of shareplane's own notes (a failure decision, an escalation, a reclaim) at ``at`` (ms).
+
+        Its key is ``<at>#~<kind>#<tag>``: ``~`` sorts it after every state AWS reported at the same
+        millisecond, and ``tag`` (an attempt, a priority, a decision id) keeps two notes of a kind apart.
+        """
+        return cls(
+            key=f"{at:013d}#~{kind.value}#{tag}",
+            status=status,
+            at=at,
+            reason=reason,
+            kind=kind,
+            digest=digest,
+            failure_class=failure_class,
+            rule=rule,
+            action=action,
+        )
+
 
 #: History kinds that are job states AWS reported, each in its dispatch (the others are shareplane's
 #: own notes, placed at the time they were decided). A completed preemption is the job's return to

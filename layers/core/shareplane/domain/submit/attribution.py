@@ -30,7 +30,6 @@ from ..config.shares import SharesConfig
 from .drop_access import principal_is_submitter
 from .drop_keys import folder_team
 
-ALERT_KIND_NOT_A_SUBMITTER = "uploader_not_submitter"
 #: How long the join items (attribution, request -> job links) are kept: CloudTrail delivers in
 #: minutes, and an event parked in a DLQ is replayed within SQS's 14-day retention.
 UPLOAD_JOIN_RETENTION_SECONDS = 30 * 24 * 3600
@@ -107,41 +106,3 @@ def principal_record(attribution: UploadAttribution, config: SharesConfig) -> di
         "check": check.value,
     }
     return {k: v for k, v in record.items() if v is not None}
-
-
-def alert_subject(attribution: UploadAttribution, team: str | None) -> str:
-    """A subject line within SNS's 100 characters."""
-    name = attribution.key.rsplit("/", 1)[-1]
-    return f"shareplane: {team or 'unknown'} drop by a principal not in its submitters: {name}"[:100]
-
-
-def alert_message(
-    attribution: UploadAttribution, team: str | None, submitters: tuple[str, ...]
-) -> dict[str, Any]:
-    """The alert body: who uploaded what, who may, and what to do."""
-    return {
-        "kind": ALERT_KIND_NOT_A_SUBMITTER,
-        "team": team,
-        "object": {"bucket": attribution.bucket, "key": attribution.key},
-        "requestId": attribution.request_id,
-        "principal": attribution.principal_arn,
-        "policyPrincipal": attribution.policy_principal,
-        "submitters": list(submitters),
-        "note": (
-            "the drop bucket's policy should have refused this upload; the drop was still answered as "
-            "usual (its jobs carry this principal). Check DropBucketPolicy against "
-            f"teams.{team}.submitters, then cancel the jobs if the upload was not wanted"
-        ),
-    }
-
-
-def alert_attributes(team: str | None) -> dict[str, str]:
-    """SNS message attributes: teams subscribe with a filter on team and kind."""
-    return {
-        "severity": "warning",
-        "team": team or "none",
-        "tier": "none",
-        "share": "none",
-        "kind": ALERT_KIND_NOT_A_SUBMITTER,
-        "queue": "none",
-    }
