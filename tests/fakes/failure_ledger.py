@@ -11,12 +11,13 @@ from shareplane.adapters.failure_items import (
     applied_attributes,
     decision_from_item,
     decision_item,
+    priority_raise_attributes,
     storm_failure_from_item,
     storm_failure_item,
 )
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.failures.decision import Action, FailureDecision
-from shareplane.domain.failures.record import Applied, DecisionRecord, StormFailure
+from shareplane.domain.failures.record import Applied, DecisionRecord, PriorityRaise, StormFailure
 from shareplane.domain.failures.requeue import ChainState
 from shareplane.domain.jobs.lifecycle import HistoryEntry
 
@@ -55,11 +56,11 @@ class FakeFailureLedger:
     def mark_scheduled(self, key: str) -> None:
         self.items[key]["scheduled"] = True
 
-    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
+    def add_history(self, job_arn: str, entry: HistoryEntry, raised: PriorityRaise | None = None) -> bool:
         key = f"{job_arn}|{entry.key}"
         if key in self.history:
             return False
-        self.history[key] = {"entry": entry, "job": job_arn, **extra}
+        self.history[key] = {"entry": entry, "job": job_arn, **priority_raise_attributes(raised)}
         return True
 
     def share_failures(self, share: str, since: float) -> list[StormFailure]:

@@ -1,6 +1,7 @@
 """SharesBatch (adapters/batch_policy.py) in memory: a scheduling policy, quota shares, a queue snapshot.
 
-The policy, quota shares and snapshot are held in the API's shapes and read as the adapter reads them.
+The policy, quota shares and snapshot are held in the API's shapes and read as the adapter reads them;
+an update is the request the adapter writes (``updates`` lists them as sent).
 """
 
 from __future__ import annotations
@@ -9,8 +10,19 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from shareplane.adapters.batch_policy import queue_usage, quota_share
-from shareplane.domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+from shareplane.adapters.batch_policy import (
+    queue_usage,
+    quota_share,
+    quota_share_request,
+    scheduling_policy_request,
+)
+from shareplane.domain.shares.batch_shares import (
+    QueueUsage,
+    QuotaShare,
+    QuotaShareUpdate,
+    SchedulingPolicy,
+    SchedulingPolicyUpdate,
+)
 
 
 @dataclass
@@ -32,7 +44,8 @@ class FakeSharesBatch:
     def scheduling_policy_of(self, job_queue: str) -> str | None:
         return self.policy["arn"] if self.policy else None
 
-    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
+    def update_scheduling_policy(self, update: SchedulingPolicyUpdate) -> None:
+        request = scheduling_policy_request(update)
         self._maybe_fail()
         self.updates.append(("UpdateSchedulingPolicy", copy.deepcopy(request)))
         assert self.policy is not None
@@ -41,7 +54,8 @@ class FakeSharesBatch:
     def list_quota_shares(self, job_queue: str) -> list[QuotaShare]:
         return [quota_share(item) for item in self.quota_shares]
 
-    def update_quota_share(self, request: dict[str, Any]) -> None:
+    def update_quota_share(self, update: QuotaShareUpdate) -> None:
+        request = quota_share_request(update)
         self._maybe_fail()
         self.updates.append(("UpdateQuotaShare", copy.deepcopy(request)))
         for share in self.quota_shares:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shareplane.adapters.due_messages import due_body
 from shareplane.adapters.requeue_timer import SQS_MAX_DELAY
+from shareplane.domain.failures.record import RequeueDue
+from shareplane.domain.reclaim.record import ReclaimDue
 
 
 @dataclass
@@ -22,8 +24,8 @@ class FakeTimer:
 
     pending: list[tuple[dict[str, Any], int]] = field(default_factory=list)
 
-    def after(self, message: Mapping[str, Any], delay_seconds: int, now: float) -> None:
-        delivered = json.loads(json.dumps(dict(message), sort_keys=True))
+    def after(self, message: RequeueDue | ReclaimDue, delay_seconds: int, now: float) -> None:
+        delivered = json.loads(json.dumps(due_body(message), sort_keys=True))
         delay = max(0, int(delay_seconds))
         scheduled = delay > SQS_MAX_DELAY
         if scheduled and any(m == delivered and d > SQS_MAX_DELAY for m, d in self.pending):

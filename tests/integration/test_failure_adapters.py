@@ -19,7 +19,7 @@ from shareplane.adapters.tick_ledger import DynamoTickWatermarks
 from shareplane.domain.alerts.alert import AlertKind, job_alert, owned_by
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.failures.decision import Action
-from shareplane.domain.failures.record import Applied, StormFailure
+from shareplane.domain.failures.record import Applied, PriorityRaise, RequeueDue, StormFailure
 from shareplane.domain.jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 
 from tests.aws import create_jobs_table, subscribe_inbox, topic_with_inbox
@@ -188,8 +188,8 @@ def test_a_claims_staleness_runs_on_the_clock_while_its_quiet_window_runs_on_eve
 
 
 def test_history_items_are_written_once(ledger: DynamoFailureLedger) -> None:
-    assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is True
-    assert ledger.add_history("arn:j", history("2#b"), {"toPriority": 55}) is False
+    assert ledger.add_history("arn:j", history("2#b"), PriorityRaise(50, 55)) is True
+    assert ledger.add_history("arn:j", history("2#b"), PriorityRaise(50, 55)) is False
 
 
 def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: None) -> None:
@@ -197,11 +197,12 @@ def test_short_waits_are_sqs_delays_and_long_ones_a_self_deleting_schedule(aws: 
     url = sqs.create_queue(QueueName="handle-failure")["QueueUrl"]
     timer = QueueRequeueTimer(sqs, scheduler, url, "arn:aws:iam::123456789012:role/scheduler")
     message = {"shareplane": "requeue-due", "decisionKey": "DECISION#arn:j#1.0"}
-    timer.after(message, 0, now=1773722900.0)
+    due = RequeueDue("DECISION#arn:j#1.0")
+    timer.after(due, 0, now=1773722900.0)
     (got,) = received(sqs, url)
     assert json.loads(got["Body"]) == message
-    timer.after(message, 3600, now=1773722900.0)
-    timer.after(message, 3600, now=1773722900.0)  # a duplicate is the same schedule
+    timer.after(due, 3600, now=1773722900.0)
+    timer.after(due, 3600, now=1773722900.0)  # a duplicate is the same schedule
     (schedule,) = scheduler.list_schedules()["Schedules"]
     described = scheduler.get_schedule(Name=schedule["Name"])
     assert described["ScheduleExpression"] == "at(2026-03-17T05:48:20)"

@@ -7,17 +7,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shareplane.adapters.due_messages import due_body
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.reclaim.record import ReclaimDue
 from shareplane.schemas.idle import MANUAL_RUN as IDLE_MANUAL_RUN
 from shareplane.schemas.idle import IdleRun, parse_idle_message
-from shareplane.schemas.reclaim import (
-    MANUAL_RUN,
-    ReclaimDue,
-    ReclaimRun,
-    RunnableEvent,
-    due_message,
-    parse_reclaim_message,
-)
+from shareplane.schemas.reclaim import MANUAL_RUN, ReclaimRun, RunnableEvent, parse_reclaim_message
 
 from tests.fakes.reclaim_world import T0, runnable_event, service_job, tick
 
@@ -58,12 +53,12 @@ def test_a_schedule_tick_is_a_run_at_the_tick_and_a_manual_run_has_no_time() -> 
 
 @given(due=st.floats(T0, T0 + 10**7), lead=st.floats(0, 900))
 def test_a_due_message_reads_back_as_sent(due: float, lead: float) -> None:
-    sent = due_message({"jobArn": ARN, "jobId": "hi"}, due, due - lead)
+    sent = due_body(ReclaimDue(ARN, "hi", due, due - lead))
     assert parse_reclaim_message(sent) == ReclaimDue(ARN, "hi", due, due - lead)
 
 
 def test_a_due_message_without_a_hop_arrives_at_its_due_time() -> None:
-    sent = due_message({"jobArn": ARN, "jobId": "hi"}, T0, T0)
+    sent = due_body(ReclaimDue(ARN, "hi", T0, T0))
     del sent["hopAt"]
     assert parse_reclaim_message(sent) == ReclaimDue(ARN, "hi", T0, T0)
 

@@ -52,9 +52,9 @@ def test_a_decision_is_marked_applied_once(ledger: Any) -> None:
 
 
 def test_a_history_item_is_put_once(ledger: Any) -> None:
-    assert ledger.add_history(JOB, entry(5), {}) is True
-    assert ledger.add_history(JOB, entry(5), {}) is False
-    assert ledger.add_history(JOB, entry(6), {}) is True
+    assert ledger.add_history(JOB, entry(5)) is True
+    assert ledger.add_history(JOB, entry(5)) is False
+    assert ledger.add_history(JOB, entry(6)) is True
 
 
 def test_storm_guard_failures_are_counted_after_a_time_per_share(ledger: Any) -> None:

@@ -17,7 +17,7 @@ import pytest
 from gpusim import BatchModel, ModelOptions, RealtimeEngine
 from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
-from shareplane.domain.shares.batch_shares import ShareWeight
+from shareplane.domain.shares.batch_shares import SchedulingPolicyUpdate, ShareWeight
 
 from tests.fakes.shares_batch import FakeSharesBatch
 from tests.rebalance_cluster import FAST, QUEUE, Cluster, fairshare_queue
@@ -71,17 +71,12 @@ def test_the_queue_names_its_policy_and_the_policy_reads_as_batch_describes_it(
 def test_an_update_is_read_back_with_the_new_weights_in_order(under_test: SharesBatchUnderTest) -> None:
     batch = under_test.batch
     batch.update_scheduling_policy(
-        {
-            "arn": under_test.policy_arn,
-            "fairsharePolicy": {
-                "shareDecaySeconds": 1800,
-                "computeReservation": 10,
-                "shareDistribution": [
-                    {"shareIdentifier": "ProdExp2", "weightFactor": 0.5},
-                    {"shareIdentifier": "ProdExp1", "weightFactor": 2.0},
-                ],
-            },
-        }
+        SchedulingPolicyUpdate(
+            arn=under_test.policy_arn,
+            share_decay_seconds=1800,
+            compute_reservation=10,
+            weights=(ShareWeight("ProdExp2", 0.5), ShareWeight("ProdExp1", 2.0)),
+        )
     )
     policy = batch.describe_scheduling_policy(under_test.policy_arn)
     assert (policy.share_decay_seconds, policy.compute_reservation) == (1800, 10)

@@ -19,7 +19,10 @@ import boto3
 import moto.sqs.models
 import pytest
 from moto import mock_aws
+from shareplane.adapters.due_messages import due_body
 from shareplane.adapters.requeue_timer import SQS_MAX_DELAY, QueueRequeueTimer
+from shareplane.domain.failures.record import RequeueDue
+from shareplane.domain.reclaim.record import ReclaimDue
 
 from tests.fakes.timer import FakeTimer
 
@@ -101,8 +104,13 @@ def under_test(request: pytest.FixtureRequest, aws_credentials: None) -> Iterato
         yield on_moto(request.getfixturevalue("monkeypatch"))
 
 
-def due(n: int = 1, **extra: Any) -> dict[str, Any]:
-    return {"kind": "requeue_due", "decisionKey": f"DECISION#j{n}#1", "dueAt": 1773720900.5, **extra}
+def due(n: int = 1) -> RequeueDue:
+    return RequeueDue(f"DECISION#j{n}#1", f"arn:j{n}", 1773720900.5)
+
+
+def body(message: RequeueDue | ReclaimDue) -> dict[str, Any]:
+    """The message as it arrives: its JSON body."""
+    return json.loads(json.dumps(due_body(message)))
 
 
 @pytest.mark.parametrize(
@@ -113,20 +121,20 @@ def due(n: int = 1, **extra: Any) -> dict[str, Any]:
 def test_a_message_arrives_at_its_delay_and_not_before(under_test: TimerUnderTest, delay: int) -> None:
     under_test.timer.after(due(), delay, under_test.now)
     assert under_test.arrived(delay - 1) == []
-    assert under_test.arrived(delay) == [due()]
+    assert under_test.arrived(delay) == [body(due())]
     assert under_test.arrived(delay + 7 * 3600) == []
 
 
 def test_no_delay_or_a_negative_one_arrives_at_once(under_test: TimerUnderTest) -> None:
     under_test.timer.after(due(1), 0, under_test.now)
     under_test.timer.after(due(2), -60, under_test.now)
-    assert under_test.arrived(0) == [due(1), due(2)]
+    assert under_test.arrived(0) == [body(due(1)), body(due(2))]
 
 
 def test_a_long_wait_asked_twice_arrives_once(under_test: TimerUnderTest) -> None:
     under_test.timer.after(due(), 3600, under_test.now)
     under_test.timer.after(due(), 3600, under_test.now + 5)
-    assert under_test.arrived(3605) == [due()]
+    assert under_test.arrived(3605) == [body(due())]
 
 
 def test_a_short_wait_asked_twice_arrives_twice_for_the_failure_path_to_dedupe(
@@ -134,16 +142,18 @@ def test_a_short_wait_asked_twice_arrives_twice_for_the_failure_path_to_dedupe(
 ) -> None:
     under_test.timer.after(due(), 60, under_test.now)
     under_test.timer.after(due(), 60, under_test.now)
-    assert under_test.arrived(60) == [due(), due()]
+    assert under_test.arrived(60) == [body(due()), body(due())]
 
 
 def test_the_message_arrives_as_its_json_and_others_are_not_confused_with_it(
     under_test: TimerUnderTest,
 ) -> None:
-    nested = due(1, path=("a", "b"), attempts={"n": 2, "reasons": ["gpu_oom"]})
-    under_test.timer.after(nested, 3600, under_test.now)
+    recheck = ReclaimDue("arn:j1", "j1", 1773720900.5, 1773720000.0)
+    under_test.timer.after(recheck, 3600, under_test.now)
     under_test.timer.after(due(2), 3600, under_test.now)
+    requeue = {"shareplane": "requeue-due", "decisionKey": "DECISION#j2#1", "jobArn": "arn:j2"}
+    reclaim = {"shareplane": "reclaim-due", "jobArn": "arn:j1", "jobId": "j1", "hopAt": 1773720000.0}
     assert under_test.arrived(3600) == [
-        {**due(1), "path": ["a", "b"], "attempts": {"n": 2, "reasons": ["gpu_oom"]}},
-        due(2),
+        {**requeue, "dueAt": 1773720900.5},
+        {**reclaim, "dueAt": 1773720900.5},
     ]

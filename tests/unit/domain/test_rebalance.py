@@ -11,9 +11,14 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shareplane.adapters.batch_policy import quota_share_request, scheduling_policy_request
 from shareplane.domain.config.shares import RebalanceConfig, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, InvalidInputError
-from shareplane.domain.shares.batch_shares import SchedulingPolicy, plan_to_update_scheduling_policy
+from shareplane.domain.shares.batch_shares import (
+    SchedulingPolicy,
+    plan_to_update_quota_share_requests,
+    plan_to_update_scheduling_policy,
+)
 from shareplane.domain.shares.rebalance import (
     WEIGHT_FACTOR_MAX,
     LedgerEntry,
@@ -25,7 +30,6 @@ from shareplane.domain.shares.rebalance import (
     TierWait,
     lend_borrow_rates,
     plan_rebalance,
-    plan_to_update_quota_share_requests,
     rollback_plan,
     target_allocation,
     update_ledger,
@@ -672,8 +676,8 @@ def test_quota_limits_restore_a_drifted_limit_toward_the_entitlement() -> None:
 
 def test_quota_plan_builds_update_quota_share_requests() -> None:
     snap = snapshot(quota_share("A", 60, 100), quota_share("B", 40, 10))
-    requests = plan_to_update_quota_share_requests(plan_rebalance(snap, MANAGED_BORROW))
-    assert requests == [
+    updates = plan_to_update_quota_share_requests(plan_rebalance(snap, MANAGED_BORROW))
+    assert [quota_share_request(update) for update in updates] == [
         {
             "quotaShareArn": "arn:aws:batch:us-east-1:123456789012:quota-share/gpu/A",
             "capacityLimits": [{"maxCapacity": 60, "capacityUnit": P4}],
@@ -854,7 +858,9 @@ CURRENT_POLICY = {
 def test_a_fairshare_plan_builds_the_update_scheduling_policy_request() -> None:
     current = copy.deepcopy(CURRENT_POLICY)
     plan = plan_rebalance(snapshot(share("A", 60, 100, weight=2.0), share("B", 40, 100)), DEFAULTS)
-    request = plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(current))
+    request = scheduling_policy_request(
+        plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(current))
+    )
     assert request == {
         "arn": ARN,
         "fairsharePolicy": {
@@ -938,9 +944,11 @@ def _complete(rollback: RebalancePlan, plan: RebalancePlan) -> tuple:
 def test_a_rollback_plan_builds_requests_like_any_plan() -> None:
     snap = snapshot(share("A", 60, 100, weight=2.0), share("B", 40, 100))
     plan = plan_rebalance(snap, DEFAULTS)
-    after = plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(CURRENT_POLICY))
-    rollback = plan_to_update_scheduling_policy(
-        rollback_plan(plan.to_audit()), SchedulingPolicy.from_dict(after)
+    after = scheduling_policy_request(
+        plan_to_update_scheduling_policy(plan, SchedulingPolicy.from_dict(CURRENT_POLICY))
+    )
+    rollback = scheduling_policy_request(
+        plan_to_update_scheduling_policy(rollback_plan(plan.to_audit()), SchedulingPolicy.from_dict(after))
     )
     weights_back = {
         e["shareIdentifier"]: e["weightFactor"] for e in rollback["fairsharePolicy"]["shareDistribution"]

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.domain.alerts.alert import STALE_CLAIM_SECONDS
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.failures.record import REQUEUE_DUE
 from shareplane.domain.failures.requeue import TAG_FAILURES, TAG_ORIGIN, TAG_SPOT, client_token
 from shareplane.domain.jobs.lifecycle import JobState, JobStatus
-from shareplane.service.handle_failure import REQUEUE_DUE, handle_message
+from shareplane.service.handle_failure import handle_message
 from shareplane.service.watch_jobs import WatchReport, escalate, read_tick
 
 from tests.conftest import load_event

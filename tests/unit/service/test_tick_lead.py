@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shareplane.adapters.due_messages import due_body
 from shareplane.domain.errors import InvalidInputError
+from shareplane.domain.reclaim.record import ReclaimDue
 from shareplane.schemas.scheduled import MAX_TICK_LEAD_SECONDS, check_tick_lead
 from shareplane.service.rebalance_shares import SKIP_DUPLICATE_TICK, rebalance_shares
-from shareplane.service.reclaim_capacity import RECLAIM_RUNNER, due_message
+from shareplane.service.reclaim_capacity import RECLAIM_RUNNER
 from shareplane.service.reclaim_capacity import handle_message as reclaim
 from shareplane.service.watch_jobs import MANUAL_RUN, WATCH_RUNNER, read_tick, watch_tick
 
@@ -121,7 +123,7 @@ def test_a_watch_tick_ahead_of_the_clock_is_refused_whatever_the_watermark() -> 
     "trigger",
     [
         reclaim_tick(T0 + AFTER + 74 * YEAR),
-        due_message({"jobArn": "hi", "jobId": "hi"}, T0 + AFTER + 74 * YEAR, T0 + AFTER + 74 * YEAR),
+        due_body(ReclaimDue("hi", "hi", T0 + AFTER + 74 * YEAR, T0 + AFTER + 74 * YEAR)),
         reclaim_tick(T0 + 86400),
     ],
     ids=["a schedule tick", "a due re-check", "a tick a day ahead"],

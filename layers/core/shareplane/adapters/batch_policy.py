@@ -13,12 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import InvalidInputError
 from ..domain.instance_types.capacity import Capacity
-from ..domain.shares.batch_shares import IdentifierUsage, QueueUsage, QuotaShare, SchedulingPolicy
+from ..domain.shares.batch_shares import (
+    IdentifierUsage,
+    QueueUsage,
+    QuotaShare,
+    QuotaShareUpdate,
+    SchedulingPolicy,
+    SchedulingPolicyUpdate,
+)
 from ..domain.shares.rebalance import QuotaSettings
 from .paging import follow_pages
 
 if TYPE_CHECKING:
     from mypy_boto3_batch import BatchClient
+    from mypy_boto3_batch.type_defs import (
+        FairsharePolicyTypeDef,
+        UpdateQuotaShareRequestTypeDef,
+        UpdateSchedulingPolicyRequestTypeDef,
+    )
 
 
 class BatchPolicyAdapter:
@@ -37,9 +49,9 @@ class BatchPolicyAdapter:
             )
         return SchedulingPolicy.from_dict(found[0])
 
-    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
-        """UpdateSchedulingPolicy with a request ``batch_shares.plan_to_update_scheduling_policy`` built."""
-        self._client.update_scheduling_policy(**request)
+    def update_scheduling_policy(self, update: SchedulingPolicyUpdate) -> None:
+        """UpdateSchedulingPolicy with the update ``batch_shares.plan_to_update_scheduling_policy`` built."""
+        self._client.update_scheduling_policy(**scheduling_policy_request(update))
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:
         """The scheduling policy ARN of a job queue (None for a FIFO queue)."""
@@ -58,9 +70,9 @@ class BatchPolicyAdapter:
         """One quota share: its name, ARN and settings."""
         return quota_share(dict(self._client.describe_quota_share(quotaShareArn=arn)))
 
-    def update_quota_share(self, request: dict[str, Any]) -> None:
-        """UpdateQuotaShare with one request ``plan_to_update_quota_share_requests`` built."""
-        self._client.update_quota_share(**request)
+    def update_quota_share(self, update: QuotaShareUpdate) -> None:
+        """UpdateQuotaShare with one update ``plan_to_update_quota_share_requests`` built."""
+        self._client.update_quota_share(**quota_share_request(update))
 
     # -- capacity ---------------------------------------------------------------------------
     def queue_capacity(self, job_queue: str) -> int:
@@ -82,6 +94,30 @@ class BatchPolicyAdapter:
     def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
         """GetJobQueueSnapshot's utilization: what the queue's top shares hold."""
         return queue_usage(dict(self._client.get_job_queue_snapshot(jobQueue=job_queue)))
+
+
+def scheduling_policy_request(update: SchedulingPolicyUpdate) -> UpdateSchedulingPolicyRequestTypeDef:
+    """The UpdateSchedulingPolicy request of an update: the fair-share policy whole, unset members out."""
+    fairshare: FairsharePolicyTypeDef = {}
+    if update.share_decay_seconds is not None:
+        fairshare["shareDecaySeconds"] = update.share_decay_seconds
+    if update.compute_reservation is not None:
+        fairshare["computeReservation"] = update.compute_reservation
+    fairshare["shareDistribution"] = [
+        {"shareIdentifier": w.share_identifier, "weightFactor": w.weight_factor} for w in update.weights
+    ]
+    return {"arn": update.arn, "fairsharePolicy": fairshare}
+
+
+def quota_share_request(update: QuotaShareUpdate) -> UpdateQuotaShareRequestTypeDef:
+    """The UpdateQuotaShare request of an update (the settings' fields are the ones ``QuotaSettings``
+    writes for its audit too)."""
+    settings = update.settings.to_dict()
+    return {
+        "quotaShareArn": update.quota_share_arn,
+        "capacityLimits": settings["capacityLimits"],
+        "resourceSharingConfiguration": settings["resourceSharingConfiguration"],
+    }
 
 
 def quota_share(item: Mapping[str, Any]) -> QuotaShare:

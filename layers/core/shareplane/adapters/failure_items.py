@@ -21,7 +21,7 @@ from typing import Any
 
 from ..domain.config.failure_rules import FailureClass, Severity
 from ..domain.failures.decision import Action, FailureDecision
-from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, StormFailure
 from ..domain.failures.requeue import ChainState
 
 
@@ -139,6 +139,13 @@ def history_attributes(record: DecisionRecord) -> dict[str, Any]:
         "failureReason": decision.reason_excerpt,
         "why": decision.why,
     }
+
+
+def priority_raise_attributes(raised: PriorityRaise | None) -> dict[str, int]:
+    """What a PRIORITY_ESCALATED history item keeps beside its reason: the priority before and after."""
+    if raised is None:
+        return {}
+    return {"fromPriority": raised.from_priority, "toPriority": raised.to_priority}
 
 
 def storm_failure_item(failure: StormFailure) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, StormFailure
 from ..domain.jobs.lifecycle import HistoryEntry
 from .dynamodb_items import (
     get_item,
@@ -31,6 +31,7 @@ from .failure_items import (
     decision_from_item,
     decision_item,
     history_attributes,
+    priority_raise_attributes,
     storm_failure_from_item,
     storm_failure_item,
 )
@@ -132,9 +133,10 @@ class DynamoFailureLedger:
             ExpressionAttributeValues={":t": {"BOOL": True}},
         )
 
-    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
-        """Put a history item once; False when it was there already."""
-        return put_new(self._client, self._table, {**history_item(job_arn, entry), **extra})
+    def add_history(self, job_arn: str, entry: HistoryEntry, raised: PriorityRaise | None = None) -> bool:
+        """Put a history item once (with the escalation it records); False when it was there already."""
+        item = {**history_item(job_arn, entry), **priority_raise_attributes(raised)}
+        return put_new(self._client, self._table, item)
 
     # -- storm guard ----------------------------------------------------------------------
     def share_failures(self, share: str, since: float) -> list[StormFailure]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
+
+from ..domain.failures.record import RequeueDue
+from ..domain.reclaim.record import ReclaimDue
+from .due_messages import due_body
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
@@ -34,9 +37,9 @@ class QueueRequeueTimer:
         self._role_arn = scheduler_role_arn
         self._queue_arn: str | None = None
 
-    def after(self, message: Mapping[str, Any], delay_seconds: int, now: float) -> None:
+    def after(self, message: RequeueDue | ReclaimDue, delay_seconds: int, now: float) -> None:
         """Send now with a delay (<= 900 s), else create a one-time schedule that sends it when due."""
-        body = json.dumps(dict(message), sort_keys=True)
+        body = json.dumps(due_body(message), sort_keys=True)
         delay = max(0, int(delay_seconds))
         if delay <= SQS_MAX_DELAY:
             self._sqs.send_message(QueueUrl=self._queue_url, MessageBody=body, DelaySeconds=delay)

@@ -15,21 +15,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..domain.errors import InvalidInputError
-from ..domain.failures.record import REQUEUE_DUE
+from ..domain.failures.record import REQUEUE_DUE, RequeueDue
 from .batch import PreemptionDetail
 from .common import bounds_fix
 from .event_time import envelope_time, event_time
 from .sagemaker import TrainingJobDetail
 from .service_job import ServiceJobDetail
-
-
-@dataclass(frozen=True)
-class RequeueDue:
-    """This path's own message: the decision whose requeue is due, and when (epoch seconds)."""
-
-    decision_key: str
-    job_arn: str | None = None
-    due_at: float | None = None
 
 
 class _FailureEvent(BaseModel):

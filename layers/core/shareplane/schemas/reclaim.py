@@ -17,12 +17,11 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain.errors import InvalidInputError
+from ..domain.reclaim.record import RECLAIM_DUE, ReclaimDue
 from .common import Count, Detail, EpochMillis, bounds_fix
 from .event_time import event_time
 from .scheduled import parse_scheduled_event, tick_time
 
-#: The body of this function's own delayed re-check of a waiting job.
-RECLAIM_DUE = "reclaim-due"
 #: The body of a run asked for by hand (it carries no time: the one case the clock decides).
 MANUAL_RUN = {"shareplane": "reclaim"}
 JOB_STATE_CHANGE = "Batch Service Job State Change"
@@ -52,22 +51,7 @@ class RunnableEvent:
     at: float | None
 
 
-@dataclass(frozen=True)
-class ReclaimDue:
-    """This function's delayed re-check of a waiting job: due at ``due_at``, sent to arrive at ``hop_at``."""
-
-    job_arn: str
-    job_id: str
-    due_at: float
-    hop_at: float
-
-
 ReclaimTrigger = ReclaimRun | RunnableEvent | ReclaimDue
-
-
-def due_message(job: Mapping[str, str], due: float, hop: float) -> dict[str, Any]:
-    """A delayed re-check: decided at ``hopAt``; when that is before ``dueAt`` it only hops on."""
-    return {"shareplane": RECLAIM_DUE, **job, "dueAt": due, "hopAt": hop}
 
 
 class _RunnableDetail(Detail):

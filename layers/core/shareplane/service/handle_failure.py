@@ -43,7 +43,7 @@ from ..domain.failures.decision import (
     decide,
     repeated_preemption_alert,
 )
-from ..domain.failures.record import REQUEUE_DUE, Applied, DecisionRecord, StormFailure
+from ..domain.failures.record import Applied, DecisionRecord, RequeueDue, StormFailure
 from ..domain.failures.requeue import ChainState, build_requeue
 from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
 from ..domain.jobs.described_job import DescribedJob
@@ -120,7 +120,6 @@ def handle_failure(trigger: FailureTrigger, ports: FailureWatchPorts) -> Failure
     # Imported here, not at the top: the watch reuses handle_failed_job and never parses an event, so
     # its cold start does not build the Batch and SageMaker event models.
     from ..schemas.failure import (
-        RequeueDue,
         ServiceJobPreempted,
         ServiceJobStateChanged,
         TrainingJobStateChanged,
@@ -323,7 +322,7 @@ def _apply(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: floa
         if wait > 0:
             if record.scheduled:  # a duplicate trigger: the requeue-due message is on its way
                 return FailureOutcome(job_arn, f"requeue scheduled, due in {wait}s", decision.action.value)
-            ports.timer.after(due_message(key, job_arn, due), wait, now)
+            ports.timer.after(RequeueDue(key, job_arn, due), wait, now)
             # A crash before this line re-enqueues on the next delivery; a duplicate message is harmless.
             ports.ledger.mark_scheduled(key)
             return FailureOutcome(job_arn, f"requeue due in {wait}s", decision.action.value)
@@ -335,11 +334,6 @@ def _apply(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: floa
         return FailureOutcome(job_arn, "alerted" if sent else "alert already sent", decision.action.value)
     ports.ledger.mark_applied(key, Applied())
     return FailureOutcome(job_arn, decision.summary(), decision.action.value)
-
-
-def due_message(key: str, job_arn: str, due: float) -> dict[str, Any]:
-    """The requeue-due message of a decision: it carries its due time, which it is decided at."""
-    return {"shareplane": REQUEUE_DUE, "decisionKey": key, "jobArn": job_arn, "dueAt": due}
 
 
 def apply_due(key: str, ports: FailureWatchPorts, now: float) -> FailureOutcome:
@@ -354,7 +348,7 @@ def apply_due(key: str, ports: FailureWatchPorts, now: float) -> FailureOutcome:
         return FailureOutcome(record.job_arn, "duplicate: already applied", action, record.new_job_arn)
     due = record.due_at or now
     if due - now > 1:  # a message dated before its decision's due time (sent by hand, or long ago): wait
-        ports.timer.after(due_message(key, record.job_arn, due), int(due - now), now)
+        ports.timer.after(RequeueDue(key, record.job_arn, due), int(due - now), now)
         return FailureOutcome(record.job_arn, f"requeue due in {int(due - now)}s", action)
     return _requeue(key, record, ports, now)
 

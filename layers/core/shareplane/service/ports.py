@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from ..domain.alerts.alert import Alert
     from ..domain.alerts.sent import SentAlert
     from ..domain.cost.billing import AttemptCost, OpenAttempt
-    from ..domain.failures.record import Applied, DecisionRecord, StormFailure
+    from ..domain.failures.record import Applied, DecisionRecord, PriorityRaise, RequeueDue, StormFailure
     from ..domain.forecast.arrivals import ArrivalKey
     from ..domain.forecast.prediction import StartPrediction
     from ..domain.idle.policy import GpuSample
@@ -23,8 +23,14 @@ if TYPE_CHECKING:
         TrainingTransition,
     )
     from ..domain.reclaim.plan import ClaimBudgets
-    from ..domain.reclaim.record import ReclaimRecord
-    from ..domain.shares.batch_shares import QueueUsage, QuotaShare, SchedulingPolicy
+    from ..domain.reclaim.record import ReclaimDue, ReclaimRecord
+    from ..domain.shares.batch_shares import (
+        QueueUsage,
+        QuotaShare,
+        QuotaShareUpdate,
+        SchedulingPolicy,
+        SchedulingPolicyUpdate,
+    )
     from ..domain.shares.state import PlanAudit, SharesState
     from ..domain.submit.attribution import StoredAttribution
     from ..domain.submit.payload import SubmittedPayload
@@ -220,8 +226,8 @@ class SharesBatch(Protocol):
         """One scheduling policy, as DescribeSchedulingPolicies describes it."""
         ...
 
-    def update_scheduling_policy(self, request: dict[str, Any]) -> None:
-        """UpdateSchedulingPolicy."""
+    def update_scheduling_policy(self, update: SchedulingPolicyUpdate) -> None:
+        """UpdateSchedulingPolicy: the fair-share policy's settings, whole."""
         ...
 
     def scheduling_policy_of(self, job_queue: str) -> str | None:
@@ -232,8 +238,8 @@ class SharesBatch(Protocol):
         """Every quota share of a queue with its settings."""
         ...
 
-    def update_quota_share(self, request: dict[str, Any]) -> None:
-        """UpdateQuotaShare."""
+    def update_quota_share(self, update: QuotaShareUpdate) -> None:
+        """UpdateQuotaShare: one quota share's new settings."""
         ...
 
     def get_job_queue_snapshot(self, job_queue: str) -> QueueUsage:
@@ -350,7 +356,7 @@ class TrainingJobs(Protocol):
 class RequeueTimer(Protocol):
     """Brings a message back to the failure path after a delay (SQS delay or a one-time schedule)."""
 
-    def after(self, message: Mapping[str, Any], delay_seconds: int, now: float) -> None:
+    def after(self, message: RequeueDue | ReclaimDue, delay_seconds: int, now: float) -> None:
         """Deliver ``message`` to the failure path's queue ``delay_seconds`` after ``now``."""
         ...
 
@@ -379,8 +385,9 @@ class FailureLedger(Protocol):
         """Note that a decision's delayed requeue message was sent."""
         ...
 
-    def add_history(self, job_arn: str, entry: HistoryEntry, extra: Mapping[str, Any]) -> bool:
-        """Put one history item on a job once; False when it was there."""
+    def add_history(self, job_arn: str, entry: HistoryEntry, raised: PriorityRaise | None = None) -> bool:
+        """Put one history item on a job once (with the priority escalation it records); False when it
+        was there."""
         ...
 
     def share_failures(self, share: str, since: float) -> list[StormFailure]:

@@ -48,6 +48,7 @@ from ..domain.shares.batch_shares import (
     QueueUsage,
     QuotaShare,
     SchedulingPolicy,
+    plan_to_update_quota_share_requests,
     plan_to_update_scheduling_policy,
 )
 from ..domain.shares.metrics import ShareMetricEvent
@@ -70,7 +71,6 @@ from ..domain.shares.rebalance import (
     ShareSnapshot,
     identifier_plan,
     plan_rebalance,
-    plan_to_update_quota_share_requests,
     rollback_plan,
     team_weights,
     weight_factor,
@@ -486,10 +486,10 @@ def apply_plan(
             plan_to_update_scheduling_policy(per_identifier, batch.describe_scheduling_policy(arn))
         )
         return 1
-    requests = plan_to_update_quota_share_requests(plan)
-    for request in requests:
-        batch.update_quota_share(request)
-    return len(requests)
+    updates = plan_to_update_quota_share_requests(plan)
+    for update in updates:
+        batch.update_quota_share(update)
+    return len(updates)
 
 
 def audit_record(

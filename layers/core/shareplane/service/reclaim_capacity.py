@@ -62,14 +62,8 @@ from ..domain.reclaim.plan import (
     utc_day,
 )
 from ..domain.reclaim.reason import stop_reason
-from ..domain.reclaim.record import ReclaimRecord, ReclaimVictimRecord
-from ..schemas.reclaim import (
-    ReclaimDue,
-    ReclaimTrigger,
-    RunnableEvent,
-    due_message,
-    parse_reclaim_message,
-)
+from ..domain.reclaim.record import ReclaimDue, ReclaimRecord, ReclaimVictimRecord
+from ..schemas.reclaim import ReclaimTrigger, RunnableEvent, parse_reclaim_message
 from ..schemas.scheduled import check_tick_lead, tick_id_at
 from .alerting import AlertSender
 from .ports import CheckpointReader, MetricsSink, ReclaimBatch, ReclaimLedger, RequeueTimer, TickWatermarks
@@ -180,19 +174,19 @@ def _runnable(event: RunnableEvent, ports: ReclaimPorts) -> ReclaimOutcome:
     created = event.created_at
     due = float(created) / 1000 + after if created is not None else now
     if due - now > 1:
-        return _hop({"jobArn": event.job_arn, "jobId": event.job_id}, due, now, ports)
+        return _hop(event.job_arn, event.job_id, due, now, ports)
     return run(ports, now)
 
 
-def _hop(job: Mapping[str, str], due: float, now: float, ports: ReclaimPorts) -> ReclaimOutcome:
+def _hop(job_arn: str, job_id: str, due: float, now: float, ports: ReclaimPorts) -> ReclaimOutcome:
     hop = min(due, now + MAX_HOP_SECONDS)
-    ports.timer.after(due_message(job, due, hop), int(round(hop - now)), now)
-    return ReclaimOutcome(f"re-check {job.get('jobId')} in {hop - now:.0f}s (due in {due - now:.0f}s)", now)
+    ports.timer.after(ReclaimDue(job_arn, job_id, due, hop), int(round(hop - now)), now)
+    return ReclaimOutcome(f"re-check {job_id} in {hop - now:.0f}s (due in {due - now:.0f}s)", now)
 
 
 def _due(due: ReclaimDue, ports: ReclaimPorts) -> ReclaimOutcome:
     if due.due_at - due.hop_at > 1:
-        return _hop({"jobArn": due.job_arn, "jobId": due.job_id}, due.due_at, due.hop_at, ports)
+        return _hop(due.job_arn, due.job_id, due.due_at, due.hop_at, ports)
     return run(ports, due.hop_at)
 
 

@@ -43,6 +43,7 @@ from ..domain.cost.budget import budget_status, crossed
 from ..domain.cost.budget_alerts import budget_alert
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.failures.decision import escalation_ceiling, priority_escalation
+from ..domain.failures.record import PriorityRaise
 from ..domain.jobs.arns import arn_tail, job_id_of, queue_name
 from ..domain.jobs.lifecycle import Decision, HistoryEntry, JobState, JobStatus, ObservationKind
 from ..schemas.scheduled import check_tick_lead, parse_scheduled_event, tick_id
@@ -365,7 +366,7 @@ def _escalate_one(
                 f"{tier.value} wait SLO is {config.tiers[tier].wait_slo_seconds}s",
                 digest=f"escalate:{target}",
             ),
-            {"fromPriority": current, "toPriority": target},
+            PriorityRaise(current, target),
         )
         ports.metrics.emit(
             [FailureMetricEvent("PriorityEscalations", 1)],

@@ -2,7 +2,10 @@
 
 A decision is written once (``DECISION#<job>#<attempt>``) and applied later, possibly by another
 delivery: the record holds everything applying needs, so nothing is decided twice. How the record is
-laid out in the table is the ledger adapter's business (``adapters/failure_items.py``).
+laid out in the table is the ledger adapter's business (``adapters/failure_items.py``). Beside it: the
+delayed message that brings a requeue back when it is due (``RequeueDue``; its body is
+``adapters/due_messages.py``'s) and the watch's priority escalation a history item keeps
+(``PriorityRaise``).
 """
 
 from __future__ import annotations
@@ -12,10 +15,22 @@ from dataclasses import dataclass, field
 from .decision import FailureDecision
 from .requeue import ChainState
 
-__all__ = ["REQUEUE_DUE", "Applied", "DecisionRecord", "StormFailure"]
+__all__ = ["REQUEUE_DUE", "Applied", "DecisionRecord", "PriorityRaise", "RequeueDue", "StormFailure"]
 
 #: The ``shareplane`` member of the failure path's own delayed message: a decision's requeue is due.
 REQUEUE_DUE = "requeue-due"
+
+
+@dataclass(frozen=True)
+class RequeueDue:
+    """The failure path's own delayed message: the decision whose requeue is due, and when (epoch seconds).
+
+    The path sends it with every member set; one sent by hand may lack the job or the due time.
+    """
+
+    decision_key: str
+    job_arn: str | None = None
+    due_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,3 +87,12 @@ class StormFailure:
     job_name: str | None = None
     failure_class: str | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PriorityRaise:
+    """The watch's escalation of a waiting job: the schedulingPriority it had and the one it got (kept
+    on the job's history item)."""
+
+    from_priority: int
+    to_priority: int

@@ -1,4 +1,5 @@
-"""The audit record of one reclaim: who waited and how long, each victim and what it loses.
+"""The audit record of one reclaim: who waited and how long, each victim and what it loses; and
+reclaim's delayed re-check of a waiting job (``ReclaimDue``), which its timer delivers.
 
 ``service/reclaim_capacity.py`` builds it from the plan; the reclaim ledger stores it (its layout is
 ``adapters/reclaim_items.py``'s) and gives it back, with whether and when its victims were stopped.
@@ -7,6 +8,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+#: The ``shareplane`` member of reclaim's own delayed re-check of a waiting job.
+RECLAIM_DUE = "reclaim-due"
+
+
+@dataclass(frozen=True)
+class ReclaimDue:
+    """Reclaim's delayed re-check of a waiting job: due at ``due_at``, sent to arrive at ``hop_at``."""
+
+    job_arn: str
+    job_id: str
+    due_at: float
+    hop_at: float
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 Its modules, each one job (callers import from the module; importing the package loads
 none of them, so a handler's cold start pays only for what it uses):
 
-- ``batch_shares``: What AWS Batch says about a queue's shares: what each holds now, and the settings it
-  runs by.
+- ``batch_shares``: What AWS Batch says about a queue's shares, the settings it runs by, and the updates a
+  plan makes.
 - ``fairshare``: AWS Batch fair-share math: weights, decayed usage, the next share to serve, the reserved
   fraction.
 - ``metrics``: The share rebalancer's metrics: names, units and their (low-cardinality) dimensions.

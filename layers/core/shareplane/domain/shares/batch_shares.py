@@ -1,9 +1,11 @@
-"""What AWS Batch says about a queue's shares: what each holds now, and the settings it runs by.
+"""What AWS Batch says about a queue's shares, the settings it runs by, and the updates a plan makes.
 
 ``QueueUsage`` is GetJobQueueSnapshot's utilization (the top shares by usage, per fair-share
 identifier or per quota share); ``QuotaShare`` is one ListQuotaShares entry; ``SchedulingPolicy`` is
 one DescribeSchedulingPolicies item. The Batch adapter reads them off the API's answers
-(``adapters/batch_policy.py``); the rebalancer plans on them.
+(``adapters/batch_policy.py``); the rebalancer plans on them. A plan is applied as a
+``SchedulingPolicyUpdate`` (fair share) or one ``QuotaShareUpdate`` per quota share it moves, which
+the adapter writes into UpdateSchedulingPolicy and UpdateQuotaShare requests.
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ from ..config.shares import SchedulingMode
 from ..errors import InvalidInputError
 from ..instance_types.capacity import Capacity
 from .fairshare import DEFAULT_WEIGHT, ShareWeight
-from .rebalance import QuotaSettings, RebalancePlan
+from .rebalance import QuotaSettings, RebalancePlan, weight_factor
 
-__all__ = ["IdentifierUsage", "QueueUsage", "QuotaShare", "SchedulingPolicy"]
+__all__ = [
+    "IdentifierUsage",
+    "QueueUsage",
+    "QuotaShare",
+    "QuotaShareUpdate",
+    "SchedulingPolicy",
+    "SchedulingPolicyUpdate",
+    "plan_to_update_quota_share_requests",
+    "plan_to_update_scheduling_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,28 @@ class SchedulingPolicy:
         )
 
 
-def plan_to_update_scheduling_policy(plan: RebalancePlan, current_policy: SchedulingPolicy) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SchedulingPolicyUpdate:
+    """A fair-share policy's settings as an update writes them whole (Batch replaces what it is sent)."""
+
+    arn: str
+    share_decay_seconds: int | None
+    compute_reservation: int | None
+    #: shareDistribution in order: the policy's entries where they were, new shares after them.
+    weights: tuple[ShareWeight, ...]
+
+
+@dataclass(frozen=True)
+class QuotaShareUpdate:
+    """One quota share's new settings."""
+
+    quota_share_arn: str
+    settings: QuotaSettings
+
+
+def plan_to_update_scheduling_policy(
+    plan: RebalancePlan, current_policy: SchedulingPolicy
+) -> SchedulingPolicyUpdate:
     """The UpdateSchedulingPolicy request that applies a fair-share plan to the current policy.
 
     ``current_policy`` is the policy as Batch describes it. Entries the plan
@@ -95,33 +127,41 @@ def plan_to_update_scheduling_policy(plan: RebalancePlan, current_policy: Schedu
         raise InvalidInputError(
             "plan.mode", f"is {plan.mode.value}", "build UpdateQuotaShare requests instead"
         )
-    distribution: list[dict[str, Any]] = [
-        {"shareIdentifier": w.share_identifier, "weightFactor": w.weight_factor}
-        for w in current_policy.weights
-    ]
-    index = {entry["shareIdentifier"]: i for i, entry in enumerate(distribution)}
+    weights = {w.share_identifier: w.weight_factor for w in current_policy.weights}
     for change in plan.moved:
-        if change.share in index:
-            distribution[index[change.share]]["weightFactor"] = change.after
-            continue
-        prefixes = [
-            entry["shareIdentifier"]
-            for entry in distribution
-            if entry["shareIdentifier"].endswith("*")
-            and change.share.startswith(entry["shareIdentifier"][:-1])
-        ]
-        if prefixes:
+        if change.share not in weights:
+            prefixes = [p for p in weights if p.endswith("*") and change.share.startswith(p[:-1])]
+            if prefixes:
+                raise InvalidInputError(
+                    f"shareDistribution.{change.share}",
+                    f"is covered by the prefix entry {prefixes[0]!r}",
+                    "replace the prefix entry with one entry per share identifier",
+                )
+        # A dict keeps its first insertion's place: a moved entry stays where it was, a new one is last.
+        weights[change.share] = weight_factor(change.after)
+    return SchedulingPolicyUpdate(
+        arn=current_policy.arn,
+        share_decay_seconds=current_policy.share_decay_seconds,
+        compute_reservation=current_policy.compute_reservation,
+        weights=tuple(ShareWeight(share, weight) for share, weight in weights.items()),
+    )
+
+
+def plan_to_update_quota_share_requests(plan: RebalancePlan) -> list[QuotaShareUpdate]:
+    """One UpdateQuotaShare request per quota share the plan moves, in share-name order."""
+    if plan.mode is not SchedulingMode.QUOTA:
+        raise InvalidInputError("plan.mode", f"is {plan.mode.value}", "build UpdateSchedulingPolicy instead")
+    requests = []
+    for change in sorted(plan.moved, key=lambda c: c.share):
+        if not change.quota_share_arn:
             raise InvalidInputError(
-                f"shareDistribution.{change.share}",
-                f"is covered by the prefix entry {prefixes[0]!r}",
-                "replace the prefix entry with one entry per share identifier",
+                f"shares.{change.share}.quota_share_arn",
+                "is missing",
+                "put the quota share ARN in the snapshot",
             )
-        distribution.append({"shareIdentifier": change.share, "weightFactor": change.after})
-        index[change.share] = len(distribution) - 1
-    fairshare: dict[str, Any] = {}
-    if current_policy.share_decay_seconds is not None:
-        fairshare["shareDecaySeconds"] = current_policy.share_decay_seconds
-    if current_policy.compute_reservation is not None:
-        fairshare["computeReservation"] = current_policy.compute_reservation
-    fairshare["shareDistribution"] = distribution
-    return {"arn": current_policy.arn, "fairsharePolicy": fairshare}
+        if not isinstance(change.after, QuotaSettings):
+            raise InvalidInputError(
+                f"changes.{change.share}.after", "is not quota settings", "plan in quota mode"
+            )
+        requests.append(QuotaShareUpdate(change.quota_share_arn, change.after))
+    return requests

@@ -854,26 +854,6 @@ def weight_factor(setting: float | QuotaSettings) -> float:
     return float(setting)
 
 
-def plan_to_update_quota_share_requests(plan: RebalancePlan) -> list[dict[str, Any]]:
-    """One UpdateQuotaShare request per quota share the plan moves, in share-name order."""
-    if plan.mode is not SchedulingMode.QUOTA:
-        raise InvalidInputError("plan.mode", f"is {plan.mode.value}", "build UpdateSchedulingPolicy instead")
-    requests = []
-    for change in sorted(plan.moved, key=lambda c: c.share):
-        if not change.quota_share_arn:
-            raise InvalidInputError(
-                f"shares.{change.share}.quota_share_arn",
-                "is missing",
-                "put the quota share ARN in the snapshot",
-            )
-        if not isinstance(change.after, QuotaSettings):
-            raise InvalidInputError(
-                f"changes.{change.share}.after", "is not quota settings", "plan in quota mode"
-            )
-        requests.append({"quotaShareArn": change.quota_share_arn, **change.after.to_dict()})
-    return requests
-
-
 def _setting_from_audit(mode: SchedulingMode, share: str, value: Any) -> float | QuotaSettings:
     if mode is SchedulingMode.QUOTA:
         if not isinstance(value, Mapping):
