@@ -181,6 +181,8 @@ REVIEWED_UNREACHED: dict[str, set[str]] = {
     "RecordUploaderRole": {
         # a repeated CloudTrail event reads the attribution its first delivery stored
         "ReadUploadsAndLinks: dynamodb:GetItem",
+        # an alert claim released after a failed publish
+        "WriteUploadsAndPrincipals: dynamodb:DeleteItem",
     },
     "DetectIdleRole": {
         "WriteDecisionsAndAlerts: dynamodb:DeleteItem",  # an alert claim released after a failed publish
