@@ -20,8 +20,8 @@ from moto import mock_aws
 from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.dynamodb_items import unmarshal
 from shareplane.adapters.dynamodb_store import PAYLOAD_SK, job_pk
-from shareplane.adapters.upload_attributions import DynamoUploadAttributions
-from shareplane.domain.submit.attribution import UploadAttribution, principal_record
+from shareplane.adapters.upload_attributions import DynamoUploadAttributions, principal_item
+from shareplane.domain.submit.attribution import UploadAttribution, uploader_principal
 from shareplane.service.record_uploader import record_upload
 from shareplane.service.submit_job import submit_dropped_spec
 
@@ -125,14 +125,14 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
             else:
                 trail()
 
-        expected = principal_record(uploader, world.config)
+        expected = uploader_principal(uploader, world.config)
         payloads = _payloads(world)
         assert len(payloads) == 3, "the drop's three jobs were submitted once each"
         for name, item in payloads.items():
             assert item["uploader"] == {
                 "account": "111122223333",
                 "requestId": REQUEST,
-                "principal": expected,
+                "principal": principal_item(expected),
             }, name
         stored = attributions.load_attribution(REQUEST)
         assert stored is not None and stored.principal == expected
@@ -140,7 +140,7 @@ def test_every_order_and_duplicate_ends_with_the_principal_on_every_job(
             j["jobArn"] for j in world.batch.jobs.values()
         )
         alerts = _alerts(world)
-        if expected["check"] == "not_a_submitter":
+        if expected.check == "not_a_submitter":
             assert len(alerts) == 1 and stored.alerted is True
         else:
             assert alerts == [] and not stored.alerted

@@ -20,6 +20,7 @@ from shareplane.adapters.failure_items import (
     storm_failure_item,
 )
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
+from shareplane.adapters.upload_attributions import principal_from_item, principal_item
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.failures.decision import EXCERPT_MAX_CHARS, Action, FailureDecision
@@ -37,6 +38,7 @@ from shareplane.domain.shares.rebalance import (
 )
 from shareplane.domain.shares.state import LatestRun, PlanAudit, PlanRef, ShareAccount, SharesState
 from shareplane.domain.shares.tier_charge import TeamTierUsage
+from shareplane.domain.submit.attribution import PrincipalCheck, UploaderPrincipal
 
 
 def as_the_table_returns(value: Any) -> Any:
@@ -269,3 +271,38 @@ def test_an_hours_arrival_count_reads_back_under_its_key(
     # THEN the item reads back as that count, and a count moved down to 0 as none
     assert counts_from_item("gpu", item) == [(key, count)]
     assert counts_from_item("gpu", {**item, name: 0}) == []
+
+
+principals = st.builds(
+    UploaderPrincipal,
+    arn=names,
+    event_name=names,
+    check=st.sampled_from(PrincipalCheck),
+    type=maybe_names,
+    principal_id=maybe_names,
+    account_id=maybe_names,
+    session_issuer_arn=maybe_names,
+)
+
+
+@given(principals)
+def test_an_uploaders_principal_reads_back_as_it_was_written(principal: UploaderPrincipal) -> None:
+    assert principal_from_item(principal_item(principal)) == principal
+
+
+def test_an_uploaders_principal_keeps_the_layout_its_jobs_have_carried() -> None:
+    # GIVEN a principal as an earlier release wrote it on a job's PAYLOAD item (absent members left out)
+    stored = {
+        "arn": "arn:aws:sts::111122223333:assumed-role/prodexp1-ml-engineers/alice",
+        "type": "AssumedRole",
+        "accountId": "111122223333",
+        "sessionIssuerArn": "arn:aws:iam::111122223333:role/prodexp1-ml-engineers",
+        "eventName": "PutObject",
+        "check": "submitter",
+    }
+    # THEN it reads as the same principal and is written back key for key
+    principal = principal_from_item(stored)
+    assert principal is not None and principal.check is PrincipalCheck.SUBMITTER
+    assert principal_item(principal) == stored
+    # and one that lost its check reads as unknown, not as some check it never had
+    assert principal_from_item({k: v for k, v in stored.items() if k != "check"}) is None

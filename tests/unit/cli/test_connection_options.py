@@ -35,8 +35,23 @@ def run(*args: str) -> typer.testing.Result:
 
 
 def test_the_options_passed_build_the_commands_target() -> None:
-    result = run("stack", "--team", "a", "--profile", "p", "--region", "r", "--endpoint", "http://h:1",
-                 "--stack-name", "s", "--table", "t", "--last", "2")
+    result = run(
+        "stack",
+        "--team",
+        "a",
+        "--profile",
+        "p",
+        "--region",
+        "r",
+        "--endpoint",
+        "http://h:1",
+        "--stack-name",
+        "s",
+        "--table",
+        "t",
+        "--last",
+        "2",
+    )
     assert result.exit_code == 0, result.output
     assert seen == [("a", Target(profile="p", region="r", endpoint="http://h:1", stack_name="s", table="t"))]
 

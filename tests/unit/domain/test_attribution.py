@@ -10,7 +10,7 @@ from shareplane.domain.submit.attribution import (
     PrincipalCheck,
     UploadAttribution,
     check_principal,
-    principal_record,
+    uploader_principal,
 )
 
 from tests.fakes.failure_world import shares_config
@@ -61,7 +61,7 @@ def test_the_uploader_is_checked_as_the_bucket_policy_checks_it(
     attribution: UploadAttribution, team: str | None, check: PrincipalCheck
 ) -> None:
     assert check_principal(attribution, shares_config()) == (team, check)
-    assert principal_record(attribution, shares_config())["check"] == check.value
+    assert uploader_principal(attribution, shares_config()).check is check
 
 
 def test_a_team_without_submitters_is_named_open() -> None:
@@ -72,9 +72,9 @@ def test_a_team_without_submitters_is_named_open() -> None:
 
 
 def test_the_record_is_the_same_for_the_same_event() -> None:
-    record = principal_record(ALICE, shares_config())
-    assert record == principal_record(ALICE, shares_config())
-    assert record["arn"] == ALICE.principal_arn and record["sessionIssuerArn"] == ROLE
+    principal = uploader_principal(ALICE, shares_config())
+    assert principal == uploader_principal(ALICE, shares_config())
+    assert principal.arn == ALICE.principal_arn and principal.session_issuer_arn == ROLE
 
 
 def test_the_alert_names_the_principal_the_submitters_and_fits_sns() -> None:

@@ -211,7 +211,9 @@ def test_a_checkpoint_path_that_stayed_empty_cannot_resume_so_it_is_not_a_victim
     assert victims(plan) == ["a0"] and plan.reclaims[0].lost_instance_seconds == 30
     # AND where the config allows jobs that cannot resume, it loses everything since its dispatch
     allowed = plan_reclaim(
-        snap([waiter(instances=1)], cluster), TIERS, RULES.model_copy(update={"allow_no_checkpoint_victims": True})
+        snap([waiter(instances=1)], cluster),
+        TIERS,
+        RULES.model_copy(update={"allow_no_checkpoint_victims": True}),
     )
     assert victims(allowed) == ["b-never"] and allowed.reclaims[0].lost_instance_seconds == 11 * 3600
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..domain.submit.attribution import StoredAttribution
+from ..domain.submit.attribution import PrincipalCheck, StoredAttribution, UploaderPrincipal
 from .dynamodb_items import marshal, put_new, unmarshal
 from .dynamodb_store import PAYLOAD_SK, job_pk
 
@@ -27,9 +27,50 @@ ATTRIBUTION_SK = "ATTRIBUTION"
 LINK_PREFIX = "JOB#"
 
 
+#: ``uploader.principal``'s keys and the UploaderPrincipal member each holds (None members are left out).
+_PRINCIPAL_KEYS = (
+    ("arn", "arn"),
+    ("type", "type"),
+    ("principalId", "principal_id"),
+    ("accountId", "account_id"),
+    ("sessionIssuerArn", "session_issuer_arn"),
+    ("eventName", "event_name"),
+    ("check", "check"),
+)
+
+
 def upload_pk(request_id: str) -> str:
     """Partition key of one S3 request's join items."""
     return f"UPLOAD#{request_id}"
+
+
+def principal_item(principal: UploaderPrincipal) -> dict[str, str]:
+    """``uploader.principal`` as the items keep it: camelCase keys, absent members left out."""
+    values = ((key, getattr(principal, member)) for key, member in _PRINCIPAL_KEYS)
+    return {key: str(value) for key, value in values if value is not None}
+
+
+def principal_from_item(item: Mapping[str, Any]) -> UploaderPrincipal | None:
+    """A stored ``uploader.principal`` read back; None when it lacks a member or names no known check."""
+    try:
+        check = PrincipalCheck(item["check"])
+        arn, event_name = str(item["arn"]), str(item["eventName"])
+    except (KeyError, ValueError):
+        return None
+
+    def optional(key: str) -> str | None:
+        value = item.get(key)
+        return None if value is None else str(value)
+
+    return UploaderPrincipal(
+        arn=arn,
+        event_name=event_name,
+        check=check,
+        type=optional("type"),
+        principal_id=optional("principalId"),
+        account_id=optional("accountId"),
+        session_issuer_arn=optional("sessionIssuerArn"),
+    )
 
 
 class DynamoUploadAttributions:
@@ -39,13 +80,13 @@ class DynamoUploadAttributions:
         self._client = client
         self._table = table_name
 
-    def save_attribution(self, request_id: str, record: Mapping[str, Any], expires_at: int) -> bool:
+    def save_attribution(self, request_id: str, principal: UploaderPrincipal, expires_at: int) -> bool:
         """Store the request's principal once; False when it was stored already (a duplicate event)."""
         item = {
             "pk": upload_pk(request_id),
             "sk": ATTRIBUTION_SK,
             "entity": "upload_attribution",
-            "principal": dict(record),
+            "principal": principal_item(principal),
             "expiresAt": expires_at,
         }
         return put_new(self._client, self._table, item)
@@ -60,8 +101,10 @@ class DynamoUploadAttributions:
         item = unmarshal(response["Item"]) if "Item" in response else None
         if item is None:
             return None
+        stored = item.get("principal")
         return StoredAttribution(
-            principal=dict(item.get("principal") or {}), alerted=bool(item.get("alerted"))
+            principal=principal_from_item(stored) if isinstance(stored, Mapping) else None,
+            alerted=bool(item.get("alerted")),
         )
 
     def mark_alerted(self, request_id: str) -> None:
@@ -100,7 +143,7 @@ class DynamoUploadAttributions:
             arns += [item["jobArn"]["S"] for item in page.get("Items", [])]
         return arns
 
-    def set_principal(self, job_arn: str, record: Mapping[str, Any]) -> bool:
+    def set_principal(self, job_arn: str, principal: UploaderPrincipal) -> bool:
         """Write ``uploader.principal`` on the job's PAYLOAD item; False when the job has no payload item.
 
         A plain overwrite with the same value, so a repeat changes nothing.
@@ -112,7 +155,10 @@ class DynamoUploadAttributions:
                 UpdateExpression="SET #u.#p = :p",
                 ConditionExpression="attribute_exists(pk) AND attribute_type(#u, :map)",
                 ExpressionAttributeNames={"#u": "uploader", "#p": "principal"},
-                ExpressionAttributeValues={":p": marshal({"v": dict(record)})["v"], ":map": {"S": "M"}},
+                ExpressionAttributeValues={
+                    ":p": marshal({"v": principal_item(principal)})["v"],
+                    ":map": {"S": "M"},
+                },
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":

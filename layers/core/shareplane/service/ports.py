@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         SchedulingPolicyUpdate,
     )
     from ..domain.shares.state import PlanAudit, SharesState
-    from ..domain.submit.attribution import StoredAttribution
+    from ..domain.submit.attribution import StoredAttribution, UploaderPrincipal
     from ..domain.submit.payload import SubmittedPayload
 
 
@@ -548,7 +548,7 @@ class ReclaimLedger(Protocol):
 class UploadAttributions(Protocol):
     """The join of an S3 request's principal (CloudTrail) to the jobs of its drop."""
 
-    def save_attribution(self, request_id: str, record: Mapping[str, Any], expires_at: int) -> bool:
+    def save_attribution(self, request_id: str, principal: UploaderPrincipal, expires_at: int) -> bool:
         """Store the request's principal once; False when it was stored already."""
         ...
 
@@ -568,7 +568,7 @@ class UploadAttributions(Protocol):
         """The jobs linked to this request."""
         ...
 
-    def set_principal(self, job_arn: str, record: Mapping[str, Any]) -> bool:
+    def set_principal(self, job_arn: str, principal: UploaderPrincipal) -> bool:
         """Write the principal on the job's payload item; False when the job has none."""
         ...
 

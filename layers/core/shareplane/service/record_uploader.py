@@ -23,8 +23,9 @@ from ..domain.submit.attribution import (
     UPLOAD_JOIN_RETENTION_SECONDS,
     PrincipalCheck,
     UploadAttribution,
+    UploaderPrincipal,
     check_principal,
-    principal_record,
+    uploader_principal,
 )
 from .alerting import AlertSender
 from .ports import UploadAttributions
@@ -56,21 +57,21 @@ class UploaderOutcome:
 def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: int) -> UploaderOutcome:
     """Store the principal of one S3 request, alert on a non-submitter once, write it on its jobs."""
     config = ports.config
-    record = principal_record(attribution, config)
+    principal = uploader_principal(attribution, config)
     team, check = check_principal(attribution, config)
     request_id = attribution.request_id
     stored = None
-    if not ports.attributions.save_attribution(request_id, record, now_s + UPLOAD_JOIN_RETENTION_SECONDS):
+    if not ports.attributions.save_attribution(request_id, principal, now_s + UPLOAD_JOIN_RETENTION_SECONDS):
         # A repeat of this request's event: write what the first one stored, so the jobs carry one
-        # record whatever the order (the submit path copies the stored one too).
+        # principal whatever the order (the submit path copies the stored one too).
         stored = ports.attributions.load_attribution(request_id)
-        record = dict((stored.principal if stored else None) or record)
+        principal = (stored.principal if stored else None) or principal
     # The principal first: attribution never waits on the alert (a failed publish retries the record,
     # and the writes below are idempotent).
     updated = tuple(
         arn
         for arn in ports.attributions.linked_jobs(request_id)
-        if ports.attributions.set_principal(arn, record)
+        if ports.attributions.set_principal(arn, principal)
     )
     alerted = False
     # The alert ledger keeps a repeat quiet; the join's own mark (``alerted``) also covers an upload
@@ -90,7 +91,7 @@ def record_upload(attribution: UploadAttribution, ports: UploaderPorts, now_s: i
 
 def attach_recorded_principal(
     request_id: str | None, job_arns: Sequence[str], attributions: UploadAttributions, now_s: int
-) -> dict[str, object] | None:
+) -> UploaderPrincipal | None:
     """The submit path's half: link the drop's jobs to its request, then copy a principal already there.
 
     Returns the principal written on the jobs, or None when CloudTrail's event has not come yet (the
@@ -101,9 +102,9 @@ def attach_recorded_principal(
     for arn in job_arns:
         attributions.link_job(request_id, arn, now_s + UPLOAD_JOIN_RETENTION_SECONDS)
     stored = attributions.load_attribution(request_id)
-    if not stored:
+    principal = stored.principal if stored else None
+    if principal is None:
         return None
-    principal = dict(stored.principal)
     for arn in job_arns:
         attributions.set_principal(arn, principal)
     return principal

@@ -16,15 +16,13 @@ Each side writes before it reads (DynamoDB's strongly consistent reads see every
 before them), so whichever event comes second finds the first one's write. Writing the principal is a
 plain overwrite of the same value, so repeats change nothing.
 
-This module is pure: it turns an attribution and the shares config into the record a job carries.
+This module is pure: it turns an attribution and the shares config into the principal a job carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from ..config.shares import SharesConfig
 from .drop_access import principal_is_submitter
@@ -71,10 +69,29 @@ class UploadAttribution:
 
 
 @dataclass(frozen=True)
-class StoredAttribution:
-    """What the join keeps of one request: the principal record its jobs carry, and whether it was alerted."""
+class UploaderPrincipal:
+    """Who made one upload, as its jobs carry it (``uploader.principal`` on the payload item).
 
-    principal: Mapping[str, Any] = field(default_factory=dict)
+    The adapter writes it into the item (camelCase keys, absent members left out) and reads it back.
+    """
+
+    arn: str
+    event_name: str
+    check: PrincipalCheck
+    type: str | None = None
+    principal_id: str | None = None
+    account_id: str | None = None
+    session_issuer_arn: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredAttribution:
+    """What the join keeps of one request: the principal its jobs carry, and whether it was alerted.
+
+    ``principal`` is None when the stored item's principal could not be read (a hand-edited item).
+    """
+
+    principal: UploaderPrincipal | None = None
     alerted: bool = False
 
 
@@ -93,16 +110,15 @@ def check_principal(
     return team, PrincipalCheck.NOT_A_SUBMITTER
 
 
-def principal_record(attribution: UploadAttribution, config: SharesConfig) -> dict[str, Any]:
+def uploader_principal(attribution: UploadAttribution, config: SharesConfig) -> UploaderPrincipal:
     """What a job carries as ``uploader.principal``: the same for the same event and config, always."""
     _, check = check_principal(attribution, config)
-    record: dict[str, Any] = {
-        "arn": attribution.principal_arn,
-        "type": attribution.principal_type,
-        "principalId": attribution.principal_id,
-        "accountId": attribution.account_id,
-        "sessionIssuerArn": attribution.session_issuer_arn,
-        "eventName": attribution.event_name,
-        "check": check.value,
-    }
-    return {k: v for k, v in record.items() if v is not None}
+    return UploaderPrincipal(
+        arn=attribution.principal_arn,
+        event_name=attribution.event_name,
+        check=check,
+        type=attribution.principal_type,
+        principal_id=attribution.principal_id,
+        account_id=attribution.account_id,
+        session_issuer_arn=attribution.session_issuer_arn,
+    )
