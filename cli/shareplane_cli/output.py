@@ -1,4 +1,4 @@
-"""How commands print: JSON for machines, rich tables for people."""
+"""How commands print: JSON for machines, rich tables for people, plain full-width rows for a pipe."""
 
 from __future__ import annotations
 
@@ -26,21 +26,79 @@ class Output(StrEnum):
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
 
 
+class ListOutput(StrEnum):
+    """Output formats of a listing: ``wide`` adds the columns a terminal has no room for by default."""
+
+    TABLE = "table"
+    WIDE = "wide"
+    JSON = "json"
+    CSV = "csv"
+
+
+#: How wide a table may grow when stdout is a pipe or a file: no row is cut or wrapped below this.
+PIPED_WIDTH = 4096
+
+
+def stdout_console() -> Console:
+    """Where a command's output goes: rich's own console on a terminal; piped, one that never cuts a row.
+
+    rich takes 80 columns when stdout is not a terminal, so a piped table would shrink its headers to a
+    letter or two and cut names; ``plain`` tables at ``PIPED_WIDTH`` keep every cell whole.
+    """
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPED_WIDTH)
+
+
+def fit(table: Table, console: Console) -> Table:
+    """``table`` as ``console`` shows it: boxed on a terminal; piped, plain rows (no box lines, title
+    on the left), which ``grep``, ``awk`` and ``column`` read as the columns they are."""
+    if not console.is_terminal:
+        table.box = None
+        table.show_edge = False
+        table.pad_edge = False
+        table.title_justify = "left"
+    return table
+
+
+def print_fitted(table: Table, console: Console | None = None) -> None:
+    """Print a table on ``console`` (default: ``stdout_console``), boxed or plain as ``fit`` chooses."""
+    console = console or stdout_console()
+    if console.is_terminal:
+        console.print(table)
+        return
+    # Piped: rich pads every cell to its column's width; trailing blanks only get in a reader's way.
+    with console.capture() as captured:
+        console.print(fit(table, console))
+    console.out("\n".join(line.rstrip() for line in captured.get().splitlines()), highlight=False)
+
+
 def print_json(data: object) -> None:
     """Machine-readable output on stdout, nothing else."""
     print(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
 def print_table(
-    title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], console: Console | None = None
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    console: Console | None = None,
+    *,
+    headers: bool = True,
 ) -> None:
-    """A rich table; None prints as a dash."""
-    table = Table(title=title, show_lines=False)
-    for column in columns:
-        table.add_column(column)
+    """A table whose first column (the name people look for) is never cut; None prints as a dash.
+
+    ``headers=False`` leaves out the title and the column names (``--no-headers``).
+    """
+    first = max((len(str(row[0])) for row in rows if row and row[0] is not None), default=0)
+    table = Table(title=title if headers else None, show_header=headers, show_lines=False)
+    for index, column in enumerate(columns):
+        if index == 0:
+            table.add_column(column, no_wrap=True, min_width=max(first, len(column)))
+        else:
+            table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("-" if cell is None else str(cell) for cell in row))
-    (console or Console()).print(table)
+    print_fitted(table, console)
 
 
 #: What a spreadsheet takes for the start of a formula in a cell (OWASP, "CSV Injection":

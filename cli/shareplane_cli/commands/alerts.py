@@ -7,7 +7,6 @@ and on the local stack, needs no extra subscription, and never consumes anyone's
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Annotated, Any
 
@@ -17,17 +16,7 @@ from shareplane.domain.alerts.sent import SentAlert
 from ..aws import DEFAULT_TARGET, Target, account_options
 from ..main import app
 from ..output import Output, OutputOption, emit, epoch_ms, print_table
-
-_DURATION = re.compile(r"^(\d+)([smhd])$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> float:
-    """``90s``, ``15m``, ``6h``, ``7d`` as seconds."""
-    found = _DURATION.match(text.strip())
-    if not found:
-        raise typer.BadParameter(f"{text!r} is not a duration; use a number and s, m, h or d (e.g. 6h)")
-    return int(found.group(1)) * _SECONDS[found.group(2)]
+from ..time_options import parse_duration
 
 
 def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, ShareplaneError
@@ -15,7 +14,7 @@ from shareplane.domain.failures.decision import Action, FailureContext, FailureD
 
 from ..config_file import load_config
 from ..main import app
-from ..output import Output, print_error
+from ..output import Output, print_error, print_fitted, stdout_console
 
 failures_app = typer.Typer(help="Inspect the failure classifier and retry policy.", no_args_is_help=True)
 app.add_typer(failures_app, name="failures")
@@ -98,11 +97,11 @@ def classify_command(
         }
         typer.echo(json.dumps(payload))
         return
-    console = Console()
+    console = stdout_console()
     console.print(f"class: [bold]{first.failure_class}[/bold]   rule: {first.rule_id}", highlight=False)
     console.print(f"reason: {first.reason_excerpt}", markup=False, highlight=False)
     table = Table("tier", "decision", "why")
     for t, d in decisions.items():
         table.add_row(t.value, d.summary(), d.why)
-    console.print(table)
+    print_fitted(table, console)
     console.print(f"fix: {first.fix}", markup=False, highlight=False)

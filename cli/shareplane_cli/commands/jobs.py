@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +15,7 @@ from rich.console import Console
 from shareplane.bootstrap import Root
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, running_cost
+from shareplane.domain.explain.durations import duration_text, relative_text
 from shareplane.domain.explain.record import JobRecord, history_label, recorded_now
 from shareplane.domain.explain.record_json import listed_json, record_json, story_json
 from shareplane.domain.explain.story import (
@@ -23,91 +26,183 @@ from shareplane.domain.explain.story import (
     job_wait,
     observed_now,
 )
+from shareplane.domain.explain.wait import WAITING
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.arns import job_id_of
-from shareplane.domain.jobs.lifecycle import JobStatus
-from shareplane.service.queries import job_records
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
+from shareplane.service.queries import JobQuery, job_records
 from shareplane.service.spend import owner_of
 
 from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, OutputOption, emit, epoch_ms, print_json, print_table
+from ..output import ListOutput, Output, epoch_ms, print_csv, print_json, print_table, stdout_console
+from ..time_options import since_ms
 from .idle import idle_periods, idle_periods_line
 
-#: The job table's columns, one row per job.
-JOB_COLUMNS = [
-    "job",
-    "status",
-    "team",
-    "tier",
-    "share",
-    "prio",
-    "att",
-    "pre",
-    "cap",
-    "created",
-    "wait",
-    "stopped",
-    "predicted start",
-    "history",
-    "reason",
-]
+
+@dataclass(frozen=True)
+class ListedJob:
+    """One line of the listing: a job's record, its wait, and the time the list is dated by (epoch s)."""
+
+    record: JobRecord
+    wait: JobWait
+    now: float
+
+    @property
+    def state(self) -> JobState:
+        return self.record.state
+
+
+@dataclass(frozen=True)
+class JobColumn:
+    """A column of the listing: its cell, what ``--sort`` orders it by, and whether only ``wide`` has it."""
+
+    cell: Callable[[ListedJob], object]
+    #: The value ``--sort`` compares (default: the cell); None values sort last.
+    order: Callable[[ListedJob], Any] | None = None
+    wide: bool = False
+
+
+def _age(job: ListedJob) -> float | None:
+    created = job.record.created_s
+    return None if created is None else job.now - created
+
+
+def _reason(job: ListedJob) -> str:
+    training = job.record.training
+    return (training.failure_reason if training else None) or job.state.status_reason or ""
+
+
+#: Every column, in the order a listing shows them; ``-o table`` shows those not ``wide``.
+JOB_COLUMNS: dict[str, JobColumn] = {
+    "job": JobColumn(lambda j: j.state.job_name),
+    "status": JobColumn(
+        lambda j: j.state.status.value, order=lambda j: list(JobStatus).index(j.state.status)
+    ),
+    "team": JobColumn(lambda j: j.record.team),
+    "tier": JobColumn(lambda j: j.record.tier.value if j.record.tier else None),
+    "wait": JobColumn(lambda j: j.wait.text(), order=lambda j: j.wait.seconds),
+    "age": JobColumn(lambda j: None if (age := _age(j)) is None else duration_text(age), order=_age),
+    "start": JobColumn(
+        lambda j: predicted_start(j.record.prediction, j.now) if j.state.status in WAITING else None,
+        order=lambda j: j.record.prediction.p50 if j.record.prediction else None,
+    ),
+    "id": JobColumn(lambda j: j.state.job_id, wide=True),
+    "queue": JobColumn(lambda j: j.state.job_queue, wide=True),
+    "share": JobColumn(lambda j: j.state.share, wide=True),
+    "prio": JobColumn(lambda j: j.state.scheduling_priority, wide=True),
+    "attempts": JobColumn(lambda j: j.state.attempts, wide=True),
+    "preempted": JobColumn(lambda j: j.state.preemptions, wide=True),
+    "capacity requeues": JobColumn(lambda j: j.state.capacity_requeues, wide=True),
+    "created": JobColumn(
+        lambda j: epoch_ms(j.state.created_at), order=lambda j: j.state.created_at, wide=True
+    ),
+    "stopped": JobColumn(
+        lambda j: epoch_ms(j.state.stopped_at), order=lambda j: j.state.stopped_at, wide=True
+    ),
+    "reason": JobColumn(_reason, wide=True),
+}
+
+
+def chosen_columns(output: ListOutput, columns: str | None) -> list[str]:
+    """The columns a listing prints: ``--columns`` as given, else the output's own set."""
+    if columns:
+        names = [name.strip() for name in columns.split(",") if name.strip()]
+        unknown = [name for name in names if name not in JOB_COLUMNS]
+        if unknown or not names:
+            raise typer.BadParameter(
+                f"unknown column(s) {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(JOB_COLUMNS)}",
+                param_hint="--columns",
+            )
+        return names
+    return [name for name, column in JOB_COLUMNS.items() if output is not ListOutput.TABLE or not column.wide]
+
+
+def sorted_jobs(jobs: Sequence[ListedJob], sort: str) -> list[ListedJob]:
+    """``jobs`` ordered by one column (``-`` first for descending), ties by creation; empty cells last."""
+    name = sort.removeprefix("-")
+    column = JOB_COLUMNS.get(name)
+    if column is None:
+        raise typer.BadParameter(
+            f"cannot sort by {name!r}; choose from {', '.join(JOB_COLUMNS)} (prefix - for descending)",
+            param_hint="--sort",
+        )
+    value: Callable[[ListedJob], Any] = column.order or column.cell
+    by_creation = sorted(jobs, key=lambda j: (j.state.created_at or 0, j.state.job_arn))
+    present = [j for j in by_creation if value(j) is not None]
+    absent = [j for j in by_creation if value(j) is None]
+    return sorted(present, key=value, reverse=sort.startswith("-")) + absent
+
+
+def status_counts(records: Sequence[JobRecord]) -> list[str]:
+    """One line per queue: how many of its listed jobs are in each status, in lifecycle order."""
+    by_queue: dict[str, Counter[JobStatus]] = {}
+    for record in records:
+        by_queue.setdefault(record.state.job_queue or "-", Counter())[record.state.status] += 1
+    return [
+        f"{queue}: " + ", ".join(f"{counts[s]} {s.value}" for s in JobStatus if counts[s])
+        for queue, counts in sorted(by_queue.items())
+    ]
 
 
 def print_jobs(
-    records: Sequence[JobRecord], output: Output, now: float | None = None, *, beside: bool = False
+    records: Sequence[JobRecord],
+    output: ListOutput | Output,
+    now: float | None = None,
+    *,
+    beside: bool = False,
+    columns: str | None = None,
+    sort: str = "created",
+    limit: int | None = None,
+    headers: bool = True,
 ) -> None:
-    """Job records as JSON, or as a table with one row per job (waits of waiting jobs as of ``now``).
+    """The jobs, one line each: JSON records, CSV, or a table with a count line per queue.
 
     Each JSON record gains its ``wait`` (``listed_json``, as one job's story gives it); the table's wait
     column is that wait's text, so the two views cannot disagree. ``beside``: the records' uploader
     and stored prediction were read (``job_records`` with ``payloads`` and ``predictions``), so the
-    JSON shows them.
+    JSON shows them. Waits and ages are dated by ``now`` (epoch s; default: the newest time the records
+    hold, or the clock if later).
     """
     at = observed_now(records, time.time()) if now is None else now
-    waits = [job_wait(r, at) for r in records]
-
-    def table() -> None:
-        rows = [_job_row(r, wait) for r, wait in zip(records, waits, strict=True)]
-        print_table(f"{len(records)} jobs", JOB_COLUMNS, rows)
-
-    listed = [listed_json(r, w, beside=beside) for r, w in zip(records, waits, strict=True)]
-    emit(listed, output, table)
-
-
-def _job_row(record: JobRecord, wait: JobWait) -> tuple[Any, ...]:
-    """One job's row of the table (``JOB_COLUMNS``)."""
-    state, training = record.state, record.training
-    reason = (training.failure_reason if training else None) or state.status_reason or ""
-    return (
-        state.job_name,
-        state.status.value,
-        record.team,
-        record.tier.value if record.tier else None,
-        state.share,
-        state.scheduling_priority,
-        state.attempts,
-        state.preemptions,
-        state.capacity_requeues,
-        epoch_ms(state.created_at),
-        wait.text(),
-        epoch_ms(state.stopped_at),
-        predicted_start(record.prediction),
-        " > ".join(history_label(h) for h in record.history),
-        reason[:60],
-    )
+    output = ListOutput(output.value)
+    names = chosen_columns(output, columns)
+    jobs = sorted_jobs([ListedJob(r, job_wait(r, at), at) for r in records], sort)
+    shown = jobs[:limit] if limit is not None else jobs
+    if output is ListOutput.JSON:
+        print_json([listed_json(j.record, j.wait, beside=beside) for j in shown])
+        return
+    rows = [tuple(JOB_COLUMNS[name].cell(job) for name in names) for job in shown]
+    if output is ListOutput.CSV:
+        print_csv(
+            names, [dict(zip(names, ("" if c is None else c for c in row), strict=True)) for row in rows]
+        )
+        return
+    title = f"{len(jobs)} jobs" if len(shown) == len(jobs) else f"{len(shown)} of {len(jobs)} jobs"
+    print_table(title, names, rows, headers=headers)
+    if headers:
+        typer.echo("\n".join(["", *status_counts([j.record for j in jobs])]))
 
 
-def predicted_start(prediction: StartPrediction | None) -> str | None:
-    """The stored start prediction in one cell: p50, then the p10-p90 range (None: never predicted)."""
+def predicted_start(prediction: StartPrediction | None, now: float) -> str | None:
+    """A stored start prediction in one cell, from ``now`` (epoch s): ``in 5m00s (p10-p90 2m00s-9m00s)``.
+
+    None: never predicted. A range that is one moment is shown once.
+    """
     if prediction is None:
         return None
     if prediction.p50 is None:
         return f"beyond horizon ({prediction.started_fraction:.0%} started)"
-    p90 = epoch_ms(prediction.p90) or "later"
-    return f"{epoch_ms(prediction.p50)} ({epoch_ms(prediction.p10)} - {p90})"
+    now_ms = now * 1000
+    p50 = relative_text((prediction.p50 - now_ms) / 1000)
+    if prediction.p10 == prediction.p50 == prediction.p90:
+        return p50
+    p10 = duration_text(((prediction.p10 or now_ms) - now_ms) / 1000)
+    p90 = "later" if prediction.p90 is None else duration_text((prediction.p90 - now_ms) / 1000)
+    return f"{p50} (p10-p90 {p10}-{p90})"
 
 
 def uploader_line(uploader: Mapping[str, Any] | None) -> str:
@@ -280,6 +375,17 @@ def story_of(root: Root, record: JobRecord, now: float, config: SharesConfig | N
     )
 
 
+def _values(option: str, given: Sequence[str] | None, allowed: Sequence[str] | None = None) -> frozenset[str]:
+    """A multi-value filter: repeated and/or comma-separated values, each checked against ``allowed``."""
+    values = frozenset(v.strip() for text in given or () for v in text.split(",") if v.strip())
+    unknown = sorted(values - set(allowed)) if allowed is not None else []
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown {', '.join(unknown)}; choose from {', '.join(allowed or ())}", param_hint=option
+        )
+    return values
+
+
 @app.command("jobs")
 @account_options
 def jobs_command(
@@ -291,14 +397,39 @@ def jobs_command(
             "decisions, alerts, cost, prediction.",
         ),
     ] = None,
-    status: Annotated[JobStatus | None, typer.Option(help="Only jobs in this status.")] = None,
+    status: Annotated[
+        list[str] | None, typer.Option(help="Only jobs in these statuses (repeat it, or comma-separate).")
+    ] = None,
     share: Annotated[
-        str | None, typer.Option(help="Only jobs of this share identifier or quota share.")
+        list[str] | None, typer.Option(help="Only jobs of these share identifiers or quota shares.")
     ] = None,
     team: Annotated[
-        str | None, typer.Option(help="Only this team's jobs (all its share identifiers).")
+        list[str] | None, typer.Option(help="Only these teams' jobs (all their share identifiers).")
     ] = None,
-    tier: Annotated[Tier | None, typer.Option(help="Only jobs of this tier.")] = None,
+    tier: Annotated[list[str] | None, typer.Option(help="Only jobs of these tiers.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only jobs created since: a span back (90s, 15m, 6h, 7d) or an ISO time."),
+    ] = None,
+    sort: Annotated[
+        str,
+        typer.Option(
+            help="Order by a column (job, status, wait, age, start, created, ...); -COLUMN descends."
+        ),
+    ] = "created",
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Show at most this many jobs (after --sort).")
+    ] = None,
+    columns: Annotated[
+        str | None, typer.Option(help=f"Comma-separated columns to show, of: {', '.join(JOB_COLUMNS)}.")
+    ] = None,
+    no_headers: Annotated[
+        bool, typer.Option("--no-headers", help="No title, column names or count lines.")
+    ] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="Redraw the list every --interval seconds.")
+    ] = False,
+    interval: Annotated[float, typer.Option(min=0.5, help="Seconds between --watch redraws.")] = 2.0,
     config_path: Annotated[
         Path, typer.Option("--config", help="The shares config: maps share identifiers to teams and tiers.")
     ] = Path("config/shares.yaml"),
@@ -306,10 +437,12 @@ def jobs_command(
         str | None,
         typer.Option("--job", help="The same as JOB: one job's story (its name, id or ARN)."),
     ] = None,
-    output: OutputOption = Output.TABLE,
+    output: Annotated[
+        ListOutput, typer.Option("--output", "-o", help="table, wide (every column), json or csv.")
+    ] = ListOutput.TABLE,
     target: Target = DEFAULT_TARGET,
 ) -> None:
-    """List jobs with their team, tier, state, wait, counters and history, or tell one JOB's whole story."""
+    """List jobs one line each (status, team, tier, wait, age, predicted start), or tell one JOB's story."""
     if job_argument and job and job_argument != job:
         raise CliError(
             f"JOB {job_argument!r} and --job {job!r} name different jobs",
@@ -317,34 +450,68 @@ def jobs_command(
             ExitCode.BAD_INPUT,
         )
     wanted = job_argument or job
-    config = _config_for(config_path, needed=bool(team or tier))
-    store = target.job_store()
-    states = store.jobs(status.value if status else None)
-    records = job_records(
-        store,
-        status.value if status else None,
-        share,
-        config=config,
-        team=team,
-        tier=tier.value if tier else None,
-        payloads=store,
-        predictions=store,  # each record's ``prediction``: the newest watch tick's
+    query = JobQuery(
+        statuses=_values("--status", status, [s.value for s in JobStatus]),
+        shares=_values("--share", share),
+        teams=_values("--team", team),
+        tiers=_values("--tier", tier, [t.value for t in Tier]),
         job=wanted,  # one job's story reads only that job's rows
-        states=states,
+        created_since_ms=None if since is None else since_ms(since, time.time()),
     )
+    config = _config_for(config_path, needed=bool(query.teams or query.tiers))
     if wanted is None:
-        print_jobs(records, output, beside=True)
+
+        def show() -> None:
+            # each record's ``prediction``: the newest watch tick's; its ``uploader``: its payload's
+            records = job_records(
+                target.job_store(),
+                query,
+                config=config,
+                payloads=target.job_store(),
+                predictions=target.job_store(),
+            )
+            print_jobs(
+                records, output, beside=True, columns=columns, sort=sort, limit=limit, headers=not no_headers
+            )
+
+        if watch:
+            watch_listing(show, interval)
+        else:
+            show()
         return
+    store = target.job_store()
+    states = store.jobs(None)
+    records = job_records(store, query, config=config, payloads=store, predictions=store, states=states)
     if not records:
         raise CliError(
             f"{'--job ' if job else ''}{wanted!r}: no recorded job has that name, id or ARN",
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
+    if output is ListOutput.CSV:
+        raise CliError(
+            "CSV lists jobs; one job's story has no rows", "use -o json or -o table", ExitCode.BAD_INPUT
+        )
     # The whole table's newest time dates a waiting job's wait (the local stack's clock may run ahead).
     now = max(recorded_now(time.time(), states), observed_now(records, time.time()))
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
-    print_stories(target, records, now, config, output)
+    print_stories(target, records, now, config, Output.JSON if output is ListOutput.JSON else Output.TABLE)
+
+
+def watch_listing(show: Callable[[], None], interval: float, rounds: int | None = None) -> None:
+    """Clear the screen and ``show`` the listing every ``interval`` seconds until Ctrl-C (or ``rounds``)."""
+    console = stdout_console()
+    done = 0
+    try:
+        while rounds is None or done < rounds:
+            if console.is_terminal:
+                console.clear()
+            show()
+            done += 1
+            if rounds is None or done < rounds:
+                time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
 
 
 def print_stories(

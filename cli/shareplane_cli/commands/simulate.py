@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from ..main import app
-from ..output import Output, OutputOption, print_json, stderr_console
+from ..output import Output, OutputOption, print_fitted, print_json, stderr_console
 from ..whatif_options import TraceOption, WhatIfConfigOption, bad_input_exits
 
 ALL_POLICIES = ",".join(p.value for p in Policy)
@@ -73,7 +73,7 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
         table.add_row(f"cost {share} (USD)", *(f"{r.cost_usd.get(share, 0.0):,.0f}" for r in rs))
     table.add_row("cost total (USD)", *(f"{sum(r.cost_usd.values()):,.0f}" for r in rs))
     table.add_row("jobs", *(str(r.jobs) for r in rs))
-    (console or Console()).print(table)
+    print_fitted(table, console)
 
 
 PolicyOption = Annotated[str, typer.Option("--policy", help=f"Comma-separated policies: {ALL_POLICIES}.")]
@@ -225,4 +225,4 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             str(late["online"]["coverage"]),
             "-" if late["started_after_last_arrival"] is None else str(late["started_after_last_arrival"]),
         )
-    (console or Console()).print(table)
+    print_fitted(table, console)

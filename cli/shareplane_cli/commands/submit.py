@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
-from shareplane.domain.forecast.prediction import prediction_from_record
+from shareplane.domain.forecast.prediction import StartPrediction, prediction_from_record
 from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.service.team_jobs import TeamJob, find_team_jobs
 
@@ -58,7 +58,7 @@ def _print_answer(result: SubmitResult) -> None:
             j["share"],
             j["priority"],
             j["jobId"],
-            predicted_start(prediction_from_record(j.get("prediction"))) or "-",
+            _receipt_start(prediction_from_record(j.get("prediction"))),
         )
         for j in answer.get("jobs", [])
     ]
@@ -199,3 +199,10 @@ def cleanup_command(
     else:
         table()
     raise typer.Exit(1 if report["errors"] else 0)
+
+
+def _receipt_start(prediction: StartPrediction | None) -> str:
+    """A receipt's predicted start, counted from when it was predicted (the job's submission)."""
+    if prediction is None:
+        return "-"
+    return predicted_start(prediction, prediction.predicted_at / 1000) or "-"

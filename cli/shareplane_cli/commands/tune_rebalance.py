@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..main import app
-from ..output import Output, OutputOption, print_json, stderr_console
+from ..output import Output, OutputOption, print_fitted, print_json, stderr_console, stdout_console
 from ..whatif_options import TraceOption, WhatIfConfigOption, bad_input_exits
 
 
@@ -32,7 +32,7 @@ def _rows(result: PolicyResult) -> list[str]:
 
 def print_tuning(report: TuningReport, console: Console | None = None) -> None:
     """Both halves side by side (fixed weights and the chosen settings), then the chosen settings."""
-    out = console or Console()
+    out = console or stdout_console()
     halves = (("tuning", report.tuning), ("held-out", report.held_out))
     table = Table(
         title=(
@@ -53,7 +53,7 @@ def print_tuning(report: TuningReport, console: Console | None = None) -> None:
     labels = ["utilization", "worst team ratio", *(f"wait {t.value} p95" for t in TIERS)]
     for i, label in enumerate(labels):
         table.add_row(label, *(column[i] for column in columns))
-    out.print(table)
+    print_fitted(table, out)
     chosen = report.choice.chosen
     if chosen is None:
         out.print("no candidate kept utilization within bounds on every tuning window; replayed the config's")

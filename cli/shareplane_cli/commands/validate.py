@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from shareplane.domain.errors import ShareplaneError
@@ -16,7 +15,7 @@ from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SpecResult, parse_l
 from ..config_file import load_config
 from ..files import read_head
 from ..main import app
-from ..output import Output, print_error
+from ..output import Output, print_error, print_fitted, stdout_console
 
 
 def _read(spec: Path) -> bytes:
@@ -74,8 +73,8 @@ def validate_command(
     if output is Output.JSON:
         typer.echo(json.dumps({"file": str(spec), **result.as_dict()}, indent=2))
     else:
-        console = Console()
-        console.print(_table(spec, result))
+        console = stdout_console()
+        print_fitted(_table(spec, result), console)
         accepted = sum(job.ok for job in result.jobs)
         console.print(
             f"{accepted} of {len(result.jobs)} job(s) valid" if result.jobs else "no job could be read",

@@ -11,8 +11,8 @@ from moto import mock_aws
 from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.domain.alerts.alert import AlertKind, job_alert
 from shareplane.domain.config.failure_rules import Severity
-from shareplane_cli.commands.alerts import parse_duration
 from shareplane_cli.main import app
+from shareplane_cli.time_options import parse_duration
 from typer.testing import CliRunner
 
 from tests.aws import create_jobs_table

@@ -17,6 +17,7 @@ from shareplane.service.record_uploader import record_upload
 from shareplane_cli.main import app
 from typer.testing import CliRunner
 
+from tests.integration.cli.plain_table import plain_rows
 from tests.integration.drop_world import TABLE, build_world
 from tests.integration.test_uploader_join import KEY, REQUEST, SPEC, SUBMITTER
 
@@ -121,13 +122,8 @@ def test_every_listed_job_carries_its_wait_as_its_story_and_the_table_give_it(
         # AND the table's wait column shows each one's text (the same code computed both)
         table = runner.invoke(app, ["jobs", "--table", TABLE])
         assert table.exit_code == 0, table.output
-        header, *rows = [line for line in table.output.splitlines() if "│" in line or "┃" in line]
-        cells = [c.strip() for c in header.split("┃")]
-        column = cells.index("wait")
-        wait_cells = {
-            parts[cells.index("job")]: parts[column]
-            for parts in ([c.strip() for c in row.split("│")] for row in rows)
-        }
+        rows = plain_rows(table.stdout, ["job", "status", "team", "tier", "wait", "age", "start"])
+        wait_cells = {row["job"]: row["wait"] for row in rows}
         assert wait_cells[JOB] == "1m30s" and wait_cells["ranker-lr-sweep-07"] == "-"
         assert wait_cells[waiting.job_name].endswith("so far")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from shareplane.domain.jobs.lifecycle import CapacityUsage, JobState, JobStatus
-from shareplane.service.queries import job_records
+from shareplane.service.queries import JobQuery, job_records
 from shareplane.service.watch_jobs import publish_gauges
 
 from tests.fakes.failure_world import World
@@ -82,6 +82,7 @@ def test_instances_in_use_are_gauged_per_team_summing_its_identifiers() -> None:
     ],
 )
 def test_job_records_filter_by_team_and_tier(team: str | None, tier: str | None, names: list[str]) -> None:
-    records = job_records(Reader(), config=World().config, team=team, tier=tier)
+    query = JobQuery(teams=frozenset({team} if team else ()), tiers=frozenset({tier} if tier else ()))
+    records = job_records(Reader(), query, config=World().config)
     assert sorted(r.job_arn.rsplit("/", 1)[-1] for r in records) == names
     assert all(r.team == (team or r.team) and r.state.share_identifier for r in records)

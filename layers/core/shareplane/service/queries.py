@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..domain.config.shares import SharesConfig
@@ -17,20 +17,54 @@ logger = logging.getLogger(__name__)
 _Read = TypeVar("_Read")
 
 
+@dataclass(frozen=True)
+class JobQuery:
+    """Which jobs a listing wants. Each filter is a set of values a job may have (empty: any); every one
+    runs on the job's state, before its history, training job, payload or prediction is read."""
+
+    statuses: frozenset[str] = frozenset()
+    #: Share identifiers or quota shares.
+    shares: frozenset[str] = frozenset()
+    #: Teams and tiers as the shares config maps each job's share (so these two need the config).
+    teams: frozenset[str] = frozenset()
+    tiers: frozenset[str] = frozenset()
+    #: One job's name, id or ARN (a name may match several jobs).
+    job: str | None = None
+    #: Only jobs created at or after this time (epoch ms).
+    created_since_ms: int | None = None
+
+    def wants(self, state: JobState, config: SharesConfig | None) -> bool:
+        """Whether a job's state passes every filter."""
+        if self.statuses and state.status.value not in self.statuses:
+            return False
+        if self.job and self.job not in (state.job_name, state.job_id, state.job_arn):
+            return False
+        if self.created_since_ms is not None and (state.created_at or 0) < self.created_since_ms:
+            return False
+        if self.shares and not self.shares & {state.share_identifier, state.quota_share_name}:
+            return False
+        if self.teams and (config is None or config.team_for_share(state.share) not in self.teams):
+            return False
+        if self.tiers:
+            tier = config.job_tier(state.share, state.scheduling_priority) if config else None
+            return tier is not None and tier.value in self.tiers
+        return True
+
+
+#: Every job.
+ALL_JOBS = JobQuery()
+
+
 def job_records(
     reader: JobStore,
-    status: str | None = None,
-    share: str | None = None,
+    query: JobQuery = ALL_JOBS,
     *,
     config: SharesConfig | None = None,
-    team: str | None = None,
-    tier: str | None = None,
     payloads: PayloadStore | None = None,
     predictions: PredictionStore | None = None,
-    job: str | None = None,
     states: Iterable[JobState] | None = None,
 ) -> list[JobRecord]:
-    """Every job (optionally one status, share identifier, team or tier) as a record with its history.
+    """The jobs ``query`` wants, each as a record with its history.
 
     Team and tier come from the config's mapping of each job's share identifier, so filtering on them
     needs the config. The filters run on each job's state before anything else of it is read (its
@@ -38,14 +72,13 @@ def job_records(
     also has its ``uploader``: who dropped the job's spec (account, S3 request id and, once
     CloudTrail's event is in, the principal), from its payload item; None for a job the submit path
     did not submit. With ``predictions``, each record also has its ``prediction``: the newest start
-    prediction a watch tick stored for it, None before its first. ``job``: only the jobs of that name, id
-    or ARN. ``states``: the jobs to choose from, when the caller has read them (default: the table's).
+    prediction a watch tick stored for it, None before its first. ``states``: the jobs to choose from,
+    when the caller has read them (default: the table's; one status asked for is read by its index).
     """
+    only = next(iter(query.statuses)) if len(query.statuses) == 1 else None
     records = []
-    for state in reader.jobs(status) if states is None else states:
-        if (status and state.status.value != status) or not _wanted(state, share, config, team, tier):
-            continue
-        if job and job not in (state.job_name, state.job_id, state.job_arn):
+    for state in reader.jobs(only) if states is None else states:
+        if not query.wants(state, config):
             continue
         record = job_record_of(reader, state, config)
         if payloads is not None:
@@ -55,20 +88,6 @@ def job_records(
             record = replace(record, prediction=read)
         records.append(record)
     return records
-
-
-def _wanted(
-    state: JobState, share: str | None, config: SharesConfig | None, team: str | None, tier: str | None
-) -> bool:
-    """Whether a job's state passes the share, team and tier filters (team and tier by the config)."""
-    if share and share not in (state.share_identifier, state.quota_share_name):
-        return False
-    if team and (config is None or config.team_for_share(state.share) != team):
-        return False
-    if tier:
-        job_tier = config.job_tier(state.share, state.scheduling_priority) if config else None
-        return job_tier is not None and job_tier.value == tier
-    return True
 
 
 def _uploader(payloads: PayloadStore, state: JobState) -> Mapping[str, Any] | None:

@@ -3,6 +3,7 @@
 Its modules, each one job (callers import from the module; importing the package loads
 none of them, so a handler's cold start pays only for what it uses):
 
+- ``durations``: One way to print a span of time (``12m05s``, ``3h07m``, ``2d04h``) in every view (pure).
 - ``record``: The job record: one job as `shareplane jobs` shows it, built from stored state and history
   (pure).
 - ``record_json``: The job record and one job's story as JSON: what `shareplane jobs -o json` and `export`
@@ -14,6 +15,7 @@ none of them, so a handler's cold start pays only for what it uses):
 """
 
 __all__ = [
+    "durations",
     "record",
     "record_json",
     "story",

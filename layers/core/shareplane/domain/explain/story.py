@@ -20,6 +20,7 @@ from ..forecast.prediction import StartPrediction
 from ..jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
 from ..jobs.training import TrainingHistoryEntry
 from ..submit.payload import SubmittedPayload
+from .durations import duration_text
 from .record import HISTORY_SOURCES, JobRecord, history_label
 from .wait import WAITING
 
@@ -42,15 +43,10 @@ class JobWait:
     first_dispatch: float | None = None
 
     def text(self) -> str:
-        """``12m05s``, ``3m10s so far`` or ``-`` (never dispatched, not waiting)."""
+        """``12m05s``, ``3m10s so far`` or ``-`` (never dispatched, not waiting), as ``duration_text``."""
         if self.seconds is None:
             return "-"
-        total = round(self.seconds)
-        hours, rest = divmod(total, 3600)
-        minutes, seconds = divmod(rest, 60)
-        shown = (
-            f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
-        )
+        shown = duration_text(self.seconds)
         return shown if self.ended else f"{shown} so far"
 
 
