@@ -500,3 +500,30 @@ def test_tiered_policies_charge_each_teams_highpri_usage_to_its_plain_identifier
         assert all(final[s] >= initial[s] for s in initial), policy
         assert any(final[s] > initial[s] for s in initial), policy
     assert small_result.results["fairshare"].final_weights == initial
+
+
+def test_the_cli_says_each_policy_as_it_finishes_and_keeps_stdout_for_the_result(small_csv) -> None:
+    # WHEN two policies are replayed with stderr going to a log, not a terminal
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--trace",
+            str(small_csv),
+            "--capacity",
+            "64",
+            "--policy",
+            "static,fairshare",
+            "-o",
+            "json",
+        ],
+    )
+    # THEN stdout holds the result alone, and stderr says how far each replay got, then its figures, in order
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["policies"]) == ["static", "fairshare"]
+    lines = result.stderr.splitlines()
+    finished = [line.split()[0] for line in lines if " done: utilization " in line]
+    assert finished == ["static", "fairshare"]
+    first = [line for line in lines if line.startswith("simulate: policy 1 of 2, static: ")]
+    assert first and first[-1].startswith("simulate: policy 1 of 2, static: 100% (")
+    assert lines.index(first[-1]) < next(i for i, line in enumerate(lines) if line.startswith("static done"))

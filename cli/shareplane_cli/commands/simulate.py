@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -12,11 +12,12 @@ from gpusim.forecast.backtest import EtaResult, backtest, evaluate, predictions_
 from gpusim.report import write_report
 from gpusim.trace import load_trace
 from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_policies
-from gpusim.whatif.run import WhatIfResult, run_whatif
+from gpusim.whatif.run import PolicyResult, WhatIfResult, run_policy
 from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from shareplane.domain.explain.durations import duration_text
 
 from ..main import app
 from ..output import Output, OutputOption, print_fitted, print_json, stderr_console
@@ -152,8 +153,7 @@ def simulate_command(
                 )
             result = WhatIfResult(scenario, {name: e.result for name, e in etas.items()}, seed)
         else:
-            show = output is Output.TABLE and sys.stderr.isatty()
-            result = _replay(scenario, policies, seed, err if show else None)
+            result = _replay(scenario, policies, seed, err)
     if report is not None:
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
@@ -163,14 +163,53 @@ def simulate_command(
     _print_result(result, etas, output)
 
 
-def _replay(scenario: Scenario, policies: list[Policy], seed: int, progress: Console | None) -> WhatIfResult:
-    """Each policy's replay, with a progress bar per policy on ``progress`` when there is one."""
-    if progress is None:
-        return run_whatif(scenario, policies, seed)
-    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=progress) as bar:
-        tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
-        return run_whatif(scenario, policies, seed, lambda p, done: bar.update(tasks[p], completed=done))
+def _replay(scenario: Scenario, policies: list[Policy], seed: int, err: Console) -> WhatIfResult:
+    """Each policy's replay, said on ``err`` as it goes: a bar per policy on a terminal, a line at every
+    tenth elsewhere (a log, a CI job), and each policy's headline figures the moment it finishes."""
+    results: dict[str, PolicyResult] = {}
+    if err.is_terminal:
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err) as bar:
+            tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
+            for policy in policies:
+                result = run_policy(
+                    scenario, policy, seed, lambda p, done: bar.update(tasks[p], completed=done)
+                )
+                results[policy.value] = result
+                bar.console.print(_finished_line(policy, result), highlight=False)
+        return WhatIfResult(scenario, results, seed)
+    for index, policy in enumerate(policies, 1):
+        lines = _ProgressLines(err, f"simulate: policy {index} of {len(policies)}, {policy.value}")
+        result = run_policy(scenario, policy, seed, lines)
+        results[policy.value] = result
+        err.print(_finished_line(policy, result), highlight=False)
+    return WhatIfResult(scenario, results, seed)
+
+
+def _finished_line(policy: Policy, result: PolicyResult) -> str:
+    return (
+        f"{policy.value} done: utilization {result.utilization:.3f}, worst team ratio "
+        f"{result.worst_team_entitlement_ratio:.3f}, HIGHPRI SLO met {result.slo_attainment['HIGHPRI']:.3f}"
+    )
+
+
+class _ProgressLines:
+    """Progress as plain lines, one per tenth done, with the time spent and an estimate of what is left."""
+
+    def __init__(self, console: Console, what: str) -> None:
+        self._console, self._what = console, what
+        self._started = time.monotonic()
+        self._said = 0
+
+    def __call__(self, policy: Policy, done: float) -> None:
+        """``run_policy``'s progress callback: ``done`` is the fraction of ``policy``'s replay done."""
+        tenth = int(done * 10 + 1e-9)
+        if tenth <= self._said or done <= 0:
+            return
+        self._said = tenth
+        spent = time.monotonic() - self._started
+        left = "" if done >= 1 else f", about {duration_text(spent / done - spent)} left"
+        self._console.print(f"{self._what}: {done:.0%} ({duration_text(spent)} spent{left})", highlight=False)
 
 
 def _print_result(result: WhatIfResult, etas: dict[str, EtaResult], output: Output) -> None:
