@@ -51,6 +51,12 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     assert "No Moto CloudFormation support" not in result.output and "UserWarning" not in result.output
     assert f"log: {log}" in result.stderr
     assert "No Moto CloudFormation support for AWS::CloudWatch::Alarm" in log.read_text()
+    # and the log holds what the demo says it holds: every schedule tick and every handler invocation
+    kinds = {line.split(" ", 3)[2] for line in log.read_text().splitlines() if line[:2] == "20"}
+    assert {"schedule:", "invocation:"} <= kinds, kinds
+    # AND with stderr not a terminal, progress comes as a line per virtual half hour, counting every job
+    progress = [line for line in result.stderr.splitlines() if line.startswith("demo: virtual ")]
+    assert progress[0].startswith("demo: virtual 0:00, 0 of ") and len(progress) >= 4, progress
     # GIVEN the blog's workload WHEN it runs through the emulated cluster and the real handlers
     assert summary["mode"] == mode
     # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, and the HIGHPRI job submitted last starts

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
@@ -19,11 +17,11 @@ from ..demo.baseline import run_static_partitions
 from ..demo.report import write_report
 from ..demo.run import DEMO_SPEED, run_live
 from ..demo.summary import summarize
-from ..demo.view import LiveView
+from ..demo.view import LiveView, ProgressLines
 from ..demo.workload import INSTANCE_TYPE, blog_workload
 from ..local.noise_log import noise_to_log
 from ..main import app
-from ..output import Output, print_json, print_table, stderr_console
+from ..output import Output, print_json, print_table, stderr_console, stdout_console
 
 
 @app.command("demo")
@@ -47,16 +45,16 @@ def demo_command(
     capacity = config.instance_types[INSTANCE_TYPE].capacity
     entitlements = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
     console = stderr_console()
-    show = output is Output.TABLE and sys.stderr.isatty()
+    live_view = console.is_terminal and output is Output.TABLE
     with noise_to_log(report / "demo.log") as noise:
         console.print(noise.where())
-        with Live(console=console, refresh_per_second=4) if show else contextlib.nullcontext() as live:
+        with Live(console=console, refresh_per_second=4) if live_view else contextlib.nullcontext() as live:
             view = (
                 LiveView(entitlements, capacity, len(jobs), live)
                 if live is not None
-                else (lambda _t, _n: None)
+                else ProgressLines(console, entitlements, capacity, len(jobs))
             )
-            run = run_live(jobs, config, mode, template, speed=speed, on_tick=view)
+            run = run_live(jobs, config, mode, template, speed=speed, on_tick=view, log=noise)
     static = run_static_partitions(jobs, config)
     summary = summarize(mode, run, static, jobs, config)
     path = write_report(
@@ -78,9 +76,10 @@ def demo_command(
         [*_headline_rows(summary), *_cost_rows(summary), *_reclaim_rows(summary), *_idle_rows(summary)]
         + [(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     )
-    Console().print(summary["cost"]["note"])
-    Console().print(f"report: {path}")
-    Console().print(f"log: {noise.path} ({noise.warnings} warnings from the local stack)")
+    out = stdout_console()
+    out.print(summary["cost"]["note"])
+    out.print(f"report: {path}")
+    out.print(f"log: {noise.path} ({noise.summary()})")
 
 
 #: A row of the comparison: what, the soft quotas' figure, the hard partitions' (or "").

@@ -20,7 +20,7 @@ from shareplane.service.queries import job_records
 from ..files import read_capped
 from ..local.emulator import DEFAULT_SPEED
 from ..local.loop import StackLoop
-from ..local.noise_log import NoiseLog, noise_to_log
+from ..local.noise_log import NoiseLog, invocation_line, noise_to_log
 from ..local.runner import FunctionRunner, Invocation
 from ..local.stack import DEFAULT_STACK, LocalStack, StackSpec
 from ..main import app
@@ -131,15 +131,15 @@ class _UpProgress:
     failed: int = 0
 
     def tick(self, message: str) -> None:
-        self.noise.note(message, "schedule")
+        self.noise.tick(message)
         self.ticks += 1
         if "failed" in message:
             err.print(message)
         self._refresh()
 
     def invocation(self, invocation: Invocation) -> None:
-        line = f"{invocation.function}: {invocation.records} records, {invocation.failed} failed"
-        self.noise.note(line, "invocation")
+        self.noise.invocation(invocation)
+        line = invocation_line(invocation)
         self.invocations += 1
         self.records += invocation.records
         self.failed += invocation.failed

@@ -22,6 +22,7 @@ from shareplane.service.queries import job_records
 
 from .. import queue_template
 from ..local.loop import StackLoop
+from ..local.noise_log import NoiseLog
 from ..local.runner import FunctionRunner
 from ..local.stack import LocalStack, StackSpec
 from .usage import UsageTracker
@@ -76,8 +77,10 @@ def run_live(
     template: Path,
     speed: float = DEMO_SPEED,
     on_tick: Callable[[UsageTracker, float], None] = lambda _t, _now: None,
+    log: NoiseLog | None = None,
 ) -> LiveRun:
-    """Start a fresh local stack, play the script on its virtual clock, return what happened."""
+    """Start a fresh local stack, play the script on its virtual clock, return what happened (each
+    schedule tick and handler invocation written to ``log`` when given)."""
     with tempfile.TemporaryDirectory() as workdir:
         path, config = template_for(mode, config, template, Path(workdir))
         try:
@@ -88,7 +91,7 @@ def run_live(
                 clock=SteppedClock(),
             )
             with stack:
-                return _play(stack, jobs, config, on_tick)
+                return _play(stack, jobs, config, on_tick, log)
         finally:
             if path != template:
                 path.unlink(missing_ok=True)
@@ -111,6 +114,7 @@ def _play(
     jobs: list[DemoJob],
     config: SharesConfig,
     on_tick: Callable[[UsageTracker, float], None],
+    log: NoiseLog | None,
 ) -> LiveRun:
     emulator = stack.running_emulator()
     start = emulator.virtual_now()
@@ -122,8 +126,8 @@ def _play(
     emulator.model.subscribe(tracker)
     root = stack_root(stack)
     batch = root.batch
-    runner = FunctionRunner(stack)
-    loop = StackLoop(stack, runner)
+    runner = FunctionRunner(stack, on_invocation=log.invocation if log else None)
+    loop = StackLoop(stack, runner, report=log.tick if log else lambda _message: None)
     pending = sorted(jobs, key=lambda j: j.submit_minute)
     submitted_at: dict[str, float] = {}
     wall_deadline = time.monotonic() + WALL_LIMIT_SECONDS

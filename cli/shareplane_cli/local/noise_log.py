@@ -15,9 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from .runner import Invocation
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -45,9 +49,27 @@ class NoiseLog:
         self.lines += 1
         self.counts[kind] = self.counts.get(kind, 0) + 1
 
+    def tick(self, message: str) -> None:
+        """A schedule tick the loop reported (``StackLoop``'s ``report``)."""
+        self.note(message, "schedule")
+
+    def invocation(self, invocation: Invocation) -> None:
+        """A handler invocation the runner made (``FunctionRunner``'s ``on_invocation``)."""
+        self.note(invocation_line(invocation), "invocation")
+
     def where(self) -> str:
         """The line that tells a person where the chatter went."""
         return f"log: {escape(str(self.path))} (moto's warnings, schedule ticks, every invocation)"
+
+    def summary(self) -> str:
+        """What the log holds, counted."""
+        ticks, invocations = self.counts.get("schedule", 0), self.counts.get("invocation", 0)
+        return f"{self.warnings} local stack warnings, {ticks} schedule ticks, {invocations} invocations"
+
+
+def invocation_line(invocation: Invocation) -> str:
+    """One handler invocation in a line: the function, its records and how many failed."""
+    return f"{invocation.function}: {invocation.records} records, {invocation.failed} failed"
 
 
 class _Counting(logging.FileHandler):
