@@ -97,7 +97,9 @@ def wait_until_drained(stack: LocalStack, timeout: float = 60) -> None:
 
 @app.command("replay")
 def replay_command(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Events, one JSON per line.")],
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, metavar="FILE", help="Events, one JSON per line.")
+    ],
     endpoint: Annotated[
         str | None, typer.Option(help="A running `shareplane up` stack; default: a fresh one.")
     ] = None,

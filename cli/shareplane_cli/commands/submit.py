@@ -81,7 +81,10 @@ def _print_answer(result: SubmitResult) -> None:
 @account_options
 def submit_command(
     spec: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="The job spec (.yaml, .yml, .json).")
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, metavar="SPEC", help="The job spec (.yaml, .yml, .json)."
+        ),
     ],
     team: Annotated[str | None, typer.Option(help="Submit as this team (default: the spec's team).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Follow the jobs until they finish.")] = False,
