@@ -2,6 +2,8 @@
 
 from importlib import import_module
 
+from typer.models import CommandInfo, TyperInfo
+
 from ..main import app
 
 # One line per command module; a module registers its commands on `shareplane_cli.main.app`.
@@ -42,7 +44,7 @@ def _group_by_task() -> None:
     it is a mistake caught here, at import, rather than a command listed under no task."""
     order = [name for names in HELP_PANELS.values() for name in names]
     panel_of = {name: panel for panel, names in HELP_PANELS.items() for name in names}
-    listed = [*app.registered_commands, *app.registered_groups]
+    listed: list[CommandInfo | TyperInfo] = [*app.registered_commands, *app.registered_groups]
     names = {str(info.name) for info in listed}
     if names != set(order):
         raise RuntimeError(f"HELP_PANELS does not match the commands: {sorted(names ^ set(order))}")
