@@ -35,7 +35,13 @@ def test_root_help_lists_each_command_once_under_its_task_in_order() -> None:
 
 @pytest.mark.parametrize(
     ("words", "argument"),
-    [(["submit"], "SPEC"), (["validate"], "SPEC"), (["why"], "JOB"), (["replay"], "FILE")],
+    [
+        (["submit"], "SPEC"),
+        (["validate"], "SPEC"),
+        (["cancel"], "JOB"),
+        (["why"], "JOB"),
+        (["replay"], "FILE"),
+    ],
 )
 def test_usage_names_the_argument_in_capitals(words: list[str], argument: str) -> None:
     result = runner.invoke(app, [*words, "--help"], env=WIDE)
