@@ -12,9 +12,12 @@ import time
 from typing import Annotated, Any
 
 import typer
+from shareplane.domain.alerts.kinds import ALERT_SPECS
 from shareplane.domain.alerts.sent import SentAlert
+from shareplane.domain.config.failure_rules import Severity
 
 from ..aws import DEFAULT_TARGET, Target, account_options
+from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, epoch_ms, print_table
 
@@ -28,6 +31,43 @@ def parse_duration(text: str) -> float:
     if not found:
         raise typer.BadParameter(f"{text!r} is not a duration; use a number and s, m, h or d (e.g. 6h)")
     return int(found.group(1)) * _SECONDS[found.group(2)]
+
+
+#: What ``--kind`` and ``--severity`` accept: every kind ALERT_SPECS defines, every severity.
+KINDS: tuple[str, ...] = tuple(kind.value for kind in ALERT_SPECS)
+SEVERITIES: tuple[str, ...] = tuple(severity.value for severity in Severity)
+
+
+def chosen(option: str, given: list[str] | None, known: tuple[str, ...] | None = None) -> frozenset[str]:
+    """The values of a repeatable option, each also comma-separated (``--kind idle,hung --kind budget``).
+
+    Empty: the option was not given (no filter). A value outside ``known`` is an error naming the option
+    and the values it takes.
+    """
+    values = frozenset(v.strip() for text in given or () for v in text.split(",") if v.strip())
+    unknown = sorted(values - set(known)) if known is not None else []
+    if unknown:
+        raise CliError(
+            f"{option} {', '.join(unknown)}: not one of {', '.join(known or ())}",
+            f"pass {option} with one or more of those (repeat it, or separate them with commas)",
+            ExitCode.BAD_INPUT,
+        )
+    return values
+
+
+def wanted(
+    alert: SentAlert, teams: frozenset[str], kinds: frozenset[str], severities: frozenset[str]
+) -> bool:
+    """Whether a sent alert passes the filters (an empty one passes every alert)."""
+    return (
+        (not teams or alert.team in teams)
+        and (not kinds or alert.kind in kinds)
+        and (not severities or alert.severity in severities)
+    )
+
+
+#: A repeatable option whose values may also be comma-separated.
+MultiOption = list[str] | None
 
 
 def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
@@ -53,12 +93,28 @@ def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
 @account_options
 def alerts_command(
     since: Annotated[str, typer.Option(help="How far back: 90s, 15m, 6h, 7d.")] = "24h",
+    team: Annotated[
+        MultiOption, typer.Option(help="Only these teams' alerts (repeat it or separate with commas).")
+    ] = None,
+    kind: Annotated[
+        MultiOption,
+        typer.Option(help=f"Only these kinds: {', '.join(KINDS)} (repeat it or separate with commas)."),
+    ] = None,
+    severity: Annotated[
+        MultiOption,
+        typer.Option(
+            help=f"Only these severities: {', '.join(SEVERITIES)} (repeat it or separate with commas)."
+        ),
+    ] = None,
     output: OutputOption = Output.TABLE,
     target: Target = DEFAULT_TARGET,
 ) -> None:
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)
-    rows = alert_rows(target.jobs_root().alert_ledger.alerts(time.time() - window))
+    teams, kinds = chosen("--team", team), chosen("--kind", kind, KINDS)
+    severities = chosen("--severity", severity, SEVERITIES)
+    sent = target.jobs_root().alert_ledger.alerts(time.time() - window)
+    rows = alert_rows([a for a in sent if wanted(a, teams, kinds, severities)])
 
     def as_table() -> None:
         print_table(
