@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.forecast.prediction import prediction_from_record
@@ -79,6 +80,11 @@ def _print_answer(result: SubmitResult) -> None:
         print_table(f"refused ({answer['original']})", ["path", "problem", "fix"], problems, console)
 
 
+def _warn(problem: str, fix: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {escape(problem)}", highlight=False)
+    err.print(f"  fix: {escape(fix)}", highlight=False)
+
+
 @app.command("submit")
 @account_options
 def submit_command(
@@ -117,7 +123,9 @@ def submit_command(
         report = dry_run_spec(spec, config, target, team=team, samples=samples)
         emit(report, output, lambda: print_dry_run(report))
         raise typer.Exit(0 if report["ok"] else 1)
-    result = submit_spec(spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout)
+    result = submit_spec(
+        spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout, warn=_warn
+    )
     if result.answer is not None and wait and result.job_arns:
         store = target.job_store()
 

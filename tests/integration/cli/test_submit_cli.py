@@ -93,6 +93,44 @@ def test_the_command_prints_the_receipt_as_json(world: DropWorld, monkeypatch: p
     assert printed["outcome"] == "accepted" and len(printed["answer"]["jobs"]) == 3
 
 
+SUBMITTER_ROLE = "arn:aws:iam::111122223333:role/prodexp1-ml-engineers"
+
+
+def test_a_caller_outside_the_teams_submitters_is_warned_and_told_the_fix(
+    world: DropWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the default identity (the local stack's, moto's) is not one of ProdExp1's submitters
+    caller = boto3.client("sts", region_name="us-east-1").get_caller_identity()["Arn"]
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    # WHEN it submits ProdExp1's spec
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--output", "json"]
+    )
+    # THEN the drop goes ahead, and stderr names the caller, the team's submitters and the fix
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["outcome"] == "accepted"
+    warning = " ".join(result.stderr.split())
+    assert "warning:" in warning and caller in warning and SUBMITTER_ROLE in warning
+    assert "uploader_not_submitter" in warning and "teams.ProdExp1.submitters" in warning
+
+
+def test_a_submitter_is_not_warned(world: DropWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the caller is a session of ProdExp1's submitter role
+    credentials = boto3.client("sts", region_name="us-east-1").assume_role(
+        RoleArn=SUBMITTER_ROLE, RoleSessionName="alice"
+    )["Credentials"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", credentials["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", credentials["SecretAccessKey"])
+    monkeypatch.setenv("AWS_SESSION_TOKEN", credentials["SessionToken"])
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    # WHEN it submits ProdExp1's spec, THEN nothing is said but the receipt
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+
+
 def test_the_command_exits_1_and_shows_the_problems_of_an_invalid_spec(world: DropWorld) -> None:
     result = CliRunner().invoke(app, ["submit", str(INVALID), "--bucket", BUCKET, "--config", str(CONFIG)])
     assert result.exit_code == 1 and "not uploaded" in result.stdout and "hyperparmeters" in result.stdout
