@@ -225,9 +225,14 @@ def _install_plain_attribute_values() -> None:
         return
 
     def serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
-        if key and shape.name == "AttributeValue" and self.operation_model.service_model.service_name in (
-            "dynamodb",
-            "dynamodbstreams",
+        if (
+            key
+            and shape.name == "AttributeValue"
+            and self.operation_model.service_model.service_name
+            in (
+                "dynamodb",
+                "dynamodbstreams",
+            )
         ):
             plain = plain_attribute_value(value)
             if plain is not None:
