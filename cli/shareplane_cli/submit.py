@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.domain.submit.drop_access import caller_is_submitter
 from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SUBMIT_PREFIX, SpecResult, parse_local_spec
 from shareplane.domain.submit.submission import RECEIPT_KIND, DroppedObject, answer_key, answers
 from shareplane.service.ports import SpecBucket
@@ -97,11 +98,13 @@ def submit_spec(
     timeout: float = 120.0,
     poll_seconds: float = 1.0,
     sleep: Callable[[float], None] | None = None,
+    warn: Callable[[str, str], None] | None = None,
 ) -> SubmitResult:
     """Validate ``spec`` locally, upload it to ``submit/<team>/<file>``, and wait for its answer.
 
     Returns without uploading when the local check finds a problem (``outcome == "invalid"``), and
-    with ``outcome == "pending"`` when no answer came within ``timeout`` seconds.
+    with ``outcome == "pending"`` when no answer came within ``timeout`` seconds. With ``warn``, a
+    caller who is not one of the team's submitters is told (problem, fix) before the upload.
     """
     spec = Path(spec)
     shares = config if isinstance(config, SharesConfig) else load_config(config)
@@ -120,6 +123,11 @@ def submit_spec(
     key = local.key
     if not key.startswith(SUBMIT_PREFIX):
         raise InvalidInputError("key", f"{key} is not under {SUBMIT_PREFIX}", "pass --team")
+    team_config = shares.teams.get(local.team or "")
+    if warn is not None and local.team and team_config is not None:
+        outsider = not_a_submitter(root.client("sts"), local.team, team_config.submitters)
+        if outsider is not None:
+            warn(*outsider)
     response = root.s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=_content_type(spec.name))
     version_id = response.get("VersionId")
     etag = (response.get("ETag") or "").strip('"') or None
@@ -128,6 +136,27 @@ def submit_spec(
     )
     answer_key, answer = found if found else (None, None)
     return SubmitResult(local, bucket, key, version_id, answer_key, answer, team_from=team_from)
+
+
+def not_a_submitter(sts: Any, team: str, submitters: tuple[str, ...]) -> tuple[str, str] | None:
+    """(problem, fix) when the caller is not one of ``team``'s submitters; None when it is, or the team
+    lists none (then the bucket policy lets anyone drop there).
+
+    The upload still goes ahead: the bucket policy is what refuses it on AWS, and the uploader's check
+    alerts the team of a drop it let through (the local stack enforces no bucket policy).
+    """
+    if not submitters:
+        return None
+    caller = str(sts.get_caller_identity()["Arn"])
+    if caller_is_submitter(caller, submitters):
+        return None
+    return (
+        f"you are {caller}, not one of team {team}'s submitters ({', '.join(submitters)}): on AWS the "
+        "bucket policy refuses the drop, and one let through (the local stack enforces no bucket policy) "
+        "raises an uploader_not_submitter alert",
+        f"use the credentials of one of those roles (aws sts assume-role --role-arn {submitters[0]} ...), "
+        f"or ask the platform team to add yours to teams.{team}.submitters in the shares config",
+    )
 
 
 def _content_type(name: str) -> str:

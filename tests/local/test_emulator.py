@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -415,11 +419,14 @@ def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
         real_sleep(seconds)
 
     monkeypatch.setattr(local_command.time, "sleep", interrupt)
-    log = tmp_path / "up.log"
+    log, env_file = tmp_path / "up.log", tmp_path / "up.env"
     result = CliRunner().invoke(
-        app, ["up", "--template", str(stack_template(tmp_path)), "--speed", "250", "--log", str(log)]
+        app,
+        ["up", "--template", str(stack_template(tmp_path)), "--speed", "250", "--log", str(log)]
+        + ["--env-file", str(env_file)],
     )
     assert result.exit_code == 0, result.output
+    assert not env_file.exists()  # what `up --env` reads is gone with the stack
     # The first screen is the exports, where the stack is, where the log is and a summary; moto's
     # warnings and every schedule tick are in the log.
     assert "No Moto CloudFormation support" not in result.output and "UserWarning" not in result.output
@@ -445,3 +452,48 @@ def test_shareplane_up_prints_the_exports_and_stops_everything_on_ctrl_c(
         endpoint = urllib.parse.urlsplit(exports[key])
         with pytest.raises(OSError), socket.create_connection((endpoint.hostname, endpoint.port), timeout=1):
             pass  # nothing listens any more: Ctrl-C stopped the embedded AWS and the emulator
+
+
+def test_shareplane_up_env_starts_a_stack_in_the_background_for_eval(tmp_path: Path) -> None:
+    from shareplane_cli.local.exports import PID_VARIABLE, exported
+
+    env_file = tmp_path / "up.env"
+    up_env = [
+        sys.executable,
+        "-m",
+        "shareplane_cli",
+        "up",
+        "--env",
+        "--template",
+        str(stack_template(tmp_path)),
+    ]
+    up_env += ["--log", str(tmp_path / "up.log"), "--env-file", str(env_file)]
+    first = subprocess.run(up_env, capture_output=True, text=True, timeout=300)
+    variables = exported(first.stdout.splitlines())
+    try:
+        # GIVEN `up --env` started a stack in the background and printed its exports alone
+        assert first.returncode == 0, first.stderr
+        assert all(line.startswith("export ") for line in first.stdout.splitlines())
+        assert {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BATCH", "SHAREPLANE_STACK", PID_VARIABLE} <= set(
+            variables
+        )
+        # WHEN it runs again, THEN it prints the running stack's exports (no second stack)
+        again = subprocess.run(up_env, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and again.stdout == first.stdout
+        # AND a shell that evaluates them reaches the stack with the CLI
+        jobs = subprocess.run(
+            ["sh", "-c", 'eval "$1"; exec "$2" -m shareplane_cli jobs --output json', "sh", first.stdout]
+            + [sys.executable],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert jobs.returncode == 0, jobs.stderr
+        assert json.loads(jobs.stdout) == []
+    finally:
+        if PID_VARIABLE in variables:
+            os.kill(int(variables[PID_VARIABLE]), signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while env_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not env_file.exists()  # Ctrl-C (SIGINT) stopped it as it stops a foreground `up`

@@ -11,12 +11,34 @@ import time
 from typing import Annotated, Any
 
 import typer
+from shareplane.domain.alerts.kinds import ALERT_SPECS
 from shareplane.domain.alerts.sent import SentAlert
+from shareplane.domain.config.failure_rules import Severity
 
 from ..aws import DEFAULT_TARGET, Target, account_options
+from ..filters import chosen
 from ..main import app
 from ..output import Output, OutputOption, emit, epoch_ms, print_table
 from ..time_options import parse_duration
+
+#: What ``--kind`` and ``--severity`` accept: every kind ALERT_SPECS defines, every severity.
+KINDS: tuple[str, ...] = tuple(kind.value for kind in ALERT_SPECS)
+SEVERITIES: tuple[str, ...] = tuple(severity.value for severity in Severity)
+
+
+def wanted(
+    alert: SentAlert, teams: frozenset[str], kinds: frozenset[str], severities: frozenset[str]
+) -> bool:
+    """Whether a sent alert passes the filters (an empty one passes every alert)."""
+    return (
+        (not teams or alert.team in teams)
+        and (not kinds or alert.kind in kinds)
+        and (not severities or alert.severity in severities)
+    )
+
+
+#: A repeatable option whose values may also be comma-separated.
+MultiOption = list[str] | None
 
 
 def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
@@ -42,12 +64,28 @@ def alert_rows(alerts: list[SentAlert]) -> list[dict[str, Any]]:
 @account_options
 def alerts_command(
     since: Annotated[str, typer.Option(help="How far back: 90s, 15m, 6h, 7d.")] = "24h",
+    team: Annotated[
+        MultiOption, typer.Option(help="Only these teams' alerts (repeat it or separate with commas).")
+    ] = None,
+    kind: Annotated[
+        MultiOption,
+        typer.Option(help=f"Only these kinds: {', '.join(KINDS)} (repeat it or separate with commas)."),
+    ] = None,
+    severity: Annotated[
+        MultiOption,
+        typer.Option(
+            help=f"Only these severities: {', '.join(SEVERITIES)} (repeat it or separate with commas)."
+        ),
+    ] = None,
     output: OutputOption = Output.TABLE,
     target: Target = DEFAULT_TARGET,
 ) -> None:
     """List the alerts sent (failures, storms, refused requeues, blocked queues, ...), oldest first."""
     window = parse_duration(since)
-    rows = alert_rows(target.jobs_root().alert_ledger.alerts(time.time() - window))
+    teams, kinds = chosen("--team", team), chosen("--kind", kind, KINDS)
+    severities = chosen("--severity", severity, SEVERITIES)
+    sent = target.jobs_root().alert_ledger.alerts(time.time() - window)
+    rows = alert_rows([a for a in sent if wanted(a, teams, kinds, severities)])
 
     def as_table() -> None:
         print_table(

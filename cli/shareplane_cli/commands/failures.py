@@ -54,7 +54,9 @@ def first_failure_decisions(
 
 @failures_app.command("classify")
 def classify_command(
-    reason: Annotated[str, typer.Argument(help="A FailureReason, statusReason or SecondaryStatus text.")],
+    reason: Annotated[
+        str, typer.Argument(metavar="REASON", help="A FailureReason, statusReason or SecondaryStatus text.")
+    ],
     tier: Annotated[Tier | None, typer.Option("--tier", help="Show only this tier's decision.")] = None,
     output: Annotated[
         Output, typer.Option("--output", help="json (machine-readable) or table.")

@@ -36,6 +36,7 @@ from shareplane.service.spend import owner_of
 from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
+from ..filters import chosen
 from ..main import app
 from ..output import ListOutput, Output, epoch_ms, print_csv, print_json, print_table, stdout_console
 from ..time_options import since_ms
@@ -375,17 +376,6 @@ def story_of(root: Root, record: JobRecord, now: float, config: SharesConfig | N
     )
 
 
-def _values(option: str, given: Sequence[str] | None, allowed: Sequence[str] | None = None) -> frozenset[str]:
-    """A multi-value filter: repeated and/or comma-separated values, each checked against ``allowed``."""
-    values = frozenset(v.strip() for text in given or () for v in text.split(",") if v.strip())
-    unknown = sorted(values - set(allowed)) if allowed is not None else []
-    if unknown:
-        raise typer.BadParameter(
-            f"unknown {', '.join(unknown)}; choose from {', '.join(allowed or ())}", param_hint=option
-        )
-    return values
-
-
 @app.command("jobs")
 @account_options
 def jobs_command(
@@ -451,10 +441,10 @@ def jobs_command(
         )
     wanted = job_argument or job
     query = JobQuery(
-        statuses=_values("--status", status, [s.value for s in JobStatus]),
-        shares=_values("--share", share),
-        teams=_values("--team", team),
-        tiers=_values("--tier", tier, [t.value for t in Tier]),
+        statuses=chosen("--status", status, [s.value for s in JobStatus]),
+        shares=chosen("--share", share),
+        teams=chosen("--team", team),
+        tiers=chosen("--tier", tier, [t.value for t in Tier]),
         job=wanted,  # one job's story reads only that job's rows
         created_since_ms=None if since is None else since_ms(since, time.time()),
     )

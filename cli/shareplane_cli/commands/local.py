@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -19,6 +20,16 @@ from shareplane.service.queries import job_records
 
 from ..files import read_capped
 from ..local.emulator import DEFAULT_SPEED
+from ..local.exports import (
+    DEFAULT_ENV_FILE,
+    PID_VARIABLE,
+    export_lines,
+    exported,
+    remove_env_file,
+    running_exports,
+    start_in_background,
+    write_env_file,
+)
 from ..local.loop import StackLoop
 from ..local.noise_log import NoiseLog, invocation_line, noise_to_log
 from ..local.runner import FunctionRunner, Invocation
@@ -97,7 +108,9 @@ def wait_until_drained(stack: LocalStack, timeout: float = 60) -> None:
 
 @app.command("replay")
 def replay_command(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Events, one JSON per line.")],
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, metavar="FILE", help="Events, one JSON per line.")
+    ],
     endpoint: Annotated[
         str | None, typer.Option(help="A running `shareplane up` stack; default: a fresh one.")
     ] = None,
@@ -168,15 +181,40 @@ def up_command(
     log: Annotated[
         Path, typer.Option(help="Where moto's warnings, schedule ticks and invocations are written.")
     ] = Path("reports/local/up.log"),
+    env: Annotated[
+        bool,
+        typer.Option(
+            "--env",
+            help="Print only the export lines of the running local stack, starting one in the background "
+            'if none runs: eval "$(shareplane up --env)". Stop it with kill "$SHAREPLANE_UP_PID".',
+        ),
+    ] = False,
+    env_file: Annotated[
+        Path, typer.Option(help="Where a running stack keeps its export lines for --env.")
+    ] = DEFAULT_ENV_FILE,
 ) -> None:
-    """Run the local stack in the foreground; export the printed variables to use it."""
+    """Run the local stack in the foreground; export the printed variables to use it.
+
+    Or, with --env, print just its export lines and return (eval "$(shareplane up --env)").
+    """
+    if env:
+        _print_running_exports(template, poll_seconds, speed, log, env_file)
+        return
     with noise_to_log(log) as noise:
         stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed)
         progress: _UpProgress | None = None
+        lines: list[str] = []
         try:
             stack.start()
-            for key, value in {**stack.environment(), "SHAREPLANE_STACK": stack.spec.stack_name}.items():
-                print(f"export {key}={value}", flush=True)
+            lines = export_lines(
+                {
+                    **stack.environment(),
+                    "SHAREPLANE_STACK": stack.spec.stack_name,
+                    PID_VARIABLE: str(os.getpid()),
+                }
+            )
+            print("\n".join(lines), flush=True)
+            write_env_file(env_file, lines)
             err.print(
                 f"[green]local stack up at {stack.endpoint}[/], Batch + SageMaker at "
                 f"{stack.running_emulator().endpoint} ({speed:g}x) (Ctrl-C stops it)"
@@ -203,9 +241,35 @@ def up_command(
         except KeyboardInterrupt:
             pass
         finally:
+            remove_env_file(env_file, lines)
             stack.stop()
             done = progress.status() if progress is not None else "stopped before it was up"
             err.print(f"stopped: {done}; {noise.warnings} warnings in {escape(str(noise.path))}")
+
+
+def _print_running_exports(
+    template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path
+) -> None:
+    """`up --env`: the export lines alone on stdout, of the `up` running or of one started now."""
+    lines = running_exports(env_file)
+    if lines is None:
+        arguments = [
+            "--template",
+            str(template),
+            "--poll-seconds",
+            repr(poll_seconds),
+            "--speed",
+            repr(speed),
+        ]
+        arguments += ["--log", str(log), "--env-file", str(env_file)]
+        output = log.with_suffix(".out")
+        err.print(f"starting the local stack in the background (its output: {escape(str(output))})")
+        lines = start_in_background(arguments, env_file, output)
+    pid = exported(lines).get(PID_VARIABLE)
+    err.print(
+        f"local stack at {exported(lines).get('AWS_ENDPOINT_URL')}; stop it with: kill {pid}", highlight=False
+    )
+    print("\n".join(lines), flush=True)
 
 
 def _stack_config(stack: LocalStack) -> SharesConfig | None:

@@ -7,16 +7,19 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.forecast.prediction import StartPrediction, prediction_from_record
 from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.service.queries import JobQuery, job_records
 from shareplane.service.team_jobs import TeamJob, find_team_jobs
 
 from ..aws import DEFAULT_TARGET, Target, account_options, endpoint_options
 from ..config_file import DEFAULT_CONFIG, ConfigPath, load_config
+from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, OutputOption, emit, print_json, print_table, stderr_console
+from ..output import Output, OutputOption, emit, epoch_ms, print_json, print_table, stderr_console
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
 from .jobs import predicted_start
 
@@ -77,11 +80,19 @@ def _print_answer(result: SubmitResult) -> None:
         print_table(f"refused ({answer['original']})", ["path", "problem", "fix"], problems, console)
 
 
+def _warn(problem: str, fix: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {escape(problem)}", highlight=False)
+    err.print(f"  fix: {escape(fix)}", highlight=False)
+
+
 @app.command("submit")
 @account_options
 def submit_command(
     spec: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="The job spec (.yaml, .yml, .json).")
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, metavar="SPEC", help="The job spec (.yaml, .yml, .json)."
+        ),
     ],
     team: Annotated[str | None, typer.Option(help="Submit as this team (default: the spec's team).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Follow the jobs until they finish.")] = False,
@@ -112,7 +123,9 @@ def submit_command(
         report = dry_run_spec(spec, config, target, team=team, samples=samples)
         emit(report, output, lambda: print_dry_run(report))
         raise typer.Exit(0 if report["ok"] else 1)
-    result = submit_spec(spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout)
+    result = submit_spec(
+        spec, team=team, bucket=bucket, config=config, target=target, timeout=timeout, warn=_warn
+    )
     if result.answer is not None and wait and result.job_arns:
         store = target.job_store()
 
@@ -134,18 +147,57 @@ def submit_command(
     raise typer.Exit(0 if ok else 1)
 
 
+def jobs_to_cancel(target: Target, job: str, all_matching: bool) -> list[JobState]:
+    """The queued and running jobs of that name, id or ARN, matched as `jobs` and `why` match them.
+
+    A name of several such jobs is refused (BAD_INPUT, each listed) unless ``all_matching``. Empty when
+    the table has no such job: the caller passes ``job`` to Batch as an id, which names an unknown one.
+    """
+    matches = [
+        r.state for r in job_records(target.job_store(), JobQuery(job=job)) if not r.state.status.is_final
+    ]
+    if len(matches) > 1 and not all_matching:
+        listed = "; ".join(
+            f"{state.job_id or state.job_arn} ({state.status.value}, created {epoch_ms(state.created_at)})"
+            for state in sorted(matches, key=lambda state: state.created_at or 0)
+        )
+        raise CliError(
+            f"{job!r} names {len(matches)} queued or running jobs: {listed}",
+            "pass the id or ARN of the one to cancel, or --all-matching to cancel them all",
+            ExitCode.BAD_INPUT,
+        )
+    return matches
+
+
 @app.command("cancel")
-@endpoint_options
+@account_options
 def cancel_command(
-    job_id: Annotated[str, typer.Argument(help="The service job id or ARN.")],
+    job: Annotated[str, typer.Argument(metavar="JOB", help="The job's name, id or ARN.")],
     reason: Annotated[
         str, typer.Option(help="Why (kept on the job as its statusReason).")
     ] = "cancelled with shareplane",
+    all_matching: Annotated[
+        bool,
+        typer.Option("--all-matching", help="When JOB names several queued or running jobs, cancel all."),
+    ] = False,
     target: Target = DEFAULT_TARGET,
 ) -> None:
-    """Terminate one service job (TerminateServiceJob); terminated jobs are not retried."""
-    target.root().batch_jobs.terminate(job_id, reason)
-    Console().print(f"terminated {job_id}", markup=False, highlight=False)
+    """Terminate the job JOB names (TerminateServiceJob); terminated jobs are not retried.
+
+    JOB is a name, an id or an ARN, as for `jobs` and `why`. An ARN goes to Batch as it is; a name or
+    an id is looked up in the jobs table among the queued and running jobs. A name of several of them
+    is refused, each listed, unless --all-matching.
+    """
+    found = [] if job.startswith("arn:") else jobs_to_cancel(target, job, all_matching)
+    batch = target.root().batch_jobs
+    console = Console()
+    if not found:  # an ARN, or an id the table does not hold as queued or running: Batch decides
+        batch.terminate(job, reason)
+        console.print(f"terminated {job}", markup=False, highlight=False)
+    for state in found:
+        job_id = state.job_id or state.job_arn
+        batch.terminate(job_id, reason)
+        console.print(f"terminated {job_id} ({state.job_name or '-'})", markup=False, highlight=False)
 
 
 def team_job_record(found: TeamJob) -> dict[str, str | None]:

@@ -46,7 +46,7 @@ def _table(spec: Path, result: SpecResult) -> Table:
 
 @app.command("validate")
 def validate_command(
-    spec: Annotated[Path, typer.Argument(help="The job spec file (.yaml, .yml or .json).")],
+    spec: Annotated[Path, typer.Argument(metavar="SPEC", help="The job spec file (.yaml, .yml or .json).")],
     team: Annotated[
         str | None,
         typer.Option("--team", help="Check as if dropped under submit/TEAM/ (default: the spec's team)."),

@@ -194,7 +194,7 @@ def _forecast_text(forecast: StartForecast, submitted_at: float) -> str:
 @app.command("why")
 @account_options
 def why_command(
-    job: Annotated[str, typer.Argument(help="The job's name, id or ARN.")],
+    job: Annotated[str, typer.Argument(metavar="JOB", help="The job's name, id or ARN.")],
     samples: Annotated[int, typer.Option(help="Forward runs of the twin (the forecast's range).")] = 100,
     config_path: Annotated[Path, typer.Option("--config", help="The shares config.")] = Path(
         "config/shares.yaml"

@@ -100,7 +100,9 @@ def test_cancelling_an_unknown_job_is_not_found(
     stub.add_client_error("terminate_service_job", "ClientException", "Job nope not found", 400)
     stub.activate()
     monkeypatch.setattr(aws.Target, "root", lambda self, **parts: Root({}, batch=client, **parts))
-    code, out, err = run("cancel", "nope")
+    with mock_aws():  # an empty jobs table: `cancel` looks the name up there first
+        create_jobs_table(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
+        code, out, err = run("cancel", "nope", "--table", TABLE)
     assert_clear(code, err, ExitCode.NOT_FOUND, "nope", "shareplane jobs")
     assert "terminated" not in out
 

@@ -37,7 +37,9 @@ def listed(aws_credentials: None) -> Iterator[None]:
             JobObservation(
                 running.job_arn, JobStatus.RUNNING, created_at=created, scheduled_at=created + 90_000
             ),
-            JobObservation(failed.job_arn, JobStatus.FAILED, created_at=failed.created_at, stopped_at=created),
+            JobObservation(
+                failed.job_arn, JobStatus.FAILED, created_at=failed.created_at, stopped_at=created
+            ),
         ):
             record_observation(observation, world.store, world.ports.metrics, world.config)
         yield

@@ -12,13 +12,18 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES
+from shareplane.adapters.dynamodb_items import marshal
+from shareplane.adapters.dynamodb_store import job_state_item
 from shareplane.bootstrap import Root
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
 from shareplane.schemas.s3 import parse_object_created
 from shareplane_cli.aws import Target
+from shareplane_cli.errors import ExitCode
 from shareplane_cli.main import app
 from shareplane_cli.submit import submit_spec
 from typer.testing import CliRunner
 
+from tests.aws import create_jobs_table
 from tests.conftest import REPO
 from tests.integration.cli.plain_table import plain_rows
 from tests.integration.drop_world import BUCKET, DropWorld, build_world
@@ -89,6 +94,44 @@ def test_the_command_prints_the_receipt_as_json(world: DropWorld, monkeypatch: p
     assert printed["outcome"] == "accepted" and len(printed["answer"]["jobs"]) == 3
 
 
+SUBMITTER_ROLE = "arn:aws:iam::111122223333:role/prodexp1-ml-engineers"
+
+
+def test_a_caller_outside_the_teams_submitters_is_warned_and_told_the_fix(
+    world: DropWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the default identity (the local stack's, moto's) is not one of ProdExp1's submitters
+    caller = boto3.client("sts", region_name="us-east-1").get_caller_identity()["Arn"]
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    # WHEN it submits ProdExp1's spec
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--output", "json"]
+    )
+    # THEN the drop goes ahead, and stderr names the caller, the team's submitters and the fix
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["outcome"] == "accepted"
+    warning = " ".join(result.stderr.split())
+    assert "warning:" in warning and caller in warning and SUBMITTER_ROLE in warning
+    assert "uploader_not_submitter" in warning and "teams.ProdExp1.submitters" in warning
+
+
+def test_a_submitter_is_not_warned(world: DropWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the caller is a session of ProdExp1's submitter role
+    credentials = boto3.client("sts", region_name="us-east-1").assume_role(
+        RoleArn=SUBMITTER_ROLE, RoleSessionName="alice"
+    )["Credentials"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", credentials["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", credentials["SecretAccessKey"])
+    monkeypatch.setenv("AWS_SESSION_TOKEN", credentials["SessionToken"])
+    monkeypatch.setattr("shareplane_cli.submit.time.sleep", lambda_standing_in(world))
+    # WHEN it submits ProdExp1's spec, THEN nothing is said but the receipt
+    result = CliRunner().invoke(
+        app, ["submit", str(GOOD), "--bucket", BUCKET, "--config", str(CONFIG), "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+
+
 def test_the_command_exits_1_and_shows_the_problems_of_an_invalid_spec(world: DropWorld) -> None:
     result = CliRunner().invoke(app, ["submit", str(INVALID), "--bucket", BUCKET, "--config", str(CONFIG)])
     assert result.exit_code == 1 and "not uploaded" in result.stdout and "hyperparmeters" in result.stdout
@@ -126,19 +169,80 @@ def test_wait_follows_the_jobs_to_their_final_state(
 
 @pytest.fixture
 def stubbed_batch(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    """Batch stubbed, and the jobs table TABLE (empty) in moto for `cancel` to look names up in."""
     client = boto3.client("batch", region_name="us-east-1")
     monkeypatch.setattr(Target, "root", lambda self, **parts: Root({}, batch=client, **parts))
-    with Stubber(client) as stubber:
+    with mock_aws(), Stubber(client) as stubber:
+        create_jobs_table(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
         yield stubber
         stubber.assert_no_pending_responses()
 
 
-def test_cancel_terminates_the_job(stubbed_batch: Stubber) -> None:
-    stubbed_batch.add_response(
-        "terminate_service_job", {}, {"jobId": "job-1", "reason": "cancelled with shareplane"}
+TABLE = "jobs"
+JOB_ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
+
+
+def store_job(job_id: str, name: str, status: JobStatus, created_at: int = 1773720000000) -> None:
+    """A job's STATE item in TABLE, as the state path stores it."""
+    state = JobState(
+        job_arn=JOB_ARN + job_id, status=status, seq="a", job_id=job_id, job_name=name, created_at=created_at
     )
-    result = CliRunner().invoke(app, ["cancel", "job-1"])
+    boto3.client("dynamodb", region_name="us-east-1").put_item(
+        TableName=TABLE, Item=marshal(job_state_item(state))
+    )
+
+
+def expect_terminate(stubber: Stubber, job_id: str) -> None:
+    stubber.add_response(
+        "terminate_service_job", {}, {"jobId": job_id, "reason": "cancelled with shareplane"}
+    )
+
+
+def cancel(*args: str) -> Any:
+    return CliRunner().invoke(app, ["cancel", *args, "--table", TABLE])
+
+
+def test_cancel_terminates_the_job(stubbed_batch: Stubber) -> None:
+    expect_terminate(stubbed_batch, "job-1")
+    result = cancel("job-1")
     assert result.exit_code == 0 and "terminated job-1" in result.stdout
+
+
+def test_cancel_takes_a_name_and_terminates_that_queued_job_only(stubbed_batch: Stubber) -> None:
+    # GIVEN "bert" ran once (SUCCEEDED) and waits again (RUNNABLE); another job waits too
+    store_job("old", "bert", JobStatus.SUCCEEDED)
+    store_job("new", "bert", JobStatus.RUNNABLE)
+    store_job("other", "gpt", JobStatus.RUNNABLE)
+    # WHEN it is cancelled by name, THEN only the waiting "bert" is terminated, by its id
+    expect_terminate(stubbed_batch, "new")
+    result = cancel("bert")
+    assert result.exit_code == 0, result.output
+    assert "terminated new (bert)" in result.stdout
+
+
+def test_a_name_of_several_active_jobs_is_refused_listing_them(stubbed_batch: Stubber) -> None:
+    # GIVEN two "bert" jobs, one waiting and one running (the same spec dropped twice)
+    store_job("first", "bert", JobStatus.RUNNABLE)
+    store_job("second", "bert", JobStatus.RUNNING)
+    # WHEN cancelled by name, THEN nothing is terminated and both are named, with the way out
+    result = cancel("bert")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "first" in result.stderr and "second" in result.stderr and "--all-matching" in result.stderr
+    assert "terminated" not in result.stdout
+    # AND with --all-matching both are terminated
+    expect_terminate(stubbed_batch, "first")
+    expect_terminate(stubbed_batch, "second")
+    result = cancel("bert", "--all-matching")
+    assert result.exit_code == 0, result.output
+    assert "terminated first (bert)" in result.stdout and "terminated second (bert)" in result.stdout
+
+
+def test_cancel_sends_an_arn_to_batch_without_reading_the_table(stubbed_batch: Stubber) -> None:
+    # GIVEN no table and no stack to find one in: an ARN needs neither
+    expect_terminate(stubbed_batch, JOB_ARN + "j1")
+    result = CliRunner().invoke(app, ["cancel", JOB_ARN + "j1", "--table", "no-such-table"])
+    assert result.exit_code == 0, result.output
+    assert f"terminated {JOB_ARN}j1" in result.stdout
 
 
 def summary(job_id: str, status: str) -> dict[str, Any]:

@@ -38,5 +38,7 @@ def stored(p10: int | None, p50: int | None, p90: int | None, started: float = 1
         "most runs never start it",
     ],
 )
-def test_the_cell_shows_p50_from_now_then_the_range(prediction: StartPrediction | None, cell: str | None) -> None:
+def test_the_cell_shows_p50_from_now_then_the_range(
+    prediction: StartPrediction | None, cell: str | None
+) -> None:
     assert predicted_start(prediction, NOW) == cell

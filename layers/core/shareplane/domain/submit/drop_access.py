@@ -52,3 +52,23 @@ def principal_is_submitter(principal_arn: str, submitters: tuple[str, ...] | lis
     Submitters are exact ARNs (the config's pattern allows no wildcards), so ArnLike is string equality.
     """
     return principal_arn in set(submitters)
+
+
+def caller_is_submitter(caller_arn: str, submitters: tuple[str, ...] | list[str]) -> bool:
+    """Whether STS GetCallerIdentity's ARN is one of the submitters, before anything is uploaded.
+
+    An assumed-role session (``arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION``) is its role, as the
+    bucket policy sees it; the session's ARN drops the role's path, so the role is matched by account
+    and name. Any other caller is matched as ``principal_is_submitter`` matches it.
+    """
+    parts = caller_arn.split(":", 5)
+    resource = parts[5] if len(parts) == 6 else ""
+    if parts[2:3] == ["sts"] and resource.startswith("assumed-role/"):
+        role_name = resource.split("/")[1]
+        return any(
+            account_of(arn) == parts[4]
+            and arn.split(":", 5)[-1].startswith("role/")
+            and arn.rsplit("/", 1)[-1] == role_name
+            for arn in submitters
+        )
+    return principal_is_submitter(caller_arn, submitters)

@@ -1,0 +1,116 @@
+"""What `shareplane up` exports, and the file where a running `up` keeps it for `shareplane up --env`.
+
+A running `up` writes its ``export`` lines to the env file once its stack is up and removes them when it
+stops, so `up --env` can print them for ``eval "$(shareplane up --env)"``: from the `up` already
+running, or from one it starts in the background.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import CliError, ExitCode
+
+#: Where a running `up` keeps its exports (beside its default log).
+DEFAULT_ENV_FILE = Path("reports/local/up.env")
+#: The variable naming the process serving the stack: ``kill "$SHAREPLANE_UP_PID"`` stops it.
+PID_VARIABLE = "SHAREPLANE_UP_PID"
+#: How long `up --env` waits for a stack it started to be up (the template's stack takes seconds).
+START_TIMEOUT_SECONDS = 180.0
+
+
+def export_lines(variables: Mapping[str, str]) -> list[str]:
+    """``export NAME=value`` lines a POSIX shell evaluates back to exactly these values."""
+    return [f"export {name}={shlex.quote(value)}" for name, value in variables.items()]
+
+
+def exported(lines: Sequence[str]) -> dict[str, str]:
+    """The variables ``export_lines`` wrote (lines of any other form are skipped)."""
+    variables = {}
+    for line in lines:
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            name, value = words[1].split("=", 1)
+            variables[name] = value
+    return variables
+
+
+def write_env_file(path: Path, lines: Sequence[str]) -> None:
+    """The lines, whole or not at all: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    partial.replace(path)
+
+
+def remove_env_file(path: Path, lines: Sequence[str]) -> None:
+    """Remove the file if it still holds these lines (another `up` may have written its own since)."""
+    try:
+        if path.read_text(encoding="utf-8").splitlines() == list(lines):
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def running_exports(path: Path) -> list[str] | None:
+    """The lines of the `up` whose env file this is, when its embedded AWS answers; None otherwise."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return None
+    endpoint = exported(lines).get("AWS_ENDPOINT_URL")
+    return lines if endpoint and answers(endpoint) else None
+
+
+def answers(endpoint: str, timeout: float = 2.0) -> bool:
+    """Whether an HTTP server answers at ``endpoint`` (any status: moto answers 404 at its root)."""
+    try:
+        with urllib.request.urlopen(endpoint, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def start_in_background(up_arguments: Sequence[str], path: Path, output: Path) -> list[str]:
+    """Start `shareplane up ARGUMENTS` detached from this terminal and return its export lines.
+
+    Its own output goes to ``output``; it runs until killed (``kill "$SHAREPLANE_UP_PID"``).
+    """
+    path.unlink(missing_ok=True)  # a stale file of an `up` that was killed: never read as the new one's
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("ab") as sink:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "shareplane_cli", "up", *up_arguments],
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=sink,
+            start_new_session=True,  # not stopped by the Ctrl-C or hang-up of the shell that started it
+        )
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        lines = running_exports(path)
+        if lines is not None:
+            return lines
+        if child.poll() is not None:
+            raise CliError(
+                f"the local stack stopped while starting (exit {child.returncode})",
+                f"read {output}, or run `shareplane up` in the foreground to see why",
+                ExitCode.INTERNAL,
+            )
+        time.sleep(0.2)
+    child.terminate()
+    raise CliError(
+        f"the local stack was not up after {START_TIMEOUT_SECONDS:g} s",
+        f"read {output}, or run `shareplane up` in the foreground to see why",
+        ExitCode.TIMEOUT,
+    )
