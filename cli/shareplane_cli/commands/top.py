@@ -343,8 +343,10 @@ def top_command(
     ] = Output.TABLE,
     target: Target = DEFAULT_TARGET,
 ) -> None:
-    """Live: each team's instances against its entitlement, and each queue's first waiting jobs with
-    their predicted start and what holds them back (Ctrl-C stops it)."""
+    """Live: each team's instances against entitlement; each queue's first waiting jobs, when they start.
+
+    Each waiting job shows its predicted start and what holds it back; Ctrl-C stops the view.
+    """
     if interval < 0.5:
         raise CliError(f"--interval {interval} is below 0.5 s", "pass e.g. --interval 5", ExitCode.BAD_INPUT)
     if not 1 <= heads <= 100:

@@ -135,8 +135,10 @@ def budgets_command(
     config_path: SpendConfigPath = DEFAULT_CONFIG,
     target: Target = DEFAULT_TARGET,
 ) -> None:
-    """Each budgeted team's month: spent (billed plus accrued by running jobs), budget, the burn-rate
-    forecast and what enforcement does."""
+    """Each budgeted team's month: spent, budget, the burn-rate forecast and what enforcement does.
+
+    Spent is what was billed plus what running jobs have accrued so far.
+    """
     config = load_config(config_path)
     now = time.time()
     if month is not None:
