@@ -70,13 +70,16 @@ def demo_command(
     if output is Output.JSON:
         print_json(summary)
         return
+    out = stdout_console()
+    for line in summary["verdict"]:
+        out.print(line, highlight=False, markup=False)
+    out.print()
     print_table(
         f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
         ["", "soft quotas", "hard partitions"],
         [*_headline_rows(summary), *_cost_rows(summary), *_reclaim_rows(summary), *_idle_rows(summary)]
         + [(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
     )
-    out = stdout_console()
     out.print(summary["cost"]["note"])
     out.print(f"report: {path}")
     out.print(f"log: {noise.path} ({noise.summary()})")

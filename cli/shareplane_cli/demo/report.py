@@ -390,6 +390,9 @@ def write_report(
     body = "".join(
         [
             f"<h1>shareplane demo: {html.escape(mode)} on {capacity} instances</h1>",
+            '<ul class="verdict">'
+            + "".join(f"<li>{html.escape(line)}</li>" for line in summary["verdict"])
+            + "</ul>",
             f'<p class="lead">GPU utilization <b>{summary["utilization"]:.2%}</b> with soft quotas against '
             f"<b>{summary['static_partition_utilization']:.2%}</b> with hard partitions, same workload. "
             "Hover a chart for values; drag to zoom, double-click to reset.</p>",

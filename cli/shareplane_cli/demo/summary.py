@@ -13,6 +13,7 @@ from shareplane.domain.shares.observation import percentile
 
 from .run import LiveRun
 from .usage import UsageTracker, instance_seconds, utilization
+from .verdict import capacity_back, verdict
 from .workload import INSTANCE_TYPE, DemoJob
 
 DISPATCHED = ("SCHEDULED", "STARTING", "RUNNING")
@@ -109,7 +110,7 @@ def summarize(
     static_end = max(t for t, _ in static.timeline)
     gpus = gpus_per_instance(INSTANCE_TYPE)
     used = instance_seconds(run.tracker.timeline, 0, run.end)
-    return {
+    summary = {
         "mode": mode.value,
         "utilization": round(utilization(run.tracker.timeline, capacity, 0, run.end), 4),
         "static_partition_utilization": round(utilization(static.timeline, capacity, 0, static_end), 4),
@@ -124,8 +125,11 @@ def summarize(
         "reclaims": reclaim_summary(run),
         "cost": cost_summary(run, config),
         "idle": idle_summary(run, jobs),
+        "capacity_back": capacity_back(run, jobs, config),
         "checks": checks(run, jobs, config),
     }
+    # The answer first, in JSON as on the screen.
+    return {"verdict": verdict(summary, config), **summary}
 
 
 def first_running_seconds(record: dict[str, Any]) -> float | None:
