@@ -78,12 +78,28 @@ def demo_command(
         f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
         ["", "soft quotas", "hard partitions"],
         [*_headline_rows(summary), *_cost_rows(summary), *_reclaim_rows(summary), *_idle_rows(summary)]
-        + [(check.replace("_", " "), "yes" if ok else "NO", "") for check, ok in summary["checks"].items()],
+        + [
+            (CHECK_LABELS.get(check, check), "yes" if ok else "NO", "")
+            for check, ok in summary["checks"].items()
+        ],
     )
     out.print(summary["cost"]["note"])
     out.print(f"report: {path}")
     out.print(f"log: {noise.path} ({noise.summary()})")
 
+
+#: The demo's instances' GPUs: the table counts instances, GPU figures follow in parentheses.
+GPUS_PER_INSTANCE = gpus_per_instance(INSTANCE_TYPE)
+#: Each check of the story, as the table says it (the JSON keeps the keys).
+CHECK_LABELS = {
+    "prodexp1_borrowed_beyond_entitlement": "ProdExp1 borrowed beyond its entitlement",
+    "prodexp2_reached_its_entitlement": "ProdExp2 reached its entitlement",
+    "highpri_started_within_its_slo": "HIGHPRI started within its SLO",
+    "highpri_started_before_earlier_queued_work": "HIGHPRI started before its team's earlier queued work",
+    "highpri_started_before_other_teams_earlier_queued_work": (
+        "HIGHPRI started before other teams' earlier queued work"
+    ),
+}
 
 #: A row of the comparison: what, the soft quotas' figure, the hard partitions' (or "").
 _Row = tuple[str, object, object]
@@ -93,7 +109,7 @@ def _headline_rows(summary: Mapping[str, Any]) -> list[_Row]:
     """Utilization, makespan and each tier's waits, beside the hard partitions'."""
     return [
         (
-            "GPU utilization",
+            "utilization (instances busy)",
             f"{summary['utilization']:.1%}",
             f"{summary['static_partition_utilization']:.1%}",
         ),
@@ -110,10 +126,13 @@ def _headline_rows(summary: Mapping[str, Any]) -> list[_Row]:
 
 
 def _cost_rows(summary: Mapping[str, Any]) -> list[_Row]:
-    """Each team's GPU-hours and cost, then the jobs' outcomes and the preemptions."""
+    """Each team's instance-hours (and GPU-hours) and cost, then the jobs' outcomes and the preemptions."""
     billable = summary["cost"]["by_team_billable_instance_hours"]
     return [
-        *[(f"GPU-hours {team}", hours, "") for team, hours in summary["gpu_hours"].items()],
+        *[
+            (f"instance-hours {team}", _instance_hours(hours), "")
+            for team, hours in summary["gpu_hours"].items()
+        ],
         *[
             (f"cost {team} (USD)", f"{usd:,.2f} ({billable[team]} billable instance-h)", "")
             for team, usd in summary["cost"]["by_team_usd"].items()
@@ -141,16 +160,13 @@ def _idle_rows(summary: Mapping[str, Any]) -> list[_Row]:
     """What the idle detector flagged and stopped, and who took the instances it freed."""
     idle = summary["idle"]
     return [
-        (
-            "idle jobs flagged / stopped / busy flagged",
-            f"{idle['jobs_flagged']} / {idle['jobs_stopped']} / "
-            f"{idle['busy_jobs_flagged']} ({', '.join(idle['flagged']) or 'none'})",
-            "",
-        ),
-        ("idle GPU-hours reclaimed", f"{idle['reclaimed_gpu_hours']:.1f}", ""),
+        ("idle jobs flagged", f"{idle['jobs_flagged']} ({', '.join(idle['flagged']) or 'none'})", ""),
+        ("idle jobs stopped", idle["jobs_stopped"], ""),
+        ("busy jobs flagged as idle", idle["busy_jobs_flagged"], ""),
+        ("idle instance-hours reclaimed", _instance_hours(idle["reclaimed_gpu_hours"]), ""),
         *[
             (
-                f"idle stop of {stop['job']} ({stop['gpus']} GPUs)",
+                f"idle stop of {stop['job']} ({stop['gpus'] // GPUS_PER_INSTANCE} instances)",
                 f"taken by {', '.join(stop['taken_by'])}, {stop['taken_after_seconds']:.0f} s later"
                 if stop["taken_by"]
                 else "no waiting job took its instances",
@@ -159,6 +175,10 @@ def _idle_rows(summary: Mapping[str, Any]) -> list[_Row]:
             for stop in idle["stops"]
         ],
     ]
+
+
+def _instance_hours(gpu_hours: float) -> str:
+    return f"{gpu_hours / GPUS_PER_INSTANCE:.1f} ({gpu_hours:.1f} GPU-hours)"
 
 
 def _age(seconds: float | None) -> str:
