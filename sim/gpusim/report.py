@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plo
 from .html_page import COLORS, chart, duration, page, table
 from .whatif.config import TIERS
 from .whatif.run import PolicyResult, WhatIfResult
+from .whatif.verdict import verdict
 
 
 def _color(i: int) -> str:
@@ -169,6 +170,30 @@ def wait_chart(result: WhatIfResult) -> str:
                 row=1,
                 col=col,
             )
+    slos = [result.scenario.config.tiers[t].wait_slo_seconds for t in TIERS]
+    longest = max([longest, *slos])
+    for col in (1, 2):
+        # Each tier's SLO as a bar-wide tick across its group: a bar above it missed the SLO.
+        fig.add_trace(
+            go.Scatter(
+                x=tiers,
+                y=slos,
+                mode="markers",
+                marker={
+                    "symbol": "line-ew-open",
+                    "size": 60,
+                    "color": "#222",
+                    "line": {"width": 3, "color": "#222"},
+                },
+                name="tier's SLO",
+                legendgroup="slo",
+                showlegend=col == 1,
+                customdata=[duration(s) for s in slos],
+                hovertemplate="%{x} SLO: %{customdata}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
     ticks = [(v, label) for v, label in WAIT_TICKS if v <= longest * 3]
     fig.update_yaxes(
         type="log",
@@ -178,7 +203,7 @@ def wait_chart(result: WhatIfResult) -> str:
     )
     fig.update_yaxes(title_text="wait (log scale)", row=1, col=1)
     fig.update_layout(
-        title="Queue wait by tier (submission to first dispatch; no bar: no wait)",
+        title="Queue wait by tier against its SLO (submission to first dispatch; no bar: no wait)",
         barmode="group",
         height=400,
     )
@@ -246,43 +271,33 @@ def summary_table(result: WhatIfResult) -> str:
 
 
 def share_table(result: WhatIfResult) -> str:
-    """Per share and policy: mean GPUs held, GPU-hours against entitlement, the ratio, the cost."""
+    """Shares as rows, policies as columns: each share's entitlement ratio (mean GPUs in use beside it)."""
     sc = result.scenario
+    names = list(result.results)
     rows, marks = [], []
     for k, share in enumerate(sc.shares):
         entitled = sc.entitlements[k] * sc.gpus_per_unit
-        for name, r in result.results.items():
+        cells = []
+        for name in names:
+            r = result.results[name]
             series = r.share_usage_series.get(share, [])
             mean = sum(series) / len(series) if series else 0.0
-            ratio = r.team_entitlement_ratio[share]
-            rows.append(
-                [
-                    share,
-                    name,
-                    entitled,
-                    f"{mean:,.1f}",
-                    f"{mean / entitled:.1%}" if entitled else "-",
-                    f"{r.gpu_hours[share]:,.0f}",
-                    f"{r.entitled_gpu_hours[share]:,.0f}",
-                    f"{ratio:.3f}",
-                    f"{r.cost_usd.get(share, 0.0):,.0f}",
-                ]
-            )
-            marks.append(["", "", "", "", "", "", "", "good" if ratio >= 1.0 else "bad", ""])
+            cells.append(f"{r.team_entitlement_ratio[share]:.3f} ({mean:,.1f} GPUs)")
+        rows.append([share, f"{entitled:,}", *cells])
+        marks.append(
+            [
+                "",
+                "",
+                *("good" if result.results[n].team_entitlement_ratio[share] >= 1.0 else "bad" for n in names),
+            ]
+        )
     return table(
-        [
-            "share",
-            "policy",
-            "entitled GPUs",
-            "mean GPUs in use",
-            "of entitlement",
-            "GPU-h received",
-            "GPU-h entitled while demanding",
-            "ratio",
-            "cost (USD)",
-        ],
+        ["share", "entitled GPUs", *names],
         rows,
-        caption="Per-share utilization: usage against entitlement, and cost",
+        caption=(
+            "Per-share entitlement ratio and utilization: GPU-hours received over GPU-hours entitled while "
+            "the share had work (green at or above 1.0), mean GPUs in use beside it"
+        ),
         classes=marks,
     )
 
@@ -300,35 +315,37 @@ def wait_table(result: WhatIfResult) -> str:
                 [
                     tier.value,
                     name,
-                    duration(w["p50"]),
-                    duration(w["p95"]),
-                    duration(w["p99"]),
-                    duration(slo),
+                    _hours(w["p50"]),
+                    _hours(w["p95"]),
+                    _hours(w["p99"]),
+                    _hours(slo),
                     "-" if met is None else f"{met:.1%}",
                 ]
             )
             marks.append(["", "", "", "good" if w["p95"] <= slo else "bad", "", "", ""])
     return table(
-        ["tier", "policy", "p50 wait", "p95 wait", "p99 wait", "SLO", "jobs within SLO"],
+        ["tier", "policy", "p50 wait (h)", "p95 wait (h)", "p99 wait (h)", "SLO (h)", "jobs within SLO"],
         rows,
         caption="Waits per tier (p95 green when within the tier's SLO)",
         classes=marks,
     )
 
 
+def _hours(seconds: float | None) -> str:
+    """A wait in hours: one unit for a whole column, so the eye compares digits, not units."""
+    return "-" if seconds is None else f"{seconds / 3600:,.2f}"
+
+
 def render(result: WhatIfResult) -> str:
     """The whole report as one HTML document."""
     sc = result.scenario
-    shares = ", ".join(
-        f"{s} ({e * sc.gpus_per_unit} GPUs)" for s, e in zip(sc.shares, sc.entitlements, strict=True)
-    )
+    load, *verdicts = verdict(result)
     body = "".join(
         [
             f"<h1>What-if: {len(sc.jobs):,} jobs under {len(result.results)} share policies</h1>",
-            f'<p class="lead">Capacity {sc.capacity_gpus:,} GPUs; offered load {sc.offered_gpus:,.1f} GPUs '
-            f"({sc.offered_load:.2f} of capacity); window {sc.window / 86400:.1f} days; seed {result.seed}. "
-            f"Shares: {html.escape(shares)}. "
+            f'<p class="lead">{html.escape(load)} '
             "Hover a chart for values; drag to zoom, double-click to reset.</p>",
+            '<ul class="verdict">' + "".join(f"<li>{html.escape(line)}</li>" for line in verdicts) + "</ul>",
             summary_table(result),
             share_usage_chart(result),
             utilization_chart(result),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gpusim.whatif.config import Policy
 
 from tests.browser.chromium import Browser, drawn_charts, open_report
 from tests.browser.pictures import save_pictures
@@ -146,3 +147,18 @@ def test_a_full_page_screenshot_is_a_picture(opened: Any, browser: Browser, tmp_
     assert facts["width"] >= 1200 and facts["height"] >= 1500, facts
     assert facts["colors"] >= 50, f"a blank or flat page: {facts}"
     assert 0.03 <= facts["inked"] <= 0.9, f"mostly empty or mostly ink: {facts}"
+
+
+def test_the_report_leads_with_its_verdict(opened: Any) -> None:
+    kind, _, page, _ = opened
+    lines = page.locator("ul.verdict li").all_inner_texts()
+    if kind == "what-if":
+        # the load first (what replayed, what the share names are), the best policies, then each policy;
+        # and each tier's SLO drawn on the wait bars, to read each bar against
+        lead = page.locator("p.lead").inner_text()
+        assert lead.startswith("Replays ") and "hashed" in lead
+        assert lines[0].startswith("Highest utilization: ")
+        assert [line.split(":")[0] for line in lines[1:]] == [p.value for p in Policy]
+        assert "tier's SLO" in (page.text_content("#waits .legend") or "")
+    else:
+        assert lines[0].startswith("Soft quotas kept ") and lines[1].startswith("HIGHPRI started ")

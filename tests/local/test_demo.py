@@ -61,7 +61,10 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     assert summary["mode"] == mode
     # THEN the answer comes first: utilization against hard partitions, then HIGHPRI against its SLO
     assert summary["verdict"][0].startswith("Soft quotas kept ")
-    assert summary["verdict"][1].startswith("HIGHPRI started ") and "within its 15m00s SLO" in summary["verdict"][1]
+    assert (
+        summary["verdict"][1].startswith("HIGHPRI started ")
+        and "within its 15m00s SLO" in summary["verdict"][1]
+    )
     # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, and the HIGHPRI job submitted last starts
     # within its SLO, before its own team's and the other team's earlier queued work
     assert all(summary["checks"].values()), summary["checks"]

@@ -527,3 +527,14 @@ def test_the_cli_says_each_policy_as_it_finishes_and_keeps_stdout_for_the_result
     first = [line for line in lines if line.startswith("simulate: policy 1 of 2, static: ")]
     assert first and first[-1].startswith("simulate: policy 1 of 2, static: 100% (")
     assert lines.index(first[-1]) < next(i for i, line in enumerate(lines) if line.startswith("static done"))
+
+
+def test_the_cli_leads_with_the_load_and_a_verdict_per_policy(small_csv) -> None:
+    args = ["simulate", "--trace", str(small_csv), "--capacity", "64", "--policy", "static,fairshare"]
+    lines = CliRunner().invoke(app, args).stdout.splitlines()
+    assert lines[0].startswith("Replays ") and "of capacity" in lines[0] and "'other'" in lines[0]
+    assert lines[1].startswith("Highest utilization: ") and "Fairest" in lines[1]
+    assert [line.split(":")[0] for line in lines[2:4]] == ["static", "fairshare"]
+    assert "worst share received" in lines[2] and "HIGHPRI p95 wait" in lines[2]
+    data = json.loads(CliRunner().invoke(app, [*args, "-o", "json"]).stdout)
+    assert data["verdict"][2:] == lines[2:4]

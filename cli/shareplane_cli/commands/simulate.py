@@ -14,13 +14,14 @@ from gpusim.trace import load_trace
 from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_policies
 from gpusim.whatif.run import PolicyResult, WhatIfResult, run_policy
 from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle
+from gpusim.whatif.verdict import verdict
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from shareplane.domain.explain.durations import duration_text
 
 from ..main import app
-from ..output import Output, OutputOption, print_fitted, print_json, stderr_console
+from ..output import Output, OutputOption, print_fitted, print_json, stderr_console, stdout_console
 from ..whatif_options import TraceOption, WhatIfConfigOption, bad_input_exits
 
 ALL_POLICIES = ",".join(p.value for p in Policy)
@@ -214,12 +215,16 @@ class _ProgressLines:
 
 def _print_result(result: WhatIfResult, etas: dict[str, EtaResult], output: Output) -> None:
     if output is Output.JSON:
-        data = result.to_json()
+        data = {"verdict": verdict(result), **result.to_json()}
         for name, measured in etas.items():
             data["policies"][name]["eta"] = measured.summary()
         print_json(data)
         return
-    print_comparison(result)
+    out = stdout_console()
+    for line in verdict(result):
+        out.print(line, highlight=False, markup=False)
+    out.print()
+    print_comparison(result, out)
     if etas:
         print_eta(etas)
 
