@@ -310,7 +310,7 @@ class _BudgetCheck:
             self.notes.append(f"jobs[{job.index}] refused: {problem}")
             return job, Problem(f"jobs[{job.index}]", problem, fix)
         if decision is Admission.DEMOTE and self.status is not None and tier is not None:
-            if request is None or request.share is None:
+            if request is None or (request.share_identifier is None and request.quota_share_name is None):
                 return job, None  # a CPU job goes to the FIFO queue: no tier to move it to
             demoted, digest = demoted_request(request, self.team, config)
             self.notes.append(f"jobs[{job.index}] {demotion_note(self.status, tier)}")
