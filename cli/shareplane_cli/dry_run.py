@@ -16,6 +16,7 @@ from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.explain.wait import explain_wait, requested_resources
 from shareplane.domain.forecast.start_forecast import QueuedJob
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, parse_local_spec
 
 from .aws import Target
@@ -27,8 +28,8 @@ from .twin import Twin, forecast_json, load_twin
 DRY_RUN_PREFIX = "(dry run) "
 
 
-def _instances(request: Mapping[str, Any]) -> int:
-    payload = json.loads(request.get("serviceRequestPayload") or "{}")
+def _instances(request: ServiceJobRequest) -> int:
+    payload = json.loads(request.service_request_payload or "{}")
     return int((payload.get("ResourceConfig") or {}).get("InstanceCount") or 1)
 
 
@@ -54,19 +55,19 @@ def dry_run_spec(
         return report
     twin = twin or load_twin(target, config)
     gpu_jobs = []
-    requests: dict[str, Mapping[str, Any]] = {}
+    requests: dict[str, ServiceJobRequest] = {}
     for job in checked.jobs:
-        request = job.request or {}
+        request = job.request
+        if request is None:
+            continue  # a checked spec maps every job to a request
         name = DRY_RUN_PREFIX + (job.name or f"job {job.index}")
-        if request.get("jobQueue") not in (twin.queue, None) and not str(request.get("jobQueue")).endswith(
-            f"/{twin.queue}"
-        ):
+        if request.job_queue != twin.queue and not request.job_queue.endswith(f"/{twin.queue}"):
             report["jobs"].append(
                 {
                     "job": job.name,
-                    "queue": request.get("jobQueue"),
+                    "queue": request.job_queue,
                     "forecast": None,
-                    "note": f"goes to {request.get('jobQueue')}, not the GPU queue {twin.queue}: no forecast",
+                    "note": f"goes to {request.job_queue}, not the GPU queue {twin.queue}: no forecast",
                 }
             )
             continue
@@ -76,9 +77,9 @@ def dry_run_spec(
                 job.name,
                 QueuedJob(
                     name,
-                    request.get("shareIdentifier") or request.get("quotaShareName") or "",
+                    request.share or "",
                     _instances(request),
-                    int(request.get("schedulingPriority") or 0),
+                    request.scheduling_priority or 0,
                     twin.now,
                 ),
             )

@@ -39,6 +39,7 @@ from shareplane.domain.forecast.start_forecast import (
     StartForecast,
     forecast_starts,
 )
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.service.live_twin import TwinSources, read_live_twin
 
 from .aws import Target
@@ -57,7 +58,7 @@ class Twin:
     history: History
     config: SharesConfig
     #: A job's SubmitServiceJob request as the submit path stored it, by job ARN (None: not stored).
-    request_of: Callable[[str], Mapping[str, Any] | None] = field(default=lambda _arn: None, repr=False)
+    request_of: Callable[[str], ServiceJobRequest | None] = field(default=lambda _arn: None, repr=False)
 
     def forecast(
         self,
@@ -193,7 +194,7 @@ def load_twin(target: Target, config: SharesConfig, *, queue: str | None = None)
     snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
     live = in_batchs_order(live_twin.live, snapshot, live_twin.records)
 
-    def request_of(job_arn: str) -> Mapping[str, Any] | None:
+    def request_of(job_arn: str) -> ServiceJobRequest | None:
         # Read only for the jobs an explanation asks about (the waiting job and those running).
         payload = root.store.load_payload(job_arn) if job_arn else None
         return payload.request if payload else None

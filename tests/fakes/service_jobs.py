@@ -12,7 +12,6 @@ runs it and BatchServiceJobs on gpusim.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +19,7 @@ import botocore.session
 from shareplane.adapters.batch_service_jobs import SubmittedServiceJob, described_job, listed_job
 from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.jobs.described_job import DescribedJob, ListedJob
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 
 #: ServiceJobSummary's members (botocore's service model): no schedulingPriority, payload or tags.
 SUMMARY_KEYS = tuple(
@@ -34,7 +34,7 @@ class FakeServiceJobs:
     """Batch's service jobs by id: submit (clientToken idempotent), describe, list, reprioritize, terminate."""
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Every SubmitServiceJob request, refused ones included.
+    #: Every SubmitServiceJob request as sent to Batch, refused ones included.
     submits: list[dict[str, Any]] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)
     #: Batch refuses every submit with this reason.
@@ -70,8 +70,10 @@ class FakeServiceJobs:
         job = self.jobs.get(job_id.rsplit("/", 1)[-1])
         return described_job(copy.deepcopy(job)) if job else None
 
-    def submit(self, params: Mapping[str, Any]) -> SubmittedServiceJob:
-        self.submits.append(copy.deepcopy(dict(params)))
+    def submit(self, request: ServiceJobRequest) -> SubmittedServiceJob:
+        # What BatchServiceJobs sends: the request written into SubmitServiceJob's arguments.
+        params = request.aws_fields()
+        self.submits.append(copy.deepcopy(params))
         if self.fail_next:
             self.fail_next -= 1
             raise ConnectionError("throttled")
@@ -89,7 +91,7 @@ class FakeServiceJobs:
         self.tokens[token] = arn
         job_id = arn.rsplit("/", 1)[-1]
         self.jobs[job_id] = {
-            **copy.deepcopy(dict(params)),
+            **copy.deepcopy(params),
             "jobId": job_id,
             "jobArn": arn,
             "status": "SUBMITTED",

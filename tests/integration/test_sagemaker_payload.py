@@ -82,7 +82,7 @@ def test_a_spec_file_and_the_sdk_submit_the_same_job_to_the_same_queue(
 ) -> None:
     config = shares_config()
     (job,) = parse_spec_file(SPEC, "submit/ProdExp1/ranker.yaml", config, bucket="drop", version_id="v1").jobs
-    ours = dict(job.request or {})
+    ours = job.request.aws_fields() if job.request else {}
     ours_payload = json.loads(ours["serviceRequestPayload"])
     theirs = sdk_request(
         monkeypatch, ours_payload["AlgorithmSpecification"]["TrainingImage"], ours_payload["RoleArn"]

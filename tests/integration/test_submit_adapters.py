@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -16,6 +17,7 @@ from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.adapters.s3_spec_bucket import S3SpecBucket
 from shareplane.adapters.sns_alerts import MAX_MESSAGE_BYTES, SnsAlerts
 from shareplane.domain.errors import RejectedByServiceError
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 
 from tests.aws import create_jobs_table, topic_with_inbox
 
@@ -71,7 +73,15 @@ def test_json_answers_round_trip_and_garbage_reads_as_none(s3: Any) -> None:
 
 
 # -- Batch ----------------------------------------------------------------------------------------
-REQUEST = {
+REQUEST = ServiceJobRequest(
+    job_name="j",
+    job_queue="q",
+    service_job_type="SAGEMAKER_TRAINING",
+    service_request_payload="{}",
+    client_token="t" * 64,
+)
+#: What SubmitServiceJob is called with for REQUEST.
+SENT = {
     "jobName": "j",
     "jobQueue": "q",
     "serviceJobType": "SAGEMAKER_TRAINING",
@@ -90,7 +100,7 @@ def batch(aws_credentials: None) -> Iterator[tuple[BatchServiceJobs, Stubber]]:
 
 def test_submit_returns_batchs_job(batch: tuple[BatchServiceJobs, Stubber]) -> None:
     adapter, stubber = batch
-    stubber.add_response("submit_service_job", {"jobArn": "arn:x/1", "jobName": "j", "jobId": "1"}, REQUEST)
+    stubber.add_response("submit_service_job", {"jobArn": "arn:x/1", "jobName": "j", "jobId": "1"}, SENT)
     assert adapter.submit(REQUEST).job_arn == "arn:x/1"
 
 
@@ -166,8 +176,9 @@ def test_the_payload_item_is_written_once(aws_credentials: None) -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         store = DynamoJobStore(client, create_jobs_table(client))
-        assert store.save_payload("arn:j", {"request": {"jobName": "a"}}) is True
-        assert store.save_payload("arn:j", {"request": {"jobName": "changed"}}) is False
+        assert store.save_payload("arn:j", {"request": REQUEST.aws_fields()}) is True
+        changed = replace(REQUEST, job_name="changed")
+        assert store.save_payload("arn:j", {"request": changed.aws_fields()}) is False
         stored = store.load_payload("arn:j")
-        assert stored is not None and stored.request == {"jobName": "a"}
+        assert stored is not None and stored.request == REQUEST
         assert store.jobs() == [], "a payload item is not a job state"

@@ -8,11 +8,10 @@ submission tag through ListServiceJobs and DescribeServiceJob, over real boto3 c
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from shareplane.adapters.batch_service_jobs import BatchServiceJobs
 from shareplane.domain.errors import RejectedByServiceError
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.domain.submit.jobspec import SUBMISSION_TAG
 
 from tests.sim.conftest import payload
@@ -21,15 +20,15 @@ from tests.sim.test_server import Served, served  # noqa: F401 - the fixture
 TOKEN = "a" * 64
 
 
-def request(name: str, token: str = TOKEN) -> dict[str, Any]:
-    return {
-        "jobName": name,
-        "jobQueue": "q",
-        "serviceJobType": "SAGEMAKER_TRAINING",
-        "serviceRequestPayload": payload(name),
-        "tags": {SUBMISSION_TAG: token},
-        "clientToken": token,
-    }
+def request(name: str, token: str = TOKEN) -> ServiceJobRequest:
+    return ServiceJobRequest(
+        job_name=name,
+        job_queue="q",
+        service_job_type="SAGEMAKER_TRAINING",
+        service_request_payload=payload(name),
+        tags={SUBMISSION_TAG: token},
+        client_token=token,
+    )
 
 
 def test_a_repeated_request_is_rejected_and_its_job_found(served: Served) -> None:  # noqa: F811

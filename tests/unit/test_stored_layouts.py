@@ -6,6 +6,7 @@ back as the table returns it: without its None members.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -19,6 +20,7 @@ from shareplane.adapters.failure_items import (
     storm_failure_from_item,
     storm_failure_item,
 )
+from shareplane.adapters.payload_items import payload_of
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
 from shareplane.adapters.upload_attributions import principal_from_item, principal_item
 from shareplane.domain.config.failure_rules import FailureClass, Severity
@@ -28,6 +30,7 @@ from shareplane.domain.failures.record import Applied, DecisionRecord, StormFail
 from shareplane.domain.failures.requeue import ChainState
 from shareplane.domain.forecast.arrivals import ArrivalKey
 from shareplane.domain.forecast.prediction import StartPrediction, prediction_from_record
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.domain.shares.rebalance import (
     UNLIMITED_BORROW,
     LedgerEntry,
@@ -306,3 +309,78 @@ def test_an_uploaders_principal_keeps_the_layout_its_jobs_have_carried() -> None
     assert principal_item(principal) == stored
     # and one that lost its check reads as unknown, not as some check it never had
     assert principal_from_item({k: v for k, v in stored.items() if k != "check"}) is None
+
+
+service_job_requests = st.builds(
+    ServiceJobRequest,
+    job_name=names,
+    job_queue=names,
+    service_job_type=st.just("SAGEMAKER_TRAINING"),
+    service_request_payload=st.dictionaries(names, names, max_size=3).map(json.dumps),
+    client_token=maybe_names,
+    tags=st.none() | st.dictionaries(names, names, max_size=4),
+    share_identifier=maybe_names,
+    quota_share_name=maybe_names,
+    scheduling_priority=st.none() | st.integers(min_value=0, max_value=9999),
+    retry_strategy=st.none()
+    | st.fixed_dictionaries(
+        {
+            "attempts": counts,
+            "evaluateOnExit": st.lists(
+                st.fixed_dictionaries(
+                    {"action": st.sampled_from(["RETRY", "EXIT"]), "onStatusReason": names}
+                ),
+                max_size=3,
+            ),
+        }
+    ),
+    timeout_config=st.none() | st.fixed_dictionaries({"attemptDurationSeconds": counts}),
+    preemption_configuration=st.none()
+    | st.fixed_dictionaries({"preemptionRetriesBeforeTermination": counts}),
+)
+
+
+@given(service_job_requests)
+def test_a_service_job_request_reads_back_as_it_was_written(request: ServiceJobRequest) -> None:
+    # on the PAYLOAD item, through the job store's reader
+    item = as_the_table_returns({"entity": "payload", "jobArn": "arn", "request": request.aws_fields()})
+    assert payload_of("arn", item).request == request
+    # and as the S3 document a request too large for its item is kept in
+    document = json.loads(json.dumps({"request": request.aws_fields()}))
+    assert ServiceJobRequest.from_aws_fields(document["request"]) == request
+
+
+def test_a_service_job_request_keeps_the_layout_its_jobs_have_carried() -> None:
+    # GIVEN a request as an earlier release stored it on a job's PAYLOAD item (a quota-share GPU job)
+    stored = {
+        "jobName": "bert-ft-01",
+        "jobQueue": "search-gpu",
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "serviceRequestPayload": '{"RoleArn":"arn:aws:iam::111122223333:role/t","TrainingJobName":"bert-ft-01"}',
+        "retryStrategy": {
+            "attempts": 3,
+            "evaluateOnExit": [
+                {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
+                {"action": "EXIT", "onStatusReason": "*"},
+            ],
+        },
+        "timeoutConfig": {"attemptDurationSeconds": 10800},
+        "tags": {
+            "shareplane:team": "ProdExp1",
+            "shareplane:tier": "HIGHPRI",
+            "shareplane:submission": "ab12",
+        },
+        "clientToken": "ab12",
+        "quotaShareName": "ProdExp1",
+        "schedulingPriority": 90,
+        "preemptionConfiguration": {"preemptionRetriesBeforeTermination": 5},
+    }
+    # THEN it reads as the same request and is written back key for key, in the same order
+    request = payload_of("arn", {"request": stored}).request
+    assert request is not None and request.job_queue == "search-gpu" and request.scheduling_priority == 90
+    assert request.share == "ProdExp1" and request.share_identifier is None
+    assert request.aws_fields() == stored and list(request.aws_fields()) == list(stored)
+    # and one that lost its queue, or holds a priority of the wrong type, reads as absent: the listing goes on
+    lost_queue = {k: v for k, v in stored.items() if k != "jobQueue"}
+    assert payload_of("arn", {"request": lost_queue, "team": "ProdExp1"}).request is None
+    assert payload_of("arn", {"request": {**stored, "schedulingPriority": "high"}}).request is None

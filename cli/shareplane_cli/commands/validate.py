@@ -33,10 +33,10 @@ def _table(spec: Path, result: SpecResult) -> Table:
     for job in result.jobs:
         label = f"{job.index}: {job.name or '?'}"
         if job.request is not None:
-            share = job.request.get("shareIdentifier") or job.request.get("quotaShareName") or "-"
-            where = f"queue {job.request['jobQueue']}, share {share}"
-            if "schedulingPriority" in job.request:
-                where += f", priority {job.request['schedulingPriority']}"
+            share = job.request.share or "-"
+            where = f"queue {job.request.job_queue}, share {share}"
+            if job.request.scheduling_priority is not None:
+                where += f", priority {job.request.scheduling_priority}"
             table.add_row(label, Text("valid", style="green"), "", where, "")
             continue
         for problem in job.problems:

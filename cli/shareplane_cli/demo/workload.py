@@ -12,7 +12,7 @@ and every other trainer is busy, so the detector must flag that job and no other
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusim.gpu_metrics import IDLE_AFTER_TAG
@@ -109,8 +109,7 @@ def submit_request(job: DemoJob, config: SharesConfig) -> dict[str, Any]:
     if built is None:
         problems = [p for j in result.jobs for p in j.problems] + list(result.problems)
         raise ValueError(f"demo job {job.name} is not a valid spec for this config: {problems}")
-    request = dict(built)
-    request["tags"] = {**request.get("tags", {}), DURATION_TAG: str(job.minutes * 60)}
+    tags = {**(built.tags or {}), DURATION_TAG: str(job.minutes * 60)}
     if job.idle_after_minutes is not None:
-        request["tags"][IDLE_AFTER_TAG] = str(job.idle_after_minutes * 60)
-    return request
+        tags[IDLE_AFTER_TAG] = str(job.idle_after_minutes * 60)
+    return replace(built, tags=tags).aws_fields()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -17,6 +16,7 @@ from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import QueuePolicy, live_from_records
 from shareplane.domain.forecast.start_forecast import QueueKind
 from shareplane.domain.jobs.lifecycle import CapacityUsage, HistoryEntry, JobState, JobStatus, ObservationKind
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.service.live_twin import queue_policy
 from shareplane_cli.commands.why import print_why, why_json, why_report
 from shareplane_cli.config_file import load_config
@@ -229,12 +229,15 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
         record("w1", "ProdExp2", "RUNNABLE", 2, NOW - 1000),
     ]
 
-    def stored(instance_type: str, count: int, timeout: int) -> dict[str, Any]:
+    def stored(instance_type: str, count: int, timeout: int) -> ServiceJobRequest:
         payload = {"ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count}}
-        return {
-            "serviceRequestPayload": json.dumps(payload),
-            "timeoutConfig": {"attemptDurationSeconds": timeout},
-        }
+        return ServiceJobRequest(
+            job_name="j",
+            job_queue=QUEUE,
+            service_job_type="SAGEMAKER_TRAINING",
+            service_request_payload=json.dumps(payload),
+            timeout_config={"attemptDurationSeconds": timeout},
+        )
 
     # r1 started 3900 s ago with a 5100 s limit (ends in 1200 s); r2 2400 s ago with 2700 s (in 300 s).
     requests = {

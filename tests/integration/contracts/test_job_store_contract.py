@@ -21,6 +21,7 @@ from shareplane.domain.errors import ConcurrentUpdateError
 from shareplane.domain.forecast.arrivals import HOUR_MS, ArrivalKey, arrival_key
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.lifecycle import CapacityUsage, Decision, JobObservation, JobStatus, decide
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.domain.jobs.training import (
     TrainingJobObservation,
     TrainingJobState,
@@ -117,10 +118,19 @@ def test_jobs_are_listed_by_creation_time_and_filtered_by_status(store: Any) -> 
     assert store.jobs("FAILED") == []
 
 
+REQUEST = ServiceJobRequest(
+    job_name="a", job_queue="q", service_job_type="SAGEMAKER_TRAINING", service_request_payload="{}"
+)
+
+
 def test_a_payload_is_stored_once_as_the_table_gives_it_back_and_is_no_job(store: Any) -> None:
     item = {
         "team": "ProdExp1",
-        "request": {"jobName": "a", "timeout": 3600.0, "tags": None},
+        "request": {
+            **REQUEST.aws_fields(),
+            "timeoutConfig": {"attemptDurationSeconds": 3600.0},
+            "tags": None,
+        },
         "uploader": {"account": "111122223333", "principal": None},
         "requestAt": None,
     }
@@ -129,7 +139,7 @@ def test_a_payload_is_stored_once_as_the_table_gives_it_back_and_is_no_job(store
     stored = store.load_payload(JOB)
     assert stored is not None and stored.team == "ProdExp1" and stored.job_arn == JOB
     assert stored.uploader == {"account": "111122223333"} and stored.request_at is None
-    assert stored.request == {"jobName": "a", "timeout": 3600}
+    assert stored.request == replace(REQUEST, timeout_config={"attemptDurationSeconds": 3600})
     assert store.load_payload(JOB + "-never") is None
     assert store.jobs() == [] and store.load_job(JOB) is None
 

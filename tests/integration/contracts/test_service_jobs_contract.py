@@ -20,6 +20,7 @@ from gpusim.server import GpuSimServer
 from shareplane.adapters.batch_service_jobs import ACTIVE_STATUSES, BatchServiceJobs
 from shareplane.domain.errors import RejectedByServiceError
 from shareplane.domain.jobs.described_job import ListedJob
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 
 from tests.fakes.service_jobs import FakeServiceJobs
 from tests.rebalance_cluster import FAST, P4D, QUEUE, Cluster, fairshare_queue
@@ -53,7 +54,7 @@ def batch(request: pytest.FixtureRequest, aws_credentials: None) -> Iterator[Any
         server.stop()
 
 
-def request(name: str, token: str, priority: int = 50) -> dict[str, Any]:
+def request(name: str, token: str, priority: int = 50) -> ServiceJobRequest:
     payload = {
         "TrainingJobName": name,
         "AlgorithmSpecification": {
@@ -65,16 +66,16 @@ def request(name: str, token: str, priority: int = 50) -> dict[str, Any]:
         "ResourceConfig": {"InstanceType": P4D, "InstanceCount": 1, "VolumeSizeInGB": 100},
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
     }
-    return {
-        "jobName": name,
-        "jobQueue": QUEUE,
-        "serviceJobType": "SAGEMAKER_TRAINING",
-        "serviceRequestPayload": json.dumps(payload),
-        "schedulingPriority": priority,
-        "shareIdentifier": "ProdExp1",
-        "clientToken": token,
-        "tags": {TOKEN_TAG: token},
-    }
+    return ServiceJobRequest(
+        job_name=name,
+        job_queue=QUEUE,
+        service_job_type="SAGEMAKER_TRAINING",
+        service_request_payload=json.dumps(payload),
+        scheduling_priority=priority,
+        share_identifier="ProdExp1",
+        client_token=token,
+        tags={TOKEN_TAG: token},
+    )
 
 
 def listed(

@@ -85,7 +85,7 @@ def test_a_good_spec_is_submitted_recorded_moved_and_receipted(world: DropWorld)
     assert (
         payload is not None
         and payload.request is not None
-        and payload.request["serviceRequestPayload"] == request["serviceRequestPayload"]
+        and payload.request.service_request_payload == request["serviceRequestPayload"]
     )
     # AND nobody is alerted about an accepted file
     assert world.alerts() == []
@@ -358,8 +358,8 @@ def test_a_retry_after_a_transient_failure_submits_each_job_once(world: DropWorl
     original_submit = world.batch.submit
 
     def flaky(request: Any) -> Any:
-        if request["jobName"] == "r-2" and sum(c["jobName"] == "r-2" for c in calls) == 0:
-            calls.append(dict(request))
+        if request.job_name == "r-2" and sum(c["jobName"] == "r-2" for c in calls) == 0:
+            calls.append(request.aws_fields())
             raise ConnectionError("throttled")
         return original_submit(request)
 

@@ -15,6 +15,7 @@ from shareplane.domain.explain.record_json import story_json
 from shareplane.domain.explain.story import job_story, job_wait, observed_now
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.jobs.lifecycle import HistoryEntry, JobState, JobStatus, ObservationKind
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 from shareplane.domain.jobs.training import TrainingHistoryEntry, TrainingJobStatus
 from shareplane.domain.submit.payload import SubmittedPayload
 
@@ -192,7 +193,14 @@ def test_the_submitted_placement_comes_from_the_request_the_submit_path_kept() -
     submission = SubmittedPayload(
         ARN,
         source={"bucket": "drops", "key": "submit/ProdExp1/ft.yaml"},
-        request={"jobQueue": "search-p4d-queue", "shareIdentifier": "ProdExp1", "schedulingPriority": 50},
+        request=ServiceJobRequest(
+            job_name="ft",
+            job_queue="search-p4d-queue",
+            service_job_type="SAGEMAKER_TRAINING",
+            service_request_payload="{}",
+            share_identifier="ProdExp1",
+            scheduling_priority=50,
+        ),
         submitted_at=T0,
         uploader={"account": "111122223333"},
     )

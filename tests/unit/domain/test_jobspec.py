@@ -145,7 +145,7 @@ def only_job(result: SpecResult):
 
 
 def payload_of(job) -> dict[str, Any]:
-    return json.loads(job.request["serviceRequestPayload"])
+    return json.loads(job.request.service_request_payload)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -811,12 +811,12 @@ def test_a_single_job_file_reports_paths_as_jobs_0() -> None:
 def test_a_valid_job_maps_to_every_submit_service_job_and_create_training_job_field() -> None:
     job = only_job(parse([good_job()], bucket="drop", version_id="v1"))
     request = job.request
-    assert request["jobName"] == "bert-ft-01"
-    assert request["jobQueue"] == "search-gpu"
-    assert request["serviceJobType"] == "SAGEMAKER_TRAINING"
-    assert request["shareIdentifier"] == "ProdExp1" and "quotaShareName" not in request
-    assert request["schedulingPriority"] == 90
-    assert request["retryStrategy"] == {
+    assert request.job_name == "bert-ft-01"
+    assert request.job_queue == "search-gpu"
+    assert request.service_job_type == "SAGEMAKER_TRAINING"
+    assert request.share_identifier == "ProdExp1" and request.quota_share_name is None
+    assert request.scheduling_priority == 90
+    assert request.retry_strategy == {
         "attempts": 3,
         "evaluateOnExit": [
             {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
@@ -825,15 +825,15 @@ def test_a_valid_job_maps_to_every_submit_service_job_and_create_training_job_fi
         ],
     }
     # spot: the attempt may wait for capacity up to MaxWaitTimeInSeconds
-    assert request["timeoutConfig"] == {"attemptDurationSeconds": 10800}
+    assert request.timeout_config == {"attemptDurationSeconds": 10800}
     # the token rides along as a tag: DescribeServiceJob does not return it, a retried submit needs it
-    assert request["tags"] == {
+    assert request.tags == {
         "project": "ranker",
         "shareplane:team": "ProdExp1",
         "shareplane:tier": "HIGHPRI",
         "shareplane:submission": client_token("drop", KEY, "v1", 0),
     }
-    assert request["clientToken"] == client_token("drop", KEY, "v1", 0)
+    assert request.client_token == client_token("drop", KEY, "v1", 0)
     assert payload_of(job) == {
         "TrainingJobName": "bert-ft-01",
         "AlgorithmSpecification": {
@@ -903,9 +903,9 @@ def test_a_minimal_job_gets_defaults_and_leaves_out_optional_payload_parts() -> 
         "InstanceCount": 1,
         "VolumeSizeInGB": 100,
     }
-    assert job.request["timeoutConfig"] == {"attemptDurationSeconds": 86400}
-    assert job.request["retryStrategy"]["attempts"] == 2  # the team's default
-    assert job.request["schedulingPriority"] == 50  # MIDPRI when no tier is given
+    assert job.request.timeout_config == {"attemptDurationSeconds": 86400}
+    assert job.request.retry_strategy["attempts"] == 2  # the team's default
+    assert job.request.scheduling_priority == 50  # MIDPRI when no tier is given
 
 
 @pytest.mark.parametrize(
@@ -915,7 +915,7 @@ def test_a_minimal_job_gets_defaults_and_leaves_out_optional_payload_parts() -> 
 )
 def test_the_share_field_follows_the_scheduling_mode(mode: str, present: str, absent: str) -> None:
     config = SharesConfig.model_validate(config_dict(mode=mode))
-    request = only_job(parse([good_job()], config=config)).request
+    request = only_job(parse([good_job()], config=config)).request.aws_fields()
     assert request[present] == "ProdExp1" and absent not in request
 
 
@@ -930,13 +930,13 @@ def test_the_share_field_follows_the_scheduling_mode(mode: str, present: str, ab
 )
 def test_scheduling_priority_comes_from_the_tier(tier: str, priority: int) -> None:
     request = only_job(parse([good_job(priority=tier)])).request
-    assert request["schedulingPriority"] == priority
+    assert request.scheduling_priority == priority
 
 
 def test_a_cpu_job_goes_to_the_fifo_queue_without_share_or_priority() -> None:
     job = only_job(parse([good_job(instance_type="ml.c5.xlarge", instance_count=2)]))
-    assert job.request["jobQueue"] == "search-cpu-fifo"
-    assert not {"shareIdentifier", "quotaShareName", "schedulingPriority"} & set(job.request)
+    assert job.request.job_queue == "search-cpu-fifo"
+    assert not {"shareIdentifier", "quotaShareName", "schedulingPriority"} & set(job.request.aws_fields())
     assert payload_of(job)["AlgorithmSpecification"]["TrainingImage"] == f"{DLC}:2.6.0-cpu"
 
 
@@ -950,15 +950,15 @@ def test_the_gpu_queue_defaults_to_the_cluster_name() -> None:
     raw = config_dict()
     del raw["queues"]["gpu"]
     request = only_job(parse([good_job()], config=SharesConfig.model_validate(raw))).request
-    assert request["jobQueue"] == "search-gpu"
+    assert request.job_queue == "search-gpu"
     raw["cluster"] = "other"
     request = only_job(parse([good_job()], config=SharesConfig.model_validate(raw))).request
-    assert request["jobQueue"] == "other-gpu"
+    assert request.job_queue == "other-gpu"
 
 
 def test_the_payload_is_canonical_json_and_its_digest_is_its_sha256() -> None:
     job = only_job(parse([good_job()]))
-    text = job.request["serviceRequestPayload"]
+    text = job.request.service_request_payload
     assert canonical_json(json.loads(text)) == text
     assert job.payload_digest == hashlib.sha256(text.encode()).hexdigest()
 
@@ -1004,7 +1004,7 @@ def test_client_tokens_are_distinct_across_versions_indices_keys_and_buckets() -
     assert len(tokens) == 2 * 2 * 3 * 3
     assert all(1 <= len(t) <= 64 for t in tokens)
     result = parse([good_job(name="a"), good_job(name="b")], bucket="drop", version_id="v1")
-    assert result.jobs[0].request["clientToken"] != result.jobs[1].request["clientToken"]
+    assert result.jobs[0].request.client_token != result.jobs[1].request.client_token
 
 
 @given(
@@ -1024,7 +1024,7 @@ def test_a_version_id_does_not_change_the_payload() -> None:
     v1 = parse([good_job()], bucket="drop", version_id="v1").jobs[0]
     v2 = parse([good_job()], bucket="drop", version_id="v2").jobs[0]
     assert v1.payload_digest == v2.payload_digest
-    assert v1.request["clientToken"] != v2.request["clientToken"]
+    assert v1.request.client_token != v2.request.client_token
 
 
 def test_results_serialize_to_json_with_errors_and_requests() -> None:

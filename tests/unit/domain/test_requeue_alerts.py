@@ -77,9 +77,9 @@ def test_a_requeue_keeps_everything_but_name_tags_token_and_mutations() -> None:
         tags={"team": "a", "shareplane:failures": "9"},
     )
     request = build_requeue(described, attempt="1.0", mutations={}, chain=ChainState("j0", 2, 3, 0))
-    assert request.payload == PAYLOAD and request.params["jobName"] == "bert-rq3"
-    assert request.params["schedulingPriority"] == 55 and request.params["shareIdentifier"] == "ProdExp1"
-    assert request.params["tags"] == {
+    assert request.payload == PAYLOAD and request.request.job_name == "bert-rq3"
+    assert request.request.scheduling_priority == 55 and request.request.share_identifier == "ProdExp1"
+    assert request.request.tags == {
         "team": "a",
         "shareplane:origin-job": "j0",
         "shareplane:failures": "2",

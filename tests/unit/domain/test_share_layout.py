@@ -191,8 +191,8 @@ def test_submissions_go_to_the_teams_identifier_of_the_jobs_tier(
 ) -> None:
     jobs = [good_job(name=f"j-{t.value.lower()}", priority=t.value) for t in Tier]
     result = parse_spec_file(json.dumps(jobs).encode(), "submit/ProdExp1/x.json", config)
-    assert [(j.request or {})["shareIdentifier"] for j in result.jobs] == identifiers
-    assert all("preemptionConfiguration" not in (j.request or {}) for j in result.jobs)
+    assert [j.request and j.request.share_identifier for j in result.jobs] == identifiers
+    assert all(j.request and j.request.preemption_configuration is None for j in result.jobs)
 
 
 @pytest.mark.parametrize(
@@ -215,10 +215,11 @@ def test_quota_submissions_carry_the_teams_preemption_retries(
     raw["teams"]["ProdExp1"]["quota"] = quota
     config = SharesConfig.model_validate(raw)
     (job,) = parse_spec_file(json.dumps([good_job()]).encode(), "submit/ProdExp1/x.json", config).jobs
-    request = job.request or {}
+    request = job.request
     # quota mode keeps one share per team: in-share preemption orders the tiers inside it
-    assert request["quotaShareName"] == "ProdExp1" and "shareIdentifier" not in request
-    assert request.get("preemptionConfiguration") == expected
+    assert request is not None
+    assert request.quota_share_name == "ProdExp1" and request.share_identifier is None
+    assert request.preemption_configuration == expected
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from shareplane.domain.jobs.lifecycle import (
     ObservationKind,
     gpus_per_instance,
 )
+from shareplane.domain.jobs.service_job_request import ServiceJobRequest
 
 from tests.properties import examples
 
@@ -88,7 +90,7 @@ def record(
 
 def request(
     instance_type: str = P4D, count: int = 2, *, timeout: int | None = 3600, spot: bool = False
-) -> dict:
+) -> ServiceJobRequest:
     """A SubmitServiceJob request as the submit path stores it."""
     stopping = {"MaxRuntimeInSeconds": 7200} | ({"MaxWaitTimeInSeconds": 9000} if spot else {})
     payload = {
@@ -96,10 +98,13 @@ def request(
         "StoppingCondition": stopping,
         "EnableManagedSpotTraining": spot,
     }
-    out: dict[str, Any] = {"serviceRequestPayload": json.dumps(payload)}
-    if timeout is not None:
-        out["timeoutConfig"] = {"attemptDurationSeconds": timeout}
-    return out
+    return ServiceJobRequest(
+        job_name="w1",
+        job_queue="search-p4d-queue",
+        service_job_type="SAGEMAKER_TRAINING",
+        service_request_payload=json.dumps(payload),
+        timeout_config=None if timeout is None else {"attemptDurationSeconds": timeout},
+    )
 
 
 FAIR = QueuePolicy(QueueKind.FAIRSHARE, 4, weights={"ProdExp1": 1.0, "ProdExp2": 1.0}, decay_seconds=3600)
@@ -126,7 +131,11 @@ def test_the_requests_time_limit_is_batchs_timeout_else_sagemakers_stopping_cond
     # A managed spot job may wait for spot capacity as well: MaxWaitTimeInSeconds bounds it.
     assert requested_resources(request(timeout=None, spot=True)) == (P4D, 2, 9000.0)
     assert requested_resources(None) == (None, None, None)
-    assert requested_resources({"serviceRequestPayload": "not json"}) == (None, None, None)
+    assert requested_resources(replace(request(timeout=None), service_request_payload="not json")) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_the_limit_counts_from_the_holding_attempts_start_and_not_before_it_started() -> None:

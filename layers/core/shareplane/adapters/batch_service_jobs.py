@@ -18,6 +18,7 @@ from ..domain.errors import RejectedByServiceError
 from ..domain.jobs.arns import job_id_of
 from ..domain.jobs.described_job import DescribedJob, JobAttempt, ListedJob
 from ..domain.jobs.lifecycle import CapacityUsage
+from ..domain.jobs.service_job_request import ServiceJobRequest
 from .paging import follow_pages
 
 if TYPE_CHECKING:
@@ -144,10 +145,10 @@ class BatchServiceJobs:
     def __init__(self, client: BatchClient) -> None:
         self._client = client
 
-    def submit(self, request: Mapping[str, Any]) -> SubmittedServiceJob:
+    def submit(self, request: ServiceJobRequest) -> SubmittedServiceJob:
         """SubmitServiceJob; the request's clientToken makes a repeat answer with the same job."""
         try:
-            response = self._client.submit_service_job(**request)
+            response = self._client.submit_service_job(**request.aws_fields())
         except ClientError as exc:
             problem = _refusal(exc)
             if problem is None:

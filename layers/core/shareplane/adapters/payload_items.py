@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..domain.jobs.service_job_request import ServiceJobRequest
 from ..domain.submit.payload import RequestLocation, SubmittedPayload
 
 
@@ -29,12 +30,13 @@ def payload_of(job_arn: str, item: Mapping[str, Any]) -> SubmittedPayload:
     """A PAYLOAD item as a value; a member of an unexpected type reads as absent."""
     where = _mapping(item.get("requestAt"))
     submitted_at = item.get("submittedAt")
+    request = _mapping(item.get("request"))
     return SubmittedPayload(
         job_arn=str(item.get("jobArn") or job_arn),
         team=_str(item.get("team")),
         job_id=_str(item.get("jobId")),
         job_name=_str(item.get("jobName")),
-        request=_mapping(item.get("request")),
+        request=ServiceJobRequest.from_aws_fields(request) if request is not None else None,
         request_at=(
             RequestLocation(bucket=str(where.get("bucket")), key=str(where.get("key")))
             if where is not None

@@ -375,13 +375,13 @@ def _requeue(key: str, record: DecisionRecord, ports: FailureWatchPorts, now: fl
         ),
     )
     try:
-        new_arn = ports.batch.submit(request.params).job_arn
+        new_arn = ports.batch.submit(request.request).job_arn
     except RejectedByServiceError as exc:
         # Batch rejects a repeat of a request it accepted: a retry after the first try's submit went
         # through (and the record was not marked) finds that job instead of calling it refused.
-        params = request.params
+        resubmitted = request.request
         found = ports.batch.find_submitted(
-            str(params["jobQueue"]), str(params["jobName"]), SUBMISSION_TAG, request.client_token
+            resubmitted.job_queue, resubmitted.job_name, SUBMISSION_TAG, request.client_token
         )
         if found is None:
             count_failure_metric(ports.metrics, "RequeuesRefused", dims, job_arn)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..domain.alerts.alert import Alert
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..domain.idle.record import IdleRecord
     from ..domain.jobs.described_job import DescribedJob, ListedJob
     from ..domain.jobs.lifecycle import HistoryEntry, JobState, Transition
+    from ..domain.jobs.service_job_request import ServiceJobRequest
     from ..domain.jobs.training import (
         TrainingJobFacts,
         TrainingJobObservation,
@@ -191,7 +192,7 @@ class SubmittedRef(Protocol):
 class ServiceJobs(Protocol):
     """AWS Batch service jobs: submit, describe, list, reprioritize (adapters/batch_service_jobs.py)."""
 
-    def submit(self, request: Mapping[str, Any]) -> SubmittedRef:
+    def submit(self, request: ServiceJobRequest) -> SubmittedRef:
         """Submit one service job; the request's clientToken makes a repeat return the same job.
 
         Raises RejectedByServiceError when Batch refuses the request itself (a permanent problem);

@@ -42,6 +42,7 @@ from ..domain.cost.budget import (
 )
 from ..domain.errors import InvalidInputError, RejectedByServiceError
 from ..domain.jobs.lifecycle import JobObservation, JobStatus, ObservationKind
+from ..domain.jobs.service_job_request import ServiceJobRequest
 from ..domain.submit.drop_access import drop_refusal
 from ..domain.submit.drop_keys import folder_team
 from ..domain.submit.jobspec import (
@@ -296,8 +297,8 @@ class _BudgetCheck:
         self, job: JobResult, config: SharesConfig, submitted_before: Callable[[JobResult], bool]
     ) -> tuple[JobResult, Problem | None]:
         """The job as it goes in (LOWPRI when demoted), or a Problem when it is refused."""
-        request = job.request or {}
-        asked = (request.get("tags") or {}).get(TIER_TAG)
+        request = job.request
+        asked = ((request.tags if request else None) or {}).get(TIER_TAG)
         tier = Tier(asked) if isinstance(asked, str) and asked in config.tiers else None
         decision = admission(self.status, self.budget, tier)
         if decision is Admission.REFUSE and submitted_before(job):
@@ -309,9 +310,9 @@ class _BudgetCheck:
             self.notes.append(f"jobs[{job.index}] refused: {problem}")
             return job, Problem(f"jobs[{job.index}]", problem, fix)
         if decision is Admission.DEMOTE and self.status is not None and tier is not None:
-            if not ({"shareIdentifier", "quotaShareName"} & set(request)):
+            if request is None or (request.share_identifier is None and request.quota_share_name is None):
                 return job, None  # a CPU job goes to the FIFO queue: no tier to move it to
-            demoted, digest = demoted_request(dict(request), self.team, config)
+            demoted, digest = demoted_request(request, self.team, config)
             self.notes.append(f"jobs[{job.index}] {demotion_note(self.status, tier)}")
             return replace(job, request=demoted, payload_digest=digest), None
         return job, None
@@ -402,10 +403,10 @@ def _submit_one(
     queues: QueueNames,
     landed_at_ms: int,
 ) -> SubmittedJob:
-    request: dict[str, Any] = dict(job.request or {})
-    request["jobQueue"] = queues.resolve(str(request["jobQueue"]), config)
+    assert job.request is not None  # only accepted jobs are submitted
+    request = replace(job.request, job_queue=queues.resolve(job.request.job_queue, config))
     answer = _submit_once(request, ports)
-    entry = submitted_job(job, str(request["jobQueue"]), answer.job_arn, answer.job_id)
+    entry = submitted_job(job, request.job_queue, answer.job_arn, answer.job_id)
     observation = JobObservation(
         job_arn=answer.job_arn,
         status=JobStatus.SUBMITTED,
@@ -413,9 +414,9 @@ def _submit_one(
         job_id=answer.job_id,
         job_name=entry.name,
         job_queue=entry.queue,
-        share_identifier=request.get("shareIdentifier"),
-        quota_share_name=request.get("quotaShareName"),
-        scheduling_priority=request.get("schedulingPriority"),
+        share_identifier=request.share_identifier,
+        quota_share_name=request.quota_share_name,
+        scheduling_priority=request.scheduling_priority,
         # The drop time, not the clock: a repeat of this step records the very same observation.
         created_at=landed_at_ms,
     )
@@ -432,14 +433,15 @@ def _submit_one(
 
 def _submitted_before(job: JobResult, ports: SubmitPorts, queues: QueueNames) -> bool:
     """Whether an earlier try of this drop submitted the job (found by its clientToken's tag)."""
-    request = job.request or {}
-    token = str(request.get("clientToken") or "")
-    queue = queues.resolve(str(request.get("jobQueue") or ""), ports.config)
-    name = str(request.get("jobName") or "")
-    return bool(token) and ports.batch.find_submitted(queue, name, SUBMISSION_TAG, token) is not None
+    request = job.request
+    if request is None or not request.client_token:
+        return False
+    queue = queues.resolve(request.job_queue, ports.config)
+    found = ports.batch.find_submitted(queue, request.job_name, SUBMISSION_TAG, request.client_token)
+    return found is not None
 
 
-def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef:
+def _submit_once(request: ServiceJobRequest, ports: SubmitPorts) -> SubmittedRef:
     """SubmitServiceJob, or the job an earlier try of this very request created.
 
     Batch rejects a second identical request with the same clientToken ("the second request is
@@ -449,11 +451,9 @@ def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef
     try:
         return ports.batch.submit(request)
     except RejectedByServiceError:
-        token = str(request.get("clientToken") or "")
+        token = request.client_token
         earlier = (
-            ports.batch.find_submitted(
-                str(request["jobQueue"]), str(request["jobName"]), SUBMISSION_TAG, token
-            )
+            ports.batch.find_submitted(request.job_queue, request.job_name, SUBMISSION_TAG, token)
             if token
             else None
         )
@@ -463,12 +463,12 @@ def _submit_once(request: Mapping[str, Any], ports: SubmitPorts) -> SubmittedRef
         return earlier
 
 
-def payload_request(payload: SubmittedPayload, bucket: SpecBucket) -> dict[str, Any] | None:
+def payload_request(payload: SubmittedPayload, bucket: SpecBucket) -> ServiceJobRequest | None:
     """The request a stored payload holds, read back from S3 when it was too large for the item."""
     if payload.request is not None:
-        return dict(payload.request)
+        return payload.request
     if payload.request_at is None:
         return None
     document = bucket.get_json(payload.request_at.bucket, payload.request_at.key)
     request = document.get("request") if isinstance(document, Mapping) else None
-    return dict(request) if isinstance(request, Mapping) else None
+    return ServiceJobRequest.from_aws_fields(request) if isinstance(request, Mapping) else None

@@ -18,6 +18,7 @@ from ..config.shares import SharesConfig, Tier
 from ..cost.billing import AttemptCost
 from ..forecast.prediction import StartPrediction
 from ..jobs.lifecycle import HistoryEntry, JobStatus, ObservationKind
+from ..jobs.service_job_request import ServiceJobRequest
 from ..jobs.training import TrainingHistoryEntry
 from ..submit.payload import SubmittedPayload
 from .durations import duration_text
@@ -165,7 +166,7 @@ class PlacementChanges:
 
 
 def changes(
-    record: JobRecord, submitted_request: Mapping[str, Any] | None, config: SharesConfig | None = None
+    record: JobRecord, submitted_request: ServiceJobRequest | None, config: SharesConfig | None = None
 ) -> PlacementChanges:
     """Queue, share, tier and priority as submitted and as now, and each change shareplane made.
 
@@ -175,11 +176,10 @@ def changes(
     state = record.state
     now = Placement(state.job_queue, state.share, record.tier, state.scheduling_priority)
     submitted = None
-    if submitted_request:
-        share = submitted_request.get("shareIdentifier") or submitted_request.get("quotaShareName")
-        priority = submitted_request.get("schedulingPriority")
+    if submitted_request is not None:
+        share, priority = submitted_request.share, submitted_request.scheduling_priority
         tier = config.job_tier(share, priority) if config is not None else None
-        submitted = Placement(submitted_request.get("jobQueue"), share, tier, priority)
+        submitted = Placement(submitted_request.job_queue, share, tier, priority)
     made = tuple(e for e in record.history if e.kind in CHANGE_KINDS)
     return PlacementChanges(submitted, now, made)
 

@@ -30,6 +30,7 @@ from ..forecast.start_forecast import (
     fair_entitlements,
 )
 from ..jobs.lifecycle import JobStatus, gpus_per_instance
+from ..jobs.service_job_request import ServiceJobRequest
 from ..shares import fairshare
 from .record import ENDED, JobRecord
 
@@ -206,7 +207,7 @@ class InstanceTypes:
         return next((r for r in self.rooms if r.instance_type == instance_type), None)
 
 
-def requested_resources(request: Mapping[str, Any] | None) -> tuple[str | None, int | None, float | None]:
+def requested_resources(request: ServiceJobRequest | None) -> tuple[str | None, int | None, float | None]:
     """(instance type, instance count, time limit in s) a SubmitServiceJob request asks for.
 
     The time limit is Batch's ``timeoutConfig.attemptDurationSeconds``: Batch terminates a service job
@@ -217,11 +218,10 @@ def requested_resources(request: Mapping[str, Any] | None) -> tuple[str | None, 
     (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html). The
     SageMaker fields are read from ``serviceRequestPayload`` (CreateTrainingJob's request as JSON).
     """
-    if not request:
+    if request is None:
         return None, None, None
-    raw = request.get("serviceRequestPayload")
     try:
-        payload = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        payload = json.loads(request.service_request_payload)
     except ValueError:
         payload = {}
     payload = payload if isinstance(payload, Mapping) else {}
@@ -234,7 +234,7 @@ def requested_resources(request: Mapping[str, Any] | None) -> tuple[str | None, 
         if payload.get("EnableManagedSpotTraining")
         else stopping.get("MaxRuntimeInSeconds")
     )
-    batch = (request.get("timeoutConfig") or {}).get("attemptDurationSeconds")
+    batch = (request.timeout_config or {}).get("attemptDurationSeconds")
     limit = batch if batch is not None else sagemaker
     return (
         str(instance_type) if instance_type else None,

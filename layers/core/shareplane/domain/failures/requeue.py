@@ -14,12 +14,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 from typing import Any
 
 from ..errors import InvalidInputError
 from ..jobs.arns import job_id_of
 from ..jobs.described_job import DescribedJob
+from ..jobs.service_job_request import ServiceJobRequest
 from ..jobs.tags import SUBMISSION_TAG
 
 __all__ = [
@@ -134,19 +134,16 @@ def apply_mutations(payload: Mapping[str, Any], mutations: Mapping[str, object])
 
 @dataclass(frozen=True)
 class RequeueRequest:
-    """The SubmitServiceJob arguments of one requeue, and what they were derived from."""
+    """The SubmitServiceJob request of one requeue, and what it was derived from."""
 
-    params: Mapping[str, Any]
+    request: ServiceJobRequest
     client_token: str
     chain: ChainState
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
     @property
     def payload(self) -> dict[str, Any]:
         """The CreateTrainingJob request inside (parsed)."""
-        payload: dict[str, Any] = json.loads(self.params["serviceRequestPayload"])
+        payload: dict[str, Any] = json.loads(self.request.service_request_payload)
         return payload
 
 
@@ -158,7 +155,7 @@ def build_requeue(
     chain: ChainState,
     scheduling_priority: int | None = None,
 ) -> RequeueRequest:
-    """SubmitServiceJob arguments that resubmit the job Batch described as ``described``.
+    """The SubmitServiceJob request that resubmits the job Batch described as ``described``.
 
     ``chain`` is the state the new job starts with (already counting this failure);
     ``scheduling_priority`` replaces the job's own when given.
@@ -201,22 +198,21 @@ def build_requeue(
     chain_tags[SUBMISSION_TAG] = token
     # Ours win over the job's own, and the job's are cut first if the 50-tag limit would break.
     tags = dict(list(tags.items())[: MAX_TAGS - len(chain_tags)]) | chain_tags
-    params: dict[str, Any] = {
-        "jobName": requeue_job_name(described.job_name or job_id, chain.requeues),
-        "jobQueue": described.job_queue,
-        "serviceJobType": described.service_job_type or "SAGEMAKER_TRAINING",
-        "serviceRequestPayload": json.dumps(apply_mutations(payload, mutations), separators=(",", ":")),
-        "tags": tags,
-        "clientToken": token,
-    }
-    if scheduling_priority is not None:
-        params["schedulingPriority"] = scheduling_priority
-    elif described.scheduling_priority is not None:
-        params["schedulingPriority"] = described.scheduling_priority
-    for key, setting in described.carried.items():
-        params[key] = copy.deepcopy(setting)
-    if described.share_identifier is not None:
-        params["shareIdentifier"] = described.share_identifier
-    if described.quota_share_name is not None:
-        params["quotaShareName"] = described.quota_share_name
-    return RequeueRequest(params, token, chain)
+    carried = {key: copy.deepcopy(setting) for key, setting in described.carried.items()}
+    request = ServiceJobRequest(
+        job_name=requeue_job_name(described.job_name or job_id, chain.requeues),
+        job_queue=described.job_queue,
+        service_job_type=described.service_job_type or "SAGEMAKER_TRAINING",
+        service_request_payload=json.dumps(apply_mutations(payload, mutations), separators=(",", ":")),
+        tags=tags,
+        client_token=token,
+        scheduling_priority=(
+            scheduling_priority if scheduling_priority is not None else described.scheduling_priority
+        ),
+        retry_strategy=carried.get("retryStrategy"),
+        timeout_config=carried.get("timeoutConfig"),
+        preemption_configuration=carried.get("preemptionConfiguration"),
+        share_identifier=described.share_identifier,
+        quota_share_name=described.quota_share_name,
+    )
+    return RequeueRequest(request, token, chain)

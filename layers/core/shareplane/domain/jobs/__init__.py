@@ -8,6 +8,8 @@ none of them, so a handler's cold start pays only for what it uses):
   (ListServiceJobs).
 - ``lifecycle``: Job lifecycle: normalized observations, dedupe and ordering keys, and the transition
   decision.
+- ``service_job_request``: A SubmitServiceJob request as a value, and its one AWS shape (camelCase keys,
+  absent members left out).
 - ``tags``: The tags shareplane puts on every job it submits: the team and tier it runs for, its
   clientToken.
 - ``training``: SageMaker training jobs: observations of one training job and their fold into its state.
@@ -17,6 +19,7 @@ __all__ = [
     "arns",
     "described_job",
     "lifecycle",
+    "service_job_request",
     "tags",
     "training",
 ]

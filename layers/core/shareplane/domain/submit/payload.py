@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..jobs.service_job_request import ServiceJobRequest
+
 __all__ = ["RequestLocation", "SubmittedPayload"]
 
 
@@ -30,8 +32,9 @@ class SubmittedPayload:
     team: str | None = None
     job_id: str | None = None
     job_name: str | None = None
-    #: The SubmitServiceJob request as submitted; None when it was kept in S3 (``request_at``).
-    request: Mapping[str, Any] | None = None
+    #: The SubmitServiceJob request as submitted; None when it was kept in S3 (``request_at``) or is
+    #: unreadable.
+    request: ServiceJobRequest | None = None
     request_at: RequestLocation | None = None
     payload_digest: str | None = None
     client_token: str | None = None
@@ -42,8 +45,6 @@ class SubmittedPayload:
     submitted_at: int | None = None
 
     def __post_init__(self) -> None:
-        if self.request is not None:
-            object.__setattr__(self, "request", MappingProxyType(dict(self.request)))
         if self.uploader is not None:
             object.__setattr__(self, "uploader", MappingProxyType(dict(self.uploader)))
         object.__setattr__(self, "source", MappingProxyType(dict(self.source)))

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from ..jobs.service_job_request import ServiceJobRequest
 from .jobspec import SUBMIT_PREFIX, TEAM_TAG, TIER_TAG, JobResult, Problem, SpecResult
 
 ACCEPTED_PREFIX = "accepted/"
@@ -122,19 +123,20 @@ class SubmittedJob:
 
 def submitted_job(job: JobResult, queue: str, job_arn: str, job_id: str) -> SubmittedJob:
     """The receipt entry of an accepted job, from its request and Batch's answer."""
-    request = job.request or {}
+    request = job.request
+    tags = (request.tags if request else None) or {}
     return SubmittedJob(
         index=job.index,
-        name=str(request.get("jobName", job.name)),
+        name=request.job_name if request else str(job.name),
         job_arn=job_arn,
         job_id=job_id,
         queue=queue,
-        share=request.get("shareIdentifier") or request.get("quotaShareName"),
-        priority=(request.get("tags") or {}).get(TIER_TAG),
-        team=(request.get("tags") or {}).get(TEAM_TAG),
-        scheduling_priority=request.get("schedulingPriority"),
+        share=request.share if request else None,
+        priority=tags.get(TIER_TAG),
+        team=tags.get(TEAM_TAG),
+        scheduling_priority=request.scheduling_priority if request else None,
         payload_digest=job.payload_digest or "",
-        client_token=str(request.get("clientToken", "")),
+        client_token=(request.client_token if request else None) or "",
     )
 
 
@@ -301,7 +303,7 @@ MAX_ITEM_JSON_BYTES = 350 * 1024
 
 
 def payload_item(
-    request: Mapping[str, Any], entry: SubmittedJob, obj: DroppedObject, team: str, landed_at_ms: int
+    request: ServiceJobRequest, entry: SubmittedJob, obj: DroppedObject, team: str, landed_at_ms: int
 ) -> dict[str, Any]:
     """The PAYLOAD item: the exact request submitted, so a requeue can submit it again."""
     return {
@@ -310,7 +312,7 @@ def payload_item(
         "jobId": entry.job_id,
         "jobName": entry.name,
         "team": team,
-        "request": dict(request),
+        "request": request.aws_fields(),
         "payloadDigest": entry.payload_digest,
         "clientToken": entry.client_token,
         "source": obj.as_source(),

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from ...config.shares import SchedulingMode, SharesConfig, Tier
+from ...jobs.service_job_request import ServiceJobRequest
 from ...jobs.tags import SUBMISSION_TAG, TEAM_TAG, TIER_TAG
 from .model import JobSpec
 from .rules import JobContext
@@ -50,7 +52,9 @@ def payload_digest(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def service_job_request(spec: JobSpec, index: int, image: str, ctx: JobContext) -> tuple[dict[str, Any], str]:
+def service_job_request(
+    spec: JobSpec, index: int, image: str, ctx: JobContext
+) -> tuple[ServiceJobRequest, str]:
     """The SubmitServiceJob request and payload digest of an accepted job."""
     config, team = ctx.config, ctx.team
     is_cpu = ctx.runs_on_cpu(spec)
@@ -101,34 +105,43 @@ def service_job_request(spec: JobSpec, index: int, image: str, ctx: JobContext) 
     # Batch's tags only: the payload (and so its digest) stays the same for every upload of a spec.
     tags = {**tags, SUBMISSION_TAG: token}
     attempts = spec.retry_attempts if spec.retry_attempts is not None else team.default_retry_attempts
-    request: dict[str, Any] = {
-        "jobName": spec.name,
-        "jobQueue": config.queues.cpu_fifo if is_cpu else config.gpu_queue_name(),
-        "serviceJobType": SERVICE_JOB_TYPE,
-        "serviceRequestPayload": payload_json,
-        "retryStrategy": {"attempts": attempts, "evaluateOnExit": [dict(rule) for rule in EVALUATE_ON_EXIT]},
+    request = ServiceJobRequest(
+        job_name=spec.name,
+        # The config names cpu_fifo whenever it lists the CPU instance types that send a job there.
+        job_queue=(config.queues.cpu_fifo or "") if is_cpu else config.gpu_queue_name(),
+        service_job_type=SERVICE_JOB_TYPE,
+        service_request_payload=payload_json,
+        retry_strategy={"attempts": attempts, "evaluateOnExit": [dict(rule) for rule in EVALUATE_ON_EXIT]},
         # A spot job may wait for capacity up to max_wait; a timeout of max_runtime would cut it short.
-        "timeoutConfig": {
+        timeout_config={
             "attemptDurationSeconds": stopping.get("MaxWaitTimeInSeconds", spec.max_runtime_seconds)
         },
-        "tags": tags,
-        "clientToken": token,
-    }
+        tags=tags,
+        client_token=token,
+    )
     if not is_cpu:
         tier = Tier(spec.priority)
         # The share fields are required on fair-share / quota-share queues and refused on a FIFO queue;
         # priority 0 is kept (the SageMaker SDK drops it by testing truthiness).
         quota = config.mode is SchedulingMode.QUOTA
-        request["quotaShareName" if quota else "shareIdentifier"] = config.share_for(ctx.team_name, tier)
-        request["schedulingPriority"] = config.tiers[tier].scheduling_priority
+        share = config.share_for(ctx.team_name, tier)
         retries = team.quota.preemption_retries_before_termination
-        if quota and retries is not None:
+        request = replace(
+            request,
+            share_identifier=None if quota else share,
+            quota_share_name=share if quota else None,
+            scheduling_priority=config.tiers[tier].scheduling_priority,
             # Only quota shares preempt; unset, Batch would requeue a preempted job forever.
-            request["preemptionConfiguration"] = {"preemptionRetriesBeforeTermination": retries}
+            preemption_configuration=(
+                {"preemptionRetriesBeforeTermination": retries} if quota and retries is not None else None
+            ),
+        )
     return request, payload_digest(payload_json)
 
 
-def demoted_request(request: dict[str, Any], team: str, config: SharesConfig) -> tuple[dict[str, Any], str]:
+def demoted_request(
+    request: ServiceJobRequest, team: str, config: SharesConfig
+) -> tuple[ServiceJobRequest, str]:
     """The request of an accepted GPU job moved to LOWPRI (an over-budget team's ``demote_to_lowpri``).
 
     The tier tag (on the Batch job and on the training job, so its cost is counted as LOWPRI), the
@@ -136,20 +149,21 @@ def demoted_request(request: dict[str, Any], team: str, config: SharesConfig) ->
     retry of the same drop still finds the job its first try created. Returns it and its payload digest.
     """
     low = Tier.LOWPRI
-    payload = json.loads(str(request["serviceRequestPayload"]))
+    payload = json.loads(request.service_request_payload)
     payload["Tags"] = [
         {"Key": t["Key"], "Value": low.value if t["Key"] == TIER_TAG else t["Value"]}
         for t in payload.get("Tags", [])
     ]
     payload_json = canonical_json(payload)
-    out = {
-        **request,
-        "serviceRequestPayload": payload_json,
-        "tags": {**request.get("tags", {}), TIER_TAG: low.value},
-    }
-    for key in ("shareIdentifier", "quotaShareName"):
-        if key in out:
-            out[key] = config.share_for(team, low)
-    if "schedulingPriority" in out:
-        out["schedulingPriority"] = config.tiers[low].scheduling_priority
-    return out, payload_digest(payload_json)
+    low_share = config.share_for(team, low)
+    demoted = replace(
+        request,
+        service_request_payload=payload_json,
+        tags={**(request.tags or {}), TIER_TAG: low.value},
+        share_identifier=None if request.share_identifier is None else low_share,
+        quota_share_name=None if request.quota_share_name is None else low_share,
+        scheduling_priority=(
+            None if request.scheduling_priority is None else config.tiers[low].scheduling_priority
+        ),
+    )
+    return demoted, payload_digest(payload_json)

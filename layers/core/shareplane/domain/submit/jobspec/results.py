@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ...jobs.service_job_request import ServiceJobRequest
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class JobResult:
     index: int
     name: str | None
     problems: tuple[Problem, ...] = ()
-    #: keyword arguments for ``batch.submit_service_job``; None when the job is rejected
-    request: Mapping[str, Any] | None = None
+    #: what ``batch.submit_service_job`` is called with; None when the job is rejected
+    request: ServiceJobRequest | None = None
     #: sha256 hex of ``serviceRequestPayload`` (the canonical CreateTrainingJob JSON), for receipts
     payload_digest: str | None = None
 
@@ -48,7 +50,7 @@ class JobResult:
             "errors": [p.as_dict() for p in self.problems],
         }
         if self.request is not None:
-            out["request"] = dict(self.request)
+            out["request"] = self.request.aws_fields()
             out["payload_digest"] = self.payload_digest
         return out
 
@@ -68,7 +70,7 @@ class SpecResult:
         return not self.problems and bool(self.jobs) and all(job.ok for job in self.jobs)
 
     @property
-    def requests(self) -> tuple[Mapping[str, Any], ...]:
+    def requests(self) -> tuple[ServiceJobRequest, ...]:
         """The requests of the accepted jobs, in file order."""
         return tuple(job.request for job in self.jobs if job.request is not None)
 
