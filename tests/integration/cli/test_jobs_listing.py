@@ -120,3 +120,14 @@ def test_watch_redraws_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jobs_command.time, "sleep", slept.append)
     jobs_command.watch_listing(lambda: shown.append(len(shown)), 2.0, rounds=3)
     assert shown == [0, 1, 2] and slept == [2.0, 2.0]
+
+
+def test_a_cpu_job_shows_and_filters_by_the_team_and_tier_it_was_submitted_as(listed: None) -> None:
+    # GIVEN the drop's CPU job (the FIFO queue: no share for the config to map), submitted as MIDPRI
+    rows = {row["job"]: row for row in plain_rows(jobs().stdout, DEFAULT)}
+    # THEN it shows its team and tier all the same
+    assert (rows["ranker-tokenize-v7"]["team"], rows["ranker-tokenize-v7"]["tier"]) == ("ProdExp1", "MIDPRI")
+    # AND the team and tier filters find it, and leave it out when they name others
+    midpri = jobs("-o", "csv", "--columns", "job", "--team", "ProdExp1", "--tier", "MIDPRI")
+    assert midpri.stdout.split()[1:] == ["ranker-tokenize-v7"]
+    assert "ranker-tokenize-v7" not in jobs("-o", "csv", "--columns", "job", "--team", "ProdExp2").stdout

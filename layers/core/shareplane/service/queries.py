@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..domain.config.shares import SharesConfig
 from ..domain.explain.record import JobRecord, job_record
@@ -34,7 +34,11 @@ class JobQuery:
     created_since_ms: int | None = None
 
     def wants(self, state: JobState, config: SharesConfig | None) -> bool:
-        """Whether a job's state passes every filter."""
+        """Whether a job's state passes every filter it can decide.
+
+        A job with no share (the CPU FIFO queue) has no team or tier in the config's mapping: those two
+        are decided on its record (``wants_team_and_tier``), once its payload has told them.
+        """
         if self.statuses and state.status.value not in self.statuses:
             return False
         if self.job and self.job not in (state.job_name, state.job_id, state.job_arn):
@@ -43,12 +47,15 @@ class JobQuery:
             return False
         if self.shares and not self.shares & {state.share_identifier, state.quota_share_name}:
             return False
-        if self.teams and (config is None or config.team_for_share(state.share) not in self.teams):
-            return False
-        if self.tiers:
-            tier = config.job_tier(state.share, state.scheduling_priority) if config else None
-            return tier is not None and tier.value in self.tiers
-        return True
+        if state.share is None:
+            return True
+        team = config.team_for_share(state.share) if config else None
+        tier = config.job_tier(state.share, state.scheduling_priority) if config else None
+        return self.wants_team_and_tier(team, tier.value if tier else None)
+
+    def wants_team_and_tier(self, team: str | None, tier: str | None) -> bool:
+        """Whether a job of this team and tier passes the team and tier filters (unknown: it does not)."""
+        return (not self.teams or team in self.teams) and (not self.tiers or tier in self.tiers)
 
 
 #: Every job.
@@ -82,17 +89,20 @@ def job_records(
             continue
         record = job_record_of(reader, state, config)
         if payloads is not None:
-            record = replace(record, uploader=_readable(state, "payload", lambda s: _uploader(payloads, s)))
+            payload = _readable(state, "payload", lambda s: payloads.load_payload(s.job_arn))
+            record = replace(record, uploader=payload.uploader if payload else None)
+            if state.share is None and payload is not None:
+                # No share to map (the CPU FIFO queue): the team and tier it was submitted as.
+                record = replace(record, team=payload.team, tier=payload.tier)
+        if state.share is None and not query.wants_team_and_tier(
+            record.team, record.tier and record.tier.value
+        ):
+            continue
         if predictions is not None:
             read = _readable(state, "prediction", lambda s: predictions.load_prediction(s.job_arn))
             record = replace(record, prediction=read)
         records.append(record)
     return records
-
-
-def _uploader(payloads: PayloadStore, state: JobState) -> Mapping[str, Any] | None:
-    payload = payloads.load_payload(state.job_arn)
-    return payload.uploader if payload else None
 
 
 def _readable(state: JobState, what: str, read: Callable[[JobState], _Read | None]) -> _Read | None:

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..config.shares import Tier
 from ..jobs.service_job_request import ServiceJobRequest
+from ..jobs.tags import TIER_TAG
 
 __all__ = ["RequestLocation", "SubmittedPayload"]
 
@@ -48,6 +50,12 @@ class SubmittedPayload:
         if self.uploader is not None:
             object.__setattr__(self, "uploader", MappingProxyType(dict(self.uploader)))
         object.__setattr__(self, "source", MappingProxyType(dict(self.source)))
+
+    @property
+    def tier(self) -> Tier | None:
+        """The tier the job was submitted as (its request's tier tag); None when unknown or kept in S3."""
+        value = (self.request.tags or {}).get(TIER_TAG) if self.request is not None else None
+        return next((tier for tier in Tier if tier.value == value), None)
 
     @property
     def uploader_principal_arn(self) -> str | None:
