@@ -1,4 +1,4 @@
-""""Now" for every command: the cluster's clock, read in one place.
+"""What "now" is for every command: the cluster's clock, read in one place.
 
 On AWS the cluster's clock is this machine's (the wall clock). The local stack's cluster runs on the
 emulator's virtual clock, faster than the wall: jobs are dated on it, so a command that dated "now" by
@@ -35,7 +35,7 @@ def cluster_clock(environ: Mapping[str, str]) -> Clock:
 
 def read_clock(url: str, timeout: float = CLOCK_TIMEOUT_SECONDS) -> float:
     """Epoch seconds as the clock at ``url`` answers them; CliError naming the variable when it cannot."""
-    fix = f"start the local stack (`shareplane up`), or unset {CLOCK_URL_VARIABLE} to use this machine's clock"
+    fix = f"start the local stack (`shareplane up`), or unset {CLOCK_URL_VARIABLE} for this machine's clock"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - a URL the user exported
             answer = json.loads(response.read())
