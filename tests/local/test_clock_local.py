@@ -101,8 +101,9 @@ def test_a_highpri_job_on_an_empty_cluster_is_dispatched_within_a_turn_and_dated
         # by the emulator's clock (held, so they all look at the same moment)
         turn_until(
             loop,
-            lambda: (r := record_of(stack, "clock-probe-01")) is not None
-            and r.state.status is JobStatus.RUNNING,
+            lambda: (
+                (r := record_of(stack, "clock-probe-01")) is not None and r.state.status is JobStatus.RUNNING
+            ),
             "the job running",
         )
         for _ in range(4):  # let it run a few virtual minutes
