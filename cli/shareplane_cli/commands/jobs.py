@@ -489,7 +489,8 @@ def jobs_command(
         raise CliError(
             "CSV lists jobs; one job's story has no rows", "use -o json or -o table", ExitCode.BAD_INPUT
         )
-    # The whole table's newest time dates a waiting job's wait (the local stack's clock may run ahead).
+    # The cluster's clock dates a waiting job's wait; the whole table's newest time, should this
+    # machine's clock lag behind the one the records were dated on.
     clock = target.now()
     now = max(recorded_now(clock, states), observed_now(records, clock))
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
