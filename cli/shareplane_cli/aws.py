@@ -23,6 +23,7 @@ import typer
 from shareplane.adapters.dynamodb_store import DynamoJobStore
 from shareplane.bootstrap import Root
 
+from .clock import cluster_clock
 from .errors import CliError, ExitCode
 
 DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", "shareplane-dev")
@@ -57,7 +58,13 @@ class Target:
         Batch and SageMaker are the emulator, not the embedded AWS that --endpoint names.
         """
         session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
+        parts.setdefault("clock", self.now)
         return Root.from_environment(endpoint_url=_checked_endpoint(self.endpoint), session=session, **parts)
+
+    def now(self) -> float:
+        """The time now (epoch s) on the cluster's clock: every command dates its views and writes by it
+        (see shareplane_cli.clock); the root the command builds reads it as its clock too."""
+        return cluster_clock(os.environ)()
 
     def client(self, service: str) -> Any:
         """A boto3 client of any service (see ``root`` for its endpoint); boto3 types it by name only."""

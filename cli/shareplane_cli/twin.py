@@ -9,7 +9,6 @@ watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -177,8 +176,11 @@ class Head:
     at_position_since: float | None
 
 
-def load_twin(target: Target, config: SharesConfig, *, queue: str | None = None) -> Twin:
-    """Read the GPU queue's live state (no writes) and build the forecast's input from it.
+def load_twin(
+    target: Target, config: SharesConfig, *, queue: str | None = None, now: float | None = None
+) -> Twin:
+    """Read the GPU queue's live state (no writes) and build the forecast's input from it, at ``now``
+    (epoch s; default: the target's clock now).
 
     The builder is the core library's (``shareplane.service.live_twin``), the one the watch_jobs
     Lambda predicts with; the CLI reads every job of the target's jobs table through it, and Batch's
@@ -188,7 +190,8 @@ def load_twin(target: Target, config: SharesConfig, *, queue: str | None = None)
     root = target.jobs_root()
     sources = TwinSources(root.store, root.batch_policy, config)
     states = root.store.jobs()
-    live_twin = read_live_twin(sources, job_queue, recorded_now(time.time(), states), states=states)
+    clock = target.now() if now is None else now
+    live_twin = read_live_twin(sources, job_queue, recorded_now(clock, states), states=states)
     now = live_twin.now
     # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
     snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from shareplane import sqs_batch
@@ -20,7 +19,8 @@ def handle(message: Any) -> None:
         logger.info("refused write: S3 created nothing")
         return
     logger.set_correlation_id(f"s3://{attribution.bucket}/{attribution.key}")
-    outcome = record_upload(attribution, root().uploader_ports, int(time.time()))
+    composition = root()
+    outcome = record_upload(attribution, composition.uploader_ports, int(composition.clock()))
     logger.info(
         "uploader recorded",
         extra={"check": outcome.check, "jobs": list(outcome.jobs_updated), "alerted": outcome.alerted},

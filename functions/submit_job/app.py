@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from shareplane import sqs_batch
@@ -25,10 +24,12 @@ def forecast_time_left() -> float:
 
 def handle(message: Any) -> None:
     """Answer every object the S3 event names."""
-    ports = root().submit_ports
+    composition = root()
+    ports = composition.submit_ports
     for dropped in parse_object_created(message):
         logger.set_correlation_id(f"s3://{dropped.bucket}/{dropped.key}")
-        outcome = submit_dropped_spec(dropped, ports, int(time.time() * 1000), time_left=forecast_time_left)
+        now_ms = int(composition.clock() * 1000)
+        outcome = submit_dropped_spec(dropped, ports, now_ms, time_left=forecast_time_left)
         logger.info(
             "answered",
             extra={

@@ -7,6 +7,8 @@ Point both ``AWS_ENDPOINT_URL_BATCH`` and ``AWS_ENDPOINT_URL_SAGEMAKER`` at ``en
 
 Time: every request first advances the model to the scaled wall clock under the engine's one lock,
 and a pump thread advances it whenever the next event falls due, so jobs progress with no request.
+``GET /gpusim/clock`` answers the virtual time as ``{"epochMillis": ...}`` (and every answer's ``Date``
+header is dated on it), so a client in another process dates "now" as the emulated cluster does.
 Events the model reports go on a queue that a publisher thread drains into EventBridge PutEvents
 (10 entries a call), so HTTP handling never waits on delivery; like Batch's durable delivery, a
 failed PutEvents is retried until it succeeds or the server stops.
@@ -15,6 +17,7 @@ failed PutEvents is retried until it succeeds or the server stops.
 from __future__ import annotations
 
 import collections
+import email.utils
 import json
 import logging
 import re
@@ -43,6 +46,8 @@ MAX_ENTRIES = 10
 MAX_PUMP_SLEEP = 0.5
 _BATCH_CONTENT_TYPE = "application/json"
 _SAGEMAKER_CONTENT_TYPE = "application/x-amz-json-1.1"
+#: Where the server answers its virtual time (no AWS operation is served under /gpusim).
+CLOCK_PATH = "/gpusim/clock"
 
 
 # ------------------------------------------------------------------------------------ routing
@@ -314,6 +319,16 @@ class GpuSimServer:
         return self.publisher.wait_idle(timeout) if self.publisher is not None else True
 
     # -- the clock ------------------------------------------------------------------------
+    @property
+    def clock_url(self) -> str:
+        """Where the virtual time is answered (``GET``: ``{"epochMillis": ...}``)."""
+        return f"{self.endpoint}{CLOCK_PATH}"
+
+    def epoch_ms(self) -> int:
+        """The virtual time now, in epoch milliseconds (after running what is due by it)."""
+        with self.engine.lock:
+            return self.model.ms(self.model.sync())
+
     def _pump(self) -> None:
         while not self._stopping.is_set():
             sleep = min(self.engine.wall_seconds_to_next(), MAX_PUMP_SLEEP)
@@ -372,7 +387,23 @@ def _handler_for(server: GpuSimServer) -> type[BaseHTTPRequestHandler]:
         # Linux), which made every call about 200 times slower than the model's own work.
         disable_nagle_algorithm = True
 
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            # The Date header, as AWS's answers carry one: on the virtual clock the answers speak of.
+            at = server.epoch_ms() / 1000 if timestamp is None else timestamp
+            return email.utils.formatdate(at, usegmt=True)
+
+        def _serve_clock(self) -> None:
+            data = json.dumps({"epochMillis": server.epoch_ms()}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def _serve(self) -> None:
+            if self.command == "GET" and urllib.parse.urlsplit(self.path).path == CLOCK_PATH:
+                self._serve_clock()
+                return
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             service = "sagemaker" if self.headers.get("X-Amz-Target") else "batch"

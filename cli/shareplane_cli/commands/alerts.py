@@ -7,7 +7,6 @@ and on the local stack, needs no extra subscription, and never consumes anyone's
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 import typer
@@ -84,7 +83,7 @@ def alerts_command(
     window = parse_duration(since)
     teams, kinds = chosen("--team", team), chosen("--kind", kind, KINDS)
     severities = chosen("--severity", severity, SEVERITIES)
-    sent = target.jobs_root().alert_ledger.alerts(time.time() - window)
+    sent = target.jobs_root().alert_ledger.alerts(target.now() - window)
     rows = alert_rows([a for a in sent if wanted(a, teams, kinds, severities)])
 
     def as_table() -> None:

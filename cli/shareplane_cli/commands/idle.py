@@ -131,7 +131,7 @@ def idle_command(
 ) -> None:
     """List the jobs the idle detector flagged (idle GPUs, or hung) and what it did: alert, warn, stop."""
     ledger = target.jobs_root().idle_ledger
-    now = datetime.now(UTC).timestamp()
+    now = target.now()
     records = ledger.since(now - hours * 3600 if hours else 0.0)
     by_job: dict[str, list[IdleRecord]] = {}
     for record in records:

@@ -446,7 +446,7 @@ def jobs_command(
         teams=chosen("--team", team),
         tiers=chosen("--tier", tier, [t.value for t in Tier]),
         job=wanted,  # one job's story reads only that job's rows
-        created_since_ms=None if since is None else since_ms(since, time.time()),
+        created_since_ms=None if since is None else since_ms(since, target.now()),
     )
     config = _config_for(config_path, needed=bool(query.teams or query.tiers))
     if wanted is None:
@@ -461,7 +461,14 @@ def jobs_command(
                 predictions=target.job_store(),
             )
             print_jobs(
-                records, output, beside=True, columns=columns, sort=sort, limit=limit, headers=not no_headers
+                records,
+                output,
+                observed_now(records, target.now()),
+                beside=True,
+                columns=columns,
+                sort=sort,
+                limit=limit,
+                headers=not no_headers,
             )
 
         if watch:
@@ -482,8 +489,10 @@ def jobs_command(
         raise CliError(
             "CSV lists jobs; one job's story has no rows", "use -o json or -o table", ExitCode.BAD_INPUT
         )
-    # The whole table's newest time dates a waiting job's wait (the local stack's clock may run ahead).
-    now = max(recorded_now(time.time(), states), observed_now(records, time.time()))
+    # The cluster's clock dates a waiting job's wait; the whole table's newest time, should this
+    # machine's clock lag behind the one the records were dated on.
+    clock = target.now()
+    now = max(recorded_now(clock, states), observed_now(records, clock))
     # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
     print_stories(target, records, now, config, Output.JSON if output is ListOutput.JSON else Output.TABLE)
 

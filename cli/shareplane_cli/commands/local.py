@@ -236,8 +236,7 @@ def up_command(
                         "(each named in the log)"
                     )
                 while True:
-                    if not loop.step():
-                        time.sleep(poll_seconds)
+                    loop.turn(poll_seconds)
         except KeyboardInterrupt:
             pass
         finally:

@@ -13,6 +13,7 @@ from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
+from shareplane.domain.explain.durations import relative_text
 from shareplane.domain.shares.ownership import Setting, baseline_settings, setting_to_state
 from shareplane.domain.shares.rebalance import UNLIMITED_BORROW, QuotaSettings, team_weights
 from shareplane.domain.shares.state import PlanAudit, SharesState
@@ -108,7 +109,7 @@ def _when(epoch: float | None) -> str | None:
     return None if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(epoch)))
 
 
-def _print_current(view: dict[str, Any], output: Output) -> None:
+def _print_current(view: dict[str, Any], output: Output, now: float) -> None:
     def table() -> None:
         label = "weightFactor" if view["mode"] == "fairshare" else "quota"
         rows = [
@@ -123,7 +124,9 @@ def _print_current(view: dict[str, Any], output: Output) -> None:
             for s in view["shares"]
         ]
         last = view["lastRun"]
-        title = f"{view['queue']} ({view['mode']}); last run {_when(last.get('at'))}: {last.get('reason')}"
+        at = last.get("at")
+        ago = "" if at is None else f" ({relative_text(float(at) - now)})"
+        title = f"{view['queue']} ({view['mode']}); last run {_when(at)}{ago}: {last.get('reason')}"
         print_table(title, ["team", label, "target", "actual", "waiting", "why"], rows)
 
     emit(view, output, table)
@@ -242,9 +245,10 @@ def shares_command(
         config = load_config(config_path) if config_path.exists() else None
         if rollback_id:
             # A rollback is asked for by hand and has no schedule tick to date it: the one rebalancer
-            # path the wall clock decides (its audit and the cooldown it starts are stamped now).
+            # path the clock decides (its audit and the cooldown it starts are stamped with the cluster's
+            # time now).
             outcome = rollback(
-                rollback_id, time.time(), RebalanceSettings(job_queue=job_queue), batch, store, config
+                rollback_id, target.now(), RebalanceSettings(job_queue=job_queue), batch, store, config
             )
             result = {"action": outcome.action, "reason": outcome.reason, "planId": outcome.plan_id}
             if outcome.plan is not None:
@@ -259,7 +263,7 @@ def shares_command(
         if history:
             _print_history(store.audits(), output)
             return
-        _print_current(current_shares(batch, job_queue, store.load_state(), config), output)
+        _print_current(current_shares(batch, job_queue, store.load_state(), config), output, target.now())
     except RejectedByServiceError:
         raise  # AWS refused a call: the CLI's error path gives that its own exit code
     except ShareplaneError as exc:

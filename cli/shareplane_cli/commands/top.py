@@ -154,9 +154,12 @@ def _starts_in(
     return low, median, high
 
 
-def queue_frame(target: Target, config: SharesConfig, queue: str, heads: int, samples: int) -> QueueFrame:
-    """One queue's part of a frame: capacity in use, usage against entitlement per team, heads."""
-    twin = load_twin(target, config, queue=queue)
+def queue_frame(
+    target: Target, config: SharesConfig, queue: str, heads: int, samples: int, now: float
+) -> QueueFrame:
+    """One queue's part of a frame at ``now`` (epoch s): capacity in use, usage against entitlement per
+    team, heads."""
+    twin = load_twin(target, config, queue=queue, now=now)
     # The twin's own GetJobQueueSnapshot answer, read as the adapter reads it: one call a frame.
     usage = queue_usage(twin.snapshot)
     # The queue's own kind, not the config's mode: the CPU FIFO queue beside a quota-share GPU queue
@@ -188,8 +191,9 @@ def no_share_usage(config: SharesConfig, queue: str, kind: QueueKind) -> str | N
 
 
 def frame(target: Target, config: SharesConfig, queues: Sequence[str], heads: int, samples: int) -> TopFrame:
-    """Everything one refresh shows."""
-    return TopFrame(time.time(), tuple(queue_frame(target, config, q, heads, samples) for q in queues))
+    """Everything one refresh shows, every queue dated by one reading of the cluster's clock."""
+    now = target.now()
+    return TopFrame(now, tuple(queue_frame(target, config, q, heads, samples, now) for q in queues))
 
 
 def frame_json(top: TopFrame) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -86,7 +85,7 @@ def usage_command(
         raise InvalidInputError(
             "--team", f"{team!r} is not a team of the config", f"use one of {sorted(config.teams)}"
         )
-    now = datetime.now(UTC)
+    now = datetime.fromtimestamp(target.now(), UTC)
     start = parse_since(since, now)
     rows = chargeback(
         target.job_store(),
@@ -140,7 +139,7 @@ def budgets_command(
     Spent is what was billed plus what running jobs have accrued so far.
     """
     config = load_config(config_path)
-    now = time.time()
+    now = target.now()
     if month is not None:
         # From the epoch (recorded times are epoch ms) to the last month whose end a datetime can hold.
         if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month) or not "1970-01" <= month <= "9998-12":

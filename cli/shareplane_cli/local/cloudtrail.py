@@ -18,6 +18,9 @@ of the same write by that request id, so the local stack serves both the way AWS
   ``requestID`` the same request id and ``userIdentity`` the caller as STS GetCallerIdentity answers
   locally (https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-user-identity.html).
 
+Both events are dated by the emulation's ``clock`` (the stack's: the emulator's virtual clock, which the
+embedded S3 dates its objects by too), as AWS dates them by its own.
+
 Choices AWS does not document, named here: CloudTrail's delivery lag (minutes on AWS) is zero. The
 two events go to different queues, so which handler sees its event first is the runner's order;
 tests/local/test_uploader_local.py drives both orders.
@@ -92,6 +95,8 @@ class TrailEmulation:
 
     selectors: list[DataEventSelector] = field(default_factory=list)
     caller_identity: Callable[[str | None], tuple[str, str, str]] | None = None
+    #: Epoch seconds the events are dated by (the cluster's clock).
+    clock: Callable[[], float] = time.time
     _local: threading.local = field(default_factory=threading.local)
 
     def wrap(self, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
@@ -124,15 +129,15 @@ class TrailEmulation:
         if request is None or self.caller_identity is None or event_name not in REASONS:
             return None  # moto's own event (other detail-types carry nothing the control plane reads)
         user_id, arn, caller_account = self.caller_identity(request.access_key_id)
-        created = object_created_event(event_name, bucket, key, account, region, request.request_id)
+        at = self.clock()
+        created = object_created_event(event_name, bucket, key, account, region, request.request_id, at)
         created["detail"]["requester"] = caller_account
         operation = OPERATIONS.get(event_name)
         object_arn = f"arn:aws:s3:::{bucket.name}/{key.name}"
         if operation is None or not any(s.selects(operation, object_arn) for s in self.selectors):
             return [created]
-        trail = cloudtrail_event(
-            operation, bucket.name, key, account, region, request.request_id, (user_id, arn, caller_account)
-        )
+        caller = (user_id, arn, caller_account)
+        trail = cloudtrail_event(operation, bucket.name, key, account, region, request.request_id, caller, at)
         return [created, trail]
 
 
@@ -141,25 +146,19 @@ def s3_request_id() -> str:
     return secrets.token_hex(8).upper()
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _envelope_time() -> float:
-    # moto's buses take an internal event's time as epoch seconds and write it ISO 8601 on delivery.
-    return time.time()
-
-
 def object_created_event(
-    event_name: str, bucket: Any, key: Any, account: str, region: str, request_id: str
+    event_name: str, bucket: Any, key: Any, account: str, region: str, request_id: str, at: float
 ) -> dict[str, Any]:
-    """S3's Object Created event on EventBridge, with this request's id (ev-events.html)."""
+    """S3's Object Created event on EventBridge at ``at`` (epoch s), with this request's id (ev-events.html).
+
+    The envelope's time is epoch seconds: moto's buses write an internal event's time ISO 8601 on delivery.
+    """
     return eventbridge_event(
         "Object Created",
         "aws.s3",
         account=account,
         region=region,
-        time=_envelope_time(),
+        time=at,
         resources=[f"arn:aws:s3:::{bucket.name}"],
         detail={
             "version": "0",
@@ -169,7 +168,9 @@ def object_created_event(
                 "size": key.size,
                 "etag": key.etag.replace('"', ""),
                 "version-id": key.version_id,
-                "sequencer": f"{int(datetime.now(UTC).timestamp() * 1e6):016X}",
+                # An ordering token, not a date: from the wall clock, which moves on while the
+                # emulator's clock is held (two writes in one handler run stay ordered).
+                "sequencer": f"{int(time.time() * 1e6):016X}",
             },
             "request-id": request_id,
             "requester": account,
@@ -213,9 +214,10 @@ def cloudtrail_event(
     region: str,
     request_id: str,
     caller: tuple[str, str, str],
+    at: float,
 ) -> dict[str, Any]:
-    """A CloudTrail S3 data event as EventBridge delivers it ("AWS API Call via CloudTrail")."""
-    now = _now()
+    """A CloudTrail S3 data event at ``at`` (epoch s) as EventBridge delivers it ("AWS API Call via
+    CloudTrail")."""
     response: dict[str, Any] = {}
     if key.version_id and key.version_id != "null":
         response["x-amz-version-id"] = key.version_id
@@ -224,12 +226,12 @@ def cloudtrail_event(
         "aws.s3",
         account=account,
         region=region,
-        time=_envelope_time(),
+        time=at,
         resources=[],
         detail={
             "eventVersion": "1.10",
             "userIdentity": user_identity(*caller),
-            "eventTime": now,
+            "eventTime": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "eventSource": "s3.amazonaws.com",
             "eventName": operation,
             "awsRegion": region,

@@ -25,6 +25,7 @@ from gpusim.events import iso_seconds
 from gpusim.server import GpuSimServer, PutEvents
 from shareplane.domain.errors import InvalidInputError
 
+from ..clock import CLOCK_URL_VARIABLE
 from .envelope import eventbridge_event
 from .intrinsics import Intrinsics, TemplateResourceError, references
 
@@ -88,8 +89,13 @@ class Emulator:
         self.stop()
 
     def environment(self) -> dict[str, str]:
-        """The service-specific endpoint variables boto3 honours, both pointing here."""
-        return {"AWS_ENDPOINT_URL_BATCH": self.endpoint, "AWS_ENDPOINT_URL_SAGEMAKER": self.endpoint}
+        """The service-specific endpoint variables boto3 honours, both pointing here, and where the
+        CLI reads "now" (the virtual clock the cluster's records are dated on)."""
+        return {
+            "AWS_ENDPOINT_URL_BATCH": self.endpoint,
+            "AWS_ENDPOINT_URL_SAGEMAKER": self.endpoint,
+            CLOCK_URL_VARIABLE: self.server.clock_url,
+        }
 
     def virtual_now(self) -> float:
         """Virtual seconds since the emulator started (after running what is due)."""

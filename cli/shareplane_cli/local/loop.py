@@ -107,6 +107,14 @@ class StackLoop:
                 if stack.delays is not None:
                     stack.delays.capture(emulator.virtual_now())
 
+    def turn(self, poll_seconds: float) -> int:
+        """One turn of a loop paced by the wall clock (``shareplane up``): a step, then ``poll_seconds``
+        of sleep when it found nothing to do; returns how many records it handled."""
+        handled = self.step()
+        if not handled:
+            time.sleep(poll_seconds)
+        return handled
+
     def run_until(self, deadline: float, done: Callable[[], bool], what: str) -> None:
         """Step until ``done()``; past ``deadline`` (``time.monotonic()``), fail naming ``what``."""
         while not done():

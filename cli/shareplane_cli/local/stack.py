@@ -22,7 +22,7 @@ from gpusim import Faults, ModelOptions, gpu_metrics
 from gpusim.engine import HoldableClock, RealtimeEngine, SteppedClock
 from shareplane.domain.jobs.arns import arn_tail, resource_name
 
-from . import embedded_dynamodb, input_paths, metric_index
+from . import embedded_dynamodb, input_paths, metric_index, s3_clock
 from .cloudtrail import TrailEmulation, install, trail_selectors, uninstall
 from .emulator import DEFAULT_SPEED, BatchResources, Emulator, losing, put_events_via, resolve_outputs
 from .intrinsics import Intrinsics
@@ -134,8 +134,9 @@ class LocalStack:
         self.attributes: dict[tuple[str, str], str] = {}
         self.parameters: dict[str, str] = {}
         self.intrinsics: Intrinsics | None = None
-        # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started here.
-        self.trails = TrailEmulation()
+        # CloudTrail data events of the template's trails (see cloudtrail.py), for the server started
+        # here, dated on the cluster's clock as the embedded S3's objects are (s3_clock).
+        self.trails = TrailEmulation(clock=self.cluster_time)
         self._session = boto3.session.Session()
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._clients_lock = threading.Lock()
@@ -157,6 +158,7 @@ class LocalStack:
             self.metric_index = metric_index.install(ACCOUNT, REGION)
             embedded_dynamodb.install(ACCOUNT, REGION)
             input_paths.install()
+            s3_clock.install(self.cluster_time)
             self.delays = VirtualDelays(ACCOUNT, REGION)
         self.translated = translate(self.spec.template, self.spec.parameters)
         if self.spec.shares_config is not None:
@@ -180,6 +182,7 @@ class LocalStack:
             self.emulator = None
         if self._server is not None:
             uninstall(self.trails)
+            s3_clock.uninstall()
             self._server.stop()
             self._server = None
             self.delays = None

@@ -153,7 +153,9 @@ class Root:
 
     @cached_property
     def clock(self) -> Callable[[], float]:
-        """The wall clock, only where no event dates a decision (see FailureWatchPorts.clock)."""
+        """The cluster's clock (epoch s): AWS's, the wall clock here, unless the runner passes its own
+        (the local stack's emulator); read only where no event dates a decision (see
+        FailureWatchPorts.clock)."""
         return time.time
 
     @cached_property
