@@ -15,7 +15,7 @@ from rich.console import Console
 from shareplane.bootstrap import Root
 from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.cost.billing import AttemptCost, running_cost
-from shareplane.domain.explain.durations import duration_text, relative_text
+from shareplane.domain.explain.durations import duration_text, start_text
 from shareplane.domain.explain.record import JobRecord, history_label, recorded_now
 from shareplane.domain.explain.record_json import listed_json, record_json, story_json
 from shareplane.domain.explain.story import (
@@ -191,19 +191,17 @@ def print_jobs(
 def predicted_start(prediction: StartPrediction | None, now: float) -> str | None:
     """A stored start prediction in one cell, from ``now`` (epoch s): ``in 5m00s (p10-p90 2m00s-9m00s)``.
 
-    None: never predicted. A range that is one moment is shown once.
+    None: never predicted.
     """
     if prediction is None:
         return None
     if prediction.p50 is None:
         return f"beyond horizon ({prediction.started_fraction:.0%} started)"
-    now_ms = now * 1000
-    p50 = relative_text((prediction.p50 - now_ms) / 1000)
-    if prediction.p10 == prediction.p50 == prediction.p90:
-        return p50
-    p10 = duration_text(((prediction.p10 or now_ms) - now_ms) / 1000)
-    p90 = "later" if prediction.p90 is None else duration_text((prediction.p90 - now_ms) / 1000)
-    return f"{p50} (p10-p90 {p10}-{p90})"
+
+    def ahead(at_ms: int | None) -> float | None:
+        return None if at_ms is None else at_ms / 1000 - now
+
+    return start_text(ahead(prediction.p10), ahead(prediction.p50), ahead(prediction.p90))
 
 
 def uploader_line(uploader: Mapping[str, Any] | None) -> str:

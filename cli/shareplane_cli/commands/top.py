@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 from shareplane.adapters.batch_policy import queue_usage
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
+from shareplane.domain.explain.durations import duration_text, start_text
 from shareplane.domain.explain.wait import WAITING, WaitExplanation
 from shareplane.domain.forecast.start_forecast import QueueKind, StartForecast
 from shareplane.domain.instance_types.capacity import Capacity
@@ -264,7 +265,7 @@ def _bar(held: float | None, entitled: int) -> Text:
 def _starts_text(starts: tuple[int | None, int | None, int | None] | None) -> str:
     if starts is None or starts[1] is None:
         return "beyond the horizon" if starts else "-"
-    return " / ".join("later" if s is None else f"{s // 60}m" for s in starts)
+    return start_text(*starts) or "beyond the horizon"
 
 
 def render(top: TopFrame) -> RenderableType:
@@ -310,7 +311,7 @@ def _usage_table(rows: Sequence[ShareUsage]) -> Table:
 
 def _heads_table(queue_heads: Sequence[QueueHead]) -> Table:
     heads = Table(title="queue heads", title_justify="left")
-    for column in ("#", "job", "share", "inst", "waited", "start in p10/p50/p90", "held back by"):
+    for column in ("#", "job", "share", "inst", "waited", "predicted start", "held back by"):
         heads.add_column(column, justify="right" if column in ("#", "inst", "waited") else "left")
     for q in queue_heads:
         reason = "; ".join(f.text for f in q.explanation.held_back_by)  # all of them, in why's order
@@ -319,7 +320,7 @@ def _heads_table(queue_heads: Sequence[QueueHead]) -> Table:
             q.head.record.name,
             q.explanation.share or "-",
             str(q.explanation.instances),
-            f"{round(q.waited) // 60}m",
+            duration_text(q.waited),
             _starts_text(q.starts_in),
             reason,
         )

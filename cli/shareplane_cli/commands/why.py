@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from shareplane.domain.explain.durations import duration_text, start_text
 from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import WaitExplanation, forecast_position, position_in_snapshot
 from shareplane.domain.forecast.start_forecast import StartForecast
@@ -17,7 +18,7 @@ from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, print_table
-from ..twin import Twin, findings_json, forecast_json, load_twin, when, whole_waits
+from ..twin import Twin, findings_json, forecast_json, load_twin, when
 
 SNAPSHOT_LIMIT = 100
 
@@ -150,11 +151,8 @@ def print_why(report: WhyReport) -> None:
         if started is None:
             say(f"{record.name} is {status}, not waiting.")
         else:
-            waited = round(started - (record.created_s or 0.0))
-            say(
-                f"{record.name} is {status}, not waiting: it started at {when(started)} "
-                f"after waiting {waited} s."
-            )
+            waited = duration_text(started - (record.created_s or 0.0))
+            say(f"{record.name} is {status}, not waiting: it started at {when(started)} after {waited}.")
         return
     place, explanation = answer.place, answer.explanation
     if place.batch_position is not None:
@@ -169,26 +167,28 @@ def print_why(report: WhyReport) -> None:
         )
     say(
         f"It asks for {explanation.instances} instance(s) in share {explanation.share}; "
-        f"{explanation.free} free now; waiting {round(answer.waited_so_far)} s so far."
+        f"{explanation.free} free now; waiting {duration_text(answer.waited_so_far)} so far."
     )
     rows = [("held back", f.text) for f in explanation.held_back_by]
     rows += [("start sooner", f.text) for f in explanation.sooner]
     print_table("why it waits", ["", "finding"], rows, console)
-    say(_forecast_text(answer.forecast, record.created_s or 0.0))
+    say(_forecast_text(answer.forecast, (record.created_s or 0.0) + answer.waited_so_far))
 
 
-def _forecast_text(forecast: StartForecast, submitted_at: float) -> str:
+def _forecast_text(forecast: StartForecast, now: float) -> str:
+    """The forecast from ``now`` (epoch s), and the moment its median names."""
     if forecast.median is None:
         return (
             f"Predicted start: not within the forecast's horizon in most runs "
             f"({forecast.started_fraction:.0%} of {forecast.samples} started it)."
         )
-    waits = " / ".join(str(wait) for wait in whole_waits(forecast, submitted_at))
-    return (
-        f"Predicted start: p10 {when(forecast.low)}, p50 {when(forecast.median)}, "
-        f"p90 {when(forecast.high) or 'later'} (waits {waits} s from submission; "
-        f"{forecast.samples} runs of the live twin)."
-    )
+
+    def ahead(at: float | None) -> float | None:
+        return None if at is None else at - now
+
+    starts = start_text(ahead(forecast.low), ahead(forecast.median), ahead(forecast.high))
+    runs = f"{forecast.samples} runs of the live twin"
+    return f"Predicted start: {starts}, around {when(forecast.median)} ({runs})."
 
 
 @app.command("why")

@@ -24,3 +24,18 @@ def relative_text(seconds: float) -> str:
     if round(seconds) == 0:
         return "now"
     return f"in {duration_text(seconds)}" if seconds > 0 else f"{duration_text(-seconds)} ago"
+
+
+def start_text(p10: float | None, p50: float | None, p90: float | None) -> str | None:
+    """A predicted start, each quantile in seconds from now: ``in 5m00s (p10-p90 2m00s-9m00s)``.
+
+    None when the median is beyond the forecast's horizon (the caller says why). A p90 beyond it is
+    ``later``; a range that is one moment is said once; a p10 already past reads as ``0s``.
+    """
+    if p50 is None:
+        return None
+    if p10 is not None and round(p10) == round(p50) and p90 is not None and round(p90) == round(p50):
+        return relative_text(p50)
+    low = duration_text(max(p10 or 0.0, 0.0))
+    high = "later" if p90 is None else duration_text(p90)
+    return f"{relative_text(p50)} (p10-p90 {low}-{high})"
