@@ -61,7 +61,10 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     assert summary["mode"] == mode
     # THEN the answer comes first: utilization against hard partitions, then HIGHPRI against its SLO
     assert summary["verdict"][0].startswith("Soft quotas kept ")
-    assert summary["verdict"][1].startswith("HIGHPRI started ") and "within its 15m00s SLO" in summary["verdict"][1]
+    assert (
+        summary["verdict"][1].startswith("HIGHPRI started ")
+        and "within its 15m00s SLO" in summary["verdict"][1]
+    )
     # THEN ProdExp1 borrows, ProdExp2 gets its 40 back, and the HIGHPRI job submitted last starts
     # within its SLO, before its own team's and the other team's earlier queued work
     assert all(summary["checks"].values()), summary["checks"]
@@ -139,7 +142,14 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
         if t["meta"] and t["meta"][0] == "entitlement"
     )
     assert entitlement_lines == [("ProdExp1", 60), ("ProdExp1", 60), ("ProdExp2", 40), ("ProdExp2", 40)]
-    assert len(charts["timeline"]["traces"]) == 2, "one bar trace per team"
+    assert len([t for t in charts["timeline"]["traces"] if t["name"] in summary["gpu_hours"]]) == 2, (
+        "one bar trace per team"
+    )
+    # AND the jobs the control plane stopped are drawn as stopped, not failed, each in its own legend entry,
+    # and the idle detector's work has a section of its own
+    drawn = {t["name"] for t in charts["timeline"]["traces"]}
+    assert "stopped idle" in drawn and "Idle GPUs" in html
+    assert ("stopped for HIGHPRI (reclaim)" in drawn) == bool(summary["reclaims"])
 
 
 def html_of(tmp_path: Path) -> str:
