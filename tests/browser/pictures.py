@@ -40,6 +40,19 @@ def save_pictures(page: Page, report: str, out: Path = PICTURES) -> list[Path]:
     return written
 
 
+#: Where a test leaves its full-page screenshot of a report it built, to be looked at (git ignores it).
+PAGES = REPO / "reports" / "browser"
+
+
+def save_page(page: Page, name: str, out: Path = PAGES) -> Path:
+    """A full-page PNG of the report ``page`` shows, as ``out/<name>.png``; returns its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)  # no hover label in the picture
+    path = out / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True, animations="disabled")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """Open a report from disk in Chromium (network refused) and save its charts' pictures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -3,7 +3,10 @@
 The what-if report: every policy on a short synthetic trace. The demo report: the blog's script on
 the pure model (no local stack, so it takes about a second), soft quotas as the what-if's ``quota``
 policy beside hard partitions as the demo's own baseline, measured by the demo's own tracker, and
-job records in the shape ``shareplane jobs --output json`` gives the demo.
+job records in the shape ``shareplane jobs --output json`` gives the demo. The pure model has no
+reclaim and no idle detector, so their parts of the summary are grafted on: the first busy LOWPRI
+job running when the HIGHPRI job arrived is named its reclaim victim, and the stuck job the idle
+detector's stop at its end; the report draws and tabulates them as it does the live demo's.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.baseline import partition_scenario, run_static_partitions
 from shareplane_cli.demo.report import write_report as write_demo_report
-from shareplane_cli.demo.summary import COST_NOTE, static_waits
+from shareplane_cli.demo.summary import COST_NOTE, next_dispatch_from_the_queue, static_waits
 from shareplane_cli.demo.usage import FINAL, UsageTracker, instance_seconds, utilization
 from shareplane_cli.demo.verdict import verdict
 from shareplane_cli.demo.workload import INSTANCE_TYPE, blog_workload
@@ -33,10 +36,12 @@ from tests.sim.traces import synthetic_trace
 
 @dataclass(frozen=True)
 class Report:
-    """A written report, and the entitlement each share's dashed line must show."""
+    """A written report, the entitlement each share's dashed line must show, and the demo's summary."""
 
     path: Path
     entitlements: dict[str, float]
+    capacity: float = 0.0
+    summary: dict[str, Any] | None = None
 
 
 def whatif_report(directory: Path) -> Report:
@@ -53,8 +58,8 @@ def whatif_report(directory: Path) -> Report:
 class JobRecords:
     """A model listener keeping each job as the demo reads it back from the jobs table."""
 
-    def __init__(self, now: Any, team_of: Any) -> None:
-        self.now, self.team_of = now, team_of
+    def __init__(self, now: Any, team_of: Any, jobs: dict[str, Any]) -> None:
+        self.now, self.team_of, self.jobs = now, team_of, jobs
         self.records: dict[str, dict[str, Any]] = {}
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -67,6 +72,8 @@ class JobRecords:
             {
                 "jobName": detail.get("jobName"),
                 "team": self.team_of(share),
+                "tier": self.jobs[detail["jobName"]].tier.value,
+                "instanceCount": self.jobs[detail["jobName"]].instances,
                 "shareIdentifier": detail.get("shareIdentifier"),
                 "quotaShareName": detail.get("quotaShareName"),
                 "createdAt": at,
@@ -89,7 +96,7 @@ def demo_report(directory: Path) -> Report:
     team_of = lambda share: config.team_for_share(share) or share  # noqa: E731
     run = PolicyRun(partition_scenario(jobs, config), Policy.QUOTA)
     live = UsageTracker(lambda: run.model.engine.now, {j.name: j.instances for j in jobs}, team_of)
-    records = JobRecords(lambda: run.model.engine.now, team_of)
+    records = JobRecords(lambda: run.model.engine.now, team_of, {j.name: j for j in jobs})
     run.model.subscribe(live)
     run.model.subscribe(records)
     result = run.replay()
@@ -115,7 +122,8 @@ def demo_report(directory: Path) -> Report:
         "jobs": dict(sorted(Counter(r["status"] for r in records.records.values()).items())),
         "preemptions": live.preemptions,
         "capacity_requeues": 0,
-        "reclaims": [],
+        "reclaims": grafted_reclaims(list(records.records.values()), jobs),
+        "idle": grafted_idle(list(records.records.values()), gpus),
         "cost": {
             "by_team_usd": {share_team.get(s, s): round(v, 2) for s, v in sorted(result.cost_usd.items())},
             "by_team_billable_instance_hours": {
@@ -135,4 +143,57 @@ def demo_report(directory: Path) -> Report:
     path = write_demo_report(
         directory, summary, live, static, list(records.records.values()), capacity, gpus, entitlements
     )
-    return Report(path, {team: float(n) for team, n in entitlements.items()})
+    return Report(path, {team: float(n) for team, n in entitlements.items()}, capacity, summary)
+
+
+def grafted_reclaims(records: list[dict[str, Any]], jobs: list[Any]) -> list[dict[str, Any]]:
+    """The HIGHPRI job's reclaim, as the live demo summarizes it: the first busy LOWPRI job then running."""
+    (high,) = [j for j in jobs if j.tier.value == "HIGHPRI"]
+    by_name = {r["jobName"]: r for r in records}
+    arrived = by_name[high.name]["createdAt"]
+    running = [
+        r
+        for r in records
+        if r["tier"] == "LOWPRI"
+        and "stuck" not in r["jobName"]
+        and r["stoppedAt"] > arrived
+        and any(h["status"] == "RUNNING" and h["at"] <= arrived for h in r["history"])
+    ]
+    victim = min(running, key=lambda r: r["createdAt"])
+    size = {j.name: j.instances for j in jobs}
+    return [
+        {
+            "job": high.name,
+            "team": high.team,
+            "tier": "HIGHPRI",
+            "waited_seconds": 300.0,
+            "dry_run": False,
+            "victims": [
+                {
+                    "job": victim["jobName"],
+                    "team": victim["team"],
+                    "tier": "LOWPRI",
+                    "instances": size[victim["jobName"]],
+                    "checkpoint_age_seconds": 540.0,
+                    "minutes_lost": 9.0,
+                    "instance_minutes_lost": 9.0 * size[victim["jobName"]],
+                }
+            ],
+        }
+    ]
+
+
+def grafted_idle(records: list[dict[str, Any]], gpus: int) -> dict[str, Any]:
+    """The idle detector's summary: the stuck job flagged and stopped at its end, its instances' takers."""
+    (stuck,) = [r for r in records if "stuck" in r["jobName"]]
+    taken_by, after = next_dispatch_from_the_queue(records, stuck["stoppedAt"] / 1000)
+    return {
+        "jobs_flagged": 1,
+        "jobs_stopped": 1,
+        "busy_jobs_flagged": 0,
+        "reclaimed_gpu_hours": 5 * gpus * 2.0,
+        "flagged": [stuck["jobName"]],
+        "stops": [
+            {"job": stuck["jobName"], "gpus": 5 * gpus, "taken_by": taken_by, "taken_after_seconds": after}
+        ],
+    }

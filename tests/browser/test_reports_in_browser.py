@@ -17,7 +17,7 @@ import pytest
 from gpusim.whatif.config import Policy
 
 from tests.browser.chromium import Browser, drawn_charts, open_report
-from tests.browser.pictures import save_pictures
+from tests.browser.pictures import save_page, save_pictures
 from tests.browser.reports import Report, demo_report, whatif_report
 
 #: Each report's charts, by the id of the element plotly draws into.
@@ -162,3 +162,93 @@ def test_the_report_leads_with_its_verdict(opened: Any) -> None:
         assert "tier's SLO" in (page.text_content("#waits .legend") or "")
     else:
         assert lines[0].startswith("Soft quotas kept ") and lines[1].startswith("HIGHPRI started ")
+
+
+#: The usage chart's stacked areas as drawn: per panel (x axis), each trace's name, x, its own y and
+#: the stacked top plotly computed for it.
+STACKS = """() => {
+    const gd = document.getElementById('usage');
+    return gd._fullData.filter(t => t.stackgroup).map((t, i) => ({
+        name: t.name,
+        panel: t.xaxis,
+        stackgroup: t.stackgroup,
+        x: Array.from(t.x),
+        y: Array.from(t.y),
+        top: gd.calcdata[t.index].map(p => p.y),
+    }));
+}"""
+
+
+@pytest.fixture(scope="module")
+def demo_page(browser: Browser, tmp_path_factory: pytest.TempPathFactory):
+    """The demo report, opened and drawn, with what it was written from."""
+    report = demo_report(tmp_path_factory.mktemp("demo"))
+    page, errors = open_report(browser, report.path, len(CHARTS["demo"]))
+    assert errors == []
+    save_page(page, "demo-report")  # the whole demo report, to look at
+    yield report, page
+    page.close()
+
+
+def test_the_demo_usage_chart_stacks_the_teams_so_a_full_cluster_reaches_capacity(demo_page: Any) -> None:
+    report, page = demo_page
+    stacks = page.evaluate(STACKS)
+    capacity = report.capacity
+    for panel in {s["panel"] for s in stacks}:
+        traces = [s for s in stacks if s["panel"] == panel]
+        assert [t["name"] for t in traces] == list(report.entitlements), "one area per team"
+        assert len({t["stackgroup"] for t in traces}) == 1, "the teams' areas stack in one group"
+        # at a moment the cluster is full, the teams' counts sum to the capacity and so does the drawn top
+        totals = [sum(t["y"][i] for t in traces) for i in range(len(traces[0]["y"]))]
+        assert max(totals) == capacity, f"{panel}: the cluster is never full ({max(totals)} of {capacity})"
+        full = totals.index(capacity)
+        assert traces[-1]["top"][full] == capacity, "the top area reaches the capacity line"
+        assert all(t["top"][full] <= capacity for t in traces)
+
+
+#: The timeline's traces as drawn: name, type, the rows (job names) and the texts (tiers) of each.
+TIMELINE = """() => document.getElementById('timeline')._fullData.map(t => ({
+    name: t.name, type: t.type, mode: t.mode || null, y: Array.from(t.y), text: t.text ? Array.from(t.text) : null,
+}))"""
+
+
+def test_the_demo_timeline_draws_stopped_jobs_as_stopped_with_tiers_and_submissions(demo_page: Any) -> None:
+    report, page = demo_page
+    traces = {t["name"]: t for t in page.evaluate(TIMELINE)}
+    (reclaim,) = report.summary["reclaims"]
+    victims = [v["job"] for v in reclaim["victims"]]
+    stopped_idle = [s["job"] for s in report.summary["idle"]["stops"]]
+    # GIVEN a reclaim victim and an idle stop, THEN each is drawn in its own trace, named in the legend
+    assert traces["stopped for HIGHPRI (reclaim)"]["y"] == victims
+    assert traces["stopped idle"]["y"] == stopped_idle
+    legend = page.text_content("#timeline .legend") or ""
+    assert "stopped for HIGHPRI (reclaim)" in legend and "stopped idle" in legend
+    # and in no team's trace, where a FAILED job is drawn as failed
+    for team in report.entitlements:
+        assert not set(traces[team]["y"]) & {*victims, *stopped_idle}
+    # each bar carries its tier, and the HIGHPRI job's bar says HIGHPRI
+    bars = [t for t in traces.values() if t["type"] == "bar"]
+    tiers = {y: text for t in bars for y, text in zip(t["y"], t["text"], strict=True)}
+    assert set(tiers.values()) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
+    assert tiers[reclaim["job"]] == "HIGHPRI"
+    # each job's submission is ticked on its row, so a wait reads from the tick to the bar
+    assert set(traces["submitted"]["y"]) == set(tiers)
+    drawn = page.evaluate(
+        "() => [...document.querySelectorAll('#timeline text.bartext')].map(t => t.textContent)"
+    )
+    assert drawn.count("HIGHPRI") == 1 and len(drawn) == sum(len(t["y"]) for t in bars), "every tier drawn"
+
+
+def test_the_demo_report_has_an_idle_gpus_section(demo_page: Any) -> None:
+    report, page = demo_page
+    idle = report.summary["idle"]
+    (stop,) = idle["stops"]
+    heading = page.locator("h2", has_text="Idle GPUs")
+    assert heading.count() == 1
+    sentence = page.locator("p.idle").inner_text()
+    assert f"stopped {idle['jobs_stopped']}" in sentence and all(t in sentence for t in stop["taken_by"])
+    rows = page.locator("table", has=page.locator("caption", has_text="idle detector")).locator("tbody tr")
+    assert rows.count() == len(idle["flagged"])
+    cells = rows.first.locator("td").all_inner_texts()
+    assert cells[0] == stop["job"] and cells[2] == "yes" and cells[3] != "-"
+    assert cells[1] == f"{stop['gpus'] // 8} ({stop['gpus']} GPUs)", "instances first, GPUs in parentheses"

@@ -142,7 +142,14 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
         if t["meta"] and t["meta"][0] == "entitlement"
     )
     assert entitlement_lines == [("ProdExp1", 60), ("ProdExp1", 60), ("ProdExp2", 40), ("ProdExp2", 40)]
-    assert len(charts["timeline"]["traces"]) == 2, "one bar trace per team"
+    assert len([t for t in charts["timeline"]["traces"] if t["name"] in summary["gpu_hours"]]) == 2, (
+        "one bar trace per team"
+    )
+    # AND the jobs the control plane stopped are drawn as stopped, not failed, each in its own legend entry,
+    # and the idle detector's work has a section of its own
+    drawn = {t["name"] for t in charts["timeline"]["traces"]}
+    assert "stopped idle" in drawn and "Idle GPUs" in html
+    assert ("stopped for HIGHPRI (reclaim)" in drawn) == bool(summary["reclaims"])
 
 
 def html_of(tmp_path: Path) -> str:

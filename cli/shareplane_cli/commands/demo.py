@@ -16,7 +16,7 @@ from ..config_file import load_config
 from ..demo.baseline import run_static_partitions
 from ..demo.report import write_report
 from ..demo.run import DEMO_SPEED, run_live
-from ..demo.summary import summarize
+from ..demo.summary import CHECK_LABELS, summarize
 from ..demo.view import LiveView, ProgressLines
 from ..demo.workload import INSTANCE_TYPE, blog_workload
 from ..local.noise_log import noise_to_log
@@ -90,17 +90,6 @@ def demo_command(
 
 #: The demo's instances' GPUs: the table counts instances, GPU figures follow in parentheses.
 GPUS_PER_INSTANCE = gpus_per_instance(INSTANCE_TYPE)
-#: Each check of the story, as the table says it (the JSON keeps the keys).
-CHECK_LABELS = {
-    "prodexp1_borrowed_beyond_entitlement": "ProdExp1 borrowed beyond its entitlement",
-    "prodexp2_reached_its_entitlement": "ProdExp2 reached its entitlement",
-    "highpri_started_within_its_slo": "HIGHPRI started within its SLO",
-    "highpri_started_before_earlier_queued_work": "HIGHPRI started before its team's earlier queued work",
-    "highpri_started_before_other_teams_earlier_queued_work": (
-        "HIGHPRI started before other teams' earlier queued work"
-    ),
-}
-
 #: A row of the comparison: what, the soft quotas' figure, the hard partitions' (or "").
 _Row = tuple[str, object, object]
 

@@ -7,30 +7,55 @@ the plotly.js bundle the plotly wheel ships.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 # plotly ships no type hints: its figures are untyped here as they are in gpusim's reports.
 import plotly.graph_objects as go  # type: ignore[import-untyped]
-from gpusim.html_page import COLORS, chart, duration, page, table
+from gpusim.html_page import COLORS, chart, page, table
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]
+from shareplane.domain.explain.durations import duration_text
 
+from .summary import CHECK_LABELS
 from .usage import UsageTracker, instance_seconds
 
 FAILED_OUTLINE = "#d62728"
+#: Why a job was stopped, when the control plane stopped it: each kind its own pattern and legend entry.
+RECLAIMED = "reclaim"
+IDLE_STOP = "idle"
+#: A job the idle detector stopped held its GPUs idle: drawn grey, dotted.
+IDLE_COLOR = "#9a9a9a"
 
 
 @dataclass(frozen=True)
 class JobBar:
-    """One job on the timeline: from its first start to its stop, in seconds since the first submission."""
+    """One job on the timeline: from its first start to its stop, in seconds since the first submission.
+
+    ``submitted``: when it was submitted (its wait runs from there to ``start``); ``stopped_by``: the
+    control plane stopped it (``RECLAIMED`` for a higher tier's waiting job, ``IDLE_STOP`` for holding
+    its GPUs idle), so its FAILED status is no failure of its own; None: it ended by itself.
+    """
 
     name: str
     team: str
     start: float
     stop: float
     status: str
+    tier: str | None = None
+    submitted: float = 0.0
+    stopped_by: str | None = None
+
+
+def instance_hours(gpu_hours: float, gpus_per_instance: int) -> str:
+    """Instance-hours first, the GPU-hours they are in parentheses: the report counts instances."""
+    return f"{gpu_hours / max(gpus_per_instance, 1):,.1f} ({gpu_hours:,.1f} GPU-hours)"
+
+
+def wait_text(seconds: float | None) -> str:
+    """A wait as every view prints it (12m05s, 3h07m); ``-`` when there was none to measure."""
+    return "-" if seconds is None else duration_text(seconds)
 
 
 def _color(team: str, teams: Sequence[str]) -> str:
@@ -63,7 +88,8 @@ def usage_chart(
     capacity: int,
     end: float,
 ) -> str:
-    """Instances in use per team, soft quotas beside hard partitions, each team's entitlement dashed."""
+    """Instances in use per team, stacked (their sum against the capacity line), soft quotas beside hard
+    partitions, each team's entitlement dashed."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -80,9 +106,9 @@ def usage_chart(
                     x=hours,
                     y=counts,
                     mode="lines",
-                    line={"color": color, "width": 2},
-                    fill="tozeroy",
-                    opacity=0.9,
+                    line={"color": color, "width": 1},
+                    # stacked, so a full cluster reaches the capacity line (overlaid areas hide each other)
+                    stackgroup=f"in use {col}",
                     name=team,
                     legendgroup=team,
                     showlegend=col == 1,
@@ -112,7 +138,7 @@ def usage_chart(
                 x=[0, end / 3600],
                 y=[capacity, capacity],
                 mode="lines",
-                line={"color": "#222", "width": 1.5, "dash": "dot"},
+                line={"color": "#222", "width": 2},
                 name="capacity",
                 legendgroup="capacity",
                 showlegend=col == 1,
@@ -124,7 +150,7 @@ def usage_chart(
     fig.update_xaxes(title_text="virtual hours", range=[0, end / 3600])
     fig.update_yaxes(title_text="instances in use", range=[0, capacity * 1.08], row=1, col=1)
     fig.update_layout(
-        title="Instances in use by team, against each team's entitlement (dashed) and the capacity (dotted)",
+        title="Instances in use, teams stacked, against each team's entitlement (dashed) and the capacity",
         height=430,
         hovermode="x unified",
         legend={"orientation": "h", "y": -0.22},
@@ -151,7 +177,7 @@ def wait_chart(summary: Mapping[str, Any]) -> str:
                 y=[(s or 0.0) / 60 for s in seconds],
                 name=name,
                 marker={"color": color},
-                text=[duration(s) for s in seconds],
+                text=[wait_text(s) for s in seconds],
                 textposition="outside",
                 hovertemplate=f"{name} %{{x}}: %{{text}}<extra></extra>",
             )
@@ -165,43 +191,98 @@ def wait_chart(summary: Mapping[str, Any]) -> str:
     return chart(fig, "waits")
 
 
-def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str]) -> str:
-    """A job timeline: one bar per job from first start to stop, colored by team; failed jobs outlined red."""
+def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: str) -> str:
+    """A job timeline: a tick at each job's submission, a thin line while it waits, then a bar from its
+    first start to its stop, colored by team and labelled with its tier; failed jobs outlined red, jobs
+    the control plane stopped (reclaim, idle) drawn in their own pattern."""
     fig = go.Figure()
-    for team in [*teams, *sorted({b.team for b in bars} - set(teams))]:
-        mine = [b for b in bars if b.team == team]
+    rows = list(dict.fromkeys(b.name for b in bars))
+    waits_x: list[float | None] = []
+    waits_y: list[str | None] = []
+    for b in bars:
+        waits_x += [b.submitted / 3600, b.start / 3600, None]
+        waits_y += [b.name, b.name, None]
+    fig.add_trace(
+        go.Scatter(
+            x=waits_x,
+            y=waits_y,
+            mode="lines",
+            line={"color": "#888", "width": 1},
+            name="queued (submission to first start)",
+            hoverinfo="skip",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[b.submitted / 3600 for b in bars],
+            y=[b.name for b in bars],
+            mode="markers",
+            marker={"symbol": "line-ns-open", "size": 12, "color": "#222", "line": {"width": 2}},
+            name="submitted",
+            customdata=[[b.tier or "-"] for b in bars],
+            hovertemplate="%{y} (%{customdata[0]}) submitted at %{x:.2f} h<extra></extra>",
+        )
+    )
+    kinds = {RECLAIMED: (reclaim_label, "/"), IDLE_STOP: ("stopped idle", ".")}
+    groups: list[tuple[str, list[JobBar], str | None]] = [
+        (team, [b for b in bars if b.team == team and b.stopped_by is None], None)
+        for team in [*teams, *sorted({b.team for b in bars} - set(teams))]
+    ]
+    groups += [(kinds[k][0], [b for b in bars if b.stopped_by == k], k) for k in kinds]
+    for name, mine, kind in groups:
         if not mine:
             continue
+        colors = [IDLE_COLOR if kind == IDLE_STOP else _color(b.team, teams) for b in mine]
+        failed = [kind is None and b.status == "FAILED" for b in mine]
         fig.add_trace(
             go.Bar(
                 orientation="h",
                 y=[b.name for b in mine],
                 x=[(b.stop - b.start) / 3600 for b in mine],
                 base=[b.start / 3600 for b in mine],
-                name=team,
+                name=name,
+                # the tier just past the bar's end, full size: inside a bar one row high it shrinks unread
+                text=[b.tier or "" for b in mine],
+                textposition="outside",
+                constraintext="none",
+                cliponaxis=False,
+                textfont={"size": 10, "color": "#333"},
                 marker={
-                    "color": _color(team, teams),
+                    "color": colors,
+                    "pattern": {"shape": kinds[kind][1], "fgcolor": "#222", "size": 6} if kind else {},
                     "line": {
-                        "color": [
-                            FAILED_OUTLINE if b.status == "FAILED" else _color(team, teams) for b in mine
-                        ],
-                        "width": [3 if b.status == "FAILED" else 0 for b in mine],
+                        "color": [FAILED_OUTLINE if f else "#222" for f in failed],
+                        "width": [3 if f else (1 if kind else 0) for f in failed],
                     },
                 },
-                customdata=[[b.status, b.start / 3600, b.stop / 3600, (b.stop - b.start) / 60] for b in mine],
+                customdata=[
+                    [
+                        f"{b.status} ({name})" if kind else b.status,
+                        b.start / 3600,
+                        b.stop / 3600,
+                        duration_text(b.stop - b.start),
+                        b.tier or "-",
+                        duration_text(b.start - b.submitted),
+                        b.team,
+                    ]
+                    for b in mine
+                ],
                 hovertemplate=(
-                    "%{y} (" + html.escape(team) + "): %{customdata[0]}<br>"
-                    "%{customdata[1]:.2f} h to %{customdata[2]:.2f} h "
-                    "(%{customdata[3]:.0f} min)<extra></extra>"
+                    "%{y} (%{customdata[6]}, %{customdata[4]}): %{customdata[0]}<br>"
+                    "waited %{customdata[5]}, ran %{customdata[1]:.2f} h to %{customdata[2]:.2f} h "
+                    "(%{customdata[3]})<extra></extra>"
                 ),
             )
         )
-    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=[b.name for b in bars])
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=rows)
     fig.update_layout(
-        title="Job timeline with soft quotas (first start to stop; red outline: failed)",
+        title="Job timeline with soft quotas: submitted (tick), queued (thin line), ran (bar, labelled "
+        "by tier; red outline: failed)",
         xaxis_title="virtual hours",
-        height=max(320, 120 + 16 * len(bars)),
+        height=max(360, 160 + 20 * len(rows)),
         bargap=0.25,
+        barmode="overlay",
+        legend={"orientation": "h", "y": -0.08 - 40 / max(360, 160 + 20 * len(rows))},
     )
     return chart(fig, "timeline")
 
@@ -212,7 +293,7 @@ def headline_table(summary: Mapping[str, Any], capacity: int) -> str:
         ["", f"soft quotas ({summary['mode']})", "hard partitions"],
         [
             (
-                f"GPU utilization (instance-hours used / {capacity} x makespan)",
+                f"utilization (instance-hours busy / {capacity} instances x makespan)",
                 f"{summary['utilization']:.2%}",
                 f"{summary['static_partition_utilization']:.2%}",
             ),
@@ -234,7 +315,7 @@ def team_table(
     entitlements: Mapping[str, int],
     gpus_per_instance: int,
 ) -> str:
-    """Per team: entitlement, peak and mean instances in use, both ways, and GPU-hours."""
+    """Per team: entitlement, peak and mean instances in use, both ways, and instance-hours (GPU-hours)."""
     live_end = summary["makespan_hours"] * 3600
     static_end = summary["static_partition_makespan_hours"] * 3600
     live_used = instance_seconds(live.timeline, 0, live_end)
@@ -254,8 +335,8 @@ def team_table(
                 peak_static,
                 f"{mean_live:.1f} ({mean_live / entitled:.0%})" if entitled else f"{mean_live:.1f}",
                 f"{mean_static:.1f} ({mean_static / entitled:.0%})" if entitled else f"{mean_static:.1f}",
-                f"{summary['gpu_hours'].get(team, 0.0):,.1f}",
-                f"{static_used.get(team, 0.0) * gpus_per_instance / 3600:,.1f}",
+                instance_hours(summary["gpu_hours"].get(team, 0.0), gpus_per_instance),
+                instance_hours(static_used.get(team, 0.0) * gpus_per_instance / 3600, gpus_per_instance),
             )
         )
         marks.append(("", "", "good" if peak_live > entitled else "", "", "", "", "", ""))
@@ -267,8 +348,8 @@ def team_table(
             "peak in use, hard",
             "mean in use, soft (of entitlement)",
             "mean in use, hard (of entitlement)",
-            "GPU-hours, soft",
-            "GPU-hours, hard",
+            "instance-hours, soft (GPU-hours)",
+            "instance-hours, hard (GPU-hours)",
         ],
         rows,
         caption="Per-team utilization (peak in green: borrowed beyond its entitlement)",
@@ -284,10 +365,10 @@ def wait_table(summary: Mapping[str, Any]) -> str:
         (
             (
                 tier,
-                duration(soft[tier]["p50"]),
-                duration(soft[tier]["p95"]),
-                duration(hard[tier]["p50"]),
-                duration(hard[tier]["p95"]),
+                wait_text(soft[tier]["p50"]),
+                wait_text(soft[tier]["p95"]),
+                wait_text(hard[tier]["p50"]),
+                wait_text(hard[tier]["p95"]),
             )
             for tier in soft
         ),
@@ -302,7 +383,10 @@ def outcome_table(summary: Mapping[str, Any]) -> str:
         ("preemptions", str(summary["preemptions"])),
         ("capacity requeues", str(summary["capacity_requeues"])),
     ]
-    checks = [(check.replace("_", " "), "yes" if ok else "NO") for check, ok in summary["checks"].items()]
+    checks = [
+        (CHECK_LABELS.get(check, check.replace("_", " ")), "yes" if ok else "NO")
+        for check, ok in summary["checks"].items()
+    ]
     return table(["outcome", "count"], rows, caption="Jobs") + table(
         ["the story's claim, checked on what happened", "held"],
         checks,
@@ -318,16 +402,16 @@ def reclaim_table(reclaims: Sequence[Mapping[str, Any]]) -> str:
     rows = [
         (
             f"{r['job']} ({r['team']}, {r['tier']})",
-            f"{r['waited_seconds'] / 60:.1f}",
+            duration_text(r["waited_seconds"]),
             f"{v['job']} ({v['team']}, {v['tier']}, {v['instances']} instances)",
-            "-" if v["checkpoint_age_seconds"] is None else f"{v['checkpoint_age_seconds'] / 60:.1f}",
-            f"{v['minutes_lost']:.1f}",
+            wait_text(v["checkpoint_age_seconds"]),
+            duration_text(v["minutes_lost"] * 60),
         )
         for r in reclaims
         for v in r["victims"]
     ]
     return "<h2>Reclaims</h2>" + table(
-        ["waiting job", "waited (min)", "victim", "checkpoint age (min)", "minutes lost"], rows
+        ["waiting job", "waited", "victim (stopped, requeued, resumes)", "checkpoint age", "work lost"], rows
     )
 
 
@@ -337,8 +421,7 @@ def cost_table(cost: Mapping[str, Any], gpu_hours: Mapping[str, float], gpus_per
     rows = [
         (
             team,
-            f"{gpu_hours.get(team, 0.0):,.1f}",
-            f"{gpu_hours.get(team, 0.0) / max(gpus_per_instance, 1):,.1f}",
+            instance_hours(gpu_hours.get(team, 0.0), gpus_per_instance),
             f"{cost['by_team_billable_instance_hours'].get(team, 0.0):,.2f}",
             f"{usd:,.2f}",
         )
@@ -347,16 +430,88 @@ def cost_table(cost: Mapping[str, Any], gpu_hours: Mapping[str, float], gpus_per
     priced = f" at {price} USD per instance-hour" if price else ""
     return (
         f"<h2>Cost per team{html.escape(priced)}</h2>"
-        + table(["team", "GPU-hours", "instance-hours held", "billable instance-hours", "cost (USD)"], rows)
+        + table(["team", "instance-hours held (GPU-hours)", "billable instance-hours", "cost (USD)"], rows)
         + f'<p class="note">{html.escape(str(cost["note"]))}</p>'
     )
 
 
-def job_bars(records: Sequence[Mapping[str, Any]]) -> list[JobBar]:
-    """Each job that started and stopped, from its first start to its stop, by submission order."""
+def idle_section(
+    idle: Mapping[str, Any] | None, bars: Sequence[JobBar], records: Sequence[Mapping[str, Any]], gpus: int
+) -> str:
+    """What the idle detector did: one row per job it flagged (stopped or not, when, the instances it gave
+    back and which waiting jobs took them), after one sentence that sums it up."""
+    if idle is None:
+        return ""
+    stops = {s["job"]: s for s in idle["stops"]}
+    stopped_bars = {b.name: b for b in bars if b.stopped_by == IDLE_STOP}
+    instances = {str(r["jobName"]): r.get("instanceCount") for r in records}
+    rows = []
+    for job in idle["flagged"]:
+        stop, bar = stops.get(job), stopped_bars.get(job)
+        count = stop["gpus"] // max(gpus, 1) if stop else instances.get(job)
+        taken_by = stop["taken_by"] if stop else []
+        rows.append(
+            (
+                job,
+                "-" if count is None else f"{count} ({count * gpus} GPUs)",
+                "yes" if stop else "no (flagged only)",
+                duration_text(bar.stop) if bar else "-",
+                duration_text(bar.stop - bar.start) if bar else "-",
+                ", ".join(taken_by) if taken_by else ("no waiting job" if stop else "-"),
+                f"{duration_text(stop['taken_after_seconds'])} later" if stop and taken_by else "-",
+            )
+        )
+    given_back = idle["reclaimed_gpu_hours"]
+    takers = sorted({t for s in idle["stops"] for t in s["taken_by"]})
+    flagged, busy = idle["jobs_flagged"], idle["busy_jobs_flagged"]
+    sentence = (
+        f"The idle detector flagged {flagged} job{'' if flagged == 1 else 's'} as holding idle GPUs "
+        f"({busy} busy job{'' if busy == 1 else 's'} among them) and stopped {idle['jobs_stopped']}, "
+        "giving back "
+        f"{given_back / max(gpus, 1):,.1f} instance-hours ({given_back:,.1f} GPU-hours) of idle time "
+        + (f"to {', '.join(takers)}." if takers else "that no waiting job took.")
+    )
+    return (
+        "<h2>Idle GPUs</h2>"
+        + f'<p class="idle">{html.escape(sentence)}</p>'
+        + table(
+            [
+                "job flagged idle",
+                "instances",
+                "stopped",
+                "stopped at",
+                "ran for",
+                "its instances taken by",
+                "when",
+            ],
+            rows,
+            caption="The idle detector's jobs (stopped at: virtual time since the first submission)",
+        )
+    )
+
+
+def stopped_records(records: Sequence[Mapping[str, Any]], names: Collection[str]) -> set[int]:
+    """The records (by ``id``) of the jobs of ``names`` the control plane stopped: for each name, its
+    earliest FAILED record (a reclaimed job is requeued under its name, and that later run is its own)."""
+    out: set[int] = set()
+    for name in names:
+        mine = [r for r in records if r["jobName"] == name and r["stoppedAt"]]
+        failed = [r for r in mine if r["status"] == "FAILED"] or mine
+        if failed:
+            out.add(id(min(failed, key=lambda r: r["stoppedAt"])))
+    return out
+
+
+def job_bars(
+    records: Sequence[Mapping[str, Any]], reclaimed: Collection[str] = (), idled: Collection[str] = ()
+) -> list[JobBar]:
+    """Each job that started and stopped, from its first start to its stop, by submission order; the
+    jobs named in ``reclaimed`` (reclaim victims) and ``idled`` (idle stops) marked as stopped by them."""
     if not records:
         return []
     origin = min(r["createdAt"] for r in records)
+    stopped_by = {i: IDLE_STOP for i in stopped_records(records, idled)}
+    stopped_by |= {i: RECLAIMED for i in stopped_records(records, reclaimed)}
     bars = []
     for r in sorted(records, key=lambda r: r["createdAt"]):
         starts = [h["at"] for h in r["history"] if h["status"] in ("STARTING", "RUNNING")]
@@ -368,6 +523,9 @@ def job_bars(records: Sequence[Mapping[str, Any]]) -> list[JobBar]:
                     (starts[0] - origin) / 1000,
                     (r["stoppedAt"] - origin) / 1000,
                     r["status"],
+                    r.get("tier"),
+                    (r["createdAt"] - origin) / 1000,
+                    stopped_by.get(id(r)),
                 )
             )
     return bars
@@ -387,13 +545,22 @@ def write_report(
     teams = sorted({j.team for j in live.jobs.values()} | set(entitlements))
     end = max(summary["makespan_hours"], summary["static_partition_makespan_hours"]) * 3600
     mode = summary["mode"]
+    reclaims = summary.get("reclaims", [])
+    idle = summary.get("idle")
+    bars = job_bars(
+        records,
+        reclaimed={v["job"] for r in reclaims for v in r["victims"]},
+        idled={s["job"] for s in idle["stops"]} if idle else set(),
+    )
+    for_tiers = "/".join(sorted({r["tier"] for r in reclaims})) or "a higher tier"
     body = "".join(
         [
             f"<h1>shareplane demo: {html.escape(mode)} on {capacity} instances</h1>",
             '<ul class="verdict">'
             + "".join(f"<li>{html.escape(line)}</li>" for line in summary["verdict"])
             + "</ul>",
-            f'<p class="lead">GPU utilization <b>{summary["utilization"]:.2%}</b> with soft quotas against '
+            f'<p class="lead">Utilization (instances busy) <b>{summary["utilization"]:.2%}</b> with soft '
+            "quotas against "
             f"<b>{summary['static_partition_utilization']:.2%}</b> with hard partitions, same workload. "
             "Hover a chart for values; drag to zoom, double-click to reset.</p>",
             headline_table(summary, capacity),
@@ -403,9 +570,10 @@ def write_report(
             wait_chart(summary),
             wait_table(summary),
             "<h2>Jobs</h2>",
-            timeline_chart(job_bars(records), teams),
+            timeline_chart(bars, teams, f"stopped for {for_tiers} (reclaim)"),
             outcome_table(summary),
-            reclaim_table(summary.get("reclaims", [])),
+            reclaim_table(reclaims),
+            idle_section(idle, bars, records, gpus_per_instance),
             cost_table(summary["cost"], summary["gpu_hours"], gpus_per_instance),
         ]
     )

@@ -40,6 +40,18 @@ def waits_by_tier(records: list[dict[str, Any]], config: SharesConfig) -> dict[s
     return {tier: {"p50": percentile(w, 0.5), "p95": percentile(w, 0.95)} for tier, w in waits.items()}
 
 
+#: Each check of the story as a sentence, as the table and the report say it (the JSON keeps the keys).
+CHECK_LABELS = {
+    "prodexp1_borrowed_beyond_entitlement": "ProdExp1 borrowed beyond its entitlement",
+    "prodexp2_reached_its_entitlement": "ProdExp2 reached its entitlement",
+    "highpri_started_within_its_slo": "HIGHPRI started within its SLO",
+    "highpri_started_before_earlier_queued_work": "HIGHPRI started before its team's earlier queued work",
+    "highpri_started_before_other_teams_earlier_queued_work": (
+        "HIGHPRI started before other teams' earlier queued work"
+    ),
+}
+
+
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
     """The story's claims, each checked on what actually happened (start = first dispatch)."""
     entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}

@@ -51,3 +51,39 @@ def test_job_bars_span_first_start_to_stop(history, stopped, expected) -> None:
         "status": "SUCCEEDED",
     }
     assert job_bars([record]) == expected
+
+
+def record(name: str, status: str, created: int, started: int, stopped: int, tier: str = "LOWPRI") -> dict:
+    return {
+        "jobName": name,
+        "team": "ProdExp1",
+        "tier": tier,
+        "shareIdentifier": None,
+        "quotaShareName": None,
+        "createdAt": created,
+        "history": [{"status": "RUNNING", "at": started}],
+        "stoppedAt": stopped,
+        "status": status,
+    }
+
+
+def test_a_reclaim_victim_and_an_idle_stop_are_marked_stopped_and_their_requeues_are_not() -> None:
+    # GIVEN a victim terminated (FAILED) and requeued under its name, and a job the idle detector stopped
+    records = [
+        record("sweep", "FAILED", 0, 60_000, 600_000),
+        record("stuck", "FAILED", 0, 60_000, 900_000),
+        record("sweep", "SUCCEEDED", 600_000, 660_000, 3_600_000),
+        record("launch", "SUCCEEDED", 300_000, 600_000, 1_200_000, tier="HIGHPRI"),
+    ]
+    # WHEN the timeline's bars are built with the summary's victims and idle stops
+    bars = job_bars(records, reclaimed={"sweep"}, idled={"stuck"})
+    # THEN the victim's stopped run and the idle stop say why they stopped; the requeued run does not
+    assert [(b.name, b.stopped_by) for b in bars] == [
+        ("sweep", "reclaim"),
+        ("stuck", "idle"),
+        ("launch", None),
+        ("sweep", None),
+    ]
+    # and each bar knows its tier and when it was submitted, so its wait shows
+    launch = bars[2]
+    assert (launch.tier, launch.submitted, launch.start) == ("HIGHPRI", 300, 600)
