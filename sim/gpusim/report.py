@@ -22,6 +22,9 @@ from .whatif.config import TIERS
 from .whatif.run import PolicyResult, WhatIfResult
 from .whatif.verdict import verdict
 
+#: The policy every other is read against: hard partitions.
+BASELINE = "static"
+
 
 def _color(i: int) -> str:
     return COLORS[i % len(COLORS)]
@@ -34,9 +37,15 @@ def _bucket_days(result: WhatIfResult, series_length: int) -> list[float]:
 
 
 def share_usage_chart(result: WhatIfResult) -> str:
-    """One panel per share: GPUs it held per policy, and its entitlement as a dashed line."""
+    """One panel per share: GPUs it held, and its entitlement as a dashed line.
+
+    Six policies' lines in one panel coincide where they agree and hide each other; so each panel shows
+    one policy at a time, chosen with the buttons above the chart (the first one that is not ``static``
+    at first), beside ``static`` (hard partitions: the baseline every policy is read against).
+    """
     sc = result.scenario
     shares = list(sc.shares)
+    shown = next((name for name in result.results if name != BASELINE), BASELINE)
     columns = 2 if len(shares) > 1 else 1
     rows = math.ceil(len(shares) / columns)
     titles = [
@@ -60,6 +69,7 @@ def share_usage_chart(result: WhatIfResult) -> str:
                     name=name,
                     legendgroup=name,
                     showlegend=k == 0,
+                    visible=name in (BASELINE, shown),
                     line={"color": _color(i), "width": 1.5},
                     hovertemplate=(
                         f"{html.escape(name)}<br>day %{{x:.2f}}: %{{y:.1f}} GPUs"
@@ -86,10 +96,34 @@ def share_usage_chart(result: WhatIfResult) -> str:
         )
     fig.update_yaxes(title_text="GPUs", rangemode="tozero")
     fig.update_xaxes(title_text="virtual day", row=rows)
+    names = [trace.name for trace in fig.data]
+    buttons = [
+        {
+            "label": name,
+            "method": "restyle",
+            "args": [{"visible": [n in (BASELINE, name, "entitlement") for n in names]}],
+        }
+        for name in result.results
+        if name != BASELINE
+    ]
     fig.update_layout(
-        title="GPUs in use by share, against its entitlement (dashed)",
-        height=140 + 220 * rows,
+        title="GPUs in use by share against its entitlement (dashed): static and the policy chosen above",
+        height=180 + 220 * rows,
         hovermode="closest",
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "right",
+                "buttons": buttons,
+                "active": 0,
+                "x": 0,
+                "xanchor": "left",
+                "y": 1.0 + 0.6 / rows,
+                "yanchor": "bottom",
+            }
+        ]
+        if buttons
+        else [],
     )
     return chart(fig, "share-usage")
 

@@ -252,3 +252,22 @@ def test_the_demo_report_has_an_idle_gpus_section(demo_page: Any) -> None:
     cells = rows.first.locator("td").all_inner_texts()
     assert cells[0] == stop["job"] and cells[2] == "yes" and cells[3] != "-"
     assert cells[1] == f"{stop['gpus'] // 8} ({stop['gpus']} GPUs)", "instances first, GPUs in parentheses"
+
+
+#: The names of the usage chart's traces now shown (plotly's own visibility, after any button).
+SHOWN = """(id) => document.getElementById(id)._fullData.filter(t => t.visible === true).map(t => t.name)"""
+
+
+def test_the_what_if_usage_panels_show_static_beside_the_policy_chosen(opened: Any) -> None:
+    kind, _, page, _ = opened
+    chart = USAGE_CHART[kind]
+    if kind == "demo":
+        # the demo compares one run with hard partitions in two panels: nothing to choose
+        assert page.locator(f"#{chart} .updatemenu-button").count() == 0
+        return
+    # at first: hard partitions and the first policy beside them, each share's entitlement
+    assert set(page.evaluate(SHOWN, chart)) == {"static", "fairshare", "entitlement"}
+    # WHEN another policy is chosen THEN it replaces the first, static and the entitlements stay
+    page.locator(f"#{chart} .updatemenu-button", has_text="quota").first.click()
+    page.wait_for_function(f"() => {SHOWN}('{chart}').includes('quota')")
+    assert set(page.evaluate(SHOWN, chart)) == {"static", "quota", "entitlement"}
