@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.explain.wait import explain_wait, requested_resources
 from shareplane.domain.forecast.start_forecast import QueuedJob
@@ -22,7 +21,7 @@ from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, parse_local_spec
 from .aws import Target
 from .errors import CliError, ExitCode
 from .files import read_head
-from .output import print_table
+from .output import print_table, stdout_console
 from .twin import Twin, forecast_json, load_twin
 
 DRY_RUN_PREFIX = "(dry run) "
@@ -116,7 +115,7 @@ def dry_run_spec(
 
 def print_dry_run(report: Mapping[str, Any]) -> None:
     """The dry run for people: problems, or one row per job with its forecast wait."""
-    console = Console()
+    console = stdout_console()
     if not report["ok"]:
         problems = report.get("problems") or {}
         problem_rows = [(p.get("path"), p.get("message"), p.get("fix")) for p in problems.get("problems", [])]

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
 
@@ -60,15 +60,19 @@ def fit(table: Table, console: Console) -> Table:
     return table
 
 
-def print_fitted(table: Table, console: Console | None = None) -> None:
-    """Print a table on ``console`` (default: ``stdout_console``), boxed or plain as ``fit`` chooses."""
+def print_fitted(shown: RenderableType, console: Console | None = None) -> None:
+    """Print a table, or a group of them, on ``console`` (default: ``stdout_console``), each boxed or
+    plain as ``fit`` chooses."""
     console = console or stdout_console()
     if console.is_terminal:
-        console.print(table)
+        console.print(shown)
         return
+    for part in shown.renderables if isinstance(shown, Group) else (shown,):
+        if isinstance(part, Table):
+            fit(part, console)
     # Piped: rich pads every cell to its column's width; trailing blanks only get in a reader's way.
     with console.capture() as captured:
-        console.print(fit(table, console))
+        console.print(shown)
     console.out("\n".join(line.rstrip() for line in captured.get().splitlines()), highlight=False)
 
 
@@ -84,16 +88,17 @@ def print_table(
     console: Console | None = None,
     *,
     headers: bool = True,
+    whole: int = 0,
 ) -> None:
-    """A table whose first column (the name people look for) is never cut; None prints as a dash.
-
-    ``headers=False`` leaves out the title and the column names (``--no-headers``).
-    """
-    first = max((len(str(row[0])) for row in rows if row and row[0] is not None), default=0)
+    """A table whose column ``whole`` (the name people look for; the first by default) is never cut; None
+    prints as a dash. ``headers=False`` leaves out the title and the column names (``--no-headers``)."""
+    widest = max(
+        (len(str(row[whole])) for row in rows if len(row) > whole and row[whole] is not None), default=0
+    )
     table = Table(title=title if headers else None, show_header=headers, show_lines=False)
     for index, column in enumerate(columns):
-        if index == 0:
-            table.add_column(column, no_wrap=True, min_width=max(first, len(column)))
+        if index == whole:
+            table.add_column(column, no_wrap=True, min_width=max(widest, len(column)))
         else:
             table.add_column(column, overflow="fold")
     for row in rows:

@@ -229,7 +229,7 @@ def _ms(value: float | None) -> str | None:
 def print_job_story(story: JobStory, idle: list[dict[str, Any]], console: Console | None = None) -> None:
     """One job's whole story for people: who, where, the wait, the timeline by source, what happened
     (``idle``: its idle periods, ``idle_periods``)."""
-    console = console or Console()
+    console = console or stdout_console()
     name = story.record.state.job_name
     print_table(name or story.record.job_arn, ["field", "value"], _story_fields(story, idle), console)
     print_table(

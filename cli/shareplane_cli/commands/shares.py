@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from shareplane.adapters.batch_policy import BatchPolicyAdapter
 from shareplane.domain.config.shares import SchedulingMode, SharesConfig
 from shareplane.domain.errors import RejectedByServiceError, ShareplaneError
@@ -22,7 +21,7 @@ from shareplane.service.rebalance_shares import RebalanceSettings, current_weigh
 from ..aws import DEFAULT_TARGET, JOBS_TABLE_OUTPUT, Target, account_options
 from ..config_file import DEFAULT_CONFIG, load_config
 from ..main import app
-from ..output import Output, OutputOption, emit, print_error, print_json, print_table
+from ..output import Output, OutputOption, emit, print_error, print_json, print_table, stdout_console
 
 #: A setting as JSON shows it: a weight, or a quota share's UpdateQuotaShare fields.
 SettingJson = float | dict[str, Any]
@@ -256,7 +255,7 @@ def shares_command(
             if output is Output.JSON:
                 print_json(result)
             else:
-                Console().print(
+                stdout_console().print(
                     f"rollback {outcome.action}: {outcome.reason} (audit record {outcome.plan_id})"
                 )
             return

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
@@ -19,7 +18,16 @@ from ..aws import DEFAULT_TARGET, Target, account_options, endpoint_options
 from ..config_file import DEFAULT_CONFIG, ConfigPath, load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, OutputOption, emit, epoch_ms, print_json, print_table, stderr_console
+from ..output import (
+    Output,
+    OutputOption,
+    emit,
+    epoch_ms,
+    print_json,
+    print_table,
+    stderr_console,
+    stdout_console,
+)
 from ..submit import SubmitResult, submit_spec, wait_for_jobs
 from .jobs import predicted_start
 
@@ -35,7 +43,7 @@ def _config(path: Path) -> SharesConfig:
 
 
 def _print_answer(result: SubmitResult) -> None:
-    console = Console()
+    console = stdout_console()
     if not result.uploaded:
         rows = [("(file)", p.path, p.message, p.fix) for p in result.local.problems]
         rows += [
@@ -71,6 +79,7 @@ def _print_answer(result: SubmitResult) -> None:
             ["#", "job", "queue", "share", "tier", "job id", "predicted start"],
             jobs,
             console,
+            whole=1,
         )
         why_none = (answer.get("prediction") or {}).get("notAtSubmission")
         if why_none:
@@ -190,7 +199,7 @@ def cancel_command(
     """
     found = [] if job.startswith("arn:") else jobs_to_cancel(target, job, all_matching)
     batch = target.root().batch_jobs
-    console = Console()
+    console = stdout_console()
     if not found:  # an ARN, or an id the table does not hold as queued or running: Batch decides
         batch.terminate(job, reason)
         console.print(f"terminated {job}", markup=False, highlight=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -35,7 +35,7 @@ from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, print_json
+from ..output import Output, print_fitted, print_json, stdout_console
 from ..twin import Head, Twin, findings_json, forecast_json, load_twin, when
 
 BAR_WIDTH = 20
@@ -371,9 +371,9 @@ def top_command(
     if output is Output.JSON:
         print_json(frame_json(current()))
         return
-    console = Console()
+    console = stdout_console()
     if once:
-        console.print(render(current()))
+        print_fitted(render(current()), console)
         return
     with Live(render(current()), console=console, refresh_per_second=4, screen=False) as live:
         try:

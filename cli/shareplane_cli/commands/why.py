@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from shareplane.domain.explain.durations import duration_text, start_text
 from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import WaitExplanation, forecast_position, position_in_snapshot
@@ -17,7 +16,7 @@ from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import load_config
 from ..errors import CliError, ExitCode
 from ..main import app
-from ..output import Output, OutputOption, emit, print_table
+from ..output import Output, OutputOption, emit, print_table, stdout_console
 from ..twin import Twin, findings_json, forecast_json, load_twin, when
 
 SNAPSHOT_LIMIT = 100
@@ -140,7 +139,7 @@ def _place_json(place: QueuePlace) -> dict[str, Any]:
 
 def print_why(report: WhyReport) -> None:
     """The answer in words."""
-    console = Console()
+    console = stdout_console()
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False)
