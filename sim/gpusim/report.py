@@ -13,6 +13,7 @@ import html
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
@@ -96,36 +97,41 @@ def share_usage_chart(result: WhatIfResult) -> str:
         )
     fig.update_yaxes(title_text="GPUs", rangemode="tozero")
     fig.update_xaxes(title_text="virtual day", row=rows)
-    names = [trace.name for trace in fig.data]
-    buttons = [
-        {
-            "label": name,
-            "method": "restyle",
-            "args": [{"visible": [n in (BASELINE, name, "entitlement") for n in names]}],
-        }
-        for name in result.results
-        if name != BASELINE
-    ]
     fig.update_layout(
         title="GPUs in use by share against its entitlement (dashed): static and the policy chosen above",
         height=180 + 220 * rows,
         hovermode="closest",
-        updatemenus=[
-            {
-                "type": "buttons",
-                "direction": "right",
-                "buttons": buttons,
-                "active": 0,
-                "x": 0,
-                "xanchor": "left",
-                "y": 1.0 + 0.6 / rows,
-                "yanchor": "bottom",
-            }
-        ]
-        if buttons
-        else [],
+        updatemenus=_policy_picker([trace.name for trace in fig.data], list(result.results), rows),
     )
     return chart(fig, "share-usage")
+
+
+def _policy_picker(traces: list[str], policies: list[str], rows: int) -> list[dict[str, Any]]:
+    """Buttons above a chart, one per policy but the baseline: each shows the baseline, that policy and
+    the entitlements (``traces``: the chart's trace names, in order). None when there is nothing to pick."""
+    buttons = [
+        {
+            "label": name,
+            "method": "restyle",
+            "args": [{"visible": [n in (BASELINE, name, "entitlement") for n in traces]}],
+        }
+        for name in policies
+        if name != BASELINE
+    ]
+    if not buttons:
+        return []
+    return [
+        {
+            "type": "buttons",
+            "direction": "right",
+            "buttons": buttons,
+            "active": 0,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1.0 + 0.6 / rows,
+            "yanchor": "bottom",
+        }
+    ]
 
 
 def utilization_chart(result: WhatIfResult) -> str:

@@ -513,3 +513,32 @@ def test_imported_modules_resolves_relative_imports_from_the_package(tmp_path: P
     }
     (package / "__init__.py").write_text("def f():\n    from .local import x\n")
     assert imported_modules(package / "__init__.py") == {"pkg.sub.local", "pkg.sub.local.x"}
+
+
+#: The longest a function outside the tests may be: past it, split it into named steps or a rule table.
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(roots: tuple[str, ...] = ("layers", "functions", "cli", "sim")) -> list[str]:
+    """Every function (methods and nested ones included) over ``MAX_FUNCTION_LINES``, as ``path:name lines``."""
+    found = []
+    for root in roots:
+        for path in sorted((REPO / root).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        found.append(f"{path.relative_to(REPO)}:{node.name} {lines}")
+    return found
+
+
+def test_no_function_outside_the_tests_is_over_80_lines() -> None:
+    assert long_functions() == []
+
+
+def test_the_length_rule_finds_a_long_function(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "long.py").write_text(f"def long() -> None:\n{body}\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert long_functions(("cli",)) == [f"cli{os.sep}long.py:long {MAX_FUNCTION_LINES + 1}"]

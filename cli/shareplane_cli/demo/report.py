@@ -191,38 +191,10 @@ def wait_chart(summary: Mapping[str, Any]) -> str:
     return chart(fig, "waits")
 
 
-def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: str) -> str:
-    """A job timeline: a tick at each job's submission, a thin line while it waits, then a bar from its
-    first start to its stop, colored by team and labelled with its tier; failed jobs outlined red, jobs
-    the control plane stopped (reclaim, idle) drawn in their own pattern."""
-    fig = go.Figure()
-    rows = list(dict.fromkeys(b.name for b in bars))
-    waits_x: list[float | None] = []
-    waits_y: list[str | None] = []
-    for b in bars:
-        waits_x += [b.submitted / 3600, b.start / 3600, None]
-        waits_y += [b.name, b.name, None]
-    fig.add_trace(
-        go.Scatter(
-            x=waits_x,
-            y=waits_y,
-            mode="lines",
-            line={"color": "#888", "width": 1},
-            name="queued (submission to first start)",
-            hoverinfo="skip",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[b.submitted / 3600 for b in bars],
-            y=[b.name for b in bars],
-            mode="markers",
-            marker={"symbol": "line-ns-open", "size": 12, "color": "#222", "line": {"width": 2}},
-            name="submitted",
-            customdata=[[b.tier or "-"] for b in bars],
-            hovertemplate="%{y} (%{customdata[0]}) submitted at %{x:.2f} h<extra></extra>",
-        )
-    )
+def _ran_bars(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: str) -> list[go.Bar]:
+    """One bar trace per team, then one per kind of stop the control plane made (reclaim, idle), each
+    bar from a job's first start to its stop, labelled with its tier."""
+    traces: list[go.Bar] = []
     kinds = {RECLAIMED: (reclaim_label, "/"), IDLE_STOP: ("stopped idle", ".")}
     groups: list[tuple[str, list[JobBar], str | None]] = [
         (team, [b for b in bars if b.team == team and b.stopped_by is None], None)
@@ -234,7 +206,7 @@ def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: 
             continue
         colors = [IDLE_COLOR if kind == IDLE_STOP else _color(b.team, teams) for b in mine]
         failed = [kind is None and b.status == "FAILED" for b in mine]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 orientation="h",
                 y=[b.name for b in mine],
@@ -274,6 +246,43 @@ def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: 
                 ),
             )
         )
+    return traces
+
+
+def timeline_chart(bars: Sequence[JobBar], teams: Sequence[str], reclaim_label: str) -> str:
+    """A job timeline: a tick at each job's submission, a thin line while it waits, then a bar from its
+    first start to its stop, colored by team and labelled with its tier; failed jobs outlined red, jobs
+    the control plane stopped (reclaim, idle) drawn in their own pattern."""
+    fig = go.Figure()
+    rows = list(dict.fromkeys(b.name for b in bars))
+    waits_x: list[float | None] = []
+    waits_y: list[str | None] = []
+    for b in bars:
+        waits_x += [b.submitted / 3600, b.start / 3600, None]
+        waits_y += [b.name, b.name, None]
+    fig.add_trace(
+        go.Scatter(
+            x=waits_x,
+            y=waits_y,
+            mode="lines",
+            line={"color": "#888", "width": 1},
+            name="queued (submission to first start)",
+            hoverinfo="skip",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[b.submitted / 3600 for b in bars],
+            y=[b.name for b in bars],
+            mode="markers",
+            marker={"symbol": "line-ns-open", "size": 12, "color": "#222", "line": {"width": 2}},
+            name="submitted",
+            customdata=[[b.tier or "-"] for b in bars],
+            hovertemplate="%{y} (%{customdata[0]}) submitted at %{x:.2f} h<extra></extra>",
+        )
+    )
+    for trace in _ran_bars(bars, teams, reclaim_label):
+        fig.add_trace(trace)
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=rows)
     fig.update_layout(
         title="Job timeline with soft quotas: submitted (tick), queued (thin line), ran (bar, labelled "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -52,33 +53,26 @@ def payload_digest(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def service_job_request(
-    spec: JobSpec, index: int, image: str, ctx: JobContext
-) -> tuple[ServiceJobRequest, str]:
-    """The SubmitServiceJob request and payload digest of an accepted job."""
-    config, team = ctx.config, ctx.team
-    is_cpu = ctx.runs_on_cpu(spec)
-    token = client_token(ctx.bucket, ctx.key, ctx.version_id, index)
-    tags = {**spec.tags, TEAM_TAG: ctx.team_name, TIER_TAG: spec.priority}
+def training_payload(
+    spec: JobSpec, image: str, role_arn: str | None, tags: Mapping[str, str]
+) -> dict[str, Any]:
+    """The CreateTrainingJob request an accepted job's service job carries (``serviceRequestPayload``)."""
     algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": TRAINING_INPUT_MODE}
     if spec.entry_point is not None:
         algorithm["ContainerEntrypoint"] = [spec.entry_point]
     if spec.command is not None:
         algorithm["ContainerArguments"] = list(spec.command)
-    stopping: dict[str, int] = {"MaxRuntimeInSeconds": spec.max_runtime_seconds}
-    if spec.spot and spec.max_wait_seconds is not None:
-        stopping["MaxWaitTimeInSeconds"] = spec.max_wait_seconds
     payload: dict[str, Any] = {
         "TrainingJobName": spec.name,
         "AlgorithmSpecification": algorithm,
-        "RoleArn": team.execution_role_arn,
+        "RoleArn": role_arn,
         "OutputDataConfig": {"S3OutputPath": spec.output_path},
         "ResourceConfig": {
             "InstanceType": spec.instance_type,
             "InstanceCount": spec.instance_count,
             "VolumeSizeInGB": spec.volume_size_gb,
         },
-        "StoppingCondition": stopping,
+        "StoppingCondition": stopping_condition(spec),
         "EnableManagedSpotTraining": spec.spot,
         "HyperParameters": dict(spec.hyperparameters),
         "Environment": dict(spec.environment),
@@ -101,10 +95,30 @@ def service_job_request(
         ]
     if spec.checkpoint_path is not None:
         payload["CheckpointConfig"] = {"S3Uri": spec.checkpoint_path, "LocalPath": CHECKPOINT_LOCAL_PATH}
-    payload_json = canonical_json(payload)
+    return payload
+
+
+def stopping_condition(spec: JobSpec) -> dict[str, int]:
+    """The training job's run-time limit, and a spot job's wait limit."""
+    stopping = {"MaxRuntimeInSeconds": spec.max_runtime_seconds}
+    if spec.spot and spec.max_wait_seconds is not None:
+        stopping["MaxWaitTimeInSeconds"] = spec.max_wait_seconds
+    return stopping
+
+
+def service_job_request(
+    spec: JobSpec, index: int, image: str, ctx: JobContext
+) -> tuple[ServiceJobRequest, str]:
+    """The SubmitServiceJob request and payload digest of an accepted job."""
+    config, team = ctx.config, ctx.team
+    is_cpu = ctx.runs_on_cpu(spec)
+    token = client_token(ctx.bucket, ctx.key, ctx.version_id, index)
+    tags = {**spec.tags, TEAM_TAG: ctx.team_name, TIER_TAG: spec.priority}
+    payload_json = canonical_json(training_payload(spec, image, team.execution_role_arn, tags))
     # Batch's tags only: the payload (and so its digest) stays the same for every upload of a spec.
     tags = {**tags, SUBMISSION_TAG: token}
     attempts = spec.retry_attempts if spec.retry_attempts is not None else team.default_retry_attempts
+    stopping = stopping_condition(spec)
     request = ServiceJobRequest(
         job_name=spec.name,
         # The config names cpu_fifo whenever it lists the CPU instance types that send a job there.
