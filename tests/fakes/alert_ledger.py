@@ -1,8 +1,8 @@
 """AlertLedger (adapters/alert_ledger.py DynamoAlertLedger) and TickWatermarks (adapters/tick_ledger.py)
 in memory.
 
-Alert items are kept in the table's layout (adapters/alert_items.py) and listed back through it, with
-the table's claim condition as ``claim_is_quiet``, so a claim or a listing the fake answers is the one
+Alert and sent items are kept in the table's layout (adapters/alert_items.py) and listed back through it,
+with the table's claim condition as ``claim_is_quiet``, so a claim or a listing the fake answers is the one
 the table answers (tests/integration/contracts/test_alert_ledger_contract.py runs both).
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shareplane.adapters.alert_items import alert_item, claim_is_quiet, sent_alert_of
+from shareplane.adapters.alert_items import alert_item, claim_is_quiet, sent_alerts_of, sent_item
 from shareplane.domain.alerts.alert import Alert
 from shareplane.domain.alerts.sent import SentAlert
 from shareplane.domain.config.shares import SharesConfig
@@ -22,9 +22,11 @@ from shareplane.service.ports import AlertPublisher, MetricsSink
 
 @dataclass
 class FakeAlertLedger:
-    """Every alert's dedupe item, by its key (``ALERT#<job or share>#<kind>``)."""
+    """Every alert's dedupe item, by its key (``ALERT#<job or share>#<kind>``), and each send's item."""
 
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Sent items by their key and sort key (``SENT#<epoch ms>``).
+    sends: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def claim_alert(
         self, alert: Alert, now: float, quiet_seconds: float, *, claimed_at: float | None = None
@@ -37,6 +39,8 @@ class FakeAlertLedger:
 
     def confirm_alert(self, alert: Alert, now: float) -> None:
         self.items[alert.dedupe_key]["sentAt"] = now
+        sent = sent_item(alert, now)
+        self.sends[(sent["pk"], sent["sk"])] = sent
 
     def release_alert(self, alert: Alert) -> None:
         if "sentAt" not in self.items.get(alert.dedupe_key, {}):
@@ -48,8 +52,8 @@ class FakeAlertLedger:
     def alerts(self, since: float) -> list[SentAlert]:
         # The index's range, as the table reads it: sort keys from ``since`` (epoch ms) on.
         start = f"{int(since * 1000):013d}"
-        listed = [i for i in self.items.values() if "sentAt" in i and i["gsi1sk"] >= start]
-        return sorted((sent_alert_of(i) for i in listed), key=lambda a: a.sent_at)
+        indexed = [*self.items.values(), *self.sends.values()]
+        return sent_alerts_of(i for i in indexed if i["gsi1sk"] >= start)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from shareplane.adapters.alert_items import alert_item, sent_alert_of, sent_item
 from shareplane.adapters.arrival_items import count_update, counts_from_item, hour_sk
 from shareplane.adapters.dynamodb_store import prediction_from_item, prediction_item
 from shareplane.adapters.failure_items import (
@@ -23,6 +24,7 @@ from shareplane.adapters.failure_items import (
 from shareplane.adapters.payload_items import payload_of
 from shareplane.adapters.share_items import audit_from_item, audit_item, state_from_item, state_item
 from shareplane.adapters.upload_attributions import principal_from_item, principal_item
+from shareplane.domain.alerts.alert import AlertKind, job_alert
 from shareplane.domain.config.failure_rules import FailureClass, Severity
 from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.failures.decision import EXCERPT_MAX_CHARS, Action, FailureDecision
@@ -384,3 +386,29 @@ def test_a_service_job_request_keeps_the_layout_its_jobs_have_carried() -> None:
     lost_queue = {k: v for k, v in stored.items() if k != "jobQueue"}
     assert payload_of("arn", {"request": lost_queue, "team": "ProdExp1"}).request is None
     assert payload_of("arn", {"request": {**stored, "schedulingPriority": "high"}}).request is None
+
+
+def test_an_alerts_dedupe_item_keeps_its_layout_and_each_send_lists_as_it_does() -> None:
+    # GIVEN an alert claimed at 1000 and sent at 1000.5
+    alert = job_alert(
+        AlertKind.QUEUE_BLOCKED, share="ProdExp1", queue="q", job_arn="arn:job/j", job_name="j", reason="r"
+    )
+    claimed = alert_item(alert, 1000.0, 600.0, 1000.0)
+    sent = sent_item(alert, 1000.5)
+    # THEN the dedupe item is the one a deployed table holds, and the send's item sits beside it
+    assert (claimed["pk"], claimed["sk"], claimed["gsi1sk"]) == (
+        "ALERT#arn:job/j#queue_blocked",
+        "ALERT",
+        "0000001000000#ALERT#arn:job/j#queue_blocked",
+    )
+    assert (claimed["quietUntil"], claimed["claimedAt"], claimed["expiresAt"]) == (1600.0, 1000.0, 2593000)
+    assert (sent["pk"], sent["sk"], sent["gsi1pk"], sent["gsi1sk"], sent["expiresAt"]) == (
+        claimed["pk"],
+        "SENT#0000001000500",
+        "ALERTS",
+        "0000001000500#ALERT#arn:job/j#queue_blocked",
+        2593000,
+    )
+    # AND the send's item lists as its confirmed dedupe item does
+    confirmed = {**claimed, "sentAt": 1000.5}
+    assert sent_alert_of(as_the_table_returns(sent)) == sent_alert_of(as_the_table_returns(confirmed))

@@ -7,6 +7,7 @@ alerted outside it before (a rejected drop, a refused call) are listed here thro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from shareplane.adapters.alert_ledger import DynamoAlertLedger
 from shareplane.adapters.tick_ledger import DynamoTickWatermarks
 from shareplane.domain.alerts.alert import (
     STALE_CLAIM_SECONDS,
+    Alert,
     AlertKind,
     job_alert,
     permission_denied_alert,
@@ -115,6 +117,61 @@ def test_only_sent_alerts_are_listed_from_their_time_on_with_what_was_sent(ledge
     )
     assert listed.body == dict(ALERT.body) and (listed.team, listed.tier) == ("none", "none")
     assert ledger.alerts(since=1000.001) == []
+
+
+@pytest.fixture
+def confirm_as_an_older_release(
+    ledger: Any, request: pytest.FixtureRequest
+) -> Callable[[Alert, float], None]:
+    """Confirm as releases before each send had its own item did: only the dedupe item's ``sentAt`` (what a
+    deployed table may hold)."""
+    if isinstance(ledger, FakeAlertLedger):
+        return lambda alert, now: ledger.items[alert.dedupe_key].update(sentAt=now)
+    client, table = request.getfixturevalue("jobs_table")
+
+    def confirm(alert: Alert, now: float) -> None:
+        client.update_item(
+            TableName=table,
+            Key={"pk": {"S": alert.dedupe_key}, "sk": {"S": "ALERT"}},
+            UpdateExpression="SET sentAt = :now",
+            ExpressionAttributeValues={":now": {"N": repr(now)}},
+        )
+
+    return confirm
+
+
+def test_a_repeat_after_the_quiet_window_is_listed_beside_the_send_before_it(ledger: Any) -> None:
+    assert ledger.claim_alert(ALERT, now=1000.0, quiet_seconds=600)
+    ledger.confirm_alert(ALERT, now=1000.0)
+    assert ledger.claim_alert(ALERT, now=1700.0, quiet_seconds=600)  # the window closed: sent again
+    assert [a.sent_at for a in ledger.alerts(since=999.0)] == [1000.0]  # the repeat is only claimed
+    ledger.confirm_alert(ALERT, now=1700.0)
+    listed = ledger.alerts(since=999.0)
+    assert [(a.sent_at, a.subject, a.job) for a in listed] == [
+        (1000.0, ALERT.subject, ALERT.job_arn),
+        (1700.0, ALERT.subject, ALERT.job_arn),
+    ]
+    assert ledger.alert_sent_at(ALERT.dedupe_key) == 1700.0
+    assert [a.sent_at for a in ledger.alerts(since=1000.001)] == [1700.0]
+
+
+def test_a_send_confirmed_twice_is_listed_once(ledger: Any) -> None:
+    assert ledger.claim_alert(ALERT, now=1000.0, quiet_seconds=600)
+    ledger.confirm_alert(ALERT, now=1000.0)
+    ledger.confirm_alert(ALERT, now=1000.0)  # a redelivered confirm
+    assert [a.sent_at for a in ledger.alerts(since=999.0)] == [1000.0]
+
+
+def test_an_alert_confirmed_by_an_older_release_is_listed_once(
+    ledger: Any, confirm_as_an_older_release: Callable[[Alert, float], None]
+) -> None:
+    assert ledger.claim_alert(ALERT, now=1000.0, quiet_seconds=600)
+    confirm_as_an_older_release(ALERT, 1000.0)
+    (listed,) = ledger.alerts(since=999.0)
+    assert (listed.sent_at, listed.subject, listed.body) == (1000.0, ALERT.subject, dict(ALERT.body))
+    # AND its quiet window holds as before
+    assert not ledger.claim_alert(ALERT, now=1500.0, quiet_seconds=600)
+    assert ledger.claim_alert(ALERT, now=1700.0, quiet_seconds=600)
 
 
 def test_a_rejected_drops_alert_and_a_permission_alert_are_listed_with_their_kinds_windows(

@@ -1,11 +1,13 @@
-"""The alert ledger: every alert's dedupe item in the jobs table, and the listing of those sent.
+"""The alert ledger: every alert's dedupe item in the jobs table, each send's item, and their listing.
 
-| pk                              | sk        | what                                                   |
-|---------------------------------|-----------|--------------------------------------------------------|
-| ``ALERT#<job or share>#<kind>`` | ``ALERT`` | the last alert of a kind; ``quietUntil`` stops repeats |
+| pk                              | sk                  | what                                             |
+|---------------------------------|---------------------|--------------------------------------------------|
+| ``ALERT#<job or share>#<kind>`` | ``ALERT``           | the last of a kind; ``quietUntil`` stops repeats |
+| ``ALERT#<job or share>#<kind>`` | ``SENT#<epoch ms>`` | one send of it, kept when the kind repeats       |
 
-One item per alert whichever path sends it (``service/alerting.AlertSender``), so `shareplane alerts`
-lists them all from the ByStatus index (``gsi1pk = ALERTS``); the layout is ``alert_items``'.
+One dedupe item per alert whichever path sends it (``service/alerting.AlertSender``), and one sent item
+per send, so a repeat after the quiet window keeps the sends before it: `shareplane alerts` lists them
+all from the ByStatus index (``gsi1pk = ALERTS``); the layout is ``alert_items``'.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from ..domain.alerts.alert import STALE_CLAIM_SECONDS, Alert
 from ..domain.alerts.sent import SentAlert
-from .alert_items import ALERT_SK, ALERTS_INDEX_PK, alert_item, sent_alert_of
+from .alert_items import ALERT_SK, ALERTS_INDEX_PK, alert_item, sent_alerts_of, sent_item
 from .dynamodb_items import get_item, index_items_since, marshal
 
 if TYPE_CHECKING:
@@ -59,12 +61,23 @@ class DynamoAlertLedger:
         return True
 
     def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that the claimed alert went out."""
-        self._client.update_item(
-            TableName=self._table,
-            Key={"pk": {"S": alert.dedupe_key}, "sk": {"S": ALERT_SK}},
-            UpdateExpression="SET sentAt = :now",
-            ExpressionAttributeValues={":now": {"N": repr(float(now))}},
+        """Record that the claimed alert went out: its dedupe item's ``sentAt``, and this send's own item.
+
+        One transaction, so a send is confirmed exactly when it is kept for the listing; a repeated
+        confirm of the same send writes the same two items again.
+        """
+        self._client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": {"pk": {"S": alert.dedupe_key}, "sk": {"S": ALERT_SK}},
+                        "UpdateExpression": "SET sentAt = :now",
+                        "ExpressionAttributeValues": {":now": {"N": repr(float(now))}},
+                    }
+                },
+                {"Put": {"TableName": self._table, "Item": marshal(sent_item(alert, now))}},
+            ]
         )
 
     def release_alert(self, alert: Alert) -> None:
@@ -85,7 +98,5 @@ class DynamoAlertLedger:
         return float(item["sentAt"]) if item and "sentAt" in item else None
 
     def alerts(self, since: float) -> list[SentAlert]:
-        """Alerts sent after ``since`` (epoch seconds), oldest first."""
-        items = index_items_since(self._client, self._table, ALERTS_INDEX_PK, since)
-        sent = [sent_alert_of(i) for i in items if "sentAt" in i]
-        return sorted(sent, key=lambda a: a.sent_at)
+        """Alerts sent after ``since`` (epoch seconds), each send once, oldest first."""
+        return sent_alerts_of(index_items_since(self._client, self._table, ALERTS_INDEX_PK, since))

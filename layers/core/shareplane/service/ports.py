@@ -136,8 +136,9 @@ class AlertPublisher(Protocol):
 class AlertLedger(Protocol):
     """Every alert's dedupe item (``ALERT#<job or share>#<kind>``), and the listing of those sent.
 
-    One item per alert and subject, whichever path sends it, so quiet windows are shared across paths
-    and `shareplane alerts` lists every alert from one index (adapters/alert_ledger.py).
+    One item per alert and subject, whichever path sends it, so quiet windows are shared across paths;
+    each send is also kept on its own, so `shareplane alerts` lists every send, repeats too, from one
+    index (adapters/alert_ledger.py).
     """
 
     def claim_alert(
@@ -151,7 +152,8 @@ class AlertLedger(Protocol):
         ...
 
     def confirm_alert(self, alert: Alert, now: float) -> None:
-        """Record that a claimed alert was sent (what `shareplane alerts` shows)."""
+        """Record that a claimed alert was sent at ``now`` (a send `shareplane alerts` shows; recording
+        the same send again shows it once)."""
         ...
 
     def release_alert(self, alert: Alert) -> None:
@@ -163,7 +165,7 @@ class AlertLedger(Protocol):
         ...
 
     def alerts(self, since: float) -> list[SentAlert]:
-        """Alerts sent after ``since`` (epoch seconds), oldest first."""
+        """Alerts sent after ``since`` (epoch seconds), each send once, oldest first."""
         ...
 
 
