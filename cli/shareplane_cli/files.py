@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import click
-from click.core import ParameterSource
+import typer
 
 from .errors import CliError, ExitCode
 
@@ -52,16 +51,16 @@ def find_upward(relative: Path, start: Path | None = None) -> Path | None:
     return None
 
 
-def given_or_found(find: Callable[[], Path]) -> Callable[[click.Context, click.Parameter, Path], Path]:
+def given_or_found(find: Callable[[], Path]) -> Callable[[typer.Context, typer.CallbackParam, Path], Path]:
     """An option callback: the path the user passed (on the command line), else the one ``find`` finds.
 
     The option keeps its plain default in the signature (a direct call gets it); only the CLI's parse
     replaces a value that came from that default.
     """
 
-    def resolve(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
-        if param.name is not None and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT:
-            return find()
-        return value
+    def resolve(ctx: typer.Context, param: typer.CallbackParam, value: Path) -> Path:
+        # By name: typer's click and the click package each have their own ParameterSource.
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        return find() if source is not None and source.name == "DEFAULT" else value
 
     return resolve
