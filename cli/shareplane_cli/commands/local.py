@@ -303,9 +303,11 @@ def _print_running_exports(
 ) -> None:
     """`up --env`: the export lines alone on stdout, of the `up` running or of one started now."""
     lines, _ = _running_or_started(template, poll_seconds, speed, log, env_file)
-    pid = exported(lines).get(PID_VARIABLE)
+    variables = exported(lines)
     err.print(
-        f"local stack at {exported(lines).get('AWS_ENDPOINT_URL')}; stop it with: kill {pid}", highlight=False
+        f"local stack at {variables.get('AWS_ENDPOINT_URL')}; "
+        f"stop it with: shareplane down (or kill {variables.get(PID_VARIABLE)})",
+        highlight=False,
     )
     print("\n".join(lines), flush=True)
 
