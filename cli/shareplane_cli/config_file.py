@@ -36,10 +36,11 @@ def find_config(environ: Mapping[str, str] | None = None, start: Path | None = N
     return find_upward(DEFAULT_CONFIG, start) or DEFAULT_CONFIG
 
 
-def config_option(help: str) -> Any:
-    """The ``--config`` option of the shares config: as given, else found (``find_config``)."""
+def config_option(what: str) -> Any:
+    """The ``--config`` option of the shares config, described as ``what``: the file given, else the one
+    found (``find_config``)."""
     return typer.Option(
-        "--config", help=help, show_default=FOUND_CONFIG, callback=given_or_found(find_config)
+        "--config", help=what, show_default=FOUND_CONFIG, callback=given_or_found(find_config)
     )
 
 
