@@ -5,6 +5,9 @@ decorates itself with ``@account_options`` (the stack's commands) or ``@endpoint
 call the account's APIs by name and never read the stack). The decorator puts the options in that
 parameter's place, so ``--help`` lists them where the command put it, and builds the ``Target`` from
 what was passed.
+
+A command given no endpoint finds the project's running local stack by itself, unless it was told of an
+account: see ``_with_local_stack``.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import functools
 import inspect
 import os
 import typing
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -25,16 +28,35 @@ from shareplane.bootstrap import Root
 
 from .clock import cluster_clock
 from .errors import CliError, ExitCode
+from .local.exports import FOUND_ENV_FILE, exported, find_env_file, running_exports
+from .output import stderr_console
 
-DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", "shareplane-dev")
+#: The stack a command works with when neither --stack-name nor SHAREPLANE_STACK names one.
+DEFAULT_STACK_NAME = "shareplane-dev"
+DEFAULT_STACK = os.environ.get("SHAREPLANE_STACK", DEFAULT_STACK_NAME)
 #: The stack output naming the jobs table.
 JOBS_TABLE_OUTPUT = "JobsTableName"
 
 # The options every account-facing command takes, as the aws CLI names them.
 Profile = Annotated[str | None, typer.Option(help="AWS profile, as for the aws CLI.")]
 Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI.")]
-Endpoint = Annotated[str | None, typer.Option(help="AWS endpoint URL (the local stack's, for example).")]
-StackName = Annotated[str, typer.Option("--stack-name", help="The deployed stack to work with.")]
+Endpoint = Annotated[
+    str | None,
+    typer.Option(
+        help="AWS endpoint URL (the local stack's, for example). Without it and $AWS_ENDPOINT_URL, and "
+        "with no --profile, $AWS_PROFILE or $AWS_ACCESS_KEY_ID naming an account, the local stack "
+        f"running here (its env file: {FOUND_ENV_FILE}); else the account's own.",
+        show_default=False,
+    ),
+]
+StackName = Annotated[
+    str | None,
+    typer.Option(
+        "--stack-name",
+        help="The deployed stack to work with.",
+        show_default=f"the found local stack's, else $SHAREPLANE_STACK, else {DEFAULT_STACK_NAME}",
+    ),
+]
 TableName = Annotated[
     str | None, typer.Option("--table", help="Jobs table name (default: the stack's output).")
 ]
@@ -49,6 +71,13 @@ class Target:
     endpoint: str | None = None
     stack_name: str = DEFAULT_STACK
     table: str | None = None
+    #: The exports of the local stack the command found running (``_with_local_stack``), read as if the
+    #: shell had them: its service endpoints, credentials, region and clock. Empty: the shell's alone.
+    local: Mapping[str, str] = field(default_factory=dict)
+
+    def environ(self) -> dict[str, str]:
+        """The environment the command's clients and clock read: the shell's, and the found stack's."""
+        return {**os.environ, **self.local}
 
     def root(self, **parts: object) -> Root:
         """The composition root the functions use, for this account, and the parts a command names.
@@ -57,14 +86,19 @@ class Target:
         service's own variable wins over --endpoint as it wins over AWS_ENDPOINT_URL in boto3: locally
         Batch and SageMaker are the emulator, not the embedded AWS that --endpoint names.
         """
-        session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
+        session = boto3.session.Session(
+            profile_name=self.profile,
+            region_name=self.region or self.local.get("AWS_REGION"),
+            aws_access_key_id=self.local.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=self.local.get("AWS_SECRET_ACCESS_KEY"),
+        )
         parts.setdefault("clock", self.now)
-        return Root.from_environment(endpoint_url=_checked_endpoint(self.endpoint), session=session, **parts)
+        return Root(self.environ(), endpoint_url=_checked_endpoint(self.endpoint), session=session, **parts)
 
     def now(self) -> float:
         """The time now (epoch s) on the cluster's clock: every command dates its views and writes by it
         (see shareplane_cli.clock); the root the command builds reads it as its clock too."""
-        return cluster_clock(os.environ)()
+        return cluster_clock(self.environ())()
 
     def client(self, service: str) -> Any:
         """A boto3 client of any service (see ``root`` for its endpoint); boto3 types it by name only."""
@@ -108,14 +142,40 @@ def _account_target(
     profile: Profile = None,
     region: Region = None,
     endpoint: Endpoint = None,
-    stack_name: StackName = DEFAULT_STACK,
+    stack_name: StackName = None,
     table: TableName = None,
 ) -> Target:
-    return Target(profile, region, endpoint, stack_name, table)
+    target = _with_local_stack(Target(profile, region, endpoint, stack_name or DEFAULT_STACK, table))
+    return target if stack_name is None else replace(target, stack_name=stack_name)
 
 
 def _endpoint_target(profile: Profile = None, region: Region = None, endpoint: Endpoint = None) -> Target:
-    return Target(profile, region, endpoint)
+    return _with_local_stack(Target(profile, region, endpoint))
+
+
+#: Variables that name an account (or an endpoint): with one set, a command never looks for a local stack.
+ACCOUNT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_ACCESS_KEY_ID")
+
+
+def _with_local_stack(target: Target) -> Target:
+    """The target on the local stack running here (`shareplane up`, `up -d`), when the command was told
+    of no account: no --endpoint, no --profile, none of ACCOUNT_VARIABLES set. Never a silent switch: one
+    line on stderr names the stack found. Unchanged when none runs."""
+    if target.endpoint or target.profile or any(os.environ.get(name) for name in ACCOUNT_VARIABLES):
+        return target
+    env_file = find_env_file()
+    lines = running_exports(env_file)
+    if lines is None:
+        return target
+    local = exported(lines)
+    stack_name = local.get("SHAREPLANE_STACK", target.stack_name)
+    stderr_console().print(
+        f"local stack {stack_name} at {local['AWS_ENDPOINT_URL']} (found {env_file}; "
+        "--endpoint or --profile for another)",
+        highlight=False,
+        markup=False,
+    )
+    return replace(target, endpoint=local["AWS_ENDPOINT_URL"], stack_name=stack_name, local=local)
 
 
 _Result = TypeVar("_Result")

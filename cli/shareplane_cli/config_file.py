@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -11,13 +13,39 @@ from pydantic import ValidationError
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ConfigError
 
+from .files import find_upward, given_or_found
+
 #: The largest shares config the CLI reads. The deployed config is an SSM parameter of at most 8 KB
 #: (template.yaml's SharesConfigParameter), so a real one is far smaller; this only stops runaway reads.
 MAX_CONFIG_BYTES = 1024 * 1024
-#: Where the commands look for the shares config unless --config names another.
+#: Where the commands look for the shares config unless --config names another: here or in a folder above.
 DEFAULT_CONFIG = Path("config/shares.yaml")
+#: Names the shares config file for every command that reads it, wherever it runs.
+CONFIG_VARIABLE = "SHAREPLANE_CONFIG"
+#: What ``--help`` says of the found default.
+FOUND_CONFIG = f"${CONFIG_VARIABLE}, else {DEFAULT_CONFIG} here or in the nearest folder above"
+
+
+def find_config(environ: Mapping[str, str] | None = None, start: Path | None = None) -> Path:
+    """The shares config a command reads when --config is not given: the file $SHAREPLANE_CONFIG names,
+    else config/shares.yaml in ``start`` (the current folder) or the nearest folder above it (up to the
+    repository's root); when there is none, config/shares.yaml, for load_config to name as missing."""
+    named = (os.environ if environ is None else environ).get(CONFIG_VARIABLE, "").strip()
+    if named:
+        return Path(named)
+    return find_upward(DEFAULT_CONFIG, start) or DEFAULT_CONFIG
+
+
+def config_option(what: str) -> Any:
+    """The ``--config`` option of the shares config, described as ``what``: the file given, else the one
+    found (``find_config``)."""
+    return typer.Option(
+        "--config", help=what, show_default=FOUND_CONFIG, callback=given_or_found(find_config)
+    )
+
+
 #: The ``--config`` option of a command that reads the shares config and says no more of it.
-ConfigPath = Annotated[Path, typer.Option("--config", help="The shares config file.")]
+ConfigPath = Annotated[Path, config_option("The shares config file.")]
 
 
 def _loc(parts: tuple[int | str, ...]) -> str:

@@ -7,7 +7,10 @@ kernel's OOM killer ended it). Each reader here stops one byte past its cap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import typer
 
 from .errors import CliError, ExitCode
 
@@ -31,3 +34,33 @@ def read_capped(path: Path, limit: int, what: str, fix: str) -> bytes:
             f"{what} {path} is larger than {limit} bytes (or an endless stream)", fix, ExitCode.BAD_INPUT
         )
     return data
+
+
+def find_upward(relative: Path, start: Path | None = None) -> Path | None:
+    """``relative`` in ``start`` (default: the current folder) or the nearest folder above that has it.
+
+    The search stops at the filesystem root, or at the folder holding ``.git``: a repository's root,
+    above which nothing is the project's.
+    """
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / relative).exists():
+            return candidate / relative
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def given_or_found(find: Callable[[], Path]) -> Callable[[typer.Context, typer.CallbackParam, Path], Path]:
+    """An option callback: the path the user passed (on the command line), else the one ``find`` finds.
+
+    The option keeps its plain default in the signature (a direct call gets it); only the CLI's parse
+    replaces a value that came from that default.
+    """
+
+    def resolve(ctx: typer.Context, param: typer.CallbackParam, value: Path) -> Path:
+        # By name: typer's click and the click package each have their own ParameterSource.
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        return find() if source is not None and source.name == "DEFAULT" else value
+
+    return resolve

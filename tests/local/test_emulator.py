@@ -497,3 +497,57 @@ def test_shareplane_up_env_starts_a_stack_in_the_background_for_eval(tmp_path: P
     while env_file.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not env_file.exists()  # Ctrl-C (SIGINT) stopped it as it stops a foreground `up`
+
+
+def test_up_detach_then_commands_find_the_stack_and_config_then_down_stops_it(tmp_path: Path) -> None:
+    from shareplane_cli.local.exports import PID_VARIABLE, answers, exported
+
+    # GIVEN a project (a repository with its shares config) and a shell that names no account or stack
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "config").mkdir()
+    (project / "config" / "shares.yaml").write_text((REPO / "config" / "shares.yaml").read_text())
+    below = project / "jobs" / "mine"
+    below.mkdir(parents=True)
+    shell = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("AWS_", "SHAREPLANE_")) or name == "SHAREPLANE_DEBUG"
+    }
+    cli = [sys.executable, "-m", "shareplane_cli"]
+    env_file = project / "reports" / "local" / "up.env"
+    up = [*cli, "up", "-d", "--template", str(stack_template(tmp_path)), "--log", str(tmp_path / "up.log")]
+    started = subprocess.run(up, cwd=project, env=shell, capture_output=True, text=True, timeout=300)
+    variables = exported(env_file.read_text().splitlines()) if env_file.exists() else {}
+    try:
+        # WHEN `up -d` runs, THEN it returns with the stack up, saying how to use and stop it
+        assert started.returncode == 0, started.stderr
+        assert "local stack up at" in started.stdout and "shareplane down" in started.stdout
+        # AND a second `up -d` starts none
+        again = subprocess.run(up, cwd=project, env=shell, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and "already running" in again.stdout
+        # AND a command run below the project, given no endpoint, finds the stack and the config (the
+        # team filter needs the config: exit 2 without it)
+        jobs = subprocess.run(
+            [*cli, "jobs", "-o", "json", "--team", "ProdExp1"],
+            cwd=below,
+            env=shell,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert jobs.returncode == 0, jobs.stderr
+        assert json.loads(jobs.stdout) == []
+        assert f"at {variables['AWS_ENDPOINT_URL']} (found {env_file.resolve()}" in jobs.stderr
+        # AND `down`, run below the project too, stops it
+        down = subprocess.run(
+            [*cli, "down"], cwd=below, env=shell, capture_output=True, text=True, timeout=90
+        )
+        assert down.returncode == 0, down.stderr
+        assert "local stack stopped" in down.stdout
+    finally:
+        if env_file.exists() and PID_VARIABLE in variables:
+            os.kill(int(variables[PID_VARIABLE]), signal.SIGINT)
+    assert not env_file.exists() and not answers(variables["AWS_ENDPOINT_URL"])
+    nothing = subprocess.run([*cli, "down"], cwd=below, env=shell, capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 0 and "no local stack runs" in nothing.stdout

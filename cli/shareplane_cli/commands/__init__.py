@@ -28,7 +28,7 @@ _MODULES: tuple[str, ...] = (
 #: `shareplane --help` groups the commands by task, in this order (panels, then commands within one).
 #: Written once here, not on each command, so the order of the whole listing reads in one place.
 HELP_PANELS: dict[str, tuple[str, ...]] = {
-    "Local": ("up", "replay", "demo"),
+    "Local": ("up", "down", "replay", "demo"),
     "Jobs": ("submit", "validate", "jobs", "why", "cancel", "cleanup", "alerts", "export", "failures"),
     "Capacity": ("shares", "top", "idle", "config"),
     "Cost": ("usage", "budgets"),

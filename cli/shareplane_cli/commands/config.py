@@ -12,7 +12,7 @@ from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.errors import ShareplaneError
 
 from .. import drop_policy, queue_template
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..main import app
 from ..output import print_error
 
@@ -29,9 +29,7 @@ def _fail(message: str) -> typer.Exit:
 
 @config_app.command("render")
 def render_command(
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config file.")] = DEFAULT_CONFIG,
     template_path: Annotated[Path, typer.Option("--template", help="The SAM template to update.")] = Path(
         "template.yaml"
     ),

@@ -12,7 +12,7 @@ from rich.live import Live
 from shareplane.domain.config.shares import SchedulingMode
 from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..demo.baseline import run_static_partitions
 from ..demo.report import write_report
 from ..demo.run import DEMO_SPEED, run_live
@@ -31,9 +31,7 @@ def demo_command(
     ] = SchedulingMode.FAIRSHARE,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.TABLE,
     report: Annotated[Path, typer.Option(help="Where to write the HTML report.")] = Path("reports/demo"),
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config.")] = DEFAULT_CONFIG,
     template: Annotated[Path, typer.Option(help="The SAM template the local stack is built from.")] = Path(
         "template.yaml"
     ),

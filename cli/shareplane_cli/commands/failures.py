@@ -12,7 +12,7 @@ from shareplane.domain.config.shares import SharesConfig, Tier
 from shareplane.domain.errors import ConfigError, ShareplaneError
 from shareplane.domain.failures.decision import Action, FailureContext, FailureDecision, FailureSignal, decide
 
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..main import app
 from ..output import Output, print_error, print_fitted, stdout_console
 
@@ -61,9 +61,7 @@ def classify_command(
     output: Annotated[
         Output, typer.Option("--output", help="json (machine-readable) or table.")
     ] = Output.TABLE,
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config file.")] = DEFAULT_CONFIG,
     instance_type: Annotated[
         str | None,
         typer.Option("--instance-type", help="The failed job's instance type (default: the config's first)."),

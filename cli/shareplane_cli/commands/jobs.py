@@ -34,7 +34,7 @@ from shareplane.service.queries import JobQuery, job_records
 from shareplane.service.spend import owner_of
 
 from ..aws import DEFAULT_TARGET, Target, account_options
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
 from ..filters import chosen
 from ..main import app
@@ -419,8 +419,8 @@ def jobs_command(
     ] = False,
     interval: Annotated[float, typer.Option(min=0.5, help="Seconds between --watch redraws.")] = 2.0,
     config_path: Annotated[
-        Path, typer.Option("--config", help="The shares config: maps share identifiers to teams and tiers.")
-    ] = Path("config/shares.yaml"),
+        Path, config_option("The shares config: maps share identifiers to teams and tiers.")
+    ] = DEFAULT_CONFIG,
     job: Annotated[
         str | None,
         typer.Option("--job", help="The same as JOB: one job's story (its name, id or ARN)."),

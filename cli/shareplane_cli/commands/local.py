@@ -18,16 +18,20 @@ from rich.text import Text
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.service.queries import job_records
 
-from ..files import read_capped
+from ..errors import CliError, ExitCode
+from ..files import given_or_found, read_capped
 from ..local.emulator import DEFAULT_SPEED
 from ..local.exports import (
     DEFAULT_ENV_FILE,
+    FOUND_ENV_FILE,
     PID_VARIABLE,
     export_lines,
     exported,
+    find_env_file,
     remove_env_file,
     running_exports,
     start_in_background,
+    stop_running,
     write_env_file,
 )
 from ..local.loop import StackLoop
@@ -42,6 +46,14 @@ if TYPE_CHECKING:
     from shareplane.adapters.dynamodb_store import DynamoJobStore
 
 TemplateOption = Annotated[Path, typer.Option(help="The SAM template the stack is built from.")]
+EnvFileOption = Annotated[
+    Path,
+    typer.Option(
+        help="Where a running stack keeps its export lines (for --env, `down` and the commands finding it).",
+        show_default=FOUND_ENV_FILE,
+        callback=given_or_found(find_env_file),
+    ),
+]
 err = stderr_console()
 
 
@@ -186,19 +198,37 @@ def up_command(
         typer.Option(
             "--env",
             help="Print only the export lines of the running local stack, starting one in the background "
-            'if none runs: eval "$(shareplane up --env)". Stop it with kill "$SHAREPLANE_UP_PID".',
+            'if none runs: eval "$(shareplane up --env)". Stop it with `shareplane down`.',
         ),
     ] = False,
-    env_file: Annotated[
-        Path, typer.Option(help="Where a running stack keeps its export lines for --env.")
-    ] = DEFAULT_ENV_FILE,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            "-d",
+            help="Start the stack in the background, wait until it answers, say how to use it and return; "
+            "`shareplane down` stops it. With one running already, only say where it is.",
+        ),
+    ] = False,
+    env_file: EnvFileOption = DEFAULT_ENV_FILE,
 ) -> None:
     """Run the local stack in the foreground; export the printed variables to use it.
 
-    Or, with --env, print just its export lines and return (eval "$(shareplane up --env)").
+    Or, with -d, start it in the background and return (`shareplane down` stops it); with --env, print
+    just its export lines, starting it if none runs (eval "$(shareplane up --env)"). The commands run
+    in this folder or below find a running stack by themselves (see their --endpoint).
     """
+    if env and detach:
+        raise CliError(
+            "--env and --detach: pass one",
+            "--detach starts the stack and says how to use it; --env also prints its export lines",
+            ExitCode.BAD_INPUT,
+        )
     if env:
         _print_running_exports(template, poll_seconds, speed, log, env_file)
+        return
+    if detach:
+        _start_detached(template, poll_seconds, speed, log, env_file)
         return
     with noise_to_log(log) as noise:
         stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed)
@@ -246,29 +276,69 @@ def up_command(
             err.print(f"stopped: {done}; {noise.warnings} warnings in {escape(str(noise.path))}")
 
 
+def _running_or_started(
+    template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path
+) -> tuple[list[str], bool]:
+    """The export lines of the `up` running, or of one started now in the background (and whether it
+    was started)."""
+    lines = running_exports(env_file)
+    if lines is not None:
+        return lines, False
+    arguments = [
+        "--template",
+        str(template),
+        "--poll-seconds",
+        repr(poll_seconds),
+        "--speed",
+        repr(speed),
+    ]
+    arguments += ["--log", str(log), "--env-file", str(env_file)]
+    output = log.with_suffix(".out")
+    err.print(f"starting the local stack in the background (its output: {escape(str(output))})")
+    return start_in_background(arguments, env_file, output), True
+
+
 def _print_running_exports(
     template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path
 ) -> None:
     """`up --env`: the export lines alone on stdout, of the `up` running or of one started now."""
-    lines = running_exports(env_file)
-    if lines is None:
-        arguments = [
-            "--template",
-            str(template),
-            "--poll-seconds",
-            repr(poll_seconds),
-            "--speed",
-            repr(speed),
-        ]
-        arguments += ["--log", str(log), "--env-file", str(env_file)]
-        output = log.with_suffix(".out")
-        err.print(f"starting the local stack in the background (its output: {escape(str(output))})")
-        lines = start_in_background(arguments, env_file, output)
-    pid = exported(lines).get(PID_VARIABLE)
+    lines, _ = _running_or_started(template, poll_seconds, speed, log, env_file)
+    variables = exported(lines)
     err.print(
-        f"local stack at {exported(lines).get('AWS_ENDPOINT_URL')}; stop it with: kill {pid}", highlight=False
+        f"local stack at {variables.get('AWS_ENDPOINT_URL')}; "
+        f"stop it with: shareplane down (or kill {variables.get(PID_VARIABLE)})",
+        highlight=False,
     )
     print("\n".join(lines), flush=True)
+
+
+def _start_detached(template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path) -> None:
+    """`up -d`: a stack in the background (unless one runs), where it is, how to use and stop it."""
+    lines, started = _running_or_started(template, poll_seconds, speed, log, env_file)
+    variables = exported(lines)
+    state = "up" if started else "already running"
+    print(
+        f"local stack {state} at {variables.get('AWS_ENDPOINT_URL')} "
+        f"(pid {variables.get(PID_VARIABLE)}, env file {env_file})\n"
+        "use it: the commands run here or below find it by themselves; "
+        'elsewhere, eval "$(shareplane up --env)"\n'
+        "stop it: shareplane down",
+        flush=True,
+    )
+
+
+@app.command("down")
+def down_command(env_file: EnvFileOption = DEFAULT_ENV_FILE) -> None:
+    """Stop the local stack `up` or `up -d` started (as Ctrl-C in its terminal would) and wait until it
+    is gone; with none running, say so."""
+    lines = running_exports(env_file)
+    if lines is None:
+        print(f"no local stack runs (none answers for {env_file})", flush=True)
+        return
+    variables = exported(lines)
+    err.print(f"stopping the local stack at {variables.get('AWS_ENDPOINT_URL')}", highlight=False)
+    stop_running(env_file, lines)
+    print(f"local stack stopped (pid {variables.get(PID_VARIABLE)})", flush=True)
 
 
 def _stack_config(stack: LocalStack) -> SharesConfig | None:

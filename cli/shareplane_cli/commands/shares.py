@@ -19,7 +19,7 @@ from shareplane.domain.shares.state import PlanAudit, SharesState
 from shareplane.service.rebalance_shares import RebalanceSettings, current_weights, rollback
 
 from ..aws import DEFAULT_TARGET, JOBS_TABLE_OUTPUT, Target, account_options
-from ..config_file import DEFAULT_CONFIG, load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..main import app
 from ..output import Output, OutputOption, emit, print_error, print_json, print_table, stdout_console
 
@@ -232,7 +232,7 @@ def shares_command(
     target: Target = DEFAULT_TARGET,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the stack's output).")] = None,
     config_path: Annotated[
-        Path, typer.Option("--config", help="The shares config: which share identifiers make up each team.")
+        Path, config_option("The shares config: which share identifiers make up each team.")
     ] = DEFAULT_CONFIG,
 ) -> None:
     """Show each share's weight or quota limits with target against actual; audit history; rollback."""

@@ -32,7 +32,7 @@ from shareplane.domain.shares.batch_shares import IdentifierUsage
 from shareplane.service.rebalance_shares import snapshot_in_use
 
 from ..aws import DEFAULT_TARGET, Target, account_options
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, print_fitted, print_json, stdout_console
@@ -340,9 +340,7 @@ def top_command(
         list[str] | None,
         typer.Option(help="A job queue to show (repeatable; default: the config's GPU and CPU queues)."),
     ] = None,
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config.")] = DEFAULT_CONFIG,
     output: Annotated[
         Output, typer.Option("--output", "-o", help="table (live), or json (one frame).")
     ] = Output.TABLE,

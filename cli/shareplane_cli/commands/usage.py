@@ -17,7 +17,7 @@ from shareplane.service.spend import team_months
 from shareplane.service.usage import chargeback
 
 from ..aws import DEFAULT_TARGET, Target, account_options
-from ..config_file import DEFAULT_CONFIG, load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..main import app
 from ..output import print_csv, print_json, print_table
 
@@ -35,7 +35,7 @@ class UsageOutput(StrEnum):
 # The options `usage` and `budgets` share, besides the connection's.
 UsageOutputOption = Annotated[UsageOutput, typer.Option("--output", "-o")]
 SpendConfigPath = Annotated[
-    Path, typer.Option("--config", help="The shares config: teams, prices per instance type, budgets.")
+    Path, config_option("The shares config: teams, prices per instance type, budgets.")
 ]
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.submit.jobspec import MAX_SPEC_BYTES, SpecResult, parse_local_spec
 
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..files import read_head
 from ..main import app
 from ..output import Output, print_error, print_fitted, stdout_console
@@ -51,9 +51,7 @@ def validate_command(
         str | None,
         typer.Option("--team", help="Check as if dropped under submit/TEAM/ (default: the spec's team)."),
     ] = None,
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config file.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config file.")] = DEFAULT_CONFIG,
     output: Annotated[
         Output, typer.Option("--output", help="json (machine-readable) or table.")
     ] = Output.TABLE,

@@ -13,7 +13,7 @@ from shareplane.domain.explain.wait import WaitExplanation, forecast_position, p
 from shareplane.domain.forecast.start_forecast import StartForecast
 
 from ..aws import DEFAULT_TARGET, Target, account_options
-from ..config_file import load_config
+from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, print_table, stdout_console
@@ -195,9 +195,7 @@ def _forecast_text(forecast: StartForecast, now: float) -> str:
 def why_command(
     job: Annotated[str, typer.Argument(metavar="JOB", help="The job's name, id or ARN.")],
     samples: Annotated[int, typer.Option(help="Forward runs of the twin (the forecast's range).")] = 100,
-    config_path: Annotated[Path, typer.Option("--config", help="The shares config.")] = Path(
-        "config/shares.yaml"
-    ),
+    config_path: Annotated[Path, config_option("The shares config.")] = DEFAULT_CONFIG,
     output: OutputOption = Output.TABLE,
     target: Target = DEFAULT_TARGET,
     queue: Annotated[str | None, typer.Option(help="GPU job queue (default: the config's).")] = None,

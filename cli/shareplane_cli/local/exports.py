@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -18,9 +19,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import CliError, ExitCode
+from ..files import find_upward
 
-#: Where a running `up` keeps its exports (beside its default log).
+#: Where a running `up` keeps its exports (beside its default log), under the folder it runs in.
 DEFAULT_ENV_FILE = Path("reports/local/up.env")
+#: Names the env file for `up`, `down` and the commands that look for a running local stack.
+ENV_FILE_VARIABLE = "SHAREPLANE_UP_ENV"
+#: What ``--help`` says of the found env file.
+FOUND_ENV_FILE = f"${ENV_FILE_VARIABLE}, else {DEFAULT_ENV_FILE} here or in the nearest folder above"
 #: The variable naming the process serving the stack: ``kill "$SHAREPLANE_UP_PID"`` stops it.
 PID_VARIABLE = "SHAREPLANE_UP_PID"
 #: How long `up --env` waits for a stack it started to be up (the template's stack takes seconds).
@@ -53,11 +59,25 @@ def write_env_file(path: Path, lines: Sequence[str]) -> None:
 
 def remove_env_file(path: Path, lines: Sequence[str]) -> None:
     """Remove the file if it still holds these lines (another `up` may have written its own since)."""
+    if _holds(path, lines):
+        path.unlink(missing_ok=True)
+
+
+def _holds(path: Path, lines: Sequence[str]) -> bool:
     try:
-        if path.read_text(encoding="utf-8").splitlines() == list(lines):
-            path.unlink()
+        return path.read_text(encoding="utf-8").splitlines() == list(lines)
     except FileNotFoundError:
-        pass
+        return False
+
+
+def find_env_file(environ: Mapping[str, str] | None = None, start: Path | None = None) -> Path:
+    """The env file of the project's local stack: the one $SHAREPLANE_UP_ENV names, else
+    reports/local/up.env in ``start`` (the current folder) or the nearest folder above that has one (up
+    to the repository's root), else reports/local/up.env here, where a new `up` writes it."""
+    named = (os.environ if environ is None else environ).get(ENV_FILE_VARIABLE, "").strip()
+    if named:
+        return Path(named)
+    return find_upward(DEFAULT_ENV_FILE, start) or DEFAULT_ENV_FILE
 
 
 def running_exports(path: Path) -> list[str] | None:
@@ -114,3 +134,35 @@ def start_in_background(up_arguments: Sequence[str], path: Path, output: Path) -
         f"read {output}, or run `shareplane up` in the foreground to see why",
         ExitCode.TIMEOUT,
     )
+
+
+#: How long `down` waits for the stack to stop after its Ctrl-C (it stops in about a second).
+STOP_TIMEOUT_SECONDS = 60.0
+
+
+def stop_running(path: Path, lines: Sequence[str], timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+    """Stop the `up` whose env file ``path`` holds ``lines``: SIGINT (its Ctrl-C), then wait until its
+    lines are gone from the file (it removes them as it stops) and its endpoint no longer answers;
+    CliError when it outlives ``timeout``."""
+    variables = exported(lines)
+    pid = variables.get(PID_VARIABLE, "")
+    if not pid.isdigit():
+        raise CliError(
+            f"{path} names no process ({PID_VARIABLE} is {pid!r})",
+            "stop the stack where it runs (Ctrl-C in its terminal)",
+            ExitCode.BAD_INPUT,
+        )
+    try:
+        os.kill(int(pid), signal.SIGINT)
+    except ProcessLookupError:
+        return  # gone between the look and the signal
+    endpoint = variables.get("AWS_ENDPOINT_URL", "")
+    deadline = time.monotonic() + timeout
+    while _holds(path, lines) or answers(endpoint, timeout=0.5):
+        if time.monotonic() > deadline:
+            raise CliError(
+                f"the local stack (pid {pid}) did not stop within {timeout:g} s of its Ctrl-C",
+                f"kill {pid}",
+                ExitCode.TIMEOUT,
+            )
+        time.sleep(0.2)

@@ -81,6 +81,8 @@ def _name(annotation: Any) -> str:
 def _default(param: Any) -> str:
     if param.required:
         return "required"
+    if isinstance(getattr(param, "show_default", None), str):
+        return str(param.show_default)  # a default found when the command runs, said in words
     value = param.default
     if callable(value) or value is None or value == () or value == []:
         return "-"
