@@ -374,6 +374,55 @@ def story_of(root: Root, record: JobRecord, now: float, config: SharesConfig | N
     )
 
 
+#: The job list's options, beside the command so its signature reads as a list of names.
+StatusOption = Annotated[
+    list[str] | None,
+    typer.Option("--status", help="Only jobs in these statuses (repeat it, or comma-separate)."),
+]
+ShareOption = Annotated[
+    list[str] | None, typer.Option("--share", help="Only jobs of these share identifiers or quota shares.")
+]
+TeamOption = Annotated[
+    list[str] | None, typer.Option("--team", help="Only these teams' jobs (all their share identifiers).")
+]
+TierOption = Annotated[list[str] | None, typer.Option("--tier", help="Only jobs of these tiers.")]
+SinceOption = Annotated[
+    str | None,
+    typer.Option("--since", help="Only jobs created since: a span back (90s, 15m, 6h, 7d) or an ISO time."),
+]
+SortOption = Annotated[
+    str,
+    typer.Option(
+        "--sort", help="Order by a column (job, status, wait, age, start, created, ...); -COLUMN descends."
+    ),
+]
+LimitOption = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Show at most this many jobs (after --sort).")
+]
+ColumnsOption = Annotated[
+    str | None,
+    typer.Option("--columns", help=f"Comma-separated columns to show, of: {', '.join(JOB_COLUMNS)}."),
+]
+NoHeadersOption = Annotated[bool, typer.Option("--no-headers", help="No title, column names or count lines.")]
+WatchOption = Annotated[bool, typer.Option("--watch", "-w", help="Redraw the list every --interval seconds.")]
+IntervalOption = Annotated[
+    float, typer.Option("--interval", min=0.5, help="Seconds between --watch redraws.")
+]
+ListOutputOption = Annotated[
+    ListOutput, typer.Option("--output", "-o", help="table, wide (every column), json or csv.")
+]
+
+
+@dataclass(frozen=True)
+class ListView:
+    """How the list is shown: which columns, in what order, how many, with or without headers."""
+
+    columns: str | None
+    sort: str
+    limit: int | None
+    headers: bool
+
+
 @app.command("jobs")
 @account_options
 def jobs_command(
@@ -385,39 +434,17 @@ def jobs_command(
             "decisions, alerts, cost, prediction.",
         ),
     ] = None,
-    status: Annotated[
-        list[str] | None, typer.Option(help="Only jobs in these statuses (repeat it, or comma-separate).")
-    ] = None,
-    share: Annotated[
-        list[str] | None, typer.Option(help="Only jobs of these share identifiers or quota shares.")
-    ] = None,
-    team: Annotated[
-        list[str] | None, typer.Option(help="Only these teams' jobs (all their share identifiers).")
-    ] = None,
-    tier: Annotated[list[str] | None, typer.Option(help="Only jobs of these tiers.")] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(help="Only jobs created since: a span back (90s, 15m, 6h, 7d) or an ISO time."),
-    ] = None,
-    sort: Annotated[
-        str,
-        typer.Option(
-            help="Order by a column (job, status, wait, age, start, created, ...); -COLUMN descends."
-        ),
-    ] = "created",
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="Show at most this many jobs (after --sort).")
-    ] = None,
-    columns: Annotated[
-        str | None, typer.Option(help=f"Comma-separated columns to show, of: {', '.join(JOB_COLUMNS)}.")
-    ] = None,
-    no_headers: Annotated[
-        bool, typer.Option("--no-headers", help="No title, column names or count lines.")
-    ] = False,
-    watch: Annotated[
-        bool, typer.Option("--watch", "-w", help="Redraw the list every --interval seconds.")
-    ] = False,
-    interval: Annotated[float, typer.Option(min=0.5, help="Seconds between --watch redraws.")] = 2.0,
+    status: StatusOption = None,
+    share: ShareOption = None,
+    team: TeamOption = None,
+    tier: TierOption = None,
+    since: SinceOption = None,
+    sort: SortOption = "created",
+    limit: LimitOption = None,
+    columns: ColumnsOption = None,
+    no_headers: NoHeadersOption = False,
+    watch: WatchOption = False,
+    interval: IntervalOption = 2.0,
     config_path: Annotated[
         Path, config_option("The shares config: maps share identifiers to teams and tiers.")
     ] = DEFAULT_CONFIG,
@@ -425,9 +452,7 @@ def jobs_command(
         str | None,
         typer.Option("--job", help="The same as JOB: one job's story (its name, id or ARN)."),
     ] = None,
-    output: Annotated[
-        ListOutput, typer.Option("--output", "-o", help="table, wide (every column), json or csv.")
-    ] = ListOutput.TABLE,
+    output: ListOutputOption = ListOutput.TABLE,
     target: Target = DEFAULT_TARGET,
 ) -> None:
     """List jobs one line each (status, team, tier, wait, age, predicted start), or tell one JOB's story."""
@@ -448,38 +473,48 @@ def jobs_command(
     )
     config = _config_for(config_path, needed=bool(query.teams or query.tiers))
     if wanted is None:
+        view = ListView(columns, sort, limit, headers=not no_headers)
 
         def show() -> None:
-            # each record's ``prediction``: the newest watch tick's; its ``uploader``: its payload's
-            records = job_records(
-                target.job_store(),
-                query,
-                config=config,
-                payloads=target.job_store(),
-                predictions=target.job_store(),
-            )
-            print_jobs(
-                records,
-                output,
-                observed_now(records, target.now()),
-                beside=True,
-                columns=columns,
-                sort=sort,
-                limit=limit,
-                headers=not no_headers,
-            )
+            list_jobs(target, query, config, output, view)
 
         if watch:
             watch_listing(show, interval)
         else:
             show()
         return
+    tell_stories(target, query, config, output, by_option=bool(job))
+
+
+def list_jobs(
+    target: Target, query: JobQuery, config: SharesConfig | None, output: ListOutput, view: ListView
+) -> None:
+    """The jobs ``query`` wants, one line each; each record's prediction (the newest watch tick's) and
+    uploader (its payload's) read beside it."""
+    store = target.job_store()
+    records = job_records(store, query, config=config, payloads=store, predictions=store)
+    print_jobs(
+        records,
+        output,
+        observed_now(records, target.now()),
+        beside=True,
+        columns=view.columns,
+        sort=view.sort,
+        limit=view.limit,
+        headers=view.headers,
+    )
+
+
+def tell_stories(
+    target: Target, query: JobQuery, config: SharesConfig | None, output: ListOutput, *, by_option: bool
+) -> None:
+    """The whole story of each job ``query.job`` names (a name can match several: oldest first)."""
     store = target.job_store()
     states = store.jobs(None)
     records = job_records(store, query, config=config, payloads=store, predictions=store, states=states)
     if not records:
         raise CliError(
-            f"{'--job ' if job else ''}{wanted!r}: no recorded job has that name, id or ARN",
+            f"{'--job ' if by_option else ''}{query.job!r}: no recorded job has that name, id or ARN",
             "list the jobs with `shareplane jobs` and pass one's name, id or ARN",
             ExitCode.NOT_FOUND,
         )
@@ -491,7 +526,6 @@ def jobs_command(
     # machine's clock lag behind the one the records were dated on.
     clock = target.now()
     now = max(recorded_now(clock, states), observed_now(records, clock))
-    # A name can match several jobs (the same spec dropped twice): each one's story, oldest first.
     print_stories(target, records, now, config, Output.JSON if output is ListOutput.JSON else Output.TABLE)
 
 

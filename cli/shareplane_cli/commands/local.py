@@ -230,6 +230,11 @@ def up_command(
     if detach:
         _start_detached(template, poll_seconds, speed, log, env_file)
         return
+    _run_in_foreground(template, poll_seconds, speed, log, env_file)
+
+
+def _run_in_foreground(template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path) -> None:
+    """`up` itself: start the stack, print and keep its exports, run its loop until Ctrl-C, stop it."""
     with noise_to_log(log) as noise:
         stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed)
         progress: _UpProgress | None = None
@@ -250,23 +255,7 @@ def up_command(
                 f"{stack.running_emulator().endpoint} ({speed:g}x) (Ctrl-C stops it)"
             )
             err.print(noise.where())
-            skipped = stack.emulated.skipped if stack.emulated else {}
-            for logical, reason in skipped.items():
-                noise.note(f"{logical}: {reason}", "not emulated")
-            with Live(console=err, transient=True) if err.is_terminal else nullcontext() as live:
-                progress = _UpProgress(noise, live)
-                runner = FunctionRunner(stack, on_invocation=progress.invocation)
-                # Unbounded: this loop sleeps between turns on purpose, and its user acts in wall time.
-                loop = StackLoop(stack, runner, report=progress.tick, max_virtual_seconds_per_step=None)
-                for logical, reason in loop.skipped.items():
-                    noise.note(f"{logical}: {reason}", "schedule not run")
-                if skipped or loop.skipped:
-                    err.print(
-                        f"not emulated: {len(skipped)} template resources, {len(loop.skipped)} schedules "
-                        "(each named in the log)"
-                    )
-                while True:
-                    loop.turn(poll_seconds)
+            progress = _run_loop(stack, noise, poll_seconds)
         except KeyboardInterrupt:
             pass
         finally:
@@ -274,6 +263,31 @@ def up_command(
             stack.stop()
             done = progress.status() if progress is not None else "stopped before it was up"
             err.print(f"stopped: {done}; {noise.warnings} warnings in {escape(str(noise.path))}")
+
+
+def _run_loop(stack: LocalStack, noise: NoiseLog, poll_seconds: float) -> _UpProgress:
+    """Run the stack's schedules and handlers, turn after turn, until Ctrl-C; what was not emulated goes
+    to the log (counted on screen). Returns the progress, whose count the summary line gives."""
+    skipped = stack.emulated.skipped if stack.emulated else {}
+    for logical, reason in skipped.items():
+        noise.note(f"{logical}: {reason}", "not emulated")
+    with Live(console=err, transient=True) if err.is_terminal else nullcontext() as live:
+        progress = _UpProgress(noise, live)
+        runner = FunctionRunner(stack, on_invocation=progress.invocation)
+        # Unbounded: this loop sleeps between turns on purpose, and its user acts in wall time.
+        loop = StackLoop(stack, runner, report=progress.tick, max_virtual_seconds_per_step=None)
+        for logical, reason in loop.skipped.items():
+            noise.note(f"{logical}: {reason}", "schedule not run")
+        if skipped or loop.skipped:
+            err.print(
+                f"not emulated: {len(skipped)} template resources, {len(loop.skipped)} schedules "
+                "(each named in the log)"
+            )
+        try:
+            while True:
+                loop.turn(poll_seconds)
+        except KeyboardInterrupt:
+            return progress
 
 
 def _running_or_started(
