@@ -255,7 +255,7 @@ def test_the_json_says_a_time_limit_pending_and_another_instance_type_with_room(
 
     held = {f["code"]: f["text"] for f in report["heldBackBy"]}
     assert (
-        "capacity frees by 1970-01-12T14:06:40+00:00 at the latest (in 1200 s): r1 reaches its time limit"
+        "capacity frees by 1970-01-12T14:06:40+00:00 at the latest (in 20m00s): r1 reaches its time limit"
         in (held["time_limit"])
     )
     sooner = {f["code"]: f["text"] for f in report["startSooner"]}

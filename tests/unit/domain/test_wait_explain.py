@@ -169,12 +169,12 @@ def test_capacity_frees_by_the_time_limit_of_the_last_job_it_needs() -> None:
     runs = {"r1": HeldRun(P4D, NOW + 1200), "r2": HeldRun(P4D, NOW + 300)}
     explanation = explain_wait(live, "w1", held_runs=runs)
     (limit,) = [f for f in explanation.held_back_by if f.code == "time_limit"]
-    assert "capacity frees by 1970-01-12T14:06:40+00:00 at the latest (in 1200 s)" in limit.text
+    assert "capacity frees by 1970-01-12T14:06:40+00:00 at the latest (in 20m00s)" in limit.text
     assert "r1 reaches its time limit" in limit.text and "1 job(s) before it" in limit.text
     # One instance needed: r2's own limit is enough.
     one = live_from_records([*RECORDS[:2], record("w1", "ProdExp2", "RUNNABLE", 1, NOW - 1000)], FAIR, NOW)[0]
     (limit,) = [f for f in explain_wait(one, "w1", held_runs=runs).held_back_by if f.code == "time_limit"]
-    assert "(in 300 s): r2 reaches its time limit" in limit.text and "before it" not in limit.text
+    assert "(in 5m00s): r2 reaches its time limit" in limit.text and "before it" not in limit.text
 
 
 def test_no_time_limit_is_claimed_without_the_data() -> None:

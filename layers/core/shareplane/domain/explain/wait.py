@@ -32,6 +32,7 @@ from ..forecast.start_forecast import (
 from ..jobs.lifecycle import JobStatus, gpus_per_instance
 from ..jobs.service_job_request import ServiceJobRequest
 from ..shares import fairshare
+from .durations import duration_text
 from .record import ENDED, JobRecord
 
 WAITING = frozenset({JobStatus.SUBMITTED, JobStatus.PENDING, JobStatus.RUNNABLE})
@@ -509,11 +510,11 @@ def time_limit(ctx: WaitContext) -> Iterator[Finding]:
         freed += instances
         if freed >= need:
             before = f"; {n} job(s) before it reach theirs sooner" if n else ""
-            in_seconds = max(0.0, at - queue.now)
+            left = duration_text(max(0.0, at - queue.now))
             yield Finding(
                 "time_limit",
-                f"capacity frees by {_iso(at)} at the latest (in {in_seconds:.0f} s): {name} reaches its "
-                f"time limit{before}",
+                f"capacity frees by {_iso(at)} at the latest (in {left}): {name} reaches its time limit"
+                + before,
             )
             return
 
@@ -536,7 +537,7 @@ def reclaim_planned(ctx: WaitContext) -> Iterator[Finding]:
     due, now = ctx.reclaim_due_at, ctx.queue.now
     if due is None:
         return
-    when = "is due now" if due <= now else f"becomes due in {due - now:.0f} s"
+    when = "is due now" if due <= now else f"becomes due in {duration_text(due - now)}"
     yield Finding("reclaim_planned", f"its tier may reclaim capacity lower tiers hold: a reclaim {when}")
 
 
