@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 
 class Output(StrEnum):
@@ -67,12 +68,16 @@ def print_fitted(shown: RenderableType, console: Console | None = None) -> None:
     if console.is_terminal:
         console.print(shown)
         return
+    parts: list[RenderableType] = []
     for part in shown.renderables if isinstance(shown, Group) else (shown,):
-        if isinstance(part, Table):
-            fit(part, console)
+        if isinstance(part, Table) and part.title:
+            # Its own line: rich wraps a table's title to the table's width.
+            parts.append(Text(str(part.title)) if not isinstance(part.title, Text) else part.title)
+            part.title = None
+        parts.append(fit(part, console) if isinstance(part, Table) else part)
     # Piped: rich pads every cell to its column's width; trailing blanks only get in a reader's way.
     with console.capture() as captured:
-        console.print(shown)
+        console.print(Group(*parts))
     console.out("\n".join(line.rstrip() for line in captured.get().splitlines()), highlight=False)
 
 
