@@ -22,7 +22,7 @@ from .aws import Target
 from .errors import CliError, ExitCode
 from .files import read_head
 from .output import print_table, stdout_console
-from .twin import Twin, forecast_json, load_twin
+from .twin import Twin, forecast_json, inputs_text, load_twin
 
 DRY_RUN_PREFIX = "(dry run) "
 
@@ -53,6 +53,8 @@ def dry_run_spec(
         report["problems"] = checked.as_dict()
         return report
     twin = twin or load_twin(target, config)
+    if twin.freshness is not None:
+        report["inputs"] = twin.freshness.as_json()
     gpu_jobs = []
     requests: dict[str, ServiceJobRequest] = {}
     for job in checked.jobs:
@@ -148,3 +150,5 @@ def print_dry_run(report: Mapping[str, Any]) -> None:
         rows,
         console,
     )
+    if "inputs" in report:
+        console.print(inputs_text(report["inputs"]), markup=False, highlight=False)

@@ -2,9 +2,10 @@
 
 Read-only: GetJobQueueSnapshot, DescribeJobQueues, DescribeServiceEnvironments,
 DescribeSchedulingPolicies (or ListQuotaShares) and the jobs table. `shareplane why`, `top` and
-`submit --dry-run` build it with the core library's builder (``shareplane.service.live_twin``, which the
-watch_jobs Lambda predicts with too); the forecast itself is ``shareplane.domain.forecast.start_forecast``
-(pure), the code the backtest measures.
+`submit --dry-run` read the twin the watch_jobs Lambda predicts with
+(``shareplane.service.start_predictions.bounded_twin``: every active job, the newest finished ones and
+the arrival counts, never the whole table) and say how fresh those inputs are (``Freshness``); the
+forecast itself is ``shareplane.domain.forecast.start_forecast`` (pure), the code the backtest measures.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from shareplane.domain.config.shares import SharesConfig
+from shareplane.domain.explain.durations import duration_text
 from shareplane.domain.explain.record import JobRecord, recorded_now
 from shareplane.domain.explain.wait import (
     HOLDING,
@@ -27,9 +29,11 @@ from shareplane.domain.explain.wait import (
     dispatch_order,
     explain_wait,
     instance_types_for,
+    job_label,
     requested_resources,
     time_limit_ends_at,
 )
+from shareplane.domain.forecast.arrivals import ArrivalKey
 from shareplane.domain.forecast.start_forecast import (
     ForecastSettings,
     History,
@@ -38,10 +42,44 @@ from shareplane.domain.forecast.start_forecast import (
     StartForecast,
     forecast_starts,
 )
+from shareplane.domain.jobs.arns import queue_name
+from shareplane.domain.jobs.lifecycle import JobState
 from shareplane.domain.jobs.service_job_request import ServiceJobRequest
-from shareplane.service.live_twin import TwinSources, read_live_twin
+from shareplane.service.queries import job_record_of
+from shareplane.service.start_predictions import FINISHED, ForecastPorts, active_jobs, bounded_twin
 
 from .aws import Target
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How fresh the twin's inputs are: what `why`, `top` and `submit --dry-run` say beside their answer."""
+
+    #: The twin's now (epoch s).
+    now: float
+    #: The newest time any record read holds (epoch s; None: no job read).
+    newest_record: float | None
+    #: The start of the newest hour of arrival counts read (epoch s; None: no finished job counted).
+    arrivals_hour: float | None
+    #: Finished jobs read whole (their run times), and the most the twin reads (FORECAST_HISTORY_JOBS).
+    finished_read: int
+    finished_cap: int
+
+    def text(self) -> str:
+        """One line for people."""
+        return inputs_text(self.as_json())
+
+    def as_json(self) -> dict[str, Any]:
+        """The same as JSON fields."""
+        age = None if self.newest_record is None else max(0, round(self.now - self.newest_record))
+        return {
+            "at": when(self.now),
+            "newestRecordAt": when(self.newest_record),
+            "newestRecordAgeSeconds": age,
+            "arrivalCountsHour": when(self.arrivals_hour),
+            "finishedJobsRead": self.finished_read,
+            "finishedJobsCap": self.finished_cap,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,6 +96,19 @@ class Twin:
     config: SharesConfig
     #: A job's SubmitServiceJob request as the submit path stored it, by job ARN (None: not stored).
     request_of: Callable[[str], ServiceJobRequest | None] = field(default=lambda _arn: None, repr=False)
+    #: How fresh the inputs are (None: a twin built by hand).
+    freshness: Freshness | None = None
+    #: The records of a job (name, id or ARN) the twin did not read: a finished one older than those it
+    #: read whole (None: nothing beyond ``records``).
+    look_up: Callable[[str], Sequence[JobRecord]] | None = field(default=None, repr=False)
+
+    def records_named(self, job: str) -> Sequence[JobRecord]:
+        """The records of the queue's jobs named ``job`` (name, id or ARN): those the twin read, else
+        the table's own (``look_up``)."""
+        matches = [r for r in self.records if job in (r.state.job_name, r.state.job_id, r.job_arn)]
+        if matches or self.look_up is None:
+            return matches
+        return [r for r in self.look_up(job) if queue_name(r.state.job_queue) == queue_name(self.queue)]
 
     def forecast(
         self,
@@ -180,39 +231,100 @@ def load_twin(
     target: Target, config: SharesConfig, *, queue: str | None = None, now: float | None = None
 ) -> Twin:
     """Read the GPU queue's live state (no writes) and build the forecast's input from it, at ``now``
-    (epoch s; default: the target's clock now).
-
-    The builder is the core library's (``shareplane.service.live_twin``), the one the watch_jobs
-    Lambda predicts with; the CLI reads every job of the target's jobs table through it, and Batch's
-    snapshot.
-    """
-    job_queue = queue or config.gpu_queue_name()
-    root = target.jobs_root()
-    sources = TwinSources(root.store, root.batch_policy, config)
-    states = root.store.jobs()
+    (epoch s; default: the target's clock now): the watch's bounded twin (``read_twin``)."""
+    root = target.jobs_root(config=config)
+    ports = replace(root.forecast_ports, queue=queue or config.gpu_queue_name())
     clock = target.now() if now is None else now
-    live_twin = read_live_twin(sources, job_queue, recorded_now(clock, states), states=states)
-    now = live_twin.now
-    # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
-    snapshot = dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
-    live = in_batchs_order(live_twin.live, snapshot, live_twin.records)
+
+    def snapshot_of(job_queue: str) -> Mapping[str, Any]:
+        # The whole answer: `why` reads its frontOfQueue (the adapter's QueueUsage keeps only utilization).
+        return dict(root.batch.get_job_queue_snapshot(jobQueue=job_queue))
+
+    return read_twin(ports, snapshot_of, clock)
+
+
+def read_twin(ports: ForecastPorts, snapshot_of: Callable[[str], Mapping[str, Any]], clock: float) -> Twin:
+    """The twin of ``ports.queue`` as the watch reads it (``bounded_twin``, with the watch's limits): every
+    active job, the newest finished ones whole and the finished jobs' arrival counts, never every job
+    of the table; and Batch's snapshot of the queue (``snapshot_of``)."""
+    counts = _CountsRead(ports.store)
+    ports = replace(ports, store=cast(Any, counts))
+    active = active_jobs(ports.recent)
+    now = recorded_now(clock, [s for states in active.values() for s in states])
+    live_twin = bounded_twin(ports, active, now, name_of=job_label)
+    snapshot = snapshot_of(ports.queue)
+    records = live_twin.records
+    newest = max((r.newest_ms() for r in records), default=0)
+    freshness = Freshness(
+        now,
+        newest / 1000.0 if newest else None,
+        counts.newest_hour_ms / 1000.0 if counts.newest_hour_ms is not None else None,
+        sum(1 for r in records if r.state.status in FINISHED),
+        ports.limits.history_jobs,
+    )
+    store = ports.store
 
     def request_of(job_arn: str) -> ServiceJobRequest | None:
         # Read only for the jobs an explanation asks about (the waiting job and those running).
-        payload = root.store.load_payload(job_arn) if job_arn else None
+        payload = store.load_payload(job_arn) if job_arn else None
         return payload.request if payload else None
 
+    def look_up(job: str) -> Sequence[JobRecord]:
+        return [job_record_of(store, s, ports.config) for s in _states_named(store, job, records)]
+
     return Twin(
-        job_queue,
+        ports.queue,
         now,
-        live_twin.records,
+        records,
         snapshot,
         live_twin.policy,
-        live,
+        in_batchs_order(live_twin.live, snapshot, records),
         live_twin.history,
-        config,
+        ports.config,
         request_of,
+        freshness,
+        look_up,
     )
+
+
+def inputs_text(inputs: Mapping[str, Any]) -> str:
+    """A twin's freshness (``Freshness.as_json``) as one line for people."""
+    age = inputs.get("newestRecordAgeSeconds")
+    newest = "no job recorded" if age is None else f"newest record {duration_text(age)} old"
+    hour = inputs.get("arrivalCountsHour")
+    return (
+        f"Inputs as of {inputs['at']}: {newest}; arrival counts to "
+        f"{'none' if hour is None else 'the hour of ' + hour}; {inputs['finishedJobsRead']} finished "
+        f"job(s) read whole (at most {inputs['finishedJobsCap']})."
+    )
+
+
+class _CountsRead:
+    """The jobs table, noting the newest hour of arrival counts read through it (for ``Freshness``)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.newest_hour_ms: int | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
+        counts: list[tuple[ArrivalKey, int]] = self._store.arrival_counts(queue, since_ms)
+        self.newest_hour_ms = max((key.hour_ms for key, _ in counts), default=None)
+        return counts
+
+
+def _states_named(store: Any, job: str, read: Sequence[JobRecord]) -> list[JobState]:
+    """The states of the jobs ``job`` names that the twin did not read: by ARN one item, by id the ARN
+    the queue's jobs share; by name (no index has names) every job of the table."""
+    state = store.load_job(job) if job.startswith("arn:") else None
+    if state is None and "/" not in job and read:
+        prefix = read[0].job_arn.rpartition("/")[0]
+        state = store.load_job(f"{prefix}/{job}")
+    if state is not None:
+        return [state]
+    return [s for s in store.jobs() if job in (s.job_name, s.job_id, s.job_arn)]
 
 
 def in_batchs_order(live: LiveQueue, snapshot: Mapping[str, Any], records: Sequence[JobRecord]) -> LiveQueue:

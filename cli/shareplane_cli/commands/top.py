@@ -36,7 +36,7 @@ from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, print_fitted, print_json, stdout_console
-from ..twin import Head, Twin, findings_json, forecast_json, load_twin, when
+from ..twin import Freshness, Head, Twin, findings_json, forecast_json, load_twin, when
 
 BAR_WIDTH = 20
 
@@ -93,6 +93,8 @@ class QueueFrame:
     #: Why the queue has no usage rows (None: it has them).
     shares_skipped: str | None
     heads: tuple[QueueHead, ...]
+    #: How fresh the twin's inputs are (None: a twin built by hand).
+    freshness: Freshness | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ def queue_frame(
         shares=() if skipped else tuple(share_usage(twin, by_team, cut)),
         shares_skipped=skipped,
         heads=tuple(queue_heads(twin, heads, samples)),
+        freshness=twin.freshness,
     )
 
 
@@ -214,6 +217,7 @@ def _queue_json(q: QueueFrame) -> dict[str, Any]:
         "shares": [share_json(row) for row in q.shares],
         "sharesSkipped": q.shares_skipped,
         "heads": [head_json(head) for head in q.heads],
+        "inputs": q.freshness.as_json() if q.freshness is not None else None,
     }
 
 
@@ -283,6 +287,8 @@ def render(top: TopFrame) -> RenderableType:
         elif q.shares_skipped:
             parts.append(Text(f"usage vs entitlement: none ({q.shares_skipped})", style="dim"))
         parts.append(_heads_table(q.heads))
+        if q.freshness is not None:
+            parts.append(Text(q.freshness.text(), style="dim"))
     parts.append(
         Text(
             "* placed by the twin: past the jobs GetJobQueueSnapshot lists. Start in: minutes from now, "

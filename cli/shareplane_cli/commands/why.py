@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from shareplane.domain.explain.durations import duration_text, start_text
 from shareplane.domain.explain.record import JobRecord
 from shareplane.domain.explain.wait import WaitExplanation, forecast_position, position_in_snapshot
@@ -17,14 +18,14 @@ from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
 from ..main import app
 from ..output import Output, OutputOption, emit, print_table, stdout_console
-from ..twin import Twin, findings_json, forecast_json, load_twin, when
+from ..twin import Freshness, Twin, findings_json, forecast_json, load_twin, when
 
 SNAPSHOT_LIMIT = 100
 
 
 def find_record(twin: Twin, job: str) -> JobRecord:
     """The record of ``job`` (name, id or ARN) in the GPU queue; a clear error when there is none."""
-    matches = [r for r in twin.records if job in (r.state.job_name, r.state.job_id, r.job_arn)]
+    matches = twin.records_named(job)
     if not matches:
         raise CliError(
             f"{job!r}: no job of queue {twin.queue} has that name, id or ARN",
@@ -69,18 +70,21 @@ class WhyReport:
     record: JobRecord
     queue: str
     waiting: WaitingAnswer | None
+    #: How fresh the twin's inputs are (None: a twin built by hand).
+    freshness: Freshness | None = None
 
 
 def why_report(twin: Twin, record: JobRecord, samples: int) -> WhyReport:
     """The answer for one job: its place, reasons, ways to start sooner and forecast when it waits."""
     name = record.name
     if not any(j.name == name for j in twin.live.queued):
-        return WhyReport(record, twin.queue, None)
+        return WhyReport(record, twin.queue, None, twin.freshness)
     position, earliest, listed = position_in_snapshot(twin.snapshot, record.job_arn)
     place = QueuePlace(position, earliest, listed, forecast_position(twin.live, name), len(twin.live.queued))
     forecast = twin.forecast({name}, samples=samples)[name]
     waited = twin.now - (record.created_s or 0.0)
-    return WhyReport(record, twin.queue, WaitingAnswer(place, twin.explain(record), forecast, waited))
+    answer = WaitingAnswer(place, twin.explain(record), forecast, waited)
+    return WhyReport(record, twin.queue, answer, twin.freshness)
 
 
 def why_json(report: WhyReport) -> dict[str, Any]:
@@ -92,6 +96,8 @@ def why_json(report: WhyReport) -> dict[str, Any]:
         "status": record.state.status.value,
         "queue": report.queue,
     }
+    if report.freshness is not None:
+        base["inputs"] = report.freshness.as_json()
     created = record.created_s or 0.0
     answer = report.waiting
     if answer is None:
@@ -152,11 +158,20 @@ def print_why(report: WhyReport) -> None:
         else:
             waited = duration_text(started - (record.created_s or 0.0))
             say(f"{record.name} is {status}, not waiting: it started at {when(started)} after {waited}.")
-        return
+    else:
+        _print_waiting(record, report.queue, answer, console)
+    if report.freshness is not None:
+        say(report.freshness.text())
+
+
+def _print_waiting(record: JobRecord, queue: str, answer: WaitingAnswer, console: Console) -> None:
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
     place, explanation = answer.place, answer.explanation
     if place.batch_position is not None:
         say(
-            f"{record.name} is number {place.batch_position + 1} at the front of {report.queue} "
+            f"{record.name} is number {place.batch_position + 1} at the front of {queue} "
             f"(Batch's GetJobQueueSnapshot; there since {when(place.at_position_since)})."
         )
     else:

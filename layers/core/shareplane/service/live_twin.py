@@ -1,10 +1,10 @@
 """The live twin: a job queue's state read through the ports and built into the start forecast's input.
 
-The one builder of the forecast's input from live state. `shareplane why` and `submit --dry-run`
-read the whole jobs table through it; the watch_jobs Lambda reads a bounded set of jobs (its active
-ones and the newest finished ones whole, the finished ones' arrivals from the arrival counts,
-``start_predictions.bounded_twin``) through the same function, and so does the submit_job Lambda for
-its receipt's first prediction (``receipt_prediction``). Read-only:
+The one builder of the forecast's input from live state. The watch_jobs Lambda reads a bounded set of
+jobs through it (the active ones and the newest finished ones whole, the finished ones' arrivals from
+the arrival counts, ``start_predictions.bounded_twin``), and so do the submit_job Lambda for its
+receipt's first prediction (``receipt_prediction``) and `shareplane why`, `top` and `submit
+--dry-run`. Read-only:
 DescribeJobQueues, DescribeServiceEnvironments, DescribeSchedulingPolicies or ListQuotaShares, and the
 jobs table.
 

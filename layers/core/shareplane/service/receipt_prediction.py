@@ -29,8 +29,7 @@ from typing import Any, cast
 
 from ..domain.forecast.prediction import StartPrediction
 from ..domain.jobs.arns import queue_name
-from ..domain.jobs.lifecycle import JobState, JobStatus
-from .start_predictions import HOLDING, WAITING, ForecastPorts, bounded_twin, prediction_of
+from .start_predictions import ForecastPorts, active_jobs, bounded_twin, prediction_of
 
 logger = logging.getLogger(__name__)
 
@@ -172,9 +171,7 @@ def _forecast(
         batch=cast(Any, _Budgeted(forecast.twin.batch, budget)),
     )
     store = ports.store
-    active: dict[JobStatus, list[JobState]] = {
-        status: list(ports.recent.jobs_in_status(status.value)) for status in (*HOLDING, *WAITING)
-    }
+    active = active_jobs(ports.recent)
     # The new jobs as written a moment ago (the index may not list them yet), in place of any listed copy.
     new = [state for arn in job_arns if (state := store.load_job(arn)) is not None]
     twin = bounded_twin(ports, active, now, newest=new)

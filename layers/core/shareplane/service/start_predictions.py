@@ -23,7 +23,7 @@ This module is light: the forecast's modules load only when a job is waiting (in
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -35,6 +35,7 @@ from ..domain.jobs.lifecycle import JobState, JobStatus
 from .ports import ArrivalCounts, JobStore, PredictionStore, QueueReader, RecentJobs
 
 if TYPE_CHECKING:  # the twin loads the forecast: only the paths that forecast import it
+    from ..domain.explain.record import JobRecord
     from .live_twin import LiveTwin
 
 #: The statuses of a job still waiting for capacity (the forecast's queue).
@@ -131,13 +132,20 @@ def prediction_targets(waiting: Sequence[str], last_predicted: Mapping[str, int]
     return ordered[:cap]
 
 
+def active_jobs(recent: RecentJobs) -> dict[JobStatus, list[JobState]]:
+    """Every job holding capacity or waiting, by status, from the ByStatus index (one query each)."""
+    return {status: list(recent.jobs_in_status(status.value)) for status in (*HOLDING, *WAITING)}
+
+
 def bounded_twin(
     ports: ForecastPorts,
     active: Mapping[JobStatus, Sequence[JobState]],
     now: float,
     newest: Sequence[JobState] = (),
+    name_of: Callable[[JobRecord], str] | None = None,
 ) -> LiveTwin:
-    """The twin as the watch (and the submit receipt) read it: bounded, to fit a Lambda.
+    """The twin as the watch (and the submit receipt, and `shareplane why`, `top` and `submit --dry-run`)
+    read it: bounded, to fit a Lambda.
 
     Every active job (``newest``, jobs just written, in place of any listed copy) and the newest
     ``history_jobs`` finished ones created in the last ``READ_SECONDS``, read whole (their histories
@@ -147,6 +155,9 @@ def bounded_twin(
     finished status, or an older active job), which may be long before the window. A job that
     finishes between the watch's read of the active jobs and this read, and is not among the
     newest, is read as active this tick and counted twice (one of the window's thousands).
+
+    ``name_of`` names each job in the forecast (default: its ARN, as the watch keys its predictions;
+    the CLI names them as `why` shows them).
     """
     from ..domain.explain.wait import counted_arrivals, job_arn_label
     from ..domain.forecast.arrivals import hour_of
@@ -183,7 +194,7 @@ def bounded_twin(
         states=whole,
         finished_arrivals=counted_arrivals(ports.store.arrival_counts(queue_name(ports.queue), since_ms)),
         arrivals_since=since,
-        name_of=job_arn_label,
+        name_of=name_of or job_arn_label,
     )
 
 
