@@ -85,34 +85,46 @@ def dry_run_spec(
                 ),
             )
         )
-    live = twin.with_jobs([queued for _, queued in gpu_jobs])
     if gpu_jobs:
-        forecasts = twin.forecast({q.name for _, q in gpu_jobs}, live=live, samples=samples)
-        tiers, priorities = twin.tier_of_share(), twin.tier_priorities()
-        for original, queued in gpu_jobs:
-            # The job's own type: what `why` moves a waiting job from (the same job on another type).
-            requested = requested_resources(requests[queued.name])[0]
-            explanation = explain_wait(
-                live,
-                queued.name,
-                tier_of=tiers,
-                tier_priorities=priorities,
-                held_runs=twin.held_runs,
-                instance_types=twin.instance_types_of(queued.share, requested),
-            )
-            report["jobs"].append(
-                {
-                    "job": original,
-                    "queue": twin.queue,
-                    "share": queued.share,
-                    "schedulingPriority": queued.priority,
-                    "instances": queued.instances,
-                    "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
-                    "startSooner": [{"code": f.code, "text": f.text} for f in explanation.sooner],
-                    "forecast": forecast_json(forecasts[queued.name], twin.now),
-                }
-            )
+        report["jobs"] += _forecast_jobs(twin, gpu_jobs, requests, samples)
     return report
+
+
+def _forecast_jobs(
+    twin: Twin,
+    gpu_jobs: list[tuple[str | None, QueuedJob]],
+    requests: dict[str, ServiceJobRequest],
+    samples: int,
+) -> list[dict[str, Any]]:
+    """Each GPU job of the spec as if queued now: its forecast and what would hold it back."""
+    live = twin.with_jobs([queued for _, queued in gpu_jobs])
+    forecasts = twin.forecast({q.name for _, q in gpu_jobs}, live=live, samples=samples)
+    tiers, priorities = twin.tier_of_share(), twin.tier_priorities()
+    out = []
+    for original, queued in gpu_jobs:
+        # The job's own type: what `why` moves a waiting job from (the same job on another type).
+        requested = requested_resources(requests[queued.name])[0]
+        explanation = explain_wait(
+            live,
+            queued.name,
+            tier_of=tiers,
+            tier_priorities=priorities,
+            held_runs=twin.held_runs,
+            instance_types=twin.instance_types_of(queued.share, requested),
+        )
+        out.append(
+            {
+                "job": original,
+                "queue": twin.queue,
+                "share": queued.share,
+                "schedulingPriority": queued.priority,
+                "instances": queued.instances,
+                "heldBackBy": [{"code": f.code, "text": f.text} for f in explanation.held_back_by],
+                "startSooner": [{"code": f.code, "text": f.text} for f in explanation.sooner],
+                "forecast": forecast_json(forecasts[queued.name], twin.now),
+            }
+        )
+    return out
 
 
 def print_dry_run(report: Mapping[str, Any]) -> None:
