@@ -198,16 +198,29 @@ class Policy(StrEnum):
     TIERS = "fairshare+tiers"
     #: The team x tier layout plus the control plane's checkpoint-aware reclaim (domain/reclaim/plan.py).
     RECLAIM = "fairshare+reclaim"
+    #: What ships (config/shares.yaml): the team x tier layout with the tier charge, reclaim, and the
+    #: production rebalancer moving the team weights as ``fairshare+rebalance`` does.
+    RECLAIM_REBALANCE = "fairshare+reclaim+rebalance"
 
     @property
     def fair(self) -> bool:
         """Whether the policy runs a fair-share queue (else quota shares)."""
-        return self in (Policy.FAIRSHARE, Policy.REBALANCE, Policy.TIERS, Policy.RECLAIM)
+        return self not in (Policy.STATIC, Policy.QUOTA)
 
     @property
     def tiered(self) -> bool:
         """Whether share identifiers are per team and tier."""
-        return self in (Policy.TIERS, Policy.RECLAIM)
+        return self in (Policy.TIERS, Policy.RECLAIM, Policy.RECLAIM_REBALANCE)
+
+    @property
+    def rebalances(self) -> bool:
+        """Whether the production rebalancer moves the team weights on its schedule."""
+        return self in (Policy.REBALANCE, Policy.RECLAIM_REBALANCE)
+
+    @property
+    def reclaims(self) -> bool:
+        """Whether the production reclaim planner stops lower-tier jobs for waiting HIGHPRI ones."""
+        return self in (Policy.RECLAIM, Policy.RECLAIM_REBALANCE)
 
 
 def parse_policies(text: str) -> list[Policy]:

@@ -1,5 +1,5 @@
 """The ``Meter``: what one policy run measures as it goes (GPUs held and demanded, waits, entitlement
-owed and received), without scanning the jobs."""
+owed and received, capacity lent and paid back), without scanning the jobs."""
 
 from __future__ import annotations
 
@@ -13,8 +13,46 @@ from .config import TIERS
 from .scenario import Scenario, ScenarioJob
 
 
+class Lending:
+    """Each team's capacity lent to the others and paid back to it, integrated over held series.
+
+    At an instant, with ``held_i`` the units team ``i`` holds (all its tier identifiers together) and
+    ``E_i`` its entitlement, team ``i`` *lends* when it holds less than its entitlement while other
+    teams hold more than theirs: it lends ``min(E_i - held_i, sum over j != i of (held_j - E_j)+)``,
+    its idle entitlement or the others' excess, whichever is smaller. It *is paid back* when it holds
+    more than its entitlement while other teams hold less than theirs: ``min(held_i - E_i, sum over
+    j != i of (E_j - held_j)+)``. Whether it has work does not matter: entitlement it leaves idle
+    is lent as soon as someone uses it. Both integrate over time; ``paid_back_share`` is paid back
+    over lent (None when the team lent nothing; above 1 when it borrowed more than it lent).
+    """
+
+    def __init__(self, entitled: list[int]) -> None:
+        self.entitled = entitled
+        self.lent = [0.0] * len(entitled)
+        self.paid_back = [0.0] * len(entitled)
+
+    def advance(self, held: list[int], dt: float) -> None:
+        """``held`` units per team throughout the next ``dt`` seconds."""
+        spare = [max(0, e - h) for e, h in zip(self.entitled, held, strict=True)]
+        excess = [max(0, h - e) for e, h in zip(self.entitled, held, strict=True)]
+        total_spare, total_excess = sum(spare), sum(excess)
+        if not total_spare or not total_excess:
+            return
+        # A team has spare entitlement or excess, never both, so "the others'" sums are the totals.
+        for i in range(len(held)):
+            if spare[i]:
+                self.lent[i] += min(spare[i], total_excess) * dt
+            elif excess[i]:
+                self.paid_back[i] += min(excess[i], total_spare) * dt
+
+    def paid_back_share(self, i: int) -> float | None:
+        """What team ``i`` was paid back over what it lent; None when it lent nothing."""
+        return self.paid_back[i] / self.lent[i] if self.lent[i] > 0 else None
+
+
 class Meter:
-    """Integrates held and demanded units per share from the model's observer calls, in O(1) each."""
+    """Integrates held and demanded units per share from the model's observer calls, without a job scan
+    (O(shares) a call at most: ``Lending`` looks at every team)."""
 
     def __init__(
         self,
@@ -36,6 +74,7 @@ class Meter:
         self.received = [0.0] * n
         self.owed = [0.0] * n
         self.share_t = [0.0] * n
+        self.lending = Lending(self.entitled)
         self.total_held = 0
         self.total_demand = 0
         self.t = 0.0
@@ -59,6 +98,7 @@ class Meter:
             return
         held, bound = self.total_held, min(self.capacity, self.total_demand)
         self.held_area += held * (t1 - t0)
+        self.lending.advance(self.held, t1 - t0)
         self.bound_area += bound * (t1 - t0)
         if held or bound:
             width, last = self.width, self.buckets - 1

@@ -47,6 +47,9 @@ class PolicyResult:
     team_entitlement_ratio: dict[str, float]
     worst_team_entitlement_ratio: float
     jain_index: float
+    #: The largest team entitlement ratio over the smallest (``disparity``); None when a team with work
+    #: received nothing.
+    disparity: float | None
     preemption_gpu_hours_lost: float
     jobs: int
     finished: int
@@ -71,6 +74,15 @@ class PolicyResult:
     cost_usd: dict[str, float] = field(default_factory=dict)
     #: Seeded idle jobs and what the idle detector did about them.
     idle: IdleOutcome = field(default_factory=IdleOutcome)
+    #: GPU-hours each team lent to the others, and the share of them paid back (``meter.Lending``).
+    lent_gpu_hours: dict[str, float] = field(default_factory=dict)
+    paid_back_share: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def worst_paid_back_share(self) -> float | None:
+        """The smallest paid-back share of the teams that lent; None when none did."""
+        shares = [v for v in self.paid_back_share.values() if v is not None]
+        return min(shares) if shares else None
 
     def summary(self) -> dict[str, Any]:
         """The JSON shape of one policy: exactly the measured fields."""
@@ -81,6 +93,9 @@ class PolicyResult:
             "team_entitlement_ratio": {k: round(v, 6) for k, v in self.team_entitlement_ratio.items()},
             "worst_team_entitlement_ratio": round(self.worst_team_entitlement_ratio, 6),
             "jain_index": round(self.jain_index, 6),
+            "disparity": None if self.disparity is None else round(self.disparity, 6),
+            "lent_gpu_hours": {k: round(v, 3) for k, v in self.lent_gpu_hours.items()},
+            "paid_back_share": {k: None if v is None else round(v, 6) for k, v in self.paid_back_share.items()},
             "preemption_gpu_hours_lost": round(self.preemption_gpu_hours_lost, 3),
             "gpu_hours_used": round(self.gpu_hours_used, 3),
             "slo_attainment": {k: round(v, 6) for k, v in self.slo_attainment.items()},
@@ -97,6 +112,14 @@ def jain(values: Sequence[float]) -> float:
     """Jain's fairness index: 1 when all equal, 1/n when one value holds everything."""
     total, squares = sum(values), sum(v * v for v in values)
     return total * total / (len(values) * squares) if squares > 0 else 1.0
+
+
+def disparity(ratios: Sequence[float]) -> float | None:
+    """The largest ratio over the smallest (1.0 when there are none); None when the smallest is 0."""
+    if not ratios:
+        return 1.0
+    low = min(ratios)
+    return max(ratios) / low if low > 0 else None
 
 
 def initial_weights(scenario: Scenario) -> dict[str, float]:
@@ -139,7 +162,7 @@ class PolicyRun:
         self.last_applied: float | None = None
         self.ledger: Mapping[str, LedgerEntry] = {}
         self.ledger_as_of: float | None = None
-        self.reclaim = ReclaimRun(self) if policy is Policy.RECLAIM else None
+        self.reclaim = ReclaimRun(self) if policy.reclaims else None
         self.idle = self._idle_detection()
         # Tiered policies: each team's plain identifier carries the tier charge, as the rebalance
         # Lambda sets it on its schedule (``shareplane.domain.shares.tier_charge``).
@@ -189,16 +212,20 @@ class PolicyRun:
     def _share_distribution(self) -> list[dict[str, Any]]:
         if not self.policy.tiered:
             return [{"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()]
-        tiers = self.scenario.config.tiers
         return [{"shareIdentifier": s, "weightFactor": w} for s, w in self.weights.items()] + [
-            {
-                "shareIdentifier": s + t.value,
-                "weightFactor": min(999.9999, max(0.0001, round(w * tiers[t].weight_multiplier, 4))),
-            }
-            for s, w in self.weights.items()
+            {"shareIdentifier": identifier, "weightFactor": w}
+            for identifier, w in self._own_tier_weights(self.weights).items()
+        ]
+
+    def _own_tier_weights(self, team_weights: Mapping[str, float]) -> dict[str, float]:
+        """Each own-tier identifier's weightFactor: its team's weight x the tier's multiplier."""
+        tiers = self.scenario.config.tiers
+        return {
+            s + t.value: min(999.9999, max(0.0001, round(w * tiers[t].weight_multiplier, 4)))
+            for s, w in team_weights.items()
             for t in TIERS
             if tiers[t].own_share
-        ]
+        }
 
     def _build(self) -> JobQueue:
         sc, api = self.scenario, self.api
@@ -252,7 +279,7 @@ class PolicyRun:
         """Schedule the first arrival (one pending arrival at a time keeps the heap small) and ticks."""
         if self.scenario.jobs:
             self.model.engine.schedule_at(self.scenario.jobs[0].submit, self._arrive)
-        if self.policy is Policy.REBALANCE:
+        if self.policy.rebalances:
             self.model.engine.schedule(self._interval, self._tick)
         if self.policy.tiered:
             self.model.engine.schedule(self._interval, self._charge)
@@ -342,13 +369,25 @@ class PolicyRun:
         moved = {c.share: float(c.after) for c in plan.moved}  # type: ignore[arg-type]
         if moved:
             self.weights.update(moved)
-            self.model.reweigh(self.queue, moved)
+            if self.policy.tiered:
+                # As the Lambda does in the team x tier layout: the plan's team weights go to the
+                # own-tier identifiers x their multipliers, then the tier charge re-weighs the plain ones.
+                self.model.reweigh(self.queue, self._own_tier_weights(moved))
+                self._apply_charge()
+            else:
+                self.model.reweigh(self.queue, moved)
             self.applied += 1
             self.last_applied = self.model.engine.now
         if not self.done:
             self.model.engine.schedule(self._interval, self._tick)
 
     def _charge(self, _: Any = None) -> None:
+        """The tier charge on the Lambda's schedule."""
+        self._apply_charge()
+        if not self.done:
+            self.model.engine.schedule(self._interval, self._charge)
+
+    def _apply_charge(self) -> None:
         """Charge each team's own-tier usage to its plain identifier, by the Lambda's rule and data.
 
         As the Lambda does, the instances held now count for the whole interval since the last run.
@@ -364,8 +403,6 @@ class PolicyRun:
         if moved:
             self.plain_weights.update(moved)
             self.model.reweigh(self.queue, moved)
-        if not self.done:
-            self.model.engine.schedule(self._interval, self._charge)
 
     def replay(self, progress: Progress | None = None) -> PolicyResult:
         """The one replay: start, run to the end (``progress(policy, fraction)`` as it goes), measure.
@@ -413,6 +450,7 @@ class PolicyRun:
             team_entitlement_ratio=ratios,
             worst_team_entitlement_ratio=min(ratios.values()),
             jain_index=jain(list(ratios.values())),
+            disparity=disparity([ratios[s] for i, s in enumerate(sc.shares) if m.owed[i] > 0]),
             preemption_gpu_hours_lost=m.lost_unit_seconds * g / 3600.0,
             jobs=len(sc.jobs),
             finished=self.model.finished,
@@ -437,6 +475,8 @@ class PolicyRun:
             else dict(self.plain_weights if self.policy.tiered else self.weights),
             cost_usd=self.cost_by_share(),
             idle=self.idle.outcome if self.idle is not None else IdleOutcome(),
+            lent_gpu_hours={s: m.lending.lent[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
+            paid_back_share={s: m.lending.paid_back_share(i) for i, s in enumerate(sc.shares)},
         )
 
     def cost_by_share(self) -> dict[str, float]:

@@ -24,15 +24,19 @@ def load_line(result: WhatIfResult) -> str:
 
 
 def policy_line(name: str, result: PolicyResult, highpri_slo_seconds: float) -> str:
-    """One policy's result: utilization against its bound, the worst-off share, HIGHPRI against its SLO."""
+    """One policy's result: utilization against its bound, the worst-off share, the disparity and the
+    least paid back, HIGHPRI against its SLO."""
     bound = result.work_conserving_bound
     of_bound = f" ({result.utilization / bound:.1%} of the work-conserving bound)" if bound else ""
     high = result.wait_seconds[Tier.HIGHPRI.value]["p95"]
     attained = result.slo_attainment.get(Tier.HIGHPRI.value)
     within = "" if attained is None else f", {attained:.1%} of HIGHPRI jobs within it"
+    spread = "" if result.disparity is None else f" (disparity {result.disparity:.2f})"
+    paid = result.worst_paid_back_share
+    paid_back = "" if paid is None else f"; a lender got back at least {paid:.1%} of what it lent"
     return (
         f"{name}: utilization {result.utilization:.1%}{of_bound}; worst share received "
-        f"{result.worst_team_entitlement_ratio:.3f} of its entitlement; HIGHPRI p95 wait "
+        f"{result.worst_team_entitlement_ratio:.3f} of its entitlement{spread}{paid_back}; HIGHPRI p95 wait "
         f"{duration_text(high)} against its {duration_text(highpri_slo_seconds)} SLO{within}."
     )
 
