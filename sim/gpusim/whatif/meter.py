@@ -17,13 +17,16 @@ class Lending:
     """Each team's capacity lent to the others and paid back to it, integrated over held series.
 
     At an instant, with ``held_i`` the units team ``i`` holds (all its tier identifiers together) and
-    ``E_i`` its entitlement, team ``i`` *lends* when it holds less than its entitlement while other
-    teams hold more than theirs: it lends ``min(E_i - held_i, sum over j != i of (held_j - E_j)+)``,
-    its idle entitlement or the others' excess, whichever is smaller. It *is paid back* when it holds
-    more than its entitlement while other teams hold less than theirs: ``min(held_i - E_i, sum over
-    j != i of (E_j - held_j)+)``. Whether it has work does not matter: entitlement it leaves idle
-    is lent as soon as someone uses it. Both integrate over time; ``paid_back_share`` is paid back
-    over lent (None when the team lent nothing; above 1 when it borrowed more than it lent).
+    ``E_i`` its entitlement, the capacity on loan is ``L = min(sum of (E_i - held_i)+, sum of (held_i -
+    E_i)+)``: entitlement left idle by some teams and held by others beyond theirs. A team holding less
+    than its entitlement *lends* its part of ``L`` in proportion to its idle entitlement ``(E_i -
+    held_i)``; a team holding more *is paid back* its part of ``L`` in proportion to its excess
+    ``(held_i - E_i)``. With two teams that is the smaller of the lender's idle entitlement and the
+    borrower's excess; with more, what is lent equals what is borrowed at every instant (no loan
+    counted twice). Whether a team has work does not matter: entitlement it leaves idle is lent as
+    soon as another team uses it. Both integrate over time (unit-seconds); ``paid_back_share`` is a
+    team's paid back over its lent, None when it lent nothing, above 1 when it borrowed more than it
+    lent.
     """
 
     def __init__(self, entitled: list[int]) -> None:
@@ -36,14 +39,14 @@ class Lending:
         spare = [max(0, e - h) for e, h in zip(self.entitled, held, strict=True)]
         excess = [max(0, h - e) for e, h in zip(self.entitled, held, strict=True)]
         total_spare, total_excess = sum(spare), sum(excess)
-        if not total_spare or not total_excess:
+        on_loan = min(total_spare, total_excess)
+        if not on_loan or dt <= 0:
             return
-        # A team has spare entitlement or excess, never both, so "the others'" sums are the totals.
         for i in range(len(held)):
             if spare[i]:
-                self.lent[i] += min(spare[i], total_excess) * dt
+                self.lent[i] += spare[i] * on_loan / total_spare * dt
             elif excess[i]:
-                self.paid_back[i] += min(excess[i], total_spare) * dt
+                self.paid_back[i] += excess[i] * on_loan / total_excess * dt
 
     def paid_back_share(self, i: int) -> float | None:
         """What team ``i`` was paid back over what it lent; None when it lent nothing."""
