@@ -32,6 +32,9 @@ SUMMARY_KEYS = {
     "team_entitlement_ratio",
     "worst_team_entitlement_ratio",
     "jain_index",
+    "disparity",
+    "lent_gpu_hours",
+    "paid_back_share",
     "preemption_gpu_hours_lost",
     "gpu_hours_used",
     "slo_attainment",
@@ -116,6 +119,9 @@ def test_the_metrics_keep_their_invariants(which, request) -> None:
             assert 0 <= r.team_entitlement_ratio[share] <= sc.capacity_units / sc.entitlements[i] + 1e-9
         assert r.worst_team_entitlement_ratio == min(r.team_entitlement_ratio.values())
         assert 1 / len(sc.shares) - 1e-9 <= r.jain_index <= 1 + 1e-9
+        assert r.disparity is None or r.disparity >= 1.0
+        for share, lent in r.lent_gpu_hours.items():
+            assert lent >= 0 and (r.paid_back_share[share] is None) == (lent == 0), name
         for tier in r.wait_seconds.values():
             assert 0 <= tier["p50"] <= tier["p95"] <= tier["p99"]
         assert all(0 <= v <= 1 for v in r.slo_attainment.values())
@@ -130,8 +136,8 @@ def test_the_metrics_keep_their_invariants(which, request) -> None:
     assert res["static"].preemption_gpu_hours_lost == 0
     fair = [p for p in ALL if p.fair]
     assert all(res[p.value].preemption_gpu_hours_lost == 0 for p in fair)
-    # Only fairshare+reclaim stops jobs for others.
-    assert all(res[p.value].reclaims == 0 for p in ALL if p is not Policy.RECLAIM)
+    # Only the reclaiming policies stop jobs for others.
+    assert all(res[p.value].reclaims == 0 for p in ALL if not p.reclaims)
     assert sum(sc.entitlements) == sc.capacity_units
 
 
@@ -477,6 +483,7 @@ EXPECTED_SMALL = {
     "fairshare+rebalance": (0.6929, 0.6956, 0.972, 0.0, 80, 0),
     "fairshare+tiers": (0.6928, 0.6956, 0.9775, 0.0, 0, 0),
     "fairshare+reclaim": (0.6928, 0.6956, 0.9775, 0.0, 0, 0),
+    "fairshare+reclaim+rebalance": (0.6931, 0.6956, 0.9736, 0.0, 0, 0),
 }
 # The prefix is the trace's sparse first weeks: a HIGHPRI identifier whose head job does not fit
 # blocks the queue (head-of-line blocking) until capacity drains, which starves the other teams
@@ -488,6 +495,7 @@ EXPECTED_PHILLY = {
     "fairshare+rebalance": (0.2602, 0.2614, 0.176, 0.0, 470714, 0),
     "fairshare+tiers": (0.2588, 0.2614, 0.0061, 0.0, 381971, 0),
     "fairshare+reclaim": (0.2601, 0.2614, 0.5532, 0.0, 1470, 47),
+    "fairshare+reclaim+rebalance": (0.2604, 0.2614, 0.8023, 0.0, 300, 51),
 }
 
 
