@@ -18,6 +18,11 @@ neither). The same scenario then runs through ``gpusim`` once per policy:
   ``ShareSnapshot`` built from the model's state by ``snapshot_from_observation``, the function the
   Lambda uses (so each tier's wait p90 counts recent waits and every job still waiting, as in
   production).
+- ``fairshare+tiers``, ``fairshare+reclaim``: the team x tier layout (``config.Policy``), without and
+  with the production reclaim planner.
+- ``fairshare+reclaim+rebalance``: what ships, ``fairshare+reclaim`` whose team weights the production
+  rebalancer moves as in ``fairshare+rebalance`` (each own-tier identifier gets the team's weight x its
+  multiplier, the plain one the tier charge).
 
 Capacity units: by default one unit is one GPU (``gpus_per_unit: 1``). 93% of Philly jobs use one
 GPU; rounding each up to a whole 8-GPU instance would multiply the offered load by about six and
@@ -38,9 +43,15 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
   denominator is what the share was entitled to, capped by what it asked for; 1.0 means it got
   exactly its entitlement whenever it wanted it, above 1 it borrowed idle capacity, below 1 it was
   short. Since ``held_i <= min(capacity, demand_i)``, ``0 <= R_i <= capacity / E_i``. A share with
-  no demand in the window gets 1.0 (it was owed nothing).
+  no demand in the window gets 1.0 (it was owed nothing). Shares are teams: under the team x tier
+  layout a team's tier identifiers count together.
 - ``worst_team_entitlement_ratio``: ``min_i R_i``; ``jain_index``: ``(sum R)^2 / (n sum R^2)``
   over the ratios as reported (a team far above 1 lowers it too).
+- ``disparity``: ``max_i R_i / min_i R_i`` over the teams with demand in the window (None when one
+  of them received nothing).
+- ``lent_gpu_hours``, ``paid_back_share``: per team, the GPU-hours it lent (entitlement it left idle
+  while others held more than theirs) and what share of them it was paid back (held beyond its
+  entitlement while others held less than theirs), as defined in ``meter.Lending``.
 - ``preemption_gpu_hours_lost``: GPU-hours of attempts ended by preemption (their work is lost).
 - ``jobs``: jobs replayed.
 - ``idle``: with ``--idle-fraction F`` (``seed_idle``), a seeded fraction F of the jobs hold their GPUs
