@@ -90,7 +90,9 @@ def test_the_shipped_policy_reports_every_measure_per_team(shipped_run) -> None:
     # The ratios and lending are per team: a team's tier identifiers count together.
     assert set(result.team_entitlement_ratio) == set(result.lent_gpu_hours) == teams
     assert set(result.paid_back_share) == teams
-    ratios = [result.team_entitlement_ratio[s] for i, s in enumerate(run.scenario.shares) if run.meter.owed[i]]
+    ratios = [
+        result.team_entitlement_ratio[s] for i, s in enumerate(run.scenario.shares) if run.meter.owed[i]
+    ]
     assert result.disparity == pytest.approx(max(ratios) / min(ratios))
     assert all(v >= 0 for v in result.lent_gpu_hours.values()) and sum(result.lent_gpu_hours.values()) > 0
     for team, lent in result.lent_gpu_hours.items():

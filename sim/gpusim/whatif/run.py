@@ -36,6 +36,10 @@ def _or_zero(value: float | None) -> float:
     return 0.0 if value is None else value
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
 @dataclass
 class PolicyResult:
     """What one policy run measured, plus the series the report draws."""
@@ -93,9 +97,9 @@ class PolicyResult:
             "team_entitlement_ratio": {k: round(v, 6) for k, v in self.team_entitlement_ratio.items()},
             "worst_team_entitlement_ratio": round(self.worst_team_entitlement_ratio, 6),
             "jain_index": round(self.jain_index, 6),
-            "disparity": None if self.disparity is None else round(self.disparity, 6),
+            "disparity": _rounded(self.disparity),
             "lent_gpu_hours": {k: round(v, 3) for k, v in self.lent_gpu_hours.items()},
-            "paid_back_share": {k: None if v is None else round(v, 6) for k, v in self.paid_back_share.items()},
+            "paid_back_share": {k: _rounded(v) for k, v in self.paid_back_share.items()},
             "preemption_gpu_hours_lost": round(self.preemption_gpu_hours_lost, 3),
             "gpu_hours_used": round(self.gpu_hours_used, 3),
             "slo_attainment": {k: round(v, 6) for k, v in self.slo_attainment.items()},
