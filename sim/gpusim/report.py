@@ -283,7 +283,8 @@ def share_chart(result: WhatIfResult) -> str:
     return chart(fig, "entitlement-ratio")
 
 
-def _ratio(value: float | None) -> str:
+def ratio_text(value: float | None) -> str:
+    """A ratio to three decimals, or "-" where it is undefined."""
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -298,8 +299,8 @@ def summary_table(result: WhatIfResult) -> str:
             lambda r: f"{r.utilization / r.work_conserving_bound:.2%}" if r.work_conserving_bound else "-",
         ),
         ("worst share entitlement ratio", lambda r: f"{r.worst_team_entitlement_ratio:.3f}"),
-        ("disparity (max / min share ratio)", lambda r: _ratio(r.disparity)),
-        ("worst paid-back share of what a share lent", lambda r: _ratio(r.worst_paid_back_share)),
+        ("disparity (max / min share ratio)", lambda r: ratio_text(r.disparity)),
+        ("worst paid-back share of what a share lent", lambda r: ratio_text(r.worst_paid_back_share)),
         ("Jain index", lambda r: f"{r.jain_index:.3f}"),
         ("GPU-hours used", lambda r: f"{r.gpu_hours_used:,.0f}"),
         ("GPU-hours lost to preemption", lambda r: f"{r.preemption_gpu_hours_lost:,.1f}"),

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 from gpusim.forecast.backtest import EtaResult, backtest, evaluate, predictions_json
-from gpusim.report import write_report
+from gpusim.report import ratio_text, write_report
 from gpusim.trace import load_trace
 from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_policies
 from gpusim.whatif.run import PolicyResult, WhatIfResult, run_policy
@@ -29,10 +29,6 @@ ALL_POLICIES = ",".join(p.value for p in Policy)
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def print_comparison(result: WhatIfResult, console: Console | None = None) -> None:
@@ -62,12 +58,12 @@ def print_comparison(result: WhatIfResult, console: Console | None = None) -> No
     for share in sc.shares:
         table.add_row(f"ratio {share}", *(f"{r.team_entitlement_ratio[share]:.3f}" for r in rs))
     table.add_row("worst team ratio", *(f"{r.worst_team_entitlement_ratio:.3f}" for r in rs))
-    table.add_row("disparity (max / min ratio)", *(_ratio(r.disparity) for r in rs))
+    table.add_row("disparity (max / min ratio)", *(ratio_text(r.disparity) for r in rs))
     table.add_row("Jain index", *(f"{r.jain_index:.3f}" for r in rs))
     for share in sc.shares:
         table.add_row(
             f"paid back {share} (lent GPU-h)",
-            *(f"{_ratio(r.paid_back_share[share])} ({r.lent_gpu_hours[share]:,.0f})" for r in rs),
+            *(f"{ratio_text(r.paid_back_share[share])} ({r.lent_gpu_hours[share]:,.0f})" for r in rs),
         )
     table.add_row("GPU-h used", *(f"{r.gpu_hours_used:.1f}" for r in rs))
     table.add_row("GPU-h lost to preemption", *(f"{r.preemption_gpu_hours_lost:.1f}" for r in rs))
