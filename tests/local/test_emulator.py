@@ -468,7 +468,12 @@ def test_shareplane_up_env_starts_a_stack_in_the_background_for_eval(tmp_path: P
         str(stack_template(tmp_path)),
     ]
     up_env += ["--log", str(tmp_path / "up.log"), "--env-file", str(env_file)]
-    first = subprocess.run(up_env, capture_output=True, text=True, timeout=300)
+
+    def ignoring_ctrl_c() -> None:
+        # As a script's background job starts it (POSIX shells ignore SIGINT there), and the stack inherits
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    first = subprocess.run(up_env, capture_output=True, text=True, timeout=300, preexec_fn=ignoring_ctrl_c)
     variables = exported(first.stdout.splitlines())
     try:
         # GIVEN `up --env` started a stack in the background and printed its exports alone

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -235,6 +236,9 @@ def up_command(
 
 def _run_in_foreground(template: Path, poll_seconds: float, speed: float, log: Path, env_file: Path) -> None:
     """`up` itself: start the stack, print and keep its exports, run its loop until Ctrl-C, stop it."""
+    # Ctrl-C (SIGINT, what `down` sends) stops it even when started by a process that ignores SIGINT
+    # (a background job, a test runner's worker): Python keeps an inherited SIG_IGN as it finds it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with noise_to_log(log) as noise:
         stack = LocalStack(StackSpec(template, stack_name=DEFAULT_STACK), speed=speed)
         progress: _UpProgress | None = None
