@@ -7,8 +7,8 @@ the copies appended are the fewest that reach the forecast horizon past the trac
 submission, and one more (a replay again, at most ``backtest.MAX_EXTRA_ROUNDS`` times) while a
 predicted job has not started by the extended trace's last submission. Only the original trace's
 jobs are predicted, and each prediction is compared with its job's first dispatch in the extended
-replay. For a seeded sample of jobs, at each one's submission instant (before it and anything arriving at
-the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
+replay. For a seeded sample of jobs, at each one's submission instant (before it and anything
+arriving at the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
 Batch and the jobs table (``live_view``), and ``shareplane.domain.forecast.start_forecast.forecast_starts``
 (the same code `shareplane why` runs) predicts its start. Nothing it reads is in the future: run
 times appear only once an attempt has ended, arrivals only once submitted (``tests/sim/test_eta.py``
