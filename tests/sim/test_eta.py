@@ -10,8 +10,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from gpusim.forecast import backtest as backtest_module
 from gpusim.forecast import calibration
-from gpusim.forecast.backtest import EtaResult, backtest, evaluate, load_last_arrival, load_predictions
+from gpusim.forecast.backtest import (
+    EtaResult,
+    backtest,
+    copies_for_horizon,
+    evaluate,
+    load_extension,
+    load_predictions,
+)
 from gpusim.forecast.calibration import (
     MARGIN_METHODS,
     MIN_GROUP_SIZE,
@@ -26,7 +34,7 @@ from gpusim.forecast.calibration import (
 from gpusim.forecast.prediction import Prediction, measured
 from gpusim.whatif.config import Policy, WhatIfConfig
 from gpusim.whatif.run import PolicyRun
-from gpusim.whatif.scenario import build_scenario, scenario_of
+from gpusim.whatif.scenario import build_scenario, extend_scenario, scenario_of
 from shareplane.domain.forecast import start_forecast
 from shareplane.domain.forecast.start_forecast import ForecastSettings
 from shareplane_cli.main import app
@@ -34,7 +42,8 @@ from typer.testing import CliRunner
 
 from tests.sim.traces import PHILLY_PREDICTIONS, PHILLY_PREDICTIONS_SEED1, synthetic_trace, write_csv
 
-FEW = ForecastSettings(samples=4, arrival_lookback_seconds=3600.0)
+#: A 6-hour horizon: the trace (5 hours) is extended by two copies of itself, not a month's worth.
+FEW = ForecastSettings(samples=4, arrival_lookback_seconds=3600.0, horizon_seconds=6 * 3600.0)
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +121,9 @@ def test_a_changed_past_run_time_does_change_predictions(scenario) -> None:
 
 
 def test_predicting_leaves_the_replay_as_a_plain_replay_runs_it(scenario) -> None:
-    plain = PolicyRun(scenario, Policy.FAIRSHARE).replay()
     result = backtest(scenario, Policy.FAIRSHARE, sample=12, settings=FEW)
+    # (a plain replay of the same extended trace)
+    plain = PolicyRun(extend_scenario(scenario, result.extension.copies), Policy.FAIRSHARE).replay()
     assert result.result.wait_seconds == plain.wait_seconds
     assert result.result.utilization == plain.utilization
 
@@ -322,14 +332,22 @@ class _TrueFuture(start_forecast._Run):
         self._hold(sh, instances, self.now + self.holds[name])
 
 
-def test_given_the_true_future_the_forward_model_starts_jobs_when_gpusim_does(scenario, monkeypatch) -> None:
+def test_given_the_true_future_the_forward_model_starts_jobs_when_gpusim_does(monkeypatch) -> None:
+    # Offered load 1.5, not the fixture's 3: with the world submitting on, the fixture's waits
+    # outgrow any horizon; these fall within a day's.
+    scenario = build_scenario(synthetic_trace(count=160), WhatIfConfig(), 64, seed=3)
     timings = scenario.config.timings
     startup = timings.scheduled_to_starting + timings.starting_to_running
-    _TrueFuture.holds = {j.name: j.duration + startup for j in scenario.jobs}
-    _TrueFuture.arrivals = list(scenario.jobs)
+    settings = replace(FEW, samples=1, horizon_seconds=86400.0)
+    # The future the replay has: the trace and its copies (with room for the rounds that add more).
+    extended = extend_scenario(
+        scenario, copies_for_horizon(scenario, settings.horizon_seconds) + backtest_module.MAX_EXTRA_ROUNDS
+    )
+    _TrueFuture.holds = {j.name: j.duration + startup for j in extended.jobs}
+    _TrueFuture.arrivals = list(extended.jobs)
     _TrueFuture.share_names = scenario.shares
     monkeypatch.setattr(start_forecast, "_Run", _TrueFuture)
-    result = backtest(scenario, Policy.FAIRSHARE, sample=60, settings=ForecastSettings(samples=1))
+    result = backtest(scenario, Policy.FAIRSHARE, sample=60, settings=settings)
     exact = [p for p in result.predictions if p.starts and abs(p.starts[0] - p.actual_start) < 1e-6]
     waited = [p for p in result.predictions if p.actual_wait]
     assert len(waited) >= 20  # jobs that queued: the check is not only on jobs that start at once
@@ -388,9 +406,10 @@ def test_the_cli_writes_the_raw_predictions_the_calibration_is_tuned_on(tmp_path
     assert len(loaded) == eta["predictions"] == 40
     assert any(p.starts for p in loaded) and any(p.actual_start for p in loaded)
     # Re-measured from the file alone, the figures are the command's.
-    last = load_last_arrival(out)
+    extension = load_extension(out, "fairshare")
+    last = extension.last_arrival
     assert last is not None and last >= max(p.submitted_at for p in loaded)
-    again = evaluate(EtaResult(Policy.FAIRSHARE, loaded, None, 0.0, 0.0, last_arrival=last)).summary()  # type: ignore[arg-type]
+    again = evaluate(EtaResult(Policy.FAIRSHARE, loaded, None, 0.0, 0.0, extension=extension)).summary()  # type: ignore[arg-type]
     assert again["later_half"] == eta["later_half"]
     assert again["coverage_p10_p90"] == eta["coverage_p10_p90"]
     assert again["started_after_last_arrival"] == eta["started_after_last_arrival"] is not None
@@ -426,16 +445,19 @@ def test_the_backtest_counts_the_later_jobs_that_started_only_once_submissions_s
             None,
             0.0,
             0.0,
-            last_arrival=load_last_arrival(path),
+            extension=load_extension(path, "fairshare"),
         )  # type: ignore[arg-type]
     )
     summary = result.summary()
     # THEN it says how many measured jobs started after it (a few of the earlier half's, a third of
     # the later half's), and read back without the trace, it says it does not know
-    assert load_last_arrival(path) == 4800091.0
+    assert load_extension(path, "fairshare").last_arrival == 4800091.0
     assert summary["earlier_half"]["started_after_last_arrival"] == earlier
     assert summary["later_half"]["started_after_last_arrival"] == later
     assert summary["started_after_last_arrival"] == earlier + later
+    # (written before the replay was extended: no copies, its last submission the trace's own)
+    assert summary["copies_appended"] == 0
+    assert summary["starts_in_appended_copies"] == earlier + later
     unknown = evaluate(EtaResult(Policy.FAIRSHARE, load_predictions(path)["fairshare"], None, 0.0, 0.0))  # type: ignore[arg-type]
     assert unknown.summary()["later_half"]["started_after_last_arrival"] is None
 

@@ -95,8 +95,9 @@ EtaOption = Annotated[
     bool,
     typer.Option(
         "--eta",
-        help="Backtest the start forecast: predict at submission for a seeded sample of jobs, "
-        "add each policy's error and p10-p90 coverage (an `eta` object in JSON).",
+        help="Backtest the start forecast: replay the trace followed by copies of itself, predict at "
+        "submission for a seeded sample of the trace's jobs, add each policy's error and p10-p90 "
+        "coverage and the copies appended (an `eta` object in JSON).",
     ),
 ]
 EtaSampleOption = Annotated[
@@ -158,9 +159,8 @@ def simulate_command(
                 etas[p.value] = evaluate(
                     backtest(scenario, p, seed=seed, sample=eta_sample, workers=eta_workers)
                 )
-            result = WhatIfResult(scenario, {name: e.result for name, e in etas.items()}, seed)
-        else:
-            result = _replay(scenario, policies, seed, err)
+        # The comparison is of the trace as given: the backtest replayed it extended by copies.
+        result = _replay(scenario, policies, seed, err)
     if report is not None:
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
@@ -250,6 +250,8 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
         "coverage",
         "tuned: error h / coverage",
         "online coverage",
+        "copies appended",
+        "starts in appended copies",
         "started after last arrival",
     ):
         table.add_column(column, justify="right")
@@ -260,6 +262,9 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
 
         def h(v: float | None) -> str:
             return "-" if v is None else f"{v / 3600:.2f}"
+
+        def count(v: int | None) -> str:
+            return "-" if v is None else str(v)
 
         table.add_row(
             name,
@@ -273,6 +278,8 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             str(late["coverage_p10_p90"]),
             f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
             str(late["online"]["coverage"]),
-            "-" if late["started_after_last_arrival"] is None else str(late["started_after_last_arrival"]),
+            f"{m['copies_appended']}{' (bound hit)' if m['extension_bound_hit'] else ''}",
+            count(late["starts_in_appended_copies"]),
+            count(late["started_after_last_arrival"]),
         )
     print_fitted(table, console)

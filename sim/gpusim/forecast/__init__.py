@@ -1,8 +1,14 @@
 """The start-forecast backtest: predict at submission, compare with the replay's actual first dispatch.
 
-``shareplane simulate --eta`` replays the scenario once per policy, as a plain ``simulate`` does.
-For a seeded sample of jobs, at each one's submission instant (before it and anything arriving at
-the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
+``shareplane simulate --eta`` replays the scenario once per policy, as a plain ``simulate`` does,
+followed by copies of itself: the world keeps submitting. Each copy is the trace shifted by its span
+(new job names; the same teams, sizes, tiers and run times: ``whatif.scenario.extend_scenario``);
+the copies appended are the fewest that reach the forecast horizon past the trace's last
+submission, and one more (a replay again, at most ``backtest.MAX_EXTRA_ROUNDS`` times) while a
+predicted job has not started by the extended trace's last submission. Only the original trace's
+jobs are predicted, and each prediction is compared with its job's first dispatch in the extended
+replay. For a seeded sample of jobs, at each one's submission instant (before it and anything
+arriving at the same instant is submitted), ``live_queue`` reads the model the way the control plane reads
 Batch and the jobs table (``live_view``), and ``shareplane.domain.forecast.start_forecast.forecast_starts``
 (the same code `shareplane why` runs) predicts its start. Nothing it reads is in the future: run
 times appear only once an attempt has ended, arrivals only once submitted (``tests/sim/test_eta.py``
@@ -15,9 +21,12 @@ Start is the first dispatch (SCHEDULED); wait is start minus submission. Reporte
   half the jobs had no p50 within the horizon: the median error is then unbounded);
 - ``coverage_p10_p90``: the share of actual starts within [p10, p90] (a bound the forecast left
   open, because too few runs started the job within the horizon, counts as "later than any");
-- ``started_after_last_arrival``: how many of those jobs started after the trace's last submission,
-  when the replay's queue only drains: a forecast made live carries the recent arrivals forward and
-  cannot know they stop, so those starts measure the trace's end as much as the forecast;
+- ``started_after_last_arrival``: how many of those jobs started after the extended trace's last
+  submission, when the replay's queue only drains (0 expected): a forecast made live carries the
+  recent arrivals forward and cannot know they stop, so such starts would measure the trace's end
+  as much as the forecast; ``starts_in_appended_copies``: how many started after the original
+  trace's last submission (what the backtest reported as started after the last arrival before the
+  trace was extended); ``copies_appended`` and ``extension_bound_hit`` (``Extension``);
 - ``baseline_median_abs_error_seconds``: the same error for the guess a person makes from the
   dashboard: the median wait of the same tier's jobs that started in the 24 h before the prediction
   (0 when none did). The trace has no requested time limits, so a Slurm-style ``squeue --start``

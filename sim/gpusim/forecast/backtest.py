@@ -1,11 +1,16 @@
 """The backtest itself: replay a scenario, forecast sampled jobs at their submission, measure.
 
-Forecasts run in this process or, with ``workers`` > 1, in a pool beside the replay.
+The world keeps submitting: the replay is of the trace followed by copies of itself
+(``extend_scenario``), enough that every predicted job starts before the extended trace's last
+submission, so no measured start comes from a queue that only drains. Predictions are made only at
+the original trace's submissions. Forecasts run in this process or, with ``workers`` > 1, in a pool
+beside the replay.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import time
 from collections import deque
@@ -15,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from shareplane.domain.errors import InvalidInputError
 from shareplane.domain.forecast.start_forecast import (
     Arrival,
     FinishedRun,
@@ -26,7 +32,7 @@ from shareplane.domain.forecast.start_forecast import (
 
 from ..whatif.config import TIERS, Policy
 from ..whatif.run import PolicyResult, PolicyRun
-from ..whatif.scenario import Scenario, ScenarioJob
+from ..whatif.scenario import Scenario, ScenarioJob, extend_scenario
 from .calibration import (
     ONLINE_STEP,
     UNTUNED,
@@ -37,7 +43,7 @@ from .calibration import (
     online_margins,
     tune,
 )
-from .live_view import LiveView, run_submits, sample_jobs
+from .live_view import LiveView, sample_jobs
 from .prediction import Prediction
 
 #: Predictions are made for this many jobs (seeded sample) unless told otherwise.
@@ -51,6 +57,32 @@ DEFAULT_SAMPLE = 1000
 #: (with 14 days, no run started 57 of 187 measured earlier-half jobs of a 200-job sample within 30
 #: days). Predictions keep the runs' raw starts; ``Calibration`` applies what is tuned.
 BACKTEST_SETTINGS = ForecastSettings(samples=10)
+
+#: Rounds after the first in which the backtest appends one more copy, while a predicted job has
+#: not started by the extended trace's last submission (each round a plain replay, ``_redispatch``).
+#: Fixed before any run; ``Extension.bound_hit`` says when jobs were still waiting after the last.
+MAX_EXTRA_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class Extension:
+    """How far the replay went past the trace: the copies appended and where submissions ended.
+
+    Predictions read back from a file written before the replay was extended have no copies: both
+    last submissions are the trace's own.
+    """
+
+    copies: int = 0
+    #: The original trace's last submission (seconds): a start after it fell in the appended copies.
+    original_last_arrival: float | None = None
+    #: The extended trace's last submission: a start after it comes from a queue that only drains,
+    #: which no forecast made live can know (None when unknown, as for predictions read back alone).
+    last_arrival: float | None = None
+    #: Whether ``MAX_EXTRA_ROUNDS`` ran out with a predicted job still waiting.
+    bound_hit: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        return {"copies_appended": self.copies, "extension_bound_hit": self.bound_hit}
 
 
 @dataclass
@@ -66,9 +98,7 @@ class EtaResult:
     worker_cpu_seconds: float = 0.0
     calibration: Calibration = UNTUNED
     measures: dict[str, Any] = field(default_factory=dict)
-    #: The trace's last submission (seconds): a start after it comes from a queue that only drains,
-    #: which no forecast made live can know (None when unknown, as for predictions read back alone).
-    last_arrival: float | None = None
+    extension: Extension = Extension()
 
     def summary(self) -> dict[str, Any]:
         """The ``eta`` object ``shareplane simulate --eta`` adds to the policy."""
@@ -77,11 +107,12 @@ class EtaResult:
 
 def predictions_json(results: Mapping[str, EtaResult]) -> dict[str, Any]:
     """Each policy's raw predictions (the runs' starts before any calibration), for ``load_predictions``,
-    and the trace's last submission, for ``load_last_arrival``."""
-    last = next((r.last_arrival for r in results.values()), None)
+    and how far its replay went past the trace, for ``load_extension``."""
     return {
         "predictions": {name: [asdict(p) for p in r.predictions] for name, r in results.items()},
-        "last_arrival": last,
+        "extensions": {name: asdict(r.extension) for name, r in results.items()},
+        # The first policy's, as files written before the replay was extended hold it.
+        "last_arrival": next((r.extension.last_arrival for r in results.values()), None),
     }
 
 
@@ -94,10 +125,14 @@ def load_predictions(path: Path) -> dict[str, list[Prediction]]:
     }
 
 
-def load_last_arrival(path: Path) -> float | None:
-    """The trace's last submission ``predictions_json`` wrote (None in a file written before it was)."""
-    value = json.loads(path.read_text()).get("last_arrival")
-    return None if value is None else float(value)
+def load_extension(path: Path, policy: str) -> Extension:
+    """How far ``policy``'s replay went past the trace, as ``predictions_json`` wrote it. A file written
+    before the replay was extended has the trace's last submission alone (none in an older one)."""
+    data = json.loads(path.read_text())
+    if policy in data.get("extensions", {}):
+        return Extension(**data["extensions"][policy])
+    last = data.get("last_arrival")
+    return Extension(original_last_arrival=last, last_arrival=last)
 
 
 def _forecast_one(
@@ -212,6 +247,49 @@ class _Forecaster:
         return result, time.perf_counter() - started
 
 
+def copies_for_horizon(scenario: Scenario, horizon_seconds: float) -> int:
+    """The fewest copies (``extend_scenario``) whose last submission is at least the horizon past the
+    original's: the k-th copy's last job arrives k x the window after the original's last."""
+    if not math.isfinite(horizon_seconds):
+        raise InvalidInputError(
+            "horizon_seconds", "is unbounded", "backtest with a finite horizon (the trace is extended by it)"
+        )
+    return max(1, math.ceil(horizon_seconds / scenario.window))
+
+
+def _waiting(targets: Sequence[ScenarioJob], first_dispatch: Mapping[str, float], last: float) -> int:
+    """How many predicted jobs had not started by ``last`` (the extended trace's last submission).
+
+    Every predicted job counts, not only those measured: one never started is not measured yet."""
+    return sum(1 for t in targets if first_dispatch.get(t.name, math.inf) > last)
+
+
+def _redispatch(
+    extended: Scenario, policy: Policy, seed: int, before: Mapping[str, float], unchanged_until: float
+) -> tuple[PolicyResult, dict[str, float], float]:
+    """A plain replay of ``extended`` (one more copy than the replay ``before`` came from): its result,
+    its first dispatches and its wall seconds.
+
+    The predictions already made stand: each read only what happened before its instant, all before
+    the copy added now arrives (``tests/sim/test_eta.py`` changes the future and no prediction moves).
+    So is every dispatch before ``unchanged_until``, checked.
+    """
+    started = time.perf_counter()
+    run = PolicyRun(extended, policy, seed)
+    view = LiveView(run)
+    result = run.replay()
+    seconds = time.perf_counter() - started
+    moved = [
+        name for name, at in before.items() if at < unchanged_until and view.first_dispatch.get(name) != at
+    ]
+    if moved:
+        raise RuntimeError(
+            f"appending a copy after {unchanged_until} s moved {len(moved)} earlier first dispatches "
+            f"(e.g. {moved[0]}) in the {policy} replay: its past depends on its future"
+        )
+    return result, view.first_dispatch, seconds
+
+
 def backtest(
     scenario: Scenario,
     policy: Policy,
@@ -222,31 +300,46 @@ def backtest(
     jobs: Sequence[ScenarioJob] | None = None,
     workers: int = 1,
 ) -> EtaResult:
-    """Replay ``scenario`` under ``policy``, forecasting each sampled job (or ``jobs``) at its submission.
+    """Replay ``scenario`` extended by copies of itself under ``policy``, forecasting each sampled job
+    of the original (or ``jobs``) at its submission.
 
-    ``workers`` > 1 runs the forecasts in that many processes while the replay goes on: each reads
-    only the live state copied at its instant and draws from its own seed, so the predictions are
-    the same as in-process ones, in less wall time (the CPU time is the same).
+    The copies are the fewest that reach the forecast horizon past the original's last submission
+    (``copies_for_horizon``); while a predicted job has not started by the extended trace's last
+    submission, one more copy is appended and the extended trace replayed again (at most
+    ``MAX_EXTRA_ROUNDS`` times). ``workers`` > 1 runs the forecasts in that many processes while the
+    replay goes on: each reads only the live state copied at its instant and draws from its own
+    seed, so the predictions are the same as in-process ones, in less wall time (the CPU time is the
+    same).
     """
-    run = PolicyRun(scenario, policy, seed)
-    forecaster = _Forecaster(run, settings, seed, workers)
     targets = list(jobs) if jobs is not None else sample_jobs(scenario, sample, seed)
+    copies = copies_for_horizon(scenario, settings.horizon_seconds)
+    extended = extend_scenario(scenario, copies)
+    run = PolicyRun(extended, policy, seed)
+    forecaster = _Forecaster(run, settings, seed, workers)
     # Scheduled before the replay's own arrivals, so each runs before its job (and anything else
     # arriving at that instant) is submitted.
     for target in targets:
         run.model.engine.schedule_at(target.submit, forecaster.predict, target)
     result, wall = forecaster.replay()
-    first_dispatch = forecaster.view.first_dispatch
+    first_dispatch, replay_seconds = forecaster.view.first_dispatch, wall - forecaster.spent
+    original_last, last = scenario.jobs[-1].submit, extended.jobs[-1].submit
+    for _ in range(MAX_EXTRA_ROUNDS):
+        if not _waiting(targets, first_dispatch, last):
+            break
+        copies += 1
+        extended = extend_scenario(scenario, copies)
+        result, first_dispatch, seconds = _redispatch(extended, policy, seed, first_dispatch, last)
+        replay_seconds += seconds
+        last = extended.jobs[-1].submit
     predictions = [replace(p, actual_start=first_dispatch.get(p.job)) for p in forecaster.made]
-    submits = run_submits(scenario)
     return EtaResult(
         policy,
         predictions,
         result,
         forecaster.spent,
-        wall - forecaster.spent,
+        replay_seconds,
         forecaster.worker_cpu,
-        last_arrival=submits[-1] if submits else None,
+        extension=Extension(copies, original_last, last, _waiting(targets, first_dispatch, last) > 0),
     )
 
 
@@ -257,8 +350,16 @@ def evaluate(result: EtaResult) -> EtaResult:
     earlier, later = preds[:half], preds[half:]
     chosen = tune(earlier)
     result.calibration = chosen
-    last = result.last_arrival
-    whole = measure(preds, last_arrival=last)
+    extension = result.extension
+
+    def untuned(predictions: Sequence[Prediction]) -> dict[str, Any]:
+        return measure(
+            predictions,
+            last_arrival=extension.last_arrival,
+            original_last_arrival=extension.original_last_arrival,
+        )
+
+    whole = untuned(preds)
     tuned = measure(later, chosen)
     by_kind = {
         kind: measure([p for p in later if chosen.beyond_horizon(p) == beyond], chosen)
@@ -275,14 +376,16 @@ def evaluate(result: EtaResult) -> EtaResult:
         "coverage_p10_p90": whole["coverage"],
         "baseline_median_abs_error_seconds": whole["baseline_median_abs_error_seconds"],
         "started_after_last_arrival": whole["started_after_last_arrival"],
+        "starts_in_appended_copies": whole["starts_in_appended_copies"],
+        **extension.summary(),
         "earlier_half": {
-            **_renamed(measure(earlier, last_arrival=last)),
+            **_renamed(untuned(earlier)),
             # Which margins' method, chosen inside the earlier half: fitted on its first half,
             # measured on its second (``choose_method``); ``tune`` fits the asymmetric one.
             "method_selection": {"coverage": validation, "chosen": method},
         },
         "later_half": {
-            **_renamed(measure(later, last_arrival=last)),
+            **_renamed(untuned(later)),
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
                 "p50_scale": chosen.p50_scale,

@@ -94,17 +94,24 @@ def measure(
     predictions: Sequence[Prediction],
     calibration: Calibration | Fitted = UNTUNED,
     last_arrival: float | None = None,
+    original_last_arrival: float | None = None,
 ) -> dict[str, Any]:
     """Errors and coverage on the jobs that waited at least 10 minutes (see the module docstring).
 
     ``calibration`` is one for every prediction or, for a method with a margin per group, a
     function giving each prediction its own. ``started_after_last_arrival`` counts the jobs that
-    started after the trace's last submission (None without ``last_arrival``)."""
+    started after the (extended) trace's last submission, ``starts_in_appended_copies`` those that
+    started after the original trace's (each None without its submission)."""
     waited = measured(predictions)
+
+    def started_after(last: float | None) -> int | None:
+        if last is None:
+            return None
+        return sum(1 for p in waited if p.actual_start is not None and p.actual_start > last)
+
     drained = {
-        "started_after_last_arrival": None
-        if last_arrival is None
-        else sum(1 for p in waited if p.actual_start is not None and p.actual_start > last_arrival)
+        "started_after_last_arrival": started_after(last_arrival),
+        "starts_in_appended_copies": started_after(original_last_arrival),
     }
     if not waited:
         return {

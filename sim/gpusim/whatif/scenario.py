@@ -306,3 +306,31 @@ def seed_idle(scenario: Scenario, fraction: float | None = None, seed: int = 0) 
         jobs.append(replace(job, idle_after=idle_after) if idle_after is not None else job)
     config = scenario.config.model_copy(update={"idle": settings.model_copy(update={"fraction": fraction})})
     return replace(scenario, jobs=tuple(jobs), config=config)
+
+
+def extend_scenario(scenario: Scenario, copies: int) -> Scenario:
+    """The scenario followed by ``copies`` copies of its jobs, the k-th shifted by k x its window (the
+    trace's span): "the world keeps submitting" after the trace ends, at the trace's own rate.
+
+    A copy keeps every attribute of its job (team's share, size, tier, priority, run time, failure,
+    checkpointing, idleness) under a new name, ``<name>-copy<k>``; the window grows to cover the
+    copies, so the meter measures the whole replay. Shares, entitlements and capacity are the same.
+    """
+    if copies < 0:
+        raise InvalidInputError("copies", f"{copies}", "append 0 or more copies")
+    if copies == 0:
+        return scenario
+    span = scenario.window
+    if span <= 0:
+        raise InvalidInputError("window", f"{span}", "extend a scenario whose trace spans some time")
+    appended = [
+        replace(job, name=f"{job.name}-copy{k}", submit=job.submit + k * span)
+        for k in range(1, copies + 1)
+        for job in scenario.jobs
+    ]
+    names = {j.name for j in scenario.jobs}
+    if any(j.name in names for j in appended):
+        raise InvalidInputError("jobs", "a job is already named as a copy (<name>-copy<k>)", "rename it")
+    # Stable: a copy's first job may arrive with the original's last; the original's stays first.
+    jobs = sorted((*scenario.jobs, *appended), key=lambda j: j.submit)
+    return replace(scenario, jobs=tuple(jobs), window=span * (copies + 1))
