@@ -43,9 +43,10 @@ Region = Annotated[str | None, typer.Option(help="AWS region, as for the aws CLI
 Endpoint = Annotated[
     str | None,
     typer.Option(
-        help="AWS endpoint URL (the local stack's, for example). Without it and $AWS_ENDPOINT_URL, and "
-        "with no --profile, $AWS_PROFILE or $AWS_ACCESS_KEY_ID naming an account, the local stack "
-        f"running here (its env file: {FOUND_ENV_FILE}); else the account's own.",
+        help="AWS endpoint URL (the local stack's, for example). Without it, and with nothing naming an "
+        "account (--profile, --region, --stack-name, --table, $AWS_PROFILE, $AWS_ACCESS_KEY_ID, "
+        "$SHAREPLANE_STACK, ...), the local stack running here (its env file: "
+        f"{FOUND_ENV_FILE}); else the account's own.",
         show_default=False,
     ),
 ]
@@ -97,8 +98,10 @@ class Target:
 
     def now(self) -> float:
         """The time now (epoch s) on the cluster's clock: every command dates its views and writes by it
-        (see shareplane_cli.clock); the root the command builds reads it as its clock too."""
-        return cluster_clock(self.environ())()
+        (see shareplane_cli.clock); the root the command builds reads it as its clock too. With --profile
+        (an AWS account) it is this machine's clock."""
+        # An account named by --profile runs on this machine's clock, whatever a shell once exported.
+        return cluster_clock({} if self.profile else self.environ())()
 
     def client(self, service: str) -> Any:
         """A boto3 client of any service (see ``root`` for its endpoint); boto3 types it by name only."""
@@ -145,23 +148,37 @@ def _account_target(
     stack_name: StackName = None,
     table: TableName = None,
 ) -> Target:
-    target = _with_local_stack(Target(profile, region, endpoint, stack_name or DEFAULT_STACK, table))
-    return target if stack_name is None else replace(target, stack_name=stack_name)
+    told = stack_name is not None or table is not None
+    return _with_local_stack(Target(profile, region, endpoint, stack_name or DEFAULT_STACK, table), told=told)
 
 
 def _endpoint_target(profile: Profile = None, region: Region = None, endpoint: Endpoint = None) -> Target:
     return _with_local_stack(Target(profile, region, endpoint))
 
 
-#: Variables that name an account (or an endpoint): with one set, a command never looks for a local stack.
-ACCOUNT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_ACCESS_KEY_ID")
+#: Variables that name an account, its credentials or an endpoint (boto3 reads each): with one set, a
+#: command never looks for a local stack.
+ACCOUNT_VARIABLES = (
+    "AWS_ENDPOINT_URL",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "SHAREPLANE_STACK",
+)
 
 
-def _with_local_stack(target: Target) -> Target:
+def _with_local_stack(target: Target, *, told: bool = False) -> Target:
     """The target on the local stack running here (`shareplane up`, `up -d`), when the command was told
-    of no account: no --endpoint, no --profile, none of ACCOUNT_VARIABLES set. Never a silent switch: one
-    line on stderr names the stack found. Unchanged when none runs."""
-    if target.endpoint or target.profile or any(os.environ.get(name) for name in ACCOUNT_VARIABLES):
+    of no account: no --endpoint, --profile, --region, --stack-name or --table (``told``), none of
+    ACCOUNT_VARIABLES set. Never a silent switch: one line on stderr names the stack found. Unchanged
+    when none runs."""
+    if told or target.endpoint or target.profile or target.region:
+        return target
+    if any(os.environ.get(name) for name in ACCOUNT_VARIABLES):
         return target
     env_file = find_env_file()
     lines = running_exports(env_file)
@@ -171,7 +188,7 @@ def _with_local_stack(target: Target) -> Target:
     stack_name = local.get("SHAREPLANE_STACK", target.stack_name)
     stderr_console().print(
         f"local stack {stack_name} at {local['AWS_ENDPOINT_URL']} (found {env_file}; "
-        "--endpoint or --profile for another)",
+        "--endpoint, --profile or --stack-name for another)",
         highlight=False,
         markup=False,
     )

@@ -37,19 +37,6 @@ td.good { color: #17803d; font-weight: 600; } td.bad { color: #b42318; font-weig
 """
 
 
-def duration(seconds: float | None) -> str:
-    """A wait as a person reads it: seconds, minutes, hours or days, with the unit."""
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.2f} h"
-    return f"{seconds / 86400:.2f} d"
-
-
 def chart(figure: go.Figure, div_id: str) -> str:
     """A figure as a ``<div>`` and its drawing call; the page carries plotly.js once."""
     figure.update_layout(

@@ -17,8 +17,9 @@ from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
+from shareplane.domain.explain.durations import duration_text
 
-from .html_page import COLORS, chart, duration, page, table
+from .html_page import COLORS, chart, page, table
 from .whatif.config import TIERS
 from .whatif.run import PolicyResult, WhatIfResult
 from .whatif.verdict import verdict
@@ -204,7 +205,7 @@ def wait_chart(result: WhatIfResult) -> str:
                     legendgroup=name,
                     showlegend=col == 1,
                     marker_color=_color(i),
-                    customdata=[duration(s) for s in seconds],
+                    customdata=[duration_text(s) for s in seconds],
                     hovertemplate=f"{html.escape(name)} %{{x}} {quantile}: %{{customdata}}<extra></extra>",
                 ),
                 row=1,
@@ -228,7 +229,7 @@ def wait_chart(result: WhatIfResult) -> str:
                 name="tier's SLO",
                 legendgroup="slo",
                 showlegend=col == 1,
-                customdata=[duration(s) for s in slos],
+                customdata=[duration_text(s) for s in slos],
                 hovertemplate="%{x} SLO: %{customdata}<extra></extra>",
             ),
             row=1,

@@ -23,6 +23,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.browser.chromium import Browser
 from tests.conftest import REPO
 
+#: One worker runs the tests that redraw docs/assets/pictures (the demo's and the reports') and those
+#: that build the site from docs/: run beside the report tests, the site's search found nothing.
+pytestmark = pytest.mark.xdist_group("stack-1")
+
 SECTIONS = ["Getting started", "Concepts", "Operate", "Deploy", "Simulator", "Benchmarks", "Reference"]
 
 

@@ -14,7 +14,7 @@ from shareplane.domain.jobs.lifecycle import gpus_per_instance
 
 from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..demo.baseline import run_static_partitions
-from ..demo.report import write_report
+from ..demo.report import instance_hours, write_report
 from ..demo.run import DEMO_SPEED, run_live
 from ..demo.summary import CHECK_LABELS, summarize
 from ..demo.view import LiveView, ProgressLines
@@ -117,7 +117,7 @@ def _cost_rows(summary: Mapping[str, Any]) -> list[_Row]:
     billable = summary["cost"]["by_team_billable_instance_hours"]
     return [
         *[
-            (f"instance-hours {team}", _instance_hours(hours), "")
+            (f"instance-hours {team}", instance_hours(hours, GPUS_PER_INSTANCE), "")
             for team, hours in summary["gpu_hours"].items()
         ],
         *[
@@ -150,7 +150,7 @@ def _idle_rows(summary: Mapping[str, Any]) -> list[_Row]:
         ("idle jobs flagged", f"{idle['jobs_flagged']} ({', '.join(idle['flagged']) or 'none'})", ""),
         ("idle jobs stopped", idle["jobs_stopped"], ""),
         ("busy jobs flagged as idle", idle["busy_jobs_flagged"], ""),
-        ("idle instance-hours reclaimed", _instance_hours(idle["reclaimed_gpu_hours"]), ""),
+        ("idle instance-hours reclaimed", instance_hours(idle["reclaimed_gpu_hours"], GPUS_PER_INSTANCE), ""),
         *[
             (
                 f"idle stop of {stop['job']} ({stop['gpus'] // GPUS_PER_INSTANCE} instances)",
@@ -162,10 +162,6 @@ def _idle_rows(summary: Mapping[str, Any]) -> list[_Row]:
             for stop in idle["stops"]
         ],
     ]
-
-
-def _instance_hours(gpu_hours: float) -> str:
-    return f"{gpu_hours / GPUS_PER_INSTANCE:.1f} ({gpu_hours:.1f} GPU-hours)"
 
 
 def _age(seconds: float | None) -> str:

@@ -88,7 +88,10 @@ JOB_COLUMNS: dict[str, JobColumn] = {
     "age": JobColumn(lambda j: None if (age := _age(j)) is None else duration_text(age), order=_age),
     "start": JobColumn(
         lambda j: predicted_start(j.record.prediction, j.now) if j.state.status in WAITING else None,
-        order=lambda j: j.record.prediction.p50 if j.record.prediction else None,
+        # Only a waiting job shows a start: the others' stored predictions sort with the empty cells.
+        order=lambda j: (
+            j.record.prediction.p50 if j.record.prediction and j.state.status in WAITING else None
+        ),
     ),
     "id": JobColumn(lambda j: j.state.job_id, wide=True),
     "queue": JobColumn(lambda j: j.state.job_queue, wide=True),

@@ -140,7 +140,7 @@ def replay_command(
         else:
             wait_until_drained(stack)
         store = _store(stack)
-        print_jobs(job_records(store, config=_stack_config(stack)), output)
+        print_jobs(job_records(store, config=_stack_config(stack)), output, stack.cluster_time())
     finally:
         stack.stop()
 

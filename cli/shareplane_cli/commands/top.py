@@ -291,8 +291,8 @@ def render(top: TopFrame) -> RenderableType:
             parts.append(Text(q.freshness.text(), style="dim"))
     parts.append(
         Text(
-            "* placed by the twin: past the jobs GetJobQueueSnapshot lists. Start in: minutes from now, "
-            "p10 / p50 / p90 of the live twin's forecast (as `shareplane why`).",
+            "* placed by the twin: past the jobs GetJobQueueSnapshot lists. Predicted start: from now, the "
+            "p50 of the live twin's forecast and its p10-p90 range (as `shareplane why`).",
             style="dim",
         )
     )

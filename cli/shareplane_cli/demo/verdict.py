@@ -59,9 +59,10 @@ def verdict(summary: Mapping[str, Any], config: SharesConfig) -> list[str]:
         lines.append("HIGHPRI never started.")
     else:
         met = "within" if high <= slo else "PAST"
+        hard = summary["static_partition_wait_seconds"][Tier.HIGHPRI.value]["p95"]
         lines.append(
             f"HIGHPRI started {duration_text(high)} after submission, {met} its {duration_text(slo)} SLO "
-            f"(hard partitions: {duration_text(summary['static_partition_wait_seconds']['HIGHPRI']['p95'])})."
+            f"(hard partitions: {'never started' if hard is None else duration_text(hard)})."
         )
     for team, back in summary["capacity_back"].items():
         if back["lent_at_arrival"] == 0:

@@ -42,7 +42,10 @@ def exported(lines: Sequence[str]) -> dict[str, str]:
     """The variables ``export_lines`` wrote (lines of any other form are skipped)."""
     variables = {}
     for line in lines:
-        words = shlex.split(line)
+        try:
+            words = shlex.split(line)
+        except ValueError:  # an unbalanced quote: a line of some other form
+            continue
         if len(words) == 2 and words[0] == "export" and "=" in words[1]:
             name, value = words[1].split("=", 1)
             variables[name] = value
@@ -81,13 +84,28 @@ def find_env_file(environ: Mapping[str, str] | None = None, start: Path | None =
 
 
 def running_exports(path: Path) -> list[str] | None:
-    """The lines of the `up` whose env file this is, when its embedded AWS answers; None otherwise."""
+    """The lines of the `up` whose env file this is, when that `up` still runs and its embedded AWS
+    answers; None otherwise (a stale file whose port another server took is not a stack)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return None
-    endpoint = exported(lines).get("AWS_ENDPOINT_URL")
-    return lines if endpoint and answers(endpoint) else None
+    variables = exported(lines)
+    endpoint = variables.get("AWS_ENDPOINT_URL")
+    return lines if endpoint and _alive(variables.get(PID_VARIABLE)) and answers(endpoint) else None
+
+
+def _alive(pid: str | None) -> bool:
+    """Whether the process ``pid`` names runs (on this machine, where `up` wrote it)."""
+    try:
+        os.kill(int(pid or ""), 0)
+    except ValueError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    except OSError:
+        return False
+    return True
 
 
 def answers(endpoint: str, timeout: float = 2.0) -> bool:

@@ -154,8 +154,8 @@ class Root:
     @cached_property
     def clock(self) -> Callable[[], float]:
         """The cluster's clock (epoch s): AWS's, the wall clock here, unless the runner passes its own
-        (the local stack's emulator); read only where no event dates a decision (see
-        FailureWatchPorts.clock)."""
+        (the local stack's emulator). Read where no event dates a decision (FailureWatchPorts.clock) and
+        where a handler dates what it writes (submit_job's receipts, record_uploader's join items)."""
         return time.time
 
     @cached_property

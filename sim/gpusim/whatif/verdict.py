@@ -33,7 +33,11 @@ def policy_line(name: str, result: PolicyResult, highpri_slo_seconds: float) -> 
     within = "" if attained is None else f", {attained:.1%} of HIGHPRI jobs within it"
     spread = "" if result.disparity is None else f" (disparity {result.disparity:.2f})"
     paid = result.worst_paid_back_share
-    paid_back = "" if paid is None else f"; the least paid-back lender got back {paid:.1%} of what it lent"
+    paid_back = (
+        ""
+        if paid is None
+        else f"; the lender least paid back held above its entitlement {paid:.1%} of what it lent"
+    )
     return (
         f"{name}: utilization {result.utilization:.1%}{of_bound}; worst share received "
         f"{result.worst_team_entitlement_ratio:.3f} of its entitlement{spread}{paid_back}; HIGHPRI p95 wait "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,7 +122,7 @@ def running_stack(project: Path, endpoint: str) -> Path:
         "AWS_SECRET_ACCESS_KEY": "shareplane-local",
         "SHAREPLANE_STACK": "shareplane-local",
         "SHAREPLANE_CLOCK_URL": endpoint + "/clock",
-        exports.PID_VARIABLE: "4242",
+        exports.PID_VARIABLE: str(os.getpid()),  # a process that runs: this one
     }
     exports.write_env_file(env_file, exports.export_lines(variables))
     return env_file
@@ -138,8 +139,8 @@ def test_a_command_given_no_endpoint_finds_the_running_stack(project: Path, endp
     assert target.environ()["AWS_ENDPOINT_URL_BATCH"] == endpoint + "/batch"
     # One line on stderr says which stack, and where it was found.
     assert result.stderr.splitlines() == [
-        f"local stack shareplane-local at {endpoint} (found {env_file.resolve()}; --endpoint or --profile "
-        "for another)"
+        f"local stack shareplane-local at {endpoint} (found {env_file.resolve()}; --endpoint, --profile "
+        "or --stack-name for another)"
     ]
     # A stack named on the command line is kept.
     assert invoke("target", "--stack-name", "mine").exit_code == 0
@@ -210,10 +211,47 @@ def test_up_detach_with_one_running_starts_none(
     monkeypatch.setattr("shareplane_cli.commands.local.start_in_background", no_second_stack)
     result = runner.invoke(app, ["up", "--detach"])
     assert result.exit_code == 0, result.output
-    assert f"local stack already running at {endpoint} (pid 4242" in result.stdout
+    assert f"local stack already running at {endpoint} (pid {os.getpid()}" in result.stdout
 
 
 def test_up_takes_detach_or_env_not_both(project: Path) -> None:
     result = runner.invoke(app, ["up", "-d", "--env"])
     assert result.exit_code == 2
     assert "--env and --detach" in result.stderr
+
+
+def test_a_stale_file_of_a_stopped_up_is_no_stack_even_if_its_port_answers(
+    project: Path, endpoint: str
+) -> None:
+    # GIVEN the file of an `up` that no longer runs, its port taken by another server that answers
+    env_file = running_stack(project, endpoint)
+    lines = env_file.read_text().splitlines()
+    dead = [line for line in lines if exports.PID_VARIABLE not in line] + [
+        f"export {exports.PID_VARIABLE}=999999999"
+    ]
+    exports.write_env_file(env_file, dead)
+    # THEN it is no running stack
+    assert exports.running_exports(env_file) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "variables"),
+    [
+        (["--region", "eu-west-1"], {}),
+        (["--stack-name", "shareplane-prod"], {}),
+        ([], {"SHAREPLANE_STACK": "shareplane-prod"}),
+        ([], {"AWS_DEFAULT_PROFILE": "prod"}),
+        ([], {"AWS_ROLE_ARN": "arn:aws:iam::1:role/ci"}),
+    ],
+    ids=["--region", "--stack-name", "SHAREPLANE_STACK", "AWS_DEFAULT_PROFILE", "a role to assume"],
+)
+def test_a_command_told_of_an_account_never_finds_the_local_stack(
+    project: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch, args: list[str], variables: dict[str, str]
+) -> None:
+    running_stack(project, endpoint)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    result = invoke("target", *args)
+    assert result.exit_code == 0, result.output
+    [target] = seen[-1:]
+    assert target.endpoint is None and "local stack" not in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -46,7 +47,13 @@ def test_env_prints_only_the_running_stacks_exports(
 ) -> None:
     # GIVEN a running `up` wrote its exports (its embedded AWS answers)
     env_file = tmp_path / "up.env"
-    lines = exports.export_lines({"AWS_ENDPOINT_URL": endpoint, "SHAREPLANE_STACK": "shareplane-local"})
+    lines = exports.export_lines(
+        {
+            "AWS_ENDPOINT_URL": endpoint,
+            "SHAREPLANE_STACK": "shareplane-local",
+            exports.PID_VARIABLE: str(os.getpid()),
+        }
+    )
     exports.write_env_file(env_file, lines)
 
     def no_second_stack(*_: object) -> list[str]:

@@ -1,17 +1,17 @@
 """The watch's prediction step: each waiting GPU job's start forecast on the live twin, stored on its record.
 
-Each watch tick, after the reconcile has brought the table up to Batch, the twin is read as `shareplane
-why` reads it (``live_twin.read_live_twin``), but from a bounded set of jobs so that one tick fits the
-Lambda (120 s, 512 MB): every active job of the GPU queue (running jobs hold capacity, waiting ones are
-the queue) and the newest ``history_jobs`` finished ones of the last 30 days (their run times; read
-from the ByStatus index's end, not a scan), and the finished jobs' arrivals of those days from the
-arrival counts (``domain.arrival_counts``: one item an hour, where reading each job would be tens of
-thousands of items a tick on a busy queue). The forecast runs ``samples`` times with a
-seed of the tick's time, so a redelivered tick forecasts the same. At most ``max_jobs`` jobs are its
-targets, one write each (``prediction_targets``): when more wait, the jobs never predicted come
-first (a job submitted behind a deep queue is not left without a prediction until it is among the
-oldest), then those whose stored prediction is the stalest (one BatchGetItem per 100 waiting jobs
-reads when each was last predicted).
+Each watch tick, after the reconcile has brought the table up to Batch, the twin is read
+(``live_twin.read_live_twin``, as `shareplane why`, `top` and `submit --dry-run` read it too) from a
+bounded set of jobs so that one tick fits the Lambda (120 s, 512 MB): every active job of the GPU queue
+(running jobs hold capacity, waiting ones are the queue) and the newest ``history_jobs`` finished ones
+of the last 30 days (their run times; read from the ByStatus index's end, not a scan), and the finished
+jobs' arrivals of those days from the arrival counts (``domain.arrival_counts``: one item an hour, where
+reading each job would be tens of thousands of items a tick on a busy queue). The forecast runs
+``samples`` times with a seed of the tick's time, so a redelivered tick forecasts the same. At most
+``max_jobs`` jobs are its targets, one write each (``prediction_targets``): when more wait, the jobs
+never predicted come first (a job submitted behind a deep queue is not left without a prediction until
+it is among the oldest), then those whose stored prediction is the stalest (one BatchGetItem per 100
+waiting jobs reads when each was last predicted).
 
 Each prediction is stored with the tick's time as ``predictedAt``, conditionally: it replaces a stored
 one only when its tick is later, so ticks handled out of order leave the newest tick's prediction.
