@@ -10,7 +10,7 @@ from rich.markup import escape
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.errors import ShareplaneError
 from shareplane.domain.forecast.prediction import StartPrediction, prediction_from_record
-from shareplane.domain.jobs.lifecycle import JobState
+from shareplane.domain.jobs.lifecycle import JobState, JobStatus
 from shareplane.service.queries import JobQuery, job_records
 from shareplane.service.team_jobs import TeamJob, find_team_jobs
 
@@ -162,9 +162,10 @@ def jobs_to_cancel(target: Target, job: str, all_matching: bool) -> list[JobStat
     A name of several such jobs is refused (BAD_INPUT, each listed) unless ``all_matching``. Empty when
     the table has no such job: the caller passes ``job`` to Batch as an id, which names an unknown one.
     """
-    matches = [
-        r.state for r in job_records(target.job_store(), JobQuery(job=job)) if not r.state.status.is_final
-    ]
+    store = target.job_store()
+    # Only the queued and running jobs, each status by its index: never a scan of the whole table.
+    active = [state for status in JobStatus if not status.is_final for state in store.jobs(status.value)]
+    matches = [record.state for record in job_records(store, JobQuery(job=job), states=active)]
     if len(matches) > 1 and not all_matching:
         listed = "; ".join(
             f"{state.job_id or state.job_arn} ({state.status.value}, created {epoch_ms(state.created_at)})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import boto3
@@ -215,9 +216,26 @@ def test_cancel_takes_a_name_and_terminates_that_queued_job_only(stubbed_batch: 
     store_job("other", "gpt", JobStatus.RUNNABLE)
     # WHEN it is cancelled by name, THEN only the waiting "bert" is terminated, by its id
     expect_terminate(stubbed_batch, "new")
-    result = cancel("bert")
+    with scans_refused():
+        result = cancel("bert")
     assert result.exit_code == 0, result.output
     assert "terminated new (bert)" in result.stdout
+
+
+@contextmanager
+def scans_refused() -> Iterator[None]:
+    """The jobs table read only by status (its index), as a cancel must: reading every job fails."""
+    from shareplane.adapters.dynamodb_store import DynamoJobStore
+
+    every_status = DynamoJobStore.jobs
+
+    def by_status_only(self: DynamoJobStore, status: str | None = None) -> list[JobState]:
+        assert status is not None, "the whole table was read"
+        return every_status(self, status)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DynamoJobStore, "jobs", by_status_only)
+        yield
 
 
 def test_a_name_of_several_active_jobs_is_refused_listing_them(stubbed_batch: Stubber) -> None:
