@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from .errors import CliError, ExitCode
 
 
-def chosen(option: str, given: Sequence[str] | None, known: Sequence[str] | None = None) -> frozenset[str]:
-    """The values of a repeatable option, each also comma-separated (``--kind idle,hung --kind budget``).
+def listed(option: str, given: Sequence[str] | None, known: Sequence[str] | None = None) -> list[str]:
+    """The values of a repeatable option, each also comma-separated (``--kind idle,hung --kind budget``),
+    in the order given, each once.
 
-    Empty: the option was not given (no filter). A value outside ``known`` is an error naming the option
-    and the values it takes.
+    Empty: the option was not given. A value outside ``known`` is an error naming the option and the
+    values it takes.
     """
-    values = frozenset(v.strip() for text in given or () for v in text.split(",") if v.strip())
-    unknown = sorted(values - set(known)) if known is not None else []
+    values = list(dict.fromkeys(v.strip() for text in given or () for v in text.split(",") if v.strip()))
+    unknown = sorted(set(values) - set(known)) if known is not None else []
     if unknown:
         raise CliError(
             f"{option} {', '.join(unknown)}: not one of {', '.join(known or ())}",
@@ -22,3 +23,8 @@ def chosen(option: str, given: Sequence[str] | None, known: Sequence[str] | None
             ExitCode.BAD_INPUT,
         )
     return values
+
+
+def chosen(option: str, given: Sequence[str] | None, known: Sequence[str] | None = None) -> frozenset[str]:
+    """A filter's values (``listed``'s); empty: no filter."""
+    return frozenset(listed(option, given, known))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 from shareplane.domain.config.shares import SharesConfig
 from shareplane.domain.explain.durations import duration_text
@@ -33,7 +33,6 @@ from shareplane.domain.explain.wait import (
     requested_resources,
     time_limit_ends_at,
 )
-from shareplane.domain.forecast.arrivals import ArrivalKey
 from shareplane.domain.forecast.start_forecast import (
     ForecastSettings,
     History,
@@ -247,8 +246,6 @@ def read_twin(ports: ForecastPorts, snapshot_of: Callable[[str], Mapping[str, An
     """The twin of ``ports.queue`` as the watch reads it (``bounded_twin``, with the watch's limits): every
     active job, the newest finished ones whole and the finished jobs' arrival counts, never every job
     of the table; and Batch's snapshot of the queue (``snapshot_of``)."""
-    counts = _CountsRead(ports.store)
-    ports = replace(ports, store=cast(Any, counts))
     active = active_jobs(ports.recent)
     now = recorded_now(clock, [s for states in active.values() for s in states])
     live_twin = bounded_twin(ports, active, now, name_of=job_label)
@@ -258,7 +255,7 @@ def read_twin(ports: ForecastPorts, snapshot_of: Callable[[str], Mapping[str, An
     freshness = Freshness(
         now,
         newest / 1000.0 if newest else None,
-        counts.newest_hour_ms / 1000.0 if counts.newest_hour_ms is not None else None,
+        live_twin.counts_hour_ms / 1000.0 if live_twin.counts_hour_ms is not None else None,
         sum(1 for r in records if r.state.status in FINISHED),
         ports.limits.history_jobs,
     )
@@ -297,22 +294,6 @@ def inputs_text(inputs: Mapping[str, Any]) -> str:
         f"{'none' if hour is None else 'the hour of ' + hour}; {inputs['finishedJobsRead']} finished "
         f"job(s) read whole (at most {inputs['finishedJobsCap']})."
     )
-
-
-class _CountsRead:
-    """The jobs table, noting the newest hour of arrival counts read through it (for ``Freshness``)."""
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self.newest_hour_ms: int | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def arrival_counts(self, queue: str, since_ms: int) -> list[tuple[ArrivalKey, int]]:
-        counts: list[tuple[ArrivalKey, int]] = self._store.arrival_counts(queue, since_ms)
-        self.newest_hour_ms = max((key.hour_ms for key, _ in counts), default=None)
-        return counts
 
 
 def _states_named(store: Any, job: str, read: Sequence[JobRecord]) -> list[JobState]:

@@ -36,7 +36,7 @@ from shareplane.service.spend import owner_of
 from ..aws import DEFAULT_TARGET, Target, account_options
 from ..config_file import DEFAULT_CONFIG, config_option, load_config
 from ..errors import CliError, ExitCode
-from ..filters import chosen
+from ..filters import chosen, listed
 from ..main import app
 from ..output import ListOutput, Output, epoch_ms, print_csv, print_json, print_table, stdout_console
 from ..time_options import since_ms
@@ -112,16 +112,13 @@ JOB_COLUMNS: dict[str, JobColumn] = {
 
 def chosen_columns(output: ListOutput, columns: str | None) -> list[str]:
     """The columns a listing prints: ``--columns`` as given, else the output's own set."""
-    if columns:
-        names = [name.strip() for name in columns.split(",") if name.strip()]
-        unknown = [name for name in names if name not in JOB_COLUMNS]
-        if unknown or not names:
-            raise typer.BadParameter(
-                f"unknown column(s) {', '.join(unknown) or '(none given)'}; "
-                f"choose from {', '.join(JOB_COLUMNS)}",
-                param_hint="--columns",
-            )
+    names = listed("--columns", [columns] if columns else None, list(JOB_COLUMNS))
+    if names:
         return names
+    if columns is not None:
+        raise CliError(
+            "--columns names no column", f"name one or more of {', '.join(JOB_COLUMNS)}", ExitCode.BAD_INPUT
+        )
     return [name for name, column in JOB_COLUMNS.items() if output is not ListOutput.TABLE or not column.wide]
 
 

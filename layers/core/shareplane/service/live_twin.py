@@ -47,6 +47,9 @@ class LiveTwin:
     policy: QueuePolicy
     live: LiveQueue
     history: History
+    #: The newest hour (epoch ms) of the arrival counts read, when the finished jobs' arrivals came from
+    #: them (``start_predictions.bounded_twin``); None otherwise: how fresh the counts were.
+    counts_hour_ms: int | None = None
 
 
 def queue_policy(batch: QueueReader, queue: str, config: SharesConfig) -> QueuePolicy:

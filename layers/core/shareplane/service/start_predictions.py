@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..domain.config.shares import SharesConfig
@@ -187,15 +187,17 @@ def bounded_twin(
     firsts += [s.created_at for s in whole if s.created_at]
     # Counted arrivals sit at their hour's start: observation starts at the first job's hour.
     since = hour_of(min(firsts)) / 1000.0 if firsts else now
-    return read_live_twin(
+    counts = ports.store.arrival_counts(queue_name(ports.queue), since_ms)
+    twin = read_live_twin(
         TwinSources(ports.store, ports.batch, ports.config),
         ports.queue,
         now,
         states=whole,
-        finished_arrivals=counted_arrivals(ports.store.arrival_counts(queue_name(ports.queue), since_ms)),
+        finished_arrivals=counted_arrivals(counts),
         arrivals_since=since,
         name_of=name_of or job_arn_label,
     )
+    return replace(twin, counts_hour_ms=max((key.hour_ms for key, _ in counts), default=None))
 
 
 def predict_starts(
