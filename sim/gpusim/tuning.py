@@ -1,4 +1,4 @@
-"""Choose the rebalancer's settings on one part of a trace and judge them on a part they never saw.
+"""Choose the rebalancer's design and settings on one part of a trace and judge them on a part they never saw.
 
 Settings picked on the same replay they are judged on only prove they fit that replay. Here the
 trace is split by job count (``split_trace``): the first half of the jobs by submit time is the
@@ -12,14 +12,24 @@ loaded as the whole trace is meant to be; sizing the held-out half with the tuni
 (or the whole trace's) would judge the settings at another load than the one they were chosen for.
 Entitlements likewise follow each half's own demand.
 
-``choose_rebalance`` replays a small seeded grid of rebalancer settings (``candidate_grid``) on the
-tuning half and on each of its two quarters (split by jobs again). A candidate's score is its
-*smallest* gain in the worst team's entitlement ratio over fixed weights across those three windows;
-candidates costing more than ``max_utilization_loss`` of utilization in any window are out. Taking
-the worst window rather than the whole half's figure prefers settings that help in every regime of
-the tuning data over ones that happen to fit its one long replay. Ties go to the earlier candidate
-in grid order (the grid is ordered from the gentlest settings to the most aggressive).
-``tune_rebalance`` does all of it and replays fixed weights and the chosen settings on both halves.
+Everything runs on the layout that ships: the team x tier identifiers with the tier charge and
+reclaim. The baseline is that layout with fixed weights (``fairshare+reclaim``); a candidate is the
+same with the rebalancer moving the team weights (``fairshare+reclaim+rebalance``). ``candidate_grid``
+draws a seeded sample of settings for each design (``GRIDS``: ``demand_targets``, the ledger-nudged
+max-min targets; ``credits``, Karma's credits mapped onto weights), and ``choose_rebalance`` replays
+each on the tuning half and on each of its two quarters (split by jobs again). In a window a
+candidate *gains* the smaller of its relative improvement in the worst team's entitlement ratio and
+in the disparity (largest team ratio over the smallest); its score is its smallest gain over the
+three windows. A candidate is out if, in any window, it costs more than ``max_utilization_loss`` of
+utilization or lets HIGHPRI slip (``WindowScore.highpri_kept``). Taking the worst window rather than
+the whole half's figure prefers settings that help in every regime of the tuning data over ones that
+fit its one long replay. Ties go to the earlier candidate in grid order (each design's grid runs from
+the gentlest settings to the most aggressive).
+
+``tune_rebalance`` does all of it, replays the baseline and each design's best candidate on both
+halves and on the held-out half under more seeds, and says which mode the measurements support:
+``apply`` only if the chosen candidate beats the baseline on the held-out half on both measures with
+utilization and HIGHPRI kept, else ``advisory``.
 """
 
 from __future__ import annotations
@@ -28,10 +38,10 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shareplane.domain.config.shares import RebalanceConfig
+from shareplane.domain.config.shares import RebalanceConfig, RebalanceDesign, Tier
 from shareplane.domain.errors import InvalidInputError
 
 from .trace import TraceJob
@@ -39,18 +49,37 @@ from .whatif.config import Policy, RebalanceRun, WhatIfConfig
 from .whatif.run import PolicyResult, run_policy
 from .whatif.scenario import Scenario, build_scenario
 
-#: The knobs the grid varies, each from gentlest to most aggressive; the rest stay as configured.
-GRID: Mapping[str, tuple[float, ...]] = {
-    "interval_minutes": (30.0, 10.0),
-    "max_step": (0.25, 1.0),
-    "cooldown_seconds": (900, 0),
-    "deadband": (0.2, 0.05),
-    "ledger_nudge": (0.0, 0.5, 0.9),
-    "ledger_half_life_seconds": (604800, 86400),
-    "slo_boost_factor": (1.0, 1.5),
+#: What a candidate is judged against, and what it runs: the shipped layout without and with weights moving.
+BASELINE = Policy.RECLAIM
+CANDIDATE_POLICY = Policy.RECLAIM_REBALANCE
+#: Each design's knobs, from gentlest to most aggressive; the rest stay as configured.
+GRIDS: Mapping[RebalanceDesign, Mapping[str, tuple[float, ...]]] = {
+    RebalanceDesign.DEMAND_TARGETS: {
+        "interval_minutes": (30.0, 10.0),
+        "max_step": (0.25, 1.0),
+        "cooldown_seconds": (900, 0),
+        "deadband": (0.2, 0.05),
+        "ledger_nudge": (0.0, 0.5, 0.9),
+        "ledger_half_life_seconds": (604800, 86400),
+        "slo_boost_factor": (1.0, 1.5),
+    },
+    # Credits only earn their place over horizons longer than fair share's own one-week decay.
+    RebalanceDesign.CREDITS: {
+        "interval_minutes": (30.0, 10.0),
+        "max_step": (0.25, 1.0),
+        "deadband": (0.2, 0.05),
+        "ledger_nudge": (0.5, 0.9),
+        "ledger_half_life_seconds": (1209600, 2419200),
+        "credit_scale_hours": (48.0, 12.0),
+        "slo_boost_factor": (1.0, 1.5),
+    },
 }
 DEFAULT_GRID_SIZE = 16
 DEFAULT_MAX_UTILIZATION_LOSS = 0.01
+#: How much of HIGHPRI's SLO attainment a candidate may give up where the baseline misses the SLO.
+MAX_HIGHPRI_ATTAINMENT_LOSS = 0.01
+#: The seeds the held-out half is replayed under besides the tuning seed.
+DEFAULT_REPORT_SEEDS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -98,34 +127,44 @@ def can_step_down(max_step: float, deadband: float) -> bool:
     return RebalanceConfig(max_step=max_step, deadband=deadband).can_step_down
 
 
-def candidate_grid(base: RebalanceRun, size: int = DEFAULT_GRID_SIZE, seed: int = 0) -> list[RebalanceRun]:
-    """``size`` settings drawn (seeded, without repeats) from ``GRID``'s product, in grid order.
-
-    Combinations that cannot step a weight down (``can_step_down``) are left out. Everything the
-    grid does not vary (bounds, wait window, quota knobs) is kept from ``base``.
-    """
-    names = list(GRID)
+def _design_grid(base: RebalanceRun, design: RebalanceDesign, size: int, seed: int) -> list[RebalanceRun]:
+    grid = GRIDS[design]
+    names = list(grid)
     combos = [
         combo
-        for combo in itertools.product(*GRID.values())
+        for combo in itertools.product(*grid.values())
         if can_step_down(combo[names.index("max_step")], combo[names.index("deadband")])
     ]
-    if size < 1:
-        raise InvalidInputError("--grid", f"{size} is not >= 1", "ask for at least one candidate")
     picked = sorted(random.Random(seed).sample(range(len(combos)), min(size, len(combos))))
     out = []
     for index in picked:
-        knobs = dict(zip(GRID, combos[index], strict=True))
+        knobs: dict[str, Any] = dict(zip(names, combos[index], strict=True))
         interval = float(knobs.pop("interval_minutes"))
-        rules = base.rules.model_validate({**base.rules.model_dump(), **knobs})
+        rules = base.rules.model_validate({**base.rules.model_dump(), **knobs, "design": design})
         out.append(base.model_validate({**base.model_dump(), "interval_minutes": interval, "rules": rules}))
     return out
 
 
+def candidate_grid(base: RebalanceRun, size: int = DEFAULT_GRID_SIZE, seed: int = 0) -> list[RebalanceRun]:
+    """``size`` settings per design drawn (seeded, without repeats) from its grid's product, in grid order.
+
+    Combinations that cannot step a weight down (``can_step_down``) are left out. Everything a grid
+    does not vary (bounds, wait window, quota knobs) is kept from ``base``.
+    """
+    if size < 1:
+        raise InvalidInputError("--grid", f"{size} is not >= 1", "ask for at least one candidate")
+    return [run for design in GRIDS for run in _design_grid(base, design, size, seed)]
+
+
 def describe(run: RebalanceRun) -> dict[str, Any]:
-    """The knobs of a candidate, as config/whatif.yaml spells them."""
+    """The design and knobs of a candidate, as config/whatif.yaml spells them."""
     rules = run.rules.model_dump()
-    return {"interval_minutes": run.interval_minutes, **{k: rules[k] for k in GRID if k in rules}}
+    knobs = GRIDS[run.rules.design]
+    return {
+        "interval_minutes": run.interval_minutes,
+        "design": run.rules.design.value,
+        **{k: rules[k] for k in knobs if k in rules},
+    }
 
 
 def with_rebalance(scenario: Scenario, run: RebalanceRun) -> Scenario:
@@ -134,23 +173,68 @@ def with_rebalance(scenario: Scenario, run: RebalanceRun) -> Scenario:
 
 
 @dataclass(frozen=True)
-class WindowScore:
-    """One candidate on one tuning window, against fixed weights on the same window."""
+class Measures:
+    """What the choice looks at in one replay."""
 
     worst: float
-    fixed_worst: float
+    #: None when a team with work received nothing (infinitely unfair).
+    disparity: float | None
     utilization: float
-    fixed_utilization: float
+    highpri_p95: float
+    highpri_attainment: float | None
+
+    @classmethod
+    def of(cls, result: PolicyResult) -> Measures:
+        """The measures of one policy's replay."""
+        return cls(
+            result.worst_team_entitlement_ratio,
+            result.disparity,
+            result.utilization,
+            result.wait_seconds[Tier.HIGHPRI.value]["p95"],
+            result.slo_attainment.get(Tier.HIGHPRI.value),
+        )
+
+
+@dataclass(frozen=True)
+class WindowScore:
+    """One candidate on one window, against the baseline on the same window."""
+
+    candidate: Measures
+    baseline: Measures
+    highpri_slo_seconds: float
+
+    @property
+    def worst_gain(self) -> float:
+        """Relative rise of the worst team's entitlement ratio (negative: fell)."""
+        base = self.baseline.worst
+        return self.candidate.worst / base - 1 if base > 0 else 0.0
+
+    @property
+    def disparity_gain(self) -> float:
+        """Relative fall of the disparity (negative: rose); a team left with nothing is a full loss."""
+        mine, base = self.candidate.disparity, self.baseline.disparity
+        if mine is None:
+            return 0.0 if base is None else -1.0
+        return 1.0 if base is None else base / mine - 1
 
     @property
     def gain(self) -> float:
-        """How much the worst team's entitlement ratio rose over fixed weights (negative: fell)."""
-        return self.worst - self.fixed_worst
+        """The smaller of the two gains: better on one measure and worse on the other is no gain."""
+        return min(self.worst_gain, self.disparity_gain)
 
     @property
     def utilization_loss(self) -> float:
         """Utilization given up for it (negative: gained)."""
-        return self.fixed_utilization - self.utilization
+        return self.baseline.utilization - self.candidate.utilization
+
+    @property
+    def highpri_kept(self) -> bool:
+        """HIGHPRI p95 within the SLO where the baseline is; elsewhere at most a point of attainment lost."""
+        slo = self.highpri_slo_seconds
+        if self.baseline.highpri_p95 <= slo:
+            return self.candidate.highpri_p95 <= slo
+        mine, base = self.candidate.highpri_attainment, self.baseline.highpri_attainment
+        return base is None or (mine is not None and mine >= base - MAX_HIGHPRI_ATTAINMENT_LOSS)
 
 
 @dataclass(frozen=True)
@@ -166,8 +250,8 @@ class CandidateScore:
         return min(w.gain for w in self.windows)
 
     def eligible(self, max_utilization_loss: float) -> bool:
-        """Whether no window gives up more than ``max_utilization_loss`` of utilization."""
-        return all(w.utilization_loss <= max_utilization_loss for w in self.windows)
+        """Whether every window keeps utilization within ``max_utilization_loss`` and HIGHPRI's SLO."""
+        return all(w.utilization_loss <= max_utilization_loss and w.highpri_kept for w in self.windows)
 
 
 def select(scores: Sequence[CandidateScore], max_utilization_loss: float) -> CandidateScore | None:
@@ -188,6 +272,12 @@ class Choice:
     candidates: tuple[CandidateScore, ...]
     max_utilization_loss: float = DEFAULT_MAX_UTILIZATION_LOSS
 
+    def best_of(self, design: RebalanceDesign) -> CandidateScore | None:
+        """The design's own choice by the same rule; without an eligible one, its best score anyway."""
+        mine = [c for c in self.candidates if c.run.rules.design is design]
+        eligible = select(mine, self.max_utilization_loss)
+        return eligible or max(mine, key=lambda c: c.score, default=None)
+
 
 Progress = Callable[[str], None]
 
@@ -200,6 +290,10 @@ def tuning_windows(tuning: Sequence[TraceJob]) -> list[Sequence[TraceJob]]:
     return [tuning, quarters.tuning, quarters.held_out]
 
 
+def _highpri_slo(scenario: Scenario) -> float:
+    return float(scenario.config.tiers[Tier.HIGHPRI].wait_slo_seconds)
+
+
 def choose_rebalance(
     scenarios: Sequence[Scenario],
     candidates: Sequence[RebalanceRun],
@@ -207,72 +301,123 @@ def choose_rebalance(
     max_utilization_loss: float = DEFAULT_MAX_UTILIZATION_LOSS,
     progress: Progress | None = None,
 ) -> Choice:
-    """The eligible candidate with the largest worst-window gain over fixed weights; pure replay."""
-    fixed = [run_policy(sc, Policy.FAIRSHARE, seed) for sc in scenarios]
+    """The eligible candidate with the largest worst-window gain over the baseline; pure replay."""
+    baselines = [Measures.of(run_policy(sc, BASELINE, seed)) for sc in scenarios]
     scored = []
     for n, candidate in enumerate(candidates, start=1):
-        windows = []
-        for sc, base in zip(scenarios, fixed, strict=True):
-            r = run_policy(with_rebalance(sc, candidate), Policy.REBALANCE, seed)
-            windows.append(
-                WindowScore(
-                    r.worst_team_entitlement_ratio,
-                    base.worst_team_entitlement_ratio,
-                    r.utilization,
-                    base.utilization,
-                )
+        windows = tuple(
+            WindowScore(
+                Measures.of(run_policy(with_rebalance(sc, candidate), CANDIDATE_POLICY, seed)),
+                base,
+                _highpri_slo(sc),
             )
-        scored.append(CandidateScore(candidate, tuple(windows)))
+            for sc, base in zip(scenarios, baselines, strict=True)
+        )
+        scored.append(CandidateScore(candidate, windows))
         if progress is not None:
-            progress(f"candidate {n}/{len(candidates)}: worst-window gain {scored[-1].score:+.4f}")
+            progress(
+                f"candidate {n}/{len(candidates)} ({candidate.rules.design.value}): "
+                f"worst-window gain {scored[-1].score:+.4f}"
+            )
     return Choice(select(scored, max_utilization_loss), tuple(scored), max_utilization_loss)
 
 
 @dataclass(frozen=True)
 class HalfResult:
-    """Fixed weights and the chosen rebalancer on one half of the trace."""
+    """The baseline and each design's choice replayed on one part of the trace under one seed."""
 
     scenario: Scenario
-    fixed: PolicyResult
-    rebalanced: PolicyResult
+    seed: int
+    baseline: PolicyResult
+    designs: Mapping[RebalanceDesign, PolicyResult]
+
+    def beaten_by(self, design: RebalanceDesign, max_utilization_loss: float) -> bool:
+        """Whether the design is at least as fair as the baseline on both measures, keeping
+        utilization within ``max_utilization_loss`` and HIGHPRI's SLO."""
+        window = WindowScore(
+            Measures.of(self.designs[design]), Measures.of(self.baseline), _highpri_slo(self.scenario)
+        )
+        return (
+            window.worst_gain >= 0
+            and window.disparity_gain >= 0
+            and window.utilization_loss <= max_utilization_loss
+            and window.highpri_kept
+        )
+
+
+def _measures_json(result: PolicyResult) -> dict[str, Any]:
+    return {
+        "utilization": round(result.utilization, 6),
+        "worst_team_entitlement_ratio": round(result.worst_team_entitlement_ratio, 6),
+        "disparity": None if result.disparity is None else round(result.disparity, 6),
+        "worst_paid_back_share": (
+            None if result.worst_paid_back_share is None else round(result.worst_paid_back_share, 6)
+        ),
+        "wait_p95_seconds": {tier: round(w["p95"], 1) for tier, w in result.wait_seconds.items()},
+        "slo_attainment": {k: round(v, 6) for k, v in result.slo_attainment.items()},
+        "plans_applied": result.applied_plans,
+    }
 
 
 @dataclass(frozen=True)
 class TuningReport:
-    """What ``tune_rebalance`` chose on the tuning half and what it measured on both halves."""
+    """What ``tune_rebalance`` chose on the tuning half and what it measured elsewhere."""
 
     split: TraceSplit
     choice: Choice
     tuning: HalfResult
     held_out: HalfResult
+    #: The held-out half under the other report seeds.
+    other_seeds: tuple[HalfResult, ...] = field(default_factory=tuple)
+
+    @property
+    def chosen_design(self) -> RebalanceDesign | None:
+        """The design of the overall choice (None when no candidate was eligible)."""
+        chosen = self.choice.chosen
+        return None if chosen is None else chosen.run.rules.design
 
     @property
     def target_met(self) -> bool:
-        """Whether rebalancing kept the held-out half's worst team at least as well off as fixed weights."""
-        return (
-            self.held_out.rebalanced.worst_team_entitlement_ratio
-            >= self.held_out.fixed.worst_team_entitlement_ratio
-        )
+        """Whether the choice beat the baseline on the held-out half (the condition for ``apply``)."""
+        design = self.chosen_design
+        return design is not None and self.held_out.beaten_by(design, self.choice.max_utilization_loss)
+
+    @property
+    def default_mode(self) -> str:
+        """The rebalancer mode these measurements support: ``apply`` only when the target is met."""
+        return "apply" if self.target_met else "advisory"
 
     def to_json(self) -> dict[str, Any]:
-        """Both halves side by side, the chosen settings and every candidate's score."""
+        """Every half side by side, the choice and every candidate's score."""
 
         def half(h: HalfResult) -> dict[str, Any]:
             return {
+                "seed": h.seed,
                 "jobs": len(h.scenario.jobs),
                 "capacity_gpus": h.scenario.capacity_gpus,
                 "offered_load": round(h.scenario.offered_load, 4),
                 "window_days": round(h.scenario.window / 86400, 2),
-                "fairshare": h.fixed.summary(),
-                "fairshare+rebalance": h.rebalanced.summary(),
+                BASELINE.value: _measures_json(h.baseline),
+                **{
+                    f"{CANDIDATE_POLICY.value} ({design.value})": _measures_json(result)
+                    for design, result in h.designs.items()
+                },
+                "beaten_by": [d.value for d in h.designs if h.beaten_by(d, self.choice.max_utilization_loss)],
             }
 
         chosen = self.choice.chosen
         return {
             "chosen": None if chosen is None else describe(chosen.run),
+            "per_design": {
+                design.value: None if best is None else describe(best.run)
+                for design in GRIDS
+                for best in [self.choice.best_of(design)]
+            },
             "target_met": self.target_met,
+            "default_mode": self.default_mode,
             "tuning": half(self.tuning),
             "held_out": half(self.held_out),
+            "held_out_other_seeds": [half(h) for h in self.other_seeds],
             "candidates": [
                 {
                     **describe(c.run),
@@ -285,8 +430,18 @@ class TuningReport:
         }
 
 
-def _half(trace: Sequence[TraceJob], config: WhatIfConfig, capacity: int | None, seed: int) -> Scenario:
-    return build_scenario(trace, config, capacity, seed)
+def _replay_half(
+    part: Sequence[TraceJob],
+    config: WhatIfConfig,
+    capacity: int | None,
+    seed: int,
+    picks: Mapping[RebalanceDesign, RebalanceRun],
+) -> HalfResult:
+    sc = build_scenario(part, config, capacity, seed)
+    designs = {
+        design: run_policy(with_rebalance(sc, run), CANDIDATE_POLICY, seed) for design, run in picks.items()
+    }
+    return HalfResult(sc, seed, run_policy(sc, BASELINE, seed), designs)
 
 
 def tune_rebalance(
@@ -298,27 +453,23 @@ def tune_rebalance(
     seed: int = 0,
     capacity_gpus: int | None = None,
     max_utilization_loss: float = DEFAULT_MAX_UTILIZATION_LOSS,
+    report_seeds: Sequence[int] = DEFAULT_REPORT_SEEDS,
     progress: Progress | None = None,
 ) -> TuningReport:
-    """Split, choose settings on the tuning half, replay fixed weights and the choice on both halves.
-
-    Without an eligible candidate the held-out half replays the config's own settings (reported as
-    no choice), so the report still shows what they measure.
-    """
+    """Split, choose on the tuning half, replay the baseline and each design's choice on both halves,
+    and the held-out half again under ``report_seeds``."""
     split = split_trace(trace, fraction)
-    windows = [_half(w, config, capacity_gpus, seed) for w in tuning_windows(split.tuning)]
+    windows = [build_scenario(w, config, capacity_gpus, seed) for w in tuning_windows(split.tuning)]
     choice = choose_rebalance(
         windows, candidate_grid(config.rebalance, grid_size, seed), seed, max_utilization_loss, progress
     )
-    chosen = config.rebalance if choice.chosen is None else choice.chosen.run
-    halves = []
-    for part in (split.tuning, split.held_out):
-        sc = _half(part, config, capacity_gpus, seed)
-        halves.append(
-            HalfResult(
-                sc,
-                run_policy(sc, Policy.FAIRSHARE, seed),
-                run_policy(with_rebalance(sc, chosen), Policy.REBALANCE, seed),
-            )
-        )
-    return TuningReport(split, choice, halves[0], halves[1])
+    picks = {design: best.run for design in GRIDS for best in [choice.best_of(design)] if best is not None}
+    tuning, held_out = (
+        _replay_half(part, config, capacity_gpus, seed, picks) for part in (split.tuning, split.held_out)
+    )
+    others = tuple(
+        _replay_half(split.held_out, config, capacity_gpus, other, picks)
+        for other in report_seeds
+        if other != seed
+    )
+    return TuningReport(split, choice, tuning, held_out, others)

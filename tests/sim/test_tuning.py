@@ -7,8 +7,9 @@ import json
 import pytest
 from gpusim.trace import TraceJob
 from gpusim.tuning import (
-    GRID,
+    GRIDS,
     CandidateScore,
+    Measures,
     WindowScore,
     can_step_down,
     candidate_grid,
@@ -21,6 +22,7 @@ from gpusim.whatif.config import RebalanceRun, SharesMapping, WhatIfConfig
 from gpusim.whatif.scenario import build_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shareplane.domain.config.shares import RebalanceDesign
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane_cli.main import app
 from typer.testing import CliRunner
@@ -100,19 +102,26 @@ def test_the_tuning_windows_are_the_part_and_its_two_halves() -> None:
 # ---------------------------------------------------------------------------------------------------
 # Grid and selection
 # ---------------------------------------------------------------------------------------------------
-def test_the_grid_is_seeded_distinct_and_keeps_what_it_does_not_vary() -> None:
+def test_the_grid_is_seeded_distinct_per_design_and_keeps_what_it_does_not_vary() -> None:
     base = RebalanceRun(wait_window_minutes=45)
     grid = candidate_grid(base, 8, seed=1)
     assert grid == candidate_grid(base, 8, seed=1) != candidate_grid(base, 8, seed=2)
-    assert len({c.model_dump_json() for c in grid}) == 8
+    assert len({c.model_dump_json() for c in grid}) == 16
+    assert [c.rules.design for c in grid] == [RebalanceDesign.DEMAND_TARGETS] * 8 + [
+        RebalanceDesign.CREDITS
+    ] * 8
     assert all(
         c.wait_window_minutes == 45 and c.rules.weight_factor_max == base.rules.weight_factor_max
         for c in grid
     )
-    assert all(c.rules.slo_boost_factor in GRID["slo_boost_factor"] for c in grid)
+    assert all(c.rules.slo_boost_factor in GRIDS[c.rules.design]["slo_boost_factor"] for c in grid)
     everything = candidate_grid(base, 10_000)
     assert all(can_step_down(c.rules.max_step, c.rules.deadband) for c in everything)
-    assert len(everything) == 144  # 192 combinations less the 48 whose deadband blocks a step down
+    # demand_targets: 192 combinations less the 48 whose deadband blocks a step down; credits: 128 less 32.
+    assert len(everything) == 144 + 96
+    # Credits remember longer than fair share's own one-week decay.
+    credits = [c for c in everything if c.rules.design is RebalanceDesign.CREDITS]
+    assert min(c.rules.ledger_half_life_seconds for c in credits) > 7 * 86400
 
 
 @pytest.mark.parametrize(
@@ -132,9 +141,19 @@ def test_a_candidate_must_be_able_to_step_a_weight_down(
     assert can_step_down(max_step, deadband) is expected
 
 
+def measures(worst: float = 1.0, disparity: float | None = 1.5, utilization: float = 0.9, p95: float = 0.0):
+    return Measures(worst, disparity, utilization, p95, 1.0 if p95 <= 900 else 0.5)
+
+
+BASE = measures()
+
+
 def scored(name: float, gains: list[float], losses: list[float]) -> CandidateScore:
-    """A candidate told apart by its interval, with given gains and utilization losses per window."""
-    windows = tuple(WindowScore(1.0 + g, 1.0, 0.9 - loss, 0.9) for g, loss in zip(gains, losses, strict=True))
+    """A candidate told apart by its interval, gaining ``g`` on both measures and losing utilization."""
+    windows = tuple(
+        WindowScore(measures(1.0 + g, 1.5 / (1 + g), 0.9 - loss), BASE, 900.0)
+        for g, loss in zip(gains, losses, strict=True)
+    )
     return CandidateScore(RebalanceRun(interval_minutes=name), windows)
 
 
@@ -162,6 +181,47 @@ def test_selection_takes_the_best_worst_window_gain(
     assert (None if pick is None else pick.run.interval_minutes) == chosen
 
 
+@pytest.mark.parametrize(
+    ("candidate", "gain"),
+    [
+        (measures(worst=1.1, disparity=1.5), 0.0),
+        (measures(worst=1.1, disparity=1.6), 1.5 / 1.6 - 1),
+        (measures(worst=0.95, disparity=1.2), 0.95 - 1),
+        (measures(worst=1.05, disparity=1.25), 0.05),
+        (measures(worst=1.2, disparity=None), -1.0),
+    ],
+    ids=[
+        "a better worst team with the same disparity gains nothing",
+        "a better worst team with a wider disparity loses",
+        "a narrower disparity with a worse-off worst team loses",
+        "better on both gains the smaller improvement",
+        "a team left with nothing is a full loss",
+    ],
+)
+def test_a_window_gains_only_what_both_measures_gain(candidate: Measures, gain: float) -> None:
+    assert WindowScore(candidate, BASE, 900.0).gain == pytest.approx(gain)
+
+
+@pytest.mark.parametrize(
+    ("baseline_p95", "candidate", "kept"),
+    [
+        (600.0, Measures(1, 1, 0.9, 800.0, 0.97), True),
+        (600.0, Measures(1, 1, 0.9, 1000.0, 0.94), False),
+        (3600.0, Measures(1, 1, 0.9, 7200.0, 0.495), True),
+        (3600.0, Measures(1, 1, 0.9, 3000.0, 0.48), False),
+    ],
+    ids=[
+        "within the SLO where the baseline is",
+        "past the SLO where the baseline is within it",
+        "where the baseline misses it, a point of attainment may go",
+        "but not two",
+    ],
+)
+def test_highpri_must_keep_its_slo(baseline_p95: float, candidate: Measures, kept: bool) -> None:
+    baseline = Measures(1, 1, 0.9, baseline_p95, 0.5 if baseline_p95 > 900 else 0.96)
+    assert WindowScore(candidate, baseline, 900.0).highpri_kept is kept
+
+
 # ---------------------------------------------------------------------------------------------------
 # The whole loop and the CLI on a small synthetic trace
 # ---------------------------------------------------------------------------------------------------
@@ -170,21 +230,49 @@ def small_report():
     return tune_rebalance(synthetic_trace(count=240), SMALL_CONFIG, grid_size=2, seed=3)
 
 
-def test_tuning_reports_both_halves_with_the_chosen_settings(small_report) -> None:
+def test_tuning_reports_the_baseline_and_each_design_on_both_halves_and_more_seeds(small_report) -> None:
     report = small_report
     assert len(report.tuning.scenario.jobs) == len(report.held_out.scenario.jobs) == 120
-    assert len(report.choice.candidates) == 2
+    assert len(report.choice.candidates) == 4  # two per design
     assert all(len(c.windows) == 3 for c in report.choice.candidates)
     assert report.choice.chosen is select(report.choice.candidates, report.choice.max_utilization_loss)
-    chosen = report.choice.chosen
-    assert chosen is not None and report.held_out.rebalanced.policy.value == "fairshare+rebalance"
-    assert report.target_met == (
-        report.held_out.rebalanced.worst_team_entitlement_ratio
-        >= report.held_out.fixed.worst_team_entitlement_ratio
-    )
+    for half in (report.tuning, report.held_out, *report.other_seeds):
+        assert half.baseline.policy.value == "fairshare+reclaim"
+        assert set(half.designs) == set(RebalanceDesign)
+        assert {r.policy.value for r in half.designs.values()} == {"fairshare+reclaim+rebalance"}
+    assert [h.seed for h in report.other_seeds] == [1, 2]
+    assert report.default_mode == ("apply" if report.target_met else "advisory")
     out = report.to_json()
-    assert set(out) == {"chosen", "target_met", "tuning", "held_out", "candidates"}
-    assert set(out["held_out"]) >= {"fairshare", "fairshare+rebalance", "capacity_gpus", "jobs"}
+    assert set(out) == {
+        "chosen",
+        "per_design",
+        "target_met",
+        "default_mode",
+        "tuning",
+        "held_out",
+        "held_out_other_seeds",
+        "candidates",
+    }
+    assert set(out["held_out"]) >= {
+        "fairshare+reclaim",
+        "fairshare+reclaim+rebalance (credits)",
+        "fairshare+reclaim+rebalance (demand_targets)",
+        "capacity_gpus",
+        "jobs",
+    }
+
+
+def test_apply_needs_the_choice_to_beat_the_baseline_on_the_held_out_half(small_report) -> None:
+    report = small_report
+    design = report.chosen_design
+    assert report.target_met == (design is not None and report.held_out.beaten_by(design, 0.01))
+    held = report.held_out
+    for d, result in held.designs.items():
+        fairer = result.worst_team_entitlement_ratio >= held.baseline.worst_team_entitlement_ratio and (
+            result.disparity or float("inf")
+        ) <= (held.baseline.disparity or float("inf"))
+        if not fairer:
+            assert not held.beaten_by(d, 0.01)
 
 
 def test_tuning_is_deterministic(small_report) -> None:
@@ -198,8 +286,13 @@ def test_the_cli_tunes_and_prints_json(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["tuning"]["jobs"] == out["held_out"]["jobs"] == 60
-    table = CliRunner().invoke(app, ["tune-rebalance", "--trace", str(trace), "--grid", "1"])
-    assert table.exit_code == 0 and "held-out" in table.stdout and "worst team ratio" in table.stdout
+    assert out["default_mode"] in {"apply", "advisory"}
+    table = CliRunner().invoke(
+        app, ["tune-rebalance", "--trace", str(trace), "--grid", "1", "--report-seed", "4"]
+    )
+    assert table.exit_code == 0, table.output
+    assert "held-out" in table.stdout and "worst team ratio" in table.stdout and "disparity" in table.stdout
+    assert "seed 4" in table.stdout and "rebalance mode" in table.stdout
 
 
 def test_the_cli_refuses_a_bad_split(tmp_path) -> None:

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shareplane.adapters.batch_policy import quota_share_request, scheduling_policy_request
-from shareplane.domain.config.shares import RebalanceConfig, SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import (
+    RebalanceConfig,
+    RebalanceDesign,
+    SchedulingMode,
+    SharesConfig,
+    Tier,
+)
 from shareplane.domain.errors import ConfigError, InvalidInputError
 from shareplane.domain.shares.batch_shares import (
     SchedulingPolicy,
@@ -28,6 +34,7 @@ from shareplane.domain.shares.rebalance import (
     ShareState,
     SharingStrategy,
     TierWait,
+    credit_rates,
     lend_borrow_rates,
     plan_rebalance,
     rollback_plan,
@@ -371,6 +378,71 @@ def test_ledger_interval(ledger_as_of, credited_hours) -> None:
         share("A", 60, 100, running=70), share("B", 40, 100, running=30), ledger_as_of=ledger_as_of
     )
     assert update_ledger(snap, DEFAULTS)["B"].lent == pytest.approx(80 * credited_hours)
+
+
+CREDITS = RebalanceConfig(design=RebalanceDesign.CREDITS, max_step=10, credit_scale_hours=24)
+
+
+@pytest.mark.parametrize(
+    ("shares", "capacity", "expected"),
+    [
+        pytest.param(
+            (share("A", 60, 100, running=80), share("B", 40, 100, running=20)),
+            100,
+            {"A": (0, 160), "B": (160, 0)},
+            id="a share over its entitlement borrows what the other leaves idle",
+        ),
+        pytest.param(
+            (share("A", 60, 100, running=80), share("B", 40, 20, running=20)),
+            100,
+            {"A": (0, 160), "B": (160, 0)},
+            id="idle entitlement is lent whether or not its owner has work waiting",
+        ),
+        pytest.param(
+            (share("A", 40, 100, running=60), share("B", 40, 100, running=20)),
+            100,
+            {"A": (0, 0), "B": (0, 0)},
+            id="borrowing out of unentitled capacity costs nothing",
+        ),
+        pytest.param(
+            (share("A", 20, 100, running=50), share("B", 40, 0, running=0), share("C", 40, 20, running=20)),
+            100,
+            {"A": (0, 240), "B": (160, 0), "C": (80, 0)},
+            id="with two lenders the loan splits by idle entitlement, never counted twice",
+        ),
+    ],
+)
+def test_credit_rates_follow_karma(shares, capacity, expected) -> None:
+    rates = credit_rates(snapshot(*shares, capacity=capacity))
+    assert {name: pytest.approx(rate) for name, rate in rates.items()} == expected
+    assert sum(lent for lent, _ in rates.values()) == pytest.approx(sum(b for _, b in rates.values()))
+
+
+def test_the_credits_design_earns_credits_for_idle_entitlement_the_demand_targets_design_does_not() -> None:
+    # GIVEN B with no work, leaving 20 instances of its entitlement to A, for one hour
+    snap = snapshot(share("A", 60, 100, running=80), share("B", 40, 20, running=20), ledger_as_of=NOW - 3600)
+    # THEN only the credits ledger credits B (160 GPU-hours); the demand-targets ledger needs B waiting
+    assert update_ledger(snap, CREDITS)["B"].balance == pytest.approx(160.0)
+    assert update_ledger(snap, DEFAULTS)["B"].balance == 0.0
+
+
+def test_credits_weigh_the_entitlement_by_the_favour_whatever_the_demand_now() -> None:
+    # GIVEN equal shares, B holding credits of one scale (24 h of its 30-instance entitlement, 8 GPUs each)
+    scale = 24 * 30 * 8
+    for demand_a, demand_b in ((100, 100), (100, 35), (31, 100)):
+        even = plan_rebalance(snapshot(share("A", 30, demand_a), share("B", 30, demand_b)), CREDITS)
+        credited = plan_rebalance(
+            snapshot(
+                share("A", 30, demand_a, ledger_balance=-scale),
+                share("B", 30, demand_b, ledger_balance=scale),
+            ),
+            CREDITS,
+        )
+        # THEN without credits both keep weight 1.0; with them B gets 1.0 and A (1 + n tanh 1) / (1 - n tanh 1)
+        assert weights(even) == {"A": 1.0, "B": 1.0}
+        favour = CREDITS.ledger_nudge * math.tanh(1.0)
+        assert weights(credited)["B"] == 1.0
+        assert weights(credited)["A"] == pytest.approx((1 + favour) / (1 - favour), abs=1e-4)
 
 
 def test_a_share_that_lent_a_lot_gets_more_of_the_surplus_and_a_better_weight() -> None:

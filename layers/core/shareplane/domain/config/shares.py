@@ -446,6 +446,19 @@ class ShareBoundsConfig(StrictModel):
     weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
 
 
+class RebalanceDesign(StrEnum):
+    """How the rebalancer turns what it observes into weights (domain/shares/rebalance.py)."""
+
+    #: Weights follow each share's max-min fair target over the demand seen now; a ledger that
+    #: credits lending only while the lender waits, decayed by ``ledger_half_life_seconds``, nudges
+    #: the share of the surplus.
+    DEMAND_TARGETS = "demand_targets"
+    #: Karma's credits (Vuppalapati et al., OSDI 2023) mapped onto weights: a share earns credits
+    #: while others use entitlement it leaves idle, spends them while it holds more than its own, and
+    #: its weight follows its entitlement scaled by its credits, whatever the demand is now.
+    CREDITS = "credits"
+
+
 class RebalanceConfig(StrictModel):
     """Guard rails and knobs of the share rebalancer (see domain/shares/rebalance.py for what each does)."""
 
@@ -469,6 +482,11 @@ class RebalanceConfig(StrictModel):
     ledger_max_interval_seconds: Annotated[int, Field(gt=0)] = 3600
     #: Most the lend/borrow ledger can raise or lower a share's water-filling weight (relative).
     ledger_nudge: Annotated[float, Field(ge=0, lt=1)] = 0.2
+    #: Which design turns the observation into weights (fair-share mode; quota mode plans from targets).
+    design: RebalanceDesign = RebalanceDesign.DEMAND_TARGETS
+    #: ``credits`` design: the balance at which a share's favour is about 3/4 of ``ledger_nudge``, in
+    #: hours of the share's own entitlement lent (so small and large teams earn favour alike).
+    credit_scale_hours: Annotated[float, Field(gt=0)] = 24.0
     #: Water-filling weight multiplier for shares waiting in a tier whose wait p90 breaks its SLO.
     slo_boost_factor: Annotated[float, Field(ge=1, le=100)] = 1.5
     #: Quota mode: whether plans set LEND_AND_BORROW shares' borrowLimit to what their target needs.

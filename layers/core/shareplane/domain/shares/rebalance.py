@@ -23,8 +23,14 @@ The rules, in order:
    in one half-life), so a team that lent a lot gets a slightly larger share of the surplus.
 4. **SLO boost**: a share with work waiting in a tier whose wait p90 is above its SLO gets its
    water-filling weight multiplied by ``slo_boost_factor``.
-5. **Fair-share mode**: ``weightFactor_i = max_j(target_j) / target_i`` (lower gets more), so the
-   best-served share has 1.0, then bounded by the per-share or global bounds and the API range.
+5. **Fair-share mode**, by ``RebalanceConfig.design``. ``demand_targets``: ``weightFactor_i =
+   max_j(target_j) / target_i`` (lower gets more), so the best-served share has 1.0. ``credits``
+   (Karma's credits, Vuppalapati et al., OSDI 2023, mapped onto weights): the ledger counts what
+   others borrow of a share's idle entitlement whether or not it waits (``credit_rates``), the scale
+   is ``credit_scale_hours`` of the share's own entitlement, and ``weightFactor_i = max_j(E_j f_j) /
+   (E_i f_i)`` with ``E`` the entitlement and ``f`` the favour (ledger nudge x SLO boost): a lender
+   keeps its favour until it is paid back, whatever the demand is at the instant. Either way the
+   result is then bounded by the per-share or global bounds and the API range.
 6. **Quota mode**: with ``manage_borrow_limit`` (off by default: a cap below what others leave idle
    only idles GPUs, since lenders get capacity back by preemption anyway), each LEND_AND_BORROW
    share's ``borrowLimit`` becomes the percent above its own limits that its target needs; each
@@ -52,7 +58,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from ..config.shares import RebalanceConfig, SchedulingMode, SharesConfig, Tier
+from ..config.shares import RebalanceConfig, RebalanceDesign, SchedulingMode, SharesConfig, Tier
 from ..errors import InvalidInputError
 from ..instance_types.capacity import Capacity
 from .fairshare import ShareWeight, weight_for
@@ -445,13 +451,41 @@ def lend_borrow_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]
     return {name: (lent, borrowed) for name, (lent, borrowed) in rates.items()}
 
 
+def credit_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]:
+    """Karma's rule: GPUs each share lends out of entitlement it leaves idle, and borrows beyond its own.
+
+    On each instance type the capacity on loan is the smaller of the idle entitlement and what shares
+    hold beyond theirs out of entitled capacity (unentitled capacity is borrowed first, from nobody).
+    A share lends its part of it in proportion to its idle entitlement, whether or not it has work
+    waiting; a share borrows in proportion to its excess. Zero-sum, as ``lend_borrow_rates``.
+    """
+    rates = {name: [0.0, 0.0] for name in snapshot.names}
+    for unit in sorted(snapshot.capacity):
+        over = {s.name: s.in_use.excess_over(s.entitlement, unit) for s in snapshot.shares}
+        idle = {s.name: max(0, s.entitlement.of(unit) - s.in_use.of(unit)) for s in snapshot.shares}
+        unentitled = max(0, snapshot.capacity[unit] - sum(s.entitlement.of(unit) for s in snapshot.shares))
+        total_over, total_idle = sum(over.values()), sum(idle.values())
+        on_loan = min(max(0, total_over - unentitled), total_idle)
+        if on_loan <= 0:
+            continue
+        gpus = _gpus(snapshot, unit)
+        for name in rates:
+            rates[name][0] += on_loan * idle[name] / total_idle * gpus
+            rates[name][1] += on_loan * over[name] / total_over * gpus
+    return {name: (lent, borrowed) for name, (lent, borrowed) in rates.items()}
+
+
 def update_ledger(snapshot: ShareSnapshot, config: RebalanceConfig) -> dict[str, LedgerEntry]:
-    """Decay each balance by the half-life and add the GPU-hours lent minus borrowed this interval."""
+    """Decay each balance by the half-life and add the GPU-hours lent minus borrowed this interval.
+
+    What counts as lending is the design's: ``credit_rates`` for credits, else ``lend_borrow_rates``.
+    """
     seconds = ledger_interval_seconds(snapshot, config)
     decay = 0.5 ** (seconds / config.ledger_half_life_seconds)
     hours = seconds / 3600.0
+    rates = credit_rates if config.design is RebalanceDesign.CREDITS else lend_borrow_rates
     entries = {}
-    for name, (lent_rate, borrowed_rate) in lend_borrow_rates(snapshot).items():
+    for name, (lent_rate, borrowed_rate) in rates(snapshot).items():
         lent, borrowed = lent_rate * hours, borrowed_rate * hours
         balance = snapshot.share(name).ledger_balance * decay + lent - borrowed
         entries[name] = LedgerEntry(lent=lent, borrowed=borrowed, balance=balance)
@@ -463,6 +497,18 @@ def ledger_scale_gpu_hours(snapshot: ShareSnapshot, config: RebalanceConfig) -> 
     total_gpus = sum(cap * _gpus(snapshot, unit) for unit, cap in snapshot.capacity.items())
     shares = max(1, len(snapshot.shares))
     return total_gpus * (config.ledger_half_life_seconds / 3600.0) / shares
+
+
+def _favour_scales(snapshot: ShareSnapshot, config: RebalanceConfig) -> dict[str, float]:
+    """Each share's ledger scale: one shared scale, or (credits) hours of the share's own entitlement."""
+    if config.design is not RebalanceDesign.CREDITS:
+        shared = ledger_scale_gpu_hours(snapshot, config)
+        return {name: shared for name in snapshot.names}
+    return {
+        share.name: config.credit_scale_hours
+        * sum(count * _gpus(snapshot, unit) for unit, count in share.entitlement.items())
+        for share in snapshot.shares
+    }
 
 
 def ledger_nudge(balance: float, scale: float, strength: float) -> float:
@@ -495,12 +541,13 @@ class _Target:
 def _targets(
     snapshot: ShareSnapshot, config: RebalanceConfig, ledger: Mapping[str, LedgerEntry]
 ) -> dict[str, _Target]:
-    scale = ledger_scale_gpu_hours(snapshot, config)
+    scales = _favour_scales(snapshot, config)
     multiplier, boosted = {}, {}
     for share in snapshot.shares:
         tiers = tuple(breached_tiers(share, snapshot.tiers))
         boost = config.slo_boost_factor if tiers else 1.0
-        multiplier[share.name] = ledger_nudge(ledger[share.name].balance, scale, config.ledger_nudge) * boost
+        nudge = ledger_nudge(ledger[share.name].balance, scales[share.name], config.ledger_nudge)
+        multiplier[share.name] = nudge * boost
         boosted[share.name] = tiers
     per_type: dict[str, dict[str, float]] = {name: {} for name in snapshot.names}
     for unit in sorted(snapshot.capacity):
@@ -565,14 +612,36 @@ def _describe(share: ShareState, target: _Target, ledger: LedgerEntry) -> str:
     return "; ".join(parts)
 
 
+def _wanted_weights(
+    snapshot: ShareSnapshot, config: RebalanceConfig, targets: Mapping[str, _Target]
+) -> dict[str, float]:
+    """The weightFactor each share with demand should have, by the design (lower gets more).
+
+    demand_targets: ``best target / own target``, the best-served share at 1.0. credits: the share's
+    entitlement x its favour (``_Target.multiplier``), the largest at 1.0, whatever the demand now.
+    Missing when there is nothing to weigh (no capacity for the demand).
+    """
+    demanding = [name for name in snapshot.names if snapshot.share(name).total_demand > 0]
+    if config.design is RebalanceDesign.CREDITS:
+        claim = {
+            name: sum(snapshot.share(name).entitlement.values()) * targets[name].multiplier
+            for name in demanding
+        }
+    else:
+        claim = {name: targets[name].total for name in demanding}
+    best = max(claim.values(), default=0.0)
+    if best <= 0:
+        return {}
+    return {name: best / value if value > 0 else math.inf for name, value in claim.items()}
+
+
 def _fairshare_changes(
     snapshot: ShareSnapshot,
     config: RebalanceConfig,
     targets: Mapping[str, _Target],
     ledger: Mapping[str, LedgerEntry],
 ) -> list[ShareChange]:
-    demanding = [name for name in snapshot.names if snapshot.share(name).total_demand > 0]
-    best = max((targets[name].total for name in demanding), default=0.0)
+    wanted_weights = _wanted_weights(snapshot, config, targets)
     changes = []
     for name in snapshot.names:
         share = snapshot.share(name)
@@ -582,11 +651,10 @@ def _fairshare_changes(
         if share.total_demand == 0:
             changes.append(ShareChange(name, before, before, f"{REASON_NO_DEMAND}: weight kept"))
             continue
-        if best <= 0:
+        wanted = wanted_weights.get(name)
+        if wanted is None:
             changes.append(ShareChange(name, before, before, f"{REASON_NO_CAPACITY}: weight kept"))
             continue
-        target = targets[name].total
-        wanted = best / target if target > 0 else math.inf
         low, high = weight_bounds(name, config)
         moved = _step_and_bound(before, min(max(wanted, low), high), low, high, config.max_step)
         after = _quantize_weight(moved, before)
