@@ -47,7 +47,7 @@ from shareplane.domain.errors import InvalidInputError
 from .trace import TraceJob
 from .whatif.config import Policy, RebalanceRun, WhatIfConfig
 from .whatif.run import PolicyResult, run_policy
-from .whatif.scenario import Scenario, build_scenario
+from .whatif.scenario import Scenario, build_scenario, with_rebalance
 
 #: What a candidate is judged against, and what it runs: the shipped layout without and with weights moving.
 BASELINE = Policy.RECLAIM
@@ -165,11 +165,6 @@ def describe(run: RebalanceRun) -> dict[str, Any]:
         "design": run.rules.design.value,
         **{k: rules[k] for k in knobs if k in rules},
     }
-
-
-def with_rebalance(scenario: Scenario, run: RebalanceRun) -> Scenario:
-    """The same scenario (jobs, capacity, entitlements) with other rebalancer settings."""
-    return replace(scenario, config=scenario.config.model_copy(update={"rebalance": run}))
 
 
 @dataclass(frozen=True)

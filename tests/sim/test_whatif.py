@@ -455,6 +455,29 @@ def test_the_cli_prints_one_table_with_policies_as_columns(small_csv) -> None:
     assert "worst team ratio" in result.stdout
 
 
+def test_the_cli_replays_each_rebalancing_policy_once_per_design_asked_for(small_csv) -> None:
+    policies = "fairshare+reclaim,fairshare+reclaim+rebalance"
+    args = ["simulate", "--trace", str(small_csv), "--capacity", "64", "--policy", policies, "-o", "json"]
+    both = CliRunner().invoke(
+        app, [*args, "--rebalance-design", "demand_targets", "--rebalance-design", "credits"]
+    )
+    assert both.exit_code == 0, both.output
+    results = json.loads(both.stdout)["policies"]
+    assert list(results) == [
+        "fairshare+reclaim",
+        "fairshare+reclaim+rebalance (demand_targets)",
+        "fairshare+reclaim+rebalance (credits)",
+    ]
+    assert all("disparity" in r and "paid_back_share" in r for r in results.values())
+    one = CliRunner().invoke(app, [*args, "--rebalance-design", "credits"])
+    assert one.exit_code == 0, one.output
+    # One design runs under the policy's own name, and measures what the labelled run measured.
+    only = json.loads(one.stdout)["policies"]
+    assert only["fairshare+reclaim+rebalance"] == results["fairshare+reclaim+rebalance (credits)"]
+    refused = CliRunner().invoke(app, [*args, "--rebalance-design", "karma"])
+    assert refused.exit_code == 2 and "--rebalance-design" in refused.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -13,11 +13,12 @@ from gpusim.report import ratio_text, write_report
 from gpusim.trace import load_trace
 from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_policies
 from gpusim.whatif.run import PolicyResult, WhatIfResult, run_policy
-from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle
+from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle, with_design
 from gpusim.whatif.verdict import verdict
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from shareplane.domain.config.shares import RebalanceDesign
 from shareplane.domain.explain.durations import duration_text
 
 from ..main import app
@@ -120,6 +121,14 @@ EtaPredictionsOption = Annotated[
         "here, to re-measure or re-tune the calibration without replaying.",
     ),
 ]
+RebalanceDesignOption = Annotated[
+    list[RebalanceDesign] | None,
+    typer.Option(
+        "--rebalance-design",
+        help="The rebalancer design the rebalancing policies run (default: the config's). Repeat it to "
+        "replay each rebalancing policy once per design, side by side.",
+    ),
+]
 IdleFractionOption = Annotated[
     float | None,
     typer.Option(
@@ -146,6 +155,7 @@ def simulate_command(
     eta_workers: EtaWorkersOption = 1,
     eta_predictions: EtaPredictionsOption = None,
     idle_fraction: IdleFractionOption = None,
+    rebalance_design: RebalanceDesignOption = None,
 ) -> None:
     """Replay a trace under each share policy and print utilization, waits and fairness side by side."""
     err = stderr_console()
@@ -160,7 +170,7 @@ def simulate_command(
                     backtest(scenario, p, seed=seed, sample=eta_sample, workers=eta_workers)
                 )
         # The comparison is of the trace as given: the backtest replayed it extended by copies.
-        result = _replay(scenario, policies, seed, err)
+        result = _replay(scenario, planned_runs(scenario, policies, rebalance_design or []), seed, err)
     if report is not None:
         path = write_report(result, report)
         err.print(f"report: {path}", highlight=False)
@@ -170,32 +180,53 @@ def simulate_command(
     _print_result(result, etas, output)
 
 
-def _replay(scenario: Scenario, policies: list[Policy], seed: int, err: Console) -> WhatIfResult:
-    """Each policy's replay, said on ``err`` as it goes: a bar per policy on a terminal, a line at every
-    tenth elsewhere (a log, a CI job), and each policy's headline figures the moment it finishes."""
+def planned_runs(
+    scenario: Scenario, policies: list[Policy], designs: list[RebalanceDesign]
+) -> list[tuple[str, Policy, Scenario]]:
+    """(label, policy, scenario) per replay: with several designs, a rebalancing policy once per design,
+    labelled ``policy (design)``; with one, every policy runs it under the policy's own name."""
+    if len(designs) <= 1:
+        chosen = scenario if not designs else with_design(scenario, designs[0])
+        return [(p.value, p, chosen) for p in policies]
+    runs = []
+    for policy in policies:
+        if policy.rebalances:
+            runs += [(f"{policy.value} ({d.value})", policy, with_design(scenario, d)) for d in designs]
+        else:
+            runs.append((policy.value, policy, scenario))
+    return runs
+
+
+def _replay(
+    scenario: Scenario, runs: list[tuple[str, Policy, Scenario]], seed: int, err: Console
+) -> WhatIfResult:
+    """Each replay, said on ``err`` as it goes: a bar per replay on a terminal, a line at every tenth
+    elsewhere (a log, a CI job), and each replay's headline figures the moment it finishes."""
     results: dict[str, PolicyResult] = {}
     if err.is_terminal:
         columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
         with Progress(*columns, console=err) as bar:
-            tasks = {p: bar.add_task(p.value, total=1.0) for p in policies}
-            for policy in policies:
-                result = run_policy(
-                    scenario, policy, seed, lambda p, done: bar.update(tasks[p], completed=done)
-                )
-                results[policy.value] = result
-                bar.console.print(_finished_line(policy, result), highlight=False)
+            for label, policy, replayed in runs:
+                task = bar.add_task(label, total=1.0)
+
+                def advance(_: Policy, done: float, task: TaskID = task) -> None:
+                    bar.update(task, completed=done)
+
+                result = run_policy(replayed, policy, seed, advance)
+                results[label] = result
+                bar.console.print(_finished_line(label, result), highlight=False)
         return WhatIfResult(scenario, results, seed)
-    for index, policy in enumerate(policies, 1):
-        lines = _ProgressLines(err, f"simulate: policy {index} of {len(policies)}, {policy.value}")
-        result = run_policy(scenario, policy, seed, lines)
-        results[policy.value] = result
-        err.print(_finished_line(policy, result), highlight=False)
+    for index, (label, policy, replayed) in enumerate(runs, 1):
+        lines = _ProgressLines(err, f"simulate: policy {index} of {len(runs)}, {label}")
+        result = run_policy(replayed, policy, seed, lines)
+        results[label] = result
+        err.print(_finished_line(label, result), highlight=False)
     return WhatIfResult(scenario, results, seed)
 
 
-def _finished_line(policy: Policy, result: PolicyResult) -> str:
+def _finished_line(label: str, result: PolicyResult) -> str:
     return (
-        f"{policy.value} done: utilization {result.utilization:.3f}, worst team ratio "
+        f"{label} done: utilization {result.utilization:.3f}, worst team ratio "
         f"{result.worst_team_entitlement_ratio:.3f}, HIGHPRI SLO met {result.slo_attainment['HIGHPRI']:.3f}"
     )
 

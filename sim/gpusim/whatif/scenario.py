@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shareplane.domain.config.shares import RebalanceDesign
 from shareplane.domain.errors import InvalidInputError
 
 from ..trace import TraceJob
-from .config import TIERS, SharesMapping, WhatIfConfig
+from .config import TIERS, RebalanceRun, SharesMapping, WhatIfConfig
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,18 @@ def _draw_jobs(
             )
         )
     return jobs
+
+
+def with_rebalance(scenario: Scenario, run: RebalanceRun) -> Scenario:
+    """The same scenario (jobs, capacity, entitlements) with other rebalancer settings."""
+    return replace(scenario, config=scenario.config.model_copy(update={"rebalance": run}))
+
+
+def with_design(scenario: Scenario, design: RebalanceDesign) -> Scenario:
+    """The same scenario with the rebalancer's design switched, its other settings kept."""
+    rebalance = scenario.config.rebalance
+    rules = rebalance.rules.model_copy(update={"design": design})
+    return with_rebalance(scenario, rebalance.model_copy(update={"rules": rules}))
 
 
 def seed_idle(scenario: Scenario, fraction: float | None = None, seed: int = 0) -> Scenario:
