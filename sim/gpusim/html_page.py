@@ -50,12 +50,20 @@ def chart(figure: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{body}</div>'
 
 
-#: The ledger's lines, each team's in its own panel: what it had lent (dotted), what it had been paid
-#: back (dashed), and the balance, lent minus paid back (solid): above 0 the others owe the team.
+#: The ledger's lines, each team's in its own panel: the balance, lent minus paid back (solid, drawn
+#: first so the thin lines stay visible on it): above 0 the others owe the team; what it had lent
+#: (dotted), and what it had been paid back (dashed: held beyond its entitlement from what others left
+#: idle, which for a team that never lent is plain borrowing).
 LEDGER_LINES = (
-    ("lent", "#00CC96", "dot", 1.5),
-    ("paid back", "#EF553B", "dash", 1.5),
     ("balance (lent - paid back)", "#222", "solid", 2.5),
+    ("lent", "#00CC96", "dot", 2.0),
+    ("paid back (borrowed)", "#EF553B", "dash", 2.0),
+)
+
+#: The ledger chart's subtitle: how to read its lines.
+LEDGER_KEY = (
+    "balance = lent - paid back (solid): above 0 the others owe the team; lent (dotted); "
+    "paid back, or borrowed for a team that lent nothing (dashed)"
 )
 
 
@@ -76,7 +84,7 @@ def ledger_traces(
     (``at``, a plotly template of ``%{x}``) and the team."""
     balance = [a - b for a, b in zip(lent, paid_back, strict=True)]
     traces = []
-    for (name, color, dash, width), y in zip(LEDGER_LINES, (lent, paid_back, balance), strict=True):
+    for (name, color, dash, width), y in zip(LEDGER_LINES, (balance, lent, paid_back), strict=True):
         traces.append(
             go.Scatter(
                 x=list(x),
@@ -87,7 +95,7 @@ def ledger_traces(
                 showlegend=showlegend,
                 visible=visible,
                 line={"color": color, "dash": dash, "width": width},
-                meta=["ledger", name],
+                meta=["ledger", name, team],
                 hovertemplate=f"{name}: %{{y:,.1f}} {unit} by {at}<extra>{html.escape(team)}</extra>",
             )
         )

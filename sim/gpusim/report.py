@@ -20,7 +20,7 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ship
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
 from shareplane.domain.explain.durations import duration_text
 
-from .html_page import COLORS, bucket_ends, chart, ledger_traces, page, table
+from .html_page import COLORS, LEDGER_KEY, bucket_ends, chart, ledger_traces, page, table
 from .whatif.config import TIERS
 from .whatif.run import PolicyResult, WhatIfResult
 from .whatif.verdict import verdict
@@ -184,9 +184,8 @@ def ledger_chart(result: WhatIfResult) -> str:
     fig.update_yaxes(title_text="GPU-hours", zeroline=True, zerolinecolor="#888")
     fig.update_xaxes(title_text="virtual day", row=rows)
     fig.update_layout(
-        title="Lend/payback ledger per team, for the policy chosen above (cumulative GPU-hours)<br><sup>"
-        "lent (dotted), paid back (dashed), balance = lent - paid back (solid): above 0 the others owe "
-        "the team</sup>",
+        title="Lend/payback ledger per team, for the policy chosen above (cumulative GPU-hours)"
+        f"<br><sup>{LEDGER_KEY}</sup>",
         height=200 + 220 * rows,
         hovermode="closest",
         legend={"orientation": "h", "y": -0.3 / rows},
