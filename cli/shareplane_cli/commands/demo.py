@@ -143,9 +143,18 @@ def _ledger_rows(ledger: Mapping[str, Any]) -> list[_Row]:
     rows: list[_Row] = []
     for team, lent in ledger["lent_instance_hours"].items():
         paid = ledger["paid_back_instance_hours"][team]
-        balance = ", ".join(f"{lent[k] - paid[k]:+.1f} at {hours[k]:g} h" for k in marks)
+        balance = ", ".join(
+            f"{lent[k] - paid[k]:+.1f} at {hours[k]:g} h"
+            if hours[k] == round(hours[k])
+            else f"{lent[k] - paid[k]:+.1f} at the end ({hours[k]:.2f} h)"
+            for k in marks
+        )
         rows += [
-            (f"instance-hours lent / paid back {team}", f"{lent[-1]:.1f} / {paid[-1]:.1f}", "0 / 0"),
+            (
+                f"instance-hours lent / paid back or borrowed {team}",
+                f"{lent[-1]:.1f} / {paid[-1]:.1f}",
+                "0 / 0",
+            ),
             (f"balance {team} (lent - paid back)", balance, ""),
         ]
     return rows
