@@ -215,7 +215,7 @@ def ledger_table(ledger: Mapping[str, Any]) -> str:
             )
         )
     return table(
-        ["team", "lent", "paid back", "balance (lent - paid back)", "paid back of lent"],
+        ["team", "lent", "paid back or borrowed", "balance (lent - paid back)", "paid back of lent"],
         rows,
         caption="Lend/payback ledger at the end, soft quotas (instance-hours)",
     )
