@@ -50,6 +50,63 @@ def chart(figure: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{body}</div>'
 
 
+#: The ledger's lines, each team's in its own panel: the balance, lent minus paid back (solid, drawn
+#: first so the thin lines stay visible on it): above 0 the others owe the team; what it had lent
+#: (dotted), and what it had been paid back (dashed: held beyond its entitlement from what others left
+#: idle, which for a team that never lent is plain borrowing).
+LEDGER_LINES = (
+    ("balance (lent - paid back)", "#222", "solid", 2.5),
+    ("lent", "#00CC96", "dot", 2.0),
+    ("paid back (borrowed)", "#EF553B", "dash", 2.0),
+)
+
+#: The ledger chart's subtitle: how to read its lines.
+LEDGER_KEY = (
+    "balance = lent - paid back (solid): above 0 the others owe the team; lent (dotted); "
+    "paid back, or borrowed for a team that lent nothing (dashed)"
+)
+
+
+def ledger_traces(
+    x: Sequence[float],
+    lent: Sequence[float],
+    paid_back: Sequence[float],
+    unit: str,
+    at: str,
+    team: str,
+    *,
+    visible: bool = True,
+    showlegend: bool = True,
+    group: str = "",
+) -> list[go.Scatter]:
+    """A team's ledger as three lines from 0 at ``x[0]``: lent, paid back and the balance, each point
+    the cumulative figure by ``x[k + 1]``; a hover reads the line, the figure in ``unit``, the time
+    (``at``, a plotly template of ``%{x}``) and the team."""
+    balance = [a - b for a, b in zip(lent, paid_back, strict=True)]
+    traces = []
+    for (name, color, dash, width), y in zip(LEDGER_LINES, (balance, lent, paid_back), strict=True):
+        traces.append(
+            go.Scatter(
+                x=list(x),
+                y=[0.0, *y],
+                mode="lines",
+                name=name,
+                legendgroup=f"{group}{name}",
+                showlegend=showlegend,
+                visible=visible,
+                line={"color": color, "dash": dash, "width": width},
+                meta=["ledger", name, team],
+                hovertemplate=f"{name}: %{{y:,.1f}} {unit} by {at}<extra>{html.escape(team)}</extra>",
+            )
+        )
+    return traces
+
+
+def bucket_ends(count: int, width: float) -> list[float]:
+    """0, then the end of each of ``count`` buckets of ``width``: where a cumulative series is read."""
+    return [k * width for k in range(count + 1)]
+
+
 #: A cell that reads as a number (with a unit or a percent sign): such columns align right.
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+( ?(%|s|min|h|d|GPUs?))?( \(.*\))?$|^-$")
 

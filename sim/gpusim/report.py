@@ -3,7 +3,8 @@
 Charts, each with hover values: GPUs each share held over time per policy against the share's
 entitlement (dashed), GPU utilization over time per policy with the work-conserving bound (dotted),
 queue wait per tier (p50 and p95 per policy, log scale), and each share's GPU-hours against what it
-was entitled to while it had demand (1.0 marked). Tables: the headline numbers per policy, each
+was entitled to while it had demand (1.0 marked), and each team's lend/payback ledger over time per
+policy (GPU-hours lent, paid back, and the balance). Tables: the headline numbers per policy, each
 share's usage, entitlement ratio and cost per policy, and the waits and SLO attainment per tier.
 """
 
@@ -19,7 +20,7 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ship
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]  # plotly ships no type hints
 from shareplane.domain.explain.durations import duration_text
 
-from .html_page import COLORS, chart, page, table
+from .html_page import COLORS, LEDGER_KEY, bucket_ends, chart, ledger_traces, page, table
 from .whatif.config import TIERS
 from .whatif.run import PolicyResult, WhatIfResult
 from .whatif.verdict import verdict
@@ -38,6 +39,14 @@ def _bucket_days(result: WhatIfResult, series_length: int) -> list[float]:
     return [(k + 0.5) * width / 86400.0 for k in range(series_length)]
 
 
+def _entitled_titles(result: WhatIfResult) -> list[str]:
+    """Each share's panel title: its name and the GPUs it is entitled to."""
+    sc = result.scenario
+    return [
+        f"{s}: entitled {e * sc.gpus_per_unit} GPUs" for s, e in zip(sc.shares, sc.entitlements, strict=True)
+    ]
+
+
 def share_usage_chart(result: WhatIfResult) -> str:
     """One panel per share: GPUs it held, and its entitlement as a dashed line.
 
@@ -50,11 +59,12 @@ def share_usage_chart(result: WhatIfResult) -> str:
     shown = next((name for name in result.results if name != BASELINE), BASELINE)
     columns = 2 if len(shares) > 1 else 1
     rows = math.ceil(len(shares) / columns)
-    titles = [
-        f"{s}: entitled {e * sc.gpus_per_unit} GPUs" for s, e in zip(shares, sc.entitlements, strict=True)
-    ]
     fig = make_subplots(
-        rows=rows, cols=columns, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.35 / rows
+        rows=rows,
+        cols=columns,
+        shared_xaxes=True,
+        subplot_titles=_entitled_titles(result),
+        vertical_spacing=0.35 / rows,
     )
     for k, share in enumerate(shares):
         row, col = k // columns + 1, k % columns + 1
@@ -102,22 +112,23 @@ def share_usage_chart(result: WhatIfResult) -> str:
         title="GPUs in use by share against its entitlement (dashed): static and the policy chosen above",
         height=180 + 220 * rows,
         hovermode="closest",
-        updatemenus=_policy_picker([trace.name for trace in fig.data], list(result.results), rows),
+        updatemenus=_policy_picker(
+            [
+                (name, [trace.name in (BASELINE, name, "entitlement") for trace in fig.data])
+                for name in result.results
+                if name != BASELINE
+            ],
+            rows,
+        ),
     )
     return chart(fig, "share-usage")
 
 
-def _policy_picker(traces: list[str], policies: list[str], rows: int) -> list[dict[str, Any]]:
-    """Buttons above a chart, one per policy but the baseline: each shows the baseline, that policy and
-    the entitlements (``traces``: the chart's trace names, in order). None when there is nothing to pick."""
+def _policy_picker(choices: list[tuple[str, list[bool]]], rows: int, active: int = 0) -> list[dict[str, Any]]:
+    """Buttons above a chart, one per policy: each shows the chart's traces its ``choices`` entry marks
+    (one flag per trace, in order), ``active`` first. None when there is nothing to pick."""
     buttons = [
-        {
-            "label": name,
-            "method": "restyle",
-            "args": [{"visible": [n in (BASELINE, name, "entitlement") for n in traces]}],
-        }
-        for name in policies
-        if name != BASELINE
+        {"label": name, "method": "restyle", "args": [{"visible": visible}]} for name, visible in choices
     ]
     if not buttons:
         return []
@@ -126,13 +137,63 @@ def _policy_picker(traces: list[str], policies: list[str], rows: int) -> list[di
             "type": "buttons",
             "direction": "right",
             "buttons": buttons,
-            "active": 0,
+            "active": active,
             "x": 0,
             "xanchor": "left",
             "y": 1.0 + 0.6 / rows,
             "yanchor": "bottom",
         }
     ]
+
+
+def ledger_chart(result: WhatIfResult) -> str:
+    """One panel per team: the GPU-hours it had lent and been paid back by each moment, and the balance
+    (lent minus paid back), for the policy chosen with the buttons above the chart (at first the first
+    one that is not ``static``: hard partitions lend nothing). The rule is ``whatif.lending.loans``."""
+    sc = result.scenario
+    shares = list(sc.shares)
+    policies = list(result.results)
+    shown = next((name for name in policies if name != BASELINE), BASELINE)
+    columns = 2 if len(shares) > 1 else 1
+    rows = math.ceil(len(shares) / columns)
+    fig = make_subplots(
+        rows=rows,
+        cols=columns,
+        shared_xaxes=True,
+        subplot_titles=_entitled_titles(result),
+        vertical_spacing=0.35 / rows,
+    )
+    owners: list[str] = []  # each trace's policy, in order
+    for k, share in enumerate(shares):
+        for name, r in result.results.items():
+            lent, paid = r.lent_series.get(share, []), r.paid_back_series.get(share, [])
+            days = bucket_ends(len(lent), r.bucket_hours / 24)
+            for trace in ledger_traces(
+                days,
+                lent,
+                paid,
+                "GPU-hours",
+                "day %{x:.2f}",
+                f"{share}, {name}",
+                visible=name == shown,
+                showlegend=k == 0,
+                group=name,
+            ):
+                fig.add_trace(trace, row=k // columns + 1, col=k % columns + 1)
+                owners.append(name)
+    fig.update_yaxes(title_text="GPU-hours", zeroline=True, zerolinecolor="#888")
+    fig.update_xaxes(title_text="virtual day", row=rows)
+    fig.update_layout(
+        title="Lend/payback ledger per team, for the policy chosen above (cumulative GPU-hours)"
+        f"<br><sup>{LEDGER_KEY}</sup>",
+        height=200 + 220 * rows,
+        hovermode="closest",
+        legend={"orientation": "h", "y": -0.3 / rows},
+        updatemenus=_policy_picker(
+            [(name, [owner == name for owner in owners]) for name in policies], rows, policies.index(shown)
+        ),
+    )
+    return chart(fig, "ledger")
 
 
 def utilization_chart(result: WhatIfResult) -> str:
@@ -400,12 +461,16 @@ def render(result: WhatIfResult) -> str:
             "<h2>Shares</h2>",
             share_chart(result),
             share_table(result),
+            "<h2>Lending and payback</h2>",
+            ledger_chart(result),
             "<h2>Waits</h2>",
             wait_chart(result),
             wait_table(result),
             '<p class="note">Wait is submission to first dispatch (SCHEDULED). GPUs in use are averaged '
             "over each of the report's time buckets. The entitlement ratio counts GPU-hours only while the "
-            "share had work waiting or running.</p>",
+            "share had work waiting or running. A team lends the entitlement it leaves idle while others "
+            "hold more than theirs, and is paid back while it holds more than its own and others leave "
+            "theirs idle; the ledger's balance is what it had lent minus what it had been paid back.</p>",
         ]
     )
     return page("shareplane what-if", body)

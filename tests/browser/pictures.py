@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 PICTURES = REPO / "docs" / "assets" / "pictures"
 #: The charts each report's pictures show, by the id of the element plotly draws into.
 CHARTS = {
-    "demo": ("usage", "waits", "timeline"),
-    "whatif": ("share-usage", "utilization", "entitlement-ratio", "waits"),
+    "demo": ("usage", "ledger", "waits", "timeline"),
+    "whatif": ("share-usage", "utilization", "entitlement-ratio", "ledger", "waits"),
 }
 
 
@@ -67,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-        page, errors = open_report(
-            Browser(context), args.path.resolve(), len(CHARTS[args.report]) if args.report == "whatif" else 3
-        )
+        page, errors = open_report(Browser(context), args.path.resolve(), len(CHARTS[args.report]))
         if errors:
             print(f"script errors: {errors}", file=sys.stderr)
             return 1

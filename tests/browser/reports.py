@@ -26,7 +26,7 @@ from shareplane_cli.config_file import load_config
 from shareplane_cli.demo.baseline import partition_scenario, run_static_partitions
 from shareplane_cli.demo.report import write_report as write_demo_report
 from shareplane_cli.demo.summary import COST_NOTE, next_dispatch_from_the_queue, static_waits
-from shareplane_cli.demo.usage import FINAL, UsageTracker, instance_seconds, utilization
+from shareplane_cli.demo.usage import FINAL, UsageTracker, instance_seconds, ledger, utilization
 from shareplane_cli.demo.verdict import verdict
 from shareplane_cli.demo.workload import INSTANCE_TYPE, blog_workload
 
@@ -119,6 +119,7 @@ def demo_report(directory: Path) -> Report:
             t: round(s * gpus / 3600, 1)
             for t, s in sorted(instance_seconds(live.timeline, 0, live_end).items())
         },
+        "ledger": ledger(live.timeline, entitlements, live_end),
         "jobs": dict(sorted(Counter(r["status"] for r in records.records.values()).items())),
         "preemptions": live.preemptions,
         "capacity_requeues": 0,

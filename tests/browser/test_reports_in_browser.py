@@ -27,8 +27,8 @@ pytestmark = pytest.mark.xdist_group("stack-1")
 
 #: Each report's charts, by the id of the element plotly draws into.
 CHARTS = {
-    "what-if": {"share-usage", "utilization", "entitlement-ratio", "waits"},
-    "demo": {"usage", "waits", "timeline"},
+    "what-if": {"share-usage", "utilization", "entitlement-ratio", "ledger", "waits"},
+    "demo": {"usage", "ledger", "waits", "timeline"},
 }
 USAGE_CHART = {"what-if": "share-usage", "demo": "usage"}
 #: How many panels repeat each share's entitlement line (the demo shows soft and hard side by side).
@@ -276,3 +276,41 @@ def test_the_what_if_usage_panels_show_static_beside_the_policy_chosen(opened: A
     page.locator(f"#{chart} .updatemenu-button", has_text="quota").first.click()
     page.wait_for_function(f"() => {SHOWN}('{chart}').includes('quota')")
     assert set(page.evaluate(SHOWN, chart)) == {"static", "quota", "entitlement"}
+
+
+#: The ledger's lines now shown: each one's kind (balance, lent, paid back), team label and last point.
+LEDGER_SHOWN = """() => document.getElementById('ledger')._fullData.filter(t => t.visible === true).map(t => ({
+    kind: t.meta[1], team: t.meta[2], last: t.y[t.y.length - 1],
+}))"""
+
+
+def _ledger_ends(page: Any) -> dict[str, dict[str, float]]:
+    """Each team label's last balance, lent and paid back as drawn, by the line's first word."""
+    ends: dict[str, dict[str, float]] = {}
+    for line in page.evaluate(LEDGER_SHOWN):
+        ends.setdefault(line["team"], {})[line["kind"].split()[0]] = line["last"]
+    return ends
+
+
+def test_the_ledger_chart_draws_each_teams_balance_as_lent_minus_paid_back(opened: Any) -> None:
+    kind, report, page, _ = opened
+    ends = _ledger_ends(page)
+    for team, end in ends.items():
+        assert set(end) == {"balance", "lent", "paid"}, team
+        assert end["balance"] == pytest.approx(end["lent"] - end["paid"]), team
+    # what is lent is what is borrowed: the teams' balances sum to 0
+    assert sum(e["lent"] for e in ends.values()) == pytest.approx(sum(e["paid"] for e in ends.values()))
+    assert any(e["lent"] > 0 for e in ends.values()), "somebody lent"
+    if kind == "demo":
+        # the lines end where the demo's JSON does
+        ledger = report.summary["ledger"]
+        assert {t: (e["lent"], e["paid"]) for t, e in ends.items()} == {
+            t: (lent[-1], ledger["paid_back_instance_hours"][t][-1])
+            for t, lent in ledger["lent_instance_hours"].items()
+        }
+        return
+    # the what-if's: the first policy that is not static at first; WHEN another is chosen THEN its lines
+    assert {team.split(", ")[1] for team in ends} == {"fairshare"}
+    page.locator("#ledger .updatemenu-button", has_text="quota").first.click()
+    page.wait_for_function(f"() => ({LEDGER_SHOWN})().every(t => t.team.endsWith(', quota'))")
+    assert len(_ledger_ends(page)) == len(report.entitlements)

@@ -114,8 +114,15 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
             assert 0 <= victim["minutes_lost"] <= 15 + 3, "since its last 15-minute checkpoint, plus start-up"
         assert "Reclaims" in html_of(tmp_path)
     assert set(summary["wait_seconds"]) == {"HIGHPRI", "MIDPRI", "LOWPRI"}
+    # AND the ledger: ProdExp2 lent the instances it left idle to ProdExp1, which borrowed them (was
+    # "paid back" by the rule): what one lent is what the other borrowed, every five minutes
+    ledger = summary["ledger"]
+    lent, paid = ledger["lent_instance_hours"], ledger["paid_back_instance_hours"]
+    assert lent["ProdExp2"][-1] > 0 and paid["ProdExp1"][-1] > 0
+    for k in range(len(ledger["hours"])):
+        assert sum(s[k] for s in lent.values()) == pytest.approx(sum(s[k] for s in paid.values()), abs=0.01)
     html = html_of(tmp_path)
-    assert html.count('class="plotly-graph-div"') == 3 and "hard partitions" in html.lower()
+    assert html.count('class="plotly-graph-div"') == 4 and "hard partitions" in html.lower()
     # AND each team's cost is its training jobs' billable instance-hours at the on-demand price, below
     # the instance-hours it held (GPU-hours / 8): provisioning is held but never billed
     cost = summary["cost"]
@@ -128,13 +135,13 @@ def test_the_demo_tells_the_blogs_story(tmp_path: Path, mode: str, browser: Brow
     assert "Cost per team" in html and "provisioning is not billed" in html
     # AND the report, opened in a real browser with no network, draws every chart from the run's data,
     # each team's entitlement a dashed line at its configured value in both panels
-    page, errors = open_report(browser, tmp_path / "report" / "index.html", charts=3)
+    page, errors = open_report(browser, tmp_path / "report" / "index.html", charts=4)
     charts = drawn_charts(page)
     if mode == "fairshare" and not errors:
         save_pictures(page, "demo")  # the documentation's pictures of the demo (`make demo`'s mode), redrawn
     page.close()
     assert errors == [] and browser.refused == []
-    assert set(charts) == {"usage", "waits", "timeline"}
+    assert set(charts) == {"usage", "ledger", "waits", "timeline"}
     assert all(any(t["points"] for t in c["traces"]) for c in charts.values())
     entitlement_lines = sorted(
         (t["meta"][1], t["y"][0])

@@ -35,6 +35,7 @@ SUMMARY_KEYS = {
     "disparity",
     "lent_gpu_hours",
     "paid_back_share",
+    "ledger",
     "preemption_gpu_hours_lost",
     "gpu_hours_used",
     "slo_attainment",
@@ -176,9 +177,9 @@ def test_the_report_is_written_and_names_every_policy(small_result, tmp_path) ->
     path = write_report(small_result, tmp_path / "report")
     text = path.read_text()
     assert path.name == "index.html"
-    # four charts, drawn by the one plotly.js inlined in the head; nothing is loaded from elsewhere
+    # five charts, drawn by the one plotly.js inlined in the head; nothing is loaded from elsewhere
     head, body = text.split("</head>")
-    assert body.count('class="plotly-graph-div"') == 4 and "<script src" not in text
+    assert body.count('class="plotly-graph-div"') == 5 and "<script src" not in text
     assert head.count("<script") == 1 and "Plotly" in head
     assert "http://" not in body and "https://" not in body
     for policy in ALL:

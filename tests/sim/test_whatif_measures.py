@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
-from gpusim.whatif.meter import Lending
+from gpusim.whatif.lending import Lending, ledger_json, loans
 from gpusim.whatif.run import PolicyRun, disparity
 from gpusim.whatif.scenario import build_scenario
 from shareplane.domain.config.shares import Tier
@@ -49,6 +49,47 @@ def test_what_is_on_loan_is_split_in_proportion_so_nothing_is_lent_twice() -> No
     # One team lends 2 while two hold 2 beyond theirs: each is paid back 1
     lending = lend([2, 2, 2, 2], [(1.0, [0, 3, 3, 2])])
     assert lending.lent == [2.0, 0.0, 0.0, 0.0] and lending.paid_back == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_the_ledger_over_time_shows_a_loan_and_its_payback_bucket_by_bucket() -> None:
+    # GIVEN two teams entitled to 2 units each and buckets of 10 s: A idle while B holds 4 for 15 s,
+    # then A holds 4 while B is idle for 15 s
+    lending = Lending([2, 2], buckets=3, width=10.0)
+    lending.advance([0, 4], 15.0)
+    lending.advance([4, 0], 15.0)
+    # THEN by the end of each bucket A had lent 20, 30, 30 and been paid back 0, 10, 30 unit-seconds:
+    # its balance (lent - paid back) rises to 20, then falls back to 0 once B has paid it all back
+    assert lending.lent_series(0) == [20.0, 30.0, 30.0]
+    assert lending.paid_back_series(0) == [0.0, 10.0, 30.0]
+    # and B is A's mirror: paid back (it borrowed) first, then it lent
+    assert lending.lent_series(1) == [0.0, 10.0, 30.0]
+    assert lending.paid_back_series(1) == [20.0, 30.0, 30.0]
+    # the totals are the series' last points
+    assert lending.lent == [30.0, 30.0] and lending.paid_back == [30.0, 30.0]
+    assert lending.paid_back_share(0) == 1.0
+
+
+def test_the_rule_at_an_instant_is_the_ledger_s_one_definition() -> None:
+    assert loans([0, 4], [2, 2]) == ([2.0, 0.0], [0.0, 2.0])
+    assert loans([0, 0, 5], [2, 2, 2]) == ([1.5, 1.5, 0.0], [0.0, 0.0, 3.0])
+    # nobody beyond its entitlement: nothing is on loan, however idle a team is
+    assert loans([0, 2], [2, 2]) == ([0.0, 0.0], [0.0, 0.0])
+
+
+def test_the_ledger_json_is_compact_and_ends_at_the_totals() -> None:
+    lent = {"A": [float(k) for k in range(1, 201)]}
+    paid = {"A": [0.5 * k for k in range(1, 201)]}
+    data = ledger_json(0.25, lent, paid, "gpu_hours", points=50)
+    # every 4th bucket's end, the last one included
+    assert len(data["hours"]) == 50 and data["hours"][0] == 1.0 and data["hours"][-1] == 50.0
+    assert data["lent_gpu_hours"]["A"][-1] == 200.0 and data["paid_back_gpu_hours"]["A"][-1] == 100.0
+    # a length that does not divide still ends at the last bucket
+    data = ledger_json(1.0, {"A": [1.0, 2.0, 3.0]}, {"A": [0.0, 0.0, 1.0]}, "instance_hours", points=2)
+    assert data == {
+        "hours": [2.0, 3.0],
+        "lent_instance_hours": {"A": [2.0, 3.0]},
+        "paid_back_instance_hours": {"A": [0.0, 1.0]},
+    }
 
 
 def test_disparity_is_the_largest_ratio_over_the_smallest() -> None:
@@ -101,4 +142,27 @@ def test_the_shipped_policy_reports_every_measure_per_team(shipped_run) -> None:
     lending = run.meter.lending
     assert sum(lending.lent) == pytest.approx(sum(lending.paid_back))
     summary = result.summary()
-    assert {"disparity", "lent_gpu_hours", "paid_back_share"} <= set(summary)
+    assert {"disparity", "lent_gpu_hours", "paid_back_share", "ledger"} <= set(summary)
+
+
+def test_the_ledger_series_end_at_the_totals_bucket_by_bucket(shipped_run) -> None:
+    run = shipped_run
+    result = run.result()
+    buckets = run.scenario.config.report_buckets
+    for team, lent in result.lent_gpu_hours.items():
+        series, paid = result.lent_series[team], result.paid_back_series[team]
+        assert len(series) == len(paid) == buckets
+        # cumulative: never falls, and its last point is the total (one definition)
+        assert series == sorted(series) and paid == sorted(paid)
+        assert series[-1] == lent
+        share = result.paid_back_share[team]
+        assert share is None or paid[-1] / series[-1] == share
+    assert result.bucket_hours * buckets == pytest.approx(run.scenario.window / 3600)
+    # the JSON carries the series, compact, ending at the totals as the JSON rounds them
+    ledger = result.summary()["ledger"]
+    assert len(ledger["hours"]) <= 50 and ledger["hours"][-1] == pytest.approx(
+        run.scenario.window / 3600, abs=1e-3
+    )
+    for team, lent in result.summary()["lent_gpu_hours"].items():
+        assert ledger["lent_gpu_hours"][team][-1] == lent
+        assert ledger["paid_back_gpu_hours"][team][-1] == round(result.paid_back_series[team][-1], 3)

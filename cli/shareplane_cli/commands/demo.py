@@ -75,7 +75,13 @@ def demo_command(
     print_table(
         f"shareplane demo ({mode.value}) vs hard 60/40 partitions",
         ["", "soft quotas", "hard partitions"],
-        [*_headline_rows(summary), *_cost_rows(summary), *_reclaim_rows(summary), *_idle_rows(summary)]
+        [
+            *_headline_rows(summary),
+            *_cost_rows(summary),
+            *_ledger_rows(summary["ledger"]),
+            *_reclaim_rows(summary),
+            *_idle_rows(summary),
+        ]
         + [
             (CHECK_LABELS.get(check, check), "yes" if ok else "NO", "")
             for check, ok in summary["checks"].items()
@@ -127,6 +133,31 @@ def _cost_rows(summary: Mapping[str, Any]) -> list[_Row]:
         ("jobs", ", ".join(f"{k} {v}" for k, v in summary["jobs"].items()), ""),
         ("preemptions / capacity requeues", f"{summary['preemptions']} / {summary['capacity_requeues']}", ""),
     ]
+
+
+def _ledger_rows(ledger: Mapping[str, Any]) -> list[_Row]:
+    """Each team's lend/payback ledger: instance-hours lent and paid back in all, then its balance (lent
+    minus paid back) at every virtual hour and at the end. Hard partitions lend nothing."""
+    hours = ledger["hours"]
+    marks = [k for k, h in enumerate(hours) if h == round(h) or k == len(hours) - 1]
+    rows: list[_Row] = []
+    for team, lent in ledger["lent_instance_hours"].items():
+        paid = ledger["paid_back_instance_hours"][team]
+        balance = ", ".join(
+            f"{lent[k] - paid[k]:+.1f} at {hours[k]:g} h"
+            if hours[k] == round(hours[k])
+            else f"{lent[k] - paid[k]:+.1f} at the end ({hours[k]:.2f} h)"
+            for k in marks
+        )
+        rows += [
+            (
+                f"instance-hours lent / paid back or borrowed {team}",
+                f"{lent[-1]:.1f} / {paid[-1]:.1f}",
+                "0 / 0",
+            ),
+            (f"balance {team} (lent - paid back)", balance, ""),
+        ]
+    return rows
 
 
 def _reclaim_rows(summary: Mapping[str, Any]) -> list[_Row]:

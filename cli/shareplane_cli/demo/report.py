@@ -14,7 +14,7 @@ from typing import Any
 
 # plotly ships no type hints: its figures are untyped here as they are in gpusim's reports.
 import plotly.graph_objects as go  # type: ignore[import-untyped]
-from gpusim.html_page import COLORS, chart, page, table
+from gpusim.html_page import COLORS, LEDGER_KEY, chart, ledger_traces, page, table
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]
 from shareplane.domain.explain.durations import duration_text
 
@@ -25,6 +25,12 @@ FAILED_OUTLINE = "#d62728"
 #: Why a job was stopped, when the control plane stopped it: each kind its own pattern and legend entry.
 RECLAIMED = "reclaim"
 IDLE_STOP = "idle"
+#: What the ledger counts, as the report says it.
+LEDGER_NOTE = (
+    "A team lends the entitled instances it leaves idle while other teams hold more than their own "
+    "entitlement, and is paid back while it holds more than its own and others leave some of theirs "
+    "idle (the what-if's rule). Counted on the soft-quota run; hard partitions lend nothing."
+)
 #: A job the idle detector stopped held its GPUs idle: drawn grey, dotted.
 IDLE_COLOR = "#9a9a9a"
 
@@ -156,6 +162,63 @@ def usage_chart(
         legend={"orientation": "h", "y": -0.22},
     )
     return chart(fig, "usage")
+
+
+def ledger_chart(ledger: Mapping[str, Any], entitlements: Mapping[str, int]) -> str:
+    """One panel per team, soft quotas: the instance-hours it had lent and been paid back by each moment,
+    and the balance (lent minus paid back). Hard partitions lend nothing, so they have no ledger."""
+    teams = list(ledger["lent_instance_hours"])
+    hours = [0.0, *ledger["hours"]]
+    fig = make_subplots(
+        rows=1,
+        cols=max(len(teams), 1),
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=[f"{team}: entitled {entitlements.get(team, 0)} instances" for team in teams],
+    )
+    for k, team in enumerate(teams):
+        for trace in ledger_traces(
+            hours,
+            ledger["lent_instance_hours"][team],
+            ledger["paid_back_instance_hours"][team],
+            "instance-hours",
+            "%{x:.2f} h",
+            team,
+            showlegend=k == 0,
+        ):
+            fig.add_trace(trace, row=1, col=k + 1)
+    fig.update_xaxes(title_text="virtual hours", range=[0, hours[-1]])
+    fig.update_yaxes(title_text="instance-hours", zeroline=True, zerolinecolor="#888", row=1, col=1)
+    fig.update_layout(
+        title="Lend/payback ledger per team with soft quotas (cumulative instance-hours)"
+        f"<br><sup>{LEDGER_KEY}</sup>",
+        height=420,
+        margin={"t": 110},
+        hovermode="closest",
+        legend={"orientation": "h", "y": -0.22},
+    )
+    return chart(fig, "ledger")
+
+
+def ledger_table(ledger: Mapping[str, Any]) -> str:
+    """Per team, at the end: instance-hours lent, paid back, the balance and the paid-back share."""
+    rows = []
+    for team, lent in ledger["lent_instance_hours"].items():
+        total, paid = lent[-1], ledger["paid_back_instance_hours"][team][-1]
+        rows.append(
+            (
+                team,
+                f"{total:,.2f}",
+                f"{paid:,.2f}",
+                f"{total - paid:+,.2f}",
+                f"{paid / total:.0%}" if total else "-",
+            )
+        )
+    return table(
+        ["team", "lent", "paid back or borrowed", "balance (lent - paid back)", "paid back of lent"],
+        rows,
+        caption="Lend/payback ledger at the end, soft quotas (instance-hours)",
+    )
 
 
 def wait_chart(summary: Mapping[str, Any]) -> str:
@@ -575,6 +638,10 @@ def write_report(
             headline_table(summary, capacity),
             usage_chart(mode, live, static, teams, entitlements, capacity, end),
             team_table(summary, live, static, teams, entitlements, gpus_per_instance),
+            "<h2>Lending and payback</h2>",
+            f'<p class="note">{html.escape(LEDGER_NOTE)}</p>',
+            ledger_chart(summary["ledger"], entitlements),
+            ledger_table(summary["ledger"]),
             "<h2>Waits</h2>",
             wait_chart(summary),
             wait_table(summary),

@@ -12,7 +12,7 @@ from shareplane.domain.jobs.lifecycle import gpus_per_instance
 from shareplane.domain.shares.observation import percentile
 
 from .run import LiveRun
-from .usage import UsageTracker, instance_seconds, utilization
+from .usage import UsageTracker, instance_seconds, ledger, utilization
 from .verdict import capacity_back, verdict
 from .workload import INSTANCE_TYPE, DemoJob
 
@@ -52,9 +52,14 @@ CHECK_LABELS = {
 }
 
 
+def team_entitlements(config: SharesConfig) -> dict[str, int]:
+    """Each team's entitled instances of the demo's instance type."""
+    return {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
+
+
 def checks(run: LiveRun, jobs: list[DemoJob], config: SharesConfig) -> dict[str, bool]:
     """The story's claims, each checked on what actually happened (start = first dispatch)."""
-    entitled = {name: team.entitlement[INSTANCE_TYPE] for name, team in config.teams.items()}
+    entitled = team_entitlements(config)
     peak = {team: max((u.get(team, 0) for _, u in run.tracker.timeline), default=0) for team in entitled}
     by_name = {r["jobName"]: r for r in run.records}
     team_of = {j.name: j.team for j in jobs}
@@ -131,6 +136,8 @@ def summarize(
         "wait_seconds": waits_by_tier(run.records, config),
         "static_partition_wait_seconds": static_waits(static, jobs),
         "gpu_hours": {team: round(s * gpus / 3600, 1) for team, s in sorted(used.items())},
+        # Hard partitions lend nothing: the ledger is the soft quotas' alone.
+        "ledger": ledger(run.tracker.timeline, team_entitlements(config), run.end),
         "jobs": dict(sorted(Counter(r["status"] for r in run.records).items())),
         "preemptions": sum(r["preemptions"] for r in run.records),
         "capacity_requeues": sum(r["capacityRequeues"] for r in run.records),

@@ -1,4 +1,5 @@
-"""Instances in use per team over virtual time, read off the emulator's own event stream.
+"""Instances in use per team over virtual time, read off the emulator's own event stream, and the
+lend/payback ledger they make.
 
 The same tracker watches the live run (the emulator's model) and the static-partition baseline
 (the what-if's ``static`` policy, a pure gpusim run), so both are measured the same way.
@@ -6,11 +7,14 @@ The same tracker watches the live run (the emulator's model) and the static-part
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from gpusim.whatif.lending import Lending, ledger_json
 
 HOLDING = frozenset({"SCHEDULED", "STARTING", "RUNNING"})
 FINAL = frozenset({"SUCCEEDED", "FAILED"})
@@ -112,3 +116,31 @@ def utilization(
     if end <= start:
         return 0.0
     return sum(instance_seconds(timeline, start, end).values()) / (capacity * (end - start))
+
+
+#: The demo ledger's buckets: five virtual minutes, so every virtual hour ends one.
+LEDGER_BUCKET_SECONDS = 300.0
+
+
+def ledger(
+    timeline: list[tuple[float, dict[str, int]]], entitlements: Mapping[str, int], end: float
+) -> dict[str, Any]:
+    """Each team's lend/payback ledger over [0, end] of a usage timeline, in instance-hours, as JSON
+    (``gpusim.whatif.lending.ledger_json``): the what-if's rule (``lending.loans``) over the instances
+    each team held against its entitlement. Teams outside ``entitlements`` are not counted."""
+    teams = list(entitlements)
+    lending = Lending(
+        [entitlements[t] for t in teams],
+        max(1, math.ceil(end / LEDGER_BUCKET_SECONDS)),
+        LEDGER_BUCKET_SECONDS,
+    )
+    times = [min(t, end) for t, _ in timeline] + [end]
+    lending.advance([0] * len(teams), times[0])  # nothing is held before the first event
+    for (t, in_use), t_next in zip(timeline, times[1:], strict=True):
+        lending.advance([in_use.get(team, 0) for team in teams], t_next - min(t, end))
+    return ledger_json(
+        LEDGER_BUCKET_SECONDS / 3600,
+        {team: [s / 3600 for s in lending.lent_series(i)] for i, team in enumerate(teams)},
+        {team: [s / 3600 for s in lending.paid_back_series(i)] for i, team in enumerate(teams)},
+        "instance_hours",
+    )

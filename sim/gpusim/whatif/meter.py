@@ -10,47 +10,8 @@ from shareplane.domain.shares.observation import TierObservation
 
 from ..model import Job
 from .config import TIERS
+from .lending import Lending, spread
 from .scenario import Scenario, ScenarioJob
-
-
-class Lending:
-    """Each team's capacity lent to the others and paid back to it, integrated over held series.
-
-    At an instant, with ``held_i`` the units team ``i`` holds (all its tier identifiers together) and
-    ``E_i`` its entitlement, the capacity on loan is ``L = min(sum of (E_i - held_i)+, sum of (held_i -
-    E_i)+)``: entitlement left idle by some teams and held by others beyond theirs. A team holding less
-    than its entitlement *lends* its part of ``L`` in proportion to its idle entitlement ``(E_i -
-    held_i)``; a team holding more *is paid back* its part of ``L`` in proportion to its excess
-    ``(held_i - E_i)``. With two teams that is the smaller of the lender's idle entitlement and the
-    borrower's excess; with more, what is lent equals what is borrowed at every instant (no loan
-    counted twice). Whether a team has work does not matter: entitlement it leaves idle is lent as
-    soon as another team uses it. Both integrate over time (unit-seconds); ``paid_back_share`` is a
-    team's paid back over its lent, None when it lent nothing, above 1 when it borrowed more than it
-    lent.
-    """
-
-    def __init__(self, entitled: list[int]) -> None:
-        self.entitled = entitled
-        self.lent = [0.0] * len(entitled)
-        self.paid_back = [0.0] * len(entitled)
-
-    def advance(self, held: list[int], dt: float) -> None:
-        """``held`` units per team throughout the next ``dt`` seconds."""
-        spare = [max(0, e - h) for e, h in zip(self.entitled, held, strict=True)]
-        excess = [max(0, h - e) for e, h in zip(self.entitled, held, strict=True)]
-        total_spare, total_excess = sum(spare), sum(excess)
-        on_loan = min(total_spare, total_excess)
-        if not on_loan or dt <= 0:
-            return
-        for i in range(len(held)):
-            if spare[i]:
-                self.lent[i] += spare[i] * on_loan / total_spare * dt
-            elif excess[i]:
-                self.paid_back[i] += excess[i] * on_loan / total_excess * dt
-
-    def paid_back_share(self, i: int) -> float | None:
-        """What team ``i`` was paid back over what it lent; None when it lent nothing."""
-        return self.paid_back[i] / self.lent[i] if self.lent[i] > 0 else None
 
 
 class Meter:
@@ -77,7 +38,6 @@ class Meter:
         self.received = [0.0] * n
         self.owed = [0.0] * n
         self.share_t = [0.0] * n
-        self.lending = Lending(self.entitled)
         self.total_held = 0
         self.total_demand = 0
         self.t = 0.0
@@ -88,6 +48,7 @@ class Meter:
         self.bucket_held = [0.0] * self.buckets
         self.bucket_bound = [0.0] * self.buckets
         self.bucket_share_held = [[0.0] * self.buckets for _ in range(n)]
+        self.lending = Lending(self.entitled, self.buckets, self.width)
         self.lost_unit_seconds = 0.0  # to preemption
         self.reclaim_lost_unit_seconds = 0.0
         self.waits: list[list[float]] = [[] for _ in TIERS]
@@ -103,29 +64,11 @@ class Meter:
         self.held_area += held * (t1 - t0)
         self.lending.advance(self.held, t1 - t0)
         self.bound_area += bound * (t1 - t0)
-        if held or bound:
-            width, last = self.width, self.buckets - 1
-            b = min(int(t0 / width), last)
-            # The bucket index moves on every step, so float rounding at a boundary cannot stall it.
-            while t0 < t1:
-                stop = t1 if b >= last else min(t1, (b + 1) * width)
-                if stop > t0:
-                    self.bucket_held[b] += held * (stop - t0)
-                    self.bucket_bound[b] += bound * (stop - t0)
-                    t0 = stop
-                b += 1
+        if held:
+            spread(self.bucket_held, self.width, held, t0, t1)
+        if bound:
+            spread(self.bucket_bound, self.width, bound, t0, t1)
         self.t = t1
-
-    def _spread(self, buckets: list[float], value: float, t0: float, t1: float) -> None:
-        """Add ``value`` x time over [t0, t1] to the report buckets it crosses."""
-        width, last = self.width, self.buckets - 1
-        b = min(int(t0 / width), last)
-        while t0 < t1:
-            stop = t1 if b >= last else min(t1, (b + 1) * width)
-            if stop > t0:
-                buckets[b] += value * (stop - t0)
-                t0 = stop
-            b += 1
 
     def _advance_share(self, i: int, now: float) -> None:
         t1 = min(now, self.end)
@@ -134,7 +77,7 @@ class Meter:
             held = self.held[i]
             self.received[i] += held * dt
             if held:
-                self._spread(self.bucket_share_held[i], held, self.share_t[i], t1)
+                spread(self.bucket_share_held[i], self.width, held, self.share_t[i], t1)
             demand = self.demand[i]
             if demand:
                 self.owed[i] += min(self.entitled[i], demand) * dt

@@ -27,6 +27,7 @@ from ..idle_replay import IdleDetection, IdleJob, IdleOutcome, hosts_for
 from ..model import NUM_INSTANCES, BatchModel, Faults, Job, JobQueue, ModelOptions, Timings
 from ..wire import billable_times
 from .config import TIERS, Policy
+from .lending import ledger_json
 from .meter import Meter
 from .reclaim import ReclaimRun
 from .scenario import Scenario, ScenarioJob
@@ -81,6 +82,12 @@ class PolicyResult:
     #: GPU-hours each team lent to the others, and the share of them paid back (``meter.Lending``).
     lent_gpu_hours: dict[str, float] = field(default_factory=dict)
     paid_back_share: dict[str, float | None] = field(default_factory=dict)
+    #: The ledger over time: GPU-hours each team had lent and been paid back by the end of each report
+    #: bucket (cumulative; the last points are ``lent_gpu_hours`` and what was paid back).
+    lent_series: dict[str, list[float]] = field(default_factory=dict)
+    paid_back_series: dict[str, list[float]] = field(default_factory=dict)
+    #: A report bucket's width in hours.
+    bucket_hours: float = 0.0
 
     @property
     def worst_paid_back_share(self) -> float | None:
@@ -100,6 +107,7 @@ class PolicyResult:
             "disparity": _rounded(self.disparity),
             "lent_gpu_hours": {k: round(v, 3) for k, v in self.lent_gpu_hours.items()},
             "paid_back_share": {k: _rounded(v) for k, v in self.paid_back_share.items()},
+            "ledger": ledger_json(self.bucket_hours, self.lent_series, self.paid_back_series, "gpu_hours"),
             "preemption_gpu_hours_lost": round(self.preemption_gpu_hours_lost, 3),
             "gpu_hours_used": round(self.gpu_hours_used, 3),
             "slo_attainment": {k: round(v, 6) for k, v in self.slo_attainment.items()},
@@ -481,6 +489,13 @@ class PolicyRun:
             idle=self.idle.outcome if self.idle is not None else IdleOutcome(),
             lent_gpu_hours={s: m.lending.lent[i] * g / 3600.0 for i, s in enumerate(sc.shares)},
             paid_back_share={s: m.lending.paid_back_share(i) for i, s in enumerate(sc.shares)},
+            lent_series={
+                s: [v * g / 3600.0 for v in m.lending.lent_series(i)] for i, s in enumerate(sc.shares)
+            },
+            paid_back_series={
+                s: [v * g / 3600.0 for v in m.lending.paid_back_series(i)] for i, s in enumerate(sc.shares)
+            },
+            bucket_hours=m.width / 3600.0,
         )
 
     def cost_by_share(self) -> dict[str, float]:
