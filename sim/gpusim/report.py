@@ -149,7 +149,8 @@ def _policy_picker(choices: list[tuple[str, list[bool]]], rows: int, active: int
 def ledger_chart(result: WhatIfResult) -> str:
     """One panel per team: the GPU-hours it had lent and been paid back by each moment, and the balance
     (lent minus paid back), for the policy chosen with the buttons above the chart (at first the first
-    one that is not ``static``: hard partitions lend nothing). The rule is ``whatif.lending.loans``."""
+    one that is not ``static``: hard partitions lend nothing). The rule is
+    ``shareplane.domain.shares.lending.loans``."""
     sc = result.scenario
     shares = list(sc.shares)
     policies = list(result.results)

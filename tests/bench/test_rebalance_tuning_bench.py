@@ -42,7 +42,9 @@ def test_the_design_chosen_on_the_first_half_and_the_shipped_mode_hold_on_the_se
     assert chosen is not None, "no candidate kept utilization and HIGHPRI within bounds on the tuning half"
     assert describe(chosen.run) == describe(config.rebalance), "config/whatif.yaml ships other settings"
     shipped = load_config(SHARES).rebalance
-    assert shipped.mode.value == report.default_mode, "config/shares.yaml ships a mode the held-out half refutes"
+    assert shipped.mode.value == report.default_mode, (
+        "config/shares.yaml ships a mode the held-out half refutes"
+    )
     assert shipped.design is chosen.run.rules.design, "config/shares.yaml ships another design"
     held = report.held_out
     assert held.baseline.finished == len(held.scenario.jobs)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from gpusim.whatif.config import Policy, SharesMapping, WhatIfConfig
-from gpusim.whatif.lending import Lending, ledger_json, loans
+from gpusim.whatif.lending import Lending, ledger_json
 from gpusim.whatif.run import PolicyRun, disparity
 from gpusim.whatif.scenario import build_scenario
 from shareplane.domain.config.shares import Tier
+from shareplane.domain.shares.lending import loans
 
 from tests.sim.traces import synthetic_trace
 

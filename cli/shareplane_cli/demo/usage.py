@@ -126,8 +126,9 @@ def ledger(
     timeline: list[tuple[float, dict[str, int]]], entitlements: Mapping[str, int], end: float
 ) -> dict[str, Any]:
     """Each team's lend/payback ledger over [0, end] of a usage timeline, in instance-hours, as JSON
-    (``gpusim.whatif.lending.ledger_json``): the what-if's rule (``lending.loans``) over the instances
-    each team held against its entitlement. Teams outside ``entitlements`` are not counted."""
+    (``gpusim.whatif.lending.ledger_json``): the what-if's rule
+    (``shareplane.domain.shares.lending.loans``) over the instances each team held against its
+    entitlement. Teams outside ``entitlements`` are not counted."""
     teams = list(entitlements)
     lending = Lending(
         [entitlements[t] for t in teams],

@@ -51,8 +51,9 @@ last arrival; the drain after it is excluded so a slower policy is not judged on
   of them received nothing).
 - ``lent_gpu_hours``, ``paid_back_share``: per team, the GPU-hours it lent (entitlement it left idle
   while others held more than theirs) and what share of them it was paid back (held beyond its
-  entitlement while others held less than theirs), as defined in ``lending.loans``; ``ledger``: the
-  same per team over time, cumulative at every few report buckets' ends (``lending.ledger_json``).
+  entitlement while others held less than theirs), as defined in
+  ``shareplane.domain.shares.lending.loans``; ``ledger``: the same per team over time, cumulative
+  at every few report buckets' ends (``lending.ledger_json``).
 - ``preemption_gpu_hours_lost``: GPU-hours of attempts ended by preemption (their work is lost).
 - ``jobs``: jobs replayed.
 - ``idle``: with ``--idle-fraction F`` (``seed_idle``), a seeded fraction F of the jobs hold their GPUs

@@ -1,7 +1,8 @@
 """The lend/payback ledger: who lent its idle entitlement to whom, and who was paid back, over time.
 
-One rule (``loans``) for every caller: the what-if's meter integrates it over a replay in GPUs, the
-demo over what it observed in instances. ``Lending`` integrates it per report bucket, so the totals
+One rule (``shareplane.domain.shares.lending.loans``, which the rebalancer's credits design counts by
+too) for every caller: the what-if's meter integrates it over a replay in GPUs, the demo over what it
+observed in instances. ``Lending`` integrates it per report bucket, so the totals
 are the last points of the cumulative series by construction.
 """
 
@@ -12,29 +13,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
-
-def loans(held: Sequence[int], entitled: Sequence[int]) -> tuple[list[float], list[float]]:
-    """Units each team lends and is paid back at an instant: ``(lent, paid_back)``, team by team.
-
-    With ``held_i`` the units team ``i`` holds (all its tier identifiers together) and ``E_i`` its
-    entitlement, the capacity on loan is ``L = min(sum of (E_i - held_i)+, sum of (held_i - E_i)+)``:
-    entitlement left idle by some teams and held by others beyond theirs. A team holding less than its
-    entitlement *lends* its part of ``L`` in proportion to its idle entitlement ``(E_i - held_i)``; a
-    team holding more *is paid back* its part of ``L`` in proportion to its excess ``(held_i - E_i)``.
-    With two teams that is the smaller of the lender's idle entitlement and the borrower's excess; with
-    more, what is lent equals what is borrowed at every instant (no loan counted twice). Whether a team
-    has work does not matter: entitlement it leaves idle is lent as soon as another team uses it.
-    """
-    spare = [max(0, e - h) for e, h in zip(entitled, held, strict=True)]
-    excess = [max(0, h - e) for e, h in zip(entitled, held, strict=True)]
-    total_spare, total_excess = sum(spare), sum(excess)
-    on_loan = min(total_spare, total_excess)
-    if not on_loan:
-        return [0.0] * len(spare), [0.0] * len(spare)
-    return (
-        [s * on_loan / total_spare for s in spare],
-        [x * on_loan / total_excess for x in excess],
-    )
+from shareplane.domain.shares.lending import loans
 
 
 def spread(buckets: list[float], width: float, value: float, t0: float, t1: float) -> None:

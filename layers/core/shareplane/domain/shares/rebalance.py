@@ -62,6 +62,7 @@ from ..config.shares import RebalanceConfig, RebalanceDesign, SchedulingMode, Sh
 from ..errors import InvalidInputError
 from ..instance_types.capacity import Capacity
 from .fairshare import ShareWeight, weight_for
+from .lending import loans
 
 WEIGHT_FACTOR_MIN = 0.0001
 WEIGHT_FACTOR_MAX = 999.9999
@@ -454,24 +455,20 @@ def lend_borrow_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]
 def credit_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]:
     """Karma's rule: GPUs each share lends out of entitlement it leaves idle, and borrows beyond its own.
 
-    On each instance type the capacity on loan is the smaller of the idle entitlement and what shares
-    hold beyond theirs out of entitled capacity (unentitled capacity is borrowed first, from nobody).
-    A share lends its part of it in proportion to its idle entitlement, whether or not it has work
-    waiting; a share borrows in proportion to its excess. Zero-sum, as ``lend_borrow_rates``.
+    Per instance type, ``lending.loans``: a share lends whether or not it has work waiting;
+    unentitled capacity is borrowed first, from nobody. Zero-sum, as ``lend_borrow_rates``.
     """
-    rates = {name: [0.0, 0.0] for name in snapshot.names}
+    names = snapshot.names
+    rates = {name: [0.0, 0.0] for name in names}
     for unit in sorted(snapshot.capacity):
-        over = {s.name: s.in_use.excess_over(s.entitlement, unit) for s in snapshot.shares}
-        idle = {s.name: max(0, s.entitlement.of(unit) - s.in_use.of(unit)) for s in snapshot.shares}
-        unentitled = max(0, snapshot.capacity[unit] - sum(s.entitlement.of(unit) for s in snapshot.shares))
-        total_over, total_idle = sum(over.values()), sum(idle.values())
-        on_loan = min(max(0, total_over - unentitled), total_idle)
-        if on_loan <= 0:
-            continue
+        shares = [snapshot.share(name) for name in names]
+        entitled = [s.entitlement.of(unit) for s in shares]
+        unentitled = max(0, snapshot.capacity[unit] - sum(entitled))
+        lent, borrowed = loans([s.in_use.of(unit) for s in shares], entitled, unentitled)
         gpus = _gpus(snapshot, unit)
-        for name in rates:
-            rates[name][0] += on_loan * idle[name] / total_idle * gpus
-            rates[name][1] += on_loan * over[name] / total_over * gpus
+        for name, out, back in zip(names, lent, borrowed, strict=True):
+            rates[name][0] += out * gpus
+            rates[name][1] += back * gpus
     return {name: (lent, borrowed) for name, (lent, borrowed) in rates.items()}
 
 
