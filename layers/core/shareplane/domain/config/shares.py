@@ -446,9 +446,24 @@ class ShareBoundsConfig(StrictModel):
     weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
 
 
+class RebalanceMode(StrEnum):
+    """Whether the share rebalancer's plans change Batch, or are only recorded and shown."""
+
+    #: Each plan is audited (status ADVISORY) and shown by ``shareplane shares --plan``; weights and
+    #: quota limits stay as they are. The tier charge (the team_tier layout's rule) is still applied.
+    ADVISORY = "advisory"
+    #: Each plan sets the weights or quota limits it plans (guard rails, audit and rollback as always).
+    APPLY = "apply"
+
+
 class RebalanceConfig(StrictModel):
     """Guard rails and knobs of the share rebalancer (see domain/shares/rebalance.py for what each does)."""
 
+    #: advisory: the rebalancer plans, audits and shows each plan (`shareplane shares --plan`) but
+    #: changes no weight or quota limit (the tier charge still applies); apply: it applies its plans.
+    #: Advisory by default: in the what-if measurements (docs/design/rebalancer-default.md) no
+    #: rebalancer design was fairer than fixed weights on weeks it was not tuned on.
+    mode: RebalanceMode = RebalanceMode.ADVISORY
     #: Lowest weightFactor a plan sets (lower gets more, so this bounds how far a share is favoured); Batch's
     #: range is 0.0001 to 999.9999.
     weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] = 0.01
