@@ -102,7 +102,11 @@ def test_in_advisory_mode_a_tick_audits_its_plan_and_moves_no_weight(world: Any,
     # THEN the weights are as they were, and the plan that would move ProdExp2 is audited once, ADVISORY
     assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
     (record,) = store.audits()
-    assert (record.tick_id, record.status, record.after) == ("2026-03-16T20:05:00Z", "ADVISORY", {"ProdExp2": 1.25})
+    assert (record.tick_id, record.status, record.after) == (
+        "2026-03-16T20:05:00Z",
+        "ADVISORY",
+        {"ProdExp2": 1.25},
+    )
     state = store.load_state()
     assert state is not None and state.last_tick == record.tick_id and state.last_applied_at is None
 

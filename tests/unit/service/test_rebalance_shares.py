@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config.shares import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import RebalanceConfig, RebalanceMode, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
 from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.domain.shares import fairshare
@@ -271,7 +271,7 @@ ADVISORY = shares_config(rebalance={"mode": "advisory"})
 
 def test_advisory_mode_audits_and_measures_the_plan_but_moves_no_weight() -> None:
     # GIVEN the plan that applies ProdExp2 1.0 -> 1.25 in apply mode, and the shipped default mode
-    assert SharesConfig.model_validate({**ADVISORY.model_dump(), "rebalance": {}}).rebalance.mode == "advisory"
+    assert RebalanceConfig().mode is RebalanceMode.ADVISORY
     batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
     # WHEN the tick runs in advisory mode
     outcome = run(batch, store, metrics, config=ADVISORY)
@@ -663,7 +663,9 @@ def test_advisory_mode_still_applies_the_tier_charge_and_only_it() -> None:
     (record,) = store.records.values()
     assert record["status"] == "ADVISORY" and record["after"] == {"ProdExp2": 1.25}
     ((call, request),) = batch.updates
-    written = {e["shareIdentifier"]: e["weightFactor"] for e in request["fairsharePolicy"]["shareDistribution"]}
+    written = {
+        e["shareIdentifier"]: e["weightFactor"] for e in request["fairsharePolicy"]["shareDistribution"]
+    }
     assert call == "UpdateSchedulingPolicy" and written["ProdExp2HIGHPRI"] == 0.05
     # ... and the one update is the tier charge: the plain identifier at team weight x the charge
     usage = store.state["shares"]["ProdExp2"]

@@ -110,6 +110,8 @@ class DynamoShareStore:
             "ScanIndexForward": False,
             "ConsistentRead": True,
         }
+        if limit is not None:
+            params["Limit"] = limit  # the newest few (`shares --plan` reads one), not the whole trail
         records: list[dict[str, Any]] = []
         while True:
             response = self._client.query(**params)

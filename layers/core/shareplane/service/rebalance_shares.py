@@ -16,10 +16,11 @@ One run per schedule tick:
    the last applied plan come from the ``SHARES``/``LEDGER`` item.
 2. **Decide** with ``plan_rebalance`` (pure).
 3. **Apply** only a non-empty plan, and only in ``apply`` mode outside dry run: the audit record and
-   the new state go in one conditional transaction first (a re-delivered tick finds its tick already done and applies
-   nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns APPLIED. A run
-   that dies between the write and the Batch call leaves the record PENDING; the tick's redelivery
-   re-applies that record's ``after`` values (absolute settings, so applying twice is harmless).
+   the new state go in one conditional transaction first (a re-delivered tick finds its tick already
+   done and applies nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns
+   APPLIED. A run that dies between the write and the Batch call leaves the record PENDING; the
+   tick's redelivery re-applies that record's ``after`` values (absolute settings, so applying twice
+   is harmless).
    In ``advisory`` mode (``rebalance.mode``, the default) a non-empty plan is recorded ADVISORY, as a
    dry run records DRY_RUN, and the ledger and usage carry forward; the tier charge, the team_tier
    layout's rule rather than the rebalancer's judgement, is applied in both modes. A dry run
