@@ -140,7 +140,7 @@ class AuditView:
     tick_id: str
     #: plan | restore | rollback
     kind: str
-    #: PENDING | APPLIED | DRY_RUN
+    #: PENDING | APPLIED | ADVISORY | DRY_RUN
     status: str
     queue: str
     mode: str

@@ -462,7 +462,7 @@ class RebalanceConfig(StrictModel):
     #: advisory: the rebalancer plans, audits and shows each plan (`shareplane shares --plan`) but
     #: changes no weight or quota limit (the tier charge still applies); apply: it applies its plans.
     #: Advisory by default: in the what-if measurements (docs/design/rebalancer-default.md) no
-    #: rebalancer design was fairer than fixed weights on weeks it was not tuned on.
+    #: rebalancer design was clearly fairer than fixed weights on weeks it was not tuned on.
     mode: RebalanceMode = RebalanceMode.ADVISORY
     #: Lowest weightFactor a plan sets (lower gets more, so this bounds how far a share is favoured); Batch's
     #: range is 0.0001 to 999.9999.
@@ -578,7 +578,8 @@ class SharesConfig(StrictModel):
     idle: IdleConfig = IdleConfig()
     #: The failure path: classifier rules, retry policy per class and tier, backoff, budgets and guards.
     failures: FailuresConfig = FailuresConfig()
-    #: Guard rails and knobs of the share rebalancer, which re-plans weights or quota limits every 5 minutes.
+    #: Guard rails and knobs of the share rebalancer, which re-plans weights or quota limits every 5 minutes
+    #: (and applies its plans in apply mode).
     rebalance: RebalanceConfig = RebalanceConfig()
     #: The Batch job queues' names, and the CPU instance types of the FIFO queue.
     queues: QueuesConfig = QueuesConfig()
