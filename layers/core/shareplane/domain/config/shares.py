@@ -437,15 +437,6 @@ class FairshareConfig(StrictModel):
     compute_reservation: Annotated[int, Field(ge=0, le=99)] = 0
 
 
-class ShareBoundsConfig(StrictModel):
-    """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
-
-    #: This share's lowest weightFactor; unset: rebalance.weight_factor_min.
-    weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
-    #: This share's highest weightFactor; unset: rebalance.weight_factor_max.
-    weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
-
-
 class RebalanceMode(StrEnum):
     """Whether the share rebalancer's plans change Batch, or are only recorded and shown."""
 
@@ -454,6 +445,15 @@ class RebalanceMode(StrEnum):
     ADVISORY = "advisory"
     #: Each plan sets the weights or quota limits it plans (guard rails, audit and rollback as always).
     APPLY = "apply"
+
+
+class ShareBoundsConfig(StrictModel):
+    """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
+
+    #: This share's lowest weightFactor; unset: rebalance.weight_factor_min.
+    weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
+    #: This share's highest weightFactor; unset: rebalance.weight_factor_max.
+    weight_factor_max: Annotated[float, Field(ge=0.0001, le=999.9999)] | None = None
 
 
 class RebalanceConfig(StrictModel):
