@@ -181,8 +181,12 @@ class AuditView:
         return {_camel(name): value for name, value in asdict(self).items()}
 
 
+def _setting_json(setting: Setting) -> SettingJson:
+    return setting.to_dict() if isinstance(setting, QuotaSettings) else setting
+
+
 def _settings_json(settings: Mapping[str, Setting]) -> dict[str, SettingJson]:
-    return {share: s.to_dict() if isinstance(s, QuotaSettings) else s for share, s in settings.items()}
+    return {share: _setting_json(s) for share, s in settings.items()}
 
 
 def _optional_dict(values: Mapping[str, float] | None) -> dict[str, float] | None:
@@ -264,8 +268,8 @@ def latest_plan(audit: PlanAudit | None, current: Mapping[str, Any]) -> dict[str
                 "share": name,
                 "team": (now.get(name) or {}).get("team"),
                 "current": (now.get(name) or {}).get("setting"),
-                "before": _settings_json({name: change.before}).get(name) if change else None,
-                "proposed": _settings_json({name: change.after}).get(name) if change else None,
+                "before": _setting_json(change.before) if change else None,
+                "proposed": _setting_json(change.after) if change else None,
                 "moves": moves,
                 "target": plan.targets.get(name),
                 "actual": actual.get(name),
