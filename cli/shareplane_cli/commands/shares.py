@@ -1,4 +1,5 @@
-"""`shareplane shares`: the GPU queue's weights or quota limits, target vs actual, audit trail, rollback."""
+"""`shareplane shares`: the GPU queue's weights or quota limits, target vs actual, the latest plan, audit
+trail, rollback."""
 
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ class AuditView:
     tick_id: str
     #: plan | restore | rollback
     kind: str
-    #: PENDING | APPLIED | DRY_RUN
+    #: PENDING | APPLIED | ADVISORY | DRY_RUN
     status: str
     queue: str
     mode: str
@@ -180,8 +181,12 @@ class AuditView:
         return {_camel(name): value for name, value in asdict(self).items()}
 
 
+def _setting_json(setting: Setting) -> SettingJson:
+    return setting.to_dict() if isinstance(setting, QuotaSettings) else setting
+
+
 def _settings_json(settings: Mapping[str, Setting]) -> dict[str, SettingJson]:
-    return {share: s.to_dict() if isinstance(s, QuotaSettings) else s for share, s in settings.items()}
+    return {share: _setting_json(s) for share, s in settings.items()}
 
 
 def _optional_dict(values: Mapping[str, float] | None) -> dict[str, float] | None:
@@ -220,10 +225,107 @@ def _print_history(audits: list[PlanAudit], output: Output) -> None:
     emit([AuditView.of(a).as_json() for a in audits], output, table)
 
 
+#: The audit status of a plan that changed Batch (PENDING: written, its Batch call not yet confirmed).
+APPLIED = "APPLIED"
+
+
+def latest_plan(audit: PlanAudit | None, current: Mapping[str, Any]) -> dict[str, Any]:
+    """The newest audited plan (advisory, dry run or applied) beside what Batch holds now.
+
+    ``current`` is ``current_shares``' view: it gives each share's setting now and the last run (a run
+    whose plan was empty records none, so the last run may be newer than the plan).
+    """
+    now = {row["share"]: row for row in current["shares"]}
+    view: dict[str, Any] = {
+        "queue": current["queue"],
+        "mode": current["mode"],
+        "lastRun": current["lastRun"],
+        "plan": None,
+        "shares": [],
+    }
+    if audit is None:
+        return view
+    plan = audit.plan
+    applied = audit.status == APPLIED
+    view["plan"] = {
+        "planId": audit.plan_id,
+        "tickId": audit.tick_id,
+        "kind": audit.kind,
+        "status": audit.status,
+        "applied": applied,
+        "createdAt": plan.created_at,
+        "appliedAt": audit.applied_at,
+        "reason": plan.reason,
+    }
+    changes = {c.share: c for c in plan.changes}
+    actual, waiting = audit.actual or {}, audit.waiting or {}
+    for name in sorted(set(changes) | set(plan.targets)):
+        change = changes.get(name)
+        moves = change is not None and change.moved
+        ledger = plan.ledger.get(name)
+        view["shares"].append(
+            {
+                "share": name,
+                "team": (now.get(name) or {}).get("team"),
+                "current": (now.get(name) or {}).get("setting"),
+                "before": _setting_json(change.before) if change else None,
+                "proposed": _setting_json(change.after) if change else None,
+                "moves": moves,
+                "target": plan.targets.get(name),
+                "actual": actual.get(name),
+                "waiting": waiting.get(name),
+                "ledgerBalance": ledger.balance if ledger is not None else None,
+                # Per share: None where the plan leaves the share as it was.
+                "applied": applied if moves else None,
+                "why": change.why if change else None,
+            }
+        )
+    return view
+
+
+def _print_plan(view: dict[str, Any], output: Output, now: float) -> None:
+    def table() -> None:
+        plan = view["plan"]
+        if plan is None:
+            stdout_console().print(f"{view['queue']}: no plan recorded yet (an empty plan is not recorded)")
+            return
+        at = plan["createdAt"]
+        done = "applied" if plan["applied"] else "not applied"
+        title = (
+            f"{view['queue']} ({view['mode']}); plan {plan['planId']} of {_when(at)}"
+            f" ({relative_text(float(at) - now)}), {plan['status']}, {done}: {plan['reason']}"
+        )
+        rows = [
+            (
+                s.get("team") or s["share"],
+                _setting_text(s["current"]),
+                _setting_text(s["proposed"]) if s["moves"] else "-",
+                s["target"],
+                s["actual"],
+                None if s["ledgerBalance"] is None else round(float(s["ledgerBalance"]), 2),
+                None if s["applied"] is None else ("yes" if s["applied"] else "no"),
+                (s["why"] or "")[:70],
+            )
+            for s in view["shares"]
+        ]
+        columns = ["team", "now", "proposed", "target", "actual", "ledger", "applied", "why"]
+        print_table(title, columns, rows)
+
+    emit(view, output, table)
+
+
 @app.command("shares")
 @account_options
 def shares_command(
     history: Annotated[bool, typer.Option("--history", help="List the audit records, newest first.")] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="The latest recorded plan (advisory or applied): per share its value now, the proposed one,"
+            " target against actual, the ledger balance, why, and whether it was applied.",
+        ),
+    ] = False,
     rollback_id: Annotated[
         str | None,
         typer.Option("--rollback", help="Restore the before values of this plan id (from --history)."),
@@ -235,7 +337,8 @@ def shares_command(
         Path, config_option("The shares config: which share identifiers make up each team.")
     ] = DEFAULT_CONFIG,
 ) -> None:
-    """Show each share's weight or quota limits with target against actual; audit history; rollback."""
+    """Show each share's weight or quota limits with target against actual; the latest plan; audit
+    history; rollback."""
     outputs = target.outputs() if not (target.table and queue) else {}
     root = target.root(table_name=target.table or outputs[JOBS_TABLE_OUTPUT])
     store, batch = root.share_store, root.batch_policy
@@ -262,7 +365,12 @@ def shares_command(
         if history:
             _print_history(store.audits(), output)
             return
-        _print_current(current_shares(batch, job_queue, store.load_state(), config), output, target.now())
+        current = current_shares(batch, job_queue, store.load_state(), config)
+        if plan:
+            newest = store.audits(limit=1)
+            _print_plan(latest_plan(newest[0] if newest else None, current), output, target.now())
+            return
+        _print_current(current, output, target.now())
     except RejectedByServiceError:
         raise  # AWS refused a call: the CLI's error path gives that its own exit code
     except ShareplaneError as exc:

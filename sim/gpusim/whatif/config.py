@@ -84,6 +84,8 @@ class RebalanceRun(StrictModel):
     interval_minutes: Annotated[float, Field(gt=0)] = 10.0
     #: Waits of jobs first dispatched this long before a snapshot make its per-tier p90.
     wait_window_minutes: Annotated[float, Field(gt=0)] = 60.0
+    #: The production rules; their ``mode`` is the deployed rebalancer's and is not read here: the
+    #: policy decides (``fairshare+rebalance`` applies every plan, ``fairshare`` none).
     rules: RebalanceConfig = RebalanceConfig()
 
     @model_validator(mode="after")

@@ -27,11 +27,19 @@ from tests.sqs import sqs_batch
 TABLE = "shareplane-jobs"
 
 
-@pytest.fixture
-def world(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Cluster, str]]:
+@pytest.fixture(params=["apply"])
+def world(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[tuple[Any, Cluster, str]]:
+    """The handler over the blog's queue; the rebalancer applies its plans unless a test asks for
+    ``advisory`` (the shipped default) by parametrizing this fixture."""
     import yaml
 
-    config = {**yaml.safe_load((REPO / "config" / "shares.yaml").read_text()), "share_layout": "team"}
+    config = {
+        **yaml.safe_load((REPO / "config" / "shares.yaml").read_text()),
+        "share_layout": "team",
+        "rebalance": {"mode": request.param},
+    }
     monkeypatch.setenv("TABLE_NAME", TABLE)
     monkeypatch.setenv("SHAREPLANE_CONFIG_PARAMETER", SHARES_CONFIG_PARAMETER)
     monkeypatch.setenv("GPU_JOB_QUEUE", "")  # the stack created the queue the config names
@@ -79,6 +87,28 @@ def test_a_scheduled_tick_applies_a_plan_and_its_redelivery_applies_nothing(
     # THEN nothing is applied again
     assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
     assert len(DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE).audits()) == 1
+
+
+@pytest.mark.parametrize("world", ["advisory"], indirect=True)
+def test_in_advisory_mode_a_tick_audits_its_plan_and_moves_no_weight(world: Any, lambda_context: Any) -> None:
+    handler, cluster, arn = world
+    tick = load_event("scheduled_event_rebalance_shares")
+    store = DynamoShareStore(boto3.client("dynamodb", region_name="us-east-1"), TABLE)
+    # WHEN the schedule's event arrives, and again (redelivered, twice in one batch)
+    assert handler.lambda_handler(sqs_batch([tick]), lambda_context) == {"batchItemFailures": []}
+    assert handler.lambda_handler(sqs_batch([tick, tick], prefix="r"), lambda_context) == {
+        "batchItemFailures": []
+    }
+    # THEN the weights are as they were, and the plan that would move ProdExp2 is audited once, ADVISORY
+    assert weights(cluster, arn) == {"ProdExp1": 1.0, "ProdExp2": 1.0}
+    (record,) = store.audits()
+    assert (record.tick_id, record.status, record.after) == (
+        "2026-03-16T20:05:00Z",
+        "ADVISORY",
+        {"ProdExp2": 1.25},
+    )
+    state = store.load_state()
+    assert state is not None and state.last_tick == record.tick_id and state.last_applied_at is None
 
 
 def test_a_body_that_is_not_a_scheduled_event_fails_alone(world: Any, lambda_context: Any) -> None:

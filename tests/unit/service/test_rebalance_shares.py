@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shareplane.domain.config.shares import SchedulingMode, SharesConfig, Tier
+from shareplane.domain.config.shares import RebalanceConfig, RebalanceMode, SchedulingMode, SharesConfig, Tier
 from shareplane.domain.errors import ConcurrentUpdateError, InvalidInputError
 from shareplane.domain.jobs.lifecycle import JobStatus
 from shareplane.domain.shares import fairshare
@@ -266,9 +266,94 @@ def test_dry_run_applies_nothing_but_records_and_measures_the_plan() -> None:
     assert (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("TargetInstances")
 
 
+ADVISORY = shares_config(rebalance={"mode": "advisory"})
+
+
+def test_advisory_mode_audits_and_measures_the_plan_but_moves_no_weight() -> None:
+    # GIVEN the plan that applies ProdExp2 1.0 -> 1.25 in apply mode, and the shipped default mode
+    assert RebalanceConfig().mode is RebalanceMode.ADVISORY
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    # WHEN the tick runs in advisory mode
+    outcome = run(batch, store, metrics, config=ADVISORY)
+    # THEN Batch is untouched, and the plan is audited whole as ADVISORY
+    assert outcome.action == "advisory" and outcome.reason == "rebalanced" and batch.updates == []
+    (record,) = store.records.values()
+    assert record["status"] == "ADVISORY" and "appliedAt" not in record
+    assert (record["tickId"], record["planId"], record["kind"]) == (TICK, outcome.plan_id, "plan")
+    assert record["before"] == {"ProdExp2": 1.0} and record["after"] == {"ProdExp2": 1.25}
+    assert record["plan"]["targets"] == {"ProdExp1": 60.0, "ProdExp2": 40.0}
+    # ... the ledger and usage carry forward, no cooldown starts and the rebalancer holds no value in force
+    assert store.state["lastTick"] == TICK and store.state["ledgerAsOf"] == NOW
+    assert store.state["latest"]["applied"] is False and store.state["latest"]["dryRun"] is False
+    assert "lastAppliedAt" not in store.state and "lastPlan" not in store.state
+    assert store.state["overrides"] == {}
+    # ... and the metrics say advisory: the weight in force, the target, no applied plan
+    assert metrics.named("PlansSkipped") == [(1, {"Queue": "search-p4d-queue", "Reason": "advisory"})]
+    assert "advisory" in SKIP_REASON_VALUES and metrics.named("PlansApplied") == []
+    assert (1.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("WeightFactor")
+    assert (40.0, {"Queue": "search-p4d-queue", "Team": "ProdExp2"}) in metrics.named("TargetInstances")
+    # AND the next tick plans again from the same weights (nothing was applied, so no cooldown holds it)
+    later = run(batch, store, metrics, tick="2026-03-16T22:30:00Z", now=NOW + 300, config=ADVISORY)
+    assert later.action == "advisory" and batch.updates == [] and len(store.records) == 2
+
+
+def test_a_dry_run_in_advisory_mode_is_still_a_dry_run() -> None:
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    outcome = run(batch, store, metrics, config=ADVISORY, settings=replace(SETTINGS, dry_run=True))
+    assert outcome.action == "dry_run" and batch.updates == []
+    (record,) = store.records.values()
+    assert record["status"] == "DRY_RUN" and store.state["latest"]["dryRun"] is True
+
+
 # ---------------------------------------------------------------------------------------------------
 # Idempotency
 # ---------------------------------------------------------------------------------------------------
+def test_a_redelivered_advisory_tick_records_once_and_never_replays_an_older_pending_plan() -> None:
+    # GIVEN a plan applied in apply mode whose Batch call never happened (its record PENDING) ...
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    batch.fail_updates = 1
+    with pytest.raises(ConnectionError):
+        run(batch, store, metrics)
+    # ... then, the mode switched to advisory, a later tick (outside the cooldown) recorded ADVISORY
+    later_tick, later = "2026-03-16T23:25:00Z", NOW + HOUR
+    assert run(batch, store, metrics, tick=later_tick, now=later, config=ADVISORY).action == "advisory"
+    records = dict(store.records)
+    # WHEN that later tick is redelivered
+    again = run(batch, store, metrics, tick=later_tick, now=later + 30, config=ADVISORY)
+    # THEN nothing is applied (the PENDING plan is not this tick's) and nothing more is recorded
+    assert again.action == "duplicate_tick" and batch.updates == [] and store.records == records
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(deliveries=st.lists(st.integers(0, 5), min_size=1, max_size=10))
+def test_in_advisory_mode_any_order_of_deliveries_records_each_tick_at_most_once_and_moves_nothing(
+    deliveries: list[int],
+) -> None:
+    # GIVEN ticks five minutes apart delivered in any order, some of them again (SQS, EventBridge)
+    batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    ticks = [(f"2026-03-16T22:{25 + 5 * n:02d}:00Z", NOW + 300 * n) for n in range(6)]
+    actions = [
+        run(batch, store, metrics, tick=ticks[n][0], now=ticks[n][1] + 7, config=ADVISORY).action
+        for n in deliveries
+    ]
+    # THEN only a tick newer than every one before it runs, and each such tick is audited once, ADVISORY
+    newest = [n for i, n in enumerate(deliveries) if all(n > m for m in deliveries[:i])]
+    assert [a != "duplicate_tick" for a in actions] == [
+        all(n > m for m in deliveries[:i]) for i, n in enumerate(deliveries)
+    ]
+    assert sorted(r["tickId"] for r in store.records.values()) == [ticks[n][0] for n in newest]
+    assert {r["status"] for r in store.records.values()} <= {"ADVISORY"}
+    # ... no weight ever moves, and the state names the newest tick
+    assert batch.updates == [] and store.state["lastTick"] == ticks[max(deliveries)][0]
+    # AND delivering every tick again changes nothing at all
+    state, records = dict(store.state), dict(store.records)
+    for n in deliveries:
+        assert run(batch, store, metrics, tick=ticks[n][0], now=ticks[n][1] + 60, config=ADVISORY).action == (
+            "duplicate_tick"
+        )
+    assert store.state == state and store.records == records and batch.updates == []
+
+
 def test_a_redelivered_tick_applies_once() -> None:
     batch, store, metrics = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
     first = run(batch, store, metrics)
@@ -560,6 +645,33 @@ def test_the_tier_charge_weighs_a_teams_plain_identifier_by_all_its_usage_over_i
     assert {w.share_identifier: w.weight_factor for w in team_weights(config, weights)}["ProdExp2"] == (
         team_weight
     )
+
+
+def test_advisory_mode_still_applies_the_tier_charge_and_only_it() -> None:
+    # GIVEN ProdExp2 whose HIGHPRI usage so far equals its plain usage, at weights a plan would move
+    config = shares_config(share_layout="team_tier", rebalance={"mode": "advisory"})
+    batch, store, metrics = tiered_world(config, {"ProdExp1": 1.0, "ProdExp2": 1.0})
+    store.state = {
+        "version": 1,
+        "usageAsOf": NOW - HOUR,
+        "shares": {"ProdExp2": {"ownTierUsage": 36000.0, "plainUsage": 36000.0}},
+    }
+    # WHEN the tick runs in advisory mode
+    outcome = run(batch, store, metrics, config=config)
+    # THEN the plan is recorded, not applied: the team weight (its HIGHPRI identifier's) stays 1.0 ...
+    assert outcome.action == "advisory"
+    (record,) = store.records.values()
+    assert record["status"] == "ADVISORY" and record["after"] == {"ProdExp2": 1.25}
+    ((call, request),) = batch.updates
+    written = {
+        e["shareIdentifier"]: e["weightFactor"] for e in request["fairsharePolicy"]["shareDistribution"]
+    }
+    assert call == "UpdateSchedulingPolicy" and written["ProdExp2HIGHPRI"] == 0.05
+    # ... and the one update is the tier charge: the plain identifier at team weight x the charge
+    usage = store.state["shares"]["ProdExp2"]
+    charge = (usage["ownTierUsage"] + usage["plainUsage"]) / usage["plainUsage"]
+    assert written["ProdExp2"] == round(1.0 * charge, 4) and charge > 2
+    assert (written["ProdExp1"], written["ProdExp1HIGHPRI"]) == (1.0, 0.05)
 
 
 def test_the_tier_charge_writes_nothing_in_a_dry_run_or_outside_the_team_tier_layout() -> None:

@@ -95,6 +95,20 @@ def test_a_stack_update_that_resets_the_weights_is_undone_by_the_next_run(layout
     assert run(batch, store, config, LAST_TICK, LATER + 300).action != "restored"
 
 
+def test_switched_to_advisory_the_rebalancer_restores_nothing_and_lets_its_values_go() -> None:
+    # GIVEN the rebalancer moved ProdExp2 1.0 -> 1.25 in apply mode
+    batch, store, _ = world({"ProdExp1": 1.0, "ProdExp2": 1.0})
+    assert run(batch, store, shares_config(), TICK, NOW).action == "applied"
+    # WHEN the mode is switched to advisory and a stack update writes the baseline back (ProdExp2 1.5)
+    advisory = shares_config(rebalance={"mode": "advisory"})
+    stack_update_fairshare(batch, advisory)
+    outcome = run(batch, store, advisory, LATER_TICK, LATER + 3600)
+    # THEN the baseline stands: no restore, not even an advisory one, and no value is held in force
+    assert outcome.action != "restored" and live_weights(batch)["ProdExp2"] == 1.5
+    assert not any(r["kind"] == "restore" for r in store.records.values())
+    assert store.state["overrides"] == {}
+
+
 def test_a_changed_baseline_wins_over_the_rebalancers_memory() -> None:
     # GIVEN the rebalancer moved ProdExp2 to 1.25 over a 60/40 baseline
     config = shares_config()

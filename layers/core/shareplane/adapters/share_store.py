@@ -4,8 +4,8 @@ Layout (same table as the jobs, partition ``SHARES``):
 
 - ``SHARES`` / ``LEDGER``: ledger balances, decayed usage, the last tick and applied plan, the
   latest targets and actuals; ``version`` guards racing runs.
-- ``SHARES`` / ``AUDIT#<ts>#<planId>``: one record per applied (or dry-run) plan and per rollback:
-  before, after, why, and the whole plan.
+- ``SHARES`` / ``AUDIT#<ts>#<planId>``: one record per applied (advisory, or dry-run) plan and per
+  rollback: before, after, why, and the whole plan.
 
 A plan is written ahead of the Batch call: the audit record (condition: not there yet) and the
 state item (condition: the version read) in ONE transaction, so a re-delivered tick or a racing run
@@ -110,6 +110,8 @@ class DynamoShareStore:
             "ScanIndexForward": False,
             "ConsistentRead": True,
         }
+        if limit is not None:
+            params["Limit"] = limit  # the newest few (`shares --plan` reads one), not the whole trail
         records: list[dict[str, Any]] = []
         while True:
             response = self._client.query(**params)

@@ -15,11 +15,16 @@ One run per schedule tick:
    (ListQuotaShares, which carries every setting) are read from Batch; the ledger, decayed usage and
    the last applied plan come from the ``SHARES``/``LEDGER`` item.
 2. **Decide** with ``plan_rebalance`` (pure).
-3. **Apply** only a non-empty plan, and only outside dry-run: the audit record and the new state go
-   in one conditional transaction first (a re-delivered tick finds its tick already done and applies
-   nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns APPLIED. A run
-   that dies between the write and the Batch call leaves the record PENDING; the tick's redelivery
-   re-applies that record's ``after`` values (absolute settings, so applying twice is harmless).
+3. **Apply** only a non-empty plan, and only in ``apply`` mode outside dry run: the audit record and
+   the new state go in one conditional transaction first (a re-delivered tick finds its tick already
+   done and applies nothing), then UpdateSchedulingPolicy or UpdateQuotaShare, then the record turns
+   APPLIED. A run that dies between the write and the Batch call leaves the record PENDING; the
+   tick's redelivery re-applies that record's ``after`` values (absolute settings, so applying twice
+   is harmless).
+   In ``advisory`` mode (``rebalance.mode``, the default) a non-empty plan is recorded ADVISORY, as a
+   dry run records DRY_RUN, and the ledger and usage carry forward; the tier charge, the team_tier
+   layout's rule rather than the rebalancer's judgement, is applied in both modes. A dry run
+   (REBALANCE_DRY_RUN) changes nothing at all, whatever the mode.
 
 A run decides at its tick's time (the Scheduled Event's ``time``, as ``tick_time`` reads it), never at
 the clock's: cooldown, ledger and usage intervals, wait windows and the audit's timestamps are all
@@ -38,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..domain.config.shares import SchedulingMode, SharesConfig, Tier
+from ..domain.config.shares import RebalanceMode, SchedulingMode, SharesConfig, Tier
 from ..domain.errors import ConcurrentUpdateError, InvalidInputError
 from ..domain.instance_types.capacity import Capacity
 from ..domain.jobs.arns import queue_name
@@ -97,6 +102,9 @@ SKIP_REASONS = {
     REASON_NO_CAPACITY: "no_capacity",
 }
 SKIP_DRY_RUN = "dry_run"
+#: The action (and PlansSkipped Reason) of a plan recorded in advisory mode, and its audit status.
+ADVISORY = "advisory"
+STATUS_ADVISORY = "ADVISORY"
 SKIP_DUPLICATE_TICK = "duplicate_tick"
 ALREADY_RECORDED = "the tick's plan is recorded already"
 
@@ -128,7 +136,7 @@ class RebalanceOutcome:
     """What one run did, for logs and tests."""
 
     tick_id: str
-    action: str  # applied | restored | replayed | dry_run | skipped | duplicate_tick
+    action: str  # applied | restored | replayed | advisory | dry_run | skipped | duplicate_tick
     reason: str
     plan_id: str | None = None
     plan: RebalancePlan | None = None
@@ -610,15 +618,23 @@ def ownership(config: SharesConfig, state: SharesState | None, observed: Observe
     # type is fixed, so a mode switch is a new queue): nothing of theirs is restored.
     recorded = state or SharesState(version=0)
     same_mode = recorded.mode is None or recorded.mode is config.mode
-    return reconcile(
+    overrides = (recorded.overrides or {}) if same_mode else {}
+    let_go: dict[str, str] = {}
+    if config.rebalance.mode is RebalanceMode.ADVISORY:
+        # An advisory rebalancer holds no value in force: what a stack update or a person sets stands,
+        # and the values an earlier apply mode left are let go (planning starts from what Batch holds).
+        let_go = {share: "advisory mode holds no value in force" for share in overrides}
+        overrides = {}
+    owned = reconcile(
         now=now,
         mode=config.mode,
-        overrides=(recorded.overrides or {}) if same_mode else {},
+        overrides=overrides,
         live={share: value for share, value in live.items() if value is not None},
         baseline=baseline_settings(config),
         quota_share_arns={s.name: s.quota_share_arn for s in observed.snapshot.shares if s.quota_share_arn},
         ledger_as_of=recorded.ledger_as_of,
     )
+    return replace(owned, dropped={**let_go, **owned.dropped}) if let_go else owned
 
 
 def _emit(
@@ -745,7 +761,7 @@ def _run_over(
         logger.info("overrides let go", extra={"tick": tick_id, "dropped": owned.dropped})
     plan, kind = _plan_or_restore(owned, state, observed, config)
     try:
-        if plan.is_empty or settings.dry_run:
+        if plan.is_empty or settings.dry_run or config.rebalance.mode is RebalanceMode.ADVISORY:
             outcome = _record_only(
                 tick_id,
                 plan_id,
@@ -761,7 +777,7 @@ def _run_over(
                 kind=kind,
                 overrides=owned.overrides,
             )
-            if outcome.action == "skipped":
+            if outcome.action in ("skipped", ADVISORY):
                 apply_tier_charge(config, settings, batch, observed)
             return outcome
         audit = audit_record(
@@ -821,6 +837,8 @@ def _record_only(
 ) -> RebalanceOutcome:
     queue = settings.job_queue
     dry = settings.dry_run and not plan.is_empty
+    # Advisory mode records a plan as a dry run does; a dry run changes nothing, whatever the mode.
+    advisory = not plan.is_empty and not dry and config.rebalance.mode is RebalanceMode.ADVISORY
     new_state = next_state(
         state,
         observed,
@@ -833,28 +851,31 @@ def _record_only(
         dry_run=dry,
         overrides=overrides,
     )
-    if dry:
-        # The plan is recorded as it would have been applied, so a dry run can be reviewed (and the
-        # audit trail shows what would have changed) before DRY_RUN is turned off.
+    if dry or advisory:
+        # The plan is recorded as it would have been applied, so it can be reviewed (the audit trail
+        # and `shareplane shares --plan` show what would have changed) before it is let apply.
         audit = audit_record(
             plan,
             plan_id=plan_id,
             tick_id=tick_id,
             queue=queue,
-            status="DRY_RUN",
+            status="DRY_RUN" if dry else STATUS_ADVISORY,
             kind=kind,
             observed=observed,
         )
         if not store.begin_plan(audit, new_state, version):
             _emit(metrics, queue, None, None, False, SKIP_DUPLICATE_TICK, plan_id)
             return RebalanceOutcome(tick_id, SKIP_DUPLICATE_TICK, ALREADY_RECORDED, plan_id)
-        reason = SKIP_DRY_RUN
-        logger.info("dry run: plan not applied", extra={"plan_id": plan_id, "changes": audit.why})
+        reason = SKIP_DRY_RUN if dry else ADVISORY
+        message = "dry run: plan not applied" if dry else "advisory mode: plan recorded, not applied"
+        logger.info(message, extra={"plan_id": plan_id, "changes": audit.why})
+        action = reason
     else:
         store.save_state(new_state, version)
         reason = skip_reason(plan)
+        action = "skipped"
     _emit(metrics, queue, observed, plan, False, reason, plan_id, config)
-    return RebalanceOutcome(tick_id, SKIP_DRY_RUN if dry else "skipped", plan.reason, plan_id, plan)
+    return RebalanceOutcome(tick_id, action, plan.reason, plan_id, plan)
 
 
 def _redelivered(
@@ -870,7 +891,8 @@ def _redelivered(
     last = state.last_plan
     if tick_id == state.last_tick and last is not None:
         record = store.audit_at(last.created_at, last.plan_id)
-        if record is not None and record.status == "PENDING":
+        # Only this tick's own plan: an advisory or skipped tick leaves last_plan at an older one.
+        if record is not None and record.status == "PENDING" and record.tick_id == tick_id:
             plan = record.plan
             apply_plan(plan, batch, settings, config)
             store.mark_applied(record, state.usage_as_of or plan.created_at)

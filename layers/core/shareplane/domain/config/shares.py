@@ -437,6 +437,16 @@ class FairshareConfig(StrictModel):
     compute_reservation: Annotated[int, Field(ge=0, le=99)] = 0
 
 
+class RebalanceMode(StrEnum):
+    """Whether the share rebalancer's plans change Batch, or are only recorded and shown."""
+
+    #: Each plan is audited (status ADVISORY) and shown by ``shareplane shares --plan``; weights and
+    #: quota limits stay as they are. The tier charge (the team_tier layout's rule) is still applied.
+    ADVISORY = "advisory"
+    #: Each plan sets the weights or quota limits it plans (guard rails, audit and rollback as always).
+    APPLY = "apply"
+
+
 class ShareBoundsConfig(StrictModel):
     """Per-share override of the rebalancer's weightFactor bounds (unset fields use the global ones)."""
 
@@ -462,6 +472,11 @@ class RebalanceDesign(StrEnum):
 class RebalanceConfig(StrictModel):
     """Guard rails and knobs of the share rebalancer (see domain/shares/rebalance.py for what each does)."""
 
+    #: advisory: the rebalancer plans, audits and shows each plan (`shareplane shares --plan`) but
+    #: changes no weight or quota limit (the tier charge still applies); apply: it applies its plans.
+    #: Advisory by default: in the what-if measurements (docs/design/rebalancer-default.md) no
+    #: rebalancer design was clearly fairer than fixed weights on weeks it was not tuned on.
+    mode: RebalanceMode = RebalanceMode.ADVISORY
     #: Lowest weightFactor a plan sets (lower gets more, so this bounds how far a share is favoured); Batch's
     #: range is 0.0001 to 999.9999.
     weight_factor_min: Annotated[float, Field(ge=0.0001, le=999.9999)] = 0.01
@@ -581,7 +596,8 @@ class SharesConfig(StrictModel):
     idle: IdleConfig = IdleConfig()
     #: The failure path: classifier rules, retry policy per class and tier, backoff, budgets and guards.
     failures: FailuresConfig = FailuresConfig()
-    #: Guard rails and knobs of the share rebalancer, which re-plans weights or quota limits every 5 minutes.
+    #: Guard rails and knobs of the share rebalancer, which re-plans weights or quota limits every 5 minutes
+    #: (and applies its plans in apply mode).
     rebalance: RebalanceConfig = RebalanceConfig()
     #: The Batch job queues' names, and the CPU instance types of the FIFO queue.
     queues: QueuesConfig = QueuesConfig()

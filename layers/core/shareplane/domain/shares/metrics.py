@@ -26,6 +26,7 @@ SKIP_REASON_VALUES = (
     "no_capacity",
     "unchanged",
     "dry_run",
+    "advisory",
     "duplicate_tick",
 )
 

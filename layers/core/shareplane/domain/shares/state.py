@@ -85,7 +85,7 @@ class PlanAudit:
     tick_id: str
     #: plan | restore | rollback
     kind: str
-    #: PENDING (written ahead of the Batch call) | APPLIED | DRY_RUN
+    #: PENDING (written ahead of the Batch call) | APPLIED | ADVISORY | DRY_RUN
     status: str
     queue: str
     plan: RebalancePlan
