@@ -16,7 +16,8 @@ Everything runs on the layout that ships: the team x tier identifiers with the t
 reclaim. The baseline is that layout with fixed weights (``fairshare+reclaim``); a candidate is the
 same with the rebalancer moving the team weights (``fairshare+reclaim+rebalance``). ``candidate_grid``
 draws a seeded sample of settings for each design (``GRIDS``: ``demand_targets``, the ledger-nudged
-max-min targets; ``credits``, Karma's credits mapped onto weights), and ``choose_rebalance`` replays
+max-min targets; ``credits``, Karma's credits mapped onto weights; ``owed_credits``, the same weights
+over credits earned only while a team waited), and ``choose_rebalance`` replays
 each on the tuning half and on each of its two quarters (split by jobs again). In a window a
 candidate *gains* the smaller of its relative improvement in the worst team's entitlement ratio and
 in the disparity (largest team ratio over the smallest); its score is its smallest gain over the
@@ -52,6 +53,16 @@ from .whatif.scenario import Scenario, build_scenario, with_rebalance
 #: What a candidate is judged against, and what it runs: the shipped layout without and with weights moving.
 BASELINE = Policy.RECLAIM
 CANDIDATE_POLICY = Policy.RECLAIM_REBALANCE
+# Credits only earn their place over horizons longer than fair share's own one-week decay.
+_CREDIT_KNOBS: Mapping[str, tuple[float, ...]] = {
+    "interval_minutes": (30.0, 10.0),
+    "max_step": (0.25, 1.0),
+    "deadband": (0.2, 0.05),
+    "ledger_nudge": (0.5, 0.9),
+    "ledger_half_life_seconds": (1209600, 2419200),
+    "credit_scale_hours": (48.0, 12.0),
+    "slo_boost_factor": (1.0, 1.5),
+}
 #: Each design's knobs, from gentlest to most aggressive; the rest stay as configured.
 GRIDS: Mapping[RebalanceDesign, Mapping[str, tuple[float, ...]]] = {
     RebalanceDesign.DEMAND_TARGETS: {
@@ -63,16 +74,8 @@ GRIDS: Mapping[RebalanceDesign, Mapping[str, tuple[float, ...]]] = {
         "ledger_half_life_seconds": (604800, 86400),
         "slo_boost_factor": (1.0, 1.5),
     },
-    # Credits only earn their place over horizons longer than fair share's own one-week decay.
-    RebalanceDesign.CREDITS: {
-        "interval_minutes": (30.0, 10.0),
-        "max_step": (0.25, 1.0),
-        "deadband": (0.2, 0.05),
-        "ledger_nudge": (0.5, 0.9),
-        "ledger_half_life_seconds": (1209600, 2419200),
-        "credit_scale_hours": (48.0, 12.0),
-        "slo_boost_factor": (1.0, 1.5),
-    },
+    RebalanceDesign.CREDITS: _CREDIT_KNOBS,
+    RebalanceDesign.OWED_CREDITS: _CREDIT_KNOBS,
 }
 DEFAULT_GRID_SIZE = 16
 DEFAULT_MAX_UTILIZATION_LOSS = 0.01

@@ -106,10 +106,8 @@ def test_the_grid_is_seeded_distinct_per_design_and_keeps_what_it_does_not_vary(
     base = RebalanceRun(wait_window_minutes=45)
     grid = candidate_grid(base, 8, seed=1)
     assert grid == candidate_grid(base, 8, seed=1) != candidate_grid(base, 8, seed=2)
-    assert len({c.model_dump_json() for c in grid}) == 16
-    assert [c.rules.design for c in grid] == [RebalanceDesign.DEMAND_TARGETS] * 8 + [
-        RebalanceDesign.CREDITS
-    ] * 8
+    assert len({c.model_dump_json() for c in grid}) == 24
+    assert [c.rules.design for c in grid] == [d for d in RebalanceDesign for _ in range(8)]
     assert all(
         c.wait_window_minutes == 45 and c.rules.weight_factor_max == base.rules.weight_factor_max
         for c in grid
@@ -117,10 +115,11 @@ def test_the_grid_is_seeded_distinct_per_design_and_keeps_what_it_does_not_vary(
     assert all(c.rules.slo_boost_factor in GRIDS[c.rules.design]["slo_boost_factor"] for c in grid)
     everything = candidate_grid(base, 10_000)
     assert all(can_step_down(c.rules.max_step, c.rules.deadband) for c in everything)
-    # demand_targets: 192 combinations less the 48 whose deadband blocks a step down; credits: 128 less 32.
-    assert len(everything) == 144 + 96
+    # demand_targets: 192 combinations less the 48 whose deadband blocks a step down; each credit design
+    # 128 less 32.
+    assert len(everything) == 144 + 96 + 96
     # Credits remember longer than fair share's own one-week decay.
-    credits = [c for c in everything if c.rules.design is RebalanceDesign.CREDITS]
+    credits = [c for c in everything if c.rules.design.weighs_credits]
     assert min(c.rules.ledger_half_life_seconds for c in credits) > 7 * 86400
 
 
@@ -233,7 +232,7 @@ def small_report():
 def test_tuning_reports_the_baseline_and_each_design_on_both_halves_and_more_seeds(small_report) -> None:
     report = small_report
     assert len(report.tuning.scenario.jobs) == len(report.held_out.scenario.jobs) == 120
-    assert len(report.choice.candidates) == 4  # two per design
+    assert len(report.choice.candidates) == 6  # two per design
     assert all(len(c.windows) == 3 for c in report.choice.candidates)
     assert report.choice.chosen is select(report.choice.candidates, report.choice.max_utilization_loss)
     for half in (report.tuning, report.held_out, *report.other_seeds):
@@ -257,6 +256,7 @@ def test_tuning_reports_the_baseline_and_each_design_on_both_halves_and_more_see
         "fairshare+reclaim",
         "fairshare+reclaim+rebalance (credits)",
         "fairshare+reclaim+rebalance (demand_targets)",
+        "fairshare+reclaim+rebalance (owed_credits)",
         "capacity_gpus",
         "jobs",
     }

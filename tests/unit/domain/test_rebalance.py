@@ -426,6 +426,23 @@ def test_the_credits_design_earns_credits_for_idle_entitlement_the_demand_target
     assert update_ledger(snap, DEFAULTS)["B"].balance == 0.0
 
 
+def test_owed_credits_are_earned_only_while_waiting_and_weigh_like_credits() -> None:
+    owed = CREDITS.model_copy(update={"design": RebalanceDesign.OWED_CREDITS})
+    idle_lender = snapshot(
+        share("A", 60, 100, running=80), share("B", 40, 20, running=20), ledger_as_of=NOW - 3600
+    )
+    waiting_lender = snapshot(
+        share("A", 60, 100, running=80), share("B", 40, 100, running=20), ledger_as_of=NOW - 3600
+    )
+    # THEN B earns nothing for entitlement it left idle, and 160 GPU-hours for what it waited for
+    assert update_ledger(idle_lender, owed)["B"].balance == 0.0
+    assert update_ledger(waiting_lender, owed)["B"].balance == pytest.approx(160.0)
+    # AND the weights follow the same credits rule as the credits design
+    scale = 24 * 30 * 8
+    credited = snapshot(share("A", 30, 100, ledger_balance=-scale), share("B", 30, 100, ledger_balance=scale))
+    assert weights(plan_rebalance(credited, owed)) == weights(plan_rebalance(credited, CREDITS))
+
+
 def test_credits_weigh_the_entitlement_by_the_favour_whatever_the_demand_now() -> None:
     # GIVEN equal shares, B holding credits of one scale (24 h of its 30-instance entitlement, 8 GPUs each)
     scale = 24 * 30 * 8

@@ -467,6 +467,15 @@ class RebalanceDesign(StrEnum):
     #: while others use entitlement it leaves idle, spends them while it holds more than its own, and
     #: its weight follows its entitlement scaled by its credits, whatever the demand is now.
     CREDITS = "credits"
+    #: The credits design's weights, with credits earned only for entitlement others held while the
+    #: share had work waiting for it (the ``demand_targets`` ledger's rule): a team is paid back what it
+    #: was owed, not what it left idle.
+    OWED_CREDITS = "owed_credits"
+
+    @property
+    def weighs_credits(self) -> bool:
+        """Whether weights follow entitlement x credit favour (else the demand targets)."""
+        return self is not RebalanceDesign.DEMAND_TARGETS
 
 
 class RebalanceConfig(StrictModel):
@@ -499,8 +508,9 @@ class RebalanceConfig(StrictModel):
     ledger_nudge: Annotated[float, Field(ge=0, lt=1)] = 0.2
     #: Which design turns the observation into weights (fair-share mode; quota mode plans from targets).
     design: RebalanceDesign = RebalanceDesign.DEMAND_TARGETS
-    #: ``credits`` design: the balance at which a share's favour is about 3/4 of ``ledger_nudge``, in
-    #: hours of the share's own entitlement lent (so small and large teams earn favour alike).
+    #: ``credits`` and ``owed_credits`` designs: the balance at which a share's favour is about 3/4 of
+    #: ``ledger_nudge``, in hours of the share's own entitlement lent (so small and large teams earn
+    #: favour alike).
     credit_scale_hours: Annotated[float, Field(gt=0)] = 24.0
     #: Water-filling weight multiplier for shares waiting in a tier whose wait p90 breaks its SLO.
     slo_boost_factor: Annotated[float, Field(ge=1, le=100)] = 1.5

@@ -29,8 +29,10 @@ The rules, in order:
    others borrow of a share's idle entitlement whether or not it waits (``credit_rates``), the scale
    is ``credit_scale_hours`` of the share's own entitlement, and ``weightFactor_i = max_j(E_j f_j) /
    (E_i f_i)`` with ``E`` the entitlement and ``f`` the favour (ledger nudge x SLO boost): a lender
-   keeps its favour until it is paid back, whatever the demand is at the instant. Either way the
-   result is then bounded by the per-share or global bounds and the API range.
+   keeps its favour until it is paid back, whatever the demand is at the instant. ``owed_credits``:
+   the same weights over the ledger of rule 1 (credited only while the share waits), so a team is
+   paid back what it was owed rather than what it left idle. Either way the result is then bounded
+   by the per-share or global bounds and the API range.
 6. **Quota mode**: with ``manage_borrow_limit`` (off by default: a cap below what others leave idle
    only idles GPUs, since lenders get capacity back by preemption anyway), each LEND_AND_BORROW
    share's ``borrowLimit`` becomes the percent above its own limits that its target needs; each
@@ -497,8 +499,8 @@ def ledger_scale_gpu_hours(snapshot: ShareSnapshot, config: RebalanceConfig) -> 
 
 
 def _favour_scales(snapshot: ShareSnapshot, config: RebalanceConfig) -> dict[str, float]:
-    """Each share's ledger scale: one shared scale, or (credits) hours of the share's own entitlement."""
-    if config.design is not RebalanceDesign.CREDITS:
+    """Each share's ledger scale: one shared scale, or (credit designs) hours of its own entitlement."""
+    if not config.design.weighs_credits:
         shared = ledger_scale_gpu_hours(snapshot, config)
         return {name: shared for name in snapshot.names}
     return {
@@ -614,12 +616,13 @@ def _wanted_weights(
 ) -> dict[str, float]:
     """The weightFactor each share with demand should have, by the design (lower gets more).
 
-    demand_targets: ``best target / own target``, the best-served share at 1.0. credits: the share's
-    entitlement x its favour (``_Target.multiplier``), the largest at 1.0, whatever the demand now.
+    demand_targets: ``best target / own target``, the best-served share at 1.0. credits and
+    owed_credits: the share's entitlement x its favour (``_Target.multiplier``), the largest at 1.0,
+    whatever the demand now.
     Missing when there is nothing to weigh (no capacity for the demand).
     """
     demanding = [name for name in snapshot.names if snapshot.share(name).total_demand > 0]
-    if config.design is RebalanceDesign.CREDITS:
+    if config.design.weighs_credits:
         claim = {
             name: sum(snapshot.share(name).entitlement.values()) * targets[name].multiplier
             for name in demanding
