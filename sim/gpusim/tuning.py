@@ -29,8 +29,9 @@ the gentlest settings to the most aggressive).
 
 ``tune_rebalance`` does all of it, replays the baseline and each design's best candidate on both
 halves and on the held-out half under more seeds, and says which mode the measurements support:
-``apply`` only if the chosen candidate beats the baseline on the held-out half on both measures with
-utilization and HIGHPRI kept, else ``advisory``.
+``apply`` only if the chosen candidate is at least as fair as the baseline on the held-out half on
+both measures, with utilization and HIGHPRI kept, under the tuning seed and every report seed; else
+``advisory``.
 """
 
 from __future__ import annotations
@@ -376,9 +377,13 @@ class TuningReport:
 
     @property
     def target_met(self) -> bool:
-        """Whether the choice beat the baseline on the held-out half (the condition for ``apply``)."""
+        """Whether the choice beat the baseline on the held-out half under every seed replayed (the
+        condition for ``apply``: a gain one seed shows and another reverses is not evidence)."""
         design = self.chosen_design
-        return design is not None and self.held_out.beaten_by(design, self.choice.max_utilization_loss)
+        return design is not None and all(
+            half.beaten_by(design, self.choice.max_utilization_loss)
+            for half in (self.held_out, *self.other_seeds)
+        )
 
     @property
     def default_mode(self) -> str:

@@ -20,12 +20,14 @@ def shares_config(**update: Any) -> SharesConfig:
     """config/shares.yaml (the blog's cluster), with top-level fields replaced.
 
     One share per team unless ``share_layout`` says otherwise: most rebalancer tests are about the
-    plan, which is per team in either layout; the team_tier tests ask for it. The rebalancer applies
-    its plans (``rebalance.mode: apply``) unless ``rebalance`` says otherwise: most tests are about
-    applying them; the advisory tests (the shipped default) ask for it.
+    plan, which is per team in either layout; the team_tier tests ask for it. The rebalancer runs its
+    default rules (not the shipped design: these tests pin down the rules' mechanics) and applies its
+    plans (``rebalance.mode: apply``) unless ``rebalance`` says otherwise: most tests are about applying
+    them; the advisory tests (the shipped default) ask for it.
     """
     data = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
     data["share_layout"] = "team"
+    data["rebalance"] = {}
     data.update(update)
     data["rebalance"] = {"mode": "apply", **(data.get("rebalance") or {})}
     return SharesConfig.model_validate(data)

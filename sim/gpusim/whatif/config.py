@@ -133,6 +133,10 @@ class WhatIfConfig(StrictModel):
     #: reclaim never picks them.
     never_checkpoint_fraction: Annotated[float, Field(ge=0, le=1)] = 0.1
     rebalance: RebalanceRun = RebalanceRun()
+    #: Tiered policies: how often the tier charge re-weighs each team's plain identifier (the rebalance
+    #: Lambda charges on every scheduled run), on its own schedule so that a rebalancer candidate's
+    #: interval never changes the fixed-weights baseline it is judged against.
+    tier_charge_interval_minutes: Annotated[float, Field(gt=0)] = 10.0
     #: fairshare+reclaim: the production reclaim rules, and how often the schedule re-plans (a job is
     #: also re-planned at the moment it becomes due, as the Lambda's delayed re-check does).
     reclaim: ReclaimConfig = ReclaimConfig()

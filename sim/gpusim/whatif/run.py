@@ -294,11 +294,15 @@ class PolicyRun:
         if self.policy.rebalances:
             self.model.engine.schedule(self._interval, self._tick)
         if self.policy.tiered:
-            self.model.engine.schedule(self._interval, self._charge)
+            self.model.engine.schedule(self._charge_interval, self._charge)
         if self.reclaim is not None:
             self.reclaim.start()
         if self.idle is not None:
             self.idle.start()
+
+    @property
+    def _charge_interval(self) -> float:
+        return self.scenario.config.tier_charge_interval_minutes * 60.0
 
     @property
     def _interval(self) -> float:
@@ -397,7 +401,7 @@ class PolicyRun:
         """The tier charge on the Lambda's schedule."""
         self._apply_charge()
         if not self.done:
-            self.model.engine.schedule(self._interval, self._charge)
+            self.model.engine.schedule(self._charge_interval, self._charge)
 
     def _apply_charge(self) -> None:
         """Charge each team's own-tier usage to its plain identifier, by the Lambda's rule and data.
