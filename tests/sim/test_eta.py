@@ -19,6 +19,7 @@ from gpusim.forecast.backtest import (
     evaluate,
     load_extension,
     load_predictions,
+    tier_measures,
 )
 from gpusim.forecast.calibration import (
     MARGIN_METHODS,
@@ -165,6 +166,33 @@ def test_the_interval_is_tuned_on_one_half_and_reported_on_the_other(scenario) -
     )
     later = sorted(result.predictions, key=lambda p: (p.submitted_at, p.job))[30:]
     assert tuned["coverage"] == measure(later, chosen)["coverage"]
+
+
+def test_each_tiers_measures_are_reported_beside_the_totals() -> None:
+    # GIVEN predictions of two tiers in both halves, each 200 s off (p50 1,400 s after submission, the
+    # start 1,600 s after), the HIGHPRI baseline 400 s off and the LOWPRI one 200 s
+    tiers = [("HIGHPRI", 2000.0), ("LOWPRI", 1800.0)] * 4
+    preds = [
+        Prediction(f"j{n}", n, tier, tuple(n + 1000.0 + 100 * k for k in range(10)), 10, baseline, n + 1600.0)
+        for n, (tier, baseline) in enumerate(tiers)
+    ]
+    result = evaluate(EtaResult(Policy.FAIRSHARE, preds, None, 0.0, 0.0))  # type: ignore[arg-type]
+    summary = result.summary()
+    earlier = summary["earlier_half"]["by_tier"]
+    # THEN each tier has its own error, baseline, ratio and coverage; a tier with no prediction, none
+    assert earlier["HIGHPRI"] == {
+        "measured": 2,
+        "median_abs_error_seconds": 200.0,
+        "baseline_median_abs_error_seconds": 400.0,
+        "error_to_baseline": 0.5,
+        "coverage_p10_p90": 1.0,
+    }
+    assert earlier["LOWPRI"]["error_to_baseline"] == 1.0
+    assert earlier["MIDPRI"]["measured"] == 0 and earlier["MIDPRI"]["error_to_baseline"] is None
+    later = sorted(preds, key=lambda p: (p.submitted_at, p.job))[4:]
+    tuned = summary["later_half"]["tuned_on_earlier_half"]["by_tier"]
+    assert tuned["LOWPRI"] == tier_measures([p for p in later if p.tier == "LOWPRI"], result.calibration)
+    assert summary["later_half"]["by_tier"]["HIGHPRI"]["measured"] == 2
 
 
 def test_an_unbounded_median_error_is_null_not_infinity() -> None:
