@@ -3,7 +3,8 @@
 The claims (issue "Why is my job waiting"): on the jobs that waited at least 10 minutes, the
 forecast's median absolute error is at most half the baseline's (the median wait of the same tier's
 jobs that started in the 24 h before), and the actual start falls inside the shown (calibrated)
-p10-p90 for 70-95% of them; the shipped calibration is the one chosen on the earlier half, and the
+p10-p90 for 70-95% of them, both on the later half, and the earlier half's untuned error is at most
+half its baseline's too; the shipped calibration is the one chosen on the earlier half, and the
 predictions it was chosen on (committed, so the regular tests check the choice) are this code's; the
 world keeps submitting (the trace is replayed followed by copies of itself) and every measured job
 starts before the extended trace's last submission; the backtest costs at most x150 a plain replay
@@ -19,13 +20,12 @@ import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gpusim.forecast.backtest import EtaResult, backtest, evaluate, load_extension, load_predictions
-from gpusim.forecast.prediction import Prediction
 from gpusim.trace import NAMED_TRACES, load_trace
 from gpusim.whatif.config import Policy, load_whatif_config
 from gpusim.whatif.run import PolicyRun, run_policy
@@ -251,24 +251,21 @@ def test_the_watch_prediction_step_fits_a_lambda(scenario) -> None:
 
 
 def _assert_predicts(result: EtaResult, path: Path) -> None:
-    """The backtest made exactly the committed predictions. They were kept from a replay of the trace
-    alone, which the copies change only after its last submission: every forecast and baseline is the
-    same, and so is every actual start up to that submission."""
-    committed = load_predictions(path)["fairshare"]
-    last = load_extension(path, "fairshare").last_arrival
-    assert last == result.extension.original_last_arrival
-    assert [replace(p, actual_start=None) for p in result.predictions] == [
-        replace(p, actual_start=None) for p in committed
-    ]
+    """The backtest made exactly the committed predictions, each job's actual start in the same
+    extended replay (the trace followed by as many copies)."""
+    assert load_extension(path, "fairshare") == result.extension
+    assert result.predictions == load_predictions(path)["fairshare"]
 
-    def up_to_last(predictions: Sequence[Prediction]) -> list[tuple[str, float]]:
-        return [
-            (p.job, p.actual_start)
-            for p in predictions
-            if p.actual_start is not None and p.actual_start <= last
-        ]
 
-    assert up_to_last(result.predictions) == up_to_last(committed)
+def _assert_targets(summary: dict[str, Any]) -> None:
+    """The issue's targets: on the later half, the median absolute error at most half the baseline's
+    and the p10-p90 range chosen on the earlier half covering 0.70-0.95; on the earlier half, untuned,
+    the error at most half its baseline's too."""
+    later, earlier = summary["later_half"], summary["earlier_half"]
+    tuned = later["tuned_on_earlier_half"]
+    assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
+    assert 0.70 <= tuned["coverage"] <= 0.95
+    assert earlier["median_abs_error_seconds"] <= earlier["baseline_median_abs_error_seconds"] / 2
 
 
 #: The backtest's cost target, set before the run: 1,000 predictions in about half an hour on 2 cores
@@ -311,13 +308,10 @@ def test_backtest_on_the_philly_trace(scenario) -> None:
     # and these are the predictions tests/sim/test_eta.py checks that choice on.
     assert ForecastSettings().calibration == result.calibration.shown
     _assert_predicts(result, PHILLY_PREDICTIONS)
-    # The targets, on the later half, with what was tuned on the earlier half.
-    later = summary["later_half"]
-    tuned = later["tuned_on_earlier_half"]
     assert summary["predictions"] >= 1000
-    assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
     assert seconds / plain_seconds <= COST_TARGET_WALL_RATIO
-    assert 0.70 <= tuned["coverage"] <= 0.95
+    # The targets, on the later half with what was tuned on the earlier half, and on the earlier half.
+    _assert_targets(summary)
 
 
 @pytest.mark.bench
@@ -332,9 +326,7 @@ def test_the_backtests_targets_hold_on_another_seed() -> None:
     print(json.dumps(summary, indent=1))
     assert summary["started_after_last_arrival"] == 0 and not summary["extension_bound_hit"]
     _assert_predicts(result, PHILLY_PREDICTIONS_SEED1)
-    later = summary["later_half"]
-    tuned = later["tuned_on_earlier_half"]
-    assert 0.70 <= tuned["coverage"] <= 0.95
-    # Measured: 64,749.1 s against the baseline's 77,976.5 s (0.83x): the error target does not
-    # replicate (docs/design/start-forecast.md: mostly the jobs that started after the trace's last submission).
-    assert tuned["median_abs_error_seconds"] <= later["baseline_median_abs_error_seconds"] / 2
+    # Measured at the extended replay: the coverage 0.7478 is met; the error, 65,355.7 s against the
+    # baseline's 92,530.8 s on the later half (0.706x) and 235,353.1 s against 337,900.8 s on the
+    # earlier (0.697x), is not (docs/design/start-forecast.md).
+    _assert_targets(summary)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from gpusim.trace import TraceJob
 
-#: The Philly backtest's raw predictions (``shareplane simulate --trace philly --policy fairshare --seed 0
-#: --eta --eta-workers 2 --eta-predictions ...``): what the shipped calibration was chosen on.
+#: The Philly backtest's raw predictions (``shareplane simulate --trace philly --config config/whatif.yaml
+#: --policy fairshare --seed 0 --eta --eta-workers 2 --eta-predictions ...``; without ``--config`` the
+#: built-in defaults replay another scenario): what the shipped calibration was chosen on.
 #: ``make bench`` (tests/bench/test_eta_bench.py) checks that this code predicts exactly these.
 PHILLY_PREDICTIONS = Path(__file__).parent / "data" / "eta_philly_fairshare_seed0.json"
 #: The same backtest with seed 1 (the scenario's synthetic attributes, the sample and the draws):

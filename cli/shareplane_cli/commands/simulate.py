@@ -15,7 +15,7 @@ from gpusim.whatif.config import TIERS, Policy, load_whatif_config, parse_polici
 from gpusim.whatif.run import PolicyResult, WhatIfResult, run_policy
 from gpusim.whatif.scenario import Scenario, build_scenario, seed_idle, with_design
 from gpusim.whatif.verdict import verdict
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from shareplane.domain.config.shares import RebalanceDesign
@@ -291,9 +291,6 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
         late = m["later_half"]
         tuned = late["tuned_on_earlier_half"]
 
-        def h(v: float | None) -> str:
-            return "-" if v is None else f"{v / 3600:.2f}"
-
         def count(v: int | None) -> str:
             return "-" if v is None else str(v)
 
@@ -301,16 +298,56 @@ def print_eta(etas: dict[str, EtaResult], console: Console | None = None) -> Non
             name,
             str(m["predictions"]),
             str(m["measured"]),
-            h(m["median_abs_error_seconds"]),
-            h(m["baseline_median_abs_error_seconds"]),
+            _hours_or_dash(m["median_abs_error_seconds"]),
+            _hours_or_dash(m["baseline_median_abs_error_seconds"]),
             str(m["coverage_p10_p90"]),
-            h(late["median_abs_error_seconds"]),
-            h(late["baseline_median_abs_error_seconds"]),
+            _hours_or_dash(late["median_abs_error_seconds"]),
+            _hours_or_dash(late["baseline_median_abs_error_seconds"]),
             str(late["coverage_p10_p90"]),
-            f"{h(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
+            f"{_hours_or_dash(tuned['median_abs_error_seconds'])} / {tuned['coverage']}",
             str(late["online"]["coverage"]),
             f"{m['copies_appended']}{' (bound hit)' if m['extension_bound_hit'] else ''}",
             count(late["starts_in_appended_copies"]),
             count(late["started_after_last_arrival"]),
         )
-    print_fitted(table, console)
+    print_fitted(Group(table, _eta_by_tier(etas)), console)
+
+
+def _eta_by_tier(etas: dict[str, EtaResult]) -> Table:
+    """Each tier's measures: the earlier half untuned, the later half with the earlier half's calibration."""
+    table = Table(title="by tier (earlier half untuned; later half: tuned interval)")
+    for column in (
+        "policy",
+        "half",
+        "tier",
+        "measured",
+        "median |error| h",
+        "baseline h",
+        "ratio",
+        "coverage",
+    ):
+        table.add_column(column, justify="right")
+    for name, e in etas.items():
+        m = e.summary()
+        halves = (
+            ("earlier", m["earlier_half"]["by_tier"]),
+            ("later", m["later_half"]["tuned_on_earlier_half"]["by_tier"]),
+        )
+        for half, tiers in halves:
+            for tier, t in tiers.items():
+                table.add_row(
+                    name,
+                    half,
+                    tier,
+                    str(t["measured"]),
+                    _hours_or_dash(t["median_abs_error_seconds"]),
+                    _hours_or_dash(t["baseline_median_abs_error_seconds"]),
+                    "-" if t["error_to_baseline"] is None else f"{t['error_to_baseline']:.3f}",
+                    "-" if t["coverage_p10_p90"] is None else str(t["coverage_p10_p90"]),
+                )
+    return table
+
+
+def _hours_or_dash(seconds: float | None) -> str:
+    """Seconds as hours without a unit (the column names it); "-" when unknown."""
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"

@@ -359,6 +359,13 @@ def evaluate(result: EtaResult) -> EtaResult:
             original_last_arrival=extension.original_last_arrival,
         )
 
+    def by_tier(predictions: Sequence[Prediction], calibration: Calibration = UNTUNED) -> dict[str, Any]:
+        """``tier_measures`` of each tier's predictions (those the baseline guesses apart)."""
+        return {
+            tier.value: tier_measures([p for p in predictions if p.tier == tier.value], calibration)
+            for tier in TIERS
+        }
+
     whole = untuned(preds)
     tuned = measure(later, chosen)
     by_kind = {
@@ -380,12 +387,14 @@ def evaluate(result: EtaResult) -> EtaResult:
         **extension.summary(),
         "earlier_half": {
             **_renamed(untuned(earlier)),
+            "by_tier": by_tier(earlier),
             # Which margins' method, chosen inside the earlier half: fitted on its first half,
             # measured on its second (``choose_method``); ``tune`` fits the asymmetric one.
             "method_selection": {"coverage": validation, "chosen": method},
         },
         "later_half": {
             **_renamed(untuned(later)),
+            "by_tier": by_tier(later),
             "tuned_on_earlier_half": {
                 "interval": [chosen.low, chosen.high],
                 "p50_scale": chosen.p50_scale,
@@ -397,6 +406,7 @@ def evaluate(result: EtaResult) -> EtaResult:
                     kind: {"measured": m["measured"], "coverage": m["coverage"]}
                     for kind, m in by_kind.items()
                 },
+                "by_tier": by_tier(later, chosen),
             },
             "online": {
                 "target": 0.8,
@@ -410,6 +420,19 @@ def evaluate(result: EtaResult) -> EtaResult:
         "replay_seconds": round(result.replay_seconds, 2),
     }
     return result
+
+
+def tier_measures(predictions: Sequence[Prediction], calibration: Calibration = UNTUNED) -> dict[str, Any]:
+    """One tier's measured count, error, baseline error, their ratio and the p10-p90 coverage."""
+    m = measure(predictions, calibration)
+    error, baseline = m["median_abs_error_seconds"], m["baseline_median_abs_error_seconds"]
+    return {
+        "measured": m["measured"],
+        "median_abs_error_seconds": error,
+        "baseline_median_abs_error_seconds": baseline,
+        "error_to_baseline": round(error / baseline, 3) if error is not None and baseline else None,
+        "coverage_p10_p90": m["coverage"],
+    }
 
 
 def _renamed(measures: dict[str, Any]) -> dict[str, Any]:
