@@ -833,21 +833,29 @@ def random_snapshot(rows, **more) -> ShareSnapshot:
     )
 
 
+designs = st.sampled_from(list(RebalanceDesign))
+
+
 @settings(max_examples=examples(100), deadline=None)
-@given(shares_strategy, st.randoms(use_true_random=False))
-def test_plans_are_deterministic_and_independent_of_share_order(rows, rng) -> None:
+@given(shares_strategy, st.randoms(use_true_random=False), designs)
+def test_plans_are_deterministic_and_independent_of_share_order(rows, rng, design) -> None:
+    config = RebalanceConfig(design=design)
     snap = random_snapshot(rows, ledger_as_of=NOW - 300)
     shuffled = list(snap.shares)
     rng.shuffle(shuffled)
-    first = plan_rebalance(snap, DEFAULTS)
-    assert plan_rebalance(snap, DEFAULTS) == first
-    assert plan_rebalance(replace(snap, shares=tuple(shuffled)), DEFAULTS) == first
+    first = plan_rebalance(snap, config)
+    assert plan_rebalance(snap, config) == first
+    assert plan_rebalance(replace(snap, shares=tuple(shuffled)), config) == first
+    # Every design's ledger is zero-sum over the interval.
+    assert sum(e.lent for e in first.ledger.values()) == pytest.approx(
+        sum(e.borrowed for e in first.ledger.values())
+    )
 
 
 @settings(max_examples=examples(100), deadline=None)
-@given(shares_strategy, st.floats(0.05, 1.0), st.floats(0.0, 0.2))
-def test_every_weight_stays_in_bounds_and_within_one_step(rows, max_step, deadband) -> None:
-    config = RebalanceConfig(max_step=max_step, deadband=deadband)
+@given(shares_strategy, st.floats(0.05, 1.0), st.floats(0.0, 0.2), designs)
+def test_every_weight_stays_in_bounds_and_within_one_step(rows, max_step, deadband, design) -> None:
+    config = RebalanceConfig(max_step=max_step, deadband=deadband, design=design)
     plan = plan_rebalance(random_snapshot(rows), config)
     for change in plan.changes:
         assert config.weight_factor_min <= change.after <= config.weight_factor_max
@@ -857,10 +865,10 @@ def test_every_weight_stays_in_bounds_and_within_one_step(rows, max_step, deadba
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(shares_strategy, st.floats(0.1, 1.0))
-def test_a_steady_snapshot_reaches_a_fixed_point(rows, max_step) -> None:
+@given(shares_strategy, st.floats(0.1, 1.0), designs)
+def test_a_steady_snapshot_reaches_a_fixed_point(rows, max_step, design) -> None:
     # GIVEN the same demand at every run; each plan is applied before the next run
-    config = RebalanceConfig(max_step=max_step)
+    config = RebalanceConfig(max_step=max_step, design=design)
     bound = (
         math.ceil(math.log(config.weight_factor_max / config.weight_factor_min) / math.log(1 + max_step)) + 2
     )
