@@ -47,16 +47,15 @@ def _entitled_titles(result: WhatIfResult) -> list[str]:
     ]
 
 
-def share_usage_chart(result: WhatIfResult) -> str:
-    """One panel per share: GPUs it held, and its entitlement as a dashed line.
+def _first_shown(result: WhatIfResult) -> str:
+    """The policy a per-policy chart opens on: the first that is not ``static`` (the baseline)."""
+    return next((name for name in result.results if name != BASELINE), BASELINE)
 
-    Six policies' lines in one panel coincide where they agree and hide each other; so each panel shows
-    one policy at a time, chosen with the buttons above the chart (the first one that is not ``static``
-    at first), beside ``static`` (hard partitions: the baseline every policy is read against).
-    """
-    sc = result.scenario
-    shares = list(sc.shares)
-    shown = next((name for name in result.results if name != BASELINE), BASELINE)
+
+def _share_panels(result: WhatIfResult) -> tuple[go.Figure, int, int]:
+    """A figure with one panel per share, two columns, titled with each share's entitlement; with its
+    rows and columns."""
+    shares = result.scenario.shares
     columns = 2 if len(shares) > 1 else 1
     rows = math.ceil(len(shares) / columns)
     fig = make_subplots(
@@ -66,6 +65,20 @@ def share_usage_chart(result: WhatIfResult) -> str:
         subplot_titles=_entitled_titles(result),
         vertical_spacing=0.35 / rows,
     )
+    return fig, rows, columns
+
+
+def share_usage_chart(result: WhatIfResult) -> str:
+    """One panel per share: GPUs it held, and its entitlement as a dashed line.
+
+    Six policies' lines in one panel coincide where they agree and hide each other; so each panel shows
+    one policy at a time, chosen with the buttons above the chart (the first one that is not ``static``
+    at first), beside ``static`` (hard partitions: the baseline every policy is read against).
+    """
+    sc = result.scenario
+    shares = list(sc.shares)
+    shown = _first_shown(result)
+    fig, rows, columns = _share_panels(result)
     for k, share in enumerate(shares):
         row, col = k // columns + 1, k % columns + 1
         entitled = sc.entitlements[k] * sc.gpus_per_unit
@@ -154,16 +167,8 @@ def ledger_chart(result: WhatIfResult) -> str:
     sc = result.scenario
     shares = list(sc.shares)
     policies = list(result.results)
-    shown = next((name for name in policies if name != BASELINE), BASELINE)
-    columns = 2 if len(shares) > 1 else 1
-    rows = math.ceil(len(shares) / columns)
-    fig = make_subplots(
-        rows=rows,
-        cols=columns,
-        shared_xaxes=True,
-        subplot_titles=_entitled_titles(result),
-        vertical_spacing=0.35 / rows,
-    )
+    shown = _first_shown(result)
+    fig, rows, columns = _share_panels(result)
     owners: list[str] = []  # each trace's policy, in order
     for k, share in enumerate(shares):
         for name, r in result.results.items():
