@@ -20,9 +20,10 @@ neither). The same scenario then runs through ``gpusim`` once per policy:
   production).
 - ``fairshare+tiers``, ``fairshare+reclaim``: the team x tier layout (``config.Policy``), without and
   with the production reclaim planner.
-- ``fairshare+reclaim+rebalance``: what ships, ``fairshare+reclaim`` whose team weights the production
-  rebalancer moves as in ``fairshare+rebalance`` (each own-tier identifier gets the team's weight x its
-  multiplier, the plain one the tier charge).
+- ``fairshare+reclaim+rebalance``: the shipped layout with the rebalancer applying its plans:
+  ``fairshare+reclaim`` whose team weights the production rebalancer moves as in ``fairshare+rebalance``
+  (each own-tier identifier gets the team's weight x its multiplier, the plain one the tier charge).
+  The shipped rebalancer is advisory, which replays as ``fairshare+reclaim``.
 
 Capacity units: by default one unit is one GPU (``gpus_per_unit: 1``). 93% of Philly jobs use one
 GPU; rounding each up to a whole 8-GPU instance would multiply the offered load by about six and

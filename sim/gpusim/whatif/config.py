@@ -204,8 +204,9 @@ class Policy(StrEnum):
     TIERS = "fairshare+tiers"
     #: The team x tier layout plus the control plane's checkpoint-aware reclaim (domain/reclaim/plan.py).
     RECLAIM = "fairshare+reclaim"
-    #: What ships (config/shares.yaml): the team x tier layout with the tier charge, reclaim, and the
-    #: production rebalancer moving the team weights as ``fairshare+rebalance`` does.
+    #: The shipped layout (config/shares.yaml: team x tier, the tier charge, reclaim) with the
+    #: rebalancer applying its plans, moving the team weights as ``fairshare+rebalance`` does (the
+    #: shipped rebalancer is advisory, which replays as ``fairshare+reclaim``).
     RECLAIM_REBALANCE = "fairshare+reclaim+rebalance"
 
     @property
