@@ -56,12 +56,14 @@ _RAISE = re.compile(r"^schedulingPriority (\d+) -> (\d+): waited (\d+)s")
 def short_slo_config() -> SharesConfig:
     """config/shares.yaml with short wait SLOs and an escalation step every five minutes; the
     rebalancer applies its plans (the shipped default only audits them), so the IAM replay
-    (test_iam_local.py) records its apply path: UpdateSchedulingPolicy and the audit's APPLIED mark."""
+    (test_iam_local.py) records its apply path: UpdateSchedulingPolicy and the audit's APPLIED mark. It
+    runs the default rules (``demand_targets``), which plan from the demand at each run: the shipped
+    ``owed_credits`` design moves a weight only once credits build up, later than this scenario lasts."""
     raw = yaml.safe_load((REPO / "config" / "shares.yaml").read_text())
     raw["tiers"]["MIDPRI"]["wait_slo_seconds"] = MID_SLO
     raw["tiers"]["LOWPRI"]["wait_slo_seconds"] = LOW_SLO
     raw["failures"] = {"escalation": {"step": STEP, "every_seconds": EVERY}}
-    raw["rebalance"] = {**raw.get("rebalance", {}), "mode": "apply"}
+    raw["rebalance"] = {"mode": "apply"}
     return SharesConfig.model_validate(raw)
 
 
