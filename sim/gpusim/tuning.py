@@ -29,9 +29,9 @@ the gentlest settings to the most aggressive).
 
 ``tune_rebalance`` does all of it, replays the baseline and each design's best candidate on both
 halves and on the held-out half under more seeds, and says which mode the measurements support:
-``apply`` only if the chosen candidate is at least as fair as the baseline on the held-out half on
-both measures, with utilization and HIGHPRI kept, under the tuning seed and every report seed; else
-``advisory``.
+``apply`` only if the chosen candidate gained in every tuning window and is at least as fair as the
+baseline on the held-out half on both measures, with utilization and HIGHPRI kept, under the tuning
+seed and every report seed; else ``advisory``.
 """
 
 from __future__ import annotations
@@ -377,12 +377,18 @@ class TuningReport:
 
     @property
     def target_met(self) -> bool:
-        """Whether the choice beat the baseline on the held-out half under every seed replayed (the
-        condition for ``apply``: a gain one seed shows and another reverses is not evidence)."""
-        design = self.chosen_design
-        return design is not None and all(
-            half.beaten_by(design, self.choice.max_utilization_loss)
-            for half in (self.held_out, *self.other_seeds)
+        """The condition for ``apply``: the choice gained in every tuning window (a rebalancer that
+        changes nothing has earned nothing), and it is at least as fair as the baseline on the held-out
+        half under every seed replayed (a gain one seed shows and another reverses is not evidence)."""
+        chosen, design = self.choice.chosen, self.chosen_design
+        return (
+            chosen is not None
+            and chosen.score > 0
+            and design is not None
+            and all(
+                half.beaten_by(design, self.choice.max_utilization_loss)
+                for half in (self.held_out, *self.other_seeds)
+            )
         )
 
     @property
