@@ -370,23 +370,16 @@ class TuningReport:
     other_seeds: tuple[HalfResult, ...] = field(default_factory=tuple)
 
     @property
-    def chosen_design(self) -> RebalanceDesign | None:
-        """The design of the overall choice (None when no candidate was eligible)."""
-        chosen = self.choice.chosen
-        return None if chosen is None else chosen.run.rules.design
-
-    @property
     def target_met(self) -> bool:
         """The condition for ``apply``: the choice gained in every tuning window (a rebalancer that
         changes nothing has earned nothing), and it is at least as fair as the baseline on the held-out
         half under every seed replayed (a gain one seed shows and another reverses is not evidence)."""
-        chosen, design = self.choice.chosen, self.chosen_design
+        chosen = self.choice.chosen
         return (
             chosen is not None
             and chosen.score > 0
-            and design is not None
             and all(
-                half.beaten_by(design, self.choice.max_utilization_loss)
+                half.beaten_by(chosen.run.rules.design, self.choice.max_utilization_loss)
                 for half in (self.held_out, *self.other_seeds)
             )
         )

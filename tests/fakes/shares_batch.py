@@ -24,6 +24,20 @@ from shareplane.domain.shares.batch_shares import (
     SchedulingPolicyUpdate,
 )
 
+#: The shipped config's two teams under one fair-share policy, at equal weights.
+TWO_TEAM_POLICY: dict[str, Any] = {
+    "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/search",
+    "name": "search",
+    "fairsharePolicy": {
+        "shareDecaySeconds": 3600,
+        "computeReservation": 0,
+        "shareDistribution": [
+            {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
+            {"shareIdentifier": "ProdExp2", "weightFactor": 1.0},
+        ],
+    },
+}
+
 
 @dataclass
 class FakeSharesBatch:

@@ -19,25 +19,14 @@ from shareplane_cli.dry_run import dry_run_spec, print_dry_run
 from shareplane_cli.twin import Twin, read_twin
 
 from tests.fakes.job_store import FakeJobStore
-from tests.fakes.shares_batch import FakeSharesBatch
+from tests.fakes.shares_batch import TWO_TEAM_POLICY, FakeSharesBatch
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = load_config(REPO / "config" / "shares.yaml")
 QUEUE = "search-p4d-queue"
 NOW = 1_773_720_000.0
 ARN = "arn:aws:batch:us-east-1:111122223333:service-job/"
-POLICY = {
-    "arn": "arn:aws:batch:us-east-1:111122223333:scheduling-policy/search",
-    "name": "search",
-    "fairsharePolicy": {
-        "shareDecaySeconds": 3600,
-        "computeReservation": 0,
-        "shareDistribution": [
-            {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
-            {"shareIdentifier": "ProdExp2", "weightFactor": 1.0},
-        ],
-    },
-}
+POLICY = TWO_TEAM_POLICY
 #: Finished jobs read whole (FORECAST_HISTORY_JOBS), fewer than the table holds.
 CAP = 3
 

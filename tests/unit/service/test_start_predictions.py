@@ -26,23 +26,12 @@ from shareplane.service.watch_jobs import watch
 
 from tests.fakes.failure_world import QUEUE_ARN, World
 from tests.fakes.job_store import FakeJobStore
-from tests.fakes.shares_batch import FakeSharesBatch
+from tests.fakes.shares_batch import TWO_TEAM_POLICY, FakeSharesBatch
 from tests.properties import examples
 
 NOW = 1773720000.0
 ARN = "arn:aws:batch:us-east-1:123456789012:service-job/"
-POLICY = {
-    "arn": "arn:aws:batch:us-east-1:123456789012:scheduling-policy/search",
-    "name": "search",
-    "fairsharePolicy": {
-        "shareDecaySeconds": 3600,
-        "computeReservation": 0,
-        "shareDistribution": [
-            {"shareIdentifier": "ProdExp1", "weightFactor": 1.0},
-            {"shareIdentifier": "ProdExp2", "weightFactor": 1.0},
-        ],
-    },
-}
+POLICY = TWO_TEAM_POLICY
 
 
 def entry(status: JobStatus, at: float, n: int) -> HistoryEntry:

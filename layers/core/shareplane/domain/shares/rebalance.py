@@ -460,10 +460,10 @@ def credit_rates(snapshot: ShareSnapshot) -> dict[str, tuple[float, float]]:
     Per instance type, ``lending.loans``: a share lends whether or not it has work waiting;
     unentitled capacity is borrowed first, from nobody. Zero-sum, as ``lend_borrow_rates``.
     """
-    names = snapshot.names
+    shares = sorted(snapshot.shares, key=lambda s: s.name)
+    names = [s.name for s in shares]
     rates = {name: [0.0, 0.0] for name in names}
     for unit in sorted(snapshot.capacity):
-        shares = [snapshot.share(name) for name in names]
         entitled = [s.entitlement.of(unit) for s in shares]
         unentitled = max(0, snapshot.capacity[unit] - sum(entitled))
         lent, borrowed = loans([s.in_use.of(unit) for s in shares], entitled, unentitled)
