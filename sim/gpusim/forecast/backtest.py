@@ -158,6 +158,7 @@ def _start_worker(arrivals: tuple[Arrival, ...], observed_since: float) -> None:
 def _forecast_in_worker(
     live: LiveQueue,
     finished: tuple[FinishedRun, ...],
+    finished_since: float,
     span: tuple[int, int],
     name: str,
     settings: ForecastSettings,
@@ -165,7 +166,8 @@ def _forecast_in_worker(
 ) -> tuple[tuple[float, ...], float]:
     """``_forecast_one`` in a pool process, its history's arrivals read from the process's own copy
     (the same history ``LiveView.live_queue`` gives: the same slice of the same arrivals)."""
-    history = History(finished, _WORKER_ARRIVALS[span[0] : span[1]], _WORKER_OBSERVED_SINCE)
+    arrivals = _WORKER_ARRIVALS[span[0] : span[1]]
+    history = History(finished, arrivals, _WORKER_OBSERVED_SINCE, finished_since)
     return _forecast_one(live, history, name, settings, seed)
 
 
@@ -226,7 +228,7 @@ class _Forecaster:
         )
         if self.pool:
             span = self.view.arrival_span(settings.arrival_lookback_seconds)
-            args = (live, history.finished, span, name, settings, runs_seed)
+            args = (live, history.finished, history.finished_since, span, name, settings, runs_seed)
             forecast = self.pool.submit(_forecast_in_worker, *args)
             self.in_flight.append((len(self.made) - 1, forecast))
             # A few forecasts ahead of the workers at most: each holds a copy of the live state.

@@ -68,7 +68,9 @@ class LiveView:
             self.first_dispatch[job.name] = now
             self.recent_starts[self.tier_of[job.name]].append((now, now - job.created))
         elif kind == "release":
-            self.finished.append(FinishedRun(self.share_of(job), now - (job.scheduled_at or now), job.count))
+            self.finished.append(
+                FinishedRun(self.share_of(job), now - (job.scheduled_at or now), job.count, ended_at=now)
+            )
             self.finished_at.append(now)
 
     def share_of(self, job: Job) -> str:
@@ -134,8 +136,10 @@ class LiveView:
             )
         lo, hi = self.arrival_span(arrivals_lookback)
         # The runs that ended in the last HISTORY_SECONDS, as the live path reads the jobs table.
-        recent = bisect.bisect_left(self.finished_at, now - HISTORY_SECONDS)
-        return live, History(tuple(self.finished[recent:]), self.arrivals[lo:hi], self.observed_since)
+        since = now - HISTORY_SECONDS
+        recent = bisect.bisect_left(self.finished_at, since)
+        history = History(tuple(self.finished[recent:]), self.arrivals[lo:hi], self.observed_since, since)
+        return live, history
 
     def arrival_span(self, lookback: float) -> tuple[int, int]:
         """Where the arrivals of the last ``lookback`` seconds are in ``arrivals`` (before now only)."""

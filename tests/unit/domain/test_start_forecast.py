@@ -85,6 +85,48 @@ def test_running_jobs_count_as_censored_runs_so_long_runs_are_not_forgotten() ->
     assert 150 <= long <= 250
 
 
+def test_runs_started_before_the_historys_window_count_from_when_it_opened() -> None:
+    # GIVEN a history of the runs that ended in the window opening at t = 10,000: a hundred 100 s runs
+    # started in it, and two runs started at t = 0 that are in it only because they outlasted its
+    # start (their 100 s contemporaries ended unseen): one ended at 20,000 s, one is still running.
+    started_in_window = [FinishedRun("a", 100.0, ended_at=10_000.0 + 100.0 * n) for n in range(1, 101)]
+    old_ones = [FinishedRun("a", 20_000.0, ended_at=20_000.0)]
+    running = [RunningJob("r", "a", 1, 0.0)]
+    rng = random.Random(0)
+    # WHEN the window's start is known, the old runs are at risk only from age 10,000 s
+    truncated = RunTimes.of([*started_in_window, *old_ones], 1, 3600.0, running, 30_000.0, since=10_000.0)
+    plain = RunTimes.of([*started_in_window, *old_ones], 1, 3600.0, running, 30_000.0)
+    # THEN a new job's draw is a 100 s run: the curve reaches the old runs' lengths only after every
+    # run observed from its start has ended (S(100) = 0), where without the window 2 of 102 go on
+    assert {truncated.draw("a", rng) for _ in range(500)} == {100.0}
+    assert plain.of_pool("a", 0).survival_at(100.0) == pytest.approx(2 / 102)
+    # and a job already running longer than that still ends later, not now
+    assert truncated.remaining("a", 15_000.0, rng) > 0.0
+    # A run that ended as the window opened was never under observation in it: left out.
+    edge = RunTimes.of([FinishedRun("a", 50.0, ended_at=10_000.0)], 1, 3600.0, since=10_000.0)
+    assert edge.of_pool("a", 0).events == 0
+
+
+def test_runs_started_lately_weigh_more_than_runs_started_weeks_ago() -> None:
+    # GIVEN a share whose 3 runs started four weeks ago are still going and whose 97 runs started
+    # in the last two hours have all ended, after half an hour each
+    day, now = 86400.0, 40 * 86400.0
+    old = [RunningJob(f"old{n}", "a", 1, now - 28 * day) for n in range(3)]
+    recent = [FinishedRun("a", 1800.0, ended_at=now - 3600.0) for _ in range(97)]
+    # WHEN every run weighs alike, 3% of new runs last the four weeks
+    plain = RunTimes.of(recent, 1, 3600.0, old, now)
+    assert plain.of_pool("a", 0).survival_at(day) == pytest.approx(3 / 100)
+    # THEN with a week's half-life the old runs weigh 1/16 each (four half-lives), the recent ones
+    # nearly 1 (5,400 s since they started): new runs last a day 16 times less often
+    weighted = RunTimes.of(recent, 1, 3600.0, old, now, half_life=7 * day)
+    recent_weight = 0.5 ** (5400.0 / (7 * day))
+    expected = (3 / 16) / (97 * recent_weight + 3 / 16)
+    assert weighted.of_pool("a", 0).survival_at(day) == pytest.approx(expected)
+    assert expected < 3 / 100 / 15
+    # and the curve still counts its finished runs as runs (the fallback threshold), not their weight
+    assert weighted.of_pool("a", 0).events == 97
+
+
 def test_a_share_with_too_few_runs_draws_from_everyone() -> None:
     times = RunTimes.of([FinishedRun("a", 10.0), *[FinishedRun("b", 99.0)] * 5], 3, 3600.0)
     rng = random.Random(0)
@@ -457,7 +499,16 @@ def test_the_runs_hot_paths_give_the_plain_forms_starts_float_for_float(seed, ki
     targets, started = {j.name for j in live.queued}, 0
     for k in range(10):
         fast, plain = (
-            cls(live, run_times, rate, kinds, targets, 86400.0, random.Random(f"{seed}-{k}"), lanes)
+            cls(
+                live,
+                run_times,
+                (rate, live.now, rate),
+                kinds,
+                targets,
+                86400.0,
+                random.Random(f"{seed}-{k}"),
+                lanes,
+            )
             for cls in (start_forecast._Run, _PlainRun)
         )
         assert fast.run() == plain.run()

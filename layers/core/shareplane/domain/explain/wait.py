@@ -104,7 +104,7 @@ def live_from_records(
         for start, end in holds:
             holds_by_share.setdefault(share, []).append((start, end, instances))
             if end is not None and end <= now and now - end <= HISTORY_SECONDS:
-                finished.append(FinishedRun(share, end - start, instances))
+                finished.append(FinishedRun(share, end - start, instances, ended_at=end))
         name = name_of(record)
         if state.status in HOLDING and holds and holds[-1][1] is None:
             running.append(RunningJob(name, share, instances, holds[-1][0]))
@@ -138,7 +138,8 @@ def live_from_records(
     if finished_arrivals is not None:
         arrivals = sorted([*arrivals, *(a for a in finished_arrivals if a.at <= now)], key=lambda a: a.at)
     since = arrivals_since if arrivals_since is not None else arrivals[0].at if arrivals else now
-    return live, History(tuple(finished), tuple(arrivals), since)
+    # The finished runs read are those that ended in the last HISTORY_SECONDS (``RunTimes.of``).
+    return live, History(tuple(finished), tuple(arrivals), since, now - HISTORY_SECONDS)
 
 
 def counted_arrivals(counts: Iterable[tuple[ArrivalKey, int]]) -> list[Arrival]:

@@ -21,15 +21,19 @@ What the model does not know it samples, from what was observable when the forec
 - Run times come from a Kaplan-Meier curve (``Survival``) of the job's share and size class
   (``size_class``: 1, 2, 3-4, 5-8, ... instances; big jobs run longer): finished runs are events, the
   jobs running now are censored at their age (finished runs alone are biased short: the long ones
-  are still going). Where that curve has fewer than ``min_share_runs`` finished runs, everyone's of
+  are still going), each run weighted by how lately it started (``run_half_life_seconds``: the
+  jobs to come resemble the ones started this week more than those started a month ago), and the
+  runs that began before the history's window counted from the age they had when it opened (delayed
+  entry). Where that curve has fewer than ``min_share_runs`` finished runs, everyone's of
   the size class stands in, then the share's of every size, then everyone's. The curve ends at the
   longest run seen (Efron's tail: that run counts as ending there), so a draw is always a length
   seen; a job already running longer than that ends within as long again, uniformly.
 - A queued job's run time: a draw from the curve. A running job's: a draw conditioned on having
   lasted as long as it has (inverse transform from S(elapsed) down), minus its age.
-- Future arrivals: a Poisson process at the rate of the arrivals in the last
-  ``arrival_lookback_seconds`` (or the part of them observed, ``History.arrivals_since``, but a
-  day at least), each a copy (share, instances, priority) of one of those arrivals.
+- Future arrivals: a Poisson process, over the first ``recent_arrival_seconds`` ahead at the rate of
+  as many last seconds, then at the rate of the last ``arrival_lookback_seconds`` (or the part of
+  them observed, ``History.arrivals_since``, but a day at least), each a copy (share, instances,
+  priority) of one of the lookback's arrivals.
 
 Each of ``samples`` runs gives every target job a start time (or none within ``horizon_seconds``);
 the quantiles of those are the forecast. Every draw comes from one ``random.Random`` seeded by the
@@ -40,11 +44,13 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from ..errors import InvalidInputError
 from ..shares import fairshare
@@ -132,6 +138,8 @@ class FinishedRun:
     share: str
     held_seconds: float
     instances: int = 1
+    #: When it ended (None: not known; the run then counts as observed from its start).
+    ended_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,11 @@ class History:
     #: Since when ``arrivals`` holds every submission (the oldest job read, the trace's start): a
     #: rate over the lookback would count the unobserved part of it as a time nothing arrived.
     arrivals_since: float = -math.inf
+    #: Since when ``finished`` holds every run that ended (the history's window: the runs that ended
+    #: within it, ``explain.wait.HISTORY_SECONDS``). A run that started before then is in the
+    #: history only because it outlasted that instant, so its run time is counted from there
+    #: (``Survival``: left truncation); -inf when the history holds no such window.
+    finished_since: float = -math.inf
 
 
 #: Waits are calibrated on log(wait + 10 minutes): a 2-day miss on a 20-day wait weighs what a 1-hour
@@ -272,12 +285,22 @@ class ForecastSettings:
     #: recent rate ran above capacity. Chosen on the backtest's earlier half (14 days, 30, or all
     #: history; docs/design/start-forecast.md).
     arrival_lookback_seconds: float = 30 * 86400.0
+    #: The first this many seconds ahead arrive at the rate of as many last seconds, then at the
+    #: lookback's: a backlog that builds up under a rising load keeps rising for a while, but a burst
+    #: is not carried over the whole horizon (the kinds copied stay the lookback's). 0: one rate.
+    recent_arrival_seconds: float = 7 * 86400.0
     #: A table younger than this (a new deployment, the demo) has seen a burst, not a rate: its
     #: arrivals are counted over this long at least, so the first hour's burst is not projected
     #: over the 30 days ahead (nor a forward run made of tens of thousands of its copies). A choice
     #: of ours, not measured: the backtest's predictions all come after 11 days of the trace.
     shortest_arrival_span_seconds: float = 86400.0
     min_share_runs: int = 20
+    #: The run-time curves weigh a run by how lately it started: its weight halves with each of these
+    #: seconds (0: every run alike). The jobs submitted next resemble those started lately more than
+    #: those started weeks ago (on Philly, a few weeks-long runs from a quiet first fortnight otherwise
+    #: made every new one-GPU job 3% likely to run three weeks). Chosen on the backtest's earlier half
+    #: (docs/design/start-forecast.md).
+    run_half_life_seconds: float = 1.75 * 86400.0
     #: The lower and upper quantiles reported (p10 and p90 by default).
     low_quantile: float = 0.1
     high_quantile: float = 0.9
@@ -323,12 +346,30 @@ class StartForecast:
 
 
 # ----------------------------------------------------------------------------------- sampling
+class ObservedRun(NamedTuple):
+    """One run as the run-time curves count it: how long it lasted (finished) or has lasted so far
+    (still running), how much it counts, and the age at which it came under observation."""
+
+    length: float
+    finished: bool
+    #: ``RunTimes.of``: halves with each ``run_half_life_seconds`` since the run started.
+    weight: float = 1.0
+    #: > 0 for a run that started before the history's window: it is in the history only because it
+    #: outlasted that age (``Survival``, delayed entry).
+    entry: float = 0.0
+
+
 @dataclass
 class Survival:
     """A Kaplan-Meier run-time curve: finished runs are events, running jobs censored at their age.
 
     Finished runs alone are biased short (a long run is still going when the short ones have ended);
-    counting each running job as "lasted at least this long" removes that bias.
+    counting each running job as "lasted at least this long" removes that bias. A history of the runs
+    that ended within a window is biased long the other way: of the runs started before the window,
+    only those that outlasted its start are in it (the short ones ended unseen), so each such run is
+    counted from the age it had then (left truncation, "delayed entry"), not from 0. Each run counts
+    with its weight (a weighted product-limit estimate): the runs started lately stand for the runs
+    to come more than those started weeks ago (``RunTimes.of``).
     """
 
     times: list[float]  # distinct event times, ascending
@@ -340,22 +381,31 @@ class Survival:
     at_start: float = 1.0
 
     @classmethod
-    def of(cls, finished: Sequence[float], censored: Sequence[float]) -> Survival:
-        marks = sorted([(max(0.0, d), 1) for d in finished] + [(max(0.0, c), 0) for c in censored])
-        at_risk = len(marks)
+    def of(cls, runs: Sequence[ObservedRun]) -> Survival:
+        """The curve of these runs. A run is at risk at age t from its entry to its end: at each end,
+        S falls by the weight of the runs that ended there over the weight of the runs at risk."""
+        marks = sorted((max(0.0, r.length), r.finished, r.weight) for r in runs)
+        # The runs that came under observation late, by entry age, and the weight entering at or after each.
+        late = sorted((r.entry, r.weight) for r in runs if r.entry > 0)
+        late_ages = [age for age, _ in late]
+        entering = list(itertools.accumulate(reversed([w for _, w in late]), initial=0.0))[::-1]
+        at_risk = math.fsum(weight for _, _, weight in marks)
         times: list[float] = []
         neg: list[float] = []
         surv = 1.0
         i = 0
         while i < len(marks):
             t = marks[i][0]
-            died = total = 0
+            died = total = 0.0
             while i < len(marks) and marks[i][0] == t:
-                died += marks[i][1]
-                total += 1
+                if marks[i][1]:
+                    died += marks[i][2]
+                total += marks[i][2]
                 i += 1
             if died:
-                surv *= 1.0 - died / at_risk
+                # The runs that came under observation at t or later are not yet at risk at t.
+                risk = at_risk - entering[bisect.bisect_left(late_ages, t)] if late else at_risk
+                surv *= max(0.0, 1.0 - died / risk) if risk > 0 else 0.0
                 times.append(t)
                 neg.append(-surv)
             at_risk -= total
@@ -365,7 +415,8 @@ class Survival:
             # length seen, not an invented one.
             times.append(longest)
             neg.append(-0.0)
-        return cls(times, neg, len(finished), longest, 1.0 if not times or times[0] > 0 else -neg[0])
+        events = sum(1 for r in runs if r.finished)
+        return cls(times, neg, events, longest, 1.0 if not times or times[0] > 0 else -neg[0])
 
     def survival_at(self, t: float) -> float:
         """S(t): the share of runs lasting longer than ``t``."""
@@ -410,9 +461,8 @@ class RunTimes:
     built when first asked for (a forecast needs a few of them, rarely all).
     """
 
-    #: Finished runs' and running jobs' ages by (share, size class).
-    done: dict[tuple[str, int], list[float]] = field(default_factory=dict)
-    going: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    #: Finished and running runs by (share, size class).
+    runs: dict[tuple[str, int], list[ObservedRun]] = field(default_factory=dict)
     min_share_runs: int = 20
     fallback: float = 3600.0
     #: Built curves by (share or None for everyone's, size class or None for every size).
@@ -429,30 +479,46 @@ class RunTimes:
         fallback: float,
         running: Sequence[RunningJob] = (),
         now: float = 0.0,
+        since: float = -math.inf,
+        half_life: float = 0.0,
     ) -> RunTimes:
-        done: dict[tuple[str, int], list[float]] = {}
-        going: dict[tuple[str, int], list[float]] = {}
+        """The curves of these runs; ``since``: the history window's start (``History.finished_since``);
+        ``half_life``: a run's weight halves with each of these seconds between its start and ``now``
+        (0: every run weighs 1; a finished run whose end is unknown weighs 1)."""
+        runs: dict[tuple[str, int], list[ObservedRun]] = {}
+
+        def observe(share: str, instances: int, started_at: float | None, length: float, ended: bool) -> None:
+            entry = 0.0
+            if started_at is not None and started_at < since:
+                entry = since - started_at
+                if entry >= length:
+                    return  # ended as the window opened: never under observation in it
+            weight = 1.0
+            if half_life > 0 and started_at is not None:
+                weight = 0.5 ** (max(0.0, now - started_at) / half_life)
+            runs.setdefault((share, size_class(instances)), []).append(
+                ObservedRun(length, ended, weight, entry)
+            )
+
         for run in finished:
-            done.setdefault((run.share, size_class(run.instances)), []).append(run.held_seconds)
+            started = None if run.ended_at is None else run.ended_at - run.held_seconds
+            observe(run.share, run.instances, started, run.held_seconds, True)
         for job in running:
-            going.setdefault((job.share, size_class(job.instances)), []).append(now - job.started_at)
-        return cls(done, going, min_share_runs, fallback)
+            observe(job.share, job.instances, job.started_at, now - job.started_at, False)
+        return cls(runs, min_share_runs, fallback)
 
     def of_pool(self, share: str | None, size: int | None) -> Survival:
         """The curve of ``share``'s runs (None: everyone's) of ``size`` class (None: every size)."""
         key = (share, size)
         built = self.curves.get(key)
         if built is None:
-
-            def pooled(marks: dict[tuple[str, int], list[float]]) -> list[float]:
-                return [
-                    d
-                    for (s, c), values in marks.items()
-                    if (share is None or s == share) and (size is None or c == size)
-                    for d in values
-                ]
-
-            built = self.curves[key] = Survival.of(pooled(self.done), pooled(self.going))
+            pooled = [
+                run
+                for (s, c), runs in self.runs.items()
+                if (share is None or s == share) and (size is None or c == size)
+                for run in runs
+            ]
+            built = self.curves[key] = Survival.of(pooled)
         return built
 
     def curve(self, share: str, instances: int = 1) -> Survival | None:
@@ -541,7 +607,7 @@ class _Run:
         self,
         queue: LiveQueue,
         run_times: RunTimes,
-        rate: float,
+        rates: tuple[float, float, float],
         recent: Sequence[ArrivalKind],
         targets: Collection[str],
         horizon: float,
@@ -561,7 +627,8 @@ class _Run:
         self.counter = 0
         self.pending = set(targets)
         self.starts: dict[str, float] = {}
-        self.rate = rate
+        #: The arrival rate until ``switch_at``, and after it (``ForecastSettings.recent_arrival_seconds``).
+        self.rate, self.switch_at, self.later_rate = rates
         self.recent = recent
         self.next_order = max((j.order for j in queue.queued), default=0) + 1
         for job in queue.running:
@@ -581,6 +648,16 @@ class _Run:
         return sh
 
     def _after(self, t: float) -> float:
+        if t < self.switch_at:
+            nxt = (
+                t + -math.log(1.0 - self.rng.random()) / self.rate
+                if self.rate > 0 and self.recent
+                else math.inf
+            )
+            if nxt < self.switch_at:
+                return nxt
+            # Poisson arrivals are memoryless: from the switch on, the later rate's process starts afresh.
+            t, self.switch_at, self.rate = self.switch_at, math.inf, self.later_rate
         if self.rate > 0 and self.recent:
             # ``rng.expovariate(rate)`` written out, its own formula (CPython 3.11-3.13): the same draw.
             return t + -math.log(1.0 - self.rng.random()) / self.rate
@@ -764,7 +841,13 @@ def forecast_starts(
             "targets", f"{sorted(unknown)[:3]} are not queued", "forecast jobs that are RUNNABLE now"
         )
     run_times = RunTimes.of(
-        history.finished, settings.min_share_runs, settings.fallback_run_seconds, queue.running, queue.now
+        history.finished,
+        settings.min_share_runs,
+        settings.fallback_run_seconds,
+        queue.running,
+        queue.now,
+        history.finished_since,
+        settings.run_half_life_seconds,
     )
     rate, recent = arrival_rate(
         history.arrivals,
@@ -776,9 +859,30 @@ def forecast_starts(
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
     kinds = arrival_kinds(recent, queue.kind)
+    # The last days' rate holds as many days ahead (no longer than the lookback: then one rate).
+    recent_span = min(settings.recent_arrival_seconds, settings.arrival_lookback_seconds)
+    recent_rate = rate
+    if recent_span > 0:
+        recent_rate, _ = arrival_rate(
+            history.arrivals,
+            queue.now,
+            recent_span,
+            history.arrivals_since,
+            settings.shortest_arrival_span_seconds,
+        )
+    switch_at = queue.now + recent_span
     starts: dict[str, list[float]] = {name: [] for name in wanted}
     for _ in range(settings.samples):
-        run = _Run(queue, run_times, rate, kinds, wanted, settings.horizon_seconds, rng, lanes)
+        run = _Run(
+            queue,
+            run_times,
+            (recent_rate, switch_at, rate),
+            kinds,
+            wanted,
+            settings.horizon_seconds,
+            rng,
+            lanes,
+        )
         for name, t in run.run().items():
             starts[name].append(t)
     out = {}
