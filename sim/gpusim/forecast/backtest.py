@@ -391,7 +391,7 @@ def evaluate(result: EtaResult) -> EtaResult:
             **_renamed(untuned(earlier)),
             "by_tier": by_tier(earlier),
             # Which margins' method, chosen inside the earlier half: fitted on its first half,
-            # measured on its second (``choose_method``); ``tune`` fits the asymmetric one.
+            # measured on its second (``choose_method``); ``tune`` fits the shippable one chosen so.
             "method_selection": {"coverage": validation, "chosen": method},
         },
         "later_half": {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -232,33 +232,41 @@ def _p50_base(predictions: Sequence[Prediction]) -> Calibration:
 
 
 def choose_method(
-    predictions: Sequence[Prediction], target: float = 0.8
+    predictions: Sequence[Prediction], target: float = 0.8, among: Collection[str] | None = None
 ) -> tuple[str, dict[str, float | None]]:
-    """Which of ``MARGIN_METHODS`` to use, chosen on these predictions alone (the earlier half):
-    each fitted on their first half (by submission), measured on their second; the method whose
-    coverage there is nearest ``target`` wins, a tie going to the earlier in the list. Returns the
-    method and each one's coverage there."""
+    """Which of ``MARGIN_METHODS`` (those named ``among``, default all) to use, chosen on these
+    predictions alone (the earlier half): each fitted on their first half (by submission), measured
+    on their second; the method whose coverage there is nearest ``target`` wins, a tie going to the
+    earlier in the list. Returns the method and each one's coverage there."""
     ordered = sorted(predictions, key=lambda p: (p.submitted_at, p.job))
     fit_on, check_on = ordered[: len(ordered) // 2], ordered[len(ordered) // 2 :]
     base, waited = _p50_base(fit_on), measured(fit_on)
     coverage = {
         name: measure(check_on, method(waited, base, target))["coverage"]
         for name, method in MARGIN_METHODS.items()
+        if among is None or name in among
     }
     distance = {name: math.inf if c is None else abs(c - target) for name, c in coverage.items()}
     best = min(distance.values())
     return next(name for name, d in distance.items() if d <= best + METHOD_TIE), coverage
 
 
+#: The margins' methods the live forecast can apply: the domain's ``Calibration`` has one margin per
+#: bound, so a method with a margin per group of ranges is measured (``choose_method``), not shipped.
+SHIPPABLE_METHODS: dict[str, Callable[[Sequence[Prediction], Calibration, float], Calibration]] = {
+    "pooled": pooled_margin,
+    "asymmetric": asymmetric_margins,
+}
+
+
 def tune(predictions: Sequence[Prediction], target: float = 0.8) -> Calibration:
-    """On these predictions: the p50 scale with the least median error, and the asymmetric margins,
-    the method ``choose_method`` chose on the Philly backtest's earlier half (``tests/sim/test_eta.py``;
-    a method with a margin per group could not be shipped: the domain's ``Calibration`` has one per
-    bound).
+    """On these predictions: the p50 scale with the least median error, and the margins of the
+    shippable method ``choose_method`` chooses inside them, fitted on them all.
 
     ``target`` 0.8 is the middle of the 0.70-0.95 the issue asks for, set before any run.
     """
-    return asymmetric_margins(measured(predictions), _p50_base(predictions), target)
+    method, _ = choose_method(predictions, target, among=SHIPPABLE_METHODS)
+    return SHIPPABLE_METHODS[method](measured(predictions), _p50_base(predictions), target)
 
 
 #: Online calibration's step on the ``log_wait`` scale, fixed before any run: a miss widens the range
