@@ -191,10 +191,10 @@ class Calibration:
 
     The Monte Carlo range holds the spread of the run-time and arrival draws, not the model's own
     error; conformal margins measured on past predictions add it (conformalized quantile regression,
-    Romano, Patterson and Candes 2019). Each bound has its own margin (their asymmetric variant),
-    because the model misses further on one side than the other (on the backtest's earlier half,
-    actual starts fell further below the low than above the high; the backtest chose this way of
-    making margins over one margin for both: docs/design/start-forecast.md). A job too few runs started has
+    Romano, Patterson and Candes 2019). Each bound has a margin of its own, so a model that misses
+    further on one side can be given their asymmetric variant; the backtest chooses between one
+    margin for both and one per bound on its earlier half (docs/design/start-forecast.md: one for
+    both, as shipped). A job too few runs started has
     the range [the horizon's end, later), whose low takes ``low_log_margin`` too. Waits are counted
     from the forecast's ``now``.
     """
