@@ -827,6 +827,28 @@ def queued_lanes(queue: LiveQueue) -> dict[str, list[tuple[int, int, str, int, s
     return lanes
 
 
+def arrival_rates(
+    history: History, now: float, settings: ForecastSettings
+) -> tuple[tuple[float, float, float], list[Arrival]]:
+    """The forward runs' arrivals: (the rate of the last ``recent_arrival_seconds``, when it gives way,
+    the rate of the last ``arrival_lookback_seconds``), and the lookback's arrivals the runs copy."""
+    rate, recent = arrival_rate(
+        history.arrivals,
+        now,
+        settings.arrival_lookback_seconds,
+        history.arrivals_since,
+        settings.shortest_arrival_span_seconds,
+    )
+    # The last days' rate holds as many days ahead (no longer than the lookback: then one rate).
+    recent_span = min(settings.recent_arrival_seconds, settings.arrival_lookback_seconds)
+    recent_rate = rate
+    if recent_span > 0:
+        recent_rate, _ = arrival_rate(
+            history.arrivals, now, recent_span, history.arrivals_since, settings.shortest_arrival_span_seconds
+        )
+    return (recent_rate, now + recent_span, rate), recent
+
+
 def forecast_starts(
     queue: LiveQueue,
     history: History,
@@ -852,40 +874,13 @@ def forecast_starts(
         history.finished_since,
         settings.run_half_life_seconds,
     )
-    rate, recent = arrival_rate(
-        history.arrivals,
-        queue.now,
-        settings.arrival_lookback_seconds,
-        history.arrivals_since,
-        settings.shortest_arrival_span_seconds,
-    )
+    rates, recent = arrival_rates(history, queue.now, settings)
     rng = random.Random(seed)
     lanes = queued_lanes(queue)
     kinds = arrival_kinds(recent, queue.kind)
-    # The last days' rate holds as many days ahead (no longer than the lookback: then one rate).
-    recent_span = min(settings.recent_arrival_seconds, settings.arrival_lookback_seconds)
-    recent_rate = rate
-    if recent_span > 0:
-        recent_rate, _ = arrival_rate(
-            history.arrivals,
-            queue.now,
-            recent_span,
-            history.arrivals_since,
-            settings.shortest_arrival_span_seconds,
-        )
-    switch_at = queue.now + recent_span
     starts: dict[str, list[float]] = {name: [] for name in wanted}
     for _ in range(settings.samples):
-        run = _Run(
-            queue,
-            run_times,
-            (recent_rate, switch_at, rate),
-            kinds,
-            wanted,
-            settings.horizon_seconds,
-            rng,
-            lanes,
-        )
+        run = _Run(queue, run_times, rates, kinds, wanted, settings.horizon_seconds, rng, lanes)
         for name, t in run.run().items():
             starts[name].append(t)
     out = {}
