@@ -110,7 +110,7 @@ def test_the_navigation_leads_from_the_home_page_to_the_config_reference(served:
 
 
 #: How many times the search box is given the query (5 s each) before the test gives up.
-SEARCH_TRIES = 8
+SEARCH_TRIES = 16
 
 
 def test_the_search_box_finds_a_word_of_the_reference(served: str, page: Any) -> None:
