@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shareplane.domain.errors import ConfigError
 from shareplane.domain.explain.record_json import record_json
+from shareplane.domain.explain.wait import HISTORY_SECONDS
 from shareplane.domain.forecast import start_forecast
 from shareplane.domain.forecast.prediction import StartPrediction
 from shareplane.domain.forecast.start_forecast import ForecastSettings, History
@@ -373,6 +374,9 @@ def test_past_the_history_cap_the_finished_jobs_arrive_from_the_counts_and_only_
     )
     assert len(history.finished) == 10
     assert len(history.arrivals) == 40 + 4 + 3
+    # and the run-time curves count the history as complete only since the oldest job read was
+    # created (old-30's runs and later ones'), not over the 14 days a whole read gives
+    assert history.finished_since == NOW - 20 * 3600 + 30 * 1200 - 30
 
 
 def test_a_job_that_finished_between_the_reads_arrives_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -386,6 +390,8 @@ def test_a_job_that_finished_between_the_reads_arrives_once(monkeypatch: pytest.
     # THEN the job is one arrival, and its finished state stands
     (history,) = seen
     assert len(history.arrivals) == 40 + 4 + 3
+    # Under the cap every finished job is read: the history is complete over its 14 days.
+    assert history.finished_since == NOW - HISTORY_SECONDS
 
 
 def test_an_old_quiet_table_measures_a_burst_over_the_window_not_over_the_burst(

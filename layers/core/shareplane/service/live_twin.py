@@ -116,6 +116,7 @@ def read_live_twin(
     finished_arrivals: Sequence[Arrival] | None = None,
     arrivals_since: float | None = None,
     name_of: Callable[[JobRecord], str] = job_label,
+    complete_since: float | None = None,
 ) -> LiveTwin:
     """The queue at ``now`` (epoch seconds), read from ``states`` (default: every job in the table).
 
@@ -123,7 +124,8 @@ def read_live_twin(
     counts), in place of the finished ``states``' own. ``arrivals_since``: since when the jobs read
     hold every submission (default: since the oldest of them, true of the whole table). ``name_of``
     names each job in the forecast (default: its name, as `why` shows it; the watch keys its
-    predictions by job ARN, which never repeats).
+    predictions by job ARN, which never repeats). ``complete_since``: since when ``states`` hold
+    every finished job (default: the whole table).
     """
     chosen = sources.store.jobs() if states is None else states
 
@@ -145,5 +147,6 @@ def read_live_twin(
         arrivals_since=arrivals_since,
         name_of=name_of,
         finished_arrivals=finished_arrivals,
+        complete_since=complete_since,
     )
     return LiveTwin(queue, now, records, policy, live, history)

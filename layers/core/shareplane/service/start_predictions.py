@@ -176,6 +176,11 @@ def bounded_twin(
         key=lambda j: (j.created_at or 0, j.job_arn),
         reverse=True,
     )[:cap]
+    # Past the cap, the finished jobs created before the oldest one read are left out with their runs:
+    # the run-time curves count the history as complete only from then.
+    complete_since = None
+    if len(finished) == cap and finished:
+        complete_since = min(j.created_at or 0 for j in finished) / 1000.0
     # A job that finished between the two reads and is among the newest is listed in both: its
     # finished state stands (an older one is read as active this tick, and counted twice).
     done = fresh | {j.job_arn for j in finished}
@@ -196,6 +201,7 @@ def bounded_twin(
         finished_arrivals=counted_arrivals(counts),
         arrivals_since=since,
         name_of=name_of or job_arn_label,
+        complete_since=complete_since,
     )
     return replace(twin, counts_hour_ms=max((key.hour_ms for key, _ in counts), default=None))
 

@@ -75,6 +75,7 @@ def live_from_records(
     arrivals_since: float | None = None,
     name_of: Callable[[JobRecord], str] = job_label,
     finished_arrivals: Sequence[Arrival] | None = None,
+    complete_since: float | None = None,
 ) -> tuple[LiveQueue, History]:
     """The queue at ``now`` and its history, from its job records (other queues' records left out).
 
@@ -83,6 +84,8 @@ def live_from_records(
     ``name_of`` names each job in the forecast (the forecast is keyed by it).
     ``finished_arrivals``: the finished jobs' arrivals, counted apart (``counted_arrivals``, the
     watch's and the receipt's bounded read); the records of finished jobs then add only their runs.
+    ``complete_since``: since when the records hold every finished job (a bounded read that left the
+    older ones out); default: the whole table, so every run that ended in the last HISTORY_SECONDS.
     """
     running: list[RunningJob] = []
     queued: list[QueuedJob] = []
@@ -138,8 +141,11 @@ def live_from_records(
     if finished_arrivals is not None:
         arrivals = sorted([*arrivals, *(a for a in finished_arrivals if a.at <= now)], key=lambda a: a.at)
     since = arrivals_since if arrivals_since is not None else arrivals[0].at if arrivals else now
-    # The finished runs read are those that ended in the last HISTORY_SECONDS (``RunTimes.of``).
-    return live, History(tuple(finished), tuple(arrivals), since, now - HISTORY_SECONDS)
+    # The finished runs read are those that ended in the last HISTORY_SECONDS, or since the records
+    # are complete if later (``RunTimes.of``: a run started before then is counted from then).
+    window = now - HISTORY_SECONDS
+    finished_since = window if complete_since is None else max(window, complete_since)
+    return live, History(tuple(finished), tuple(arrivals), since, finished_since)
 
 
 def counted_arrivals(counts: Iterable[tuple[ArrivalKey, int]]) -> list[Arrival]:
