@@ -242,6 +242,38 @@ def test_arrivals_from_recent_history_can_push_a_job_back() -> None:
     assert busy["qa"].median is None or busy["qa"].median > quiet["qa"].median
 
 
+def test_the_last_weeks_rate_holds_for_the_first_week_ahead_then_the_lookbacks() -> None:
+    # GIVEN 30 days of submissions: one a day for 23 days, then 100 a day for the last 7
+    day, now = 86400.0, 30 * 86400.0
+    quiet = [Arrival(d * day + 1.0, "a", 1, 0) for d in range(23)]
+    burst = [Arrival(23 * day + k * day / 100 + 1.0, "a", 1, 0) for k in range(700)]
+    history = History(arrivals=tuple(quiet + burst), arrivals_since=0.0)
+    # WHEN the forward runs' arrival process is set up
+    (recent, switch_at, later), copied = start_forecast.arrival_rates(history, now, ForecastSettings())
+    # THEN the first 7 days ahead arrive at the last 7 days' rate, the rest at the 30 days', each a
+    # copy of one of the 30 days' submissions
+    assert recent == pytest.approx(700 / (7 * day))
+    assert later == pytest.approx(723 / (30 * day))
+    assert switch_at == now + 7 * day
+    assert len(copied) == 723
+    # and a forward run draws them so: ~700 in the week ahead, ~169 in the week after
+    live = LiveQueue(now=now, capacity=1, kind=QueueKind.FAIRSHARE, shares=(), running=(), queued=())
+    kinds = start_forecast.arrival_kinds(copied, live.kind)
+    run = start_forecast._Run(
+        live, RunTimes.of([], 1, 3600.0), (recent, switch_at, later), kinds, set(), 14 * day,
+        random.Random(0), {},
+    )  # fmt: skip
+    times, t = [], now
+    while (t := run._after(t)) < now + 14 * day:
+        times.append(t)
+    first_week = sum(1 for x in times if x < switch_at)
+    assert 600 <= first_week <= 800
+    assert 120 <= len(times) - first_week <= 220
+    # With no recent window, one rate from now on.
+    one = replace(ForecastSettings(), recent_arrival_seconds=0.0)
+    assert start_forecast.arrival_rates(history, now, one)[0] == (later, now, later)
+
+
 def test_the_arrival_rate_is_measured_over_the_part_of_the_lookback_observed() -> None:
     arrivals = [Arrival(t, "a", 1, 10) for t in (100.0, 400.0, 700.0, 1000.0)]
     # The whole lookback observed: 3 arrivals in the last 850 s (a 4th before it).
